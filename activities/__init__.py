@@ -1,0 +1,1 @@
+"""Temporal activities: thin, idempotent wrappers over governance/ (all I/O of the workflows lives here)."""

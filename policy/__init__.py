@@ -1,0 +1,1 @@
+"""Casbin model, default policy, and the enforcer factory with cross-process reload."""

@@ -1,0 +1,82 @@
+"""Session-wide real components: one embedded Postgres+pgvector (migrated), Temporal servers on demand.
+
+Tests isolate themselves by fresh ids (task ids, orgs, projects made with `uuid4`), never by mocks.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from api.embedded import start_embedded_postgres, temporal_cli_path, temporal_test_server_path
+from governance.config import Settings
+from governance.storage.engine import make_engine
+from governance.storage.migrate import upgrade_head
+
+SEARCH_ATTRIBUTES = {"LoregateState": "Keyword"}
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One embedded Postgres 16 + pgvector for the whole run."""
+    server, _ = start_embedded_postgres(tmp_path_factory.mktemp("pg"))
+    yield server
+    server.cleanup()
+
+
+@pytest.fixture(scope="session")
+def database_url(pg_server: Any) -> str:
+    """A fresh, migrated database; also exported as LOREGATE_DATABASE_URL for child processes."""
+    pg_server.psql("DROP DATABASE IF EXISTS loregate_test; CREATE DATABASE loregate_test;")
+    url = pg_server.get_uri("loregate_test")
+    upgrade_head(url)
+    os.environ["LOREGATE_DATABASE_URL"] = url
+    return str(url)
+
+
+@pytest.fixture(scope="session")
+def settings(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    """Settings pointing at the test database, with a data dir of its own."""
+    return Settings(database_url=database_url, data_dir=tmp_path_factory.mktemp("data"))
+
+
+@pytest.fixture(scope="session")
+async def engine(settings: Settings) -> AsyncIterator[AsyncEngine]:
+    """The async engine the code under test uses."""
+    eng = make_engine(settings)
+    yield eng
+    await eng.dispose()
+
+
+@pytest.fixture(scope="session")
+async def time_skipping_env() -> AsyncIterator[Any]:
+    """Temporal's time-skipping test server (for timeouts and schedules)."""
+    from temporalio.testing import WorkflowEnvironment
+
+    env = await WorkflowEnvironment.start_time_skipping(test_server_existing_path=temporal_test_server_path())
+    yield env
+    await env.shutdown()
+
+
+@pytest.fixture(scope="session")
+async def local_env() -> AsyncIterator[Any]:
+    """A real Temporal dev server (the one `loregate up` runs), with loregate's search attributes."""
+    from temporalio.common import SearchAttributeKey
+    from temporalio.testing import WorkflowEnvironment
+
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=temporal_cli_path(),
+        search_attributes=[SearchAttributeKey.for_keyword(name) for name in SEARCH_ATTRIBUTES],
+        dev_server_log_level="error",
+    )
+    yield env
+    await env.shutdown()
+
+
+def repo_root() -> Path:
+    return Path(__file__).resolve().parent.parent
