@@ -1,0 +1,58 @@
+"""The HTTP gateway: a FastAPI app per process, stateless apart from caches (run as many as needed)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from api.deps import KeyCache, TaskCache
+from api.errors import install_error_handlers
+from api.limits import BodySizeLimit
+from api.metrics import MetricsMiddleware
+from api.routes import admin, health, tasks
+from governance.config import Settings, get_settings
+from governance.storage.engine import make_engine
+from policy.enforcer import make_authorizer
+
+__all__ = ["create_app"]
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """The gateway for `settings` (default: from the environment). `uvicorn --factory api.app:create_app`."""
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        app.state.settings = settings
+        app.state.engine = make_engine(settings)
+        app.state.key_cache = KeyCache()
+        app.state.task_cache = TaskCache()
+        app.state.temporal = None
+        authorizer = make_authorizer(settings.sqlalchemy_url())
+        authorizer.add_listener(app.state.key_cache.clear)
+        app.state.authorizer = authorizer
+        try:
+            yield
+        finally:
+            authorizer.close()
+            await app.state.engine.dispose()
+
+    app = FastAPI(
+        title="loregate",
+        version="0.1.0",
+        summary="Governed shared memory for parallel AI agents",
+        description=(
+            "Agents append to task-scoped staging; a Temporal promotion gate publishes verified, "
+            "deduplicated memory. Authenticate with `Authorization: Bearer <api key>`. Every error is "
+            '`{"error": <type>, "detail": <message>}`.'
+        ),
+        lifespan=lifespan,
+    )
+    install_error_handlers(app)
+    for router in (health.router, tasks.router, admin.router):
+        app.include_router(router)
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
+    app.add_middleware(MetricsMiddleware)
+    return app

@@ -1,0 +1,165 @@
+"""FastAPI dependencies: the database, the authenticated principal, the authoriser, Temporal, tasks.
+
+Handlers declare what they need (`CurrentPrincipal`, `TaskFor("write")`...) and contain no permission
+`if`s: authentication happens in `current_principal`, authorisation in `Authorizer.check`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Coroutine
+from typing import Annotated, Any
+
+from fastapi import Depends, Header, Path, Request
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from governance.config import Settings
+from governance.errors import NotFound, Unauthenticated
+from governance.identity import Principal, key_id_of
+from governance.scopes import Scope
+from governance.storage.identity import authenticate
+from governance.storage.staging import TaskInfo, get_task
+from policy.enforcer import Authorizer
+
+__all__ = [
+    "EngineDep",
+    "SettingsDep",
+    "AuthorizerDep",
+    "CurrentPrincipal",
+    "TemporalDep",
+    "KeyCache",
+    "TaskCache",
+    "TaskFor",
+    "load_task",
+]
+
+# Authenticated keys are cached briefly per process; any policy/key change (NOTIFY) clears the cache.
+KEY_CACHE_SECONDS = 30.0
+
+
+class KeyCache:
+    """key → (principal, expiry). Cleared on every policy notification (e.g. a revoked key)."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, tuple[Principal, float]] = {}
+
+    def get(self, key: str) -> Principal | None:
+        hit = self._entries.get(key)
+        if hit is None or hit[1] < time.monotonic():
+            return None
+        return hit[0]
+
+    def put(self, key: str, principal: Principal) -> None:
+        if len(self._entries) > 10_000:
+            self._entries.clear()
+        self._entries[key] = (principal, time.monotonic() + KEY_CACHE_SECONDS)
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+
+class TaskCache:
+    """Tasks never change tenant, so their tenant lookup is cached per process (bounded)."""
+
+    def __init__(self, size: int = 50_000) -> None:
+        self._size = size
+        self._entries: dict[str, TaskInfo] = {}
+
+    def get(self, task_id: str) -> TaskInfo | None:
+        return self._entries.get(task_id)
+
+    def put(self, task: TaskInfo) -> None:
+        if len(self._entries) >= self._size:
+            self._entries.clear()
+        self._entries[task.id] = task
+
+
+def _engine(request: Request) -> AsyncEngine:
+    return request.app.state.engine  # type: ignore[no-any-return]
+
+
+def _settings(request: Request) -> Settings:
+    return request.app.state.settings  # type: ignore[no-any-return]
+
+
+def _authorizer(request: Request) -> Authorizer:
+    return request.app.state.authorizer  # type: ignore[no-any-return]
+
+
+EngineDep = Annotated[AsyncEngine, Depends(_engine)]
+SettingsDep = Annotated[Settings, Depends(_settings)]
+AuthorizerDep = Annotated[Authorizer, Depends(_authorizer)]
+
+
+async def current_principal(
+    request: Request,
+    authorization: Annotated[str | None, Header(description="`Bearer <api key>`")] = None,
+) -> Principal:
+    """The principal behind the bearer key; the actor of every write is this, never a client field."""
+    if not authorization:
+        raise Unauthenticated("missing Authorization header; send `Authorization: Bearer <api key>`")
+    scheme, _, key = authorization.partition(" ")
+    key = key.strip()
+    if scheme.lower() != "bearer" or not key:
+        raise Unauthenticated("Authorization must be `Bearer <api key>`")
+    if key_id_of(key) is None:
+        raise Unauthenticated("malformed API key")
+    cache: KeyCache = request.app.state.key_cache
+    principal = cache.get(key)
+    if principal is None:
+        async with _engine(request).connect() as conn:
+            principal = await authenticate(conn, key)
+        if principal is None:
+            raise Unauthenticated("unknown or revoked API key")
+        cache.put(key, principal)
+    request.state.principal = principal
+    return principal
+
+
+CurrentPrincipal = Annotated[Principal, Depends(current_principal)]
+
+
+async def _temporal(request: Request) -> Any:
+    """The process's Temporal client, connected on first use (the gateway starts without Temporal)."""
+    state = request.app.state
+    if getattr(state, "temporal", None) is None:
+        from governance.errors import Unavailable
+        from workflows.worker import connect_temporal
+
+        try:
+            state.temporal = await connect_temporal(state.settings)
+        except Exception as exc:  # connection refused, DNS, TLS: all mean "retry later"
+            raise Unavailable(f"Temporal is unavailable: {exc}") from exc
+    return state.temporal
+
+
+TemporalDep = Annotated[Any, Depends(_temporal)]
+
+
+async def load_task(request: Request, task_id: str) -> TaskInfo:
+    """The task (cached), or 404."""
+    cache: TaskCache = request.app.state.task_cache
+    task = cache.get(task_id)
+    if task is None:
+        async with _engine(request).connect() as conn:
+            task = await get_task(conn, task_id)
+        if task is None:
+            raise NotFound(f"task {task_id!r} does not exist")
+        cache.put(task)
+    return task
+
+
+def TaskFor(action: str, scope: Scope = Scope.TASK) -> Callable[..., Coroutine[Any, Any, TaskInfo]]:  # noqa: N802
+    """A dependency: the path's task, after Casbin allowed the caller `action` at `scope` in its tenant."""
+
+    async def _dependency(
+        request: Request,
+        principal: CurrentPrincipal,
+        authorizer: AuthorizerDep,
+        task_id: Annotated[str, Path(description="The task id", max_length=128)],
+    ) -> TaskInfo:
+        task = await load_task(request, task_id)
+        authorizer.check(principal, org=task.org, project=task.project, scope=scope, action=action)
+        return task
+
+    return _dependency

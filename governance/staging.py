@@ -1,0 +1,95 @@
+"""Staging rules (pure): what an entry may look like, and the fingerprint that makes retries safe."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from governance.errors import InvalidInput, LimitExceeded
+from governance.scopes import EntryKind
+
+__all__ = [
+    "EntryDraft",
+    "TASK_ID_PATTERN",
+    "canonical_payload",
+    "request_hash",
+    "validate_batch",
+    "validate_task_id",
+    "entry_size",
+]
+
+# Task ids appear in workflow ids (`promote-<id>`) and URLs: keep them to a safe alphabet.
+TASK_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
+_TASK_ID_RE = re.compile(TASK_ID_PATTERN)
+
+
+@dataclass(frozen=True)
+class EntryDraft:
+    """One entry as a client sent it; the actor is added by the gateway, never taken from the client."""
+
+    kind: EntryKind
+    content: str
+    payload: Any = None
+    idempotency_key: str | None = None
+
+
+def canonical_payload(payload: Any) -> str | None:
+    """Stable JSON text of a payload (None stays None)."""
+    if payload is None:
+        return None
+    return json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def request_hash(draft: EntryDraft) -> str:
+    """What a retry must repeat exactly for its idempotency key to be honoured."""
+    body = json.dumps([draft.kind.value, draft.content, canonical_payload(draft.payload)], ensure_ascii=False)
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+def entry_size(draft: EntryDraft) -> int:
+    """Bytes an entry occupies: content plus its payload as JSON."""
+    payload = canonical_payload(draft.payload)
+    return len(draft.content.encode("utf-8")) + (len(payload.encode("utf-8")) if payload else 0)
+
+
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(v) for v in value)
+    return False
+
+
+def validate_task_id(task_id: str) -> None:
+    if not _TASK_ID_RE.match(task_id):
+        raise InvalidInput(
+            f"task id {task_id!r} is invalid: 1-128 characters of letters, digits, '.', '_', ':', '-', "
+            "starting with a letter or digit"
+        )
+
+
+def validate_batch(drafts: list[EntryDraft], *, max_entry_bytes: int, max_batch_entries: int) -> None:
+    """Refuse the whole batch (nothing written) if any entry breaks a limit or cannot be stored."""
+    if not drafts:
+        raise InvalidInput("entries must hold at least one entry")
+    if len(drafts) > max_batch_entries:
+        raise LimitExceeded(f"batch of {len(drafts)} entries exceeds the limit of {max_batch_entries}")
+    keys: set[str] = set()
+    for index, draft in enumerate(drafts):
+        size = entry_size(draft)
+        if size > max_entry_bytes:
+            raise LimitExceeded(
+                f"entries[{index}] is {size} bytes (content + payload), over the limit of {max_entry_bytes}"
+            )
+        if _has_nul(draft.content) or _has_nul(draft.payload):
+            # Postgres text and jsonb cannot hold U+0000; refusing beats storing something else
+            raise InvalidInput(f"entries[{index}] contains a NUL character (U+0000), which cannot be stored")
+        if draft.idempotency_key is not None:
+            if draft.idempotency_key in keys:
+                raise InvalidInput(f"entries[{index}] repeats idempotency key {draft.idempotency_key!r} in one batch")
+            keys.add(draft.idempotency_key)

@@ -1,0 +1,150 @@
+"""Principals, API keys and their tenant grants, written together in one transaction.
+
+A grant is a Casbin grouping row (`g, <principal>, <actor type>, <org>/<project>`); creating a principal,
+revoking a key or changing a grant ends with `pg_notify` in the same transaction, so every process reloads
+its policy (and drops cached keys) exactly when the change becomes visible.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import func, insert, select, text, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from governance.identity import Principal, hash_api_key, new_api_key, tenant_domain
+from governance.scopes import ActorType
+from governance.storage.tables import api_keys, principals
+
+__all__ = [
+    "KeyInfo",
+    "create_principal",
+    "create_api_key",
+    "authenticate",
+    "get_principal",
+    "list_keys",
+    "revoke_key",
+    "count_principals",
+    "notify_policy_change",
+]
+
+_CASBIN_INSERT = text("INSERT INTO casbin_rule (ptype, v0, v1, v2) VALUES ('g', :sub, :role, :dom)")
+
+
+@dataclass(frozen=True)
+class KeyInfo:
+    """A key as listed: never the secret."""
+
+    key_id: str
+    principal: Principal
+    created_at: datetime
+    revoked_at: datetime | None
+
+
+def _principal(row: object) -> Principal:
+    return Principal(
+        id=row.id,  # type: ignore[attr-defined]
+        name=row.name,  # type: ignore[attr-defined]
+        actor_type=ActorType(row.actor_type),  # type: ignore[attr-defined]
+        org=row.org,  # type: ignore[attr-defined]
+        project=row.project,  # type: ignore[attr-defined]
+        is_admin=row.is_admin,  # type: ignore[attr-defined]
+    )
+
+
+async def notify_policy_change(conn: AsyncConnection) -> None:
+    """Delivered at commit: every process reloads policy and forgets cached keys."""
+    await conn.execute(text("SELECT pg_notify('loregate_policy', '')"))
+
+
+async def create_principal(
+    conn: AsyncConnection,
+    *,
+    name: str,
+    actor_type: ActorType,
+    org: str,
+    project: str | None,
+    is_admin: bool = False,
+) -> Principal:
+    """A principal with its tenant grant (and the admin grant across tenants when `is_admin`)."""
+    principal = Principal(
+        id=f"{actor_type.value}-{secrets.token_hex(6)}",
+        name=name,
+        actor_type=actor_type,
+        org=org,
+        project=project,
+        is_admin=is_admin,
+    )
+    await conn.execute(
+        insert(principals).values(
+            id=principal.id,
+            name=name,
+            actor_type=actor_type.value,
+            org=org,
+            project=project,
+            is_admin=is_admin,
+        )
+    )
+    await conn.execute(
+        _CASBIN_INSERT, {"sub": principal.id, "role": actor_type.value, "dom": tenant_domain(org, project)}
+    )
+    if is_admin:
+        await conn.execute(_CASBIN_INSERT, {"sub": principal.id, "role": "admin", "dom": "*"})
+    await notify_policy_change(conn)
+    return principal
+
+
+async def create_api_key(conn: AsyncConnection, principal_id: str) -> str:
+    """A new key for the principal; the plaintext is returned once and never stored."""
+    key, key_id = new_api_key()
+    await conn.execute(
+        insert(api_keys).values(id=key_id, principal_id=principal_id, key_hash=hash_api_key(key))
+    )
+    return key
+
+
+async def authenticate(conn: AsyncConnection, key: str) -> Principal | None:
+    """The principal behind an unrevoked key, else None."""
+    row = (
+        await conn.execute(
+            select(principals)
+            .join(api_keys, api_keys.c.principal_id == principals.c.id)
+            .where(api_keys.c.key_hash == hash_api_key(key), api_keys.c.revoked_at.is_(None))
+        )
+    ).first()
+    return _principal(row) if row is not None else None
+
+
+async def get_principal(conn: AsyncConnection, principal_id: str) -> Principal | None:
+    row = (await conn.execute(select(principals).where(principals.c.id == principal_id))).first()
+    return _principal(row) if row is not None else None
+
+
+async def list_keys(conn: AsyncConnection) -> list[KeyInfo]:
+    rows = (
+        await conn.execute(
+            select(principals, api_keys.c.id.label("key_id"), api_keys.c.created_at.label("key_created"),
+                   api_keys.c.revoked_at)
+            .join(api_keys, api_keys.c.principal_id == principals.c.id)
+            .order_by(api_keys.c.created_at)
+        )
+    ).all()
+    return [KeyInfo(r.key_id, _principal(r), r.key_created, r.revoked_at) for r in rows]
+
+
+async def revoke_key(conn: AsyncConnection, key_id: str) -> bool:
+    """Revoke a key by its public id; True if a live key was revoked."""
+    result = await conn.execute(
+        update(api_keys)
+        .where(api_keys.c.id == key_id, api_keys.c.revoked_at.is_(None))
+        .values(revoked_at=func.now())
+    )
+    if result.rowcount:
+        await notify_policy_change(conn)
+    return bool(result.rowcount)
+
+
+async def count_principals(conn: AsyncConnection) -> int:
+    return int((await conn.execute(select(func.count()).select_from(principals))).scalar_one())

@@ -1,0 +1,266 @@
+"""Tasks and the append-only staging log.
+
+Sequence numbers are gapless per task under any number of concurrent writers because the counter lives
+on the task row: `UPDATE tasks SET next_seq = next_seq + n` both reserves the numbers and locks the row
+until commit, and a rolled-back append rolls its reservation back with it. The common path is a single
+statement (reserve + insert in one CTE), so an append costs one round trip.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select, text
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from governance.errors import Conflict, NotFound
+from governance.identity import Principal
+from governance.staging import EntryDraft, canonical_payload, request_hash
+from governance.storage.tables import staging_entries, tasks
+
+__all__ = [
+    "TaskInfo",
+    "AppendedEntry",
+    "StoredEntry",
+    "open_task",
+    "get_task",
+    "append_entries",
+    "read_entries",
+]
+
+
+@dataclass(frozen=True)
+class TaskInfo:
+    """A task and the tenant it belongs to."""
+
+    id: str
+    org: str
+    project: str
+    worktree: str
+    description: str
+    status: str
+    created_by: str
+    created_at: datetime
+    promotion_workflow_id: str | None
+
+
+@dataclass(frozen=True)
+class AppendedEntry:
+    """The answer for one appended entry; `replayed` when an idempotency key returned an earlier write."""
+
+    id: int
+    seq: int
+    replayed: bool
+
+
+@dataclass(frozen=True)
+class StoredEntry:
+    """A staging entry as read back."""
+
+    id: int
+    seq: int
+    kind: str
+    content: str
+    payload: Any
+    actor: str
+    actor_type: str
+    idempotency_key: str | None
+    created_at: datetime
+
+
+def _task(row: Any) -> TaskInfo:
+    return TaskInfo(
+        id=row.id,
+        org=row.org,
+        project=row.project,
+        worktree=row.worktree,
+        description=row.description,
+        status=row.status,
+        created_by=row.created_by,
+        created_at=row.created_at,
+        promotion_workflow_id=row.promotion_workflow_id,
+    )
+
+
+async def get_task(conn: AsyncConnection, task_id: str) -> TaskInfo | None:
+    row = (await conn.execute(select(tasks).where(tasks.c.id == task_id))).first()
+    return _task(row) if row is not None else None
+
+
+async def open_task(
+    engine: AsyncEngine,
+    *,
+    task_id: str,
+    org: str,
+    project: str,
+    worktree: str,
+    description: str,
+    created_by: str,
+) -> tuple[TaskInfo, bool]:
+    """Create the task; reopening with identical attributes returns it (retry-safe). Returns (task, created)."""
+    async with engine.begin() as conn:
+        row = (
+            await conn.execute(
+                text(
+                    "INSERT INTO tasks (id, org, project, worktree, description, created_by) "
+                    "VALUES (:id, :org, :project, :worktree, :description, :created_by) "
+                    "ON CONFLICT (id) DO NOTHING RETURNING *"
+                ),
+                dict(id=task_id, org=org, project=project, worktree=worktree, description=description,
+                     created_by=created_by),
+            )
+        ).first()
+        if row is not None:
+            return _task(row), True
+        existing = await get_task(conn, task_id)
+    assert existing is not None
+    if (existing.org, existing.project, existing.worktree, existing.description) != (
+        org,
+        project,
+        worktree,
+        description,
+    ):
+        raise Conflict(f"task {task_id!r} already exists with different attributes")
+    return existing, False
+
+
+_APPEND = text(
+    """
+    WITH reserved AS (
+        UPDATE tasks SET next_seq = next_seq + :n WHERE id = :task_id RETURNING next_seq
+    )
+    INSERT INTO staging_entries
+        (task_id, seq, actor_id, actor_type, kind, content, payload, idempotency_key, request_hash)
+    SELECT :task_id, reserved.next_seq - :n + v.ord, :actor_id, :actor_type, v.kind, v.content,
+           v.payload::jsonb, v.ikey, v.rhash
+    FROM reserved,
+         unnest(CAST(:kinds AS text[]), CAST(:contents AS text[]), CAST(:payloads AS text[]),
+                CAST(:ikeys AS text[]), CAST(:rhashes AS text[]))
+             WITH ORDINALITY AS v(kind, content, payload, ikey, rhash, ord)
+    RETURNING id, seq
+    """
+)
+
+
+async def _existing_by_key(
+    conn: AsyncConnection, principal: Principal, keys: list[str]
+) -> dict[str, Any]:
+    rows = (
+        await conn.execute(
+            select(
+                staging_entries.c.id,
+                staging_entries.c.seq,
+                staging_entries.c.task_id,
+                staging_entries.c.idempotency_key,
+                staging_entries.c.request_hash,
+            ).where(
+                staging_entries.c.actor_id == principal.id, staging_entries.c.idempotency_key.in_(keys)
+            )
+        )
+    ).all()
+    return {row.idempotency_key: row for row in rows}
+
+
+async def _append_once(
+    engine: AsyncEngine, task_id: str, principal: Principal, drafts: list[EntryDraft]
+) -> list[AppendedEntry]:
+    hashes = [request_hash(d) for d in drafts]
+    async with engine.begin() as conn:
+        keys = [d.idempotency_key for d in drafts if d.idempotency_key is not None]
+        existing = await _existing_by_key(conn, principal, keys) if keys else {}
+        for draft, rhash in zip(drafts, hashes, strict=True):
+            old = existing.get(draft.idempotency_key) if draft.idempotency_key else None
+            if old is None:
+                continue
+            if old.task_id != task_id:
+                raise Conflict(
+                    f"idempotency key {draft.idempotency_key!r} was already used for task {old.task_id!r}"
+                )
+            if old.request_hash != rhash:
+                raise Conflict(
+                    f"idempotency key {draft.idempotency_key!r} was already used with a different entry "
+                    f"(seq {old.seq}); retries must repeat the original kind, content and payload"
+                )
+        fresh = [
+            (d, h) for d, h in zip(drafts, hashes, strict=True)
+            if d.idempotency_key is None or d.idempotency_key not in existing
+        ]
+        inserted: list[Any] = []
+        if fresh:
+            inserted = list(
+                (
+                    await conn.execute(
+                        _APPEND,
+                        {
+                            "n": len(fresh),
+                            "task_id": task_id,
+                            "actor_id": principal.id,
+                            "actor_type": principal.actor_type.value,
+                            "kinds": [d.kind.value for d, _ in fresh],
+                            "contents": [d.content for d, _ in fresh],
+                            "payloads": [canonical_payload(d.payload) for d, _ in fresh],
+                            "ikeys": [d.idempotency_key for d, _ in fresh],
+                            "rhashes": [h for _, h in fresh],
+                        },
+                    )
+                ).all()
+            )
+            if not inserted:
+                raise NotFound(f"task {task_id!r} does not exist")
+    inserted.sort(key=lambda r: r.seq)  # RETURNING order is not guaranteed; ordinality fixed the seqs
+    new_iter = iter(inserted)
+    results: list[AppendedEntry] = []
+    for draft, _ in zip(drafts, hashes, strict=True):
+        old = existing.get(draft.idempotency_key) if draft.idempotency_key else None
+        if old is not None:
+            results.append(AppendedEntry(id=old.id, seq=old.seq, replayed=True))
+        else:
+            row = next(new_iter)
+            results.append(AppendedEntry(id=row.id, seq=row.seq, replayed=False))
+    return results
+
+
+async def append_entries(
+    engine: AsyncEngine, task_id: str, principal: Principal, drafts: list[EntryDraft]
+) -> list[AppendedEntry]:
+    """Append a batch, all or nothing; entries whose idempotency key was seen return the first result.
+
+    Two concurrent requests carrying the same new key race on the unique index: the loser's transaction
+    (and its sequence reservation) rolls back, and it runs again to find the winner's rows.
+    """
+    try:
+        return await _append_once(engine, task_id, principal, drafts)
+    except IntegrityError as exc:
+        if "staging_entries_idempotency_idx" not in str(exc.orig):
+            raise
+        return await _append_once(engine, task_id, principal, drafts)
+
+
+async def read_entries(
+    conn: AsyncConnection, task_id: str, *, after_seq: int, limit: int
+) -> list[StoredEntry]:
+    rows = (
+        await conn.execute(
+            select(staging_entries)
+            .where(staging_entries.c.task_id == task_id, staging_entries.c.seq > after_seq)
+            .order_by(staging_entries.c.seq)
+            .limit(limit)
+        )
+    ).all()
+    return [
+        StoredEntry(
+            id=r.id,
+            seq=r.seq,
+            kind=r.kind,
+            content=r.content,
+            payload=r.payload,
+            actor=r.actor_id,
+            actor_type=r.actor_type,
+            idempotency_key=r.idempotency_key,
+            created_at=r.created_at,
+        )
+        for r in rows
+    ]

@@ -1,0 +1,191 @@
+"""The one place authorisation is decided: a Casbin enforcer over rows in Postgres, reloaded on change.
+
+Every process (gateway, worker, CLI) builds an `Authorizer` with `make_authorizer`. Changes to policy or
+grants are followed by `NOTIFY loregate_policy`; a `PostgresWatcher` thread in every process LISTENs and
+reloads, so a policy edited at run time applies everywhere within a moment, without restart.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from importlib import resources
+from typing import Any
+
+import casbin
+import psycopg
+from casbin.util import key_match
+from sqlalchemy import create_engine
+from sqlalchemy_adapter import Adapter
+
+from governance.errors import PolicyDenied
+from governance.identity import Principal, tenant_domain
+from governance.scopes import Scope
+
+__all__ = ["Authorizer", "PostgresWatcher", "make_authorizer", "POLICY_CHANNEL", "model_path"]
+
+POLICY_CHANNEL = "loregate_policy"
+_log = logging.getLogger(__name__)
+
+
+def model_path() -> str:
+    """Path of the packaged Casbin model."""
+    return str(resources.files("policy").joinpath("loregate_model.conf"))
+
+
+def _libpq_url(url: str) -> str:
+    for prefix in ("postgresql+psycopg://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql://" + url[len(prefix):]
+    return url
+
+
+class PostgresWatcher:
+    """pycasbin Watcher over Postgres LISTEN/NOTIFY (psycopg 3), with reconnect.
+
+    After a reconnect it calls back once, since notifications sent while disconnected are lost.
+    """
+
+    def __init__(self, database_url: str) -> None:
+        self._url = _libpq_url(database_url)
+        self._callbacks: list[Callable[[], None]] = []
+        self._stop = threading.Event()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="loregate-policy-watcher", daemon=True)
+        self._thread.start()
+        self._ready.wait(timeout=5)
+
+    def set_update_callback(self, func: Callable[..., None]) -> None:
+        self._callbacks.append(func)
+
+    def update(self, *args: Any) -> bool:
+        """Tell every process (this one included) that the policy changed."""
+        with psycopg.connect(self._url, autocommit=True) as conn:
+            conn.execute("SELECT pg_notify(%s, '')", (POLICY_CHANNEL,))
+        return True
+
+    # pycasbin calls these on WatcherEx-style updates; one reload covers them all
+    update_for_add_policy = update
+    update_for_remove_policy = update
+    update_for_remove_filtered_policy = update
+    update_for_save_policy = update
+    update_for_add_policies = update
+    update_for_remove_policies = update
+
+    def close(self) -> None:
+        self._stop.set()
+
+    def _fire(self) -> None:
+        for callback in self._callbacks:
+            try:
+                callback()
+            except Exception:  # a failed reload keeps the last good policy; the next notify retries
+                _log.exception("policy reload failed")
+
+    def _run(self) -> None:
+        first = True
+        while not self._stop.is_set():
+            try:
+                with psycopg.connect(self._url, autocommit=True) as conn:
+                    conn.execute(f"LISTEN {POLICY_CHANNEL}")
+                    self._ready.set()
+                    if not first:
+                        self._fire()
+                    first = False
+                    while not self._stop.is_set():
+                        if list(conn.notifies(timeout=0.5, stop_after=1)):
+                            # drain the rest of a burst, then reload once
+                            list(conn.notifies(timeout=0.05))
+                            self._fire()
+            except psycopg.Error:
+                self._ready.set()
+                self._stop.wait(1.0)
+
+
+class Authorizer:
+    """Answers "may this principal do this, at this scope, in this tenant?" — nothing else decides that."""
+
+    def __init__(self, enforcer: casbin.SyncedEnforcer, watcher: PostgresWatcher | None = None) -> None:
+        self._enforcer = enforcer
+        self._watcher = watcher
+        self._listeners: list[Callable[[], None]] = []
+        self._last_forced_reload = 0.0
+        if watcher is not None:
+            watcher.set_update_callback(self._on_change)
+
+    def _on_change(self) -> None:
+        self._enforcer.load_policy()
+        for listener in self._listeners:
+            listener()
+
+    def add_listener(self, listener: Callable[[], None]) -> None:
+        """Called after every reload (the gateway clears its key cache here)."""
+        self._listeners.append(listener)
+
+    def allowed(self, principal: Principal, *, org: str, project: str | None, scope: Scope | str, action: str) -> bool:
+        request = (principal.id, tenant_domain(org, project), str(scope), action)
+        if self._enforcer.enforce(*request):
+            return True
+        # A principal created a moment ago may not have reached us through NOTIFY yet: if we hold no grant
+        # for it at all, reload once (rate-limited) before saying no.
+        if not self._enforcer.has_grouping_policy(principal.id, principal.actor_type.value, principal.domain):
+            now = time.monotonic()
+            if now - self._last_forced_reload > 0.2:
+                self._last_forced_reload = now
+                self._enforcer.load_policy()
+                return bool(self._enforcer.enforce(*request))
+        return False
+
+    def check(self, principal: Principal, *, org: str, project: str | None, scope: Scope | str, action: str) -> None:
+        """Raise PolicyDenied (403) with a message naming who, what and where."""
+        if not self.allowed(principal, org=org, project=project, scope=scope, action=action):
+            raise PolicyDenied(
+                f"{principal.actor_type} '{principal.name}' ({principal.id}) may not {action} "
+                f"at {scope} scope in {tenant_domain(org, project)}"
+            )
+
+    def requires_validation(self, scope: Scope | str) -> bool:
+        """Whether publishing into `scope` waits for an approval (policy rows of `validation`)."""
+        return bool(self._enforcer.enforce("validation", "*", str(scope), "required"))
+
+    def list_policies(self) -> list[list[str]]:
+        return [list(p) for p in self._enforcer.get_policy()]
+
+    def list_grants(self) -> list[list[str]]:
+        return [list(g) for g in self._enforcer.get_grouping_policy()]
+
+    def add_policy(self, role: str, scope: str, action: str, effect: str = "allow") -> bool:
+        added = bool(self._enforcer.add_policy(role, scope, action, effect))
+        self._notify()
+        return added
+
+    def remove_policy(self, role: str, scope: str, action: str, effect: str = "allow") -> bool:
+        removed = bool(self._enforcer.remove_policy(role, scope, action, effect))
+        self._notify()
+        return removed
+
+    def reload(self) -> None:
+        self._on_change()
+
+    def _notify(self) -> None:
+        if self._watcher is not None:
+            self._watcher.update()
+
+    def close(self) -> None:
+        if self._watcher is not None:
+            self._watcher.close()
+
+
+def make_authorizer(database_url: str, *, watch: bool = True) -> Authorizer:
+    """An Authorizer over the `casbin_rule` table of this database (see migration 0002 for the defaults)."""
+    from governance.config import to_sqlalchemy_url
+
+    adapter = Adapter(create_engine(to_sqlalchemy_url(database_url), pool_pre_ping=True), create_table=False)
+    enforcer = casbin.SyncedEnforcer(model_path(), adapter)
+    enforcer.add_named_domain_matching_func("g", key_match)
+    enforcer.load_policy()
+    watcher = PostgresWatcher(database_url) if watch else None
+    # we notify ourselves (after the adapter has saved), so pycasbin must not call the watcher itself
+    return Authorizer(enforcer, watcher)
