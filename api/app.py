@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from api.deps import KeyCache, TaskCache
-from api.errors import install_error_handlers
+from api.errors import ERROR_RESPONSES, install_error_handlers
 from api.limits import BodySizeLimit
 from api.metrics import MetricsMiddleware
 from api.routes import admin, health, tasks
@@ -52,7 +52,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     install_error_handlers(app)
     for router in (health.router, tasks.router, admin.router):
-        app.include_router(router)
+        app.include_router(router, responses=ERROR_RESPONSES)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
     app.add_middleware(MetricsMiddleware)
     return app

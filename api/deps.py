@@ -17,6 +17,7 @@ from governance.config import Settings
 from governance.errors import NotFound, Unauthenticated
 from governance.identity import Principal, key_id_of
 from governance.scopes import Scope
+from governance.staging import TASK_ID_PATTERN
 from governance.storage.identity import authenticate
 from governance.storage.staging import TaskInfo, get_task
 from policy.enforcer import Authorizer
@@ -156,7 +157,7 @@ def TaskFor(action: str, scope: Scope = Scope.TASK) -> Callable[..., Coroutine[A
         request: Request,
         principal: CurrentPrincipal,
         authorizer: AuthorizerDep,
-        task_id: Annotated[str, Path(description="The task id", max_length=128)],
+        task_id: Annotated[str, Path(description="The task id", pattern=TASK_ID_PATTERN)],
     ) -> TaskInfo:
         task = await load_task(request, task_id)
         authorizer.check(principal, org=task.org, project=task.project, scope=scope, action=action)

@@ -8,12 +8,21 @@ import grpc
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from governance import errors as ge
 
-__all__ = ["HTTP_STATUS", "GRPC_CODE", "install_error_handlers", "error_body", "is_unavailable"]
+__all__ = [
+    "HTTP_STATUS",
+    "GRPC_CODE",
+    "ErrorBody",
+    "ERROR_RESPONSES",
+    "install_error_handlers",
+    "error_body",
+    "is_unavailable",
+]
 
 _log = logging.getLogger("loregate.api")
 
@@ -39,6 +48,24 @@ GRPC_CODE: dict[type[ge.GovernanceError], grpc.StatusCode] = {
     ge.InvalidInput: grpc.StatusCode.INVALID_ARGUMENT,
     ge.RateLimited: grpc.StatusCode.RESOURCE_EXHAUSTED,
     ge.Unavailable: grpc.StatusCode.UNAVAILABLE,
+}
+
+class ErrorBody(BaseModel):
+    """Every refusal: a machine-readable type and a message that says what is wrong."""
+
+    error: str
+    detail: str
+
+
+# Documented on every route, so clients (and schema-driven tests) know the shape of each refusal.
+ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
+    401: {"model": ErrorBody, "description": "No, malformed, unknown or revoked API key"},
+    403: {"model": ErrorBody, "description": "The policy does not allow this principal to do this"},
+    404: {"model": ErrorBody, "description": "Unknown task, memory or promotion"},
+    409: {"model": ErrorBody, "description": "Conflicts with what is stored (e.g. idempotency key reuse)"},
+    413: {"model": ErrorBody, "description": "Entry, batch or request over the configured limits"},
+    422: {"model": ErrorBody, "description": "Malformed input or a broken domain rule"},
+    503: {"model": ErrorBody, "description": "Database or Temporal unavailable; retry later"},
 }
 
 _STATUS_KIND = {400: "bad_request", 401: "unauthenticated", 403: "forbidden", 404: "not_found",

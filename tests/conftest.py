@@ -6,6 +6,8 @@ Tests isolate themselves by fresh ids (task ids, orgs, projects made with `uuid4
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,11 +24,17 @@ SEARCH_ATTRIBUTES = {"LoregateState": "Keyword"}
 
 
 @pytest.fixture(scope="session")
-def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """One embedded Postgres 16 + pgvector for the whole run."""
-    server, _ = start_embedded_postgres(tmp_path_factory.mktemp("pg"))
+def pg_server() -> Iterator[Any]:
+    """One embedded Postgres 16 + pgvector for the whole run.
+
+    Its data lives outside pytest's temp root: pytest resets that root to mode 0700 whenever a session
+    starts, and the server runs as the unprivileged `pgserver` user when tests run as root.
+    """
+    data_dir = Path(tempfile.mkdtemp(prefix="loregate-test-pg-"))
+    server, _ = start_embedded_postgres(data_dir)
     yield server
     server.cleanup()
+    shutil.rmtree(data_dir, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
