@@ -37,10 +37,10 @@ class EntryDraft:
 
 
 def canonical_payload(payload: Any) -> str | None:
-    """Stable JSON text of a payload (None stays None)."""
+    """Stable JSON text of a payload (None stays None); what is stored and what idempotency compares."""
     if payload is None:
         return None
-    return json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 def request_hash(draft: EntryDraft) -> str:
@@ -86,7 +86,7 @@ def validate_batch(drafts: list[EntryDraft], *, max_entry_bytes: int, max_batch_
             raise LimitExceeded(
                 f"entries[{index}] is {size} bytes (content + payload), over the limit of {max_entry_bytes}"
             )
-        if _has_nul(draft.content) or _has_nul(draft.payload):
+        if _has_nul(draft.content) or _has_nul(draft.payload) or _has_nul(draft.idempotency_key):
             # Postgres text and jsonb cannot hold U+0000; refusing beats storing something else
             raise InvalidInput(f"entries[{index}] contains a NUL character (U+0000), which cannot be stored")
         if draft.idempotency_key is not None:

@@ -135,7 +135,7 @@ _APPEND = text(
     INSERT INTO staging_entries
         (task_id, seq, actor_id, actor_type, kind, content, payload, idempotency_key, request_hash)
     SELECT :task_id, reserved.next_seq - :n + v.ord, :actor_id, :actor_type, v.kind, v.content,
-           v.payload::jsonb, v.ikey, v.rhash
+           v.payload::json, v.ikey, v.rhash
     FROM reserved,
          unnest(CAST(:kinds AS text[]), CAST(:contents AS text[]), CAST(:payloads AS text[]),
                 CAST(:ikeys AS text[]), CAST(:rhashes AS text[]))

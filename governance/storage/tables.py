@@ -17,7 +17,7 @@ from sqlalchemy import (
     Text,
     func,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR, UUID
+from sqlalchemy.dialects.postgresql import ARRAY, JSON, JSONB, TSVECTOR, UUID
 
 __all__ = [
     "metadata",
@@ -83,7 +83,7 @@ staging_entries = Table(
     Column("actor_type", String(16), nullable=False),
     Column("kind", String(32), nullable=False),
     Column("content", Text, nullable=False),
-    Column("payload", JSONB, nullable=True),
+    Column("payload", JSON, nullable=True),  # json keeps the payload exactly as sent
     Column("idempotency_key", Text, nullable=True),
     Column("request_hash", String(64), nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),

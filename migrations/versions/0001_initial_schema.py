@@ -79,7 +79,8 @@ def upgrade() -> None:
         sa.Column("actor_type", sa.String(16), nullable=False),
         sa.Column("kind", sa.String(32), nullable=False),
         sa.Column("content", sa.Text, nullable=False),
-        sa.Column("payload", pg.JSONB, nullable=True),
+        # json, not jsonb: the audit log keeps the payload exactly as sent (number forms, key order)
+        sa.Column("payload", pg.JSON, nullable=True),
         sa.Column("idempotency_key", sa.Text, nullable=True),
         sa.Column("request_hash", sa.String(64), nullable=False),
         sa.Column("created_at", TS, nullable=False, server_default=sa.func.now()),
