@@ -130,13 +130,27 @@ def install_error_handlers(app: FastAPI) -> None:
         return JSONResponse(error_body("invalid_input", f"the database refused the value: {exc.orig}"),
                             status_code=422)
 
+    def _unavailable() -> JSONResponse:
+        return JSONResponse(
+            error_body("unavailable", "the database is unavailable; retry later (with your idempotency keys)"),
+            status_code=503,
+            headers={"Retry-After": "1"},
+        )
+
+    # Database outages get handlers of their own: the catch-all below runs in Starlette's outermost
+    # middleware, which re-raises after answering and so drops the client's keep-alive connection.
+    async def _database(_: Request, exc: Exception) -> JSONResponse:
+        if is_unavailable(exc):
+            return _unavailable()
+        _log.exception("database error")
+        return JSONResponse(error_body("internal", "internal error; it has been logged"), status_code=500)
+
+    for database_error in (sa_exc.DBAPIError, sa_exc.TimeoutError, sa_exc.InterfaceError, OSError, TimeoutError):
+        app.add_exception_handler(database_error, _database)
+
     @app.exception_handler(Exception)
     async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
         if is_unavailable(exc):
-            return JSONResponse(
-                error_body("unavailable", "the database is unavailable; retry later (with your idempotency keys)"),
-                status_code=503,
-                headers={"Retry-After": "1"},
-            )
+            return _unavailable()
         _log.exception("unhandled error")
         return JSONResponse(error_body("internal", "internal error; it has been logged"), status_code=500)
