@@ -11,7 +11,7 @@ from api.deps import KeyCache, TaskCache
 from api.errors import ERROR_RESPONSES, install_error_handlers
 from api.limits import BodySizeLimit
 from api.metrics import MetricsMiddleware
-from api.routes import admin, health, tasks
+from api.routes import admin, approaches, health, memories_lifecycle, search, tasks
 from governance.config import Settings, get_settings
 from governance.storage.engine import make_engine
 from policy.enforcer import make_authorizer
@@ -19,8 +19,12 @@ from policy.enforcer import make_authorizer
 __all__ = ["create_app"]
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
-    """The gateway for `settings` (default: from the environment). `uvicorn --factory api.app:create_app`."""
+def create_app(settings: Settings | None = None, *, grpc_port: int | None = None) -> FastAPI:
+    """The gateway for `settings` (default: from the environment). `uvicorn --factory api.app:create_app`.
+
+    With `grpc_port`, the gRPC gateway runs in the same process and event loop, sharing the engine, the
+    authoriser and the key cache (`loregate serve` does this; tests of HTTP alone leave it off).
+    """
     settings = settings or get_settings()
 
     @asynccontextmanager
@@ -33,9 +37,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         authorizer = make_authorizer(settings.sqlalchemy_url())
         authorizer.add_listener(app.state.key_cache.clear)
         app.state.authorizer = authorizer
+        grpc_server = None
+        if grpc_port is not None:
+            from api.grpc_server import start_grpc_server
+
+            grpc_server, _ = await start_grpc_server(app.state, settings.http_host, grpc_port)
         try:
             yield
         finally:
+            if grpc_server is not None:
+                await grpc_server.stop(grace=5)
             authorizer.close()
             await app.state.engine.dispose()
 
@@ -51,7 +62,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     install_error_handlers(app)
-    for router in (health.router, tasks.router, admin.router):
+    for router in (
+        health.router, tasks.router, admin.router, search.router, memories_lifecycle.router, approaches.router
+    ):
         app.include_router(router, responses=ERROR_RESPONSES)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
     app.add_middleware(MetricsMiddleware)

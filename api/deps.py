@@ -13,13 +13,13 @@ from typing import Annotated, Any
 from fastapi import Depends, Header, Path, Request
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from api.service import load_task as load_cached_task
+from api.service import principal_from_authorization, temporal_client
 from governance.config import Settings
-from governance.errors import NotFound, Unauthenticated
-from governance.identity import Principal, key_id_of
+from governance.identity import Principal
 from governance.scopes import Scope
 from governance.staging import TASK_ID_PATTERN
-from governance.storage.identity import authenticate
-from governance.storage.staging import TaskInfo, get_task
+from governance.storage.staging import TaskInfo
 from policy.enforcer import Authorizer
 
 __all__ = [
@@ -97,22 +97,7 @@ async def current_principal(
     authorization: Annotated[str | None, Header(description="`Bearer <api key>`")] = None,
 ) -> Principal:
     """The principal behind the bearer key; the actor of every write is this, never a client field."""
-    if not authorization:
-        raise Unauthenticated("missing Authorization header; send `Authorization: Bearer <api key>`")
-    scheme, _, key = authorization.partition(" ")
-    key = key.strip()
-    if scheme.lower() != "bearer" or not key:
-        raise Unauthenticated("Authorization must be `Bearer <api key>`")
-    if key_id_of(key) is None:
-        raise Unauthenticated("malformed API key")
-    cache: KeyCache = request.app.state.key_cache
-    principal = cache.get(key)
-    if principal is None:
-        async with _engine(request).connect() as conn:
-            principal = await authenticate(conn, key)
-        if principal is None:
-            raise Unauthenticated("unknown or revoked API key")
-        cache.put(key, principal)
+    principal = await principal_from_authorization(request.app.state, authorization)
     request.state.principal = principal
     return principal
 
@@ -122,16 +107,7 @@ CurrentPrincipal = Annotated[Principal, Depends(current_principal)]
 
 async def _temporal(request: Request) -> Any:
     """The process's Temporal client, connected on first use (the gateway starts without Temporal)."""
-    state = request.app.state
-    if getattr(state, "temporal", None) is None:
-        from governance.errors import Unavailable
-        from workflows.worker import connect_temporal
-
-        try:
-            state.temporal = await connect_temporal(state.settings)
-        except Exception as exc:  # connection refused, DNS, TLS: all mean "retry later"
-            raise Unavailable(f"Temporal is unavailable: {exc}") from exc
-    return state.temporal
+    return await temporal_client(request.app.state)
 
 
 TemporalDep = Annotated[Any, Depends(_temporal)]
@@ -139,15 +115,7 @@ TemporalDep = Annotated[Any, Depends(_temporal)]
 
 async def load_task(request: Request, task_id: str) -> TaskInfo:
     """The task (cached), or 404."""
-    cache: TaskCache = request.app.state.task_cache
-    task = cache.get(task_id)
-    if task is None:
-        async with _engine(request).connect() as conn:
-            task = await get_task(conn, task_id)
-        if task is None:
-            raise NotFound(f"task {task_id!r} does not exist")
-        cache.put(task)
-    return task
+    return await load_cached_task(request.app.state, task_id)
 
 
 def TaskFor(action: str, scope: Scope = Scope.TASK) -> Callable[..., Coroutine[Any, Any, TaskInfo]]:  # noqa: N802
@@ -157,7 +125,8 @@ def TaskFor(action: str, scope: Scope = Scope.TASK) -> Callable[..., Coroutine[A
         request: Request,
         principal: CurrentPrincipal,
         authorizer: AuthorizerDep,
-        task_id: Annotated[str, Path(description="The task id", pattern=TASK_ID_PATTERN)],
+        # the pattern refuses ids no task can have (422) before they reach the database
+        task_id: Annotated[str, Path(description="The task id", max_length=128, pattern=TASK_ID_PATTERN)],
     ) -> TaskInfo:
         task = await load_task(request, task_id)
         authorizer.check(principal, org=task.org, project=task.project, scope=scope, action=action)

@@ -72,6 +72,18 @@ class Settings(BaseSettings):
     retention_min_skill_success_rate: float = 0.5
     retention_keep_per_task: int = 5
 
+    # read path: hybrid search and the context block (seed 001's 3-axis score, seed 002's block)
+    search_weight_similarity: float = 0.5
+    search_weight_recency: float = 0.3
+    search_weight_importance: float = 0.2
+    search_recency_half_life_hours: float = 24.0
+    search_rrf_k: int = 60
+    search_candidates: int = 50  # per retriever (vector, full text) before fusion
+    search_default_k: int = 10
+    search_max_k: int = Field(100, ge=1, le=100)  # the API schema's ceiling; may only be lowered
+    context_default_max_tokens: int = 1500
+    context_max_tokens_limit: int = Field(16000, ge=1, le=16000)  # the API schema's ceiling; may only be lowered
+
     # circular-fix detection
     approach_similarity_threshold: float = 0.93
     approach_refusals_before_stuck: int = 3

@@ -111,7 +111,8 @@ class Authorizer:
         self._enforcer = enforcer
         self._watcher = watcher
         self._listeners: list[Callable[[], None]] = []
-        self._last_forced_reload = 0.0
+        # per principal, so one principal's reload never delays another new principal's first request
+        self._last_forced_reload: dict[str, float] = {}
         if watcher is not None:
             watcher.set_update_callback(self._on_change)
 
@@ -130,10 +131,14 @@ class Authorizer:
             return True
         # A principal created a moment ago may not have reached us through NOTIFY yet: if we hold no grant
         # for it at all, reload once (rate-limited) before saying no.
+        # The limit is per principal: a global one let a burst of new principals (an orchestrator starting
+        # 16 agents) see wrong 403s because another principal's reload had just used the slot.
         if not self._enforcer.has_grouping_policy(principal.id, principal.actor_type.value, principal.domain):
             now = time.monotonic()
-            if now - self._last_forced_reload > 0.2:
-                self._last_forced_reload = now
+            if now - self._last_forced_reload.get(principal.id, 0.0) > 0.2:
+                if len(self._last_forced_reload) > 10_000:
+                    self._last_forced_reload.clear()
+                self._last_forced_reload[principal.id] = now
                 self._enforcer.load_policy()
                 return bool(self._enforcer.enforce(*request))
         return False

@@ -20,7 +20,8 @@ class PolicyRule(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     role: str = Field(min_length=1, max_length=64)
-    scope: str = Field(min_length=1, max_length=32)
+    # a rule for a scope that does not exist would silently match nothing, so it is refused (422)
+    scope: Literal["task", "worktree", "project", "org", "policy", "*"]
     action: str = Field(min_length=1, max_length=32)
     effect: Literal["allow", "deny"] = "allow"
 

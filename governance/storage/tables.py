@@ -105,6 +105,8 @@ memories = Table(
     Column("embedding", Vector(EMBEDDING_DIM), nullable=True),
     Column("content_hash", String(64), nullable=False),
     Column("confidence", Float, nullable=False),
+    # confidence as of the last validation: decay starts from it, so a second run the same day is a no-op
+    Column("base_confidence", Float, nullable=True),
     Column("validation_source", String(32), nullable=True),
     Column("validation_count", Integer, nullable=False, server_default="0"),
     Column("last_validated_at", DateTime(timezone=True), nullable=True),

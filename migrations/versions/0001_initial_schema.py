@@ -109,6 +109,7 @@ def upgrade() -> None:
         sa.Column("embedding", Vector(DIM), nullable=True),
         sa.Column("content_hash", sa.String(64), nullable=False),
         sa.Column("confidence", sa.Float, nullable=False),
+        sa.Column("base_confidence", sa.Float, nullable=True),
         sa.Column("validation_source", sa.String(32), nullable=True),
         sa.Column("validation_count", sa.Integer, nullable=False, server_default="0"),
         sa.Column("last_validated_at", TS, nullable=True),
@@ -153,7 +154,8 @@ def upgrade() -> None:
         postgresql_where=sa.text("deprecated_at IS NULL"),
     )
     op.create_index("memories_content_hash_idx", "memories", ["scope_key", "content_hash"])
-    op.create_index("memories_supersedes_idx", "memories", ["supersedes_id"])
+    # unique: a memory is superseded at most once, so supersession chains cannot fork
+    op.create_index("memories_supersedes_idx", "memories", ["supersedes_id"], unique=True)
     op.create_index("memories_tsv_idx", "memories", ["tsv"], postgresql_using="gin")
     op.execute(
         "CREATE INDEX memories_embedding_hnsw ON memories "

@@ -1,0 +1,161 @@
+"""Activities of circular-fix detection, so workflows (and agents driven by them) can ask before trying.
+
+Thin wrappers over governance/storage/approaches: the embedder and engine come from `__init__`, each call
+carries an idempotency key so a Temporal retry neither counts an attempt twice nor a refusal twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from governance.approaches import PastApproach
+from governance.config import Settings
+from governance.embedders import Embedder, embed_passages_async
+from governance.errors import InvalidInput, NotFound
+from governance.storage.approaches import check_proposal, record_attempt
+
+__all__ = [
+    "ApproachActivities",
+    "RecordApproachInput",
+    "CheckApproachInput",
+    "FailedAttempt",
+    "ApproachVerdict",
+    "attempt_view",
+]
+
+
+@dataclass
+class RecordApproachInput:
+    """One attempt and how it ended (`outcome`: failed | succeeded)."""
+
+    task_id: str
+    approach: str
+    outcome: str
+    idempotency_key: str
+    reason: str | None = None
+    subtask: str = ""
+    actor_id: str = "system:workflow"
+    actor_type: str = "system"
+
+
+@dataclass
+class CheckApproachInput:
+    """A proposed approach to check before trying it."""
+
+    task_id: str
+    approach: str
+    idempotency_key: str
+    subtask: str = ""
+    actor_id: str = "system:workflow"
+    actor_type: str = "system"
+
+
+@dataclass
+class FailedAttempt:
+    """One entry of the failed history shown to the agent."""
+
+    approach: str
+    attempts: int
+    failures: int
+    failure_reasons: list[str]
+    last_attempt_at: datetime
+    similarity: float | None = None
+
+
+@dataclass
+class ApproachVerdict:
+    """The check's answer: valid, why, what to do instead, the failed history, and the stuck mark."""
+
+    valid: bool
+    reason: str
+    suggestion: str | None
+    stuck: bool
+    refusals: int
+    history: list[FailedAttempt] = field(default_factory=list)
+
+
+def attempt_view(past: PastApproach) -> FailedAttempt:
+    """The serialisable view of a stored approach."""
+    return FailedAttempt(
+        approach=past.approach,
+        attempts=past.attempts,
+        failures=past.failures,
+        failure_reasons=list(past.failure_reasons),
+        last_attempt_at=past.last_attempt_at,
+        similarity=past.similarity,
+    )
+
+
+def _permanent(exc: NotFound | InvalidInput) -> ApplicationError:
+    return ApplicationError(exc.detail, type=type(exc).__name__, non_retryable=True)
+
+
+class ApproachActivities:
+    """Record and check approaches over one engine and embedder, with the thresholds of the settings."""
+
+    def __init__(self, engine: AsyncEngine, embedder: Embedder, settings: Settings) -> None:
+        self._engine = engine
+        self._embedder = embedder
+        self._threshold = settings.approach_similarity_threshold
+        self._refusals_before_stuck = settings.approach_refusals_before_stuck
+
+    async def _embed(self, approach: str) -> list[float]:
+        return [float(x) for x in (await embed_passages_async(self._embedder, [approach]))[0]]
+
+    @activity.defn(name="approach_record")
+    async def record(self, params: RecordApproachInput) -> FailedAttempt:
+        """Count one attempt with its outcome."""
+        embedding = await self._embed(params.approach)
+        try:
+            async with self._engine.begin() as conn:
+                past = await record_attempt(
+                    conn,
+                    task_id=params.task_id,
+                    subtask=params.subtask,
+                    approach=params.approach,
+                    outcome=params.outcome,
+                    reason=params.reason,
+                    embedding=embedding,
+                    actor_id=params.actor_id,
+                    actor_type=params.actor_type,
+                    idempotency_key=params.idempotency_key,
+                )
+        except (NotFound, InvalidInput) as exc:
+            raise _permanent(exc) from exc
+        except ValueError as exc:  # an unknown outcome
+            raise ApplicationError(str(exc), type="InvalidInput", non_retryable=True) from exc
+        return attempt_view(past)
+
+    @activity.defn(name="approach_check")
+    async def check(self, params: CheckApproachInput) -> ApproachVerdict:
+        """Refuse a repeat of a failed approach (same or near-duplicate), with history and a suggestion."""
+        embedding = await self._embed(params.approach)
+        try:
+            async with self._engine.begin() as conn:
+                answer = await check_proposal(
+                    conn,
+                    task_id=params.task_id,
+                    subtask=params.subtask,
+                    approach=params.approach,
+                    embedding=embedding,
+                    similarity_threshold=self._threshold,
+                    refusals_before_stuck=self._refusals_before_stuck,
+                    actor_id=params.actor_id,
+                    actor_type=params.actor_type,
+                    idempotency_key=params.idempotency_key,
+                )
+        except (NotFound, InvalidInput) as exc:
+            raise _permanent(exc) from exc
+        return ApproachVerdict(
+            valid=answer.check.valid,
+            reason=answer.check.reason,
+            suggestion=answer.check.suggestion,
+            stuck=answer.stuck,
+            refusals=answer.refusals,
+            history=[attempt_view(p) for p in answer.check.history],
+        )

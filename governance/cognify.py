@@ -1,0 +1,234 @@
+"""Cognify: distil a task's (already redacted) staging entries into an analysis and candidate memories.
+
+This is the deterministic, rule-based extractor — the default, and the fallback whenever an LLM is
+configured but fails. It reads entry kinds:
+
+- `fact`, `preference`, `insight`, `skill` entries become candidates of that memory type;
+- `decision` entries are the key decisions; a decision that names a canonical key also becomes a fact;
+- `error` entries of a successful task become `bug_pattern` candidates, paired with the first later
+  `result` or `decision` (what fixed it);
+- `approach` entries whose payload says `{"outcome": "failed"}` feed the critique;
+- `result` entries give the outcome summary; `{"repeatable": true}` in any payload marks the task repeatable.
+
+**Canonical key convention** (what a memory is *about*; at most one active memory per scope and key):
+the entry's payload field `"key"` (e.g. `{"key": "db.driver"}`) wins; otherwise a content of the form
+`<dotted.key>: <value>` or `<dotted.key> = <value>` on its first line, where the key is lowercase letters,
+digits, `_` and `-` in at least two dot-separated parts (`db.driver: psycopg 3`). Anything else has no key
+and is deduplicated by content similarity only. Optional payload fields: `title`, `importance` (0–1).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from governance.scopes import EntryKind, MemoryType
+
+__all__ = [
+    "StagedEntry",
+    "Candidate",
+    "Analysis",
+    "canonical_key_of",
+    "title_of",
+    "rule_based_analysis",
+    "episode_candidate",
+    "skill_candidate",
+]
+
+_KEY_FORM = re.compile(r"^\s*([a-z0-9_-]+(?:\.[a-z0-9_-]+)+)\s*[:=]\s*\S")
+_KEY_VALUE = re.compile(r"^[a-z0-9_-]+(?:\.[a-z0-9_-]+)*$")
+_TITLE_CHARS = 80
+
+_DIRECT_TYPES: dict[str, MemoryType] = {
+    EntryKind.FACT: MemoryType.FACT,
+    EntryKind.PREFERENCE: MemoryType.PREFERENCE,
+    EntryKind.INSIGHT: MemoryType.INSIGHT,
+    EntryKind.SKILL: MemoryType.SKILL,
+}
+_DEFAULT_IMPORTANCE: dict[MemoryType, float] = {
+    MemoryType.FACT: 0.6,
+    MemoryType.PREFERENCE: 0.6,
+    MemoryType.INSIGHT: 0.6,
+    MemoryType.SKILL: 0.7,
+    MemoryType.BUG_PATTERN: 0.7,
+    MemoryType.EPISODE: 0.5,
+}
+
+
+@dataclass(frozen=True)
+class StagedEntry:
+    """One staging entry as cognify sees it (content already redacted)."""
+
+    id: int
+    seq: int
+    kind: str
+    content: str
+    payload: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A memory the task suggests publishing; `source_entry_ids` is its provenance."""
+
+    memory_type: str
+    title: str
+    content: str
+    canonical_key: str | None = None
+    importance: float = 0.5
+    source_entry_ids: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """What the task achieved and what it suggests remembering (seed 003's `analyzeTask` result)."""
+
+    success: bool
+    reward: float
+    critique: str
+    key_decisions: list[str]
+    candidates: list[Candidate]
+    repeatable: bool
+    summary: str
+    engine: str = "rule_based"
+
+
+def canonical_key_of(content: str, payload: dict[str, Any] | None) -> str | None:
+    """The canonical key by the convention in the module docstring, or None."""
+    if payload and isinstance(payload.get("key"), str):
+        key = payload["key"].strip().lower()
+        return key if _KEY_VALUE.match(key) else None
+    first_line = content.strip().splitlines()[0] if content.strip() else ""
+    match = _KEY_FORM.match(first_line)
+    return match.group(1) if match else None
+
+
+def title_of(content: str, payload: dict[str, Any] | None = None) -> str:
+    """Payload `title`, else the first line of the content, shortened."""
+    if payload and isinstance(payload.get("title"), str) and payload["title"].strip():
+        return payload["title"].strip()[:_TITLE_CHARS]
+    first_line = content.strip().splitlines()[0] if content.strip() else "(empty)"
+    return first_line if len(first_line) <= _TITLE_CHARS else first_line[: _TITLE_CHARS - 1] + "…"
+
+
+def _importance(memory_type: MemoryType, payload: dict[str, Any] | None) -> float:
+    raw = payload.get("importance") if payload else None
+    if isinstance(raw, int | float) and not isinstance(raw, bool):
+        return min(1.0, max(0.0, float(raw)))
+    return _DEFAULT_IMPORTANCE.get(memory_type, 0.5)
+
+
+def _candidate(memory_type: MemoryType, entry: StagedEntry, content: str | None = None) -> Candidate:
+    text = content if content is not None else entry.content
+    return Candidate(
+        memory_type=memory_type.value,
+        title=title_of(entry.content, entry.payload),
+        content=text,
+        canonical_key=canonical_key_of(entry.content, entry.payload),
+        importance=_importance(memory_type, entry.payload),
+        source_entry_ids=[entry.id],
+    )
+
+
+def _reward(success: bool, errors: int, failed_approaches: int) -> float:
+    # success earns most of the reward; every detour (error, failed approach) costs a little of it
+    if success:
+        return round(max(0.5, 1.0 - 0.1 * errors - 0.05 * failed_approaches), 3)
+    return round(max(0.0, 0.3 - 0.05 * (errors + failed_approaches)), 3)
+
+
+def rule_based_analysis(task_description: str, entries: list[StagedEntry], *, success: bool) -> Analysis:
+    """Analyse entries (in sequence order) deterministically; `success` is the verification outcome."""
+    candidates: list[Candidate] = []
+    decisions: list[str] = []
+    errors: list[StagedEntry] = []
+    failed_approaches: list[str] = []
+    results: list[str] = []
+    repeatable = False
+    for index, entry in enumerate(entries):
+        if not entry.content.strip():
+            continue
+        payload = entry.payload or {}
+        repeatable = repeatable or payload.get("repeatable") is True
+        if entry.kind in _DIRECT_TYPES:
+            memory_type = _DIRECT_TYPES[entry.kind]
+            if memory_type is not MemoryType.SKILL or success:
+                candidates.append(_candidate(memory_type, entry))
+        elif entry.kind == EntryKind.DECISION:
+            decisions.append(title_of(entry.content, entry.payload))
+            if canonical_key_of(entry.content, entry.payload):
+                candidates.append(_candidate(MemoryType.FACT, entry))
+        elif entry.kind == EntryKind.ERROR:
+            errors.append(entry)
+            fix = next(
+                (e for e in entries[index + 1 :] if e.kind in (EntryKind.RESULT, EntryKind.DECISION)), None
+            )
+            if success and fix is not None:
+                bug = _candidate(
+                    MemoryType.BUG_PATTERN, entry, f"{entry.content.strip()}\nResolved by: {fix.content.strip()}"
+                )
+                candidates.append(
+                    Candidate(**{**bug.__dict__, "source_entry_ids": [entry.id, fix.id]})
+                )
+        elif entry.kind == EntryKind.APPROACH and payload.get("outcome") == "failed":
+            failed_approaches.append(title_of(entry.content, entry.payload))
+        elif entry.kind == EntryKind.RESULT:
+            results.append(entry.content.strip())
+    critique_parts: list[str] = []
+    if errors:
+        critique_parts.append(
+            f"{len(errors)} error(s) on the way: " + "; ".join(title_of(e.content) for e in errors[:5])
+        )
+    if failed_approaches:
+        critique_parts.append("failed approaches: " + "; ".join(failed_approaches[:5]))
+    if not critique_parts:
+        critique_parts.append("no errors or failed approaches recorded")
+    summary = results[-1] if results else task_description
+    return Analysis(
+        success=success,
+        reward=_reward(success, len(errors), len(failed_approaches)),
+        critique=("Succeeded; " if success else "Failed; ") + "; ".join(critique_parts) + ".",
+        key_decisions=decisions,
+        candidates=candidates if success else [],
+        repeatable=success and (repeatable or any(c.memory_type == MemoryType.SKILL for c in candidates)),
+        summary=summary,
+    )
+
+
+def episode_candidate(task_id: str, task_description: str, analysis: Analysis, entry_ids: list[int]) -> Candidate:
+    """The Reflexion episode of a task: what was tried, how it went, what to do differently."""
+    lines = [
+        f"Task {task_id}: {task_description}",
+        f"Outcome: {'success' if analysis.success else 'failure'} (reward {analysis.reward:.2f})",
+        f"Critique: {analysis.critique}",
+    ]
+    if analysis.key_decisions:
+        lines.append("Key decisions: " + "; ".join(analysis.key_decisions))
+    if analysis.summary and analysis.summary != task_description:
+        lines.append(f"Result: {analysis.summary}")
+    return Candidate(
+        memory_type=MemoryType.EPISODE.value,
+        title=title_of(f"Episode: {task_description}"),
+        content="\n".join(lines),
+        canonical_key=None,
+        importance=round(0.4 + 0.4 * analysis.reward, 3),
+        source_entry_ids=entry_ids,
+    )
+
+
+def skill_candidate(task_description: str, analysis: Analysis, entry_ids: list[int]) -> Candidate | None:
+    """A skill for a repeatable success that named none itself: the task and its key decisions as steps."""
+    if not (analysis.success and analysis.repeatable):
+        return None
+    if any(c.memory_type == MemoryType.SKILL for c in analysis.candidates):
+        return None
+    steps = analysis.key_decisions or [analysis.summary]
+    body = "\n".join(f"{n}. {step}" for n, step in enumerate(steps, start=1))
+    return Candidate(
+        memory_type=MemoryType.SKILL.value,
+        title=title_of(f"How to: {task_description}"),
+        content=f"How to: {task_description}\n{body}",
+        canonical_key=None,
+        importance=_DEFAULT_IMPORTANCE[MemoryType.SKILL],
+        source_entry_ids=entry_ids,
+    )

@@ -1,0 +1,157 @@
+"""The `[MEMORY CONTEXT]` block an agent pastes into its prompt (seed 002), with citations (seed 004).
+
+    [MEMORY CONTEXT]
+    <how to use these memories>
+
+    ### Bug patterns
+    - [mem:a7Bc3x] (2026-01-30, trust 0.80) Title: content
+
+    <prefer the current request on conflict>
+    [/MEMORY CONTEXT]
+
+Groups follow memory types, ordered by their best-ranked memory; items keep their rank order inside a group.
+Every item carries its citation, date and trust, so an agent can cite it and weigh it.
+
+The block never exceeds its token budget. Tokens are *estimated*, deterministically and without a tokenizer
+(none ships offline for every model): every ASCII character counts a quarter token (BPE tokenizers average
+about four English characters per token), rounded up over the whole text, and every other character (Hangul,
+CJK, symbols) counts one token. English is thus slightly over-counted and the budget holds with a margin for
+common tokenizers. Items are added in rank order; one that no longer fits is shortened (content cut with
+`…`), and if even that does not fit it is left out and the next, possibly shorter, one is tried.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+__all__ = [
+    "ContextItem",
+    "ContextBlock",
+    "TYPE_HEADINGS",
+    "HEADER",
+    "FOOTER",
+    "estimate_tokens",
+    "build_context_block",
+]
+
+HEADER = (
+    "[MEMORY CONTEXT]\n"
+    "Published memories from earlier work, most relevant first. Use them only where they are relevant "
+    "and cite them as [mem:<id>]."
+)
+FOOTER = "If any memory conflicts with the current request, follow the current request.\n[/MEMORY CONTEXT]"
+
+TYPE_HEADINGS: dict[str, str] = {
+    "profile": "Profile",
+    "preference": "Preferences",
+    "code_rule": "Code rules",
+    "fact": "Facts",
+    "insight": "Insights",
+    "skill": "Skills",
+    "bug_pattern": "Bug patterns",
+    "episode": "Past episodes",
+}
+
+_MIN_CONTENT_CHARS = 24  # a shorter cut says nothing useful; leave the item out instead
+_WHITESPACE = re.compile(r"\s+")
+# A memory must not be able to close the block early and speak as the user (prompt injection).
+_MARKERS = re.compile(r"\[/?MEMORY CONTEXT\]", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class ContextItem:
+    """One memory as the block shows it."""
+
+    citation: str
+    memory_type: str
+    title: str
+    content: str
+    created_at: datetime
+    confidence: float
+
+
+@dataclass(frozen=True)
+class ContextBlock:
+    """The rendered block, the citations it contains (in block order) and its estimated size."""
+
+    text: str
+    citations: list[str]
+    tokens: int
+    omitted: int  # memories that did not fit the budget
+
+
+def estimate_tokens(text: str) -> int:
+    """Deterministic token estimate: ceil(ASCII characters / 4) + one per non-ASCII character."""
+    ascii_chars = sum(1 for ch in text if ord(ch) < 128)
+    return math.ceil(ascii_chars / 4) + (len(text) - ascii_chars)
+
+
+def _clean(text: str) -> str:
+    return _MARKERS.sub("(memory context)", _WHITESPACE.sub(" ", text).strip())
+
+
+def _line(item: ContextItem, content: str) -> str:
+    title = _clean(item.title)
+    date = item.created_at.date().isoformat()
+    head = f"- [mem:{item.citation}] ({date}, trust {item.confidence:.2f})"
+    if title and not content.startswith(title):
+        return f"{head} {title}: {content}"
+    return f"{head} {content}"
+
+
+def _render(groups: dict[str, list[str]]) -> str:
+    sections = [f"### {TYPE_HEADINGS.get(t, t)}\n" + "\n".join(lines) for t, lines in groups.items() if lines]
+    return "\n\n".join([HEADER, *sections, FOOTER])
+
+
+def _fit(groups: dict[str, list[str]], item: ContextItem, content: str, max_tokens: int) -> str | None:
+    """The longest line for `item` (whole, else cut) that keeps the block within budget, or None."""
+    lines = groups.setdefault(item.memory_type, [])
+    try:
+        lines.append(_line(item, content))
+        if estimate_tokens(_render(groups)) <= max_tokens:
+            return lines[-1]
+        # binary search on the content length; the estimate is monotone in the cut
+        lo, hi, best = _MIN_CONTENT_CHARS, len(content) - 1, None
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            lines[-1] = _line(item, content[:mid].rstrip() + "…")
+            if estimate_tokens(_render(groups)) <= max_tokens:
+                best, lo = lines[-1], mid + 1
+            else:
+                hi = mid - 1
+        return best
+    finally:
+        lines.pop()
+
+
+def build_context_block(items: Sequence[ContextItem], *, max_tokens: int) -> ContextBlock:
+    """Render `items` (already ranked, best first) into one block of at most `max_tokens` estimated tokens.
+
+    No items, or a budget too small for the frame itself, gives an empty block (`text == ""`).
+    """
+    if max_tokens <= 0:
+        raise ValueError("max_tokens must be positive")
+    if not items or estimate_tokens(_render({})) > max_tokens:
+        return ContextBlock(text="", citations=[], tokens=0, omitted=len(items))
+
+    groups: dict[str, list[str]] = {}
+    placed: dict[str, list[str]] = {}  # citations per group, in group order
+    omitted = 0
+    for item in items:
+        line = _fit(groups, item, _clean(item.content), max_tokens)
+        if line is None:
+            omitted += 1
+            continue
+        groups.setdefault(item.memory_type, []).append(line)
+        placed.setdefault(item.memory_type, []).append(item.citation)
+
+    if not placed:
+        return ContextBlock(text="", citations=[], tokens=0, omitted=omitted)
+    text = _render(groups)
+    citations = [c for t in groups for c in placed.get(t, [])]
+    return ContextBlock(text=text, citations=citations, tokens=estimate_tokens(text), omitted=omitted)

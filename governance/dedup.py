@@ -1,0 +1,141 @@
+"""The dedup/supersede/new decision for one candidate memory against its published neighbours (pure).
+
+Seed 003 asks that parallel writers never leave duplicates or contradictions behind. Storage finds the
+neighbours (same hash, same canonical-key head, nearest embeddings) under a lock; this module decides:
+
+1. same content hash in the target scope                         -> DUPLICATE (reinforce it)
+2. an active head with the same canonical key, other content     -> SUPERSEDE it
+3. same content hash in a wider visible scope                     -> DUPLICATE
+4. cosine >= dup_threshold, compatible keys, no material difference -> DUPLICATE
+5. the contradiction judge says a close neighbour is contradicted -> SUPERSEDE it
+6. otherwise                                                      -> NEW, linked to close neighbours
+
+Step 4's "material difference" (a changed number or version, a negation, an opposite term) keeps
+near-misses like "timeout 30 s" / "timeout 60 s" apart even when the embedder puts them side by side.
+Supersession only targets memories of the target scope: a project cannot deprecate org knowledge.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from governance.supersession import ContradictionJudge, RuleBasedJudge, material_difference
+
+__all__ = ["Neighbour", "DecisionKind", "Decision", "normalise_text", "content_hash", "classify"]
+
+
+def normalise_text(text: str) -> str:
+    """Unicode NFKC, case-folded, whitespace collapsed: the form two copies of one fact share."""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def content_hash(text: str) -> str:
+    """sha256 (hex) of the normalised text."""
+    return hashlib.sha256(normalise_text(text).encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    """An active published memory close to the candidate (by hash, canonical key or embedding)."""
+
+    id: str
+    scope_key: str
+    canonical_key: str | None
+    content_hash: str
+    similarity: float
+    title: str
+    content: str
+
+
+class DecisionKind(StrEnum):
+    """What publishing a candidate does."""
+
+    NEW = "new"
+    DUPLICATE = "duplicate"
+    SUPERSEDE = "supersede"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The outcome of `classify`; `target_id` is the duplicate or the superseded head."""
+
+    kind: DecisionKind
+    target_id: str | None
+    similarity: float | None
+    reason: str
+    related_ids: tuple[str, ...] = ()
+
+
+def _keys_compatible(a: str | None, b: str | None) -> bool:
+    # two different canonical keys are two different subjects, however similar the wording
+    return a is None or b is None or a == b
+
+
+def classify(
+    *,
+    content: str,
+    content_hash: str,
+    canonical_key: str | None,
+    neighbours: Sequence[Neighbour],
+    dup_threshold: float,
+    related_threshold: float,
+    judge: ContradictionJudge | None = None,
+    scope_key: str | None = None,
+) -> Decision:
+    """Decide NEW, DUPLICATE or SUPERSEDE for a candidate (see the module docstring for the order).
+
+    `scope_key` is the candidate's target scope; when given, only memories of that scope can be
+    superseded and exact duplicates there win over those in wider scopes. `judge` defaults to the
+    rule-based judge.
+    """
+    ordered = sorted(neighbours, key=lambda n: (-n.similarity, n.id))
+
+    def in_scope(n: Neighbour) -> bool:
+        return scope_key is None or n.scope_key == scope_key
+
+    same_hash = [n for n in ordered if n.content_hash == content_hash]
+    for n in same_hash:
+        if in_scope(n):
+            return Decision(DecisionKind.DUPLICATE, n.id, max(n.similarity, 1.0), "identical content")
+
+    if canonical_key is not None:
+        for n in ordered:
+            if n.canonical_key == canonical_key and in_scope(n) and n.content_hash != content_hash:
+                return Decision(
+                    DecisionKind.SUPERSEDE,
+                    n.id,
+                    n.similarity,
+                    f"new content for canonical key {canonical_key!r}",
+                )
+
+    if same_hash:
+        n = same_hash[0]
+        return Decision(
+            DecisionKind.DUPLICATE, n.id, max(n.similarity, 1.0), "identical content (wider scope)"
+        )
+
+    for n in ordered:
+        if n.similarity < dup_threshold:
+            break
+        if (
+            _keys_compatible(canonical_key, n.canonical_key)
+            and material_difference(content, n.content) is None
+        ):
+            return Decision(DecisionKind.DUPLICATE, n.id, n.similarity, f"similarity {n.similarity:.3f}")
+
+    active_judge = judge if judge is not None else RuleBasedJudge()
+    for n in ordered:
+        if n.similarity < related_threshold:
+            break
+        if not in_scope(n) or not _keys_compatible(canonical_key, n.canonical_key):
+            continue
+        verdict = active_judge.judge(new=content, old=n.content, similarity=n.similarity)
+        if verdict.contradicts:
+            return Decision(DecisionKind.SUPERSEDE, n.id, n.similarity, verdict.reason)
+
+    related = tuple(n.id for n in ordered if n.similarity >= related_threshold)
+    return Decision(DecisionKind.NEW, None, None, "no duplicate or contradiction", related)

@@ -1,0 +1,60 @@
+"""Every change to published memory, each with its `memory_events` row in the same transaction.
+
+Why it looks like this (seed 003, DESIGN "Governance rules"):
+- Parallel promotions must not leave two copies of one fact or two heads of one canonical key. Publishers
+  take a transaction-scoped advisory lock: EXCLUSIVE on the target scope key, SHARED on the wider scope
+  keys they may reinforce. Publishers into one scope are serialised; the partial unique index
+  `memories_one_active_head` (and the unique `supersedes_id` index, which keeps chains linear) stay the
+  last line of defence.
+- Trust and usefulness change through single SQL statements (`confidence = LEAST(1, confidence + b)`),
+  never read-modify-write in Python, so concurrent boosts add up.
+- Every function takes the caller's `AsyncConnection` and runs inside its transaction: the promotion
+  publishes a whole plan atomically. A `dedupe_key` makes a retried activity return the recorded outcome
+  instead of writing twice.
+
+This module is the public face; the code lives in memory_rows.py (types, locks, events), publish.py
+(publish_candidate) and memory_changes.py (boost, feedback, supersede, retire, history).
+"""
+
+from __future__ import annotations
+
+from governance.storage.memory_changes import (
+    boost_memory,
+    memory_history,
+    record_feedback,
+    resolve_memory_id,
+    retire_memory,
+    supersede_memory,
+)
+from governance.storage.memory_rows import (
+    EventType,
+    MemoryVersion,
+    NewMemory,
+    PublishOutcome,
+    expire_in_scope,
+    lock_scopes,
+    make_citation,
+    record_event,
+    vector_literal,
+)
+from governance.storage.publish import find_neighbours, publish_candidate
+
+__all__ = [
+    "EventType",
+    "NewMemory",
+    "PublishOutcome",
+    "MemoryVersion",
+    "make_citation",
+    "vector_literal",
+    "lock_scopes",
+    "expire_in_scope",
+    "find_neighbours",
+    "publish_candidate",
+    "resolve_memory_id",
+    "boost_memory",
+    "record_feedback",
+    "supersede_memory",
+    "retire_memory",
+    "memory_history",
+    "record_event",
+]

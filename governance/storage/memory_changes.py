@@ -1,0 +1,343 @@
+"""Changes to a published memory after publication: trust boosts, feedback, supersession, retirement, history.
+
+Each is one SQL statement with its event (or, for supersession, two statements under the scope's lock) in the
+caller's transaction; see governance/storage/lifecycle.py.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from governance.dedup import content_hash
+from governance.errors import InvalidInput, NotFound
+from governance.scopes import ValidationSource
+from governance.storage.memory_rows import (
+    EventType,
+    MemoryVersion,
+    NewMemory,
+    PublishOutcome,
+    insert_memory,
+    lock_scopes,
+    not_found_or_conflict,
+    outcome_dict,
+    record_event,
+    recorded_payload,
+    replay_outcome,
+    scope_key_of,
+)
+from governance.trust import EMA_ALPHA, INITIAL_VERIFIED, MAX_CONFIDENCE, MIN_CONFIDENCE, VALIDATION_BOOSTS
+
+__all__ = [
+    "resolve_memory_id",
+    "boost_memory",
+    "record_feedback",
+    "supersede_memory",
+    "retire_memory",
+    "memory_history",
+]
+
+
+async def resolve_memory_id(conn: AsyncConnection, ref: str) -> str:
+    """The uuid of a memory named by uuid or citation; NotFound otherwise."""
+    try:
+        as_uuid: str | None = str(uuid.UUID(ref))
+    except ValueError:
+        as_uuid = None
+    row = (
+        await conn.execute(
+            text("SELECT id::text AS id FROM memories WHERE id = CAST(:u AS uuid) OR citation = :c"),
+            {"u": as_uuid, "c": ref.lower()},
+        )
+    ).first()
+    if row is None:
+        raise NotFound(f"memory {ref!r} not found")
+    return str(row.id)
+
+
+async def boost_memory(
+    conn: AsyncConnection,
+    memory_id: str,
+    source: ValidationSource | str,
+    *,
+    actor_id: str,
+    actor_type: str,
+    task_id: str | None = None,
+    workflow_id: str | None = None,
+    reason: str | None = None,
+    dedupe_key: str | None = None,
+) -> float:
+    """Add the boost of `source` to an active memory in one statement (capped at 1.0); returns the result."""
+    src = ValidationSource(source)
+    recorded = await recorded_payload(conn, dedupe_key)
+    if recorded is not None:
+        return float(recorded["confidence"])
+    row = (
+        await conn.execute(
+            text(
+                """
+                WITH u AS (
+                    UPDATE memories SET
+                        confidence = LEAST(:max, GREATEST(:min, confidence + :boost)),
+                        base_confidence = LEAST(:max, GREATEST(:min, confidence + :boost)),
+                        validation_source = CAST(:source AS text), validation_count = validation_count + 1,
+                        last_validated_at = now(), updated_at = now()
+                    WHERE id = CAST(:id AS uuid) AND deprecated_at IS NULL
+                    RETURNING id, confidence
+                )
+                INSERT INTO memory_events (memory_id, event_type, actor_id, actor_type, task_id, workflow_id,
+                                           reason, payload, dedupe_key)
+                SELECT id, 'BOOSTED', :actor_id, :actor_type, :task_id, :workflow_id, :reason,
+                       jsonb_build_object('source', CAST(:source AS text), 'boost', CAST(:boost AS float8),
+                                          'confidence', confidence),
+                       :dedupe_key
+                FROM u
+                RETURNING (payload->>'confidence')::float8 AS confidence
+                """
+            ),
+            {
+                "id": memory_id,
+                "boost": VALIDATION_BOOSTS[src],
+                "source": src.value,
+                "max": MAX_CONFIDENCE,
+                "min": MIN_CONFIDENCE,
+                "actor_id": actor_id,
+                "actor_type": actor_type,
+                "task_id": task_id,
+                "workflow_id": workflow_id,
+                "reason": reason,
+                "dedupe_key": dedupe_key,
+            },
+        )
+    ).first()
+    if row is None:
+        raise await not_found_or_conflict(conn, memory_id, "validation")
+    return float(row.confidence)
+
+
+async def record_feedback(
+    conn: AsyncConnection,
+    memory_id: str,
+    helpful: bool,
+    *,
+    actor_id: str,
+    actor_type: str,
+    task_id: str | None = None,
+    alpha: float = EMA_ALPHA,
+    dedupe_key: str | None = None,
+) -> float:
+    """Move usefulness towards 1 (helpful) or 0 by an EMA, in one statement; returns the new usefulness."""
+    recorded = await recorded_payload(conn, dedupe_key)
+    if recorded is not None:
+        return float(recorded["usefulness"])
+    row = (
+        await conn.execute(
+            text(
+                """
+                WITH u AS (
+                    UPDATE memories SET usefulness = (1 - :alpha) * usefulness + :alpha * :target,
+                                        updated_at = now()
+                    WHERE id = CAST(:id AS uuid)
+                    RETURNING id, usefulness
+                )
+                INSERT INTO memory_events (memory_id, event_type, actor_id, actor_type, task_id,
+                    payload, dedupe_key)
+                SELECT id, 'FEEDBACK', :actor_id, :actor_type, :task_id,
+                       jsonb_build_object('helpful', CAST(:helpful AS boolean), 'usefulness', usefulness),
+                       :dedupe_key
+                FROM u
+                RETURNING (payload->>'usefulness')::float8 AS usefulness
+                """
+            ),
+            {
+                "id": memory_id,
+                "alpha": alpha,
+                "target": 1.0 if helpful else 0.0,
+                "helpful": helpful,
+                "actor_id": actor_id,
+                "actor_type": actor_type,
+                "task_id": task_id,
+                "dedupe_key": dedupe_key,
+            },
+        )
+    ).first()
+    if row is None:
+        raise NotFound(f"memory {memory_id} not found")
+    return float(row.usefulness)
+
+
+async def supersede_memory(
+    conn: AsyncConnection,
+    old_id: str,
+    *,
+    content: str,
+    reason: str,
+    actor_id: str,
+    actor_type: str,
+    title: str | None = None,
+    canonical_key: str | None = None,
+    embedding: Sequence[float] | None = None,
+    valid_from_commit: str | None = None,
+    task_id: str | None = None,
+    dedupe_key: str | None = None,
+) -> PublishOutcome:
+    """Replace the head `old_id` with new content (a human's correction); Conflict if it is not a head."""
+    recorded = await recorded_payload(conn, dedupe_key)
+    if recorded is not None:
+        return replay_outcome(recorded)
+    if not content.strip():
+        raise InvalidInput("the superseding content is empty")
+    await lock_scopes(conn, await scope_key_of(conn, old_id))
+    old = (
+        await conn.execute(
+            text(
+                """
+                UPDATE memories SET deprecated_at = now(), valid_to_commit = :commit,
+                       contradiction_note = :note, updated_at = now()
+                WHERE id = CAST(:id AS uuid) AND deprecated_at IS NULL
+                RETURNING *
+                """
+            ),
+            {"id": old_id, "commit": valid_from_commit, "note": reason},
+        )
+    ).first()
+    if old is None:
+        raise await not_found_or_conflict(conn, old_id, "supersession")
+    human = actor_type == "human"
+    mem = NewMemory(
+        memory_type=old.memory_type,
+        scope=old.scope,
+        scope_key=old.scope_key,
+        org=old.org,
+        project=old.project,
+        title=title or old.title,
+        content=content,
+        confidence=max(INITIAL_VERIFIED, old.confidence) if human else old.confidence,
+        embedding=list(embedding) if embedding is not None else None,
+        validation_source=ValidationSource.HUMAN_APPROVED.value if human else None,
+        importance=old.importance,
+        source_task_ids=[task_id] if task_id else [],
+        decay_policy=old.decay_policy,
+        valid_from_commit=valid_from_commit,
+    )
+    memory_id = str(uuid.uuid4())
+    citation = await insert_memory(
+        conn,
+        mem,
+        memory_id=memory_id,
+        chash=content_hash(content),
+        supersedes_id=str(old.id),
+        canonical_key=canonical_key or old.canonical_key,
+        version=old.version + 1,
+        related_ids=(),
+    )
+    outcome = PublishOutcome(memory_id, citation, "superseded", superseded_id=str(old.id))
+    await record_event(
+        conn,
+        memory_id=memory_id,
+        event_type=EventType.SUPERSEDED,
+        actor_id=actor_id,
+        actor_type=actor_type,
+        task_id=task_id,
+        reason=reason,
+        payload={
+            "outcome": outcome_dict(outcome),
+            "old": str(old.id),
+            "new": memory_id,
+            "old_citation": old.citation,
+            "explicit": True,
+        },
+        dedupe_key=dedupe_key,
+    )
+    return outcome
+
+
+async def retire_memory(
+    conn: AsyncConnection,
+    memory_id: str,
+    *,
+    reason: str,
+    actor_id: str,
+    actor_type: str,
+    dedupe_key: str | None = None,
+) -> None:
+    """Deprecate an active memory without a successor (it was wrong or is no longer relevant)."""
+    if await recorded_payload(conn, dedupe_key) is not None:
+        return
+    await lock_scopes(conn, await scope_key_of(conn, memory_id))
+    row = (
+        await conn.execute(
+            text(
+                """
+                WITH u AS (
+                    UPDATE memories SET deprecated_at = now(), contradiction_note = :reason,
+                        updated_at = now()
+                    WHERE id = CAST(:id AS uuid) AND deprecated_at IS NULL
+                    RETURNING id
+                )
+                INSERT INTO memory_events (memory_id, event_type, actor_id, actor_type, reason, payload,
+                    dedupe_key)
+                SELECT id, 'RETIRED', :actor_id, :actor_type, :reason, '{}'::jsonb, :dedupe_key FROM u
+                RETURNING memory_id
+                """
+            ),
+            {
+                "id": memory_id,
+                "reason": reason,
+                "actor_id": actor_id,
+                "actor_type": actor_type,
+                "dedupe_key": dedupe_key,
+            },
+        )
+    ).first()
+    if row is None:
+        raise await not_found_or_conflict(conn, memory_id, "retirement")
+
+
+async def memory_history(conn: AsyncConnection, memory_id: str) -> list[MemoryVersion]:
+    """The whole supersession chain through `memory_id`, oldest first."""
+    rows = await conn.execute(
+        text(
+            """
+            WITH RECURSIVE back AS (
+                SELECT m.id, m.supersedes_id, 0 AS depth FROM memories m WHERE m.id = CAST(:id AS uuid)
+                UNION ALL
+                SELECT p.id, p.supersedes_id,
+                    b.depth - 1 FROM memories p JOIN back b ON p.id = b.supersedes_id
+            ), fwd AS (
+                SELECT m.id, 0 AS depth FROM memories m WHERE m.id = CAST(:id AS uuid)
+                UNION ALL
+                SELECT n.id, f.depth + 1 FROM memories n JOIN fwd f ON n.supersedes_id = f.id
+            ), chain AS (
+                SELECT id, depth FROM back UNION SELECT id, depth FROM fwd
+            )
+            SELECT m.*, c.depth FROM chain c JOIN memories m ON m.id = c.id ORDER BY c.depth
+            """
+        ),
+        {"id": memory_id},
+    )
+    chain = [
+        MemoryVersion(
+            id=str(r.id),
+            citation=r.citation,
+            version=r.version,
+            title=r.title,
+            content=r.content,
+            canonical_key=r.canonical_key,
+            scope_key=r.scope_key,
+            confidence=r.confidence,
+            supersedes_id=str(r.supersedes_id) if r.supersedes_id else None,
+            deprecated_at=r.deprecated_at,
+            valid_from_commit=r.valid_from_commit,
+            valid_to_commit=r.valid_to_commit,
+            contradiction_note=r.contradiction_note,
+            created_at=r.created_at,
+        )
+        for r in rows
+    ]
+    if not chain:
+        raise NotFound(f"memory {memory_id} not found")
+    return chain

@@ -1,0 +1,311 @@
+"""Rows and events of published memory: the types, citations, advisory locks and the insert every change uses.
+
+Split from governance/storage/lifecycle.py (the public face) to keep modules small; see its docstring for why
+changes look the way they do.
+"""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import func, insert, text
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from governance.errors import Conflict, NotFound
+from governance.scopes import SCOPE_LEVEL, Scope
+from governance.storage.tables import memories, memory_events
+from governance.trust import MAX_CONFIDENCE, MIN_CONFIDENCE
+
+__all__ = [
+    "NEIGHBOURS_K",
+    "EventType",
+    "NewMemory",
+    "PublishOutcome",
+    "MemoryVersion",
+    "make_citation",
+    "vector_literal",
+    "wider_scope_keys",
+    "lock_scopes",
+    "record_event",
+    "recorded_payload",
+    "replay_outcome",
+    "expire_in_scope",
+    "insert_memory",
+    "outcome_dict",
+    "not_found_or_conflict",
+    "scope_key_of",
+]
+
+
+NEIGHBOURS_K = 10
+
+
+class EventType(StrEnum):
+    """Kinds of `memory_events` rows."""
+
+    PROMOTED = "PROMOTED"
+    MERGED = "MERGED"
+    SUPERSEDED = "SUPERSEDED"
+    BOOSTED = "BOOSTED"
+    DECAYED = "DECAYED"
+    EXPIRED = "EXPIRED"
+    PRUNED = "PRUNED"
+    RETIRED = "RETIRED"
+    APPROVED = "APPROVED"
+    REJECTED = "REJECTED"
+    FEEDBACK = "FEEDBACK"
+    STUCK = "STUCK"
+
+
+@dataclass
+class NewMemory:
+    """A candidate memory as the promotion planned it (embedding already computed)."""
+
+    memory_type: str
+    scope: str
+    scope_key: str
+    org: str
+    title: str
+    content: str
+    confidence: float
+    project: str | None = None
+    canonical_key: str | None = None
+    embedding: list[float] | None = None
+    validation_source: str | None = None
+    importance: float = 0.5
+    reward: float | None = None
+    success: bool | None = None
+    source_task_ids: list[str] = field(default_factory=list)
+    source_entry_ids: list[int] = field(default_factory=list)
+    decay_policy: str = "stable"
+    expires_at: datetime | None = None
+    valid_from_commit: str | None = None
+
+
+@dataclass
+class PublishOutcome:
+    """What publishing one candidate did; `replayed` when a previous attempt had already done it."""
+
+    memory_id: str
+    citation: str
+    action: str  # "promoted" | "merged" | "superseded"
+    superseded_id: str | None = None
+    replayed: bool = False
+
+
+@dataclass(frozen=True)
+class MemoryVersion:
+    """One link of a supersession chain."""
+
+    id: str
+    citation: str
+    version: int
+    title: str
+    content: str
+    canonical_key: str | None
+    scope_key: str
+    confidence: float
+    supersedes_id: str | None
+    deprecated_at: datetime | None
+    valid_from_commit: str | None
+    valid_to_commit: str | None
+    contradiction_note: str | None
+    created_at: datetime
+
+
+def make_citation(memory_id: str) -> str:
+    """A short citation: the first 10 base32 characters of the uuid (50 bits; unique index backs it)."""
+    return base64.b32encode(uuid.UUID(memory_id).bytes).decode("ascii")[:10].lower()
+
+
+def vector_literal(vector: Sequence[float] | None) -> str | None:
+    """pgvector's text form, for `CAST(:v AS vector)` in hand-written statements."""
+    if vector is None:
+        return None
+    return "[" + ",".join(f"{float(x):.7g}" for x in vector) + "]"
+
+
+def _scope_of(key: str) -> Scope | None:
+    try:
+        return Scope(key.split(":", 1)[0])
+    except ValueError:
+        return None
+
+
+def wider_scope_keys(target_scope: str, visible_scope_keys: Sequence[str], target_key: str) -> list[str]:
+    level = SCOPE_LEVEL[Scope(target_scope)]
+    wider = []
+    for key in visible_scope_keys:
+        scope = _scope_of(key)
+        if key != target_key and scope is not None and SCOPE_LEVEL[scope] > level:
+            wider.append(key)
+    return wider
+
+
+async def lock_scopes(conn: AsyncConnection, exclusive: str, shared: Sequence[str] = ()) -> None:
+    """Transaction-scoped advisory locks: shared on wider scopes (widest first), then the exclusive one."""
+    for key in sorted(
+        set(shared) - {exclusive}, key=lambda k: -SCOPE_LEVEL.get(_scope_of(k) or Scope.TASK, 0)
+    ):
+        await conn.execute(text("SELECT pg_advisory_xact_lock_shared(hashtextextended(:k, 0))"), {"k": key})
+    await conn.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:k, 0))"), {"k": exclusive})
+
+
+async def record_event(
+    conn: AsyncConnection,
+    *,
+    memory_id: str | None,
+    event_type: EventType | str,
+    actor_id: str | None,
+    actor_type: str | None,
+    reason: str | None = None,
+    payload: dict[str, Any] | None = None,
+    task_id: str | None = None,
+    workflow_id: str | None = None,
+    dedupe_key: str | None = None,
+) -> None:
+    """Append one audit event (used by every change here and by the promotion for APPROVED/REJECTED)."""
+    await conn.execute(
+        insert(memory_events).values(
+            memory_id=memory_id,
+            event_type=str(event_type),
+            actor_id=actor_id,
+            actor_type=actor_type,
+            task_id=task_id,
+            workflow_id=workflow_id,
+            reason=reason,
+            payload=payload,
+            dedupe_key=dedupe_key,
+        )
+    )
+
+
+async def recorded_payload(conn: AsyncConnection, dedupe_key: str | None) -> dict[str, Any] | None:
+    if dedupe_key is None:
+        return None
+    row = (
+        await conn.execute(text("SELECT payload FROM memory_events WHERE dedupe_key = :k"), {"k": dedupe_key})
+    ).first()
+    return dict(row.payload or {}) if row is not None else None
+
+
+def replay_outcome(payload: dict[str, Any]) -> PublishOutcome:
+    outcome = payload.get("outcome")
+    if not isinstance(outcome, dict):
+        raise Conflict("the dedupe key was used by a different kind of change")
+    return PublishOutcome(
+        memory_id=outcome["memory_id"],
+        citation=outcome["citation"],
+        action=outcome["action"],
+        superseded_id=outcome.get("superseded_id"),
+        replayed=True,
+    )
+
+
+async def expire_in_scope(conn: AsyncConnection, scope_key: str) -> None:
+    """Expire memories of one scope whose `expires_at` passed (a publisher must not see them as heads)."""
+    await conn.execute(
+        text(
+            """
+            WITH e AS (
+                UPDATE memories SET deprecated_at = now(), updated_at = now()
+                WHERE scope_key = :k AND deprecated_at IS NULL AND expires_at <= now()
+                RETURNING id, expires_at
+            )
+            INSERT INTO memory_events (memory_id, event_type, actor_id, actor_type, reason, payload)
+            SELECT id, 'EXPIRED', 'system', 'system', 'past expires_at',
+                   jsonb_build_object('expires_at', expires_at) FROM e
+            """
+        ),
+        {"k": scope_key},
+    )
+
+
+async def insert_memory(
+    conn: AsyncConnection,
+    mem: NewMemory,
+    *,
+    memory_id: str,
+    chash: str,
+    supersedes_id: str | None,
+    canonical_key: str | None,
+    version: int,
+    related_ids: Sequence[str],
+) -> str:
+    citation = make_citation(memory_id)
+    confidence = min(MAX_CONFIDENCE, max(MIN_CONFIDENCE, mem.confidence))
+    try:
+        async with conn.begin_nested():
+            await conn.execute(
+                insert(memories).values(
+                    id=memory_id,
+                    citation=citation,
+                    memory_type=mem.memory_type,
+                    scope=mem.scope,
+                    scope_key=mem.scope_key,
+                    org=mem.org,
+                    project=mem.project,
+                    canonical_key=canonical_key,
+                    title=mem.title,
+                    content=mem.content,
+                    embedding=mem.embedding,
+                    content_hash=chash,
+                    confidence=confidence,
+                    base_confidence=confidence,
+                    validation_source=mem.validation_source,
+                    validation_count=1 if mem.validation_source else 0,
+                    last_validated_at=func.now(),
+                    decay_policy=mem.decay_policy,
+                    importance=mem.importance,
+                    reward=mem.reward,
+                    success=mem.success,
+                    source_task_ids=list(mem.source_task_ids),
+                    source_entry_ids=list(mem.source_entry_ids),
+                    related_ids=list(related_ids),
+                    supersedes_id=supersedes_id,
+                    valid_from_commit=mem.valid_from_commit,
+                    expires_at=mem.expires_at,
+                    version=version,
+                )
+            )
+    except IntegrityError as exc:
+        raise Conflict(f"an active memory with canonical key {canonical_key!r} already exists") from exc
+    return citation
+
+
+def outcome_dict(outcome: PublishOutcome) -> dict[str, Any]:
+    return {
+        "memory_id": outcome.memory_id,
+        "citation": outcome.citation,
+        "action": outcome.action,
+        "superseded_id": outcome.superseded_id,
+    }
+
+
+async def not_found_or_conflict(conn: AsyncConnection, memory_id: str, what: str) -> Exception:
+    row = (
+        await conn.execute(
+            text("SELECT deprecated_at FROM memories WHERE id = CAST(:id AS uuid)"), {"id": memory_id}
+        )
+    ).first()
+    if row is None:
+        return NotFound(f"memory {memory_id} not found")
+    return Conflict(f"memory {memory_id} is deprecated; {what} applies to the head of its chain")
+
+
+async def scope_key_of(conn: AsyncConnection, memory_id: str) -> str:
+    row = (
+        await conn.execute(
+            text("SELECT scope_key FROM memories WHERE id = CAST(:id AS uuid)"), {"id": memory_id}
+        )
+    ).first()
+    if row is None:
+        raise NotFound(f"memory {memory_id} not found")
+    return str(row.scope_key)

@@ -1,0 +1,147 @@
+"""The nightly retention's writes: decay trust, expire, prune — set-based statements, each row with its event.
+
+Decay recomputes `confidence` from `base_confidence` (the value at the last validation) and the whole days
+since `last_validated_at`, so a second run on the same day changes nothing and writes no event. Every
+statement can be limited to some orgs (a tenant's own run, and tests that share one database).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from governance.retention import PRUNABLE_TYPES, PruneChoice, RetentionRow
+from governance.trust import DAYS_PER_MONTH, DECAY_RATES_PER_MONTH, MIN_CONFIDENCE, DecayPolicy
+
+__all__ = ["decay_confidences", "expire_due", "load_retention_rows", "prune_memories"]
+
+_ACTOR = {"actor_id": "system:retention", "actor_type": "system"}
+
+# the SQL twin of governance.trust.decayed (tested against it)
+_DECAYED = """
+    GREATEST(:min_conf, LEAST(COALESCE(base_confidence, confidence),
+        COALESCE(base_confidence, confidence) * power(1 - CASE decay_policy
+                WHEN 'recency_bias' THEN CAST(:rate_recency AS float8)
+                WHEN 'stable' THEN CAST(:rate_stable AS float8) ELSE 0 END,
+            floor(GREATEST(0, extract(epoch FROM (CAST(:now AS timestamptz)
+                - COALESCE(last_validated_at, created_at))) / 86400)) / CAST(:dpm AS float8))))
+"""
+
+_ORG_FILTER = "(CAST(:orgs AS text[]) IS NULL OR org = ANY(CAST(:orgs AS text[])))"
+
+
+def _decay_params(now: datetime, orgs: Sequence[str] | None) -> dict[str, object]:
+    return {
+        "now": now,
+        "orgs": list(orgs) if orgs is not None else None,
+        "min_conf": MIN_CONFIDENCE,
+        "rate_recency": DECAY_RATES_PER_MONTH[DecayPolicy.RECENCY_BIAS],
+        "rate_stable": DECAY_RATES_PER_MONTH[DecayPolicy.STABLE],
+        "dpm": DAYS_PER_MONTH,
+    }
+
+
+async def decay_confidences(
+    conn: AsyncConnection, *, now: datetime, dry_run: bool, orgs: Sequence[str] | None = None
+) -> int:
+    """Decay active memories by their policy; one DECAYED event per changed memory. Returns the count."""
+    candidates = f"""
+        SELECT id, confidence AS old, {_DECAYED} AS new FROM memories
+        WHERE deprecated_at IS NULL AND decay_policy <> 'manual_only' AND {_ORG_FILTER}
+    """
+    params = _decay_params(now, orgs)
+    if dry_run:
+        sql = f"SELECT count(*) FROM ({candidates}) c WHERE abs(c.new - c.old) > 1e-9"
+        return int((await conn.execute(text(sql), params)).scalar_one())
+    sql = f"""
+        WITH c AS ({candidates} FOR UPDATE),
+        changed AS (
+            UPDATE memories m SET confidence = c.new, base_confidence = COALESCE(m.base_confidence, c.old),
+                   updated_at = CAST(:now AS timestamptz)
+            FROM c WHERE m.id = c.id AND abs(c.new - c.old) > 1e-9
+            RETURNING m.id, c.old, c.new, m.decay_policy
+        )
+        INSERT INTO memory_events (memory_id, event_type, actor_id, actor_type, reason, payload)
+        SELECT id, 'DECAYED', :actor_id, :actor_type, 'decay policy ' || decay_policy,
+               jsonb_build_object('from', old, 'to', new, 'policy', decay_policy) FROM changed
+    """
+    result = await conn.execute(text(sql), {**params, **_ACTOR})
+    return int(result.rowcount or 0)
+
+
+async def expire_due(
+    conn: AsyncConnection, *, now: datetime, dry_run: bool, orgs: Sequence[str] | None = None
+) -> int:
+    """Deprecate active memories whose `expires_at` has passed; one EXPIRED event each. Returns the count."""
+    where = f"deprecated_at IS NULL AND expires_at <= CAST(:now AS timestamptz) AND {_ORG_FILTER}"
+    params: dict[str, object] = {"now": now, "orgs": list(orgs) if orgs is not None else None}
+    if dry_run:
+        return int(
+            (await conn.execute(text(f"SELECT count(*) FROM memories WHERE {where}"), params)).scalar_one()
+        )
+    sql = f"""
+        WITH e AS (
+            UPDATE memories SET deprecated_at = CAST(:now AS timestamptz),
+                updated_at = CAST(:now AS timestamptz)
+            WHERE {where}
+            RETURNING id, expires_at
+        )
+        INSERT INTO memory_events (memory_id, event_type, actor_id, actor_type, reason, payload)
+        SELECT id, 'EXPIRED', :actor_id, :actor_type, 'past expires_at',
+               jsonb_build_object('expires_at', expires_at) FROM e
+    """
+    result = await conn.execute(text(sql), {**params, **_ACTOR})
+    return int(result.rowcount or 0)
+
+
+async def load_retention_rows(
+    conn: AsyncConnection, *, orgs: Sequence[str] | None = None
+) -> list[RetentionRow]:
+    """Episodes and skills with what the pruning rules read (a skill's success rate is its usefulness)."""
+    rows = await conn.execute(
+        text(
+            f"""
+            SELECT id::text AS id, memory_type, COALESCE(source_task_ids[1], '') AS task_id, created_at,
+                reward,
+                   CASE WHEN memory_type = 'skill' THEN usefulness END AS success_rate
+            FROM memories WHERE memory_type = ANY(:types) AND {_ORG_FILTER}
+            """
+        ),
+        {"types": list(PRUNABLE_TYPES), "orgs": list(orgs) if orgs is not None else None},
+    )
+    return [
+        RetentionRow(r.id, r.memory_type, r.task_id, r.created_at, r.reward, r.success_rate) for r in rows
+    ]
+
+
+async def prune_memories(conn: AsyncConnection, choices: Sequence[PruneChoice]) -> int:
+    """Delete the chosen memories, each with a PRUNED event keeping its reason and a snapshot.
+
+    A memory another one supersedes stays (its history is part of the newer memory's).
+    """
+    if not choices:
+        return 0
+    sql = """
+        WITH chosen AS (
+            SELECT * FROM unnest(CAST(:ids AS uuid[]), CAST(:reasons AS text[])) AS r(id, reason)
+        ),
+        d AS (
+            DELETE FROM memories m USING chosen
+            WHERE m.id = chosen.id AND NOT EXISTS (SELECT 1 FROM memories s WHERE s.supersedes_id = m.id)
+            RETURNING m.id, m.citation, m.memory_type, m.title, m.content_hash, m.source_task_ids, m.reward,
+                      chosen.reason
+        )
+        INSERT INTO memory_events (memory_id, event_type, actor_id, actor_type, reason, payload)
+        SELECT id, 'PRUNED', :actor_id, :actor_type, reason,
+               jsonb_build_object('citation', citation, 'memory_type', memory_type, 'title', title,
+                                  'content_hash', content_hash, 'source_task_ids', source_task_ids,
+                                  'reward', reward)
+        FROM d
+    """
+    result = await conn.execute(
+        text(sql), {"ids": [c.id for c in choices], "reasons": [c.reason for c in choices], **_ACTOR}
+    )
+    return int(result.rowcount or 0)

@@ -1,0 +1,440 @@
+"""Hybrid retrieval over published memories: pgvector HNSW + Postgres full text, fused by RRF, 3-axis ranked.
+
+Visibility is decided here, in SQL, and nowhere else: a reader passes the scope keys its task sees
+(`governance.scopes.visible_scope_keys`) and only memories under those keys are ever read. Deprecated
+(superseded or retired) and expired memories are left out unless history is asked for.
+
+Each retriever returns up to `candidates` ids; the union is fetched once and scored by
+`governance.ranking` (similarity = normalised RRF, recency, importance × confidence).
+
+Full text uses the `simple` configuration (no stemming: identifiers and error codes must match as written;
+Korean has no Postgres stemmer anyway). The query is the OR of its content words, with English function words
+dropped, so a long natural-language question still finds a memory that shares its rare identifier. Hits are
+ordered by the IDF-weighted share of query words they contain, and that share also weighs their vote in the
+fusion; memories matching the same words tie, so full text never pretends to order what it cannot tell apart.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import bindparam, text
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.types import Text
+
+from governance.errors import NotFound
+from governance.ranking import RankingParams, ScoreParts, score_parts, weighted_rrf
+from governance.scopes import visible_scope_keys
+from governance.storage.tables import EMBEDDING_DIM
+
+__all__ = [
+    "ReaderScope",
+    "SearchHit",
+    "MemoryDetail",
+    "reader_scope",
+    "search",
+    "vector_candidates",
+    "text_candidates",
+    "fulltext_query",
+    "fulltext_terms",
+    "is_identifier",
+    "PLAIN_WORD_WEIGHT",
+    "TEXT_VOTE",
+    "fuse",
+    "record_retrievals",
+    "get_memory",
+    "parse_memory_ref",
+]
+
+_STOPWORDS = frozenset(
+    """a an and are as at be been but by can could did do does doing for from had has have how i if in into is
+    it its me my no not of on or our should so than that the their them then there these they this to too us
+    was we were what when where which while who why will with would you your about after again all also am any
+    because before being both each few more most other own same some such only just very via vs use used using
+    """.split()
+)
+_WORD = re.compile(r"[\w][\w.\-/:]*", re.UNICODE)
+_MAX_TERMS = 16
+PLAIN_WORD_WEIGHT = 0.1
+# An exact match of every identifier in the query outvotes the embedding's first choice: e5 blurs LG-7731
+# into LG-7713, Postgres does not.
+TEXT_VOTE = 2.0
+
+_VECTOR = bindparam("q", type_=Vector(EMBEDDING_DIM))
+_KEYS = bindparam("keys", type_=ARRAY(Text))
+_TYPES = bindparam("types", type_=ARRAY(Text))
+_DEFAULT_PARAMS = RankingParams()
+
+_MEMORY_COLUMNS = """id::text AS id, citation, memory_type, scope, scope_key, org, project, canonical_key,
+    title, content, confidence, importance, validation_source, validation_count, last_validated_at,
+    decay_policy, source_task_ids, source_entry_ids, supersedes_id::text AS supersedes_id, deprecated_at,
+    contradiction_note, expires_at, retrieval_count, usefulness, version, created_at, updated_at"""
+
+
+@dataclass(frozen=True)
+class ReaderScope:
+    """The tenant and scope keys a task reads from (the task fixes worktree, project and org)."""
+
+    task_id: str
+    org: str
+    project: str
+    worktree: str
+
+    @property
+    def scope_keys(self) -> list[str]:
+        """Scope keys visible from this task: task, worktree, project, org."""
+        return visible_scope_keys(
+            org=self.org, project=self.project, worktree=self.worktree, task_id=self.task_id
+        )
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One ranked memory with the parts of its score and where each retriever placed it."""
+
+    id: str
+    citation: str
+    memory_type: str
+    scope: str
+    scope_key: str
+    title: str
+    content: str
+    confidence: float
+    importance: float
+    created_at: datetime
+    updated_at: datetime
+    deprecated_at: datetime | None
+    expires_at: datetime | None
+    cosine: float | None
+    vector_rank: int | None
+    text_rank: int | None
+    parts: ScoreParts
+
+
+@dataclass(frozen=True)
+class MemoryDetail:
+    """A memory in full, with the staging entries it came from and its supersession chain (oldest first)."""
+
+    memory: dict[str, Any]
+    provenance: list[dict[str, Any]] = field(default_factory=list)
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+
+async def reader_scope(conn: AsyncConnection, task_id: str) -> ReaderScope:
+    """The task's tenant; NotFound for an unknown task."""
+    row = (
+        await conn.execute(text("SELECT org, project, worktree FROM tasks WHERE id = :id"), {"id": task_id})
+    ).first()
+    if row is None:
+        raise NotFound(f"task {task_id!r} does not exist")
+    return ReaderScope(task_id=task_id, org=row.org, project=row.project, worktree=row.worktree)
+
+
+def _filters(types: Sequence[str] | None, include_history: bool) -> str:
+    clauses = ["scope_key = ANY(:keys)"]
+    if not include_history:
+        clauses += ["deprecated_at IS NULL", "(expires_at IS NULL OR expires_at > now())"]
+    if types:
+        clauses.append("memory_type = ANY(:types)")
+    return " AND ".join(clauses)
+
+
+def is_identifier(word: str) -> bool:
+    """Error codes, config keys, paths, class names: strings a user means exactly (LG-7731, MAX_INFLIGHT)."""
+    return any(ch.isdigit() or ch in "_.-/:" for ch in word) or sum(ch.isupper() for ch in word) >= 2
+
+
+def fulltext_terms(query_text: str) -> list[tuple[str, float]]:
+    """The query's content words (lowercased, function words dropped, at most 16) with their vote weight.
+
+    Identifiers vote fully; plain words vote at `PLAIN_WORD_WEIGHT`, because the embedding already understands
+    them (and their synonyms) better than exact matching does, while it blurs `LG-7731` into `LG-7713`.
+    """
+    terms: dict[str, float] = {}
+    for match in _WORD.finditer(query_text):
+        raw = match.group(0).strip(".-/:")
+        word = raw.lower()
+        if len(word) >= 2 and word not in _STOPWORDS and word not in terms:
+            terms[word] = 1.0 if is_identifier(raw) else PLAIN_WORD_WEIGHT
+    return list(terms.items())[:_MAX_TERMS]
+
+
+def fulltext_query(query_text: str) -> str | None:
+    """A `websearch_to_tsquery` input OR-ing the query's content words, or None if it has none."""
+    terms = fulltext_terms(query_text)
+    return " or ".join(t for t, _ in terms) if terms else None
+
+
+async def vector_candidates(
+    conn: AsyncConnection,
+    query_vector: np.ndarray | Sequence[float],
+    scope_keys: Sequence[str],
+    *,
+    limit: int,
+    types: Sequence[str] | None = None,
+    include_history: bool = False,
+    ef_search: int | None = None,
+) -> list[tuple[str, float]]:
+    """(id, cosine similarity) nearest first, through the HNSW index.
+
+    pgvector 0.6 filters *after* the index walk, so `hnsw.ef_search` (how many neighbours the walk keeps) is
+    raised with the limit: twice the candidates, at least 40 (pgvector's default), at most 1000 (its maximum).
+    `SET LOCAL` semantics (set_config(..., true)) keep the setting inside this transaction.
+    """
+    ef = ef_search or min(1000, max(40, 2 * limit))
+    await conn.execute(text("SELECT set_config('hnsw.ef_search', :ef, true)"), {"ef": str(ef)})
+    sql = text(
+        f"""SELECT id::text AS id, 1 - (embedding <=> :q) AS cosine FROM memories
+        WHERE embedding IS NOT NULL AND {_filters(types, include_history)}
+        ORDER BY embedding <=> :q LIMIT :limit"""
+    ).bindparams(_VECTOR, _KEYS, *([_TYPES] if types else []))
+    params: dict[str, Any] = {"q": np.asarray(query_vector, dtype=np.float32), "keys": list(scope_keys)}
+    if types:
+        params["types"] = list(types)
+    rows = (await conn.execute(sql, {**params, "limit": limit})).all()
+    return [(r.id, float(r.cosine)) for r in rows]
+
+
+async def text_candidates(
+    conn: AsyncConnection,
+    query_text: str,
+    scope_keys: Sequence[str],
+    *,
+    limit: int,
+    types: Sequence[str] | None = None,
+    include_history: bool = False,
+) -> list[tuple[str, float]]:
+    """(id, coverage) best first, through the GIN index on the generated `tsv` column.
+
+    Coverage is the IDF-weighted share of the query's terms a memory contains. Document frequencies are
+    counted exactly over the match set (every visible memory holding any query term), so a rare identifier
+    weighs far more than a service name every memory repeats, and a query word no visible memory contains
+    (a Korean phrase against English memories, "mean") is left out instead of diluting the share.
+    Coverage orders the hits; ts_rank only breaks ties between memories matching the same terms. If `limit`
+    falls inside a group of equal coverage, that whole group is left out (see below).
+    """
+    terms = fulltext_terms(query_text)
+    if not terms:
+        return []
+    n = range(len(terms))
+    sources = ", ".join(f"plainto_tsquery('simple', :t{i}) AS q{i}" for i in n)
+    flags = ", ".join(f"tsv @@ q{i} AS h{i}" for i in n)
+    counts = ", ".join(f"count(*) FILTER (WHERE h{i}) AS d{i}" for i in n)
+    idf = [f"ln(1 + df.n::float8 / greatest(df.d{i}, 1))" for i in n]
+    matched = " + ".join(f"CASE WHEN h{i} THEN {w!r} * {idf[i]} ELSE 0 END" for i, (_, w) in enumerate(terms))
+    possible = " + ".join(f"CASE WHEN df.d{i} > 0 THEN {idf[i]} ELSE 0 END" for i in n)
+    sql = text(
+        f"""WITH hits AS (
+            SELECT id, {flags}, ts_rank(tsv, q, 1) AS rank
+            FROM memories, websearch_to_tsquery('simple', :query) AS q, {sources}
+            WHERE tsv @@ q AND {_filters(types, include_history)}
+        ), df AS (SELECT count(*) AS n, {counts} FROM hits)
+        SELECT hits.id::text AS id, ({matched}) / ({possible}) AS coverage
+        FROM hits, df
+        ORDER BY coverage DESC, hits.rank DESC, hits.id LIMIT :limit"""
+    ).bindparams(_KEYS, *([_TYPES] if types else []))
+    params: dict[str, Any] = {
+        "query": " or ".join(t for t, _ in terms),
+        "keys": list(scope_keys),
+        "limit": limit,
+        **{f"t{i}": t for i, (t, _) in enumerate(terms)},
+    }
+    if types:
+        params["types"] = list(types)
+    params["limit"] = limit + 1  # one more, to see whether the cut falls inside a tie
+    hits = [(r.id, float(r.coverage)) for r in (await conn.execute(sql, params)).all()]
+    if len(hits) > limit:
+        # memories matching the same terms are indistinguishable here: voting for an arbitrary part of
+        # their group would be noise, so a group the limit cuts is left out whole
+        cut = hits[limit][1]
+        hits = [h for h in hits[:limit] if h[1] != cut]
+    return hits
+
+
+def fuse(
+    by_vector: Sequence[tuple[str, float]], by_text: Sequence[tuple[str, float]], *, k: int
+) -> dict[str, float]:
+    """Query relevance in (0, 1]: RRF of the vector list (vote 1) and the tie-ranked text list.
+
+    Text hits vote `TEXT_VOTE` × coverage, so only a match of the query's identifiers outvotes the embedding.
+    """
+    return weighted_rrf(
+        [[(i, cos, 1.0) for i, cos in by_vector], [(i, cov, TEXT_VOTE * cov) for i, cov in by_text]], k=k
+    )
+
+
+async def search(
+    conn: AsyncConnection,
+    query_text: str,
+    query_vector: np.ndarray | Sequence[float] | None,
+    visible_scope_keys: Sequence[str],
+    k: int,
+    types: Sequence[str] | None = None,
+    include_history: bool = False,
+    *,
+    params: RankingParams = _DEFAULT_PARAMS,
+    candidates: int = 50,
+    now: datetime | None = None,
+) -> list[SearchHit]:
+    """The `k` best memories for a query among `visible_scope_keys`, ranked by the 3-axis score.
+
+    `query_vector` None searches by full text only (an embedder outage must not stop reads).
+    """
+    if k <= 0:
+        return []
+    pool = max(candidates, k)
+    by_vector = (
+        await vector_candidates(
+            conn, query_vector, visible_scope_keys, limit=pool, types=types, include_history=include_history
+        )
+        if query_vector is not None
+        else []
+    )
+    by_text = await text_candidates(
+        conn, query_text, visible_scope_keys, limit=pool, types=types, include_history=include_history
+    )
+    relevance = fuse(by_vector, by_text, k=params.rrf_k)
+    if not relevance:
+        return []
+
+    vector_rank = {i: r for r, (i, _) in enumerate(by_vector, start=1)}
+    text_rank = {i: r for r, (i, _) in enumerate(by_text, start=1)}
+    rows = await _fetch(conn, list(relevance), query_vector)
+    clock = now or datetime.now(UTC)
+    hits = [
+        SearchHit(
+            id=row["id"],
+            citation=row["citation"],
+            memory_type=row["memory_type"],
+            scope=row["scope"],
+            scope_key=row["scope_key"],
+            title=row["title"],
+            content=row["content"],
+            confidence=row["confidence"],
+            importance=row["importance"],
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+            deprecated_at=row["deprecated_at"],
+            expires_at=row["expires_at"],
+            cosine=row["cosine"],
+            vector_rank=vector_rank.get(row["id"]),
+            text_rank=text_rank.get(row["id"]),
+            # recency counts from the last change (a merge or validation refreshes a memory), not creation
+            parts=score_parts(
+                similarity=relevance[row["id"]],
+                when=row["updated_at"],
+                now=clock,
+                importance=row["importance"],
+                confidence=row["confidence"],
+                params=params,
+            ),
+        )
+        for row in rows
+    ]
+    hits.sort(key=lambda h: (-h.parts.score, -h.parts.similarity, h.citation))
+    return hits[:k]
+
+
+async def _fetch(
+    conn: AsyncConnection, ids: list[str], query_vector: np.ndarray | Sequence[float] | None
+) -> list[dict[str, Any]]:
+    cosine = "1 - (embedding <=> :q)" if query_vector is not None else "NULL::float8"
+    sql = text(
+        f"SELECT {_MEMORY_COLUMNS}, {cosine} AS cosine FROM memories WHERE id = ANY(CAST(:ids AS uuid[]))"
+    )
+    params: dict[str, Any] = {"ids": ids}
+    if query_vector is not None:
+        sql = sql.bindparams(_VECTOR)
+        params["q"] = np.asarray(query_vector, dtype=np.float32)
+    return [dict(r._mapping) for r in (await conn.execute(sql, params)).all()]
+
+
+async def record_retrievals(conn: AsyncConnection, ids: Sequence[str]) -> int:
+    """Count one retrieval for each id in one statement; returns the rows touched.
+
+    A counter, not a governance change: it writes no memory event and leaves `updated_at` (recency) alone.
+    """
+    if not ids:
+        return 0
+    result = await conn.execute(
+        text(
+            "UPDATE memories SET retrieval_count = retrieval_count + 1 WHERE id = ANY(CAST(:ids AS uuid[]))"
+        ),
+        {"ids": sorted(set(ids))},  # a fixed order: concurrent batches lock rows alike, no deadlock
+    )
+    return int(result.rowcount or 0)
+
+
+def parse_memory_ref(ref: str) -> tuple[str, str]:
+    """("id", uuid) or ("citation", short id) from `mem:abc123`, `abc123` or a UUID."""
+    value = ref.strip()
+    if value.startswith("[") and value.endswith("]"):
+        value = value[1:-1]
+    if value.lower().startswith("mem:"):
+        value = value[4:]
+    try:
+        return "id", str(uuid.UUID(value))
+    except ValueError:
+        return "citation", value
+
+
+async def get_memory(conn: AsyncConnection, ref: str) -> MemoryDetail:
+    """A memory by id or citation, with provenance and supersession history; NotFound if unknown."""
+    column, value = parse_memory_ref(ref)
+    where = "id = CAST(:v AS uuid)" if column == "id" else "citation = :v"
+    row = (
+        await conn.execute(text(f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE {where}"), {"v": value})
+    ).first()
+    if row is None:
+        raise NotFound(f"memory {ref!r} does not exist")
+    memory = dict(row._mapping)
+
+    provenance = [
+        dict(r._mapping)
+        for r in (
+            await conn.execute(
+                text(
+                    """SELECT id, task_id, seq, actor_id, actor_type, kind, content, payload, created_at
+                    FROM staging_entries WHERE id = ANY(:ids) ORDER BY id"""
+                ),
+                {"ids": list(memory["source_entry_ids"] or [])},
+            )
+        ).all()
+    ]
+    history = [
+        dict(r._mapping)
+        for r in (
+            await conn.execute(
+                text(
+                    """WITH RECURSIVE older(id, depth) AS (
+                        SELECT supersedes_id, 1 FROM memories WHERE id = CAST(:id AS uuid)
+                        UNION ALL
+                        SELECT m.supersedes_id, o.depth + 1 FROM memories m JOIN older o ON m.id = o.id
+                        WHERE o.depth < 1000
+                    ), newer(id, depth) AS (
+                        SELECT id, 1 FROM memories WHERE supersedes_id = CAST(:id AS uuid)
+                        UNION ALL
+                        SELECT m.id, n.depth + 1 FROM memories m JOIN newer n ON m.supersedes_id = n.id
+                        WHERE n.depth < 1000
+                    ), chain(id, pos) AS (
+                        SELECT id, -depth FROM older WHERE id IS NOT NULL
+                        UNION ALL SELECT CAST(:id AS uuid), 0
+                        UNION ALL SELECT id, depth FROM newer
+                    )
+                    SELECT m.id::text AS id, m.citation, m.title, m.version, m.created_at, m.deprecated_at,
+                           m.contradiction_note, m.supersedes_id::text AS supersedes_id, c.pos = 0 AS is_this
+                    FROM chain c JOIN memories m ON m.id = c.id ORDER BY c.pos"""
+                ),
+                {"id": memory["id"]},
+            )
+        ).all()
+    ]
+    return MemoryDetail(memory=memory, provenance=provenance, history=history)

@@ -1,0 +1,312 @@
+"""Contradiction judges: does a new statement contradict an old one about the same subject?
+
+Seed 003's supersession needs a decision the canonical key cannot give (two memories about the same thing
+without a shared key). Two judges share one protocol:
+
+- `RuleBasedJudge` (default, deterministic, offline): only speaks when the texts are nearly the same
+  statement and differ in polarity (a negation on one side), in an opposite pair (enabled/disabled,
+  always/never, 허용/금지 ...) or in a number/version. It is deliberately conservative: a false
+  "contradicts" would deprecate good knowledge, a false "no" only leaves two related memories.
+- `LLMJudge`: any OpenAI-compatible chat endpoint answering JSON; on any failure (network, timeout,
+  malformed answer) it falls back to the rule-based judge, so a flaky endpoint never blocks promotion.
+
+`material_difference` is also used by deduplication: two texts that differ in a number or a negation are
+never merged, however close their embeddings are (embedders place "timeout 30 s" next to "timeout 60 s").
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+__all__ = [
+    "Verdict",
+    "ContradictionJudge",
+    "RuleBasedJudge",
+    "LLMJudge",
+    "material_difference",
+    "make_judge",
+]
+
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_WORD = re.compile(r"[\w']+", re.UNICODE)
+
+# English negation words, and Korean negation morphemes (they attach to verb stems, so we look inside tokens).
+_NEGATION_WORDS = frozenset(
+    {
+        "not", "no", "never", "none", "nothing", "without", "cannot", "can't", "don't", "doesn't",
+        "didn't", "isn't", "aren't", "wasn't", "weren't", "won't", "shouldn't", "mustn't", "avoid",
+        "neither", "nor", "instead",
+    }
+)  # fmt: skip
+_KOREAN_NEGATIONS = ("않", "못", "없", "말아", "말고", "말것", "금지", "아니", "아닌", "대신")
+# standalone negating words ("안 한다"); as a substring "안" is everywhere ("동안", "보안")
+_KOREAN_NEGATION_WORDS = frozenset({"안"})
+
+# Opposite pairs: one side on each text (and not both on one side) reads as a contradiction.
+_OPPOSITES: tuple[tuple[frozenset[str], frozenset[str]], ...] = tuple(
+    (frozenset(a.split()), frozenset(b.split()))
+    for a, b in (
+        ("enable enabled enables", "disable disabled disables"),
+        ("true", "false"),
+        ("on", "off"),
+        ("allow allowed allows", "deny denied denies forbid forbidden forbids"),
+        ("always", "never"),
+        ("sync synchronous", "async asynchronous"),
+        ("required mandatory", "optional"),
+        ("increase increased", "decrease decreased"),
+        ("include included", "exclude excluded"),
+        ("before", "after"),
+        ("deprecated", "recommended"),
+        ("safe", "unsafe"),
+        ("supported", "unsupported"),
+        ("resolved", "unresolved"),
+        ("both", "only"),
+    )
+)
+_KOREAN_OPPOSITES: tuple[tuple[str, str], ...] = (
+    ("비활성화", "활성화"),
+    ("금지", "허용"),
+    ("미사용", "사용"),
+    ("비동기", "동기"),
+    ("선택", "필수"),
+    ("감소", "증가"),
+    ("제외", "포함"),
+    ("후에", "전에"),
+)
+_WEEKDAYS_KO = ("월요일", "화요일", "수요일", "목요일", "금요일", "토요일", "일요일")
+_NUMBER_WORDS = {
+    "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7", "eight": "8",
+    "nine": "9", "ten": "10", "twice": "2", "once": "1",
+    # Korean native numerals before a counter ("두 명", "세 번")
+    "한": "1", "두": "2", "세": "3", "네": "4", "다섯": "5", "여섯": "6",
+    "일곱": "7", "여덟": "8", "아홉": "9",
+    "열": "10",
+}  # fmt: skip
+_CLOCK = re.compile(r"\b(\d{1,2}):00\b")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A judge's answer: whether the new text contradicts the old one, and why (kept as the note)."""
+
+    contradicts: bool
+    reason: str
+
+
+class ContradictionJudge(Protocol):
+    """Decides whether `new` contradicts `old`; `similarity` is their embedding cosine (a hint)."""
+
+    def judge(self, *, new: str, old: str, similarity: float) -> Verdict: ...
+
+
+def _normalise(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def _numbers(text: str) -> set[str]:
+    """Numbers as values: spelt-out ones as digits, "03:00" as 3, leading zeros dropped."""
+    text = _CLOCK.sub(r"\1", text)
+    found = {n.replace(",", ".") for n in _NUMBER.findall(text)}
+    found |= {_NUMBER_WORDS[w] for w in text.split() if w in _NUMBER_WORDS}
+    return {n.lstrip("0") or "0" for n in found}
+
+
+def _negated(text: str) -> bool:
+    """Odd number of negations: a double negation reads as an affirmation."""
+    words = _WORD.findall(text)
+    count = sum(1 for w in words if w in _NEGATION_WORDS or w.endswith("n't"))
+    count += sum(text.count(marker) for marker in _KOREAN_NEGATIONS)
+    count += sum(1 for w in text.split() if w in _KOREAN_NEGATION_WORDS)
+    return count % 2 == 1
+
+
+def _skeleton(text: str) -> str:
+    """The text without numbers and negation markers: what both sides say if they say the same thing."""
+    text = _NUMBER.sub(" ", text)
+    for marker in _KOREAN_NEGATIONS:
+        text = text.replace(marker, " ")
+    words = [w for w in _WORD.findall(text) if w not in _NEGATION_WORDS and not w.endswith("n't")]
+    return "".join(words)
+
+
+def _overlap(a: str, b: str) -> float:
+    """Jaccard overlap of character bigrams (works for Korean, where particles glue onto words)."""
+    grams_a = {a[i : i + 2] for i in range(max(1, len(a) - 1))}
+    grams_b = {b[i : i + 2] for i in range(max(1, len(b) - 1))}
+    if not grams_a or not grams_b:
+        return 0.0
+    return len(grams_a & grams_b) / len(grams_a | grams_b)
+
+
+def _opposite(a: str, b: str) -> str | None:
+    words_a, words_b = set(_WORD.findall(a)), set(_WORD.findall(b))
+    for left, right in _OPPOSITES:
+        a_left, a_right = bool(words_a & left), bool(words_a & right)
+        b_left, b_right = bool(words_b & left), bool(words_b & right)
+        if (a_left and not a_right and b_right and not b_left) or (
+            a_right and not a_left and b_left and not b_right
+        ):
+            return f"{sorted(left)[0]}/{sorted(right)[0]}"
+    for longer, shorter in _KOREAN_OPPOSITES:
+        # "비활성화" contains "활성화": count the short form only where it is not part of the long one
+        a_long, b_long = longer in a, longer in b
+        a_short = shorter in a.replace(longer, "")
+        b_short = shorter in b.replace(longer, "")
+        if (a_long and not a_short and b_short and not b_long) or (
+            b_long and not b_short and a_short and not a_long
+        ):
+            return f"{shorter}/{longer}"
+    return None
+
+
+_HANGUL = re.compile(r"[\uac00-\ud7a3]")
+_LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_+#./-]*")
+# short upper-case abbreviations are spelt out in paraphrases ("DB" / "database"), so they are no signal
+_ABBREVIATION = re.compile(r"^[A-Z]{1,4}s?$")
+
+
+def _names(text: str) -> set[str]:
+    """Named choices in a text (tools, products, identifiers), the things a near-miss swaps.
+
+    In Korean text every Latin-script word is such a name; in English ones, words capitalised mid-sentence,
+    camel-cased or carrying a digit or path character.
+    """
+    korean = bool(_HANGUL.search(text))
+    names = {day for day in _WEEKDAYS_KO if day in text}
+    for position, match in enumerate(_LATIN_WORD.finditer(text)):
+        word = match.group(0).rstrip("./-")
+        if not word or _ABBREVIATION.match(word):
+            continue
+        if korean:
+            names.add(word.casefold())
+        elif (
+            (position > 0 and word[0].isupper())
+            or any(c.isdigit() or c in "_/" for c in word)
+            or (any(c.isupper() for c in word[1:]) and not word.isupper())
+        ):
+            names.add(word.casefold())
+    return names
+
+
+def _name_order(text: str, names: set[str]) -> list[str]:
+    order = []
+    for match in _LATIN_WORD.finditer(text):
+        word = match.group(0).rstrip("./-").casefold()
+        if word in names and word not in order:
+            order.append(word)
+    return order
+
+
+def material_difference(a: str, b: str) -> str | None:
+    """Why two near-identical texts still say different things, or None.
+
+    Checked: named choices (tools, products, weekdays) one side names and the other never mentions, the
+    same names in swapped order ("Postgres, not SQLite" / "SQLite, not Postgres"), numbers (spelt-out
+    ones too), a negation on one side only, and opposite terms.
+    """
+    if _normalise(a) == _normalise(b):
+        return None
+    # names are compared only within one script: a translation legitimately drops or spells them out
+    if bool(_HANGUL.search(a)) == bool(_HANGUL.search(b)):
+        names_a, names_b = _names(a), _names(b)
+        words_a = {w.casefold() for w in _LATIN_WORD.findall(a)} | {d for d in _WEEKDAYS_KO if d in a}
+        words_b = {w.casefold() for w in _LATIN_WORD.findall(b)} | {d for d in _WEEKDAYS_KO if d in b}
+        only_a, only_b = names_a - words_b, names_b - words_a
+        if only_a or only_b:
+            return f"different named choices: {sorted(only_a)} vs {sorted(only_b)}"
+        shared = names_a & names_b
+        if len(shared) >= 2 and _name_order(a, shared) != _name_order(b, shared):
+            return f"the same names in another order: {_name_order(a, shared)} vs {_name_order(b, shared)}"
+    na, nb = _normalise(a), _normalise(b)
+    nums_a, nums_b = _numbers(na), _numbers(nb)
+    if nums_a != nums_b and (nums_a or nums_b):
+        return f"different values: {sorted(nums_a - nums_b)} vs {sorted(nums_b - nums_a)}"
+    if _negated(na) != _negated(nb):
+        return "one states the negation of the other"
+    pair = _opposite(na, nb)
+    if pair:
+        return f"opposite terms ({pair})"
+    return None
+
+
+class RuleBasedJudge:
+    """Deterministic judge: a contradiction is the same statement with a different value or polarity."""
+
+    def __init__(self, *, min_similarity: float = 0.8, min_overlap: float = 0.55) -> None:
+        self.min_similarity = min_similarity
+        self.min_overlap = min_overlap
+
+    def judge(self, *, new: str, old: str, similarity: float) -> Verdict:
+        if similarity < self.min_similarity:
+            return Verdict(False, "not about the same subject")
+        na, nb = _normalise(new), _normalise(old)
+        difference = material_difference(na, nb)
+        if difference is None:
+            return Verdict(False, "no contradicting value, negation or opposite")
+        # the rest of the text must be (nearly) the same statement, else they are two different facts
+        if _overlap(_skeleton(na), _skeleton(nb)) < self.min_overlap:
+            return Verdict(False, f"{difference}, but the statements differ otherwise")
+        return Verdict(True, difference)
+
+
+_PROMPT = (
+    "You compare two statements from a software team's shared memory. Answer with JSON only: "
+    '{"contradicts": true|false, "reason": "<one sentence>"}. '
+    "contradicts is true only if both are about the same subject and cannot both be true now "
+    "(e.g. a changed value, version, decision or a negation). Paraphrases, elaborations and statements "
+    "about different subjects do not contradict."
+)
+
+
+class LLMJudge:
+    """A judge asking an OpenAI-compatible chat endpoint; any failure falls back to `RuleBasedJudge`."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        fallback: ContradictionJudge | None = None,
+        client: Any | None = None,
+    ) -> None:
+        if client is None:
+            from openai import OpenAI
+
+            client = OpenAI(base_url=base_url, api_key=api_key or "unused", timeout=timeout, max_retries=1)
+        self._client = client
+        self._model = model
+        self._fallback = fallback or RuleBasedJudge()
+
+    def judge(self, *, new: str, old: str, similarity: float) -> Verdict:
+        try:
+            response = self._client.chat.completions.create(
+                model=self._model,
+                temperature=0,
+                response_format={"type": "json_object"},
+                messages=[
+                    {"role": "system", "content": _PROMPT},
+                    {"role": "user", "content": json.dumps({"old": old, "new": new}, ensure_ascii=False)},
+                ],
+            )
+            answer = json.loads(response.choices[0].message.content or "")
+            contradicts = answer["contradicts"]
+            if not isinstance(contradicts, bool):
+                raise ValueError("contradicts is not a boolean")
+            return Verdict(contradicts, str(answer.get("reason") or "judged by the language model"))
+        except Exception:  # noqa: BLE001 - any endpoint failure degrades to the offline judge by design
+            return self._fallback.judge(new=new, old=old, similarity=similarity)
+
+
+def make_judge(
+    *, llm_base_url: str | None, llm_model: str | None, llm_api_key: str | None = None, timeout: float = 60.0
+) -> ContradictionJudge:
+    """The LLM judge when an endpoint and model are configured, else the rule-based one."""
+    if llm_base_url and llm_model:
+        return LLMJudge(base_url=llm_base_url, model=llm_model, api_key=llm_api_key, timeout=timeout)
+    return RuleBasedJudge()

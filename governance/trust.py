@@ -1,0 +1,101 @@
+"""Trust arithmetic of seed 003 ("Confidence & Trust Scoring"), as pure functions.
+
+The storage layer runs the same arithmetic inside single SQL statements (never read-modify-write in
+Python); these functions are the reference the SQL is tested against, and what planners use to predict
+the outcome of a boost before it is written.
+
+Decay is computed from the confidence a memory had when it was last validated (`base`) and the whole
+days since then, so running the nightly decay twice (or ten times) on the same day gives the same value.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from enum import StrEnum
+
+from governance.scopes import ValidationSource
+
+__all__ = [
+    "DecayPolicy",
+    "VALIDATION_BOOSTS",
+    "DECAY_RATES_PER_MONTH",
+    "MIN_CONFIDENCE",
+    "MAX_CONFIDENCE",
+    "INITIAL_DRAFT",
+    "INITIAL_VERIFIED",
+    "DAYS_PER_MONTH",
+    "EMA_ALPHA",
+    "clamp",
+    "initial_confidence",
+    "boost",
+    "whole_days",
+    "decayed",
+    "ema",
+]
+
+
+class DecayPolicy(StrEnum):
+    """How a memory's confidence fades without new validation."""
+
+    RECENCY_BIAS = "recency_bias"
+    STABLE = "stable"
+    MANUAL_ONLY = "manual_only"
+
+
+VALIDATION_BOOSTS: dict[ValidationSource, float] = {
+    ValidationSource.TESTS_PASSED: 0.2,
+    ValidationSource.PR_MERGED: 0.3,
+    ValidationSource.HUMAN_APPROVED: 0.4,
+    ValidationSource.REPEATED_SUCCESS: 0.15,
+}
+
+DECAY_RATES_PER_MONTH: dict[DecayPolicy, float] = {
+    DecayPolicy.RECENCY_BIAS: 0.10,
+    DecayPolicy.STABLE: 0.02,
+    DecayPolicy.MANUAL_ONLY: 0.0,
+}
+
+MIN_CONFIDENCE = 0.1
+MAX_CONFIDENCE = 1.0
+INITIAL_DRAFT = 0.3
+INITIAL_VERIFIED = 0.6
+DAYS_PER_MONTH = 30.0
+EMA_ALPHA = 0.3
+
+
+def clamp(confidence: float) -> float:
+    """Keep a confidence inside the bounds of seed 003 ([0.1, 1.0])."""
+    return min(MAX_CONFIDENCE, max(MIN_CONFIDENCE, confidence))
+
+
+def initial_confidence(verified: bool) -> float:
+    """0.6 for knowledge from verified work, 0.3 for a draft."""
+    return INITIAL_VERIFIED if verified else INITIAL_DRAFT
+
+
+def boost(confidence: float, source: ValidationSource | str) -> float:
+    """Confidence after one validation from `source`, capped at 1.0 (and never below 0.1)."""
+    return clamp(confidence + VALIDATION_BOOSTS[ValidationSource(source)])
+
+
+def whole_days(since: datetime, now: datetime) -> int:
+    """Whole days elapsed; decay moves in day steps so repeated runs within a day agree."""
+    seconds = (now - since).total_seconds()
+    return max(0, math.floor(seconds / 86400.0))
+
+
+def decayed(base: float, policy: DecayPolicy | str, last_validated_at: datetime, now: datetime) -> float:
+    """Confidence `base` (as of `last_validated_at`) decayed by the policy's monthly rate until `now`.
+
+    Compounded monthly: base * (1 - rate) ** (days / 30), never below 0.1 and never above `base`.
+    """
+    rate = DECAY_RATES_PER_MONTH[DecayPolicy(policy)]
+    months = whole_days(last_validated_at, now) / DAYS_PER_MONTH
+    value = base * (1.0 - rate) ** months
+    return clamp(min(value, base))
+
+
+def ema(old: float, helpful: bool, alpha: float = EMA_ALPHA) -> float:
+    """Usefulness after one piece of feedback: an exponential moving average towards 1 or 0."""
+    return (1.0 - alpha) * old + alpha * (1.0 if helpful else 0.0)

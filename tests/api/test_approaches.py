@@ -1,0 +1,74 @@
+"""Circular-fix detection over real HTTP: a failed approach, repeated or reworded, is refused."""
+
+from __future__ import annotations
+
+import uuid
+
+import httpx
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from governance.scopes import ActorType
+from tests.utils.factories import Actor, make_actor, new_tenant
+
+
+@pytest.fixture
+async def agent_and_task(engine: AsyncEngine) -> tuple[Actor, str]:
+    org, project = new_tenant()
+    agent = await make_actor(engine, ActorType.AGENT, org, project)
+    task_id = f"t-{uuid.uuid4().hex[:12]}"
+    async with engine.begin() as conn:
+        await conn.execute(
+            text(
+                "INSERT INTO tasks (id, org, project, worktree, description, created_by) "
+                "VALUES (:t, :o, :p, 'main', 'fix checkout', 'test')"
+            ),
+            {"t": task_id, "o": org, "p": project},
+        )
+    return agent, task_id
+
+
+async def test_failed_approach_refused_reworded_too_different_passes(
+    gateway_url: str, agent_and_task: tuple[Actor, str]
+) -> None:
+    agent, task_id = agent_and_task
+    async with httpx.AsyncClient(base_url=gateway_url, headers=agent.headers, timeout=30) as client:
+        r = await client.post(
+            f"/v1/tasks/{task_id}/approaches",
+            json={
+                "approach": "Increase the database connection pool size to 50",
+                "outcome": "failed",
+                "reason": "still times out",
+            },
+        )
+        assert r.status_code == 201 and r.json()["failures"] == 1
+        same = (
+            await client.post(
+                f"/v1/tasks/{task_id}/approaches/check",
+                json={"approach": "increase the database connection pool size to 50"},
+            )
+        ).json()
+        reworded = (
+            await client.post(
+                f"/v1/tasks/{task_id}/approaches/check",
+                json={"approach": "Raise the db connection pool to 50"},
+            )
+        ).json()
+        other = (
+            await client.post(
+                f"/v1/tasks/{task_id}/approaches/check",
+                json={"approach": "Add a retry with exponential backoff around the HTTP call"},
+            )
+        ).json()
+    assert same["valid"] is False and same["history"][0]["failure_reasons"] == ["still times out"]
+    assert same["suggestion"]
+    assert reworded["valid"] is False
+    assert other["valid"] is True and other["stuck"] is False
+
+
+async def test_approach_on_unknown_task_is_404(gateway_url: str, agent_and_task: tuple[Actor, str]) -> None:
+    agent, _ = agent_and_task
+    async with httpx.AsyncClient(base_url=gateway_url, headers=agent.headers) as client:
+        r = await client.post("/v1/tasks/no-such-task/approaches/check", json={"approach": "x"})
+    assert r.status_code == 404

@@ -1,0 +1,165 @@
+"""`api.client` against the real gateway on loopback: the calls users' orchestrators make, and its errors."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from api.client import (
+    AsyncLoregateClient,
+    ConflictError,
+    Entry,
+    InvalidInputError,
+    LoregateClient,
+    LoregateError,
+    NotFoundError,
+    PolicyDeniedError,
+    UnauthenticatedError,
+    UnavailableError,
+)
+from governance import errors as ge
+from governance.scopes import ActorType, Scope
+from tests.utils.factories import Actor, make_actor, new_tenant
+from tests.utils.gateway import free_port
+from tests.utils.memory_factories import add_entries, add_memory, new_task
+
+
+@pytest.fixture
+async def team(engine: AsyncEngine) -> dict[str, Actor]:
+    org, project = new_tenant()
+    return {
+        "orchestrator": await make_actor(engine, ActorType.ORCHESTRATOR, org, project),
+        "agent": await make_actor(engine, ActorType.AGENT, org, project),
+    }
+
+
+def _open(url: str, orchestrator: Actor) -> str:
+    with LoregateClient(url, orchestrator.key) as client:
+        task = client.open_task(org=orchestrator.principal.org, project=str(orchestrator.principal.project),
+                                worktree="main", description="client test")
+    return str(task["task_id"])
+
+
+def test_client_appends_single_and_batch_in_sequence(gateway_url: str, team: dict[str, Actor]) -> None:
+    task_id = _open(gateway_url, team["orchestrator"])
+    with LoregateClient(gateway_url, team["agent"].key) as client:
+        one = client.append(task_id, Entry("decision", "use psycopg 3", payload={"why": "async"}))
+        batch = client.append(task_id, [Entry("log", "ran tests"), {"kind": "result", "content": "green"}])
+    assert [e["seq"] for e in one["entries"]] == [1]
+    assert [e["seq"] for e in batch["entries"]] == [2, 3]
+
+
+def test_client_retry_with_idempotency_key_replays(gateway_url: str, team: dict[str, Actor]) -> None:
+    task_id = _open(gateway_url, team["orchestrator"])
+    entry = Entry("decision", "pin numpy", idempotency_key=f"k-{uuid.uuid4().hex}")
+    with LoregateClient(gateway_url, team["agent"].key) as client:
+        first = client.append(task_id, entry)["entries"][0]
+        again = client.append(task_id, entry)["entries"][0]
+    assert again == {**first, "replayed": True}
+
+
+def test_client_entries_iterates_every_page_in_order(gateway_url: str, team: dict[str, Actor]) -> None:
+    task_id = _open(gateway_url, team["orchestrator"])
+    with LoregateClient(gateway_url, team["agent"].key) as client:
+        client.append(task_id, [Entry("log", f"step {i}") for i in range(5)])
+        read = list(client.entries(task_id, page_size=2))
+        tail = [e["seq"] for e in client.entries(task_id, after_seq=3, page_size=2)]
+    assert [(e["seq"], e["content"]) for e in read] == [(i + 1, f"step {i}") for i in range(5)]
+    assert read[0]["actor"] == team["agent"].principal.id
+    assert tail == [4, 5]
+
+
+def test_client_reads_configuration_from_environment(
+    gateway_url: str, team: dict[str, Actor], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    task_id = _open(gateway_url, team["orchestrator"])
+    monkeypatch.setenv("LOREGATE_URL", gateway_url)
+    monkeypatch.setenv("LOREGATE_API_KEY", team["agent"].key)
+    with LoregateClient() as client:
+        assert client.task(task_id)["task_id"] == task_id
+
+
+def test_client_unknown_task_raises_typed_not_found(gateway_url: str, team: dict[str, Actor]) -> None:
+    with LoregateClient(gateway_url, team["agent"].key) as client, pytest.raises(NotFoundError) as caught:
+        client.append("no-such-task", Entry("log", "x"))
+    error = caught.value
+    assert isinstance(error, ge.NotFound) and isinstance(error, LoregateError)
+    assert (error.error, error.status_code) == ("not_found", 404)
+    assert "no-such-task" in error.detail
+
+
+def test_client_bad_key_raises_unauthenticated(gateway_url: str) -> None:
+    with LoregateClient(gateway_url, "lg_000000000000_nope") as client, pytest.raises(UnauthenticatedError):
+        client.task("anything")
+
+
+def test_client_other_tenant_raises_policy_denied(gateway_url: str, team: dict[str, Actor]) -> None:
+    org, project = new_tenant()
+    with LoregateClient(gateway_url, team["orchestrator"].key) as client, pytest.raises(PolicyDeniedError):
+        client.open_task(org=org, project=project, worktree="main", description="not mine")
+
+
+def test_client_key_reuse_with_new_body_raises_conflict(gateway_url: str, team: dict[str, Actor]) -> None:
+    task_id = _open(gateway_url, team["orchestrator"])
+    key = f"k-{uuid.uuid4().hex}"
+    with LoregateClient(gateway_url, team["agent"].key) as client:
+        client.append(task_id, Entry("log", "one", idempotency_key=key))
+        with pytest.raises(ConflictError) as caught:
+            client.append(task_id, Entry("log", "two", idempotency_key=key))
+    assert caught.value.error == "conflict"
+
+
+def test_client_schema_violation_raises_invalid_input(gateway_url: str, team: dict[str, Actor]) -> None:
+    task_id = _open(gateway_url, team["orchestrator"])
+    with LoregateClient(gateway_url, team["agent"].key) as client, pytest.raises(InvalidInputError) as caught:
+        client.append(task_id, Entry("gossip", "not a kind"))
+    assert (caught.value.error, caught.value.status_code) == ("validation_error", 422)
+
+
+def test_client_unreachable_gateway_raises_unavailable() -> None:
+    with LoregateClient(f"http://127.0.0.1:{free_port()}", "lg_x_y", timeout=2) as client:
+        with pytest.raises(UnavailableError) as caught:
+            client.task("anything")
+    assert isinstance(caught.value, ge.Unavailable)
+
+
+async def test_async_client_search_context_and_memory(
+    engine: AsyncEngine, gateway_url: str, team: dict[str, Actor]
+) -> None:
+    agent = team["agent"]
+    async with engine.begin() as conn:
+        task = await new_task(conn, org=agent.principal.org, project=str(agent.principal.project))
+        sources = await add_entries(conn, task, ["retries hid the real 31 s timeout"])
+        memory: dict[str, Any] = await add_memory(
+            conn, task, title="Webhook timeouts", scope=Scope.PROJECT, embedding=None,
+            memory_type="bug_pattern",
+            content="The payments webhook times out after 30 s; acknowledge first, process in a queue",
+            source_entry_ids=sources,
+        )
+    async with AsyncLoregateClient(gateway_url, agent.key) as client:
+        found = await client.search("payments webhook times out", task_id=task.task_id, k=3)
+        compact = await client.search("payments webhook times out", task_id=task.task_id, compact=True)
+        block = await client.context("payments webhook timeout", task_id=task.task_id, max_tokens=300)
+        opened = await client.memory(f"mem:{memory['citation']}")
+    assert [r["citation"] for r in found["results"]] == [memory["citation"]]
+    assert set(compact["results"][0]) == {"citation", "title", "type", "score"}
+    assert f"[mem:{memory['citation']}]" in block["context"] and block["citations"] == [memory["citation"]]
+    assert opened["memory"]["title"] == "Webhook timeouts"
+    assert [p["id"] for p in opened["provenance"]] == sources
+
+
+async def test_async_client_unknown_memory_raises_not_found(gateway_url: str, team: dict[str, Actor]) -> None:
+    async with AsyncLoregateClient(gateway_url, team["agent"].key) as client:
+        with pytest.raises(NotFoundError):
+            await client.memory("mem:doesnotexist")
+
+
+async def test_async_client_appends_and_pages(gateway_url: str, team: dict[str, Actor]) -> None:
+    task_id = _open(gateway_url, team["orchestrator"])
+    async with AsyncLoregateClient(gateway_url, team["agent"].key) as client:
+        await client.append(task_id, [Entry("thought", "a"), Entry("thought", "b"), Entry("thought", "c")])
+        read = [e["content"] async for e in client.entries(task_id, page_size=2)]
+    assert read == ["a", "b", "c"]

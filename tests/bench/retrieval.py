@@ -1,0 +1,361 @@
+"""Retrieval quality and speed on real Postgres+pgvector with the real embedder (outside the pytest run).
+
+    python tests/bench/retrieval.py            # quality on the labelled set, then speed at N = 100,000
+    python tests/bench/retrieval.py --n 20000  # a smaller speed corpus (embedding 100k takes ~30 min)
+    python tests/bench/retrieval.py --skip-speed
+
+Quality: recall@5 and MRR (over the top 50) of vector only, full text only, their RRF fusion, and the full
+ranking (fusion + recency + importance × confidence) on tests/data/retrieval/. Speed: hybrid search p50/p99
+with and without embedding the query, exact search (index scans off) as the baseline, and HNSW recall@10
+against that exact search, after a bulk COPY, index build and ANALYZE. Embeddings are cached on disk under
+tests/bench/.cache/ (not in git), keyed by the text, so a second run starts at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import os
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from sqlalchemy import text  # noqa: E402
+from sqlalchemy.ext.asyncio import AsyncEngine  # noqa: E402
+
+from governance.config import Settings  # noqa: E402
+from governance.embedders import Embedder, make_embedder  # noqa: E402
+from governance.reading import ranking_params  # noqa: E402
+from governance.storage.engine import make_engine  # noqa: E402
+from governance.storage.migrate import upgrade_head  # noqa: E402
+from governance.storage.retrieval import (  # noqa: E402
+    fuse,  # noqa: E402
+    search,
+    text_candidates,
+    vector_candidates,
+)
+from tests.bench.retrieval_corpus import DATA_DIR, speed_corpus  # noqa: E402
+
+CACHE = Path(__file__).resolve().parent / ".cache"
+CHUNK = 2000
+TENANT_A = ("bench", "alpha", "main")
+TENANT_B = ("bench", "beta", "main")
+POOL = 50
+
+
+def log(msg: str) -> None:
+    print(msg, flush=True)
+
+
+# ---------------------------------------------------------------- embeddings, cached per chunk of texts
+def embed_cached(embedder: Embedder, texts: Sequence[str], label: str) -> np.ndarray:
+    """Passage vectors for `texts`, from disk where a chunk was embedded before."""
+    (CACHE / "vectors").mkdir(parents=True, exist_ok=True)
+    parts: list[np.ndarray] = []
+    started = time.perf_counter()
+    for start in range(0, len(texts), CHUNK):
+        chunk = list(texts[start : start + CHUNK])
+        digest = hashlib.sha256(("\x1e".join([embedder.name, *chunk])).encode()).hexdigest()[:24]
+        path = CACHE / "vectors" / f"{digest}.npy"
+        if path.exists():
+            parts.append(np.load(path))
+            continue
+        vectors = embedder.embed_passages(chunk).astype(np.float32)
+        np.save(path, vectors)
+        parts.append(vectors)
+        done = start + len(chunk)
+        rate = done / max(time.perf_counter() - started, 1e-9)
+        log(f"  embedded {label} {done}/{len(texts)} ({rate:.0f}/s)")
+    return np.concatenate(parts) if parts else np.zeros((0, embedder.dim), dtype=np.float32)
+
+
+# ---------------------------------------------------------------- database
+def bench_database() -> tuple[str, Any]:
+    """A fresh, migrated `loregate_bench` database: on LOREGATE_BENCH_DATABASE_URL's server, else embedded."""
+    import psycopg
+
+    server = None
+    base = os.environ.get("LOREGATE_BENCH_DATABASE_URL")
+    if base is None:
+        from api.embedded import start_embedded_postgres
+
+        server, base = start_embedded_postgres(CACHE / "pg")
+    admin = base.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute("DROP DATABASE IF EXISTS loregate_bench")
+        conn.execute("CREATE DATABASE loregate_bench")
+    from sqlalchemy.engine import make_url
+
+    url = make_url(admin).set(database="loregate_bench").render_as_string(hide_password=False)
+    upgrade_head(url)
+    return url, server
+
+
+def scope_key_of(tenant: tuple[str, str, str]) -> str:
+    return f"project:{tenant[0]}/{tenant[1]}"
+
+
+def copy_memories(url: str, rows: list[dict[str, Any]], vectors: np.ndarray) -> None:
+    """Bulk load with binary COPY, the HNSW index dropped during the load and rebuilt after, then ANALYZE."""
+    import psycopg
+    from pgvector.psycopg import register_vector
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        register_vector(conn)
+        conn.execute("DROP INDEX IF EXISTS memories_embedding_hnsw")
+        cols = (
+            "id",
+            "citation",
+            "memory_type",
+            "scope",
+            "scope_key",
+            "org",
+            "project",
+            "title",
+            "content",
+            "embedding",
+            "content_hash",
+            "confidence",
+            "importance",
+            "created_at",
+            "updated_at",
+        )
+        started = time.perf_counter()
+        with (
+            conn.cursor() as cur,
+            cur.copy(f"COPY memories ({', '.join(cols)}) FROM STDIN WITH (FORMAT BINARY)") as cp,
+        ):
+            cp.set_types(
+                [
+                    "uuid",
+                    "varchar",
+                    "varchar",
+                    "varchar",
+                    "text",
+                    "text",
+                    "text",
+                    "text",
+                    "text",
+                    "vector",
+                    "varchar",
+                    "float8",
+                    "float8",
+                    "timestamptz",
+                    "timestamptz",
+                ]
+            )
+            for row, vector in zip(rows, vectors, strict=True):
+                cp.write_row([row[c] if c != "embedding" else vector for c in cols])
+        log(f"  COPY {len(rows)} rows in {time.perf_counter() - started:.1f} s")
+        started = time.perf_counter()
+        conn.execute("SET maintenance_work_mem = '512MB'")
+        conn.execute(
+            "CREATE INDEX memories_embedding_hnsw ON memories "
+            "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
+        )
+        log(f"  HNSW build {time.perf_counter() - started:.1f} s")
+        conn.execute("ANALYZE memories")
+
+
+def memory_row(
+    i: int,
+    title: str,
+    content: str,
+    mtype: str,
+    tenant: tuple[str, str, str],
+    rng: np.random.Generator,
+    now: datetime,
+) -> dict[str, Any]:
+    return {
+        "id": uuid.UUID(int=(int(rng.integers(0, 2**62)) << 64) | i),
+        "citation": f"b{i:07d}",
+        "memory_type": mtype,
+        "scope": "project",
+        "scope_key": scope_key_of(tenant),
+        "org": tenant[0],
+        "project": tenant[1],
+        "title": title,
+        "content": content,
+        "content_hash": hashlib.sha256(content.encode()).hexdigest(),
+        "confidence": float(rng.uniform(0.3, 1.0)),
+        "importance": float(rng.uniform(0.2, 1.0)),
+        "created_at": now - timedelta(hours=float(rng.uniform(0, 24 * 30))),
+        "updated_at": now - timedelta(hours=float(rng.uniform(0, 24 * 30))),
+    }
+
+
+# ---------------------------------------------------------------- quality
+def metrics(ranked: list[list[str]], relevant: list[set[str]]) -> tuple[float, float]:
+    recall5 = statistics.fmean(
+        len(set(r[:5]) & rel) / len(rel) for r, rel in zip(ranked, relevant, strict=True)
+    )
+    mrr = statistics.fmean(
+        next((1.0 / (i + 1) for i, c in enumerate(r) if c in rel), 0.0)
+        for r, rel in zip(ranked, relevant, strict=True)
+    )
+    return recall5, mrr
+
+
+async def quality(engine: AsyncEngine, url: str, embedder: Embedder, settings: Settings) -> None:
+    memories = [json.loads(line) for line in (DATA_DIR / "memories.jsonl").read_text("utf-8").splitlines()]
+    queries = [json.loads(line) for line in (DATA_DIR / "queries.jsonl").read_text("utf-8").splitlines()]
+    log(f"quality: {len(memories)} memories, {len(queries)} queries (tests/data/retrieval)")
+    texts = [f"{m['title']}: {m['content']}" for m in memories]
+    vectors = embed_cached(embedder, texts, "labelled set")
+    rng, now = np.random.default_rng(7), datetime.now(UTC)
+    rows = [
+        memory_row(i, m["title"], m["content"], m["memory_type"], TENANT_A, rng, now)
+        for i, m in enumerate(memories)
+    ]
+    label = {r["citation"]: m["id"] for r, m in zip(rows, memories, strict=True)}
+    by_uuid = {str(r["id"]): r["citation"] for r in rows}
+    copy_memories(url, rows, vectors)
+
+    keys = [scope_key_of(TENANT_A)]
+    params = ranking_params(settings)
+    results: dict[str, list[list[str]]] = {
+        "vector": [],
+        "full text": [],
+        "fused (RRF)": [],
+        "fused + 3-axis": [],
+    }
+    kinds: list[str] = []
+    relevant: list[set[str]] = []
+    for q in queries:
+        qv = embedder.embed_query(q["query"])
+        async with engine.begin() as conn:
+            by_vector = await vector_candidates(conn, qv, keys, limit=POOL)
+            by_text = await text_candidates(conn, q["query"], keys, limit=POOL)
+            full = [label[h.citation] for h in await search(conn, q["query"], qv, keys, POOL, params=params)]
+        fused = fuse(by_vector, by_text, k=params.rrf_k)
+        results["vector"].append([label[by_uuid[i]] for i, _ in by_vector])
+        results["full text"].append([label[by_uuid[i]] for i, _ in by_text])
+        results["fused (RRF)"].append([label[by_uuid[i]] for i in sorted(fused, key=lambda i: -fused[i])])
+        results["fused + 3-axis"].append(full)
+        kinds.append(q["kind"])
+        relevant.append(set(q["relevant"]))
+
+    log(f"\n{'method':<16} {'recall@5':>9} {'MRR':>7}   " + "  ".join(f"{k:>22}" for k in sorted(set(kinds))))
+    for method, ranked in results.items():
+        r5, mrr = metrics(ranked, relevant)
+        per_kind = []
+        for kind in sorted(set(kinds)):
+            idx = [i for i, k in enumerate(kinds) if k == kind]
+            kr, km = metrics([ranked[i] for i in idx], [relevant[i] for i in idx])
+            per_kind.append(f"{kind[:10]:>10} {kr:.2f}/{km:.2f}".rjust(22))
+        log(f"{method:<16} {r5:>9.3f} {mrr:>7.3f}   " + "  ".join(per_kind))
+    log("(per kind: recall@5/MRR; 'fused + 3-axis' also weighs recency and trust, which the labels ignore)\n")
+
+
+# ---------------------------------------------------------------- speed
+def pct(values: list[float], p: float) -> float:
+    return float(np.percentile(np.asarray(values), p))
+
+
+async def speed(engine: AsyncEngine, url: str, embedder: Embedder, settings: Settings, n: int) -> None:
+    log(f"speed: generating and embedding N = {n} memories (cached under {CACHE})")
+    corpus, query_texts = speed_corpus(n)
+    vectors = embed_cached(embedder, corpus, "speed corpus")
+    rng, now = np.random.default_rng(11), datetime.now(UTC)
+    rows = []
+    for i, t in enumerate(corpus):
+        title, _, content = t.partition(": ")
+        tenant = (
+            TENANT_B if i % 10 == 9 else TENANT_A
+        )  # a tenth belongs to another project: filtering is real
+        rows.append(memory_row(i, title, content, "fact", tenant, rng, now))
+    async with engine.begin() as conn:
+        await conn.execute(text("TRUNCATE memories CASCADE"))
+    copy_memories(url, rows, vectors)
+
+    keys = [
+        "task:bench-task",
+        f"worktree:{'/'.join(TENANT_A)}",
+        scope_key_of(TENANT_A),
+        f"org:{TENANT_A[0]}",
+    ]
+    params = ranking_params(settings)
+    qvecs = [embedder.embed_query(q) for q in query_texts]
+    for q, qv in list(zip(query_texts, qvecs, strict=True))[:20]:  # warm caches and the pool
+        async with engine.begin() as conn:
+            await search(conn, q, qv, keys, 10, params=params)
+
+    without, with_embed, exact_ms, recalls = [], [], [], []
+    for q, qv in zip(query_texts, qvecs, strict=True):
+        t0 = time.perf_counter()
+        async with engine.begin() as conn:
+            await search(conn, q, qv, keys, 10, params=params)
+        without.append((time.perf_counter() - t0) * 1000)
+    for q in query_texts:
+        t0 = time.perf_counter()
+        qv = embedder.embed_query(q)
+        async with engine.begin() as conn:
+            await search(conn, q, qv, keys, 10, params=params)
+        with_embed.append((time.perf_counter() - t0) * 1000)
+    for qv in qvecs:
+        async with engine.begin() as conn:
+            approx = [i for i, _ in await vector_candidates(conn, qv, keys, limit=POOL)][:10]
+        async with engine.begin() as conn:
+            await conn.execute(text("SET LOCAL enable_indexscan = off"))
+            t0 = time.perf_counter()
+            exact = [i for i, _ in await vector_candidates(conn, qv, keys, limit=10)]
+            exact_ms.append((time.perf_counter() - t0) * 1000)
+        recalls.append(len(set(approx) & set(exact)) / max(1, len(exact)))
+
+    log(f"\nN = {n} memories ({n - n // 10} visible to the reader), {len(query_texts)} queries, k = 10")
+    log(
+        f"hybrid search, query vector given : p50 {pct(without, 50):6.2f} ms   p99 {pct(without, 99):6.2f} ms"
+    )
+    log(
+        f"hybrid search, embedding included : p50 {pct(with_embed, 50):6.2f} ms   "
+        f"p99 {pct(with_embed, 99):6.2f} ms"
+    )
+    log(
+        f"exact vector search (baseline)    : p50 {pct(exact_ms, 50):6.2f} ms   "
+        f"→ hybrid is {pct(exact_ms, 50) / pct(without, 50):.1f}x faster at p50"
+    )
+    log(
+        f"HNSW recall@10 vs exact search    : {statistics.fmean(recalls):.3f} "
+        f"(ef_search {min(1000, max(40, 2 * POOL))}, m 16, ef_construction 64)"
+    )
+    log("targets: p50 < 15 ms without embedding, < 40 ms with; recall@10 >= 0.95")
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--n", type=int, default=100_000, help="memories in the speed corpus")
+    parser.add_argument("--skip-speed", action="store_true")
+    parser.add_argument("--skip-quality", action="store_true")
+    args = parser.parse_args()
+
+    url, server = bench_database()
+    settings = Settings(database_url=url, db_timeout_seconds=600, data_dir=CACHE / "data")
+    engine = make_engine(settings)
+    embedder = make_embedder(settings)
+    try:
+        if not args.skip_quality:
+            await quality(engine, url, embedder, settings)
+        if not args.skip_speed:
+            await speed(engine, url, embedder, settings, args.n)
+    finally:
+        await engine.dispose()
+        if server is not None:
+            server.cleanup()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,74 @@
+"""`loregate keys`: a key is printed once, authenticates as the principal asked for, and can be revoked."""
+
+from __future__ import annotations
+
+import asyncio
+
+from governance.config import Settings
+from governance.identity import Principal
+from governance.scopes import ActorType
+from governance.storage.engine import make_engine
+from governance.storage.identity import authenticate
+from tests.utils.cli import KEY_PATTERN, cli_env, run_cli
+
+
+def _authenticate(database_url: str, key: str) -> Principal | None:
+    async def check() -> Principal | None:
+        engine = make_engine(Settings(database_url=database_url))
+        try:
+            async with engine.connect() as conn:
+                return await authenticate(conn, key)
+        finally:
+            await engine.dispose()
+
+    return asyncio.run(check())
+
+
+def test_keys_create_prints_a_key_that_authenticates(migrated_database_url: str) -> None:
+    env = cli_env(LOREGATE_DATABASE_URL=migrated_database_url)
+    result = run_cli(
+        "keys",
+        "create",
+        "--actor",
+        "orchestrator",
+        "--org",
+        "acme",
+        "--project",
+        "shop",
+        "--name",
+        "conductor",
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr
+    match = KEY_PATTERN.search(result.stdout)
+    assert match is not None, result.stdout
+    principal = _authenticate(migrated_database_url, match.group())
+    assert principal is not None
+    assert (principal.name, principal.actor_type, principal.org, principal.project, principal.is_admin) == (
+        "conductor",
+        ActorType.ORCHESTRATOR,
+        "acme",
+        "shop",
+        False,
+    )
+    assert "LOREGATE_DATABASE_URL" in result.stderr  # it says which database it used
+
+
+def test_keys_revoke_stops_the_key_authenticating(migrated_database_url: str) -> None:
+    env = cli_env(LOREGATE_DATABASE_URL=migrated_database_url)
+    created = run_cli(
+        "keys", "create", "--actor", "agent", "--org", "acme", "--project", "shop", "--name", "a", env=env
+    )
+    key = KEY_PATTERN.search(created.stdout)
+    assert key is not None, created.stdout
+    key_id = key.group().split("_")[1]
+
+    listed = run_cli("keys", "list", env=env)
+    assert listed.returncode == 0 and key_id in listed.stdout
+    assert key.group() not in listed.stdout  # never the secret
+
+    revoked = run_cli("keys", "revoke", key_id, env=env)
+    assert revoked.returncode == 0, revoked.stderr
+    assert _authenticate(migrated_database_url, key.group()) is None
+    again = run_cli("keys", "revoke", key_id, env=env)
+    assert again.returncode == 1 and "no live key" in again.stderr

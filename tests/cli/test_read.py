@@ -1,0 +1,72 @@
+"""`loregate search`, `show` and `context` as a person runs them, against a real gateway on loopback."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from governance.config import Settings
+from governance.scopes import ActorType, Scope
+from tests.utils.cli import cli_env, run_cli
+from tests.utils.factories import make_actor, new_tenant
+from tests.utils.gateway import running_gateway
+from tests.utils.memory_factories import add_entries, add_memory, new_task
+
+
+@pytest.fixture(scope="module")
+def gateway(settings: Settings) -> Iterator[str]:
+    with running_gateway(settings) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+async def world(engine: AsyncEngine, gateway: str) -> dict[str, Any]:
+    org, project = new_tenant()
+    agent = await make_actor(engine, ActorType.AGENT, org, project)
+    async with engine.begin() as conn:
+        task = await new_task(conn, org=org, project=project)
+        sources = await add_entries(conn, task, ["psycopg2 wheels broke the alpine image build"])
+        memory = await add_memory(
+            conn, task, title="Database driver", scope=Scope.PROJECT, embedding=None,
+            content="The API uses psycopg 3 (binary wheels); psycopg2 is not allowed",
+            source_entry_ids=sources,
+        )
+    env = cli_env(LOREGATE_URL=gateway, LOREGATE_API_KEY=agent.key)
+    return {"env": env, "task_id": task.task_id, "citation": memory["citation"]}
+
+
+def test_search_prints_ranked_table_with_citations(world: dict[str, Any]) -> None:
+    result = run_cli("search", "which psycopg driver does the API use", "--task", world["task_id"],
+                     env={**world["env"], "COLUMNS": "200"})
+    assert result.returncode == 0, result.stderr
+    assert f"mem:{world['citation']}" in result.stdout and "Database driver" in result.stdout
+
+
+def test_search_json_is_the_gateway_answer(world: dict[str, Any]) -> None:
+    result = run_cli("search", "psycopg driver", "--task", world["task_id"], "--k", "3", "--json",
+                     env=world["env"])
+    assert result.returncode == 0, result.stderr
+    assert [r["citation"] for r in json.loads(result.stdout)["results"]] == [world["citation"]]
+
+
+def test_show_prints_memory_and_provenance(world: dict[str, Any]) -> None:
+    result = run_cli("show", f"mem:{world['citation']}", env={**world["env"], "COLUMNS": "200"})
+    assert result.returncode == 0, result.stderr
+    assert "psycopg2 is not allowed" in result.stdout
+    assert "psycopg2 wheels broke the alpine image build" in result.stdout
+
+
+def test_context_raw_prints_the_cited_block(world: dict[str, Any]) -> None:
+    result = run_cli("context", "--task", world["task_id"], "--raw", "database driver", env=world["env"])
+    assert result.returncode == 0, result.stderr
+    assert "[MEMORY CONTEXT]" in result.stdout and f"[mem:{world['citation']}]" in result.stdout
+
+
+def test_read_refusal_is_one_line_and_exit_1(world: dict[str, Any]) -> None:
+    result = run_cli("search", "anything", "--task", "no-such-task", env=world["env"])
+    assert result.returncode == 1
+    assert "not_found" in result.stderr and "Traceback" not in result.stderr

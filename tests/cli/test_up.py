@@ -1,0 +1,115 @@
+"""`loregate up` end to end: from an empty data dir to a write, a clean stop, and a restart with the data.
+
+One test on purpose: each start takes Postgres, Temporal, a worker and a gateway (tens of seconds on two
+cores), and the restart half needs what the first half wrote.
+"""
+
+from __future__ import annotations
+
+import signal
+import stat
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.utils.cli import KEY_PATTERN, UpLauncher, alive, cli_env, processes_mentioning, run_cli
+
+pytestmark = pytest.mark.timeout(900)
+
+
+def _bearer(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+def test_up_starts_empty_accepts_writes_stops_cleanly_and_restarts_with_data(
+    up_launcher: UpLauncher, up_data_dir: Path
+) -> None:
+    data_dir = up_data_dir
+    first = up_launcher.start(data_dir)
+
+    # first start: a bootstrap admin key, printed and saved privately
+    key_file = data_dir / "bootstrap-admin.key"
+    admin_key = key_file.read_text().strip()
+    assert KEY_PATTERN.fullmatch(admin_key)
+    assert admin_key in first.output()
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    assert first.base_url in first.output()
+    assert f"http://127.0.0.1:{first.ui_port}" in first.output()
+
+    with httpx.Client(base_url=first.base_url, timeout=30) as http:
+        assert http.get("/healthz").status_code == 200
+        assert httpx.get(f"http://127.0.0.1:{first.ui_port}/", timeout=30).status_code == 200
+        task = http.post(
+            "/v1/tasks",
+            json={"org": "acme", "project": "demo", "worktree": "main", "description": "try loregate up"},
+            headers=_bearer(admin_key),
+        )
+        assert task.status_code == 201, task.text
+        task_id = task.json()["task_id"]
+        written = http.post(
+            f"/v1/tasks/{task_id}/entries",
+            json={"entries": [{"kind": "decision", "content": "use the embedded database"}]},
+            headers=_bearer(admin_key),
+        )
+        assert written.status_code == 201, written.text
+
+        # a key made by the CLI while `up` runs (attaching to its embedded database) works at once
+        created = run_cli(
+            "keys",
+            "create",
+            "--actor",
+            "agent",
+            "--org",
+            "acme",
+            "--project",
+            "demo",
+            "--name",
+            "agent-1",
+            env=cli_env(LOREGATE_DATA_DIR=str(data_dir)),
+        )
+        assert created.returncode == 0, created.stderr
+        agent_key = KEY_PATTERN.search(created.stdout)
+        assert agent_key is not None, created.stdout
+        by_agent = http.post(
+            f"/v1/tasks/{task_id}/entries",
+            json={"entries": [{"kind": "log", "content": "agent was here"}]},
+            headers=_bearer(agent_key.group()),
+        )
+        assert by_agent.status_code == 201, by_agent.text
+
+    # SIGTERM: exit 0, and nothing it started is left running
+    started = first.process_tree()
+    assert len(started) >= 5  # supervisor, temporal, worker, gateway, postgres (+ its helpers)
+    assert first.stop(signal.SIGTERM) == 0, first.output()
+    assert alive(started) == []
+    assert processes_mentioning(str(data_dir)) == []
+
+    # second start: same data, no new bootstrap key
+    second = up_launcher.start(data_dir)
+    assert KEY_PATTERN.search(second.output()) is None, second.output()
+    assert key_file.read_text().strip() == admin_key
+    with httpx.Client(base_url=second.base_url, timeout=30) as http:
+        page = http.get(f"/v1/tasks/{task_id}/entries", headers=_bearer(admin_key))
+        assert page.status_code == 200, page.text
+        assert [e["content"] for e in page.json()["entries"]] == [
+            "use the embedded database",
+            "agent was here",
+        ]
+
+    started = second.process_tree()
+    assert second.stop(signal.SIGINT) == 0, second.output()
+    assert alive(started) == []
+    assert processes_mentioning(str(data_dir)) == []
+
+
+def test_up_child_dying_stops_the_rest_with_exit_code_1(up_launcher: UpLauncher, up_data_dir: Path) -> None:
+    up = up_launcher.start(up_data_dir)
+    started = up.process_tree()
+    worker = next(p for p in started if "worker" in p.cmdline() and "api.cli" in p.cmdline())
+    worker.kill()
+
+    assert up.process.wait(timeout=120) == 1
+    assert "worker stopped unexpectedly" in up.output()
+    assert alive(started) == []
+    assert processes_mentioning(str(up_data_dir)) == []

@@ -1,0 +1,83 @@
+"""Reciprocal rank fusion and the 3-axis score (seed 001)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from governance.ranking import (
+    RankingParams,
+    ScoreWeights,
+    normalized_rrf,
+    recency,
+    rrf_scores,
+    score_parts,
+    weighted_rrf,
+)
+
+NOW = datetime(2026, 1, 30, 12, 0, tzinfo=UTC)
+
+
+def test_rrf_scores_reward_agreement_between_lists() -> None:
+    fused = rrf_scores([["a", "b", "c"], ["b", "d"]], k=60)
+    assert fused["b"] == pytest.approx(1 / 62 + 1 / 61)
+    assert max(fused, key=fused.__getitem__) == "b"
+    assert fused["a"] == pytest.approx(1 / 61)
+
+
+def test_normalized_rrf_first_in_every_list_is_one() -> None:
+    fused = normalized_rrf([["a", "b"], ["a", "c"]], k=60)
+    assert fused["a"] == pytest.approx(1.0)
+    assert fused["b"] == pytest.approx(0.5 * 61 / 62)
+
+
+def test_normalized_rrf_ignores_empty_lists() -> None:
+    assert normalized_rrf([["a"], []], k=60)["a"] == pytest.approx(1.0)
+
+
+def test_recency_halves_every_half_life() -> None:
+    assert recency(NOW, NOW) == pytest.approx(1.0)
+    assert recency(NOW - timedelta(hours=24), NOW) == pytest.approx(0.5)
+    assert recency(NOW - timedelta(hours=48), NOW) == pytest.approx(0.25)
+    assert recency(NOW - timedelta(hours=6), NOW, half_life_hours=6) == pytest.approx(0.5)
+    assert recency(NOW + timedelta(hours=1), NOW) == pytest.approx(1.0)
+
+
+def test_score_parts_default_weights_are_half_three_tenths_two_tenths() -> None:
+    parts = score_parts(
+        similarity=0.8, when=NOW - timedelta(hours=24), now=NOW, importance=0.5, confidence=0.6
+    )
+    assert parts.similarity == pytest.approx(0.8)
+    assert parts.recency == pytest.approx(0.5)
+    assert parts.importance == pytest.approx(0.3)
+    assert parts.score == pytest.approx(0.5 * 0.8 + 0.3 * 0.5 + 0.2 * 0.3)
+
+
+def test_score_parts_weights_are_configurable() -> None:
+    params = RankingParams(weights=ScoreWeights(similarity=1.0, recency=0.0, importance=0.0))
+    parts = score_parts(similarity=0.4, when=NOW, now=NOW, importance=1.0, confidence=1.0, params=params)
+    assert parts.score == pytest.approx(0.4)
+
+
+def test_score_parts_clamps_out_of_range_inputs() -> None:
+    parts = score_parts(similarity=3.0, when=NOW, now=NOW, importance=-1.0, confidence=2.0)
+    assert (parts.similarity, parts.importance) == (1.0, 0.0)
+
+
+def test_score_weights_reject_negative_values() -> None:
+    with pytest.raises(ValueError):
+        ScoreWeights(similarity=-0.1)
+
+
+def test_weighted_rrf_ties_share_a_rank() -> None:
+    fused = weighted_rrf([[("a", 0.9, 1.0), ("b", 0.5, 1.0)], [("b", 0.5, 1.0), ("c", 0.5, 1.0)]], k=60)
+    # b and c tie in the second list, so both get rank 1 there; b also ranks second in the first list
+    assert fused["b"] == pytest.approx(1.0)
+    assert fused["a"] == pytest.approx(fused["c"])
+
+
+def test_weighted_rrf_weight_scales_a_vote() -> None:
+    fused = weighted_rrf([[("a", 1.0, 1.0)], [("b", 1.0, 2.0)]], k=60)
+    assert fused["b"] == pytest.approx(1.0)
+    assert fused["a"] == pytest.approx(0.5)

@@ -1,0 +1,89 @@
+"""The pure staging rules: limits at their exact boundaries, NUL refusal, retry fingerprints, task ids."""
+
+from __future__ import annotations
+
+import pytest
+
+from governance.errors import InvalidInput, LimitExceeded
+from governance.scopes import EntryKind
+from governance.staging import EntryDraft, entry_size, request_hash, validate_batch, validate_task_id
+
+
+def _draft(content: str = "x", payload: object = None, key: str | None = None) -> EntryDraft:
+    return EntryDraft(kind=EntryKind.LOG, content=content, payload=payload, idempotency_key=key)
+
+
+def test_validate_batch_accepts_entry_at_exact_size_limit() -> None:
+    validate_batch([_draft("a" * 100)], max_entry_bytes=100, max_batch_entries=5)
+
+
+def test_validate_batch_refuses_entry_one_byte_over() -> None:
+    with pytest.raises(LimitExceeded, match=r"entries\[0\] is 101 bytes .* over the limit of 100"):
+        validate_batch([_draft("a" * 101)], max_entry_bytes=100, max_batch_entries=5)
+
+
+def test_entry_size_counts_utf8_bytes_of_content_and_payload() -> None:
+    assert entry_size(_draft("가나")) == 6
+    assert entry_size(_draft("ab", payload={"k": 1})) == 2 + len('{"k":1}')
+
+
+def test_validate_batch_accepts_batch_at_exact_limit_and_refuses_one_more() -> None:
+    validate_batch([_draft()] * 5, max_entry_bytes=100, max_batch_entries=5)
+    with pytest.raises(LimitExceeded, match="batch of 6 entries exceeds the limit of 5"):
+        validate_batch([_draft()] * 6, max_entry_bytes=100, max_batch_entries=5)
+
+
+def test_validate_batch_refuses_empty_batch() -> None:
+    with pytest.raises(InvalidInput, match="at least one entry"):
+        validate_batch([], max_entry_bytes=100, max_batch_entries=5)
+
+
+@pytest.mark.parametrize(
+    "draft",
+    [
+        _draft("a\x00b"),
+        _draft(payload={"deep": [{"x": "\x00"}]}),
+        _draft(payload={"k\x00": 1}),
+        _draft(key="k\x00"),
+    ],
+    ids=["content", "nested-payload-value", "payload-key", "idempotency-key"],
+)
+def test_validate_batch_refuses_nul_anywhere(draft: EntryDraft) -> None:
+    with pytest.raises(InvalidInput, match=r"entries\[1\] contains a NUL character"):
+        validate_batch([_draft(), draft], max_entry_bytes=1000, max_batch_entries=5)
+
+
+def test_validate_batch_refuses_repeated_idempotency_key() -> None:
+    with pytest.raises(InvalidInput, match=r"entries\[2\] repeats idempotency key 'k'"):
+        validate_batch([_draft(key="k"), _draft(), _draft(key="k")], max_entry_bytes=100, max_batch_entries=5)
+
+
+def test_request_hash_ignores_payload_key_order_and_idempotency_key() -> None:
+    a = EntryDraft(EntryKind.LOG, "c", {"a": 1, "b": [1, 2]}, "k1")
+    b = EntryDraft(EntryKind.LOG, "c", {"b": [1, 2], "a": 1}, "k2")
+    assert request_hash(a) == request_hash(b)
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        EntryDraft(EntryKind.THOUGHT, "c", {"a": 1}),
+        EntryDraft(EntryKind.LOG, "c ", {"a": 1}),
+        EntryDraft(EntryKind.LOG, "c", {"a": 2}),
+        EntryDraft(EntryKind.LOG, "c", None),
+    ],
+    ids=["kind", "content", "payload", "no-payload"],
+)
+def test_request_hash_changes_with_kind_content_or_payload(other: EntryDraft) -> None:
+    assert request_hash(EntryDraft(EntryKind.LOG, "c", {"a": 1})) != request_hash(other)
+
+
+@pytest.mark.parametrize("task_id", ["a", "task-1", "T.2_x:y-z", "9" * 128])
+def test_validate_task_id_accepts_safe_ids(task_id: str) -> None:
+    validate_task_id(task_id)
+
+
+@pytest.mark.parametrize("task_id", ["", "-a", ".a", "a b", "a/b", "a\x00", "9" * 129, "é"])
+def test_validate_task_id_refuses_unsafe_ids(task_id: str) -> None:
+    with pytest.raises(InvalidInput, match="task id .* is invalid"):
+        validate_task_id(task_id)

@@ -1,0 +1,103 @@
+"""Seed 003's trust arithmetic: bounds hold, boosts add up to the cap, decay is idempotent within a day."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from governance.scopes import SCOPE_LEVEL, Scope, ValidationSource, can_promote
+from governance.trust import (
+    DecayPolicy,
+    boost,
+    decayed,
+    ema,
+    initial_confidence,
+)
+
+confidences = st.floats(min_value=0.1, max_value=1.0, allow_nan=False)
+sources = st.sampled_from(list(ValidationSource))
+policies = st.sampled_from(list(DecayPolicy))
+instants = st.datetimes(
+    min_value=datetime(2020, 1, 1), max_value=datetime(2035, 1, 1), timezones=st.just(UTC)
+)
+
+
+def test_initial_confidence_verified_and_draft() -> None:
+    assert initial_confidence(True) == 0.6
+    assert initial_confidence(False) == 0.3
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [("tests_passed", 0.5), ("pr_merged", 0.6), ("human_approved", 0.7), ("repeated_success", 0.45)],
+)
+def test_boost_adds_seed_amounts(source: str, expected: float) -> None:
+    assert boost(0.3, source) == pytest.approx(expected)
+
+
+@given(confidences, st.lists(sources, max_size=20))
+def test_boost_never_crosses_bounds_and_never_lowers(start: float, signals: list[ValidationSource]) -> None:
+    value = start
+    for signal in signals:
+        new = boost(value, signal)
+        assert 0.1 <= new <= 1.0
+        assert new >= value
+        value = new
+
+
+@given(confidences, policies, instants, st.integers(min_value=0, max_value=3650))
+def test_decay_stays_in_bounds_and_never_raises(
+    base: float, policy: DecayPolicy, validated: datetime, days: int
+) -> None:
+    value = decayed(base, policy, validated, validated + timedelta(days=days))
+    assert 0.1 <= value <= 1.0
+    assert value <= base + 1e-12
+
+
+@given(confidences, policies, instants, st.integers(min_value=0, max_value=3650), st.floats(0, 86399))
+def test_decay_idempotent_within_a_day(
+    base: float, policy: DecayPolicy, validated: datetime, days: int, seconds: float
+) -> None:
+    start_of_day = validated + timedelta(days=days)
+    first = decayed(base, policy, validated, start_of_day)
+    again = decayed(base, policy, validated, start_of_day + timedelta(seconds=seconds))
+    assert first == again
+
+
+def test_decay_rates_per_month() -> None:
+    t0 = datetime(2025, 1, 1, tzinfo=UTC)
+    month = t0 + timedelta(days=30)
+    assert decayed(0.8, "recency_bias", t0, month) == pytest.approx(0.72)
+    assert decayed(0.8, "stable", t0, month) == pytest.approx(0.784)
+    assert decayed(0.8, "manual_only", t0, t0 + timedelta(days=3000)) == 0.8
+
+
+@given(policies, instants, st.integers(0, 400), st.integers(0, 400))
+def test_decay_monotone_in_time(policy: DecayPolicy, validated: datetime, a: int, b: int) -> None:
+    early, late = sorted((a, b))
+    assert decayed(0.9, policy, validated, validated + timedelta(days=late)) <= decayed(
+        0.9, policy, validated, validated + timedelta(days=early)
+    )
+
+
+@given(st.floats(0, 1), st.lists(st.booleans(), max_size=50))
+def test_ema_stays_in_unit_interval(start: float, feedback: list[bool]) -> None:
+    value = start
+    for helpful in feedback:
+        value = ema(value, helpful)
+        assert 0.0 <= value <= 1.0
+
+
+def test_ema_alpha_point_three() -> None:
+    assert ema(0.5, True) == pytest.approx(0.65)
+    assert ema(0.5, False) == pytest.approx(0.35)
+
+
+@given(st.sampled_from(list(Scope)), st.sampled_from(list(Scope)))
+def test_can_promote_only_upward(source: Scope, target: Scope) -> None:
+    assert can_promote(source, target) == (SCOPE_LEVEL[source] < SCOPE_LEVEL[target])
+    if can_promote(source, target):
+        assert not can_promote(target, source)

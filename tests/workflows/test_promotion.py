@@ -1,0 +1,196 @@
+"""End-to-end promotions on a real Temporal test server and the real database."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
+from temporalio.client import WorkflowUpdateFailedError
+from temporalio.common import WorkflowIDConflictPolicy
+
+from governance.scopes import ActorType
+from tests.utils.factories import make_actor, new_tenant
+from tests.utils.promotion_factories import Entry, active_memories, events_of, make_task
+from workflows.promotion import (
+    ApprovalRequest,
+    PromotionInput,
+    PromotionResult,
+    PromotionStatus,
+    PromotionWorkflow,
+    State,
+    Verification,
+    workflow_id_for,
+)
+
+TASK_ENTRIES = [
+    Entry("thought", "Need a Postgres driver that supports async."),
+    Entry("decision", "db.driver: psycopg 3 with the async API", {"key": "db.driver"}),
+    Entry("fact", "The CI runners have two CPU cores and 7 GB of memory."),
+    Entry("error", "ImportError: no module named psycopg2"),
+    Entry("result", "Switched the import to psycopg; all tests pass.", {"repeatable": True}),
+]
+
+
+async def _start(client: Any, task_id: str, queue: str, **kwargs: Any) -> Any:
+    return await client.start_workflow(
+        PromotionWorkflow.run,
+        PromotionInput(task_id=task_id, **kwargs),
+        id=workflow_id_for(task_id),
+        task_queue=queue,
+        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+    )
+
+
+async def test_promotion_task_scope_publishes_without_approval(
+    ts_env: Any, engine: AsyncEngine, make_worker: Any, task_queue: str
+) -> None:
+    org, project = new_tenant()
+    task = await make_task(engine, org, project, TASK_ENTRIES, description="pick the async db driver")
+    client = ts_env.client
+    async with make_worker(client, task_queue):
+        handle = await _start(client, task.task_id, task_queue, target_scope="task",
+                              verification=Verification("tests_passed", True))
+        result: PromotionResult = await handle.result()
+    assert result.state == State.PUBLISHED
+    published = await active_memories(engine, task_id=task.task_id)
+    types = sorted(m.memory_type for m in published)
+    assert "episode" in types and "fact" in types and "bug_pattern" in types and "skill" in types
+    assert all(m.scope_key == f"task:{task.task_id}" for m in published)
+    driver = next(m for m in published if m.canonical_key == "db.driver")
+    assert driver.confidence == pytest.approx(0.8)  # 0.6 verified + 0.2 tests_passed
+    assert task.entry_ids[1] in driver.source_entry_ids  # provenance: the decision entry
+    events = await events_of(engine, task.task_id)
+    assert {e.event_type for e in events} >= {"PROMOTED", "PROMOTION"}
+    assert not any(e.event_type == "APPROVED" for e in events)
+
+
+async def test_promotion_second_start_returns_running_workflow(
+    ts_env: Any, engine: AsyncEngine, make_worker: Any, task_queue: str
+) -> None:
+    org, project = new_tenant()
+    task = await make_task(engine, org, project, TASK_ENTRIES)
+    client = ts_env.client
+    # A worker runs it (a workflow task left pending on a queue without a worker would hold the test
+    # server's time-skipping lock for every later test); with no evidence it waits for `verify`.
+    async with make_worker(client, task_queue):
+        first = await _start(client, task.task_id, task_queue, target_scope="task")
+        await _wait_state(first, State.AWAITING_VERIFICATION)
+        second = await _start(client, task.task_id, task_queue, target_scope="task")
+        assert second.result_run_id == first.result_run_id
+        await first.terminate("test over")
+
+
+async def test_promotion_project_scope_waits_and_human_approval_publishes(
+    ts_env: Any, engine: AsyncEngine, make_worker: Any, task_queue: str
+) -> None:
+    org, project = new_tenant()
+    human = await make_actor(engine, ActorType.HUMAN, org, project)
+    task = await make_task(engine, org, project, TASK_ENTRIES, description="pick the async db driver")
+    client = ts_env.client
+    async with make_worker(client, task_queue):
+        handle = await _start(client, task.task_id, task_queue, target_scope="project",
+                              verification=Verification("pr_merged", True))
+        status = await _wait_state(handle, State.AWAITING_APPROVAL)
+        assert any(p.canonical_key == "db.driver" and p.decision == "new" for p in status.plan)
+        assert await active_memories(engine, task_id=task.task_id) == []
+        await handle.signal("approve", ApprovalRequest(approver=human.principal.id, note="looks right"))
+        result: PromotionResult = await handle.result()
+    assert result.state == State.PUBLISHED and result.decided_by == human.principal.id
+    published = await active_memories(engine, task_id=task.task_id)
+    assert published and all(m.scope_key == f"project:{org}/{project}" for m in published)
+    approved = [e for e in await events_of(engine, task.task_id) if e.event_type == "APPROVED"]
+    assert len(approved) == 1 and approved[0].actor_id == human.principal.id
+
+
+async def test_promotion_agent_approval_is_refused_and_keeps_waiting(
+    ts_env: Any, engine: AsyncEngine, make_worker: Any, task_queue: str
+) -> None:
+    org, project = new_tenant()
+    agent = await make_actor(engine, ActorType.AGENT, org, project)
+    human = await make_actor(engine, ActorType.HUMAN, org, project)
+    task = await make_task(engine, org, project, TASK_ENTRIES)
+    client = ts_env.client
+    async with make_worker(client, task_queue):
+        handle = await _start(client, task.task_id, task_queue, target_scope="project",
+                              verification=Verification("tests_passed", True))
+        await _wait_state(handle, State.AWAITING_APPROVAL)
+        await handle.signal("approve", ApprovalRequest(approver=agent.principal.id))
+        await handle.signal("approve", ApprovalRequest(approver="nobody-at-all"))
+        with pytest.raises(WorkflowUpdateFailedError):
+            await handle.execute_update("approve", ApprovalRequest(approver=agent.principal.id))
+        status: PromotionStatus = await handle.query(PromotionWorkflow.state)
+        assert status.state == State.AWAITING_APPROVAL
+        assert len(status.refusals) == 3
+        assert await active_memories(engine, task_id=task.task_id) == []
+        await handle.signal("reject", ApprovalRequest(approver=human.principal.id, note="not now"))
+        result: PromotionResult = await handle.result()
+    assert result.state == State.REJECTED
+    assert await active_memories(engine, task_id=task.task_id) == []
+    refusals = [e for e in await events_of(engine, task.task_id) if e.event_type == "REJECTED"]
+    assert len(refusals) == 4  # three refused approvals and the human's rejection
+
+
+async def test_promotion_approval_timeout_rejects_and_publishes_nothing(
+    ts_env: Any, engine: AsyncEngine, make_worker: Any, task_queue: str
+) -> None:
+    org, project = new_tenant()
+    task = await make_task(engine, org, project, TASK_ENTRIES)
+    client = ts_env.client
+    async with make_worker(client, task_queue):
+        handle = await _start(client, task.task_id, task_queue, target_scope="project",
+                              verification=Verification("tests_passed", True),
+                              approval_timeout_seconds=timedelta(days=3).total_seconds())
+        result: PromotionResult = await handle.result()  # the test server skips the three days
+    assert result.state == State.REJECTED and result.reason == "approval timed out"
+    assert await active_memories(engine, task_id=task.task_id) == []
+
+
+async def test_promotion_verification_timeout_publishes_nothing(
+    ts_env: Any, engine: AsyncEngine, make_worker: Any, task_queue: str
+) -> None:
+    org, project = new_tenant()
+    task = await make_task(engine, org, project, TASK_ENTRIES)
+    client = ts_env.client
+    async with make_worker(client, task_queue):
+        handle = await _start(client, task.task_id, task_queue, target_scope="task",
+                              verify_timeout_seconds=3600.0)
+        result: PromotionResult = await handle.result()
+    assert result.state == State.UNVERIFIED
+    assert await active_memories(engine, task_id=task.task_id) == []
+    assert await events_of(engine, task.task_id) == []
+
+
+async def test_promotion_failed_verification_publishes_no_skill_or_fact(
+    ts_env: Any, engine: AsyncEngine, make_worker: Any, task_queue: str
+) -> None:
+    org, project = new_tenant()
+    task = await make_task(engine, org, project, TASK_ENTRIES + [Entry("skill", "Run pytest -x first.")])
+    client = ts_env.client
+    async with make_worker(client, task_queue):
+        handle = await _start(client, task.task_id, task_queue, target_scope="project")
+        await _wait_state(handle, State.AWAITING_VERIFICATION)
+        await handle.execute_update("verify", Verification("tests_passed", False))
+        result: PromotionResult = await handle.result()
+    assert result.state == State.UNVERIFIED
+    published = await active_memories(engine, task_id=task.task_id)
+    # only the Reflexion episode of the failure, as a task-scope draft
+    assert [m.memory_type for m in published] == ["episode"]
+    assert published[0].success is False and published[0].confidence == pytest.approx(0.3)
+    assert published[0].scope_key == f"task:{task.task_id}"
+
+
+async def _wait_state(handle: Any, state: str, attempts: int = 600) -> PromotionStatus:
+    """Poll the `state` query (the test server does not skip time while we poll, so sleep for real)."""
+    import asyncio
+
+    status: PromotionStatus | None = None
+    for _ in range(attempts):
+        status = await handle.query(PromotionWorkflow.state)
+        if status.state == state:
+            return status
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"promotion never reached {state}; last status {status}")
+
+

@@ -1,0 +1,201 @@
+"""RetentionWorkflow on Temporal's test servers against real Postgres.
+
+The time-skipping server does not implement schedules (CreateSchedule is unimplemented), so the workflow's
+behaviour runs there and the schedule is created, updated and fired on the local dev server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+from temporalio.client import Client, ScheduleOverlapPolicy, ScheduleSpec
+from temporalio.worker import Worker
+
+from activities.retention import RetentionActivities
+from governance.config import Settings
+from tests.utils.lifecycle_factories import Place, insert_memory, new_place
+from workflows.retention import RetentionInput, RetentionResult, RetentionWorkflow
+from workflows.schedules import RETENTION_SCHEDULE_ID, apply_schedules, retention_schedule
+
+
+async def _seed(engine: AsyncEngine, place: Place) -> dict[str, Any]:
+    """Task A: 8 old episodes (3 prunable) and 5 good + 1 failing skill; task B: 3 old episodes (all kept)."""
+    now = datetime.now(UTC)
+    fixed = {"decay_policy": "manual_only"}
+    async with engine.begin() as conn:
+        a_eps = [
+            await insert_memory(conn, place, task_id="A", created_at=now - timedelta(days=100 + i), **fixed)
+            for i in range(8)
+        ]
+        b_eps = [
+            await insert_memory(conn, place, task_id="B", created_at=now - timedelta(days=300), **fixed)
+            for _ in range(3)
+        ]
+        for i in range(5):
+            await insert_memory(
+                conn,
+                place,
+                memory_type="skill",
+                task_id="A",
+                usefulness=0.9,
+                created_at=now - timedelta(days=i),
+                **fixed,
+            )
+        bad_skill = await insert_memory(
+            conn,
+            place,
+            memory_type="skill",
+            task_id="A",
+            usefulness=0.2,
+            created_at=now - timedelta(days=20),
+            **fixed,
+        )
+        expiring = await insert_memory(
+            conn, place, memory_type="fact", expires_at=now - timedelta(hours=1), **fixed
+        )
+        fading = await insert_memory(
+            conn,
+            place,
+            memory_type="fact",
+            decay_policy="recency_bias",
+            last_validated_at=now - timedelta(days=60, hours=12),
+        )
+    return {
+        "prunable": set(a_eps[5:]) | {bad_skill},
+        "a_kept": set(a_eps[:5]),
+        "b": set(b_eps),
+        "expiring": expiring,
+        "fading": fading,
+    }
+
+
+def _hour_minute(spec: ScheduleSpec) -> tuple[int, int]:
+    (calendar,) = spec.calendars
+    return calendar.hour[0].start, calendar.minute[0].start
+
+
+async def _snapshot(engine: AsyncEngine, org: str) -> list[tuple[Any, ...]]:
+    async with engine.connect() as conn:
+        rows = await conn.execute(
+            text("SELECT id, confidence, deprecated_at FROM memories WHERE org = :o ORDER BY id"), {"o": org}
+        )
+        return [tuple(r) for r in rows]
+
+
+@pytest.fixture
+async def ts_worker(time_skipping_env: Any, engine: AsyncEngine) -> AsyncIterator[tuple[Client, str]]:
+    queue = f"retention-{uuid.uuid4()}"
+    acts = RetentionActivities(engine)
+    async with Worker(
+        time_skipping_env.client,
+        task_queue=queue,
+        workflows=[RetentionWorkflow],
+        activities=[acts.decay, acts.expire, acts.prune],
+    ):
+        yield time_skipping_env.client, queue
+
+
+async def _run(client: Client, queue: str, params: RetentionInput) -> RetentionResult:
+    return await client.execute_workflow(
+        RetentionWorkflow.run, params, id=f"retention-{uuid.uuid4()}", task_queue=queue
+    )
+
+
+async def test_retention_dry_run_reports_and_changes_nothing(
+    ts_worker: tuple[Client, str], engine: AsyncEngine
+) -> None:
+    place = new_place()
+    seeded = await _seed(engine, place)
+    before = await _snapshot(engine, place.org)
+    result = await _run(*ts_worker, RetentionInput(dry_run=True, orgs=[place.org]))
+    assert (result.decayed, result.expired, result.pruned) == (1, 1, 4)
+    assert set(result.pruned_ids) == seeded["prunable"]
+    assert await _snapshot(engine, place.org) == before
+
+
+async def test_retention_run_prunes_exactly_the_expected_rows(
+    ts_worker: tuple[Client, str], engine: AsyncEngine
+) -> None:
+    place = new_place()
+    seeded = await _seed(engine, place)
+    result = await _run(*ts_worker, RetentionInput(orgs=[place.org]))
+    assert (result.decayed, result.expired, result.pruned) == (1, 1, 4)
+    async with engine.connect() as conn:
+        left = {
+            str(r.id)
+            for r in await conn.execute(text("SELECT id FROM memories WHERE org = :o"), {"o": place.org})
+        }
+        pruned_events = (
+            await conn.execute(
+                text(
+                    "SELECT count(*) FROM memory_events WHERE event_type = 'PRUNED' "
+                    "AND memory_id = ANY(CAST(:i AS uuid[]))"
+                ),
+                {"i": list(seeded["prunable"])},
+            )
+        ).scalar_one()
+        expired = (
+            await conn.execute(
+                text("SELECT deprecated_at FROM memories WHERE id = CAST(:i AS uuid)"),
+                {"i": seeded["expiring"]},
+            )
+        ).scalar_one()
+    assert not left & seeded["prunable"]
+    assert seeded["a_kept"] <= left and seeded["b"] <= left
+    assert pruned_events == 4 and expired is not None
+    # a second run the same night finds nothing left to do
+    again = await _run(*ts_worker, RetentionInput(orgs=[place.org]))
+    assert (again.decayed, again.expired, again.pruned) == (0, 0, 0)
+
+
+async def test_retention_schedule_created_updated_and_fires(
+    local_env: Any, engine: AsyncEngine, settings: Settings
+) -> None:
+    client: Client = local_env.client
+    queue = f"retention-{uuid.uuid4()}"
+    ours = settings.model_copy(update={"task_queue": queue})
+    await apply_schedules(client, ours)
+    handle = client.get_schedule_handle(RETENTION_SCHEDULE_ID)
+    try:
+        described = await handle.describe()
+        # the server stores cron expressions as calendar specs
+        assert _hour_minute(described.schedule.spec) == (3, 0)
+        assert described.schedule.spec.time_zone_name == "UTC"
+        assert described.schedule.policy.overlap == ScheduleOverlapPolicy.SKIP
+        await apply_schedules(client, ours.model_copy(update={"retention_cron": "30 2 * * *"}))
+        assert _hour_minute((await handle.describe()).schedule.spec) == (2, 30)
+    finally:
+        await handle.delete()
+
+    # fire a copy of the same schedule, limited to a fresh tenant so it cannot touch other tests' rows
+    place = new_place()
+    seeded = await _seed(engine, place)
+    schedule = retention_schedule(ours)
+    schedule.action.args = [RetentionInput(orgs=[place.org])]  # type: ignore[attr-defined]
+    fired = await client.create_schedule(f"retention-test-{uuid.uuid4()}", schedule)
+    acts = RetentionActivities(engine)
+    try:
+        async with Worker(
+            client,
+            task_queue=queue,
+            workflows=[RetentionWorkflow],
+            activities=[acts.decay, acts.expire, acts.prune],
+        ):
+            await fired.trigger()
+            for _ in range(100):
+                actions = (await fired.describe()).info.recent_actions
+                if actions:
+                    break
+                await asyncio.sleep(0.1)
+            workflow_id = actions[0].action.workflow_id  # type: ignore[attr-defined]
+            result = await client.get_workflow_handle(workflow_id, result_type=RetentionResult).result()
+    finally:
+        await fired.delete()
+    assert set(result.pruned_ids) == seeded["prunable"]

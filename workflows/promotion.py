@@ -1,0 +1,457 @@
+"""PromotionWorkflow: the gate between a task's staging and published memory (seed 003's promotion pipeline).
+
+One workflow per task, id `promote-<task id>`. It waits for verification evidence, distils the task's
+redacted staging into a plan (new / duplicate / supersede per candidate), waits for a human approval
+when the policy says the target scope needs one, and publishes the plan in one transaction. Approvers
+arrive by signal (the Temporal UI: the approver named in the payload is only a claim, checked by an
+activity against the principals table and Casbin) or by update (the API: the caller learns at once).
+The `LoregateState` search attribute and the workflow's current details always show where it stands.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy, SearchAttributeKey
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from activities.promotion import (
+        ApproverCheckInput,
+        ApproverCheckResult,
+        CognifyInput,
+        CognifyResult,
+        CollectInput,
+        CollectResult,
+        DecisionRecordInput,
+        PlanInput,
+        PlanItem,
+        PlanResult,
+        PromotionActivities,
+        PublishedMemory,
+        PublishInput,
+        PublishResult,
+    )
+    from governance.scopes import Scope, ValidationSource
+
+__all__ = [
+    "PromotionWorkflow",
+    "PromotionInput",
+    "PromotionResult",
+    "Verification",
+    "ApprovalRequest",
+    "ApprovalAck",
+    "PlanEntry",
+    "Refusal",
+    "PromotionStatus",
+    "State",
+    "LOREGATE_STATE",
+    "workflow_id_for",
+    "DB_RETRY",
+    "COMPUTE_RETRY",
+]
+
+LOREGATE_STATE = SearchAttributeKey.for_keyword("LoregateState")
+
+# Short database steps: retry quickly, give up after a while (a down database surfaces as `failed`).
+DB_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=2.0,
+                       maximum_interval=timedelta(seconds=30), maximum_attempts=20,
+                       non_retryable_error_types=["NotFound", "InvalidInput"])
+# Embedding and LLM calls: slower backoff; cognify itself falls back to rules instead of failing.
+COMPUTE_RETRY = RetryPolicy(initial_interval=timedelta(seconds=2), backoff_coefficient=2.0,
+                            maximum_interval=timedelta(minutes=2), maximum_attempts=10)
+_DB_TIMEOUT = timedelta(seconds=30)
+_COMPUTE_TIMEOUT = timedelta(minutes=5)
+
+
+class State:
+    """Values of `LoregateState` and of `PromotionStatus.state`."""
+
+    AWAITING_VERIFICATION = "awaiting_verification"
+    PLANNING = "planning"
+    AWAITING_APPROVAL = "awaiting_approval"
+    PUBLISHING = "publishing"
+    PUBLISHED = "published"
+    REJECTED = "rejected"
+    UNVERIFIED = "unverified"
+    FAILED = "failed"
+
+
+def workflow_id_for(task_id: str) -> str:
+    """The one workflow id of a task's promotion (so a second start finds the first)."""
+    return f"promote-{task_id}"
+
+
+@dataclass
+class Verification:
+    """Evidence the task's work is right: `source` is a ValidationSource, `success` the outcome."""
+
+    source: str
+    success: bool = True
+
+
+@dataclass
+class PromotionInput:
+    """Start input; timeouts come from the starter's settings (workflows read no environment)."""
+
+    task_id: str
+    target_scope: str
+    verification: Verification | None = None
+    verify_timeout_seconds: float = 7 * 24 * 3600
+    approval_timeout_seconds: float = 7 * 24 * 3600
+    requested_by: str | None = None
+
+
+@dataclass
+class ApprovalRequest:
+    """Payload of `approve`/`reject` (signal or update): `{"approver": "<principal id>", "note": "..."}`.
+
+    `grant` is set only by the API gateway (a row it wrote for the authenticated caller).
+    """
+
+    approver: str
+    note: str = ""
+    grant: str | None = None
+
+
+@dataclass
+class ApprovalAck:
+    """Answer of the `approve`/`reject` update."""
+
+    accepted: bool
+    state: str
+    reason: str
+
+
+@dataclass
+class PlanEntry:
+    """One line of the plan as shown to approvers (no embeddings)."""
+
+    memory_type: str
+    title: str
+    content: str
+    canonical_key: str | None
+    decision: str
+    target_id: str | None
+    similarity: float | None
+    reason: str
+
+
+@dataclass
+class Refusal:
+    """An approval or rejection that was not accepted, and why."""
+
+    approver: str
+    decision: str
+    channel: str
+    reason: str
+
+
+@dataclass
+class PromotionStatus:
+    """What the `state` query returns."""
+
+    task_id: str
+    target_scope: str
+    state: str
+    requires_approval: bool | None = None
+    verification: Verification | None = None
+    plan: list[PlanEntry] = field(default_factory=list)
+    critique: str | None = None
+    reward: float | None = None
+    cognify_engine: str | None = None
+    cognify_fallback: str | None = None
+    redaction_counts: dict[str, int] = field(default_factory=dict)
+    decided_by: str | None = None
+    decision_note: str | None = None
+    refusals: list[Refusal] = field(default_factory=list)
+    published: list[PublishedMemory] = field(default_factory=list)
+    error: str | None = None
+
+
+@dataclass
+class PromotionResult:
+    """The end state and what was published."""
+
+    task_id: str
+    state: str
+    published: list[PublishedMemory] = field(default_factory=list)
+    decided_by: str | None = None
+    reason: str | None = None
+
+
+@dataclass
+class _Decision:
+    approved: bool
+    approver: str
+    approver_type: str | None
+    note: str
+
+
+def _markdown(status: PromotionStatus) -> str:
+    lines = [f"**Promotion of task `{status.task_id}` into {status.target_scope} scope** — `{status.state}`", ""]
+    if status.verification is not None:
+        outcome = "success" if status.verification.success else "failure"
+        lines.append(f"Verification: {status.verification.source} ({outcome})")
+    if status.critique:
+        lines.append(f"Critique: {status.critique}")
+    if status.plan:
+        lines += ["", "| # | type | decision | title | key |", "|---|---|---|---|---|"]
+        for n, entry in enumerate(status.plan, start=1):
+            title = entry.title.replace("|", "\\|")
+            lines.append(f"| {n} | {entry.memory_type} | {entry.decision} | {title} | {entry.canonical_key or ''} |")
+    if status.state == State.AWAITING_APPROVAL:
+        lines += ["", 'Approve: signal `approve` with `{"approver": "<principal id>", "note": "..."}`; '
+                  "reject: signal `reject` with the same payload."]
+    if status.refusals:
+        lines += ["", f"Refused approvals: {len(status.refusals)} (last: {status.refusals[-1].reason})"]
+    if status.decided_by:
+        lines.append(f"Decided by: {status.decided_by}")
+    return "\n".join(lines)
+
+
+@workflow.defn
+class PromotionWorkflow:
+    """Verify → collect → cognify → plan → (approval) → publish, for one task."""
+
+    @workflow.init
+    def __init__(self, data: PromotionInput) -> None:
+        self._status = PromotionStatus(
+            task_id=data.task_id, target_scope=data.target_scope, state=State.AWAITING_VERIFICATION,
+            verification=data.verification,
+        )
+        self._items: list[PlanItem] = []
+        self._collected: CollectResult | None = None
+        self._decision: _Decision | None = None
+
+    # ---- queries -------------------------------------------------------------------------------
+    @workflow.query
+    def state(self) -> PromotionStatus:
+        """Where the promotion stands, with its plan and refusals."""
+        return self._status
+
+    @workflow.query
+    def plan(self) -> list[PlanEntry]:
+        """The plan an approver is asked to approve."""
+        return self._status.plan
+
+    # ---- verification --------------------------------------------------------------------------
+    @workflow.signal(name="verify")
+    def verify_signal(self, evidence: Verification) -> None:
+        """Verification evidence from an orchestrator (or the UI); ignored once evidence is in."""
+        if self._status.verification is None and evidence.source in ValidationSource.__members__.values():
+            self._status.verification = evidence
+
+    @workflow.update(name="verify")
+    def verify_update(self, evidence: Verification) -> PromotionStatus:
+        """Verification evidence through the API; the validator refuses it when it cannot be used."""
+        self._status.verification = evidence
+        return self._status
+
+    @verify_update.validator
+    def _validate_verify(self, evidence: Verification) -> None:
+        if evidence.source not in ValidationSource.__members__.values():
+            raise ApplicationError(f"unknown validation source {evidence.source!r}", type="InvalidInput")
+        if self._status.verification is not None or self._status.state != State.AWAITING_VERIFICATION:
+            raise ApplicationError(f"promotion is {self._status.state}, verification already given", type="Conflict")
+
+    # ---- approval ------------------------------------------------------------------------------
+    @workflow.signal(name="approve")
+    async def approve_signal(self, request: ApprovalRequest) -> None:
+        """Approval from the Temporal UI: the approver is a claim, checked before it counts."""
+        await self._decide(True, request, "signal")
+
+    @workflow.signal(name="reject")
+    async def reject_signal(self, request: ApprovalRequest) -> None:
+        """Rejection from the Temporal UI, checked like an approval."""
+        await self._decide(False, request, "signal")
+
+    @workflow.update(name="approve")
+    async def approve_update(self, request: ApprovalRequest) -> ApprovalAck:
+        """Approval through the API (or the UI's Update action); answers accepted or refused at once."""
+        return await self._decide(True, request, "update")
+
+    @approve_update.validator
+    def _validate_approve(self, request: ApprovalRequest) -> None:
+        self._validate_decision(request)
+
+    @workflow.update(name="reject")
+    async def reject_update(self, request: ApprovalRequest) -> ApprovalAck:
+        """Rejection through the API; answers accepted or refused at once."""
+        return await self._decide(False, request, "update")
+
+    @reject_update.validator
+    def _validate_reject(self, request: ApprovalRequest) -> None:
+        self._validate_decision(request)
+
+    def _validate_decision(self, request: ApprovalRequest) -> None:
+        if not request.approver:
+            raise ApplicationError("approver is required", type="InvalidInput")
+        if self._status.state != State.AWAITING_APPROVAL or self._decision is not None:
+            raise ApplicationError(f"promotion is {self._status.state}, not awaiting approval", type="Conflict")
+
+    async def _decide(self, approved: bool, request: ApprovalRequest, channel: str) -> ApprovalAck:
+        verb = "approve" if approved else "reject"
+        if self._status.state != State.AWAITING_APPROVAL or self._decision is not None or self._collected is None:
+            # only signals get here (validators stop updates); keep the attempt visible to approvers
+            self._status.refusals.append(Refusal(request.approver, verb, channel, "not awaiting approval"))
+            return ApprovalAck(False, self._status.state, "not awaiting approval")
+        collected = self._collected
+        check: ApproverCheckResult = await workflow.execute_local_activity_method(
+            PromotionActivities.check_approver,
+            ApproverCheckInput(
+                request_id=str(workflow.uuid4()), workflow_id=workflow.info().workflow_id,
+                task_id=collected.task_id, approver=request.approver, decision=verb, channel=channel,
+                org=collected.org, project=collected.project, target_scope=self._status.target_scope,
+                grant=request.grant, note=request.note,
+            ),
+            start_to_close_timeout=_DB_TIMEOUT, retry_policy=DB_RETRY,
+        )
+        if not check.accepted:
+            self._status.refusals.append(Refusal(request.approver, verb, channel, check.reason))
+            self._show()
+            if channel == "update":
+                raise ApplicationError(check.reason, type="ApprovalRefused", non_retryable=True)
+            return ApprovalAck(False, self._status.state, check.reason)
+        if self._decision is not None:  # another approver won while this one was being checked
+            return ApprovalAck(False, self._status.state, "already decided")
+        self._decision = _Decision(approved, request.approver, check.approver_type, request.note)
+        return ApprovalAck(True, self._status.state, "accepted")
+
+    # ---- the run -------------------------------------------------------------------------------
+    def _set_state(self, state: str) -> None:
+        self._status.state = state
+        workflow.upsert_search_attributes([LOREGATE_STATE.value_set(state)])
+        self._show()
+
+    def _show(self) -> None:
+        workflow.set_current_details(_markdown(self._status))
+
+    @workflow.run
+    async def run(self, data: PromotionInput) -> PromotionResult:
+        try:
+            result = await self._run(data)
+        except ActivityError as err:
+            cause = err.cause if err.cause is not None else err
+            self._status.error = str(cause)
+            self._set_state(State.FAILED)
+            result = PromotionResult(data.task_id, State.FAILED, reason=str(cause))
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return result
+
+    async def _run(self, data: PromotionInput) -> PromotionResult:
+        if data.target_scope not in {s.value for s in Scope}:
+            raise ApplicationError(f"unknown target scope {data.target_scope!r}", type="InvalidInput",
+                                   non_retryable=True)
+        self._set_state(State.AWAITING_VERIFICATION)
+        try:
+            await workflow.wait_condition(
+                lambda: self._status.verification is not None,
+                timeout=timedelta(seconds=data.verify_timeout_seconds),
+            )
+        except asyncio.TimeoutError:
+            self._set_state(State.UNVERIFIED)
+            return PromotionResult(data.task_id, State.UNVERIFIED, reason="no verification before the timeout")
+        evidence = self._status.verification
+        assert evidence is not None
+        wf_id = workflow.info().workflow_id
+
+        self._set_state(State.PLANNING)
+        collected: CollectResult = await workflow.execute_local_activity_method(
+            PromotionActivities.collect_staging, CollectInput(data.task_id, wf_id, data.target_scope),
+            start_to_close_timeout=_DB_TIMEOUT, retry_policy=DB_RETRY,
+        )
+        self._collected = collected
+        self._status.requires_approval = collected.requires_approval
+        self._status.redaction_counts = collected.redaction_counts
+        analysis: CognifyResult = await workflow.execute_activity_method(
+            PromotionActivities.cognify,
+            CognifyInput(data.task_id, wf_id, collected.description, collected.last_seq, evidence.success),
+            start_to_close_timeout=_COMPUTE_TIMEOUT, retry_policy=COMPUTE_RETRY,
+        )
+        self._status.critique, self._status.reward = analysis.critique, analysis.reward
+        self._status.cognify_engine, self._status.cognify_fallback = analysis.engine, analysis.fallback_reason
+        summary: dict[str, Any] = {
+            "reward": analysis.reward, "success": analysis.success, "critique": analysis.critique,
+            "cognify_engine": analysis.engine, "cognify_fallback": analysis.fallback_reason,
+            "redaction": analysis.redaction_counts, "verification": evidence.source,
+            "target_scope": data.target_scope,
+        }
+
+        if not evidence.success:
+            # a failed task teaches through its Reflexion episode only, kept at task scope, as a draft
+            episode = [c for c in analysis.candidates if c.memory_type == "episode"]
+            planned: PlanResult = await workflow.execute_activity_method(
+                PromotionActivities.plan,
+                PlanInput(data.task_id, wf_id, f"task:{data.task_id}", [f"task:{data.task_id}"], episode),
+                start_to_close_timeout=_COMPUTE_TIMEOUT, retry_policy=COMPUTE_RETRY,
+            )
+            published = await self._publish(collected, Scope.TASK.value, planned.items, False, None, None, summary)
+            self._status.published = published.memories
+            self._set_state(State.UNVERIFIED)
+            return PromotionResult(data.task_id, State.UNVERIFIED, published.memories, reason="verification failed")
+
+        planned = await workflow.execute_activity_method(
+            PromotionActivities.plan,
+            PlanInput(data.task_id, wf_id, collected.scope_key, collected.visible_scope_keys, analysis.candidates),
+            start_to_close_timeout=_COMPUTE_TIMEOUT, retry_policy=COMPUTE_RETRY,
+        )
+        self._items = planned.items
+        self._status.plan = [
+            PlanEntry(i.candidate.memory_type, i.candidate.title, i.candidate.content, i.candidate.canonical_key,
+                      i.decision, i.target_id, i.similarity, i.reason)
+            for i in planned.items
+        ]
+
+        decision: _Decision | None = None
+        if collected.requires_approval:
+            self._set_state(State.AWAITING_APPROVAL)
+            try:
+                await workflow.wait_condition(
+                    lambda: self._decision is not None, timeout=timedelta(seconds=data.approval_timeout_seconds)
+                )
+            except asyncio.TimeoutError:
+                self._decision = _Decision(False, "system", "system", "approval timed out")
+            decision = self._decision
+            assert decision is not None
+            self._status.decided_by, self._status.decision_note = decision.approver, decision.note
+            if not decision.approved:
+                await workflow.execute_local_activity_method(
+                    PromotionActivities.record_decision,
+                    DecisionRecordInput(wf_id, data.task_id, decision.approver, decision.approver_type,
+                                        decision.note or "rejected", summary),
+                    start_to_close_timeout=_DB_TIMEOUT, retry_policy=DB_RETRY,
+                )
+                self._set_state(State.REJECTED)
+                return PromotionResult(data.task_id, State.REJECTED, decided_by=decision.approver,
+                                       reason=decision.note or "rejected")
+
+        self._set_state(State.PUBLISHING)
+        published = await self._publish(collected, data.target_scope, self._items, True, evidence.source,
+                                        decision, summary)
+        self._status.published = published.memories
+        self._set_state(State.PUBLISHED)
+        return PromotionResult(data.task_id, State.PUBLISHED, published.memories,
+                               decided_by=decision.approver if decision else None)
+
+    async def _publish(
+        self, collected: CollectResult, scope: str, items: list[PlanItem], verified: bool,
+        source: str | None, decision: _Decision | None, summary: dict[str, Any],
+    ) -> PublishResult:
+        result: PublishResult = await workflow.execute_local_activity_method(
+            PromotionActivities.publish,
+            PublishInput(
+                workflow_id=workflow.info().workflow_id, task_id=collected.task_id, org=collected.org,
+                project=collected.project, worktree=collected.worktree, scope=scope, items=items,
+                verified=verified, validation_source=source,
+                approver=decision.approver if decision else None,
+                approver_type=decision.approver_type if decision else None,
+                approval_note=decision.note if decision else "", summary=summary,
+            ),
+            start_to_close_timeout=_DB_TIMEOUT, retry_policy=DB_RETRY,
+        )
+        return result

@@ -1,0 +1,96 @@
+"""RetentionWorkflow: the nightly upkeep of published memory (seed 003 "Retention Policies").
+
+Started by the `loregate-retention` Temporal Schedule (see workflows/schedules.py), or by hand. It decays
+trust, expires memories past `expires_at`, then prunes stale episodes and failing skills while keeping
+the most recent per task. Each step is an idempotent activity; a dry run reports the counts and writes
+nothing. The clock is the workflow's, so a replay or a late start decays as of the scheduled run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+
+with workflow.unsafe.imports_passed_through():
+    from activities.retention import PruneInput, PruneResult, RetentionActivities, RetentionStepInput
+
+__all__ = [
+    "RetentionWorkflow",
+    "RetentionInput",
+    "RetentionResult",
+    "RETENTION_RETRY",
+    "RETENTION_WORKFLOW_ID",
+]
+
+RETENTION_WORKFLOW_ID = "loregate-retention"
+# set-based statements over the whole table: give them time, retry a few times, then fail the run
+RETENTION_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=2), maximum_interval=timedelta(minutes=1), maximum_attempts=5
+)
+STEP_TIMEOUT = timedelta(minutes=10)
+
+
+@dataclass
+class RetentionInput:
+    """Numbers of one run (defaults are seed 003's); `orgs` limits the run to some tenants."""
+
+    dry_run: bool = False
+    max_episode_age_days: int = 90
+    min_reward: float = 0.3
+    min_skill_success_rate: float = 0.5
+    keep_per_task: int = 5
+    orgs: list[str] | None = None
+
+
+@dataclass
+class RetentionResult:
+    """What the run did (or would do, in a dry run)."""
+
+    dry_run: bool
+    decayed: int
+    expired: int
+    pruned: int
+    pruned_ids: list[str] = field(default_factory=list)
+
+
+@workflow.defn(name="RetentionWorkflow")
+class RetentionWorkflow:
+    """Decay, expire, prune — in that order, so an expiring memory is not decayed after it is gone."""
+
+    @workflow.run
+    async def run(self, params: RetentionInput) -> RetentionResult:
+        now = workflow.now()
+        step = RetentionStepInput(now=now, dry_run=params.dry_run, orgs=params.orgs)
+        decayed: int = await workflow.execute_activity_method(
+            RetentionActivities.decay, step, start_to_close_timeout=STEP_TIMEOUT, retry_policy=RETENTION_RETRY
+        )
+        expired: int = await workflow.execute_activity_method(
+            RetentionActivities.expire,
+            step,
+            start_to_close_timeout=STEP_TIMEOUT,
+            retry_policy=RETENTION_RETRY,
+        )
+        pruned: PruneResult = await workflow.execute_activity_method(
+            RetentionActivities.prune,
+            PruneInput(
+                now=now,
+                dry_run=params.dry_run,
+                max_episode_age_days=params.max_episode_age_days,
+                min_reward=params.min_reward,
+                min_skill_success_rate=params.min_skill_success_rate,
+                keep_per_task=params.keep_per_task,
+                orgs=params.orgs,
+            ),
+            start_to_close_timeout=STEP_TIMEOUT,
+            retry_policy=RETENTION_RETRY,
+        )
+        return RetentionResult(
+            dry_run=params.dry_run,
+            decayed=decayed,
+            expired=expired,
+            pruned=pruned.pruned,
+            pruned_ids=pruned.ids,
+        )
