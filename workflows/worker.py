@@ -15,13 +15,16 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from temporalio.client import Client, TLSConfig
 from temporalio.worker import Worker
 
+from activities.approaches import ApproachActivities
 from activities.promotion import PromotionActivities
+from activities.retention import RetentionActivities
 from governance.config import Settings
 from governance.embedders import make_embedder
 from governance.llm import make_llm
 from governance.storage.engine import make_engine
 from policy.enforcer import Authorizer, make_authorizer
 from workflows.promotion import PromotionWorkflow
+from workflows.retention import RetentionWorkflow
 
 __all__ = ["connect_temporal", "workflow_classes", "activity_functions", "build_worker", "run_worker"]
 
@@ -44,18 +47,25 @@ async def connect_temporal(settings: Settings) -> Client:
 
 def workflow_classes() -> list[type]:
     """Every workflow this worker runs."""
-    return [PromotionWorkflow]
+    return [PromotionWorkflow, RetentionWorkflow]
 
 
 def activity_functions(
     *, engine: AsyncEngine, settings: Settings, authorizer: Authorizer
 ) -> list[Callable[..., Any]]:
     """Every activity this worker runs, bound to this process's clients."""
+    embedder = make_embedder(settings)
     promotion = PromotionActivities(
-        engine=engine, embedder=make_embedder(settings), authorizer=authorizer, settings=settings,
-        llm=make_llm(settings),
+        engine=engine, embedder=embedder, authorizer=authorizer, settings=settings, llm=make_llm(settings),
     )
+    retention = RetentionActivities(engine)
+    approaches = ApproachActivities(engine, embedder, settings)
     return [
+        retention.decay,
+        retention.expire,
+        retention.prune,
+        approaches.record,
+        approaches.check,
         promotion.collect_staging,
         promotion.cognify,
         promotion.plan,
