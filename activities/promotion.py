@@ -7,9 +7,11 @@ failures (unknown task, invalid input) are non-retryable `ApplicationError`s.
 
 from __future__ import annotations
 
-import json
+import asyncio
+import functools
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -22,10 +24,11 @@ from governance.config import Settings
 from governance.dedup import classify, content_hash
 from governance.embedders import Embedder, embed_passages_async
 from governance.llm import LLMCognifier, cognify
-from governance.redaction import redact
+from governance.redaction import redact, redact_json
 from governance.scopes import SCOPE_LEVEL, Scope, ValidationSource, scope_key
 from governance.storage.identity import get_principal
 from governance.storage.lifecycle import NewMemory, find_neighbours, publish_candidate
+from governance.storage.promotions import APPROVAL_GRANT_EVENT, grant_dedupe_key
 from governance.storage.tables import memory_events, staging_entries, tasks
 from governance.trust import boost, initial_confidence
 from policy.enforcer import Authorizer
@@ -50,9 +53,32 @@ __all__ = [
 ]
 
 NOT_FOUND = "NotFound"
-# Written by the API gateway for an authenticated approval; in `api_only` mode an approval counts only
-# with such a row, which the Temporal UI (where anyone with UI access can type any approver) cannot write.
-APPROVAL_GRANT_EVENT = "APPROVAL_GRANT"
+_HEARTBEAT_EVERY_SECONDS = 2.0  # well inside the workflow's heartbeat timeout
+
+_S = TypeVar("_S")
+_A = TypeVar("_A")
+_R = TypeVar("_R")
+
+
+def _heartbeating(fn: Callable[[_S, _A], Awaitable[_R]]) -> Callable[[_S, _A], Coroutine[Any, Any, _R]]:
+    """Heartbeat in the background while a long activity runs, so that a worker which dies holding it is
+    noticed after the heartbeat timeout (the activity then retries on another worker) rather than after
+    the whole start-to-close timeout."""
+
+    @functools.wraps(fn)
+    async def run(self: _S, data: _A) -> _R:
+        async def beat() -> None:
+            while True:
+                activity.heartbeat()
+                await asyncio.sleep(_HEARTBEAT_EVERY_SECONDS)
+
+        beating = asyncio.create_task(beat())
+        try:
+            return await fn(self, data)
+        finally:
+            beating.cancel()
+
+    return run
 
 
 @dataclass
@@ -217,16 +243,6 @@ class DecisionRecordInput:
     payload: dict[str, Any] = field(default_factory=dict)
 
 
-def _redact_payload(value: Any) -> Any:
-    if isinstance(value, str):
-        return redact(value).text
-    if isinstance(value, dict):
-        return {k: _redact_payload(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_redact_payload(v) for v in value]
-    return value
-
-
 def _keys_from(scope: Scope, keys: dict[str, str]) -> list[str]:
     # a target scope is classified against itself and wider scopes, never against narrower ones
     return [scope_key(s, **keys) for s in Scope if SCOPE_LEVEL[s] >= SCOPE_LEVEL[scope]]
@@ -270,12 +286,10 @@ class PromotionActivities:
                 counts[kind] = counts.get(kind, 0) + n
             payload = row.payload if isinstance(row.payload, dict) else None
             if payload is not None:
-                raw = json.dumps(payload, sort_keys=True)
-                payload_counts = redact(raw).counts
-                if payload_counts:
-                    for kind, n in payload_counts.items():
-                        counts[kind] = counts.get(kind, 0) + n
-                    payload = _redact_payload(payload)
+                # key-aware: {"password": "hunter2"} has no secret shape, only a secret name
+                payload, payload_counts = redact_json(payload)
+                for kind, n in payload_counts.items():
+                    counts[kind] = counts.get(kind, 0) + n
             entries.append(StagedEntry(id=row.id, seq=row.seq, kind=row.kind, content=cleaned.text, payload=payload))
         return entries, counts
 
@@ -301,7 +315,7 @@ class PromotionActivities:
             org=task.org,
             project=task.project,
             worktree=task.worktree,
-            description=task.description,
+            description=redact(task.description).text,  # it travels in the history approvers read
             entry_count=len(entries),
             last_seq=int(last_seq),
             redaction_counts=counts,
@@ -311,11 +325,14 @@ class PromotionActivities:
         )
 
     @activity.defn
+    @_heartbeating
     async def cognify(self, data: CognifyInput) -> CognifyResult:
         """Analyse the redacted snapshot (LLM if configured, rule-based otherwise or on any LLM failure)."""
         async with self._engine.connect() as conn:
             entries, counts = await self._entries(conn, data.task_id, data.last_seq)
-        outcome = await cognify(data.description, entries, success=data.success, llm=self._llm)
+        # the episode and a generated skill quote the description (title included): it is redacted too
+        description = redact(data.description).text
+        outcome = await cognify(description, entries, success=data.success, llm=self._llm)
         analysis = outcome.analysis
         entry_ids = [e.id for e in entries]
         # the model could echo a secret it was never shown in full; candidates are redacted again
@@ -324,10 +341,10 @@ class PromotionActivities:
             for c in analysis.candidates
             if redact(c.content).text.strip()
         ]
-        skill = skill_candidate(data.description, analysis, entry_ids)
+        skill = skill_candidate(description, analysis, entry_ids)
         if skill is not None:
             candidates.append(skill)
-        episode = episode_candidate(data.task_id, data.description, analysis, entry_ids)
+        episode = episode_candidate(data.task_id, description, analysis, entry_ids)
         candidates.append(Candidate(**{**episode.__dict__, "content": redact(episode.content).text}))
         return CognifyResult(
             success=analysis.success,
@@ -343,6 +360,7 @@ class PromotionActivities:
         )
 
     @activity.defn
+    @_heartbeating
     async def plan(self, data: PlanInput) -> PlanResult:
         """Embed each candidate and classify it against active memory visible from the target scope."""
         if not data.candidates:
@@ -364,6 +382,7 @@ class PromotionActivities:
                     dup_threshold=self._settings.dedup_similarity_threshold,
                     related_threshold=self._settings.related_similarity_threshold,
                     scope_key=data.scope_key,
+                    memory_type=candidate.memory_type,
                 )
                 items.append(
                     PlanItem(
@@ -416,9 +435,11 @@ class PromotionActivities:
                 granted = (
                     await conn.execute(
                         select(memory_events.c.id).where(
-                            memory_events.c.dedupe_key == f"{data.workflow_id}:grant:{data.grant}",
+                            memory_events.c.dedupe_key == grant_dedupe_key(data.workflow_id, str(data.grant)),
                             memory_events.c.event_type == APPROVAL_GRANT_EVENT,
                             memory_events.c.actor_id == principal.id,
+                            # a grant written for a rejection cannot be replayed as an approval
+                            memory_events.c.payload["decision"].astext == data.decision,
                         )
                     )
                 ).first()

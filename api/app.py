@@ -11,7 +11,7 @@ from api.deps import KeyCache, TaskCache
 from api.errors import ERROR_RESPONSES, install_error_handlers
 from api.limits import BodySizeLimit
 from api.metrics import MetricsMiddleware
-from api.routes import admin, approaches, health, memories_lifecycle, search, tasks
+from api.routes import admin, approaches, health, memories_lifecycle, promotions, search, tasks
 from governance.config import Settings, get_settings
 from governance.storage.engine import make_engine
 from policy.enforcer import make_authorizer
@@ -63,7 +63,8 @@ def create_app(settings: Settings | None = None, *, grpc_port: int | None = None
     )
     install_error_handlers(app)
     for router in (
-        health.router, tasks.router, admin.router, search.router, memories_lifecycle.router, approaches.router
+        health.router, tasks.router, admin.router, search.router, memories_lifecycle.router,
+        approaches.router, promotions.router,
     ):
         app.include_router(router, responses=ERROR_RESPONSES)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)

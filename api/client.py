@@ -228,6 +228,10 @@ class _Calls:
         return _Call("GET", f"/v1/promotions/{_seg(task_id)}")
 
     @staticmethod
+    def promotions(state: str | None, limit: int | None) -> _Call:
+        return _Call("GET", "/v1/promotions", params=_drop_none({"state": state, "limit": limit}))
+
+    @staticmethod
     def verify(task_id: str, source: str, success: bool) -> _Call:
         return _Call("POST", f"/v1/promotions/{_seg(task_id)}/verify", {"source": source, "success": success})
 
@@ -339,18 +343,27 @@ class LoregateClient:
 
     def start_promotion(self, task_id: str, target_scope: str,
                         verification: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Start the task's promotion (`verification`: `{"source", "success"}`); a second start finds it."""
         return self._send(_Calls.start_promotion(task_id, target_scope, verification))
 
     def promotion(self, task_id: str) -> dict[str, Any]:
+        """The task's promotion: state, plan, verification, refusals, what it published."""
         return self._send(_Calls.promotion(task_id))
 
+    def promotions(self, *, state: str | None = None, limit: int | None = None) -> dict[str, Any]:
+        """Promotions of tasks this key may read (`state="awaiting_approval"`: those waiting for a human)."""
+        return self._send(_Calls.promotions(state, limit))
+
     def verify(self, task_id: str, source: str, success: bool = True) -> dict[str, Any]:
+        """The verification evidence a promotion waits for (given once)."""
         return self._send(_Calls.verify(task_id, source, success))
 
     def approve(self, task_id: str, note: str | None = None) -> dict[str, Any]:
+        """Approve a promotion awaiting approval; the approver is this key's principal."""
         return self._send(_Calls.decide(task_id, "approve", note))
 
     def reject(self, task_id: str, note: str | None = None) -> dict[str, Any]:
+        """Reject a promotion awaiting approval; the approver is this key's principal."""
         return self._send(_Calls.decide(task_id, "reject", note))
 
     def search(self, query: str, *, task_id: str, k: int | None = None, types: Sequence[str] | None = None,
@@ -434,6 +447,9 @@ class AsyncLoregateClient:
 
     async def promotion(self, task_id: str) -> dict[str, Any]:
         return await self._send(_Calls.promotion(task_id))
+
+    async def promotions(self, *, state: str | None = None, limit: int | None = None) -> dict[str, Any]:
+        return await self._send(_Calls.promotions(state, limit))
 
     async def verify(self, task_id: str, source: str, success: bool = True) -> dict[str, Any]:
         return await self._send(_Calls.verify(task_id, source, success))

@@ -20,7 +20,7 @@ def start_embedded_postgres(data_dir: Path) -> tuple[Any, str]:
 
     pgdata = data_dir / "postgres"
     pgdata.parent.mkdir(parents=True, exist_ok=True)
-    server = pgserver.get_server(pgdata, cleanup_mode="stop")
+    server = pgserver.get_server(pgdata, cleanup_mode="stop")  # type: ignore[attr-defined]
     server.psql("SET client_min_messages = warning; CREATE EXTENSION IF NOT EXISTS vector;")
     return server, server.get_uri()
 

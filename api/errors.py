@@ -80,7 +80,7 @@ def error_body(kind: str, detail: str, **extra: object) -> dict[str, object]:
 def status_of(error: ge.GovernanceError) -> int:
     for cls in type(error).__mro__:
         if cls in HTTP_STATUS:
-            return HTTP_STATUS[cls]  # type: ignore[index]
+            return HTTP_STATUS[cls]
     return 400
 
 

@@ -177,6 +177,16 @@ class LoregateServicer(pb2_grpc.LoregateServicer):  # type: ignore[misc]
 
         return await _guarded(context, work)
 
+    async def StartPromotion(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802
+        from api.routes.promotions import PromotionStart
+
+        async def work() -> Any:
+            principal = await self._principal(context)
+            body = PromotionStart.model_validate(_json_object(request.json, "json"))
+            return _reply(await service.start_promotion(self._state, principal, request.task_id, body))
+
+        return await _guarded(context, work)
+
     async def Search(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802
         from api.routes.search import SearchIn
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import MutableMapping
+from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, Counter, Histogram, generate_latest
 from starlette.requests import Request
@@ -35,7 +37,7 @@ class MetricsMiddleware:
         start = time.perf_counter()
         status = 500
 
-        async def _send(message: dict) -> None:  # type: ignore[type-arg]
+        async def _send(message: MutableMapping[str, Any]) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]

@@ -30,6 +30,15 @@ from policy.enforcer import Authorizer
 if TYPE_CHECKING:
     from api.deps import KeyCache, TaskCache
     from api.routes.approaches import CheckIn, CheckPublic
+    from api.routes.promotions import (
+        DecisionIn,
+        DecisionPublic,
+        PromotionList,
+        PromotionPublic,
+        PromotionStart,
+        PromotionStarted,
+        VerificationIn,
+    )
     from api.routes.search import ContextIn, ContextPublic, SearchIn, SearchPublic
 
 __all__ = [
@@ -47,6 +56,11 @@ __all__ = [
     "context",
     "count_retrievals",
     "check_approach",
+    "start_promotion",
+    "promotion_status",
+    "verify_promotion",
+    "decide_promotion",
+    "list_promotions",
 ]
 
 
@@ -309,3 +323,51 @@ async def check_approach(
         refusals=answer.refusals,
         history=[public_approach(p) for p in answer.check.history],
     )
+
+
+# ---- promotion gate -------------------------------------------------------------------------------------
+# The work is in api/promotion_service.py (it talks to Temporal); imported inside the functions because it
+# imports this module and the promotion models of api/routes/promotions.py.
+
+
+async def start_promotion(
+    state: GatewayState, principal: Principal, task_id: str, body: PromotionStart
+) -> PromotionStarted:
+    """Start the task's promotion (or return the running one); `promote` at the target scope."""
+    from api import promotion_service
+
+    return await promotion_service.start_promotion(state, principal, task_id, body)
+
+
+async def promotion_status(state: GatewayState, principal: Principal, task_id: str) -> PromotionPublic:
+    """Where the task's promotion stands, with its plan; `read` on the task."""
+    from api import promotion_service
+
+    return await promotion_service.promotion_status(state, principal, task_id)
+
+
+async def verify_promotion(
+    state: GatewayState, principal: Principal, task_id: str, body: VerificationIn
+) -> PromotionPublic:
+    """The verification evidence the promotion waits for; `promote` at the target scope."""
+    from api import promotion_service
+
+    return await promotion_service.verify_promotion(state, principal, task_id, body)
+
+
+async def decide_promotion(
+    state: GatewayState, principal: Principal, task_id: str, decision: str, body: DecisionIn
+) -> DecisionPublic:
+    """Approve or reject (`decision`) as the caller; `approve` at the target scope."""
+    from api import promotion_service
+
+    return await promotion_service.decide_promotion(state, principal, task_id, decision, body)
+
+
+async def list_promotions(
+    state: GatewayState, principal: Principal, promotion_state: str | None, limit: int
+) -> PromotionList:
+    """Promotions of the tasks the caller may read, optionally in one state."""
+    from api import promotion_service
+
+    return await promotion_service.list_promotions(state, principal, promotion_state, limit)

@@ -106,7 +106,7 @@ def canonical_key_of(content: str, payload: dict[str, Any] | None) -> str | None
 def title_of(content: str, payload: dict[str, Any] | None = None) -> str:
     """Payload `title`, else the first line of the content, shortened."""
     if payload and isinstance(payload.get("title"), str) and payload["title"].strip():
-        return payload["title"].strip()[:_TITLE_CHARS]
+        return str(payload["title"]).strip()[:_TITLE_CHARS]
     first_line = content.strip().splitlines()[0] if content.strip() else "(empty)"
     return first_line if len(first_line) <= _TITLE_CHARS else first_line[: _TITLE_CHARS - 1] + "…"
 

@@ -80,9 +80,9 @@ class Settings(BaseSettings):
     search_rrf_k: int = 60
     search_candidates: int = 50  # per retriever (vector, full text) before fusion
     search_default_k: int = 10
-    search_max_k: int = Field(100, ge=1, le=100)  # the API schema's ceiling; may only be lowered
+    search_max_k: int = Field(default=100, ge=1, le=100)  # the API schema's ceiling; may only be lowered
     context_default_max_tokens: int = 1500
-    context_max_tokens_limit: int = Field(16000, ge=1, le=16000)  # the API schema's ceiling; may only be lowered
+    context_max_tokens_limit: int = Field(default=16000, ge=1, le=16000)  # the API schema's ceiling; may only be lowered
 
     # circular-fix detection
     approach_similarity_threshold: float = 0.93

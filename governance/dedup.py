@@ -7,12 +7,14 @@ neighbours (same hash, same canonical-key head, nearest embeddings) under a lock
 2. an active head with the same canonical key, other content     -> SUPERSEDE it
 3. same content hash in a wider visible scope                     -> DUPLICATE
 4. cosine >= dup_threshold, compatible keys, no material difference -> DUPLICATE
-5. the contradiction judge says a close neighbour is contradicted -> SUPERSEDE it
+5. the contradiction judge says a close neighbour of the same memory type is contradicted -> SUPERSEDE it
 6. otherwise                                                      -> NEW, linked to close neighbours
 
 Step 4's "material difference" (a changed number or version, a negation, an opposite term) keeps
 near-misses like "timeout 30 s" / "timeout 60 s" apart even when the embedder puts them side by side.
 Supersession only targets memories of the target scope: a project cannot deprecate org knowledge.
+A judged contradiction (step 5) needs the same memory type: a skill whose steps quote a decision is not
+a newer version of that decision's fact, and superseding it would hand the skill the fact's canonical key.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ class Neighbour:
     similarity: float
     title: str
     content: str
+    memory_type: str | None = None
 
 
 class DecisionKind(StrEnum):
@@ -85,12 +88,13 @@ def classify(
     related_threshold: float,
     judge: ContradictionJudge | None = None,
     scope_key: str | None = None,
+    memory_type: str | None = None,
 ) -> Decision:
     """Decide NEW, DUPLICATE or SUPERSEDE for a candidate (see the module docstring for the order).
 
     `scope_key` is the candidate's target scope; when given, only memories of that scope can be
     superseded and exact duplicates there win over those in wider scopes. `judge` defaults to the
-    rule-based judge.
+    rule-based judge. `memory_type` (the candidate's) keeps step 5 to neighbours of the same type.
     """
     ordered = sorted(neighbours, key=lambda n: (-n.similarity, n.id))
 
@@ -132,6 +136,8 @@ def classify(
         if n.similarity < related_threshold:
             break
         if not in_scope(n) or not _keys_compatible(canonical_key, n.canonical_key):
+            continue
+        if memory_type is not None and n.memory_type is not None and n.memory_type != memory_type:
             continue
         verdict = active_judge.judge(new=content, old=n.content, similarity=n.similarity)
         if verdict.contradicts:

@@ -80,7 +80,7 @@ class OpenAIEmbedder:
         return self._embed(texts)
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self._embed([text])[0]
+        return np.asarray(self._embed([text])[0])
 
 
 _shared: dict[str, Embedder] = {}

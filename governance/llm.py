@@ -127,7 +127,7 @@ class LLMCognifier:
             )
             for c in parsed.candidates
             # evidence wins over the model: an unverified task yields no skill
-            if success or c.memory_type != MemoryType.SKILL
+            if success or c.memory_type != MemoryType.SKILL.value
         ]
         return Analysis(
             # the verification evidence decides success, not the model's opinion

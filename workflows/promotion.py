@@ -66,6 +66,9 @@ COMPUTE_RETRY = RetryPolicy(initial_interval=timedelta(seconds=2), backoff_coeff
                             maximum_interval=timedelta(minutes=2), maximum_attempts=10)
 _DB_TIMEOUT = timedelta(seconds=30)
 _COMPUTE_TIMEOUT = timedelta(minutes=5)
+# cognify and plan heartbeat while they run: a worker that dies holding one is noticed after this, and the
+# activity retried elsewhere, instead of after the whole 5-minute start-to-close timeout
+_HEARTBEAT_TIMEOUT = timedelta(seconds=10)
 
 
 class State:
@@ -371,7 +374,8 @@ class PromotionWorkflow:
         analysis: CognifyResult = await workflow.execute_activity_method(
             PromotionActivities.cognify,
             CognifyInput(data.task_id, wf_id, collected.description, collected.last_seq, evidence.success),
-            start_to_close_timeout=_COMPUTE_TIMEOUT, retry_policy=COMPUTE_RETRY,
+            start_to_close_timeout=_COMPUTE_TIMEOUT, heartbeat_timeout=_HEARTBEAT_TIMEOUT,
+            retry_policy=COMPUTE_RETRY,
         )
         self._status.critique, self._status.reward = analysis.critique, analysis.reward
         self._status.cognify_engine, self._status.cognify_fallback = analysis.engine, analysis.fallback_reason
@@ -388,7 +392,8 @@ class PromotionWorkflow:
             planned: PlanResult = await workflow.execute_activity_method(
                 PromotionActivities.plan,
                 PlanInput(data.task_id, wf_id, f"task:{data.task_id}", [f"task:{data.task_id}"], episode),
-                start_to_close_timeout=_COMPUTE_TIMEOUT, retry_policy=COMPUTE_RETRY,
+                start_to_close_timeout=_COMPUTE_TIMEOUT, heartbeat_timeout=_HEARTBEAT_TIMEOUT,
+                retry_policy=COMPUTE_RETRY,
             )
             published = await self._publish(collected, Scope.TASK.value, planned.items, False, None, None, summary)
             self._status.published = published.memories
@@ -398,7 +403,8 @@ class PromotionWorkflow:
         planned = await workflow.execute_activity_method(
             PromotionActivities.plan,
             PlanInput(data.task_id, wf_id, collected.scope_key, collected.visible_scope_keys, analysis.candidates),
-            start_to_close_timeout=_COMPUTE_TIMEOUT, retry_policy=COMPUTE_RETRY,
+            start_to_close_timeout=_COMPUTE_TIMEOUT, heartbeat_timeout=_HEARTBEAT_TIMEOUT,
+            retry_policy=COMPUTE_RETRY,
         )
         self._items = planned.items
         self._status.plan = [

@@ -39,7 +39,10 @@ async def list_policy(principal: CurrentPrincipal, authorizer: AuthorizerDep) ->
     """The policy rules in force."""
     _require_admin(principal, authorizer)
     return PolicyList(
-        rules=[PolicyRule(role=r[0], scope=r[1], action=r[2], effect=r[3]) for r in authorizer.list_policies()]
+        rules=[
+            PolicyRule.model_validate({"role": r[0], "scope": r[1], "action": r[2], "effect": r[3]})
+            for r in authorizer.list_policies()
+        ]
     )
 
 

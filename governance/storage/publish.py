@@ -57,13 +57,13 @@ async def find_neighbours(
         text(
             """
             WITH visible AS MATERIALIZED (
-                SELECT id, scope_key, canonical_key, content_hash, title, content, embedding
+                SELECT id, scope_key, canonical_key, content_hash, title, content, embedding, memory_type
                 FROM memories
                 WHERE scope_key = ANY(:keys) AND deprecated_at IS NULL
                   AND (expires_at IS NULL OR expires_at > now())
             ),
             scored AS (
-                SELECT id::text AS id, scope_key, canonical_key, content_hash, title, content,
+                SELECT id::text AS id, scope_key, canonical_key, content_hash, title, content, memory_type,
                        CASE WHEN embedding IS NULL OR CAST(:emb AS vector) IS NULL THEN 0.0
                             ELSE 1 - (embedding <=> CAST(:emb AS vector)) END AS similarity
                 FROM visible
@@ -93,6 +93,7 @@ async def find_neighbours(
             similarity=float(r.similarity),
             title=r.title,
             content=r.content,
+            memory_type=r.memory_type,
         )
         for r in rows
     ]
@@ -149,6 +150,7 @@ async def publish_candidate(
             related_threshold=related_threshold,
             judge=judge,
             scope_key=mem.scope_key,
+            memory_type=mem.memory_type,
         )
 
     # an LLM judge blocks on the network: keep the event loop free (the locks are held meanwhile)

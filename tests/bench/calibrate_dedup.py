@@ -1,6 +1,6 @@
 """Calibrate the duplicate threshold of the configured embedder on tests/data/dedup_pairs.jsonl.
 
-    /work/venv/bin/python -m tests.bench.calibrate_dedup [--margin 0.01]
+    python -m tests.bench.calibrate_dedup [--margin 0.01]
 
 Each labelled pair (paraphrase = duplicate; near-miss with a changed number, version, negation or
 choice = not; unrelated = not; English, Korean and mixed) is decided twice at every threshold:

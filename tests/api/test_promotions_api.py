@@ -1,0 +1,514 @@
+"""The promotion API over real HTTP (and gRPC), a Temporal dev server, a worker with the real activities."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import grpc
+import httpx
+import pytest
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncEngine
+from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.common import WorkflowIDConflictPolicy
+
+from governance.config import Settings
+from governance.scopes import ActorType
+from governance.storage.promotions import record_approval_grant
+from governance.storage.tables import memory_events
+from tests.utils.factories import Actor, make_actor, new_tenant
+from tests.utils.gateway import running_gateway
+from tests.utils.grpc_gateway import bearer, grpc_gateway, pb2, refusal
+from tests.utils.promotion_factories import Entry, active_memories, events_of, make_task
+from tests.utils.promotion_gateway import running_worker, temporal_settings, wait_promotion_state
+from workflows.promotion import (
+    PromotionInput,
+    PromotionWorkflow,
+    Verification,
+    workflow_id_for,
+)
+
+ENTRIES = [
+    {"kind": "thought", "content": "Need a Postgres driver that supports async."},
+    {"kind": "decision", "content": "db.driver: psycopg 3 with the async API",
+     "payload": {"key": "db.driver"}},
+    {"kind": "fact", "content": "The CI runners have two CPU cores and 7 GB of memory."},
+    {"kind": "error", "content": "ImportError: no module named psycopg2"},
+    {"kind": "result", "content": "Switched the import to psycopg; all tests pass.",
+     "payload": {"repeatable": True}},
+]
+TESTS_PASSED = {"source": "tests_passed", "success": True}
+
+
+@pytest.fixture(scope="module")
+def temporal(local_env: Any) -> Client:
+    client: Client = local_env.client
+    return client
+
+
+@pytest.fixture(scope="module")
+def promo_settings(settings: Settings, temporal: Client) -> Settings:
+    return temporal_settings(settings, temporal)
+
+
+@pytest.fixture(scope="module")
+def gateway(promo_settings: Settings) -> Iterator[str]:
+    with running_gateway(promo_settings) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+async def worker(temporal: Client, promo_settings: Settings) -> AsyncIterator[None]:
+    async with running_worker(temporal, promo_settings):
+        yield
+
+
+@pytest.fixture
+async def http(gateway: str, worker: None) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=gateway, timeout=90) as client:
+        yield client
+
+
+@pytest.fixture
+async def team(engine: AsyncEngine) -> dict[str, Actor]:
+    org, project = new_tenant()
+    return {
+        "orchestrator": await make_actor(engine, ActorType.ORCHESTRATOR, org, project),
+        "agent": await make_actor(engine, ActorType.AGENT, org, project),
+        "human": await make_actor(engine, ActorType.HUMAN, org, project),
+        "outsider": await make_actor(engine, ActorType.HUMAN, *new_tenant()),
+    }
+
+
+async def _task(http: httpx.AsyncClient, team: dict[str, Actor]) -> str:
+    """A task opened by the orchestrator, with the agent's staging entries."""
+    orchestrator = team["orchestrator"].principal
+    opened = await http.post("/v1/tasks", headers=team["orchestrator"].headers, json={
+        "org": orchestrator.org, "project": orchestrator.project, "worktree": "main",
+        "description": "pick the async db driver",
+    })
+    assert opened.status_code == 201, opened.text
+    task_id: str = opened.json()["task_id"]
+    appended = await http.post(f"/v1/tasks/{task_id}/entries", headers=team["agent"].headers,
+                               json={"entries": ENTRIES})
+    assert appended.status_code == 201, appended.text
+    return task_id
+
+
+async def _start(http: httpx.AsyncClient, actor: Actor, task_id: str, **body: Any) -> httpx.Response:
+    return await http.post(f"/v1/tasks/{task_id}/promotion", headers=actor.headers, json=body)
+
+
+async def _awaiting_approval(http: httpx.AsyncClient, team: dict[str, Actor]) -> tuple[str, dict[str, Any]]:
+    task_id = await _task(http, team)
+    started = await _start(http, team["orchestrator"], task_id, target_scope="project",
+                           verification=TESTS_PASSED)
+    assert started.status_code == 202, started.text
+    return task_id, await wait_promotion_state(http, team["human"].headers, task_id, "awaiting_approval")
+
+
+async def test_promotion_task_scope_by_orchestrator_publishes(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
+) -> None:
+    task_id = await _task(http, team)
+    started = await _start(http, team["orchestrator"], task_id, target_scope="task",
+                           verification=TESTS_PASSED)
+    assert started.status_code == 202, started.text
+    assert started.json()["workflow_id"] == workflow_id_for(task_id) and started.json()["created"] is True
+    done = await wait_promotion_state(http, team["agent"].headers, task_id, "published")
+    assert done["published"] and done["live"] is True
+    published = await active_memories(engine, task_id=task_id)
+    assert published and all(m.scope_key == f"task:{task_id}" for m in published)
+    task = await http.get(f"/v1/tasks/{task_id}", headers=team["agent"].headers)
+    assert task.json()["promotion_workflow_id"] == workflow_id_for(task_id)
+
+
+async def test_promotion_project_scope_waits_with_plan(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
+) -> None:
+    task_id, status = await _awaiting_approval(http, team)
+    assert status["target_scope"] == "project" and status["requires_approval"] is True and status["live"]
+    assert any(p["canonical_key"] == "db.driver" and p["decision"] == "new" for p in status["plan"])
+    assert await active_memories(engine, task_id=task_id) == []
+
+
+async def test_approve_by_agent_is_forbidden_and_publishes_nothing(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
+) -> None:
+    task_id, _ = await _awaiting_approval(http, team)
+    refused = await http.post(f"/v1/promotions/{task_id}/approve", headers=team["agent"].headers, json={})
+    assert refused.status_code == 403 and refused.json()["error"] == "forbidden"
+    status = await http.get(f"/v1/promotions/{task_id}", headers=team["human"].headers)
+    assert status.json()["state"] == "awaiting_approval"
+    assert await active_memories(engine, task_id=task_id) == []
+
+
+async def test_approve_by_human_publishes_and_names_the_human(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
+) -> None:
+    task_id, _ = await _awaiting_approval(http, team)
+    human = team["human"]
+    approved = await http.post(f"/v1/promotions/{task_id}/approve", headers=human.headers,
+                               json={"note": "looks right"})
+    assert approved.status_code == 200, approved.text
+    assert approved.json()["accepted"] is True and approved.json()["approver"] == human.principal.id
+    done = await wait_promotion_state(http, human.headers, task_id, "published")
+    assert done["decided_by"] == human.principal.id and done["decision_note"] == "looks right"
+    published = await active_memories(engine, task_id=task_id)
+    assert published and all(m.scope_key.startswith("project:") for m in published)
+    approved_events = [e for e in await events_of(engine, task_id) if e.event_type == "APPROVED"]
+    assert [e.actor_id for e in approved_events] == [human.principal.id]
+
+
+async def test_reject_by_human_publishes_nothing(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
+) -> None:
+    task_id, _ = await _awaiting_approval(http, team)
+    rejected = await http.post(f"/v1/promotions/{task_id}/reject", headers=team["human"].headers,
+                               json={"note": "too early"})
+    assert rejected.status_code == 200, rejected.text
+    done = await wait_promotion_state(http, team["human"].headers, task_id, "rejected")
+    assert done["decided_by"] == team["human"].principal.id
+    assert await active_memories(engine, task_id=task_id) == []
+
+
+async def test_approve_body_cannot_name_the_approver(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
+) -> None:
+    task_id, _ = await _awaiting_approval(http, team)
+    answer = await http.post(f"/v1/promotions/{task_id}/approve", headers=team["agent"].headers,
+                             json={"approver": team["human"].principal.id})
+    assert answer.status_code == 422
+    assert await active_memories(engine, task_id=task_id) == []
+
+
+async def test_approve_by_other_tenant_human_is_forbidden(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
+) -> None:
+    task_id, _ = await _awaiting_approval(http, team)
+    refused = await http.post(f"/v1/promotions/{task_id}/approve", headers=team["outsider"].headers, json={})
+    assert refused.status_code == 403 and refused.json()["error"] == "forbidden"
+    status = await http.get(f"/v1/promotions/{task_id}", headers=team["human"].headers)
+    assert status.json()["state"] == "awaiting_approval"
+    assert await active_memories(engine, task_id=task_id) == []
+
+
+async def test_start_promotion_twice_returns_the_same_workflow(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine, temporal: Client
+) -> None:
+    task_id = await _task(http, team)
+    first = await _start(http, team["orchestrator"], task_id, target_scope="project")
+    second = await _start(http, team["orchestrator"], task_id, target_scope="project")
+    assert first.status_code == second.status_code == 202
+    assert (second.json()["workflow_id"], second.json()["run_id"]) == (first.json()["workflow_id"],
+                                                                        first.json()["run_id"])
+    assert first.json()["created"] is True and second.json()["created"] is False
+    await wait_promotion_state(http, team["agent"].headers, task_id, "awaiting_verification")
+    assert await active_memories(engine, task_id=task_id) == []
+    await temporal.get_workflow_handle(workflow_id_for(task_id)).terminate("test over")
+
+
+async def test_start_promotion_into_another_scope_while_running_conflicts(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine, temporal: Client
+) -> None:
+    task_id = await _task(http, team)
+    assert (await _start(http, team["orchestrator"], task_id, target_scope="project")).status_code == 202
+    clash = await _start(http, team["orchestrator"], task_id, target_scope="task")
+    assert clash.status_code == 409 and "project" in clash.json()["detail"]
+    assert await active_memories(engine, task_id=task_id) == []
+    await temporal.get_workflow_handle(workflow_id_for(task_id)).terminate("test over")
+
+
+async def test_start_promotion_after_it_ended_conflicts(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
+) -> None:
+    task_id = await _task(http, team)
+    await _start(http, team["orchestrator"], task_id, target_scope="task", verification=TESTS_PASSED)
+    await wait_promotion_state(http, team["agent"].headers, task_id, "published")
+    before = len(await active_memories(engine, task_id=task_id))
+    again = await _start(http, team["orchestrator"], task_id, target_scope="task", verification=TESTS_PASSED)
+    assert again.status_code == 409 and "published" in again.json()["detail"]
+    assert len(await active_memories(engine, task_id=task_id)) == before
+
+
+async def test_start_promotion_unknown_task_is_not_found(
+    http: httpx.AsyncClient, team: dict[str, Actor]
+) -> None:
+    answer = await _start(http, team["orchestrator"], "no-such-task-anywhere", target_scope="task")
+    assert answer.status_code == 404 and answer.json()["error"] == "not_found"
+
+
+async def test_start_promotion_by_agent_is_forbidden(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
+) -> None:
+    task_id = await _task(http, team)
+    answer = await _start(http, team["agent"], task_id, target_scope="task", verification=TESTS_PASSED)
+    assert answer.status_code == 403 and answer.json()["error"] == "forbidden"
+    assert (await http.get(f"/v1/promotions/{task_id}", headers=team["agent"].headers)).status_code == 404
+    assert await active_memories(engine, task_id=task_id) == []
+
+
+async def test_start_promotion_claiming_human_approval_needs_an_approver(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
+) -> None:
+    task_id = await _task(http, team)
+    claim = {"source": "human_approved", "success": True}
+    answer = await _start(http, team["orchestrator"], task_id, target_scope="task", verification=claim)
+    assert answer.status_code == 403 and "approve" in answer.json()["detail"]
+    assert (await http.get(f"/v1/promotions/{task_id}", headers=team["agent"].headers)).status_code == 404
+    assert await active_memories(engine, task_id=task_id) == []
+
+
+@pytest.mark.parametrize("body", [
+    {"target_scope": "galaxy"},
+    {"target_scope": "task", "verification": {"source": "vibes", "success": True}},
+    {"target_scope": "task", "requested_by": "someone-else"},
+])
+async def test_start_promotion_invalid_body_is_unprocessable(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine, body: dict[str, Any]
+) -> None:
+    task_id = await _task(http, team)
+    answer = await http.post(f"/v1/tasks/{task_id}/promotion", headers=team["orchestrator"].headers,
+                             json=body)
+    assert answer.status_code == 422 and answer.json()["error"] == "validation_error"
+    assert (await http.get(f"/v1/promotions/{task_id}", headers=team["agent"].headers)).status_code == 404
+    assert await active_memories(engine, task_id=task_id) == []
+
+
+async def test_promotion_status_without_promotion_is_not_found(
+    http: httpx.AsyncClient, team: dict[str, Actor]
+) -> None:
+    task_id = await _task(http, team)
+    answer = await http.get(f"/v1/promotions/{task_id}", headers=team["agent"].headers)
+    assert answer.status_code == 404 and "no promotion" in answer.json()["detail"]
+
+
+async def test_promotion_status_of_other_tenant_is_forbidden(
+    http: httpx.AsyncClient, team: dict[str, Actor]
+) -> None:
+    task_id, _ = await _awaiting_approval(http, team)
+    answer = await http.get(f"/v1/promotions/{task_id}", headers=team["outsider"].headers)
+    assert answer.status_code == 403
+
+
+async def test_approve_when_not_awaiting_approval_conflicts(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine, temporal: Client
+) -> None:
+    task_id = await _task(http, team)
+    await _start(http, team["orchestrator"], task_id, target_scope="project")
+    await wait_promotion_state(http, team["human"].headers, task_id, "awaiting_verification")
+    answer = await http.post(f"/v1/promotions/{task_id}/approve", headers=team["human"].headers, json={})
+    assert answer.status_code == 409 and answer.json()["error"] == "conflict"
+    assert "awaiting_verification" in answer.json()["detail"]
+    assert await active_memories(engine, task_id=task_id) == []
+    await temporal.get_workflow_handle(workflow_id_for(task_id)).terminate("test over")
+
+
+async def test_verify_twice_conflicts(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
+) -> None:
+    task_id = await _task(http, team)
+    await _start(http, team["orchestrator"], task_id, target_scope="project")
+    await wait_promotion_state(http, team["human"].headers, task_id, "awaiting_verification")
+    first = await http.post(f"/v1/promotions/{task_id}/verify", headers=team["orchestrator"].headers,
+                            json=TESTS_PASSED)
+    assert first.status_code == 200, first.text
+    assert first.json()["verification"] == TESTS_PASSED
+    second = await http.post(f"/v1/promotions/{task_id}/verify", headers=team["orchestrator"].headers,
+                             json={"source": "pr_merged", "success": True})
+    assert second.status_code == 409 and second.json()["error"] == "conflict"
+    status = await wait_promotion_state(http, team["human"].headers, task_id, "awaiting_approval")
+    assert status["verification"] == TESTS_PASSED
+    assert await active_memories(engine, task_id=task_id) == []
+
+
+async def test_verify_unknown_source_is_unprocessable(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine, temporal: Client
+) -> None:
+    task_id = await _task(http, team)
+    await _start(http, team["orchestrator"], task_id, target_scope="task")
+    answer = await http.post(f"/v1/promotions/{task_id}/verify", headers=team["orchestrator"].headers,
+                             json={"source": "it_compiles", "success": True})
+    assert answer.status_code == 422
+    status = await wait_promotion_state(http, team["human"].headers, task_id, "awaiting_verification")
+    assert status["verification"] is None
+    assert await active_memories(engine, task_id=task_id) == []
+    await temporal.get_workflow_handle(workflow_id_for(task_id)).terminate("test over")
+
+
+async def test_list_awaiting_approval_shows_only_the_callers_tenant(
+    http: httpx.AsyncClient, team: dict[str, Actor]
+) -> None:
+    task_id, _ = await _awaiting_approval(http, team)
+    listed: list[str] = []
+    for _ in range(100):  # visibility is eventually consistent
+        answer = await http.get("/v1/promotions", headers=team["human"].headers,
+                                params={"state": "awaiting_approval"})
+        assert answer.status_code == 200, answer.text
+        listed = [p["task_id"] for p in answer.json()["promotions"]]
+        if task_id in listed:
+            break
+        await asyncio.sleep(0.2)
+    assert listed == [task_id]
+    entry = answer.json()["promotions"][0]
+    assert entry["state"] == "awaiting_approval" and entry["target_scope"] == "project"
+    outsider = await http.get("/v1/promotions", headers=team["outsider"].headers,
+                              params={"state": "awaiting_approval"})
+    assert task_id not in [p["task_id"] for p in outsider.json()["promotions"]]
+
+
+async def test_list_unknown_state_is_unprocessable(http: httpx.AsyncClient, team: dict[str, Actor]) -> None:
+    answer = await http.get("/v1/promotions", headers=team["human"].headers, params={"state": "pending-ish"})
+    assert answer.status_code == 422
+
+
+async def test_grpc_start_promotion_answers_like_http(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine, promo_settings: Settings
+) -> None:
+    task_id = await _task(http, team)
+    body = json.dumps({"target_scope": "task", "verification": TESTS_PASSED})
+    async with grpc_gateway(promo_settings) as stub:
+        reply = await stub.StartPromotion(pb2.TaskJsonRequest(task_id=task_id, json=body),
+                                          metadata=bearer(team["orchestrator"].key))
+        started = json.loads(reply.json)
+        with pytest.raises(grpc.aio.AioRpcError) as denied:
+            await stub.StartPromotion(pb2.TaskJsonRequest(task_id=task_id, json=body),
+                                      metadata=bearer(team["agent"].key))
+    assert denied.value.code() == grpc.StatusCode.PERMISSION_DENIED
+    assert refusal(denied.value)["error"] == "forbidden"
+    again = await _start(http, team["orchestrator"], task_id, target_scope="task", verification=TESTS_PASSED)
+    assert started["workflow_id"] == workflow_id_for(task_id) and started["created"] is True
+    assert set(started) == set(again.json())
+    await wait_promotion_state(http, team["agent"].headers, task_id, "published")
+    assert await active_memories(engine, task_id=task_id)
+
+
+@pytest.fixture(scope="module")
+async def api_only_queue(temporal: Client, promo_settings: Settings) -> AsyncIterator[str]:
+    """A task queue whose worker runs with `approval_mode=api_only`."""
+    api_only = promo_settings.model_copy(update={"task_queue": f"{promo_settings.task_queue}-api-only"})
+    async with running_worker(temporal, api_only, approval_mode="api_only"):
+        yield api_only.task_queue
+
+
+async def _awaiting_approval_api_only(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine, temporal: Client, queue: str
+) -> tuple[str, WorkflowHandle[Any, Any]]:
+    human = team["human"]
+    assert human.principal.project is not None
+    entries = [Entry(e["kind"], e["content"], e.get("payload")) for e in ENTRIES]
+    task = await make_task(engine, human.principal.org, human.principal.project, entries)
+    handle = await temporal.start_workflow(
+        PromotionWorkflow.run, PromotionInput(task.task_id, "project", Verification("tests_passed", True)),
+        id=workflow_id_for(task.task_id), task_queue=queue,
+        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+    )
+    await wait_promotion_state(http, human.headers, task.task_id, "awaiting_approval")
+    return task.task_id, handle
+
+
+async def test_api_only_refuses_ui_signal_and_accepts_api_approval(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine, temporal: Client,
+    api_only_queue: str,
+) -> None:
+    human = team["human"]
+    task_id, handle = await _awaiting_approval_api_only(http, team, engine, temporal, api_only_queue)
+    # what the Temporal UI sends (README): JSON naming an approver who is allowed to approve
+    await handle.signal("approve", {"approver": human.principal.id, "note": "from the UI"})
+    status = await _refused_once(http, human, task_id)
+    assert "api_only" in status["refusals"][0]["reason"] and status["refusals"][0]["channel"] == "signal"
+    assert await active_memories(engine, task_id=task_id) == []
+    approved = await http.post(f"/v1/promotions/{task_id}/approve", headers=human.headers, json={})
+    assert approved.status_code == 200, approved.text
+    done = await wait_promotion_state(http, human.headers, task_id, "published")
+    assert done["decided_by"] == human.principal.id
+    async with engine.connect() as conn:
+        grants = list(await conn.execute(select(memory_events).where(
+            memory_events.c.task_id == task_id, memory_events.c.event_type == "APPROVAL_GRANT")))
+    assert [g.actor_id for g in grants] == [human.principal.id]
+    assert await active_memories(engine, task_id=task_id)
+
+
+async def test_api_only_refuses_a_rejection_grant_replayed_as_approval(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine, temporal: Client,
+    api_only_queue: str,
+) -> None:
+    human = team["human"]
+    task_id, handle = await _awaiting_approval_api_only(http, team, engine, temporal, api_only_queue)
+    async with engine.begin() as conn:  # a grant the gateway wrote for this human's rejection
+        await record_approval_grant(conn, workflow_id=handle.id, task_id=task_id, grant="g-reject",
+                                    principal=human.principal, decision="reject", note="")
+    # someone with UI access sends the `approve` update naming the human and that grant
+    with pytest.raises(WorkflowUpdateFailedError):
+        await handle.execute_update("approve", {"approver": human.principal.id, "grant": "g-reject"})
+    status = await wait_promotion_state(http, human.headers, task_id, "awaiting_approval")
+    assert status["refusals"] and status["refusals"][0]["channel"] == "update"
+    assert await active_memories(engine, task_id=task_id) == []
+    await handle.terminate("test over")
+
+
+async def _refused_once(http: httpx.AsyncClient, actor: Actor, task_id: str) -> dict[str, Any]:
+    status: dict[str, Any] = {}
+    for _ in range(100):
+        status = (await http.get(f"/v1/promotions/{task_id}", headers=actor.headers)).json()
+        if status["refusals"]:
+            assert status["state"] == "awaiting_approval"
+            return status
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"the signal was never refused: {status}")
+
+
+async def test_start_promotion_with_temporal_down_is_unavailable(
+    team: dict[str, Actor], engine: AsyncEngine, settings: Settings
+) -> None:
+    from tests.utils.gateway import free_port
+
+    down = settings.model_copy(update={"temporal_address": f"127.0.0.1:{free_port()}"})
+    org, project = team["orchestrator"].principal.org, team["orchestrator"].principal.project
+    assert project is not None
+    task = await make_task(engine, org, project, [Entry("fact", "Temporal is not running here.")])
+    with running_gateway(down) as url:
+        async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+            answer = await _start(client, team["orchestrator"], task.task_id, target_scope="task",
+                                  verification=TESTS_PASSED)
+            listing = await client.get("/v1/promotions", headers=team["human"].headers)
+    assert answer.status_code == 503 and answer.json()["error"] == "unavailable"
+    assert listing.status_code == 503 and answer.headers.get("retry-after") == "1"
+    assert await active_memories(engine, task_id=task.task_id) == []
+
+
+async def test_promotion_status_without_worker_comes_from_visibility(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine, temporal: Client
+) -> None:
+    human = team["human"]
+    assert human.principal.project is not None
+    task = await make_task(engine, human.principal.org, human.principal.project, [Entry("fact", "no worker")])
+    handle = await temporal.start_workflow(
+        PromotionWorkflow.run, PromotionInput(task.task_id, "project"), id=workflow_id_for(task.task_id),
+        task_queue="promo-api-nobody-polls-this",
+    )
+    began = time.monotonic()
+    answer = await http.get(f"/v1/promotions/{task.task_id}", headers=human.headers)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["live"] is False and answer.json()["workflow_status"] == "RUNNING"
+    assert time.monotonic() - began < 30
+    await handle.terminate("test over")
+
+
+async def test_ui_signal_with_documented_payload_publishes_in_ui_or_api_mode(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine, temporal: Client
+) -> None:
+    task_id, _ = await _awaiting_approval(http, team)
+    human = team["human"]
+    # Workflow actions → Send a Signal → `approve` with the JSON the README gives
+    await temporal.get_workflow_handle(workflow_id_for(task_id)).signal(
+        "approve", {"approver": human.principal.id, "note": "approved in the UI"}
+    )
+    done = await wait_promotion_state(http, human.headers, task_id, "published")
+    assert done["decided_by"] == human.principal.id and done["decision_note"] == "approved in the UI"
+    approved_events = [e for e in await events_of(engine, task_id) if e.event_type == "APPROVED"]
+    assert [e.actor_id for e in approved_events] == [human.principal.id]

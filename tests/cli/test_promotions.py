@@ -1,0 +1,148 @@
+"""`loregate promote|verify|approve|reject|promotion|promotions` as a person runs them.
+
+Against a real gateway on loopback, a Temporal dev server and a worker with the real activities. The worker
+runs in the test's event loop, so each command runs in a thread (`_cli`) while the loop keeps working.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
+from temporalio.client import Client
+
+from governance.config import Settings
+from governance.scopes import ActorType
+from tests.utils.cli import cli_env, run_cli
+from tests.utils.factories import Actor, make_actor, new_tenant
+from tests.utils.gateway import running_gateway
+from tests.utils.promotion_factories import Entry, active_memories, make_task
+from tests.utils.promotion_gateway import running_worker, temporal_settings, wait_promotion_state
+
+ENTRIES = [
+    Entry("decision", "db.driver: psycopg 3 with the async API", {"key": "db.driver"}),
+    Entry("fact", "The CI runners have two CPU cores and 7 GB of memory."),
+    Entry("result", "Switched the import to psycopg; all tests pass."),
+]
+
+
+@pytest.fixture(scope="module")
+def promo_settings(settings: Settings, local_env: Any) -> Settings:
+    return temporal_settings(settings, local_env.client)
+
+
+@pytest.fixture(scope="module")
+def gateway(promo_settings: Settings) -> Iterator[str]:
+    with running_gateway(promo_settings) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+async def worker(local_env: Any, promo_settings: Settings) -> AsyncIterator[None]:
+    client: Client = local_env.client
+    async with running_worker(client, promo_settings):
+        yield
+
+
+@pytest.fixture
+async def team(engine: AsyncEngine, gateway: str, worker: None) -> dict[str, Any]:
+    org, project = new_tenant()
+    actors = {
+        actor.value: await make_actor(engine, actor, org, project)
+        for actor in (ActorType.ORCHESTRATOR, ActorType.AGENT, ActorType.HUMAN)
+    }
+    task = await make_task(engine, org, project, ENTRIES, description="pick the async db driver")
+    return {**actors, "task_id": task.task_id, "gateway": gateway}
+
+
+async def _cli(team: dict[str, Any], actor: str, *args: str) -> subprocess.CompletedProcess[str]:
+    key: Actor = team[actor]
+    env = cli_env(LOREGATE_URL=team["gateway"], LOREGATE_API_KEY=key.key, COLUMNS="200")
+    return await asyncio.to_thread(run_cli, *args, env=env)
+
+
+async def _wait(team: dict[str, Any], state: str) -> dict[str, Any]:
+    async with httpx.AsyncClient(base_url=team["gateway"], timeout=30) as http:
+        return await wait_promotion_state(http, team["human"].headers, team["task_id"], state)
+
+
+async def test_promote_verify_and_approve_publish_into_project(
+    team: dict[str, Any], engine: AsyncEngine
+) -> None:
+    task_id = team["task_id"]
+    started = await _cli(team, "orchestrator", "promote", task_id, "--scope", "project")
+    assert started.returncode == 0, started.stderr
+    assert f"promote-{task_id}" in started.stdout and "started" in started.stdout
+    verified = await _cli(team, "orchestrator", "verify", task_id, "--source", "tests_passed")
+    assert verified.returncode == 0, verified.stderr
+    await _wait(team, "awaiting_approval")
+
+    shown = await _cli(team, "human", "promotion", task_id)
+    assert shown.returncode == 0, shown.stderr
+    assert "awaiting_approval" in shown.stdout and "tests_passed" in shown.stdout
+    assert "db.driver" in shown.stdout  # the plan table
+    approved = await _cli(team, "human", "approve", task_id, "--note", "looks right")
+    assert approved.returncode == 0, approved.stderr
+    assert f"approved by {team['human'].principal.id}" in approved.stdout
+
+    done = await _wait(team, "published")
+    assert done["decided_by"] == team["human"].principal.id
+    published = await active_memories(engine, task_id=task_id)
+    assert published and all(m.scope_key.startswith("project:") for m in published)
+
+
+async def test_promotions_pending_lists_the_waiting_task(team: dict[str, Any]) -> None:
+    task_id = team["task_id"]
+    started = await _cli(team, "orchestrator", "promote", task_id, "--scope", "project",
+                         "--verified", "pr_merged")
+    assert started.returncode == 0, started.stderr
+    await _wait(team, "awaiting_approval")
+    listed: list[str] = []
+    for _ in range(50):  # Temporal's visibility is eventually consistent
+        result = await _cli(team, "human", "promotions", "--pending", "--json")
+        assert result.returncode == 0, result.stderr
+        listed = [p["task_id"] for p in json.loads(result.stdout)["promotions"]]
+        if listed:
+            break
+        await asyncio.sleep(0.2)
+    assert listed == [task_id]
+    table = await _cli(team, "human", "promotions", "--pending")
+    assert task_id in table.stdout and "awaiting_approval" in table.stdout
+    rejected = await _cli(team, "human", "reject", task_id, "--note", "not yet")
+    assert rejected.returncode == 0 and "rejected by" in rejected.stdout
+
+
+async def test_approve_by_agent_fails_in_one_line_and_publishes_nothing(
+    team: dict[str, Any], engine: AsyncEngine
+) -> None:
+    task_id = team["task_id"]
+    await _cli(team, "orchestrator", "promote", task_id, "--scope", "project", "--verified", "tests_passed")
+    await _wait(team, "awaiting_approval")
+    refused = await _cli(team, "agent", "approve", task_id)
+    assert refused.returncode == 1
+    assert "forbidden" in refused.stderr and "Traceback" not in refused.stderr
+    assert await active_memories(engine, task_id=task_id) == []
+
+
+async def test_promote_failed_evidence_publishes_only_the_episode(
+    team: dict[str, Any], engine: AsyncEngine
+) -> None:
+    task_id = team["task_id"]
+    started = await _cli(team, "orchestrator", "promote", task_id, "--scope", "project",
+                         "--failed", "tests_passed")
+    assert started.returncode == 0, started.stderr
+    done = await _wait(team, "unverified")
+    assert done["verification"] == {"source": "tests_passed", "success": False}
+    assert [m.memory_type for m in await active_memories(engine, task_id=task_id)] == ["episode"]
+
+
+def test_promote_with_both_evidence_flags_is_refused() -> None:
+    result = run_cli("promote", "t-any", "--scope", "task", "--verified", "tests_passed",
+                     "--failed", "tests_passed", env=cli_env(LOREGATE_URL="http://127.0.0.1:9"))
+    assert result.returncode == 1 and "not both" in result.stderr
