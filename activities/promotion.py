@@ -25,12 +25,12 @@ from governance.dedup import classify, content_hash
 from governance.embedders import Embedder, embed_passages_async
 from governance.llm import LLMCognifier, cognify
 from governance.redaction import redact, redact_json
-from governance.scopes import SCOPE_LEVEL, Scope, ValidationSource, scope_key
+from governance.scopes import SCOPE_LEVEL, ActorType, Scope, scope_key
 from governance.storage.identity import get_principal
 from governance.storage.lifecycle import NewMemory, find_neighbours, publish_candidate
 from governance.storage.promotions import APPROVAL_GRANT_EVENT, grant_dedupe_key
 from governance.storage.tables import memory_events, staging_entries, tasks
-from governance.trust import boost, initial_confidence
+from governance.trust import published_trust
 from policy.enforcer import Authorizer
 
 __all__ = [
@@ -458,9 +458,9 @@ class PromotionActivities:
         keys = {"org": data.org, "project": data.project, "worktree": data.worktree, "task_id": data.task_id}
         target_key = scope_key(scope, **keys)
         visible = _keys_from(scope, keys)
-        confidence = initial_confidence(data.verified)
-        if data.verified and data.validation_source:
-            confidence = boost(confidence, ValidationSource(data.validation_source))
+        confidence, validation_source = published_trust(
+            data.verified, data.validation_source, human_approved=data.approver_type == ActorType.HUMAN.value
+        )
         actor_id = data.approver or f"workflow:{data.workflow_id}"[:64]
         actor_type = data.approver_type or "system"
         results: list[PublishedMemory] = []
@@ -473,7 +473,7 @@ class PromotionActivities:
                         memory_type=c.memory_type, scope=scope.value, scope_key=target_key, org=data.org,
                         project=data.project if scope is not Scope.ORG else None, canonical_key=c.canonical_key,
                         title=c.title, content=c.content, embedding=item.embedding, confidence=confidence,
-                        validation_source=data.validation_source if data.verified else None,
+                        validation_source=validation_source,
                         importance=c.importance, reward=data.summary.get("reward") if c.memory_type == "episode" else None,
                         success=data.summary.get("success") if c.memory_type in ("episode", "skill") else None,
                         source_task_ids=[data.task_id], source_entry_ids=list(c.source_entry_ids),

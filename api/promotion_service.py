@@ -148,6 +148,23 @@ def _public(
     })
 
 
+def _static_details(task_id: str, target: Scope) -> str:
+    """What a reviewer reads first in the Temporal UI's Details panel: where the plan is, how to decide."""
+    return "\n".join([
+        f"**Promotion of task `{task_id}` into {target.value} scope.**",
+        "",
+        "The plan and where it stands: the *User Metadata* tab (current details; press R to refresh), "
+        "or *Queries* → `state` / `plan`.",
+        "",
+        "To decide (project and org scope): *More Actions → Send a Signal*, name `approve` or `reject`, "
+        "input:",
+        "",
+        '```json\n{"approver": "<your principal id, as `loregate keys list` shows it>", "note": "..."}\n```',
+        "",
+        f"Or from a terminal: `loregate approve {task_id} --note ...` (the API key names the approver).",
+    ])
+
+
 async def start_promotion(
     state: GatewayState, principal: Principal, task_id: str, body: PromotionStart
 ) -> PromotionStarted:
@@ -181,6 +198,7 @@ async def start_promotion(
                       "target_scope": target.value, "requested_by": principal.id},
                 static_summary=f"Promote task {task.id} into {target.value} scope "
                                f"({task.org}/{task.project}), requested by {principal.id}",
+                static_details=_static_details(task.id, target),
             )
         except WorkflowAlreadyStartedError as exc:
             ended = await _handle(client, task.id).describe()

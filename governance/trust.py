@@ -29,6 +29,7 @@ __all__ = [
     "clamp",
     "initial_confidence",
     "boost",
+    "published_trust",
     "whole_days",
     "decayed",
     "ema",
@@ -72,6 +73,26 @@ def clamp(confidence: float) -> float:
 def initial_confidence(verified: bool) -> float:
     """0.6 for knowledge from verified work, 0.3 for a draft."""
     return INITIAL_VERIFIED if verified else INITIAL_DRAFT
+
+
+def published_trust(
+    verified: bool, evidence: ValidationSource | str | None, human_approved: bool
+) -> tuple[float, str | None]:
+    """Confidence and validation source a promotion publishes with.
+
+    Verified work starts at 0.6 and is boosted once by its evidence; a human's approval of the plan is a
+    validation of its own (seed 003's `human_approved`, +0.4), so it boosts again and becomes the source.
+    A draft (unverified) gets neither.
+    """
+    if not verified:
+        return INITIAL_DRAFT, None
+    confidence = INITIAL_VERIFIED
+    source: str | None = None
+    if evidence is not None:
+        confidence, source = boost(confidence, evidence), ValidationSource(evidence).value
+    if human_approved:
+        confidence, source = boost(confidence, ValidationSource.HUMAN_APPROVED), ValidationSource.HUMAN_APPROVED.value
+    return confidence, source
 
 
 def boost(confidence: float, source: ValidationSource | str) -> float:

@@ -203,17 +203,19 @@ def _markdown(status: PromotionStatus) -> str:
     if status.critique:
         lines.append(f"Critique: {status.critique}")
     if status.plan:
-        lines += ["", "| # | type | decision | title | key |", "|---|---|---|---|---|"]
+        # a list, not a table: the Temporal UI renders Markdown tables without cell spacing
+        lines += ["", f"**Plan** ({len(status.plan)} memories):", ""]
         for n, entry in enumerate(status.plan, start=1):
-            title = entry.title.replace("|", "\\|")
-            lines.append(f"| {n} | {entry.memory_type} | {entry.decision} | {title} | {entry.canonical_key or ''} |")
+            key = f", key `{entry.canonical_key}`" if entry.canonical_key else ""
+            lines.append(f"{n}. **{entry.title}** — {entry.memory_type}, {entry.decision}{key}")
     if status.state == State.AWAITING_APPROVAL:
-        lines += ["", 'Approve: signal `approve` with `{"approver": "<principal id>", "note": "..."}`; '
-                  "reject: signal `reject` with the same payload."]
+        lines += ["", "Approve: *More Actions → Send a Signal*, name `approve`, input "
+                  '`{"approver": "<your principal id, as loregate keys list shows it>", "note": "..."}`; '
+                  "reject: signal `reject` with the same input."]
     if status.refusals:
         lines += ["", f"Refused approvals: {len(status.refusals)} (last: {status.refusals[-1].reason})"]
     if status.decided_by:
-        lines.append(f"Decided by: {status.decided_by}")
+        lines += ["", f"Decided by: {status.decided_by}"]
     return "\n".join(lines)
 
 

@@ -15,6 +15,7 @@ from governance.trust import (
     decayed,
     ema,
     initial_confidence,
+    published_trust,
 )
 
 confidences = st.floats(min_value=0.1, max_value=1.0, allow_nan=False)
@@ -101,3 +102,24 @@ def test_can_promote_only_upward(source: Scope, target: Scope) -> None:
     assert can_promote(source, target) == (SCOPE_LEVEL[source] < SCOPE_LEVEL[target])
     if can_promote(source, target):
         assert not can_promote(target, source)
+
+
+def test_published_trust_draft_gets_no_boost_even_when_approved() -> None:
+    assert published_trust(False, ValidationSource.TESTS_PASSED, human_approved=True) == (0.3, None)
+
+
+def test_published_trust_verified_is_boosted_by_its_evidence() -> None:
+    confidence, source = published_trust(True, "tests_passed", human_approved=False)
+    assert confidence == pytest.approx(0.8) and source == "tests_passed"
+
+
+def test_published_trust_human_approval_boosts_again_and_becomes_the_source() -> None:
+    confidence, source = published_trust(True, "tests_passed", human_approved=True)
+    assert confidence == pytest.approx(1.0) and source == "human_approved"
+    assert published_trust(True, None, human_approved=True) == (pytest.approx(1.0), "human_approved")
+
+
+@given(sources, st.booleans())
+def test_published_trust_stays_within_bounds(source: ValidationSource, approved: bool) -> None:
+    confidence, _ = published_trust(True, source, human_approved=approved)
+    assert 0.1 <= confidence <= 1.0

@@ -100,6 +100,9 @@ async def test_promotion_project_scope_waits_and_human_approval_publishes(
     assert result.state == State.PUBLISHED and result.decided_by == human.principal.id
     published = await active_memories(engine, task_id=task.task_id)
     assert published and all(m.scope_key == f"project:{org}/{project}" for m in published)
+    # 0.6 verified + 0.3 pr_merged + 0.4 human_approved, capped; the human's approval is the last validation
+    assert all(m.confidence == pytest.approx(1.0) for m in published)
+    assert {m.validation_source for m in published} == {"human_approved"}
     approved = [e for e in await events_of(engine, task.task_id) if e.event_type == "APPROVED"]
     assert len(approved) == 1 and approved[0].actor_id == human.principal.id
 
