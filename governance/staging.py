@@ -6,6 +6,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from governance.errors import InvalidInput, LimitExceeded
@@ -35,6 +36,11 @@ class EntryDraft:
     payload: Any = None
     idempotency_key: str | None = None
 
+    @cached_property
+    def payload_json(self) -> str | None:
+        """The canonical payload text, computed once: size limits, the retry hash and storage all use it."""
+        return canonical_payload(self.payload)
+
 
 def canonical_payload(payload: Any) -> str | None:
     """Stable JSON text of a payload (None stays None); what is stored and what idempotency compares."""
@@ -45,13 +51,13 @@ def canonical_payload(payload: Any) -> str | None:
 
 def request_hash(draft: EntryDraft) -> str:
     """What a retry must repeat exactly for its idempotency key to be honoured."""
-    body = json.dumps([draft.kind.value, draft.content, canonical_payload(draft.payload)], ensure_ascii=False)
+    body = json.dumps([draft.kind.value, draft.content, draft.payload_json], ensure_ascii=False)
     return hashlib.sha256(body.encode("utf-8")).hexdigest()
 
 
 def entry_size(draft: EntryDraft) -> int:
     """Bytes an entry occupies: content plus its payload as JSON."""
-    payload = canonical_payload(draft.payload)
+    payload = draft.payload_json
     return len(draft.content.encode("utf-8")) + (len(payload.encode("utf-8")) if payload else 0)
 
 

@@ -104,6 +104,9 @@ class PostgresWatcher:
                 self._stop.wait(1.0)
 
 
+_MAX_CACHED_DECISIONS = 100_000
+
+
 class Authorizer:
     """Answers "may this principal do this, at this scope, in this tenant?" — nothing else decides that."""
 
@@ -113,13 +116,35 @@ class Authorizer:
         self._listeners: list[Callable[[], None]] = []
         # per principal, so one principal's reload never delays another new principal's first request
         self._last_forced_reload: dict[str, float] = {}
+        # Decisions, forgotten at every policy change. Casbin evaluates its matcher with an expression
+        # interpreter on each call: on the staging hot path that was ~18% of the gateway's CPU per request.
+        self._decisions: dict[tuple[str, str, str, str], bool] = {}
+        self._generation = 0
         if watcher is not None:
             watcher.set_update_callback(self._on_change)
 
     def _on_change(self) -> None:
         self._enforcer.load_policy()
+        self._forget_decisions()
         for listener in self._listeners:
             listener()
+
+    def _forget_decisions(self) -> None:
+        # the generation moves first: a decision computed under the old policy is then never stored
+        self._generation += 1
+        self._decisions.clear()
+
+    def _enforce(self, request: tuple[str, str, str, str]) -> bool:
+        cached = self._decisions.get(request)
+        if cached is not None:
+            return cached
+        generation = self._generation
+        decision = bool(self._enforcer.enforce(*request))
+        if generation == self._generation:
+            if len(self._decisions) >= _MAX_CACHED_DECISIONS:
+                self._decisions.clear()
+            self._decisions[request] = decision
+        return decision
 
     def add_listener(self, listener: Callable[[], None]) -> None:
         """Called after every reload (the gateway clears its key cache here)."""
@@ -127,7 +152,7 @@ class Authorizer:
 
     def allowed(self, principal: Principal, *, org: str, project: str | None, scope: Scope | str, action: str) -> bool:
         request = (principal.id, tenant_domain(org, project), str(scope), action)
-        if self._enforcer.enforce(*request):
+        if self._enforce(request):
             return True
         # A principal created a moment ago may not have reached us through NOTIFY yet: if we hold no grant
         # for it at all, reload once (rate-limited) before saying no.
@@ -140,7 +165,8 @@ class Authorizer:
                     self._last_forced_reload.clear()
                 self._last_forced_reload[principal.id] = now
                 self._enforcer.load_policy()
-                return bool(self._enforcer.enforce(*request))
+                self._forget_decisions()
+                return self._enforce(request)
         return False
 
     def check(self, principal: Principal, *, org: str, project: str | None, scope: Scope | str, action: str) -> None:
@@ -153,7 +179,7 @@ class Authorizer:
 
     def requires_validation(self, scope: Scope | str) -> bool:
         """Whether publishing into `scope` waits for an approval (policy rows of `validation`)."""
-        return bool(self._enforcer.enforce("validation", "*", str(scope), "required"))
+        return self._enforce(("validation", "*", str(scope), "required"))
 
     def list_policies(self) -> list[list[str]]:
         return [list(p) for p in self._enforcer.get_policy()]
@@ -163,11 +189,13 @@ class Authorizer:
 
     def add_policy(self, role: str, scope: str, action: str, effect: str = "allow") -> bool:
         added = bool(self._enforcer.add_policy(role, scope, action, effect))
+        self._forget_decisions()
         self._notify()
         return added
 
     def remove_policy(self, role: str, scope: str, action: str, effect: str = "allow") -> bool:
         removed = bool(self._enforcer.remove_policy(role, scope, action, effect))
+        self._forget_decisions()
         self._notify()
         return removed
 

@@ -41,9 +41,14 @@ def serve(
     grpc_port: Annotated[
         int | None, typer.Option(help="gRPC gateway port, 0 for none (LOREGATE_GRPC_PORT).")
     ] = None,
+    access_log: Annotated[
+        bool, typer.Option(help="Log every request (costs CPU on the ingest path; /metrics counts them anyway).")
+    ] = False,
 ) -> None:
     """Run the HTTP gateway (OpenAPI at /docs) and the gRPC gateway."""
     import uvicorn
+
+    from api.http_protocol import PROTOCOL_PATH
 
     settings = load_settings(http_host=host, http_port=port, grpc_port=grpc_port)
     with database(settings) as url:
@@ -57,7 +62,9 @@ def serve(
             host=settings.http_host,
             port=settings.http_port,
             workers=workers,
+            http=PROTOCOL_PATH,
             log_level="info",
+            access_log=access_log,
         )
 
 

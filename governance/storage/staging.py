@@ -8,6 +8,7 @@ statement (reserve + insert in one CTE), so an append costs one round trip.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -18,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from governance.errors import Conflict, NotFound
 from governance.identity import Principal
-from governance.staging import EntryDraft, canonical_payload, request_hash
+from governance.staging import EntryDraft, request_hash
 from governance.storage.tables import staging_entries, tasks
 
 __all__ = [
@@ -134,12 +135,9 @@ _APPEND = text(
     )
     INSERT INTO staging_entries
         (task_id, seq, actor_id, actor_type, kind, content, payload, idempotency_key, request_hash)
-    SELECT :task_id, reserved.next_seq - :n + v.ord, :actor_id, :actor_type, v.kind, v.content,
-           v.payload::json, v.ikey, v.rhash
-    FROM reserved,
-         unnest(CAST(:kinds AS text[]), CAST(:contents AS text[]), CAST(:payloads AS text[]),
-                CAST(:ikeys AS text[]), CAST(:rhashes AS text[]))
-             WITH ORDINALITY AS v(kind, content, payload, ikey, rhash, ord)
+    SELECT :task_id, reserved.next_seq - :n + v.ord, :actor_id, :actor_type, v.e->>0, v.e->>1,
+           (v.e->>2)::json, v.e->>3, v.e->>4
+    FROM reserved, jsonb_array_elements(CAST(:rows AS jsonb)) WITH ORDINALITY AS v(e, ord)
     RETURNING id, seq
     """
 )
@@ -199,11 +197,13 @@ async def _append_once(
                             "task_id": task_id,
                             "actor_id": principal.id,
                             "actor_type": principal.actor_type.value,
-                            "kinds": [d.kind.value for d, _ in fresh],
-                            "contents": [d.content for d, _ in fresh],
-                            "payloads": [canonical_payload(d.payload) for d, _ in fresh],
-                            "ikeys": [d.idempotency_key for d, _ in fresh],
-                            "rhashes": [h for _, h in fresh],
+                            # one JSON document instead of five text[] parameters: psycopg dumps
+                            # arrays element by element in Python, which cost ~18% of a batch's CPU
+                            "rows": json.dumps(
+                                [[d.kind.value, d.content, d.payload_json, d.idempotency_key, h]
+                                 for d, h in fresh],
+                                ensure_ascii=False, separators=(",", ":"),
+                            ),
                         },
                     )
                 ).all()

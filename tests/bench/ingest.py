@@ -112,21 +112,10 @@ async def _prepare(database_url: str, clients: int, same_task: bool) -> Fixture:
 
 def _start_gateway(database_url: str, port: int, workers: int, pool: int) -> subprocess.Popen[bytes]:
     env = {**os.environ, "LOREGATE_DATABASE_URL": database_url, "LOREGATE_DB_POOL_SIZE": str(pool)}
+    # what a user runs: `loregate serve` (its HTTP protocol, no access log), gRPC off
     cmd = [
-        sys.executable,
-        "-m",
-        "uvicorn",
-        "--factory",
-        "api.app:create_app",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--log-level",
-        "warning",
-        "--workers",
-        str(workers),
-        "--no-access-log",
+        sys.executable, "-m", "api.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
+        "--workers", str(workers), "--grpc-port", "0",
     ]
     return subprocess.Popen(cmd, env=env, cwd=REPO)
 

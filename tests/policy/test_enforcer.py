@@ -96,3 +96,23 @@ async def test_enforcer_reloads_on_change_in_another_process_authorizer(
     finally:
         first.close()
         second.close()
+
+
+async def test_enforcer_cached_decisions_follow_policy_changes(
+    engine: AsyncEngine, database_url: str
+) -> None:
+    auth = make_authorizer(database_url, watch=False)  # its own enforcer: the rule change stays local
+    try:
+        org = f"org-{uuid.uuid4().hex[:8]}"
+        agent = await _principal(engine, ActorType.AGENT, org, "api")
+        auth.reload()
+        ask = {"org": org, "project": "api", "scope": Scope.TASK, "action": "write"}
+        assert auth.allowed(agent, **ask) and auth.allowed(agent, **ask)  # the second answer is cached
+        auth.add_policy("agent", "task", "write", "deny")
+        try:
+            assert not auth.allowed(agent, **ask)
+        finally:
+            auth.remove_policy("agent", "task", "write", "deny")
+        assert auth.allowed(agent, **ask)
+    finally:
+        auth.close()
