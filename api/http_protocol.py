@@ -32,6 +32,6 @@ def _no_delay(transport: asyncio.BaseTransport) -> None:
 class NoDelayHttpToolsProtocol(HttpToolsProtocol):
     """httptools' parser (faster than h11) on connections with Nagle's algorithm off."""
 
-    def connection_made(self, transport: asyncio.Transport) -> None:
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         _no_delay(transport)
         super().connection_made(transport)
