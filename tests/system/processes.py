@@ -97,11 +97,11 @@ class Cluster:
         self.children.append(child)
         return child
 
-    def gateway(self, name: str) -> Child:
-        """`loregate serve` on a free HTTP port and a free gRPC port."""
+    def gateway(self, name: str, *extra: str) -> Child:
+        """`loregate serve` on a free HTTP port and a free gRPC port (`extra`: more options)."""
         port, grpc_port = free_port(), free_port()
         child = self._spawn(name, ["serve", "--host", "127.0.0.1", "--port", str(port),
-                                   "--grpc-port", str(grpc_port)])
+                                   "--grpc-port", str(grpc_port), *extra])
         child.url = f"http://127.0.0.1:{port}"
         return child
 
