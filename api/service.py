@@ -248,7 +248,9 @@ async def search(
     else:
         results = [public_hit(h) for h in outcome.hits]
     types = list(outcome.types) if outcome.types is not None else None
-    answer = SearchPublic(query=body.query, intent=outcome.intent, types=types, results=results)
+    answer = SearchPublic(
+        query=body.query, intent=outcome.intent, types=types, widened=outcome.widened, results=results
+    )
     return answer, [h.id for h in outcome.hits]
 
 

@@ -107,7 +107,7 @@ _EN_CUES: dict[Intent, tuple[str, ...]] = {
         "rather",
         "should i use",
         "should we use",
-        "do we use",
+        # not "do we use": "which driver do we use" asks for a fact (a decision taken), not a taste
         "usually use",
         "always use",
         "never use",

@@ -45,6 +45,7 @@ class SearchOutcome:
     intent: Intent
     types: tuple[str, ...] | None
     vector_used: bool
+    widened: bool = False  # the detected intent's types matched nothing, so every type was searched
 
 
 @dataclass(frozen=True)
@@ -107,19 +108,30 @@ async def search_memories(
         except Exception:  # an unreachable embedding endpoint; full text still answers
             _log.warning("query embedding failed; searching by full text only", exc_info=True)
     async with engine.begin() as conn:  # a transaction: SET LOCAL hnsw.ef_search lives inside it
-        hits = await search(
-            conn,
-            query,
-            vector,
-            list(scope_keys),
-            k,
-            chosen_types,
-            include_history,
-            params=ranking_params(settings),
-            candidates=max(settings.search_candidates, k),
-            now=now,
-        )
-    return SearchOutcome(hits=hits, intent=chosen_intent, types=chosen_types, vector_used=vector is not None)
+
+        async def run(only: tuple[str, ...] | None) -> list[SearchHit]:
+            return await search(
+                conn,
+                query,
+                vector,
+                list(scope_keys),
+                k,
+                only,
+                include_history,
+                params=ranking_params(settings),
+                candidates=max(settings.search_candidates, k),
+                now=now,
+            )
+
+        hits = await run(chosen_types)
+        # A detected intent narrows the search; it must not leave the reader with nothing (a "how do we
+        # deploy" question in a project whose knowledge is all episodes). Asked-for types stay strict.
+        widened = not hits and chosen_types is not None and not types and intent is None
+        if widened:
+            hits = await run(None)
+    return SearchOutcome(
+        hits=hits, intent=chosen_intent, types=chosen_types, vector_used=vector is not None, widened=widened
+    )
 
 
 async def build_context(

@@ -92,6 +92,9 @@ class SearchPublic(BaseModel):
     query: str
     intent: Intent
     types: list[str] | None
+    widened: bool = Field(
+        default=False, description="The detected intent's types matched nothing, so every type was searched"
+    )
     results: list[SearchResultPublic] | list[CompactResultPublic]
 
 

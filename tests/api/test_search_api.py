@@ -155,6 +155,33 @@ async def test_search_detected_intent_picks_types(gateway_url: str, world: dict[
     assert {item["type"] for item in body["results"]} == {"preference"}
 
 
+async def test_search_detected_intent_with_no_match_widens_to_every_type(
+    gateway_url: str, world: dict[str, Any]
+) -> None:
+    # "who is responsible" reads as a profile question; this tenant has no profile memory at all
+    r = await post(
+        gateway_url,
+        "/v1/search",
+        world["agent"],
+        {"query": "who is responsible for the deploy freeze", "task_id": world["task"].task_id},
+    )
+    body = r.json()
+    assert body["intent"] == "profile" and body["types"] == ["profile"]
+    assert body["widened"] is True
+    assert body["results"] and body["results"][0]["title"] == "Deploy freeze"
+
+
+async def test_search_asked_for_types_never_widen(gateway_url: str, world: dict[str, Any]) -> None:
+    r = await post(
+        gateway_url,
+        "/v1/search",
+        world["agent"],
+        {"query": "deploy freeze", "task_id": world["task"].task_id, "types": ["profile"]},
+    )
+    assert r.status_code == 200
+    assert r.json()["results"] == [] and r.json()["widened"] is False
+
+
 async def test_search_k_over_limit_is_rejected(gateway_url: str, world: dict[str, Any]) -> None:
     r = await post(
         gateway_url,

@@ -57,3 +57,8 @@ def test_types_for_intent_follows_seed_table() -> None:
 def test_types_for_intent_unknown_name_is_rejected() -> None:
     with pytest.raises(ValueError):
         types_for_intent("gossip")
+
+
+def test_intent_which_thing_do_we_use_asks_for_knowledge() -> None:
+    # a decision taken is a fact; "do we use" is not a preference cue
+    assert detect_intent("which postgres driver do we use").intent == Intent.KNOWLEDGE
