@@ -8,9 +8,10 @@ user can act on end the command with one line on stderr and exit code 1 — neve
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
@@ -19,10 +20,15 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from governance.config import Settings, to_sqlalchemy_url
 
+if TYPE_CHECKING:
+    from api.client import LoregateClient
+
 __all__ = [
     "console",
     "err_console",
     "fail",
+    "api_client",
+    "print_json",
     "load_settings",
     "describe_url",
     "database",
@@ -40,6 +46,23 @@ def fail(message: str) -> NoReturn:
     """One line on stderr, exit code 1."""
     err_console.print(f"[bold red]error:[/] {message}", soft_wrap=True, highlight=False)
     raise typer.Exit(code=1)
+
+
+@contextmanager
+def api_client(url: str | None, api_key: str | None) -> Iterator[LoregateClient]:
+    """A gateway client (LOREGATE_URL, LOREGATE_API_KEY) whose refusals end the command with one line."""
+    from api.client import LoregateClient, LoregateError
+
+    try:
+        with LoregateClient(url, api_key) as client:
+            yield client
+    except LoregateError as exc:
+        fail(f"{exc.error}: {exc.detail}")
+
+
+def print_json(answer: dict[str, Any]) -> None:
+    """An API answer as indented JSON (`--json`)."""
+    console.print_json(json.dumps(answer, ensure_ascii=False))
 
 
 def load_settings(**overrides: Any) -> Settings:

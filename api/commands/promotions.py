@@ -6,17 +6,16 @@ approver of `approve`/`reject` is whoever owns that key. `--json` prints the gat
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from api.client import LoregateClient, LoregateError
+from api.commands._common import api_client as _client
 from api.commands._common import console, fail
+from api.commands._common import print_json as _print_json
 
 __all__ = ["register", "promote", "verify", "approve", "reject", "promotion", "promotions"]
 
@@ -28,20 +27,6 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print the gateway's JS
 TaskArgument = Annotated[str, typer.Argument(help="The task whose promotion this is.")]
 NoteOption = Annotated[str | None, typer.Option("--note", "-n", help="Why; kept with the decision.")]
 SOURCES = "tests_passed, pr_merged, human_approved or repeated_success"
-
-
-@contextmanager
-def _client(url: str | None, api_key: str | None) -> Iterator[LoregateClient]:
-    """A client whose refusals end the command with one readable line."""
-    try:
-        with LoregateClient(url, api_key) as client:
-            yield client
-    except LoregateError as exc:
-        fail(f"{exc.error}: {exc.detail}")
-
-
-def _print_json(answer: dict[str, Any]) -> None:
-    console.print_json(json.dumps(answer, ensure_ascii=False))
 
 
 def promote(

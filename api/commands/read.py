@@ -7,9 +7,7 @@ answer unchanged, for scripts.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
@@ -17,8 +15,9 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
-from api.client import LoregateClient, LoregateError
-from api.commands._common import console, fail
+from api.commands._common import api_client as _client
+from api.commands._common import console
+from api.commands._common import print_json as _print_json
 
 __all__ = ["register", "search", "show", "context"]
 
@@ -27,20 +26,6 @@ KeyOption = Annotated[
     str | None, typer.Option("--api-key", help="API key (LOREGATE_API_KEY).", envvar="LOREGATE_API_KEY")
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the gateway's JSON answer.")]
-
-
-@contextmanager
-def _client(url: str | None, api_key: str | None) -> Iterator[LoregateClient]:
-    """A client whose refusals end the command with one readable line."""
-    try:
-        with LoregateClient(url, api_key) as client:
-            yield client
-    except LoregateError as exc:
-        fail(f"{exc.error}: {exc.detail}")
-
-
-def _print_json(answer: dict[str, Any]) -> None:
-    console.print_json(json.dumps(answer, ensure_ascii=False))
 
 
 def _score(value: Any) -> str:
