@@ -1,6 +1,6 @@
 """The one worker entry point: which workflows and activities loregate runs, on `settings.task_queue`.
 
-Other workflows (retention, reflection) register by adding one line to `workflow_classes()` and one to
+A new workflow registers by adding one line to `workflow_classes()` and its activities to
 `activity_functions()`. `connect_temporal` is shared by the worker, the gateway and the CLI so every
 process honours the same address, namespace, TLS and API key settings.
 """

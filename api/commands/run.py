@@ -86,7 +86,7 @@ async def _run_until_signalled(settings: Settings) -> None:
 
 
 def worker() -> None:
-    """Run a Temporal worker for the promotion, retention and reflection workflows."""
+    """Run a Temporal worker for the promotion and retention workflows."""
     settings = load_settings()
     with database(settings) as url, friendly_errors():
         asyncio.run(_run_until_signalled(settings.model_copy(update={"database_url": url})))
