@@ -1,4 +1,4 @@
-"""Activities of the promotion gate: thin, idempotent I/O around governance/ (staging, cognify, plan, publish).
+"""Activities of the promotion gate: idempotent I/O around governance/ (collect, cognify, plan, publish).
 
 Each method takes one dataclass carrying what makes a retry safe (task id, workflow id, a request id) and
 gets its clients from `PromotionActivities.__init__`, never from globals. Temporal owns retries; permanent
@@ -22,7 +22,7 @@ from temporalio.exceptions import ApplicationError
 from governance.cognify import Candidate, StagedEntry, episode_candidate, skill_candidate
 from governance.config import Settings
 from governance.dedup import classify, content_hash
-from governance.embedders import Embedder, embed_passages_async
+from governance.embedders import Embedder, EmbeddingDimensionMismatch, embed_passages_async
 from governance.llm import LLMCognifier, cognify
 from governance.redaction import redact, redact_json
 from governance.scopes import SCOPE_LEVEL, ActorType, Scope, scope_key
@@ -30,6 +30,7 @@ from governance.storage.identity import get_principal
 from governance.storage.lifecycle import NewMemory, find_neighbours, publish_candidate
 from governance.storage.promotions import APPROVAL_GRANT_EVENT, grant_dedupe_key
 from governance.storage.tables import memory_events, staging_entries, tasks
+from governance.supersession import ContradictionJudge, RuleBasedJudge, make_judge
 from governance.trust import published_trust
 from policy.enforcer import Authorizer
 
@@ -54,6 +55,9 @@ __all__ = [
 
 NOT_FOUND = "NotFound"
 _HEARTBEAT_EVERY_SECONDS = 2.0  # well inside the workflow's heartbeat timeout
+_PUBLISH_JUDGE_TIMEOUT = (
+    5.0  # seconds one LLM contradiction call may take inside publish (a 30 s local activity)
+)
 
 _S = TypeVar("_S")
 _A = TypeVar("_A")
@@ -250,7 +254,9 @@ def _keys_from(scope: Scope, keys: dict[str, str]) -> list[str]:
 
 async def _insert_event(conn: AsyncConnection, **values: Any) -> None:
     # the unique dedupe_key makes a retried or replayed activity write its event once
-    await conn.execute(pg_insert(memory_events).values(**values).on_conflict_do_nothing(index_elements=["dedupe_key"]))
+    await conn.execute(
+        pg_insert(memory_events).values(**values).on_conflict_do_nothing(index_elements=["dedupe_key"])
+    )
 
 
 class PromotionActivities:
@@ -264,17 +270,48 @@ class PromotionActivities:
         authorizer: Authorizer,
         settings: Settings,
         llm: LLMCognifier | None = None,
+        judge: ContradictionJudge | None = None,
     ) -> None:
         self._engine = engine
         self._embedder = embedder
         self._authorizer = authorizer
         self._settings = settings
         self._llm = llm
+        # the configured LLM judges contradictions too (rule-based without one); plan and publish share it
+        self._judge = (
+            judge
+            if judge is not None
+            else make_judge(
+                llm_base_url=settings.llm_base_url,
+                llm_model=settings.llm_model,
+                llm_api_key=settings.llm_api_key,
+                timeout=settings.llm_timeout_seconds,
+            )
+        )
+        # publish re-judges under its row locks, inside a 30 s local activity: there a slow endpoint must
+        # give way to the rules quickly instead of timing the whole transaction out
+        self._publish_judge = (
+            judge
+            if judge is not None
+            else make_judge(
+                llm_base_url=settings.llm_base_url,
+                llm_model=settings.llm_model,
+                llm_api_key=settings.llm_api_key,
+                timeout=min(settings.llm_timeout_seconds, _PUBLISH_JUDGE_TIMEOUT),
+            )
+        )
 
-    async def _entries(self, conn: AsyncConnection, task_id: str, last_seq: int) -> tuple[list[StagedEntry], dict[str, int]]:
+    async def _entries(
+        self, conn: AsyncConnection, task_id: str, last_seq: int
+    ) -> tuple[list[StagedEntry], dict[str, int]]:
         rows = await conn.execute(
-            select(staging_entries.c.id, staging_entries.c.seq, staging_entries.c.kind, staging_entries.c.content,
-                   staging_entries.c.payload)
+            select(
+                staging_entries.c.id,
+                staging_entries.c.seq,
+                staging_entries.c.kind,
+                staging_entries.c.content,
+                staging_entries.c.payload,
+            )
             .where(staging_entries.c.task_id == task_id, staging_entries.c.seq <= last_seq)
             .order_by(staging_entries.c.seq)
         )
@@ -290,7 +327,9 @@ class PromotionActivities:
                 payload, payload_counts = redact_json(payload)
                 for kind, n in payload_counts.items():
                     counts[kind] = counts.get(kind, 0) + n
-            entries.append(StagedEntry(id=row.id, seq=row.seq, kind=row.kind, content=cleaned.text, payload=payload))
+            entries.append(
+                StagedEntry(id=row.id, seq=row.seq, kind=row.kind, content=cleaned.text, payload=payload)
+            )
         return entries, counts
 
     @activity.defn
@@ -299,12 +338,14 @@ class PromotionActivities:
         async with self._engine.connect() as conn:
             task = (await conn.execute(select(tasks).where(tasks.c.id == data.task_id))).first()
             if task is None:
-                raise ApplicationError(f"task {data.task_id} does not exist", type=NOT_FOUND, non_retryable=True)
+                raise ApplicationError(
+                    f"task {data.task_id} does not exist", type=NOT_FOUND, non_retryable=True
+                )
             last_seq = (
                 await conn.execute(
-                    select(text("coalesce(max(seq), -1)")).select_from(staging_entries).where(
-                        staging_entries.c.task_id == data.task_id
-                    )
+                    select(text("coalesce(max(seq), -1)"))
+                    .select_from(staging_entries)
+                    .where(staging_entries.c.task_id == data.task_id)
                 )
             ).scalar_one()
             entries, counts = await self._entries(conn, data.task_id, int(last_seq))
@@ -365,25 +406,38 @@ class PromotionActivities:
         """Embed each candidate and classify it against active memory visible from the target scope."""
         if not data.candidates:
             return PlanResult(items=[])
-        vectors = await embed_passages_async(self._embedder, [c.content for c in data.candidates])
+        try:
+            vectors = await embed_passages_async(self._embedder, [c.content for c in data.candidates])
+        except EmbeddingDimensionMismatch as exc:
+            # retrying cannot fix a misconfigured endpoint; fail the promotion now, saying why
+            raise ApplicationError(str(exc), type="EmbeddingDimensionMismatch", non_retryable=True) from exc
         items: list[PlanItem] = []
         async with self._engine.connect() as conn:
             for candidate, vector in zip(data.candidates, vectors, strict=True):
                 digest = content_hash(candidate.content)
                 neighbours = await find_neighbours(
-                    conn, scope_keys=data.visible_scope_keys, target_scope_key=data.scope_key,
-                    content_hash=digest, canonical_key=candidate.canonical_key, embedding=vector.tolist(),
+                    conn,
+                    scope_keys=data.visible_scope_keys,
+                    target_scope_key=data.scope_key,
+                    content_hash=digest,
+                    canonical_key=candidate.canonical_key,
+                    embedding=vector.tolist(),
                 )
-                decision = classify(
+                decide = functools.partial(
+                    classify,
                     content=candidate.content,
                     content_hash=digest,
                     canonical_key=candidate.canonical_key,
                     neighbours=neighbours,
                     dup_threshold=self._settings.dedup_similarity_threshold,
                     related_threshold=self._settings.related_similarity_threshold,
+                    judge=self._judge,
                     scope_key=data.scope_key,
                     memory_type=candidate.memory_type,
                 )
+                # an LLM judge blocks on the network: keep the event loop (and the heartbeat) running
+                blocking = not isinstance(self._judge, RuleBasedJudge)
+                decision = await asyncio.to_thread(decide) if blocking else decide()
                 items.append(
                     PlanItem(
                         candidate=candidate,
@@ -407,7 +461,9 @@ class PromotionActivities:
         reason, principal = await self._refusal(data)
         if reason is None and principal is not None:
             return ApproverCheckResult(
-                accepted=True, reason="accepted", approver_name=principal.name,
+                accepted=True,
+                reason="accepted",
+                approver_name=principal.name,
                 approver_type=principal.actor_type.value,
             )
         async with self._engine.begin() as conn:
@@ -448,7 +504,11 @@ class PromotionActivities:
         if not self._authorizer.allowed(
             principal, org=data.org, project=data.project, scope=data.target_scope, action="approve"
         ):
-            return f"{principal.actor_type.value} {principal.id} may not approve {data.target_scope} scope in {data.org}/{data.project}", principal
+            return (
+                f"{principal.actor_type.value} {principal.id} may not approve {data.target_scope} scope "
+                f"in {data.org}/{data.project}",
+                principal,
+            )
         return None, principal
 
     @activity.defn
@@ -470,38 +530,75 @@ class PromotionActivities:
                 outcome = await publish_candidate(
                     conn,
                     NewMemory(
-                        memory_type=c.memory_type, scope=scope.value, scope_key=target_key, org=data.org,
-                        project=data.project if scope is not Scope.ORG else None, canonical_key=c.canonical_key,
-                        title=c.title, content=c.content, embedding=item.embedding, confidence=confidence,
+                        memory_type=c.memory_type,
+                        scope=scope.value,
+                        scope_key=target_key,
+                        org=data.org,
+                        project=data.project if scope is not Scope.ORG else None,
+                        canonical_key=c.canonical_key,
+                        title=c.title,
+                        content=c.content,
+                        embedding=item.embedding,
+                        confidence=confidence,
                         validation_source=validation_source,
-                        importance=c.importance, reward=data.summary.get("reward") if c.memory_type == "episode" else None,
-                        success=data.summary.get("success") if c.memory_type in ("episode", "skill") else None,
-                        source_task_ids=[data.task_id], source_entry_ids=list(c.source_entry_ids),
+                        importance=c.importance,
+                        reward=data.summary.get("reward") if c.memory_type == "episode" else None,
+                        success=data.summary.get("success")
+                        if c.memory_type in ("episode", "skill")
+                        else None,
+                        source_task_ids=[data.task_id],
+                        source_entry_ids=list(c.source_entry_ids),
                         decay_policy="recency_bias" if c.memory_type == "episode" else "stable",
-                        expires_at=None, valid_from_commit=None,
+                        expires_at=None,
+                        valid_from_commit=None,
                     ),
-                    visible_scope_keys=visible, actor_id=actor_id, actor_type=actor_type, task_id=data.task_id,
-                    workflow_id=data.workflow_id, dedupe_key=f"{data.workflow_id}:publish:{index}",
+                    visible_scope_keys=visible,
+                    actor_id=actor_id,
+                    actor_type=actor_type,
+                    task_id=data.task_id,
+                    workflow_id=data.workflow_id,
+                    dedupe_key=f"{data.workflow_id}:publish:{index}",
                     dup_threshold=self._settings.dedup_similarity_threshold,
                     related_threshold=self._settings.related_similarity_threshold,
+                    judge=self._publish_judge,
                 )
-                results.append(PublishedMemory(
-                    memory_id=outcome.memory_id, citation=outcome.citation, action=outcome.action,
-                    memory_type=c.memory_type, title=c.title, superseded_id=outcome.superseded_id,
-                    replayed=outcome.replayed,
-                ))
+                results.append(
+                    PublishedMemory(
+                        memory_id=outcome.memory_id,
+                        citation=outcome.citation,
+                        action=outcome.action,
+                        memory_type=c.memory_type,
+                        title=c.title,
+                        superseded_id=outcome.superseded_id,
+                        replayed=outcome.replayed,
+                    )
+                )
             if data.approver is not None:
                 await _insert_event(
-                    conn, event_type="APPROVED", actor_id=data.approver, actor_type=data.approver_type,
-                    task_id=data.task_id, workflow_id=data.workflow_id, reason=data.approval_note or "approved",
+                    conn,
+                    event_type="APPROVED",
+                    actor_id=data.approver,
+                    actor_type=data.approver_type,
+                    task_id=data.task_id,
+                    workflow_id=data.workflow_id,
+                    reason=data.approval_note or "approved",
                     payload={"memory_ids": [r.memory_id for r in results], **data.summary},
                     dedupe_key=f"{data.workflow_id}:approved",
                 )
             # one summary per promotion: redaction counts, cognify engine and any LLM fallback reason
             await _insert_event(
-                conn, event_type="PROMOTION", actor_id=actor_id, actor_type=actor_type, task_id=data.task_id,
-                workflow_id=data.workflow_id, reason=f"published {len(results)} memories into {target_key}",
-                payload={"memory_ids": [r.memory_id for r in results], "scope_key": target_key, **data.summary},
+                conn,
+                event_type="PROMOTION",
+                actor_id=actor_id,
+                actor_type=actor_type,
+                task_id=data.task_id,
+                workflow_id=data.workflow_id,
+                reason=f"published {len(results)} memories into {target_key}",
+                payload={
+                    "memory_ids": [r.memory_id for r in results],
+                    "scope_key": target_key,
+                    **data.summary,
+                },
                 dedupe_key=f"{data.workflow_id}:summary",
             )
             await conn.execute(update(tasks).where(tasks.c.id == data.task_id).values(status="promoted"))
@@ -512,8 +609,14 @@ class PromotionActivities:
         """Record a rejection (human or timeout) that publishes nothing."""
         async with self._engine.begin() as conn:
             await _insert_event(
-                conn, event_type="REJECTED", actor_id=data.actor_id, actor_type=data.actor_type,
-                task_id=data.task_id, workflow_id=data.workflow_id, reason=data.reason, payload=data.payload,
+                conn,
+                event_type="REJECTED",
+                actor_id=data.actor_id,
+                actor_type=data.actor_type,
+                task_id=data.task_id,
+                workflow_id=data.workflow_id,
+                reason=data.reason,
+                payload=data.payload,
                 dedupe_key=f"{data.workflow_id}:rejected",
             )
             await conn.execute(update(tasks).where(tasks.c.id == data.task_id).values(status="rejected"))

@@ -63,8 +63,13 @@ def create_app(settings: Settings | None = None, *, grpc_port: int | None = None
     )
     install_error_handlers(app)
     for router in (
-        health.router, tasks.router, admin.router, search.router, memories_lifecycle.router,
-        approaches.router, promotions.router,
+        health.router,
+        tasks.router,
+        admin.router,
+        search.router,
+        memories_lifecycle.router,
+        approaches.router,
+        promotions.router,
     ):
         app.include_router(router, responses=ERROR_RESPONSES)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)

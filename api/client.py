@@ -201,8 +201,13 @@ class _Calls:
 
     @staticmethod
     def open_task(org: str, project: str, worktree: str, description: str, task_id: str | None) -> _Call:
-        body = {"org": org, "project": project, "worktree": worktree, "description": description,
-                "task_id": task_id}
+        body = {
+            "org": org,
+            "project": project,
+            "worktree": worktree,
+            "description": description,
+            "task_id": task_id,
+        }
         return _Call("POST", "/v1/tasks", _drop_none(body))
 
     @staticmethod
@@ -240,10 +245,24 @@ class _Calls:
         return _Call("POST", f"/v1/promotions/{_seg(task_id)}/{decision}", _drop_none({"note": note}))
 
     @staticmethod
-    def search(query: str, task_id: str, k: int | None, types: Sequence[str] | None, intent: str | None,
-               include_history: bool, compact: bool) -> _Call:
-        body = _drop_none({"query": query, "task_id": task_id, "k": k, "intent": intent,
-                           "types": list(types) if types else None})
+    def search(
+        query: str,
+        task_id: str,
+        k: int | None,
+        types: Sequence[str] | None,
+        intent: str | None,
+        include_history: bool,
+        compact: bool,
+    ) -> _Call:
+        body = _drop_none(
+            {
+                "query": query,
+                "task_id": task_id,
+                "k": k,
+                "intent": intent,
+                "types": list(types) if types else None,
+            }
+        )
         if include_history:
             body["include_history"] = True
         if compact:
@@ -252,8 +271,9 @@ class _Calls:
 
     @staticmethod
     def context(query: str, task_id: str, max_tokens: int | None) -> _Call:
-        return _Call("POST", "/v1/context", _drop_none({"query": query, "task_id": task_id,
-                                                        "max_tokens": max_tokens}))
+        return _Call(
+            "POST", "/v1/context", _drop_none({"query": query, "task_id": task_id, "max_tokens": max_tokens})
+        )
 
     @staticmethod
     def memory(ref: str) -> _Call:
@@ -265,10 +285,23 @@ class _Calls:
         return _Call("POST", f"/v1/tasks/{_seg(task_id)}/approaches/check", body)
 
     @staticmethod
-    def record_approach(task_id: str, approach: str, outcome: str, reason: str | None, subtask: str | None,
-                        idempotency_key: str | None) -> _Call:
-        body = _drop_none({"approach": approach, "outcome": outcome, "reason": reason, "subtask": subtask,
-                           "idempotency_key": idempotency_key})
+    def record_approach(
+        task_id: str,
+        approach: str,
+        outcome: str,
+        reason: str | None,
+        subtask: str | None,
+        idempotency_key: str | None,
+    ) -> _Call:
+        body = _drop_none(
+            {
+                "approach": approach,
+                "outcome": outcome,
+                "reason": reason,
+                "subtask": subtask,
+                "idempotency_key": idempotency_key,
+            }
+        )
         return _Call("POST", f"/v1/tasks/{_seg(task_id)}/approaches", body)
 
 
@@ -320,8 +353,9 @@ class LoregateClient:
             raise _unreachable(self.base_url, exc) from exc
         return _decode(response)
 
-    def open_task(self, *, org: str, project: str, worktree: str, description: str,
-                  task_id: str | None = None) -> dict[str, Any]:
+    def open_task(
+        self, *, org: str, project: str, worktree: str, description: str, task_id: str | None = None
+    ) -> dict[str, Any]:
         """Open a task (orchestrators, humans); repeating the same request returns the same task."""
         return self._send(_Calls.open_task(org, project, worktree, description, task_id))
 
@@ -341,8 +375,9 @@ class LoregateClient:
                 return
             after_seq = int(page["next_after_seq"])
 
-    def start_promotion(self, task_id: str, target_scope: str,
-                        verification: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    def start_promotion(
+        self, task_id: str, target_scope: str, verification: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
         """Start the task's promotion (`verification`: `{"source", "success"}`); a second start finds it."""
         return self._send(_Calls.start_promotion(task_id, target_scope, verification))
 
@@ -366,9 +401,17 @@ class LoregateClient:
         """Reject a promotion awaiting approval; the approver is this key's principal."""
         return self._send(_Calls.decide(task_id, "reject", note))
 
-    def search(self, query: str, *, task_id: str, k: int | None = None, types: Sequence[str] | None = None,
-               intent: str | None = None, include_history: bool = False,
-               compact: bool = False) -> dict[str, Any]:
+    def search(
+        self,
+        query: str,
+        *,
+        task_id: str,
+        k: int | None = None,
+        types: Sequence[str] | None = None,
+        intent: str | None = None,
+        include_history: bool = False,
+        compact: bool = False,
+    ) -> dict[str, Any]:
         return self._send(_Calls.search(query, task_id, k, types, intent, include_history, compact))
 
     def context(self, query: str, *, task_id: str, max_tokens: int | None = None) -> dict[str, Any]:
@@ -382,8 +425,16 @@ class LoregateClient:
         """`valid: false` with the failure history when this approach already failed on the task."""
         return self._send(_Calls.check_approach(task_id, approach, subtask))
 
-    def record_approach(self, task_id: str, approach: str, outcome: str, *, reason: str | None = None,
-                        subtask: str | None = None, idempotency_key: str | None = None) -> dict[str, Any]:
+    def record_approach(
+        self,
+        task_id: str,
+        approach: str,
+        outcome: str,
+        *,
+        reason: str | None = None,
+        subtask: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
         """Record an attempted approach and how it ended (failures keep their reason)."""
         call = _Calls.record_approach(task_id, approach, outcome, reason, subtask, idempotency_key)
         return self._send(call)
@@ -421,8 +472,9 @@ class AsyncLoregateClient:
             raise _unreachable(self.base_url, exc) from exc
         return _decode(response)
 
-    async def open_task(self, *, org: str, project: str, worktree: str, description: str,
-                        task_id: str | None = None) -> dict[str, Any]:
+    async def open_task(
+        self, *, org: str, project: str, worktree: str, description: str, task_id: str | None = None
+    ) -> dict[str, Any]:
         return await self._send(_Calls.open_task(org, project, worktree, description, task_id))
 
     async def task(self, task_id: str) -> dict[str, Any]:
@@ -431,8 +483,9 @@ class AsyncLoregateClient:
     async def append(self, task_id: str, entries: EntryLike | Sequence[EntryLike]) -> dict[str, Any]:
         return await self._send(_Calls.append(task_id, entries))
 
-    async def entries(self, task_id: str, *, after_seq: int = 0,
-                      page_size: int = 100) -> AsyncIterator[dict[str, Any]]:
+    async def entries(
+        self, task_id: str, *, after_seq: int = 0, page_size: int = 100
+    ) -> AsyncIterator[dict[str, Any]]:
         while True:
             page = await self._send(_Calls.entries_page(task_id, after_seq, page_size))
             for entry in page["entries"]:
@@ -441,8 +494,9 @@ class AsyncLoregateClient:
                 return
             after_seq = int(page["next_after_seq"])
 
-    async def start_promotion(self, task_id: str, target_scope: str,
-                              verification: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    async def start_promotion(
+        self, task_id: str, target_scope: str, verification: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
         return await self._send(_Calls.start_promotion(task_id, target_scope, verification))
 
     async def promotion(self, task_id: str) -> dict[str, Any]:
@@ -460,10 +514,17 @@ class AsyncLoregateClient:
     async def reject(self, task_id: str, note: str | None = None) -> dict[str, Any]:
         return await self._send(_Calls.decide(task_id, "reject", note))
 
-    async def search(self, query: str, *, task_id: str, k: int | None = None,
-                     types: Sequence[str] | None = None, intent: str | None = None,
-                     include_history: bool = False,
-                     compact: bool = False) -> dict[str, Any]:
+    async def search(
+        self,
+        query: str,
+        *,
+        task_id: str,
+        k: int | None = None,
+        types: Sequence[str] | None = None,
+        intent: str | None = None,
+        include_history: bool = False,
+        compact: bool = False,
+    ) -> dict[str, Any]:
         return await self._send(_Calls.search(query, task_id, k, types, intent, include_history, compact))
 
     async def context(self, query: str, *, task_id: str, max_tokens: int | None = None) -> dict[str, Any]:
@@ -472,12 +533,20 @@ class AsyncLoregateClient:
     async def memory(self, citation: str) -> dict[str, Any]:
         return await self._send(_Calls.memory(citation))
 
-    async def check_approach(self, task_id: str, approach: str, *,
-                             subtask: str | None = None) -> dict[str, Any]:
+    async def check_approach(
+        self, task_id: str, approach: str, *, subtask: str | None = None
+    ) -> dict[str, Any]:
         return await self._send(_Calls.check_approach(task_id, approach, subtask))
 
-    async def record_approach(self, task_id: str, approach: str, outcome: str, *, reason: str | None = None,
-                              subtask: str | None = None,
-                              idempotency_key: str | None = None) -> dict[str, Any]:
+    async def record_approach(
+        self,
+        task_id: str,
+        approach: str,
+        outcome: str,
+        *,
+        reason: str | None = None,
+        subtask: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
         call = _Calls.record_approach(task_id, approach, outcome, reason, subtask, idempotency_key)
         return await self._send(call)

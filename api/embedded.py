@@ -32,7 +32,9 @@ def _bin(name: str) -> str:
         return str(candidate)
     found = shutil.which(name)
     if not found:
-        raise FileNotFoundError(f"{name!r} not found; install loregate (it depends on the wheel providing it)")
+        raise FileNotFoundError(
+            f"{name!r} not found; install loregate (it depends on the wheel providing it)"
+        )
     return found
 
 

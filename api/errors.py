@@ -50,6 +50,7 @@ GRPC_CODE: dict[type[ge.GovernanceError], grpc.StatusCode] = {
     ge.Unavailable: grpc.StatusCode.UNAVAILABLE,
 }
 
+
 class ErrorBody(BaseModel):
     """Every refusal: a machine-readable type and a message that says what is wrong."""
 
@@ -68,9 +69,19 @@ ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
     503: {"model": ErrorBody, "description": "Database or Temporal unavailable; retry later"},
 }
 
-_STATUS_KIND = {400: "bad_request", 401: "unauthenticated", 403: "forbidden", 404: "not_found",
-                405: "method_not_allowed", 409: "conflict", 413: "payload_too_large", 415: "unsupported_media_type",
-                422: "validation_error", 429: "rate_limited", 503: "unavailable"}
+_STATUS_KIND = {
+    400: "bad_request",
+    401: "unauthenticated",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    422: "validation_error",
+    429: "rate_limited",
+    503: "unavailable",
+}
 
 
 def error_body(kind: str, detail: str, **extra: object) -> dict[str, object]:
@@ -86,10 +97,9 @@ def status_of(error: ge.GovernanceError) -> int:
 
 def is_unavailable(error: BaseException) -> bool:
     """Database down, unreachable, or too slow: the client should retry, this is not its fault."""
-    return isinstance(error, (sa_exc.OperationalError, sa_exc.TimeoutError, sa_exc.InterfaceError, OSError,
-                              TimeoutError)) or (
-        isinstance(error, sa_exc.DBAPIError) and bool(error.connection_invalidated)
-    )
+    return isinstance(
+        error, (sa_exc.OperationalError, sa_exc.TimeoutError, sa_exc.InterfaceError, OSError, TimeoutError)
+    ) or (isinstance(error, sa_exc.DBAPIError) and bool(error.connection_invalidated))
 
 
 def _validation_detail(exc: RequestValidationError) -> str:
@@ -121,18 +131,24 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
         kind = _STATUS_KIND.get(exc.status_code, "error")
-        return JSONResponse(error_body(kind, str(exc.detail)), status_code=exc.status_code,
-                            headers=getattr(exc, "headers", None))
+        return JSONResponse(
+            error_body(kind, str(exc.detail)),
+            status_code=exc.status_code,
+            headers=getattr(exc, "headers", None),
+        )
 
     @app.exception_handler(sa_exc.DataError)
     async def _data(_: Request, exc: sa_exc.DataError) -> JSONResponse:
         # input Postgres cannot represent (e.g. an out-of-range number in a payload)
-        return JSONResponse(error_body("invalid_input", f"the database refused the value: {exc.orig}"),
-                            status_code=422)
+        return JSONResponse(
+            error_body("invalid_input", f"the database refused the value: {exc.orig}"), status_code=422
+        )
 
     def _unavailable() -> JSONResponse:
         return JSONResponse(
-            error_body("unavailable", "the database is unavailable; retry later (with your idempotency keys)"),
+            error_body(
+                "unavailable", "the database is unavailable; retry later (with your idempotency keys)"
+            ),
             status_code=503,
             headers={"Retry-After": "1"},
         )
@@ -145,7 +161,13 @@ def install_error_handlers(app: FastAPI) -> None:
         _log.exception("database error")
         return JSONResponse(error_body("internal", "internal error; it has been logged"), status_code=500)
 
-    for database_error in (sa_exc.DBAPIError, sa_exc.TimeoutError, sa_exc.InterfaceError, OSError, TimeoutError):
+    for database_error in (
+        sa_exc.DBAPIError,
+        sa_exc.TimeoutError,
+        sa_exc.InterfaceError,
+        OSError,
+        TimeoutError,
+    ):
         app.add_exception_handler(database_error, _database)
 
     @app.exception_handler(Exception)

@@ -137,14 +137,16 @@ class LoregateServicer(pb2_grpc.LoregateServicer):  # type: ignore[misc]
         async def work() -> Any:
             principal = await self._principal(context)
             body = TaskCreate.model_validate(
-                {"org": request.org, "project": request.project, "worktree": request.worktree,
-                 "description": request.description,
-                 "task_id": request.task_id if request.HasField("task_id") else None}
+                {
+                    "org": request.org,
+                    "project": request.project,
+                    "worktree": request.worktree,
+                    "description": request.description,
+                    "task_id": request.task_id if request.HasField("task_id") else None,
+                }
             )
             task, created = await service.open_task(self._state, principal, body)
-            return pb2.Task(
-                **task.model_dump(mode="json", exclude_none=True), created=created
-            )
+            return pb2.Task(**task.model_dump(mode="json", exclude_none=True), created=created)
 
         return await _guarded(context, work)
 
@@ -248,7 +250,10 @@ async def running_grpc_server(
 
     authorizer = make_authorizer(settings.sqlalchemy_url())
     state = service.GatewayResources(
-        settings=settings, engine=make_engine(settings), authorizer=authorizer, key_cache=KeyCache(),
+        settings=settings,
+        engine=make_engine(settings),
+        authorizer=authorizer,
+        key_cache=KeyCache(),
         task_cache=TaskCache(),
     )
     authorizer.add_listener(state.key_cache.clear)

@@ -18,11 +18,21 @@ class BodySizeLimit:
 
     async def _refuse(self, send: Send, size: str) -> None:
         body = json.dumps(
-            {"error": "payload_too_large", "detail": f"request body of {size} bytes exceeds the limit of "
-             f"{self.max_bytes} bytes"}
+            {
+                "error": "payload_too_large",
+                "detail": f"request body of {size} bytes exceeds the limit of {self.max_bytes} bytes",
+            }
         ).encode()
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

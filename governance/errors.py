@@ -1,15 +1,15 @@
 """The error hierarchy of loregate. The gateways map each type to one HTTP status and gRPC code.
 
-    GovernanceError                  any refusal a client can act on
-    ├── Unauthenticated  (401)       no key, unknown or revoked key
-    ├── PolicyDenied     (403)       Casbin said no; nothing was written
-    ├── NotFound         (404)       unknown task, memory, promotion
-    ├── Conflict         (409)       idempotency key reused with another body, state clash
-    ├── LimitExceeded    (413)       entry, batch or request over the configured limits
-    ├── InvalidInput     (422)       well-formed JSON that breaks a domain rule
-    ├── RateLimited      (429)
-    ├── ApprovalRequired (409)       the scope needs an approval that has not been given
-    └── Unavailable      (503)       the database (or Temporal) cannot be reached; retry later
+GovernanceError                  any refusal a client can act on
+├── Unauthenticated  (401)       no key, unknown or revoked key
+├── PolicyDenied     (403)       Casbin said no; nothing was written
+├── NotFound         (404)       unknown task, memory, promotion
+├── Conflict         (409)       idempotency key reused with another body, state clash
+├── LimitExceeded    (413)       entry, batch or request over the configured limits
+├── InvalidInput     (422)       well-formed JSON that breaks a domain rule
+├── RateLimited      (429)
+├── ApprovalRequired (409)       the scope needs an approval that has not been given
+└── Unavailable      (503)       the database (or Temporal) cannot be reached; retry later
 """
 
 from __future__ import annotations

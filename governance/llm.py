@@ -40,7 +40,10 @@ ANALYSIS_SCHEMA: dict[str, Any] = {
                 "additionalProperties": False,
                 "required": ["memory_type", "title", "content", "canonical_key", "importance", "source_seqs"],
                 "properties": {
-                    "memory_type": {"type": "string", "enum": [t.value for t in MemoryType if t != "episode"]},
+                    "memory_type": {
+                        "type": "string",
+                        "enum": [t.value for t in MemoryType if t != "episode"],
+                    },
                     "title": {"type": "string"},
                     "content": {"type": "string"},
                     "canonical_key": {"type": ["string", "null"]},
@@ -95,13 +98,16 @@ class LLMCognifier:
         from openai import AsyncOpenAI
 
         # Temporal owns retries of the activity; a failed call falls back instead of retrying here
-        self._client = AsyncOpenAI(base_url=base_url, api_key=api_key or "unused", timeout=timeout, max_retries=0)
+        self._client = AsyncOpenAI(
+            base_url=base_url, api_key=api_key or "unused", timeout=timeout, max_retries=0
+        )
         self._model = model
 
     async def analyze(self, task_description: str, entries: list[StagedEntry], *, success: bool) -> Analysis:
         """The model's analysis; raises on any transport, refusal or schema problem."""
         log = "\n".join(f"[{e.seq}] {e.kind}: {e.content}" for e in entries)[:_MAX_PROMPT_CHARS]
-        user = f"Task: {task_description}\nVerified outcome: {'success' if success else 'failure'}\n\nLog:\n{log}"
+        outcome = "success" if success else "failure"
+        user = f"Task: {task_description}\nVerified outcome: {outcome}\n\nLog:\n{log}"
         response = await self._client.chat.completions.create(
             model=self._model,
             messages=[{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}],
@@ -164,6 +170,10 @@ async def cognify(
     try:
         return CognifyOutcome(analysis=await llm.analyze(task_description, entries, success=success))
     except (ValidationError, json.JSONDecodeError, ValueError, KeyError) as exc:
-        return CognifyOutcome(analysis=fallback, fallback_reason=f"malformed LLM answer: {type(exc).__name__}")
+        return CognifyOutcome(
+            analysis=fallback, fallback_reason=f"malformed LLM answer: {type(exc).__name__}"
+        )
     except Exception as exc:  # noqa: BLE001 - any endpoint failure must fall back, by design
-        return CognifyOutcome(analysis=fallback, fallback_reason=f"LLM call failed: {type(exc).__name__}: {exc}"[:300])
+        return CognifyOutcome(
+            analysis=fallback, fallback_reason=f"LLM call failed: {type(exc).__name__}: {exc}"[:300]
+        )

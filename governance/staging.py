@@ -97,5 +97,7 @@ def validate_batch(drafts: list[EntryDraft], *, max_entry_bytes: int, max_batch_
             raise InvalidInput(f"entries[{index}] contains a NUL character (U+0000), which cannot be stored")
         if draft.idempotency_key is not None:
             if draft.idempotency_key in keys:
-                raise InvalidInput(f"entries[{index}] repeats idempotency key {draft.idempotency_key!r} in one batch")
+                raise InvalidInput(
+                    f"entries[{index}] repeats idempotency key {draft.idempotency_key!r} in one batch"
+                )
             keys.add(draft.idempotency_key)

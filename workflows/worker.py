@@ -56,7 +56,11 @@ def activity_functions(
     """Every activity this worker runs, bound to this process's clients."""
     embedder = make_embedder(settings)
     promotion = PromotionActivities(
-        engine=engine, embedder=embedder, authorizer=authorizer, settings=settings, llm=make_llm(settings),
+        engine=engine,
+        embedder=embedder,
+        authorizer=authorizer,
+        settings=settings,
+        llm=make_llm(settings),
     )
     retention = RetentionActivities(engine)
     approaches = ApproachActivities(engine, embedder, settings)
@@ -76,8 +80,13 @@ def activity_functions(
 
 
 def build_worker(
-    client: Client, *, engine: AsyncEngine, settings: Settings, authorizer: Authorizer,
-    task_queue: str | None = None, interceptors: Sequence[Any] = (),
+    client: Client,
+    *,
+    engine: AsyncEngine,
+    settings: Settings,
+    authorizer: Authorizer,
+    task_queue: str | None = None,
+    interceptors: Sequence[Any] = (),
 ) -> Worker:
     """A worker on `task_queue` (default: the settings' queue) with every workflow and activity."""
     return Worker(

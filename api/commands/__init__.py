@@ -1,1 +1,1 @@
-"""Command groups of the `loregate` CLI; each module exposes `register(app)` and `api/cli.py` assembles them."""
+"""Command groups of the `loregate` CLI: each module exposes `register(app)`; `api/cli.py` assembles them."""

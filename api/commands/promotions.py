@@ -52,11 +52,16 @@ def promote(
         _print_json(answer)
         return
     how = "started" if answer.get("created") else "already running"
-    console.print(f"promotion [bold]{escape(answer['workflow_id'])}[/] {how}: task {escape(task)} → "
-                  f"{answer['target_scope']} scope", highlight=False)
+    console.print(
+        f"promotion [bold]{escape(answer['workflow_id'])}[/] {how}: task {escape(task)} → "
+        f"{answer['target_scope']} scope",
+        highlight=False,
+    )
     if evidence is None:
-        console.print(f"it waits for evidence: [bold]loregate verify {escape(task)} --source tests_passed[/]",
-                      style="dim")
+        console.print(
+            f"it waits for evidence: [bold]loregate verify {escape(task)} --source tests_passed[/]",
+            style="dim",
+        )
     console.print(f"follow it with [bold]loregate promotion {escape(task)}[/]", style="dim")
 
 
@@ -75,12 +80,14 @@ def verify(
         _print_json(answer)
         return
     outcome = "failure" if failed else "success"
-    console.print(f"verification recorded for task {escape(task)}: {escape(source)} ({outcome})",
-                  highlight=False)
+    console.print(
+        f"verification recorded for task {escape(task)}: {escape(source)} ({outcome})", highlight=False
+    )
 
 
-def _decide(decision: str, task: str, note: str | None, url: str | None, api_key: str | None,
-            as_json: bool) -> None:
+def _decide(
+    decision: str, task: str, note: str | None, url: str | None, api_key: str | None, as_json: bool
+) -> None:
     with _client(url, api_key) as client:
         answer = client.approve(task, note) if decision == "approve" else client.reject(task, note)
     if as_json:
@@ -90,33 +97,57 @@ def _decide(decision: str, task: str, note: str | None, url: str | None, api_key
     console.print(f"task {escape(task)}: {verb} by {escape(answer['approver'])}", highlight=False)
 
 
-def approve(task: TaskArgument, note: NoteOption = None, url: UrlOption = None, api_key: KeyOption = None,
-            as_json: JsonOption = False) -> None:
+def approve(
+    task: TaskArgument,
+    note: NoteOption = None,
+    url: UrlOption = None,
+    api_key: KeyOption = None,
+    as_json: JsonOption = False,
+) -> None:
     """Approve a promotion awaiting approval, as the owner of the API key; it then publishes."""
     _decide("approve", task, note, url, api_key, as_json)
 
 
-def reject(task: TaskArgument, note: NoteOption = None, url: UrlOption = None, api_key: KeyOption = None,
-           as_json: JsonOption = False) -> None:
+def reject(
+    task: TaskArgument,
+    note: NoteOption = None,
+    url: UrlOption = None,
+    api_key: KeyOption = None,
+    as_json: JsonOption = False,
+) -> None:
     """Reject a promotion awaiting approval, as the owner of the API key; nothing is published."""
     _decide("reject", task, note, url, api_key, as_json)
 
 
 def _plan_table(plan: list[dict[str, Any]]) -> Table:
     table = Table(title="plan", title_justify="left")
-    for name, justify in (("#", "right"), ("type", "left"), ("decision", "left"), ("title", "left"),
-                          ("key", "left"), ("sim", "right"), ("reason", "left")):
+    for name, justify in (
+        ("#", "right"),
+        ("type", "left"),
+        ("decision", "left"),
+        ("title", "left"),
+        ("key", "left"),
+        ("sim", "right"),
+        ("reason", "left"),
+    ):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for n, entry in enumerate(plan, start=1):
         similarity = entry.get("similarity")
-        table.add_row(str(n), entry["memory_type"], entry["decision"], escape(entry["title"]),
-                      escape(entry.get("canonical_key") or ""),
-                      f"{similarity:.3f}" if similarity is not None else "–", escape(entry.get("reason", "")))
+        table.add_row(
+            str(n),
+            entry["memory_type"],
+            entry["decision"],
+            escape(entry["title"]),
+            escape(entry.get("canonical_key") or ""),
+            f"{similarity:.3f}" if similarity is not None else "–",
+            escape(entry.get("reason", "")),
+        )
     return table
 
 
-def promotion(task: TaskArgument, url: UrlOption = None, api_key: KeyOption = None,
-              as_json: JsonOption = False) -> None:
+def promotion(
+    task: TaskArgument, url: UrlOption = None, api_key: KeyOption = None, as_json: JsonOption = False
+) -> None:
     """Where a task's promotion stands, and the plan an approver is asked to approve."""
     with _client(url, api_key) as client:
         answer = client.promotion(task)
@@ -131,8 +162,10 @@ def promotion(task: TaskArgument, url: UrlOption = None, api_key: KeyOption = No
         ("workflow", f"{answer['workflow_id']} ({answer['workflow_status']})"),
         ("state", answer["state"] if answer.get("live") else f"{answer['state']} (no worker answered)"),
         ("target scope", answer["target_scope"]),
-        ("verification", f"{evidence['source']} ({'success' if evidence['success'] else 'failure'})"
-         if evidence else None),
+        (
+            "verification",
+            f"{evidence['source']} ({'success' if evidence['success'] else 'failure'})" if evidence else None,
+        ),
         ("critique", answer.get("critique")),
         ("decided by", answer.get("decided_by")),
         ("note", answer.get("decision_note")),
@@ -144,15 +177,22 @@ def promotion(task: TaskArgument, url: UrlOption = None, api_key: KeyOption = No
     if answer.get("plan"):
         console.print(_plan_table(answer["plan"]))
     for refusal in answer.get("refusals") or []:
-        console.print(f"refused {refusal['decision']} by {escape(refusal['approver'])} "
-                      f"({refusal['channel']}): {escape(refusal['reason'])}", style="yellow", highlight=False)
+        console.print(
+            f"refused {refusal['decision']} by {escape(refusal['approver'])} "
+            f"({refusal['channel']}): {escape(refusal['reason'])}",
+            style="yellow",
+            highlight=False,
+        )
     published = answer.get("published") or []
     if published:
         cited = ", ".join(f"mem:{m['citation']}" for m in published)
         console.print(f"published {len(published)}: {cited}", highlight=False)
     if answer["state"] == "awaiting_approval":
-        console.print(f"decide with [bold]loregate approve {escape(task)}[/] or "
-                      f"[bold]loregate reject {escape(task)} --note …[/]", style="dim")
+        console.print(
+            f"decide with [bold]loregate approve {escape(task)}[/] or "
+            f"[bold]loregate reject {escape(task)} --note …[/]",
+            style="dim",
+        )
 
 
 def promotions(
@@ -179,9 +219,14 @@ def promotions(
     for name in ("task", "state", "scope", "tenant", "started", "description"):
         table.add_column(name)
     for row in rows:
-        table.add_row(escape(row["task_id"]), str(row.get("state") or row["workflow_status"]),
-                      str(row.get("target_scope") or ""), escape(f"{row['org']}/{row['project']}"),
-                      str(row.get("started_at") or "")[:19], escape(row.get("description", "")))
+        table.add_row(
+            escape(row["task_id"]),
+            str(row.get("state") or row["workflow_status"]),
+            str(row.get("target_scope") or ""),
+            escape(f"{row['org']}/{row['project']}"),
+            str(row.get("started_at") or "")[:19],
+            escape(row.get("description", "")),
+        )
     console.print(table)
 
 

@@ -55,16 +55,30 @@ def search(
         return
     routed = ", ".join(answer.get("types") or []) or "all types"
     table = Table(title=f"{escape(query)}  [dim](intent {answer.get('intent', '?')}: {routed})[/]")
-    for name, justify in (("#", "right"), ("citation", "left"), ("type", "left"), ("scope", "left"),
-                          ("title", "left"), ("score", "right"), ("sim", "right"), ("rec", "right"),
-                          ("imp", "right")):
+    for name, justify in (
+        ("#", "right"),
+        ("citation", "left"),
+        ("type", "left"),
+        ("scope", "left"),
+        ("title", "left"),
+        ("score", "right"),
+        ("sim", "right"),
+        ("rec", "right"),
+        ("imp", "right"),
+    ):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for rank, hit in enumerate(answer.get("results", []), start=1):
         parts = hit.get("score_parts") or {}
         table.add_row(
-            str(rank), f"mem:{hit['citation']}", hit.get("type", ""), hit.get("scope", ""),
-            escape(hit.get("title", "")), _score(hit.get("score")), _score(parts.get("similarity")),
-            _score(parts.get("recency")), _score(parts.get("importance")),
+            str(rank),
+            f"mem:{hit['citation']}",
+            hit.get("type", ""),
+            hit.get("scope", ""),
+            escape(hit.get("title", "")),
+            _score(hit.get("score")),
+            _score(parts.get("similarity")),
+            _score(parts.get("recency")),
+            _score(parts.get("importance")),
         )
     if not answer.get("results"):
         console.print("no memories match", style="yellow")
@@ -77,11 +91,20 @@ def _memory_panel(memory: dict[str, Any]) -> Panel:
     facts = Table.grid(padding=(0, 2))
     facts.add_column(style="dim")
     facts.add_column()
-    for label, key in (("type", "memory_type"), ("scope", "scope_key"), ("canonical key", "canonical_key"),
-                       ("confidence", "confidence"), ("importance", "importance"),
-                       ("validated by", "validation_source"), ("version", "version"),
-                       ("created", "created_at"), ("updated", "updated_at"), ("deprecated", "deprecated_at"),
-                       ("expires", "expires_at"), ("retrievals", "retrieval_count")):
+    for label, key in (
+        ("type", "memory_type"),
+        ("scope", "scope_key"),
+        ("canonical key", "canonical_key"),
+        ("confidence", "confidence"),
+        ("importance", "importance"),
+        ("validated by", "validation_source"),
+        ("version", "version"),
+        ("created", "created_at"),
+        ("updated", "updated_at"),
+        ("deprecated", "deprecated_at"),
+        ("expires", "expires_at"),
+        ("retrievals", "retrieval_count"),
+    ):
         value = memory.get(key)
         if value is not None:
             facts.add_row(label, escape(str(value)))
@@ -89,8 +112,11 @@ def _memory_panel(memory: dict[str, Any]) -> Panel:
     body.add_row(escape(str(memory.get("content", ""))))
     body.add_row("")
     body.add_row(facts)
-    return Panel(body, title=f"[bold]mem:{memory.get('citation')}[/]  {escape(str(memory.get('title', '')))}",
-                 title_align="left")
+    return Panel(
+        body,
+        title=f"[bold]mem:{memory.get('citation')}[/]  {escape(str(memory.get('title', '')))}",
+        title_align="left",
+    )
 
 
 def show(
@@ -112,8 +138,13 @@ def show(
         for name in ("task", "seq", "kind", "actor", "content"):
             table.add_column(name)
         for entry in provenance:
-            table.add_row(escape(str(entry.get("task_id"))), str(entry.get("seq")), str(entry.get("kind")),
-                          escape(str(entry.get("actor_id", ""))), escape(str(entry.get("content", ""))))
+            table.add_row(
+                escape(str(entry.get("task_id"))),
+                str(entry.get("seq")),
+                str(entry.get("kind")),
+                escape(str(entry.get("actor_id", ""))),
+                escape(str(entry.get("content", ""))),
+            )
         console.print(table)
     history = answer.get("history") or []
     if len(history) > 1:
@@ -121,8 +152,12 @@ def show(
         for name in ("citation", "version", "title", "deprecated"):
             table.add_column(name)
         for version in history:
-            table.add_row(f"mem:{version.get('citation')}", str(version.get("version", "")),
-                          escape(str(version.get("title", ""))), str(version.get("deprecated_at") or ""))
+            table.add_row(
+                f"mem:{version.get('citation')}",
+                str(version.get("version", "")),
+                escape(str(version.get("title", ""))),
+                str(version.get("deprecated_at") or ""),
+            )
         console.print(table)
 
 

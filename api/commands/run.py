@@ -42,7 +42,8 @@ def serve(
         int | None, typer.Option(help="gRPC gateway port, 0 for none (LOREGATE_GRPC_PORT).")
     ] = None,
     access_log: Annotated[
-        bool, typer.Option(help="Log every request (costs CPU on the ingest path; /metrics counts them anyway).")
+        bool,
+        typer.Option(help="Log every request (costs CPU on the ingest path; /metrics counts them anyway)."),
     ] = False,
 ) -> None:
     """Run the HTTP gateway (OpenAPI at /docs) and the gRPC gateway."""

@@ -55,7 +55,9 @@ async def add_policy(rule: PolicyRule, principal: CurrentPrincipal, authorizer: 
 
 
 @router.post("/policy/delete", response_model=PolicyRule)
-async def remove_policy(rule: PolicyRule, principal: CurrentPrincipal, authorizer: AuthorizerDep) -> PolicyRule:
+async def remove_policy(
+    rule: PolicyRule, principal: CurrentPrincipal, authorizer: AuthorizerDep
+) -> PolicyRule:
     """Remove a rule."""
     _require_admin(principal, authorizer)
     from governance.errors import NotFound

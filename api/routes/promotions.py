@@ -35,8 +35,14 @@ router = APIRouter(tags=["promotions"])
 
 # The values of the workflow's `LoregateState` search attribute (workflows/promotion.py `State`).
 PromotionState = Literal[
-    "awaiting_verification", "planning", "awaiting_approval", "publishing", "published", "rejected",
-    "unverified", "failed",
+    "awaiting_verification",
+    "planning",
+    "awaiting_approval",
+    "publishing",
+    "published",
+    "rejected",
+    "unverified",
+    "failed",
 ]
 
 TaskId = Annotated[str, Path(description="The task id", max_length=128, pattern=TASK_ID_PATTERN)]
@@ -127,11 +133,15 @@ class PromotionPublic(BaseModel):
     workflow_id: str
     run_id: str | None
     workflow_status: str = Field(description="Temporal's execution status: RUNNING, COMPLETED...")
-    state: str = Field(description="awaiting_verification, planning, awaiting_approval, publishing, "
-                                   "published, rejected, unverified or failed")
+    state: str = Field(
+        description="awaiting_verification, planning, awaiting_approval, publishing, "
+        "published, rejected, unverified or failed"
+    )
     target_scope: str
-    live: bool = Field(description="False when the worker did not answer; state then comes from "
-                                   "the LoregateState search attribute and the plan is empty")
+    live: bool = Field(
+        description="False when the worker did not answer; state then comes from "
+        "the LoregateState search attribute and the plan is empty"
+    )
     requires_approval: bool | None = None
     verification: VerificationPublic | None = None
     plan: list[PlanEntryPublic] = Field(default_factory=list)

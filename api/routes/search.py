@@ -36,7 +36,9 @@ class SearchIn(BaseModel):
     query: str = Field(min_length=1, max_length=4000)
     task_id: str = Field(min_length=1, max_length=128, description="The reader's task; fixes its tenant")
     k: int | None = Field(
-        default=None, ge=1, le=HARD_MAX_K,
+        default=None,
+        ge=1,
+        le=HARD_MAX_K,
         description="How many results (default `LOREGATE_SEARCH_DEFAULT_K`, at most `LOREGATE_SEARCH_MAX_K`)",
     )
     types: list[MemoryType] | None = Field(default=None, description="Memory types; overrides the intent")
@@ -104,7 +106,9 @@ class ContextIn(BaseModel):
     query: str = Field(min_length=1, max_length=4000)
     task_id: str = Field(min_length=1, max_length=128)
     max_tokens: int | None = Field(
-        default=None, ge=1, le=HARD_MAX_TOKENS,
+        default=None,
+        ge=1,
+        le=HARD_MAX_TOKENS,
         description="Budget of the block in estimated tokens (at most `LOREGATE_CONTEXT_MAX_TOKENS_LIMIT`)",
     )
     types: list[MemoryType] | None = None

@@ -53,7 +53,9 @@ async def list_entries(
     task: Annotated[TaskInfo, Depends(TaskFor("read"))],
     engine: EngineDep,
     settings: SettingsDep,
-    after_seq: Annotated[int, Query(ge=0, le=2**62, description="Return entries with seq greater than this")] = 0,
+    after_seq: Annotated[
+        int, Query(ge=0, le=2**62, description="Return entries with seq greater than this")
+    ] = 0,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
 ) -> EntriesPage:
     """Read the staging log back in sequence order, a page at a time."""
@@ -62,8 +64,15 @@ async def list_entries(
         rows = await read_entries(conn, task.id, after_seq=after_seq, limit=limit)
     entries = [
         EntryPublic(
-            id=r.id, seq=r.seq, kind=r.kind, content=r.content, payload=r.payload, actor=r.actor,
-            actor_type=r.actor_type, idempotency_key=r.idempotency_key, created_at=r.created_at,
+            id=r.id,
+            seq=r.seq,
+            kind=r.kind,
+            content=r.content,
+            payload=r.payload,
+            actor=r.actor,
+            actor_type=r.actor_type,
+            idempotency_key=r.idempotency_key,
+            created_at=r.created_at,
         )
         for r in rows
     ]

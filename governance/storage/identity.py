@@ -125,8 +125,12 @@ async def get_principal(conn: AsyncConnection, principal_id: str) -> Principal |
 async def list_keys(conn: AsyncConnection) -> list[KeyInfo]:
     rows = (
         await conn.execute(
-            select(principals, api_keys.c.id.label("key_id"), api_keys.c.created_at.label("key_created"),
-                   api_keys.c.revoked_at)
+            select(
+                principals,
+                api_keys.c.id.label("key_id"),
+                api_keys.c.created_at.label("key_created"),
+                api_keys.c.revoked_at,
+            )
             .join(api_keys, api_keys.c.principal_id == principals.c.id)
             .order_by(api_keys.c.created_at)
         )

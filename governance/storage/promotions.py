@@ -26,8 +26,14 @@ def grant_dedupe_key(workflow_id: str, grant: str) -> str:
 
 
 async def record_approval_grant(
-    conn: AsyncConnection, *, workflow_id: str, task_id: str, grant: str, principal: Principal,
-    decision: str, note: str,
+    conn: AsyncConnection,
+    *,
+    workflow_id: str,
+    task_id: str,
+    grant: str,
+    principal: Principal,
+    decision: str,
+    note: str,
 ) -> None:
     """Write the grant row for `principal`'s `decision` ("approve" | "reject") on this promotion."""
     await conn.execute(

@@ -101,7 +101,7 @@ async def open_task(
     description: str,
     created_by: str,
 ) -> tuple[TaskInfo, bool]:
-    """Create the task; reopening with identical attributes returns it (retry-safe). Returns (task, created)."""
+    """Create the task; reopening with identical attributes returns it (retry-safe): (task, created)."""
     async with engine.begin() as conn:
         row = (
             await conn.execute(
@@ -110,8 +110,14 @@ async def open_task(
                     "VALUES (:id, :org, :project, :worktree, :description, :created_by) "
                     "ON CONFLICT (id) DO NOTHING RETURNING *"
                 ),
-                dict(id=task_id, org=org, project=project, worktree=worktree, description=description,
-                     created_by=created_by),
+                dict(
+                    id=task_id,
+                    org=org,
+                    project=project,
+                    worktree=worktree,
+                    description=description,
+                    created_by=created_by,
+                ),
             )
         ).first()
         if row is not None:
@@ -143,9 +149,7 @@ _APPEND = text(
 )
 
 
-async def _existing_by_key(
-    conn: AsyncConnection, principal: Principal, keys: list[str]
-) -> dict[str, Any]:
+async def _existing_by_key(conn: AsyncConnection, principal: Principal, keys: list[str]) -> dict[str, Any]:
     rows = (
         await conn.execute(
             select(
@@ -154,9 +158,7 @@ async def _existing_by_key(
                 staging_entries.c.task_id,
                 staging_entries.c.idempotency_key,
                 staging_entries.c.request_hash,
-            ).where(
-                staging_entries.c.actor_id == principal.id, staging_entries.c.idempotency_key.in_(keys)
-            )
+            ).where(staging_entries.c.actor_id == principal.id, staging_entries.c.idempotency_key.in_(keys))
         )
     ).all()
     return {row.idempotency_key: row for row in rows}
@@ -183,7 +185,8 @@ async def _append_once(
                     f"(seq {old.seq}); retries must repeat the original kind, content and payload"
                 )
         fresh = [
-            (d, h) for d, h in zip(drafts, hashes, strict=True)
+            (d, h)
+            for d, h in zip(drafts, hashes, strict=True)
             if d.idempotency_key is None or d.idempotency_key not in existing
         ]
         inserted: list[Any] = []
@@ -200,9 +203,12 @@ async def _append_once(
                             # one JSON document instead of five text[] parameters: psycopg dumps
                             # arrays element by element in Python, which cost ~18% of a batch's CPU
                             "rows": json.dumps(
-                                [[d.kind.value, d.content, d.payload_json, d.idempotency_key, h]
-                                 for d, h in fresh],
-                                ensure_ascii=False, separators=(",", ":"),
+                                [
+                                    [d.kind.value, d.content, d.payload_json, d.idempotency_key, h]
+                                    for d, h in fresh
+                                ],
+                                ensure_ascii=False,
+                                separators=(",", ":"),
                             ),
                         },
                     )

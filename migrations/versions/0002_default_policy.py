@@ -28,7 +28,10 @@ def upgrade() -> None:
     table = sa.table("casbin_rule", *[sa.column(c) for c in ("ptype", "v0", "v1", "v2", "v3")])
     op.bulk_insert(
         table,
-        [dict(zip(("ptype", "v0", "v1", "v2", "v3"), row + [None] * (5 - len(row)), strict=True)) for row in _rows()],
+        [
+            dict(zip(("ptype", "v0", "v1", "v2", "v3"), row + [None] * (5 - len(row)), strict=True))
+            for row in _rows()
+        ],
     )
 
 

@@ -38,8 +38,12 @@ async def team(engine: AsyncEngine) -> dict[str, Actor]:
 
 def _open(url: str, orchestrator: Actor) -> str:
     with LoregateClient(url, orchestrator.key) as client:
-        task = client.open_task(org=orchestrator.principal.org, project=str(orchestrator.principal.project),
-                                worktree="main", description="client test")
+        task = client.open_task(
+            org=orchestrator.principal.org,
+            project=str(orchestrator.principal.project),
+            worktree="main",
+            description="client test",
+        )
     return str(task["task_id"])
 
 
@@ -134,7 +138,11 @@ async def test_async_client_search_context_and_memory(
         task = await new_task(conn, org=agent.principal.org, project=str(agent.principal.project))
         sources = await add_entries(conn, task, ["retries hid the real 31 s timeout"])
         memory: dict[str, Any] = await add_memory(
-            conn, task, title="Webhook timeouts", scope=Scope.PROJECT, embedding=None,
+            conn,
+            task,
+            title="Webhook timeouts",
+            scope=Scope.PROJECT,
+            embedding=None,
             memory_type="bug_pattern",
             content="The payments webhook times out after 30 s; acknowledge first, process in a queue",
             source_entry_ids=sources,

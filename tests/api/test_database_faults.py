@@ -56,18 +56,25 @@ async def test_gateway_answers_503_while_database_is_down_and_recovers(
     entry = {"kind": "log", "content": "written across an outage", "idempotency_key": "outage-1"}
     with running_gateway(settings) as base:
         async with httpx.AsyncClient(base_url=base, timeout=30) as client:
-            task = await client.post("/v1/tasks", headers=orchestrator.headers,
-                                     json={"org": org, "project": project, "worktree": "w", "description": "d"})
+            task = await client.post(
+                "/v1/tasks",
+                headers=orchestrator.headers,
+                json={"org": org, "project": project, "worktree": "w", "description": "d"},
+            )
             task_id = task.json()["task_id"]
-            ok = await client.post(f"/v1/tasks/{task_id}/entries", headers=agent.headers,
-                                   json={"entries": [{"kind": "log", "content": "before"}]})
+            ok = await client.post(
+                f"/v1/tasks/{task_id}/entries",
+                headers=agent.headers,
+                json={"entries": [{"kind": "log", "content": "before"}]},
+            )
             assert ok.status_code == 201
 
             stop_postgres(server)
             try:
                 started = time.monotonic()
-                down = await client.post(f"/v1/tasks/{task_id}/entries", headers=agent.headers,
-                                         json={"entries": [entry]})
+                down = await client.post(
+                    f"/v1/tasks/{task_id}/entries", headers=agent.headers, json={"entries": [entry]}
+                )
                 elapsed = time.monotonic() - started
                 assert down.status_code == 503, down.text
                 assert down.json()["error"] == "unavailable" and "retry" in down.json()["detail"]
@@ -80,19 +87,28 @@ async def test_gateway_answers_503_while_database_is_down_and_recovers(
 
             deadline = time.monotonic() + 30
             while True:  # no restart of the gateway: its pool reconnects on its own
-                again = await client.post(f"/v1/tasks/{task_id}/entries", headers=agent.headers,
-                                          json={"entries": [entry]})
+                again = await client.post(
+                    f"/v1/tasks/{task_id}/entries", headers=agent.headers, json={"entries": [entry]}
+                )
                 if again.status_code == 201 or time.monotonic() > deadline:
                     break
                 assert again.status_code == 503, again.text
                 time.sleep(0.5)
             assert again.status_code == 201, again.text
             assert (await client.get("/healthz")).status_code == 200
-            replay = await client.post(f"/v1/tasks/{task_id}/entries", headers=agent.headers,
-                                       json={"entries": [entry]})
+            replay = await client.post(
+                f"/v1/tasks/{task_id}/entries", headers=agent.headers, json={"entries": [entry]}
+            )
             assert replay.json()["entries"][0] == {**again.json()["entries"][0], "replayed": True}
     async with own_engine.connect() as conn:
-        contents = (await conn.execute(
-            text("SELECT content FROM staging_entries WHERE task_id = :t ORDER BY seq"), {"t": task_id}
-        )).scalars().all()
+        contents = (
+            (
+                await conn.execute(
+                    text("SELECT content FROM staging_entries WHERE task_id = :t ORDER BY seq"),
+                    {"t": task_id},
+                )
+            )
+            .scalars()
+            .all()
+        )
     assert contents == ["before", "written across an outage"]

@@ -94,7 +94,9 @@ class Grpc:
     async def append(self, key: str, task_id: str, entries: list[dict[str, Any]]) -> dict[str, Any]:
         messages = [
             pb2.Entry(
-                kind=e["kind"], content=e["content"], idempotency_key=e.get("idempotency_key"),
+                kind=e["kind"],
+                content=e["content"],
+                idempotency_key=e.get("idempotency_key"),
                 payload_json=json.dumps(e["payload"]) if "payload" in e else None,
             )
             for e in entries
@@ -174,8 +176,16 @@ async def world(engine: AsyncEngine, settings: Settings) -> dict[str, Any]:
     async with engine.begin() as conn:
         seed: TaskRef = await new_task(conn, org=org, project=project)
         for (mtype, title, content), vector in zip(MEMORIES, vectors, strict=True):
-            await add_memory(conn, seed, title=title, content=content, embedding=vector, memory_type=mtype,
-                             scope=Scope.PROJECT, created_at=LONG_AGO)
+            await add_memory(
+                conn,
+                seed,
+                title=title,
+                content=content,
+                embedding=vector,
+                memory_type=mtype,
+                scope=Scope.PROJECT,
+                created_at=LONG_AGO,
+            )
     orchestrator = await make_actor(engine, ActorType.ORCHESTRATOR, org, project)
     return {"org": org, "project": project, "orchestrator": orchestrator}
 
@@ -195,13 +205,22 @@ async def _transcript(gateway: Any, world: dict[str, Any], agent: Actor, http: H
     """Every answer of the scenario, without what differs by construction (fresh task ids, clock times)."""
     orchestrator: Actor = world["orchestrator"]
     task_id = f"agree-{uuid.uuid4().hex[:12]}"
-    open_body = {"org": world["org"], "project": world["project"], "worktree": "main",
-                 "description": "same answers everywhere", "task_id": task_id}
+    open_body = {
+        "org": world["org"],
+        "project": world["project"],
+        "worktree": "main",
+        "description": "same answers everywhere",
+        "task_id": task_id,
+    }
     opened = await gateway.open_task(orchestrator.key, open_body)
     reopened = await gateway.open_task(orchestrator.key, open_body)
     batch = [
-        {"kind": "decision", "content": "ack first, queue later", "payload": {"why": ["latency", 31]},
-         "idempotency_key": "k1"},
+        {
+            "kind": "decision",
+            "content": "ack first, queue later",
+            "payload": {"why": ["latency", 31]},
+            "idempotency_key": "k1",
+        },
         {"kind": "log", "content": "ran the webhook tests"},
     ]
     appended = await gateway.append(agent.key, task_id, batch)
@@ -214,8 +233,12 @@ async def _transcript(gateway: Any, world: dict[str, Any], agent: Actor, http: H
     context = await gateway.context(agent.key, {**CONTEXT, "task_id": task_id})
     fresh_approach = await gateway.check_approach(agent.key, task_id, {"approach": APPROACH})
     # recording is HTTP-only (and the client's): the same record precedes the check in every run
-    await http.call(agent.key, "POST", f"/v1/tasks/{task_id}/approaches",
-                    {"approach": APPROACH, "outcome": "failed", "reason": "still times out at 60 s"})
+    await http.call(
+        agent.key,
+        "POST",
+        f"/v1/tasks/{task_id}/approaches",
+        {"approach": APPROACH, "outcome": "failed", "reason": "still times out at 60 s"},
+    )
     failed_approach = await gateway.check_approach(agent.key, task_id, {"approach": APPROACH})
 
     assert reopened == opened, "reopening with the same attributes returns the same task"
@@ -245,7 +268,10 @@ async def reference(engine: AsyncEngine, world: dict[str, Any], transports: dict
 
 @pytest.mark.parametrize("gateway", ["http", "grpc", "client"])
 async def test_gateways_give_the_same_answers(
-    gateway: str, engine: AsyncEngine, world: dict[str, Any], transports: dict[str, Any],
+    gateway: str,
+    engine: AsyncEngine,
+    world: dict[str, Any],
+    transports: dict[str, Any],
     reference: dict[str, Any],
 ) -> None:
     agent = await make_actor(engine, ActorType.AGENT, world["org"], world["project"])
@@ -253,7 +279,10 @@ async def test_gateways_give_the_same_answers(
     # the scenario means something: the reference itself shows the behaviour a user relies on
     assert reference["appended"] == [(1, False), (2, False)] and reference["retried"] == [(1, True)]
     assert [r["error"] for r in (reference["clashing"], reference["unknown"], reference["bad_key"])] == [
-        "conflict", "not_found", "unauthenticated"]
+        "conflict",
+        "not_found",
+        "unauthenticated",
+    ]
     assert reference["searched"]["results"][0]["title"] == "Webhook retries"
     assert reference["context"]["citations"]
     assert (reference["fresh_approach"]["valid"], reference["failed_approach"]["valid"]) == (True, False)

@@ -92,8 +92,10 @@ async def test_grpc_append_stream_numbers_entries_across_messages(stub: Any, tea
         _batches(
             task_id,
             [pb2.Entry(kind="decision", content="use psycopg 3", idempotency_key="k1")],
-            [pb2.Entry(kind="log", content="ran tests", payload_json=json.dumps({"n": 3})),
-             pb2.Entry(kind="thought", content="looks fine")],
+            [
+                pb2.Entry(kind="log", content="ran tests", payload_json=json.dumps({"n": 3})),
+                pb2.Entry(kind="thought", content="looks fine"),
+            ],
         ),
         metadata=bearer(team["agent"].key),
     )
@@ -190,8 +192,10 @@ async def test_grpc_search_with_malformed_json_is_invalid_argument(stub: Any, te
 async def test_grpc_database_down_is_unavailable(settings: Settings, team: dict[str, Actor]) -> None:
     # a gateway whose database cannot be reached: nothing listens on this port
     dead = settings.model_copy(
-        update={"database_url": f"postgresql://nobody@127.0.0.1:{free_port()}/none",
-                "db_timeout_seconds": 1.0}
+        update={
+            "database_url": f"postgresql://nobody@127.0.0.1:{free_port()}/none",
+            "db_timeout_seconds": 1.0,
+        }
     )
     from api.deps import KeyCache, TaskCache
     from api.grpc_server import start_grpc_server
@@ -200,8 +204,13 @@ async def test_grpc_database_down_is_unavailable(settings: Settings, team: dict[
     from policy.enforcer import make_authorizer
 
     authorizer = make_authorizer(settings.sqlalchemy_url(), watch=False)  # policy loads from the live DB
-    state = GatewayResources(settings=dead, engine=make_engine(dead), authorizer=authorizer,
-                             key_cache=KeyCache(), task_cache=TaskCache())
+    state = GatewayResources(
+        settings=dead,
+        engine=make_engine(dead),
+        authorizer=authorizer,
+        key_cache=KeyCache(),
+        task_cache=TaskCache(),
+    )
     server, port = await start_grpc_server(state, "127.0.0.1", 0)
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
@@ -229,8 +238,11 @@ async def test_grpc_runs_inside_the_http_gateway_process(settings: Settings, tea
     from tests.utils.gateway import wait_healthy
 
     grpc_port, http_port = free_port(), free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(settings, grpc_port=grpc_port), host="127.0.0.1",
-                                           port=http_port, log_level="warning"))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(settings, grpc_port=grpc_port), host="127.0.0.1", port=http_port, log_level="warning"
+        )
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     try:

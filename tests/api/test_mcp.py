@@ -41,7 +41,11 @@ async def world(engine: AsyncEngine, gateway_url: str) -> dict[str, str]:
     async with engine.begin() as conn:
         task = await new_task(conn, org=org, project=project)
         memory = await add_memory(
-            conn, task, title="Flaky migration test", scope=Scope.PROJECT, embedding=None,
+            conn,
+            task,
+            title="Flaky migration test",
+            scope=Scope.PROJECT,
+            embedding=None,
             memory_type="bug_pattern",
             content="The alembic migration test is flaky when pgserver starts slowly; wait for readiness",
         )
@@ -52,8 +56,11 @@ async def world(engine: AsyncEngine, gateway_url: str) -> dict[str, str]:
 async def mcp_session(world: dict[str, str]) -> AsyncIterator[Client]:
     """`loregate mcp` launched by the SDK's client (entered in the test itself: anyio's scopes must be left
     in the task that entered them, which a pytest fixture's teardown is not)."""
-    env = {"LOREGATE_URL": world["url"], "LOREGATE_API_KEY": world["key"],
-           "LOREGATE_TASK_ID": world["task_id"]}
+    env = {
+        "LOREGATE_URL": world["url"],
+        "LOREGATE_API_KEY": world["key"],
+        "LOREGATE_TASK_ID": world["task_id"],
+    }
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "api.cli", "mcp"], env=env, cwd=str(repo_root())
     )
@@ -70,8 +77,12 @@ async def test_mcp_lists_loregate_tools(world: dict[str, str]) -> None:
 
 async def test_mcp_append_staging_records_an_entry_once(world: dict[str, str]) -> None:
     async with mcp_session(world) as client:
-        args = {"kind": "decision", "content": "wait for pg readiness", "payload": {"retries": 3},
-                "idempotency_key": f"mcp-{uuid.uuid4().hex}"}
+        args = {
+            "kind": "decision",
+            "content": "wait for pg readiness",
+            "payload": {"retries": 3},
+            "idempotency_key": f"mcp-{uuid.uuid4().hex}",
+        }
         first = _body(await client.call_tool("append_staging", args))
         again = _body(await client.call_tool("append_staging", args))
         assert first["entries"][0]["replayed"] is False

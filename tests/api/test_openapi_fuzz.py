@@ -28,9 +28,14 @@ MAX_EXAMPLES = 15
 def fuzz_gateway(settings: Settings, local_env: Any) -> Iterator[str]:
     """A gateway with a real Temporal behind it: the promotion routes answer instead of 503."""
     client = local_env.client
-    with running_gateway(settings.model_copy(update={
-        "temporal_address": client.service_client.config.target_host, "task_queue": "fuzz-no-worker",
-    })) as url:
+    with running_gateway(
+        settings.model_copy(
+            update={
+                "temporal_address": client.service_client.config.target_host,
+                "task_queue": "fuzz-no-worker",
+            }
+        )
+    ) as url:
         yield url
 
 
@@ -52,8 +57,9 @@ def test_gateway_conforms_to_its_openapi(fuzz_gateway: str, actors: dict[ActorTy
         operations += 1
 
         @given(case=operation.as_strategy())
-        @settings(max_examples=MAX_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck),
-                  database=None)
+        @settings(
+            max_examples=MAX_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None
+        )
         def check(case: Any) -> None:
             for actor in actors.values():  # the same generated request, as each kind of actor
                 case.call_and_validate(headers=actor.headers)

@@ -44,7 +44,7 @@ async def _policy_rows(engine: AsyncEngine) -> int:
 async def _poll_status(
     client: httpx.AsyncClient, request: dict[str, object], want: int
 ) -> tuple[httpx.Response, float]:
-    """Repeat a request until it answers `want` (or the propagation budget runs out); return the answer and the wait."""
+    """Repeat a request until it answers `want` (or the propagation budget runs out): the answer, the wait."""
     start = time.monotonic()
     while True:
         r = await client.request(**request)  # type: ignore[arg-type]

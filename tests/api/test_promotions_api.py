@@ -34,12 +34,18 @@ from workflows.promotion import (
 
 ENTRIES = [
     {"kind": "thought", "content": "Need a Postgres driver that supports async."},
-    {"kind": "decision", "content": "db.driver: psycopg 3 with the async API",
-     "payload": {"key": "db.driver"}},
+    {
+        "kind": "decision",
+        "content": "db.driver: psycopg 3 with the async API",
+        "payload": {"key": "db.driver"},
+    },
     {"kind": "fact", "content": "The CI runners have two CPU cores and 7 GB of memory."},
     {"kind": "error", "content": "ImportError: no module named psycopg2"},
-    {"kind": "result", "content": "Switched the import to psycopg; all tests pass.",
-     "payload": {"repeatable": True}},
+    {
+        "kind": "result",
+        "content": "Switched the import to psycopg; all tests pass.",
+        "payload": {"repeatable": True},
+    },
 ]
 TESTS_PASSED = {"source": "tests_passed", "success": True}
 
@@ -87,14 +93,21 @@ async def team(engine: AsyncEngine) -> dict[str, Actor]:
 async def _task(http: httpx.AsyncClient, team: dict[str, Actor]) -> str:
     """A task opened by the orchestrator, with the agent's staging entries."""
     orchestrator = team["orchestrator"].principal
-    opened = await http.post("/v1/tasks", headers=team["orchestrator"].headers, json={
-        "org": orchestrator.org, "project": orchestrator.project, "worktree": "main",
-        "description": "pick the async db driver",
-    })
+    opened = await http.post(
+        "/v1/tasks",
+        headers=team["orchestrator"].headers,
+        json={
+            "org": orchestrator.org,
+            "project": orchestrator.project,
+            "worktree": "main",
+            "description": "pick the async db driver",
+        },
+    )
     assert opened.status_code == 201, opened.text
     task_id: str = opened.json()["task_id"]
-    appended = await http.post(f"/v1/tasks/{task_id}/entries", headers=team["agent"].headers,
-                               json={"entries": ENTRIES})
+    appended = await http.post(
+        f"/v1/tasks/{task_id}/entries", headers=team["agent"].headers, json={"entries": ENTRIES}
+    )
     assert appended.status_code == 201, appended.text
     return task_id
 
@@ -105,8 +118,9 @@ async def _start(http: httpx.AsyncClient, actor: Actor, task_id: str, **body: An
 
 async def _awaiting_approval(http: httpx.AsyncClient, team: dict[str, Actor]) -> tuple[str, dict[str, Any]]:
     task_id = await _task(http, team)
-    started = await _start(http, team["orchestrator"], task_id, target_scope="project",
-                           verification=TESTS_PASSED)
+    started = await _start(
+        http, team["orchestrator"], task_id, target_scope="project", verification=TESTS_PASSED
+    )
     assert started.status_code == 202, started.text
     return task_id, await wait_promotion_state(http, team["human"].headers, task_id, "awaiting_approval")
 
@@ -115,8 +129,9 @@ async def test_promotion_task_scope_by_orchestrator_publishes(
     http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
 ) -> None:
     task_id = await _task(http, team)
-    started = await _start(http, team["orchestrator"], task_id, target_scope="task",
-                           verification=TESTS_PASSED)
+    started = await _start(
+        http, team["orchestrator"], task_id, target_scope="task", verification=TESTS_PASSED
+    )
     assert started.status_code == 202, started.text
     assert started.json()["workflow_id"] == workflow_id_for(task_id) and started.json()["created"] is True
     done = await wait_promotion_state(http, team["agent"].headers, task_id, "published")
@@ -152,8 +167,9 @@ async def test_approve_by_human_publishes_and_names_the_human(
 ) -> None:
     task_id, _ = await _awaiting_approval(http, team)
     human = team["human"]
-    approved = await http.post(f"/v1/promotions/{task_id}/approve", headers=human.headers,
-                               json={"note": "looks right"})
+    approved = await http.post(
+        f"/v1/promotions/{task_id}/approve", headers=human.headers, json={"note": "looks right"}
+    )
     assert approved.status_code == 200, approved.text
     assert approved.json()["accepted"] is True and approved.json()["approver"] == human.principal.id
     done = await wait_promotion_state(http, human.headers, task_id, "published")
@@ -168,8 +184,9 @@ async def test_reject_by_human_publishes_nothing(
     http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
 ) -> None:
     task_id, _ = await _awaiting_approval(http, team)
-    rejected = await http.post(f"/v1/promotions/{task_id}/reject", headers=team["human"].headers,
-                               json={"note": "too early"})
+    rejected = await http.post(
+        f"/v1/promotions/{task_id}/reject", headers=team["human"].headers, json={"note": "too early"}
+    )
     assert rejected.status_code == 200, rejected.text
     done = await wait_promotion_state(http, team["human"].headers, task_id, "rejected")
     assert done["decided_by"] == team["human"].principal.id
@@ -180,8 +197,11 @@ async def test_approve_body_cannot_name_the_approver(
     http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
 ) -> None:
     task_id, _ = await _awaiting_approval(http, team)
-    answer = await http.post(f"/v1/promotions/{task_id}/approve", headers=team["agent"].headers,
-                             json={"approver": team["human"].principal.id})
+    answer = await http.post(
+        f"/v1/promotions/{task_id}/approve",
+        headers=team["agent"].headers,
+        json={"approver": team["human"].principal.id},
+    )
     assert answer.status_code == 422
     assert await active_memories(engine, task_id=task_id) == []
 
@@ -204,8 +224,10 @@ async def test_start_promotion_twice_returns_the_same_workflow(
     first = await _start(http, team["orchestrator"], task_id, target_scope="project")
     second = await _start(http, team["orchestrator"], task_id, target_scope="project")
     assert first.status_code == second.status_code == 202
-    assert (second.json()["workflow_id"], second.json()["run_id"]) == (first.json()["workflow_id"],
-                                                                        first.json()["run_id"])
+    assert (second.json()["workflow_id"], second.json()["run_id"]) == (
+        first.json()["workflow_id"],
+        first.json()["run_id"],
+    )
     assert first.json()["created"] is True and second.json()["created"] is False
     await wait_promotion_state(http, team["agent"].headers, task_id, "awaiting_verification")
     assert await active_memories(engine, task_id=task_id) == []
@@ -263,17 +285,21 @@ async def test_start_promotion_claiming_human_approval_needs_an_approver(
     assert await active_memories(engine, task_id=task_id) == []
 
 
-@pytest.mark.parametrize("body", [
-    {"target_scope": "galaxy"},
-    {"target_scope": "task", "verification": {"source": "vibes", "success": True}},
-    {"target_scope": "task", "requested_by": "someone-else"},
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"target_scope": "galaxy"},
+        {"target_scope": "task", "verification": {"source": "vibes", "success": True}},
+        {"target_scope": "task", "requested_by": "someone-else"},
+    ],
+)
 async def test_start_promotion_invalid_body_is_unprocessable(
     http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine, body: dict[str, Any]
 ) -> None:
     task_id = await _task(http, team)
-    answer = await http.post(f"/v1/tasks/{task_id}/promotion", headers=team["orchestrator"].headers,
-                             json=body)
+    answer = await http.post(
+        f"/v1/tasks/{task_id}/promotion", headers=team["orchestrator"].headers, json=body
+    )
     assert answer.status_code == 422 and answer.json()["error"] == "validation_error"
     assert (await http.get(f"/v1/promotions/{task_id}", headers=team["agent"].headers)).status_code == 404
     assert await active_memories(engine, task_id=task_id) == []
@@ -314,12 +340,16 @@ async def test_verify_twice_conflicts(
     task_id = await _task(http, team)
     await _start(http, team["orchestrator"], task_id, target_scope="project")
     await wait_promotion_state(http, team["human"].headers, task_id, "awaiting_verification")
-    first = await http.post(f"/v1/promotions/{task_id}/verify", headers=team["orchestrator"].headers,
-                            json=TESTS_PASSED)
+    first = await http.post(
+        f"/v1/promotions/{task_id}/verify", headers=team["orchestrator"].headers, json=TESTS_PASSED
+    )
     assert first.status_code == 200, first.text
     assert first.json()["verification"] == TESTS_PASSED
-    second = await http.post(f"/v1/promotions/{task_id}/verify", headers=team["orchestrator"].headers,
-                             json={"source": "pr_merged", "success": True})
+    second = await http.post(
+        f"/v1/promotions/{task_id}/verify",
+        headers=team["orchestrator"].headers,
+        json={"source": "pr_merged", "success": True},
+    )
     assert second.status_code == 409 and second.json()["error"] == "conflict"
     status = await wait_promotion_state(http, team["human"].headers, task_id, "awaiting_approval")
     assert status["verification"] == TESTS_PASSED
@@ -331,8 +361,11 @@ async def test_verify_unknown_source_is_unprocessable(
 ) -> None:
     task_id = await _task(http, team)
     await _start(http, team["orchestrator"], task_id, target_scope="task")
-    answer = await http.post(f"/v1/promotions/{task_id}/verify", headers=team["orchestrator"].headers,
-                             json={"source": "it_compiles", "success": True})
+    answer = await http.post(
+        f"/v1/promotions/{task_id}/verify",
+        headers=team["orchestrator"].headers,
+        json={"source": "it_compiles", "success": True},
+    )
     assert answer.status_code == 422
     status = await wait_promotion_state(http, team["human"].headers, task_id, "awaiting_verification")
     assert status["verification"] is None
@@ -346,8 +379,9 @@ async def test_list_awaiting_approval_shows_only_the_callers_tenant(
     task_id, _ = await _awaiting_approval(http, team)
     listed: list[str] = []
     for _ in range(100):  # visibility is eventually consistent
-        answer = await http.get("/v1/promotions", headers=team["human"].headers,
-                                params={"state": "awaiting_approval"})
+        answer = await http.get(
+            "/v1/promotions", headers=team["human"].headers, params={"state": "awaiting_approval"}
+        )
         assert answer.status_code == 200, answer.text
         listed = [p["task_id"] for p in answer.json()["promotions"]]
         if task_id in listed:
@@ -356,8 +390,9 @@ async def test_list_awaiting_approval_shows_only_the_callers_tenant(
     assert listed == [task_id]
     entry = answer.json()["promotions"][0]
     assert entry["state"] == "awaiting_approval" and entry["target_scope"] == "project"
-    outsider = await http.get("/v1/promotions", headers=team["outsider"].headers,
-                              params={"state": "awaiting_approval"})
+    outsider = await http.get(
+        "/v1/promotions", headers=team["outsider"].headers, params={"state": "awaiting_approval"}
+    )
     assert task_id not in [p["task_id"] for p in outsider.json()["promotions"]]
 
 
@@ -372,12 +407,14 @@ async def test_grpc_start_promotion_answers_like_http(
     task_id = await _task(http, team)
     body = json.dumps({"target_scope": "task", "verification": TESTS_PASSED})
     async with grpc_gateway(promo_settings) as stub:
-        reply = await stub.StartPromotion(pb2.TaskJsonRequest(task_id=task_id, json=body),
-                                          metadata=bearer(team["orchestrator"].key))
+        reply = await stub.StartPromotion(
+            pb2.TaskJsonRequest(task_id=task_id, json=body), metadata=bearer(team["orchestrator"].key)
+        )
         started = json.loads(reply.json)
         with pytest.raises(grpc.aio.AioRpcError) as denied:
-            await stub.StartPromotion(pb2.TaskJsonRequest(task_id=task_id, json=body),
-                                      metadata=bearer(team["agent"].key))
+            await stub.StartPromotion(
+                pb2.TaskJsonRequest(task_id=task_id, json=body), metadata=bearer(team["agent"].key)
+            )
     assert denied.value.code() == grpc.StatusCode.PERMISSION_DENIED
     assert refusal(denied.value)["error"] == "forbidden"
     again = await _start(http, team["orchestrator"], task_id, target_scope="task", verification=TESTS_PASSED)
@@ -403,8 +440,10 @@ async def _awaiting_approval_api_only(
     entries = [Entry(e["kind"], e["content"], e.get("payload")) for e in ENTRIES]
     task = await make_task(engine, human.principal.org, human.principal.project, entries)
     handle = await temporal.start_workflow(
-        PromotionWorkflow.run, PromotionInput(task.task_id, "project", Verification("tests_passed", True)),
-        id=workflow_id_for(task.task_id), task_queue=queue,
+        PromotionWorkflow.run,
+        PromotionInput(task.task_id, "project", Verification("tests_passed", True)),
+        id=workflow_id_for(task.task_id),
+        task_queue=queue,
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
     )
     await wait_promotion_state(http, human.headers, task.task_id, "awaiting_approval")
@@ -412,7 +451,10 @@ async def _awaiting_approval_api_only(
 
 
 async def test_api_only_refuses_ui_signal_and_accepts_api_approval(
-    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine, temporal: Client,
+    http: httpx.AsyncClient,
+    team: dict[str, Actor],
+    engine: AsyncEngine,
+    temporal: Client,
     api_only_queue: str,
 ) -> None:
     human = team["human"]
@@ -427,21 +469,36 @@ async def test_api_only_refuses_ui_signal_and_accepts_api_approval(
     done = await wait_promotion_state(http, human.headers, task_id, "published")
     assert done["decided_by"] == human.principal.id
     async with engine.connect() as conn:
-        grants = list(await conn.execute(select(memory_events).where(
-            memory_events.c.task_id == task_id, memory_events.c.event_type == "APPROVAL_GRANT")))
+        grants = list(
+            await conn.execute(
+                select(memory_events).where(
+                    memory_events.c.task_id == task_id, memory_events.c.event_type == "APPROVAL_GRANT"
+                )
+            )
+        )
     assert [g.actor_id for g in grants] == [human.principal.id]
     assert await active_memories(engine, task_id=task_id)
 
 
 async def test_api_only_refuses_a_rejection_grant_replayed_as_approval(
-    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine, temporal: Client,
+    http: httpx.AsyncClient,
+    team: dict[str, Actor],
+    engine: AsyncEngine,
+    temporal: Client,
     api_only_queue: str,
 ) -> None:
     human = team["human"]
     task_id, handle = await _awaiting_approval_api_only(http, team, engine, temporal, api_only_queue)
     async with engine.begin() as conn:  # a grant the gateway wrote for this human's rejection
-        await record_approval_grant(conn, workflow_id=handle.id, task_id=task_id, grant="g-reject",
-                                    principal=human.principal, decision="reject", note="")
+        await record_approval_grant(
+            conn,
+            workflow_id=handle.id,
+            task_id=task_id,
+            grant="g-reject",
+            principal=human.principal,
+            decision="reject",
+            note="",
+        )
     # someone with UI access sends the `approve` update naming the human and that grant
     with pytest.raises(WorkflowUpdateFailedError):
         await handle.execute_update("approve", {"approver": human.principal.id, "grant": "g-reject"})
@@ -473,8 +530,9 @@ async def test_start_promotion_with_temporal_down_is_unavailable(
     task = await make_task(engine, org, project, [Entry("fact", "Temporal is not running here.")])
     with running_gateway(down) as url:
         async with httpx.AsyncClient(base_url=url, timeout=30) as client:
-            answer = await _start(client, team["orchestrator"], task.task_id, target_scope="task",
-                                  verification=TESTS_PASSED)
+            answer = await _start(
+                client, team["orchestrator"], task.task_id, target_scope="task", verification=TESTS_PASSED
+            )
             listing = await client.get("/v1/promotions", headers=team["human"].headers)
     assert answer.status_code == 503 and answer.json()["error"] == "unavailable"
     assert listing.status_code == 503 and answer.headers.get("retry-after") == "1"
@@ -488,7 +546,9 @@ async def test_promotion_status_without_worker_comes_from_visibility(
     assert human.principal.project is not None
     task = await make_task(engine, human.principal.org, human.principal.project, [Entry("fact", "no worker")])
     handle = await temporal.start_workflow(
-        PromotionWorkflow.run, PromotionInput(task.task_id, "project"), id=workflow_id_for(task.task_id),
+        PromotionWorkflow.run,
+        PromotionInput(task.task_id, "project"),
+        id=workflow_id_for(task.task_id),
         task_queue="promo-api-nobody-polls-this",
     )
     began = time.monotonic()

@@ -19,7 +19,9 @@ SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=list(H
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
     max_leaves=12,
 )
 
@@ -30,8 +32,11 @@ async def writer(engine: AsyncEngine, gateway_url: str) -> tuple[Actor, str]:
     orchestrator = await make_actor(engine, ActorType.ORCHESTRATOR, org, project)
     agent = await make_actor(engine, ActorType.AGENT, org, project)
     async with httpx.AsyncClient(base_url=gateway_url) as client:
-        r = await client.post("/v1/tasks", headers=orchestrator.headers,
-                              json={"org": org, "project": project, "worktree": "w", "description": "fuzz"})
+        r = await client.post(
+            "/v1/tasks",
+            headers=orchestrator.headers,
+            json={"org": org, "project": project, "worktree": "w", "description": "fuzz"},
+        )
     return agent, r.json()["task_id"]
 
 
@@ -41,8 +46,9 @@ def _escape_for_json_string(raw: bytes) -> bytes:
 
 
 def _read_back(client: httpx.Client, agent: Actor, task_id: str, seq: int) -> dict[str, Any]:
-    page = client.get(f"/v1/tasks/{task_id}/entries", params={"after_seq": seq - 1, "limit": 1},
-                      headers=agent.headers)
+    page = client.get(
+        f"/v1/tasks/{task_id}/entries", params={"after_seq": seq - 1, "limit": 1}, headers=agent.headers
+    )
     assert page.status_code == 200
     entry: dict[str, Any] = page.json()["entries"][0]
     assert entry["seq"] == seq
@@ -51,12 +57,17 @@ def _read_back(client: httpx.Client, agent: Actor, task_id: str, seq: int) -> di
 
 @SETTINGS
 @given(raw=st.binary(max_size=300))
-def test_staging_raw_content_bytes_round_trip_or_4xx(gateway_url: str, writer: tuple[Actor, str], raw: bytes) -> None:
+def test_staging_raw_content_bytes_round_trip_or_4xx(
+    gateway_url: str, writer: tuple[Actor, str], raw: bytes
+) -> None:
     agent, task_id = writer
     body = b'{"entries": [{"kind": "log", "content": "' + _escape_for_json_string(raw) + b'"}]}'
     with httpx.Client(base_url=gateway_url) as client:
-        r = client.post(f"/v1/tasks/{task_id}/entries", content=body,
-                        headers={**agent.headers, "Content-Type": "application/json"})
+        r = client.post(
+            f"/v1/tasks/{task_id}/entries",
+            content=body,
+            headers={**agent.headers, "Content-Type": "application/json"},
+        )
         assert r.status_code < 500, r.text
         if r.status_code != 201:
             assert 400 <= r.status_code < 500 and r.json()["detail"]
@@ -73,8 +84,11 @@ def test_staging_any_text_and_json_payload_round_trip_or_4xx(
 ) -> None:
     agent, task_id = writer
     with httpx.Client(base_url=gateway_url) as client:
-        r = client.post(f"/v1/tasks/{task_id}/entries", headers=agent.headers,
-                        json={"entries": [{"kind": "tool_output", "content": content, "payload": payload}]})
+        r = client.post(
+            f"/v1/tasks/{task_id}/entries",
+            headers=agent.headers,
+            json={"entries": [{"kind": "tool_output", "content": content, "payload": payload}]},
+        )
         assert r.status_code < 500, r.text
         if r.status_code != 201:
             assert r.status_code == 422 and "NUL" in r.json()["detail"]

@@ -39,10 +39,7 @@ if str(REPO) not in sys.path:
 
 from api.embedded import start_embedded_postgres  # noqa: E402
 from governance.config import Settings  # noqa: E402
-from governance.scopes import (
-    ActorType,  # noqa: E402
-    EntryKind,  # noqa: E402
-)
+from governance.scopes import ActorType, EntryKind  # noqa: E402
 from governance.staging import EntryDraft, canonical_payload, request_hash  # noqa: E402
 from governance.storage.engine import make_engine  # noqa: E402
 from governance.storage.identity import create_api_key, create_principal  # noqa: E402
@@ -114,8 +111,18 @@ def _start_gateway(database_url: str, port: int, workers: int, pool: int) -> sub
     env = {**os.environ, "LOREGATE_DATABASE_URL": database_url, "LOREGATE_DB_POOL_SIZE": str(pool)}
     # what a user runs: `loregate serve` (its HTTP protocol, no access log), gRPC off
     cmd = [
-        sys.executable, "-m", "api.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
-        "--workers", str(workers), "--grpc-port", "0",
+        sys.executable,
+        "-m",
+        "api.cli",
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+        "--grpc-port",
+        "0",
     ]
     return subprocess.Popen(cmd, env=env, cwd=REPO)
 
@@ -192,8 +199,8 @@ def _copy(database_url: str, fx: Fixture, rows: int) -> Phase:
         start = time.perf_counter()
         with conn.cursor() as cur:
             with cur.copy(
-                "COPY staging_entries (task_id, seq, actor_id, actor_type, kind, content, payload, request_hash) "
-                "FROM STDIN"
+                "COPY staging_entries (task_id, seq, actor_id, actor_type, kind, content, payload, "
+                "request_hash) FROM STDIN"
             ) as copy:
                 for seq in range(1, rows + 1):
                     copy.write_row(
@@ -267,7 +274,8 @@ def main() -> None:
         f"p99 {single.pct(0.99):6.1f} ms   errors {single.errors}"
     )
     print(
-        f"batches of {args.batch:<4}       : {batched.rows_per_s:9,.0f} rows/s   p50 {batched.pct(0.5):6.1f} ms   "
+        f"batches of {args.batch:<4}       : {batched.rows_per_s:9,.0f} rows/s   "
+        f"p50 {batched.pct(0.5):6.1f} ms   "
         f"p99 {batched.pct(0.99):6.1f} ms   errors {batched.errors}"
     )
     for ph in (single, batched):
@@ -277,12 +285,14 @@ def main() -> None:
         )
     print(f"machine load average : {os.getloadavg()[0]:.1f} (other work on these cores slows every figure)")
     print(
-        f"raw psycopg COPY     : {copy.rows_per_s:9,.0f} rows/s   ({copy.rows:,} rows in {copy.seconds:.2f} s)"
+        f"raw psycopg COPY     : {copy.rows_per_s:9,.0f} rows/s   "
+        f"({copy.rows:,} rows in {copy.seconds:.2f} s)"
     )
     batch_ratio = batched.rows_per_s / copy.rows_per_s
     single_ratio = single.rows_per_s / copy.rows_per_s
     print(
-        f"ratio batched/COPY   : {batch_ratio:.3f}   (target >= 0.30: {'met' if batch_ratio >= 0.3 else 'MISSED'})"
+        f"ratio batched/COPY   : {batch_ratio:.3f}   "
+        f"(target >= 0.30: {'met' if batch_ratio >= 0.3 else 'MISSED'})"
     )
     print(f"ratio single/COPY    : {single_ratio:.4f}")
     ok = single.rows_per_s >= 1500 and single.pct(0.99) < 50

@@ -151,19 +151,34 @@ async def _seed(engine: Any, n: int, entries: int) -> list[str]:
     task_ids = [f"bench-{uuid.uuid4().hex[:10]}" for _ in range(n)]
     async with engine.begin() as conn:
         for i, task_id in enumerate(task_ids):
-            await conn.execute(insert(tasks).values(
-                id=task_id, org="bench", project="promotion", worktree="main",
-                description=f"storage rework part {i}", next_seq=entries, created_by="bench",
-            ))
+            await conn.execute(
+                insert(tasks).values(
+                    id=task_id,
+                    org="bench",
+                    project="promotion",
+                    worktree="main",
+                    description=f"storage rework part {i}",
+                    next_seq=entries,
+                    created_by="bench",
+                )
+            )
             for seq in range(entries):
                 kind, text, *rest = ENTRY_TEMPLATES[seq % len(ENTRY_TEMPLATES)]
                 payload = rest[0] if rest else None
                 content = text.format(i=i)
                 body = json.dumps([kind, content, payload], sort_keys=True)
-                await conn.execute(insert(staging_entries).values(
-                    task_id=task_id, seq=seq, actor_id="bench", actor_type="agent", kind=kind,
-                    content=content, payload=payload, request_hash=hashlib.sha256(body.encode()).hexdigest(),
-                ))
+                await conn.execute(
+                    insert(staging_entries).values(
+                        task_id=task_id,
+                        seq=seq,
+                        actor_id="bench",
+                        actor_type="agent",
+                        kind=kind,
+                        content=content,
+                        payload=payload,
+                        request_hash=hashlib.sha256(body.encode()).hexdigest(),
+                    )
+                )
     return task_ids
 
 
@@ -244,7 +259,8 @@ async def main(n: int, concurrency: int, entries: int) -> None:
                 result: PromotionResult = await client.execute_workflow(
                     PromotionWorkflow.run,
                     PromotionInput(task_id, "task", verification=Verification("tests_passed", True)),
-                    id=workflow_id_for(task_id), task_queue=promo_queue,
+                    id=workflow_id_for(task_id),
+                    task_queue=promo_queue,
                 )
                 return result.state == State.PUBLISHED
 
@@ -255,11 +271,19 @@ async def main(n: int, concurrency: int, entries: int) -> None:
                 return True
 
             bare_worker = Worker(
-                client, task_queue=bare_queue, workflows=[bench.BareWorkflow],
+                client,
+                task_queue=bare_queue,
+                workflows=[bench.BareWorkflow],
                 activities=[bench.bare_collect, bench.bare_cognify, bench.bare_plan, bench.bare_publish],
             )
-            promo_worker = build_worker(client, engine=engine, settings=settings, authorizer=authorizer,
-                                        task_queue=promo_queue, interceptors=[clock])
+            promo_worker = build_worker(
+                client,
+                engine=engine,
+                settings=settings,
+                authorizer=authorizer,
+                task_queue=promo_queue,
+                interceptors=[clock],
+            )
             async with bare_worker, promo_worker:
                 print("warming up (embedder load, first workflow of each kind) ...", flush=True)
                 assert await promote(task_ids[0]) and await bare(f"warm-{uuid.uuid4().hex[:6]}")
@@ -280,8 +304,10 @@ async def main(n: int, concurrency: int, entries: int) -> None:
     print()
     print(f"{'phase':<12}{'done':>6}{'fail':>6}{'wf/s':>9}{'p50 ms':>10}{'p99 ms':>10}")
     for phase in (baseline, promotions):
-        print(f"{phase.name:<12}{len(phase.latencies):>6}{phase.failures:>6}{phase.per_second:>9.1f}"
-              f"{phase.pct(0.5):>10.0f}{phase.pct(0.99):>10.0f}")
+        print(
+            f"{phase.name:<12}{len(phase.latencies):>6}{phase.failures:>6}{phase.per_second:>9.1f}"
+            f"{phase.pct(0.5):>10.0f}{phase.pct(0.99):>10.0f}"
+        )
     print()
     print(f"throughput ratio promotions/baseline: {promotions.per_second / baseline.per_second:.2f}")
     print(f"p50 latency ratio promotions/baseline: {promotions.pct(0.5) / baseline.pct(0.5):.1f}x")
@@ -292,8 +318,10 @@ async def main(n: int, concurrency: int, entries: int) -> None:
     for name, seconds in sorted(clock.seconds.items(), key=lambda kv: -kv[1]):
         calls = clock.calls[name]
         print(f"  {name:<16}{calls:>5} calls {seconds / calls * 1000:>9.1f} ms {seconds / total:>7.0%}")
-    print(f"  (median promotion latency {statistics.median(promotions.latencies) * 1000:.0f} ms "
-          f"at concurrency {concurrency}; activity time overlaps across promotions)")
+    print(
+        f"  (median promotion latency {statistics.median(promotions.latencies) * 1000:.0f} ms "
+        f"at concurrency {concurrency}; activity time overlaps across promotions)"
+    )
 
 
 if __name__ == "__main__":

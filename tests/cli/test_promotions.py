@@ -99,8 +99,9 @@ async def test_promote_verify_and_approve_publish_into_project(
 
 async def test_promotions_pending_lists_the_waiting_task(team: dict[str, Any]) -> None:
     task_id = team["task_id"]
-    started = await _cli(team, "orchestrator", "promote", task_id, "--scope", "project",
-                         "--verified", "pr_merged")
+    started = await _cli(
+        team, "orchestrator", "promote", task_id, "--scope", "project", "--verified", "pr_merged"
+    )
     assert started.returncode == 0, started.stderr
     await _wait(team, "awaiting_approval")
     listed: list[str] = []
@@ -134,8 +135,9 @@ async def test_promote_failed_evidence_publishes_only_the_episode(
     team: dict[str, Any], engine: AsyncEngine
 ) -> None:
     task_id = team["task_id"]
-    started = await _cli(team, "orchestrator", "promote", task_id, "--scope", "project",
-                         "--failed", "tests_passed")
+    started = await _cli(
+        team, "orchestrator", "promote", task_id, "--scope", "project", "--failed", "tests_passed"
+    )
     assert started.returncode == 0, started.stderr
     done = await _wait(team, "unverified")
     assert done["verification"] == {"source": "tests_passed", "success": False}
@@ -143,6 +145,15 @@ async def test_promote_failed_evidence_publishes_only_the_episode(
 
 
 def test_promote_with_both_evidence_flags_is_refused() -> None:
-    result = run_cli("promote", "t-any", "--scope", "task", "--verified", "tests_passed",
-                     "--failed", "tests_passed", env=cli_env(LOREGATE_URL="http://127.0.0.1:9"))
+    result = run_cli(
+        "promote",
+        "t-any",
+        "--scope",
+        "task",
+        "--verified",
+        "tests_passed",
+        "--failed",
+        "tests_passed",
+        env=cli_env(LOREGATE_URL="http://127.0.0.1:9"),
+    )
     assert result.returncode == 1 and "not both" in result.stderr

@@ -31,7 +31,11 @@ async def world(engine: AsyncEngine, gateway: str) -> dict[str, Any]:
         task = await new_task(conn, org=org, project=project)
         sources = await add_entries(conn, task, ["psycopg2 wheels broke the alpine image build"])
         memory = await add_memory(
-            conn, task, title="Database driver", scope=Scope.PROJECT, embedding=None,
+            conn,
+            task,
+            title="Database driver",
+            scope=Scope.PROJECT,
+            embedding=None,
             content="The API uses psycopg 3 (binary wheels); psycopg2 is not allowed",
             source_entry_ids=sources,
         )
@@ -40,15 +44,21 @@ async def world(engine: AsyncEngine, gateway: str) -> dict[str, Any]:
 
 
 def test_search_prints_ranked_table_with_citations(world: dict[str, Any]) -> None:
-    result = run_cli("search", "which psycopg driver does the API use", "--task", world["task_id"],
-                     env={**world["env"], "COLUMNS": "200"})
+    result = run_cli(
+        "search",
+        "which psycopg driver does the API use",
+        "--task",
+        world["task_id"],
+        env={**world["env"], "COLUMNS": "200"},
+    )
     assert result.returncode == 0, result.stderr
     assert f"mem:{world['citation']}" in result.stdout and "Database driver" in result.stdout
 
 
 def test_search_json_is_the_gateway_answer(world: dict[str, Any]) -> None:
-    result = run_cli("search", "psycopg driver", "--task", world["task_id"], "--k", "3", "--json",
-                     env=world["env"])
+    result = run_cli(
+        "search", "psycopg driver", "--task", world["task_id"], "--k", "3", "--json", env=world["env"]
+    )
     assert result.returncode == 0, result.stderr
     assert [r["citation"] for r in json.loads(result.stdout)["results"]] == [world["citation"]]
 

@@ -66,7 +66,10 @@ def test_kubernetes_gateway_is_ready_only_when_healthy_and_autoscaled() -> None:
         assert ("Deployment", target["name"]) in objects
     jobs = {o["metadata"]["name"]: o for o in objects.values() if o["kind"] == "Job"}
     assert jobs["loregate-migrate"]["spec"]["template"]["spec"]["containers"][0]["args"] == ["migrate"]
-    assert jobs["loregate-schedules"]["spec"]["template"]["spec"]["containers"][0]["args"] == ["schedules", "apply"]
+    assert jobs["loregate-schedules"]["spec"]["template"]["spec"]["containers"][0]["args"] == [
+        "schedules",
+        "apply",
+    ]
 
 
 def test_every_loregate_variable_in_deploy_is_a_setting() -> None:

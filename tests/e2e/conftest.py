@@ -66,7 +66,16 @@ class Platform:
     def create_key(self, actor: str, org: str, project: str, name: str) -> Principal:
         """`loregate keys create`, attached to the platform's embedded database, as a user would run it."""
         done = run_cli(
-            "keys", "create", "--actor", actor, "--org", org, "--project", project, "--name", name,
+            "keys",
+            "create",
+            "--actor",
+            actor,
+            "--org",
+            org,
+            "--project",
+            project,
+            "--name",
+            name,
             env=cli_env(LOREGATE_DATA_DIR=str(self.up.data_dir)),
         )
         assert done.returncode == 0, done.stderr

@@ -48,11 +48,13 @@ async def _open_task_with_staging(http: httpx.AsyncClient, orchestrator: Princip
     task_id = str(opened.json()["task_id"])
     written = await http.post(
         f"/v1/tasks/{task_id}/entries",
-        json={"entries": [
-            {"kind": "log", "content": "ran the test suite against psycopg 3"},
-            {"kind": "decision", "content": DRIVER_TITLE, "payload": {"key": "db.driver"}},
-            {"kind": "fact", "content": CI_TITLE},
-        ]},
+        json={
+            "entries": [
+                {"kind": "log", "content": "ran the test suite against psycopg 3"},
+                {"kind": "decision", "content": DRIVER_TITLE, "payload": {"key": "db.driver"}},
+                {"kind": "fact", "content": CI_TITLE},
+            ]
+        },
         headers=agent.headers,
     )
     assert written.status_code == 201, written.text
@@ -184,6 +186,7 @@ async def test_browser_approval_publishes_into_project_scope_with_the_human_name
     memories, approvals = _published_rows(platform.up.data_dir, task_id)
     scope = ("project", f"project:{ORG}/{PROJECT}")
     assert {title: (kind, key) for title, kind, key in memories if title in (DRIVER_TITLE, CI_TITLE)} == {
-        DRIVER_TITLE: scope, CI_TITLE: scope
+        DRIVER_TITLE: scope,
+        CI_TITLE: scope,
     }
     assert approvals == [(human.id, "human", NOTE)]

@@ -90,8 +90,13 @@ class Cluster:
         # spawned from the main thread on purpose: PDEATHSIG fires when the spawning *thread* ends
         with log.open("wb") as out:
             proc = subprocess.Popen(
-                [*loregate_command(), *args], env=self.env, stdin=subprocess.DEVNULL, stdout=out,
-                stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent,
+                [*loregate_command(), *args],
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
             )
         child = Child(name, proc, log)
         self.children.append(child)
@@ -100,8 +105,9 @@ class Cluster:
     def gateway(self, name: str, *extra: str) -> Child:
         """`loregate serve` on a free HTTP port and a free gRPC port (`extra`: more options)."""
         port, grpc_port = free_port(), free_port()
-        child = self._spawn(name, ["serve", "--host", "127.0.0.1", "--port", str(port),
-                                   "--grpc-port", str(grpc_port), *extra])
+        child = self._spawn(
+            name, ["serve", "--host", "127.0.0.1", "--port", str(port), "--grpc-port", str(grpc_port), *extra]
+        )
         child.url = f"http://127.0.0.1:{port}"
         return child
 

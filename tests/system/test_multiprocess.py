@@ -56,7 +56,8 @@ def entry(task_index: int, j: int) -> dict[str, Any]:
         4: ("fact", f"The staging database of shard {t} listens on port {5400 + t} behind pgbouncer.", None),
     }
     kind, content, payload = special.get(j) or (
-        ("log", "thought", "tool_output")[j % 3], f"shard {t} step {j}: checked module {j * 7 % 101}",
+        ("log", "thought", "tool_output")[j % 3],
+        f"shard {t} step {j}: checked module {j * 7 % 101}",
         {"j": j},
     )
     return {"kind": kind, "content": content, "payload": payload, "idempotency_key": f"shard-{t}-entry-{j}"}
@@ -186,8 +187,9 @@ async def wait_for_pollers(
         seen: list[set[str]] = []
         for kind in (TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW, TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY):
             answer = await client.workflow_service.describe_task_queue(
-                DescribeTaskQueueRequest(namespace=client.namespace, task_queue=TaskQueue(name=task_queue),
-                                         task_queue_type=kind)
+                DescribeTaskQueueRequest(
+                    namespace=client.namespace, task_queue=TaskQueue(name=task_queue), task_queue_type=kind
+                )
             )
             seen.append({p.identity for p in answer.pollers})
         if all(identities <= s for s in seen):
@@ -202,8 +204,10 @@ async def busy_worker(client: Client, task_ids: list[str], workers: list[Child])
     for task_id in task_ids:
         desc = await client.get_workflow_handle(workflow_id_for(task_id)).describe()
         for pending in desc.raw_description.pending_activities:
-            if (pending.state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED
-                    and pending.last_worker_identity in by_identity):
+            if (
+                pending.state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED
+                and pending.last_worker_identity in by_identity
+            ):
                 return by_identity[pending.last_worker_identity], pending.activity_type.name
     return None
 
@@ -256,17 +260,20 @@ async def test_multiprocess_cluster_survives_killed_worker_and_gateway(
     agents = [await make_actor(engine, ActorType.AGENT, org, project) for _ in range(TASKS)]
     task_queue = f"mp-{uuid.uuid4().hex[:8]}"
     env = {
-        k: v for k, v in os.environ.items()
+        k: v
+        for k, v in os.environ.items()
         if not k.startswith("LOREGATE_")  # nothing from the test process leaks into the children
     }
-    env.update({
-        "LOREGATE_DATABASE_URL": database_url,
-        "LOREGATE_TEMPORAL_ADDRESS": client.service_client.config.target_host,
-        "LOREGATE_TEMPORAL_NAMESPACE": client.namespace,
-        "LOREGATE_TASK_QUEUE": task_queue,
-        "LOREGATE_DATA_DIR": str(tmp_path / "data"),
-        "LOREGATE_DB_POOL_SIZE": "5",
-    })
+    env.update(
+        {
+            "LOREGATE_DATABASE_URL": database_url,
+            "LOREGATE_TEMPORAL_ADDRESS": client.service_client.config.target_host,
+            "LOREGATE_TEMPORAL_NAMESPACE": client.namespace,
+            "LOREGATE_TASK_QUEUE": task_queue,
+            "LOREGATE_DATA_DIR": str(tmp_path / "data"),
+            "LOREGATE_DB_POOL_SIZE": "5",
+        }
+    )
     logs = tmp_path / "logs"
     logs.mkdir()
     cluster = Cluster(env, logs)
@@ -284,10 +291,18 @@ async def test_multiprocess_cluster_survives_killed_worker_and_gateway(
             assert "/v1/tasks/{task_id}/promotion" in openapi["paths"], "the promotion route is missing"
             run = Run(task_ids=[f"mp-{uuid.uuid4().hex[:10]}-{t}" for t in range(TASKS)])
             for t, task_id in enumerate(run.task_ids):
-                _, answer, _ = await traffic.send(t % 2, "/v1/tasks", {
-                    "org": org, "project": project, "worktree": "main", "task_id": task_id,
-                    "description": f"move shard {t} to the async database driver",
-                }, orchestrator)
+                _, answer, _ = await traffic.send(
+                    t % 2,
+                    "/v1/tasks",
+                    {
+                        "org": org,
+                        "project": project,
+                        "worktree": "main",
+                        "task_id": task_id,
+                        "description": f"move shard {t} to the async database driver",
+                    },
+                    orchestrator,
+                )
                 assert answer.status_code == 201, answer.text
 
             load = asyncio.gather(*(agent(run, traffic, agents[t], orchestrator, t) for t in range(TASKS)))
@@ -309,8 +324,10 @@ async def test_multiprocess_cluster_survives_killed_worker_and_gateway(
                     results[task_id] = await asyncio.wait_for(handle.result(), PROMOTION_TIMEOUT)
                 except TimeoutError:
                     desc = await handle.describe()
-                    stuck = [(p.activity_type.name, p.last_worker_identity, p.attempt)
-                             for p in desc.raw_description.pending_activities]
+                    stuck = [
+                        (p.activity_type.name, p.last_worker_identity, p.attempt)
+                        for p in desc.raw_description.pending_activities
+                    ]
                     raise AssertionError(f"promotion of {task_id} not done; pending: {stuck}") from None
 
             await asyncio.gather(*(outcome(task_id) for task_id in run.task_ids))
@@ -326,8 +343,12 @@ async def test_multiprocess_cluster_survives_killed_worker_and_gateway(
 
         crashed = [c.name for c in cluster.children if not c.alive() and c not in run.killed]
         assert not crashed, f"processes nobody killed have died: {crashed}"
-        times = {"gateways healthy": healthy, "workers polling": ready, "writes and faults done": writes_done,
-                 "promotions done": promoted}
+        times = {
+            "gateways healthy": healthy,
+            "workers polling": ready,
+            "writes and faults done": writes_done,
+            "promotions done": promoted,
+        }
         await check_and_report(engine, run, traffic, results, plans, org, times=times, started=started)
     except BaseException:
         for child in cluster.children:
@@ -339,20 +360,43 @@ async def test_multiprocess_cluster_survives_killed_worker_and_gateway(
 
 
 async def check_and_report(
-    engine: AsyncEngine, run: Run, traffic: Traffic, results: dict[str, PromotionResult],
-    plans: dict[str, list[Any]], org: str, *, times: dict[str, float], started: float,
+    engine: AsyncEngine,
+    run: Run,
+    traffic: Traffic,
+    results: dict[str, PromotionResult],
+    plans: dict[str, list[Any]],
+    org: str,
+    *,
+    times: dict[str, float],
+    started: float,
 ) -> None:
     async with engine.connect() as conn:
-        staged = (await conn.execute(text(
-            "SELECT task_id, id, seq, idempotency_key FROM staging_entries WHERE task_id = ANY(:ids)"
-        ), {"ids": run.task_ids})).all()
-        events = (await conn.execute(text(
-            "SELECT task_id, workflow_id, event_type, dedupe_key, memory_id FROM memory_events"
-            " WHERE task_id = ANY(:ids)"
-        ), {"ids": run.task_ids})).all()
-        mems = (await conn.execute(text(
-            "SELECT id, scope_key, canonical_key, content_hash, deprecated_at FROM memories WHERE org = :org"
-        ), {"org": org})).all()
+        staged = (
+            await conn.execute(
+                text(
+                    "SELECT task_id, id, seq, idempotency_key FROM staging_entries WHERE task_id = ANY(:ids)"
+                ),
+                {"ids": run.task_ids},
+            )
+        ).all()
+        events = (
+            await conn.execute(
+                text(
+                    "SELECT task_id, workflow_id, event_type, dedupe_key, memory_id FROM memory_events"
+                    " WHERE task_id = ANY(:ids)"
+                ),
+                {"ids": run.task_ids},
+            )
+        ).all()
+        mems = (
+            await conn.execute(
+                text(
+                    "SELECT id, scope_key, canonical_key, content_hash, deprecated_at "
+                    "FROM memories WHERE org = :org"
+                ),
+                {"org": org},
+            )
+        ).all()
 
     # -- staging: every acknowledged (id, seq) stored exactly once, nothing else stored, seq gapless
     acked = {task_id: {(a.id, a.seq) for a in acks} for task_id, acks in run.acks.items()}
@@ -413,7 +457,8 @@ async def check_and_report(
         f"{sum(rows_in_scope.values())}",
         f"duplicates: dedupe keys {duplicate_dedupe}, active heads per (scope, canonical key) "
         f"{duplicate_heads}, same content in a scope {duplicate_content}",
-        "timeline: " + ", ".join(f"{name} {t:.1f}s" for name, t in times.items())
+        "timeline: "
+        + ", ".join(f"{name} {t:.1f}s" for name, t in times.items())
         + f", checks done {time.monotonic() - started:.1f}s",
     ]
     print("\n" + "\n".join(f"[multiprocess] {line}" for line in lines))

@@ -22,8 +22,11 @@ from tests.system.processes import Cluster
 
 @pytest.fixture
 def two_worker_gateway(database_url: str, tmp_path: Path) -> Iterator[Cluster]:
-    env = {**os.environ, "LOREGATE_DATABASE_URL": database_url,
-           "LOREGATE_TASK_QUEUE": f"unused-{uuid.uuid4().hex[:8]}"}
+    env = {
+        **os.environ,
+        "LOREGATE_DATABASE_URL": database_url,
+        "LOREGATE_TASK_QUEUE": f"unused-{uuid.uuid4().hex[:8]}",
+    }
     cluster = Cluster(env=env, log_dir=tmp_path)
     try:
         yield cluster

@@ -31,8 +31,12 @@ async def make_actor(
 ) -> Actor:
     async with engine.begin() as conn:
         principal = await create_principal(
-            conn, name=f"{actor_type.value}-{uuid.uuid4().hex[:6]}", actor_type=actor_type, org=org,
-            project=project, is_admin=is_admin,
+            conn,
+            name=f"{actor_type.value}-{uuid.uuid4().hex[:6]}",
+            actor_type=actor_type,
+            org=org,
+            project=project,
+            is_admin=is_admin,
         )
         key = await create_api_key(conn, principal.id)
     return Actor(principal, key)

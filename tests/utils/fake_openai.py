@@ -41,7 +41,7 @@ class Reply:
 
 @dataclass(frozen=True)
 class Recorded:
-    """One request the fake received."""
+    """One request the fake received (header names lower-cased)."""
 
     path: str
     headers: dict[str, str]
@@ -111,7 +111,9 @@ class FakeOpenAI:
         self.requests: list[Recorded] = []
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
-        self._server.daemon_threads = True  # a handler sleeping past the client's timeout must not block shutdown
+        self._server.daemon_threads = (
+            True  # a handler sleeping past the client's timeout must not block shutdown
+        )
         self._thread = threading.Thread(target=self._server.serve_forever, name="fake-openai", daemon=True)
 
     @property
@@ -175,7 +177,9 @@ class FakeOpenAI:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with fake._lock:
-                    fake.requests.append(Recorded(self.path, dict(self.headers.items()), body))
+                    fake.requests.append(
+                        Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                    )
                 try:
                     reply = fake._answer(self.path, body)
                 except Exception as exc:  # noqa: BLE001 - a broken script answers 500, visibly

@@ -63,8 +63,19 @@ def gateway_process(database_url: str, **env: str) -> Iterator[str]:
     port = free_port()
     proc_env = {**os.environ, "LOREGATE_DATABASE_URL": database_url, **env}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "--factory", "api.app:create_app", "--host", "127.0.0.1",
-         "--port", str(port), "--log-level", "warning"],
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "--factory",
+            "api.app:create_app",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
         env=proc_env,
     )
     url = f"http://127.0.0.1:{port}"

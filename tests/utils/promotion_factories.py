@@ -37,29 +37,53 @@ class StagedTask:
 
 
 async def make_task(
-    engine: AsyncEngine, org: str, project: str, entries: list[Entry], *, description: str = "a task",
-    worktree: str = "main", actor_id: str = "agent-test",
+    engine: AsyncEngine,
+    org: str,
+    project: str,
+    entries: list[Entry],
+    *,
+    description: str = "a task",
+    worktree: str = "main",
+    actor_id: str = "agent-test",
 ) -> StagedTask:
     """A task with `entries` (seq 0..n-1), as the staging path would have written them."""
     task_id = f"t-{uuid.uuid4().hex[:12]}"
     ids: list[int] = []
     async with engine.begin() as conn:
-        await conn.execute(insert(tasks).values(
-            id=task_id, org=org, project=project, worktree=worktree, description=description,
-            next_seq=len(entries), created_by=actor_id,
-        ))
+        await conn.execute(
+            insert(tasks).values(
+                id=task_id,
+                org=org,
+                project=project,
+                worktree=worktree,
+                description=description,
+                next_seq=len(entries),
+                created_by=actor_id,
+            )
+        )
         for seq, entry in enumerate(entries):
             body = json.dumps([entry.kind, entry.content, entry.payload], sort_keys=True)
-            row = await conn.execute(insert(staging_entries).values(
-                task_id=task_id, seq=seq, actor_id=actor_id, actor_type="agent", kind=entry.kind,
-                content=entry.content, payload=entry.payload,
-                request_hash=hashlib.sha256(body.encode()).hexdigest(),
-            ).returning(staging_entries.c.id))
+            row = await conn.execute(
+                insert(staging_entries)
+                .values(
+                    task_id=task_id,
+                    seq=seq,
+                    actor_id=actor_id,
+                    actor_type="agent",
+                    kind=entry.kind,
+                    content=entry.content,
+                    payload=entry.payload,
+                    request_hash=hashlib.sha256(body.encode()).hexdigest(),
+                )
+                .returning(staging_entries.c.id)
+            )
             ids.append(int(row.scalar_one()))
     return StagedTask(task_id, org, project, worktree, ids)
 
 
-async def active_memories(engine: AsyncEngine, *, task_id: str | None = None, scope_key: str | None = None) -> list[Any]:
+async def active_memories(
+    engine: AsyncEngine, *, task_id: str | None = None, scope_key: str | None = None
+) -> list[Any]:
     """Active (not deprecated) memories from a task or in a scope key."""
     query = select(memories).where(memories.c.deprecated_at.is_(None))
     if task_id is not None:
@@ -82,8 +106,8 @@ async def all_memories_text(engine: AsyncEngine, task_id: str) -> str:
 async def events_of(engine: AsyncEngine, task_id: str) -> list[Any]:
     """Every memory event of a task, oldest first."""
     async with engine.connect() as conn:
-        return list(await conn.execute(
-            select(memory_events).where(memory_events.c.task_id == task_id).order_by(memory_events.c.id)
-        ))
-
-
+        return list(
+            await conn.execute(
+                select(memory_events).where(memory_events.c.task_id == task_id).order_by(memory_events.c.id)
+            )
+        )

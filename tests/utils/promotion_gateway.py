@@ -26,12 +26,14 @@ __all__ = ["temporal_settings", "running_worker", "wait_promotion_state"]
 
 def temporal_settings(settings: Settings, client: Client, **overrides: Any) -> Settings:
     """`settings` pointing at the Temporal server of `client`, on a task queue of their own."""
-    return settings.model_copy(update={
-        "temporal_address": client.service_client.config.target_host,
-        "temporal_namespace": client.namespace,
-        "task_queue": f"promo-api-{uuid.uuid4().hex[:8]}",
-        **overrides,
-    })
+    return settings.model_copy(
+        update={
+            "temporal_address": client.service_client.config.target_host,
+            "temporal_namespace": client.namespace,
+            "task_queue": f"promo-api-{uuid.uuid4().hex[:8]}",
+            **overrides,
+        }
+    )
 
 
 @asynccontextmanager

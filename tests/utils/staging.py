@@ -61,7 +61,7 @@ async def count_tasks(engine: AsyncEngine, org: str) -> int:
 
 
 def assert_refused(response: httpx.Response, status: int, error: str, detail_pattern: str) -> None:
-    """The response is the documented refusal: status, `error` type, and a detail matching `detail_pattern`."""
+    """The response is the documented refusal: status, `error` type, a detail matching `detail_pattern`."""
     assert response.status_code == status, (response.status_code, response.text)
     assert response.headers["content-type"].startswith("application/json"), response.headers
     body = response.json()

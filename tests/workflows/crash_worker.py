@@ -61,8 +61,14 @@ async def main(address: str, namespace: str, task_queue: str, crash_in: str) -> 
     client = await Client.connect(address, namespace=namespace)
     engine = make_engine(settings)
     authorizer = make_authorizer(settings.database_url, watch=False)
-    worker = build_worker(client, engine=engine, settings=settings, authorizer=authorizer,
-                          task_queue=task_queue, interceptors=[KillAfter(crash_in)])
+    worker = build_worker(
+        client,
+        engine=engine,
+        settings=settings,
+        authorizer=authorizer,
+        task_queue=task_queue,
+        interceptors=[KillAfter(crash_in)],
+    )
     async with worker:
         print("worker-running", flush=True)
         await asyncio.Event().wait()

@@ -50,8 +50,13 @@ async def test_promotion_task_scope_publishes_without_approval(
     task = await make_task(engine, org, project, TASK_ENTRIES, description="pick the async db driver")
     client = ts_env.client
     async with make_worker(client, task_queue):
-        handle = await _start(client, task.task_id, task_queue, target_scope="task",
-                              verification=Verification("tests_passed", True))
+        handle = await _start(
+            client,
+            task.task_id,
+            task_queue,
+            target_scope="task",
+            verification=Verification("tests_passed", True),
+        )
         result: PromotionResult = await handle.result()
     assert result.state == State.PUBLISHED
     published = await active_memories(engine, task_id=task.task_id)
@@ -90,8 +95,13 @@ async def test_promotion_project_scope_waits_and_human_approval_publishes(
     task = await make_task(engine, org, project, TASK_ENTRIES, description="pick the async db driver")
     client = ts_env.client
     async with make_worker(client, task_queue):
-        handle = await _start(client, task.task_id, task_queue, target_scope="project",
-                              verification=Verification("pr_merged", True))
+        handle = await _start(
+            client,
+            task.task_id,
+            task_queue,
+            target_scope="project",
+            verification=Verification("pr_merged", True),
+        )
         status = await _wait_state(handle, State.AWAITING_APPROVAL)
         assert any(p.canonical_key == "db.driver" and p.decision == "new" for p in status.plan)
         assert await active_memories(engine, task_id=task.task_id) == []
@@ -116,8 +126,13 @@ async def test_promotion_agent_approval_is_refused_and_keeps_waiting(
     task = await make_task(engine, org, project, TASK_ENTRIES)
     client = ts_env.client
     async with make_worker(client, task_queue):
-        handle = await _start(client, task.task_id, task_queue, target_scope="project",
-                              verification=Verification("tests_passed", True))
+        handle = await _start(
+            client,
+            task.task_id,
+            task_queue,
+            target_scope="project",
+            verification=Verification("tests_passed", True),
+        )
         await _wait_state(handle, State.AWAITING_APPROVAL)
         await handle.signal("approve", ApprovalRequest(approver=agent.principal.id))
         await handle.signal("approve", ApprovalRequest(approver="nobody-at-all"))
@@ -142,9 +157,14 @@ async def test_promotion_approval_timeout_rejects_and_publishes_nothing(
     task = await make_task(engine, org, project, TASK_ENTRIES)
     client = ts_env.client
     async with make_worker(client, task_queue):
-        handle = await _start(client, task.task_id, task_queue, target_scope="project",
-                              verification=Verification("tests_passed", True),
-                              approval_timeout_seconds=timedelta(days=3).total_seconds())
+        handle = await _start(
+            client,
+            task.task_id,
+            task_queue,
+            target_scope="project",
+            verification=Verification("tests_passed", True),
+            approval_timeout_seconds=timedelta(days=3).total_seconds(),
+        )
         result: PromotionResult = await handle.result()  # the test server skips the three days
     assert result.state == State.REJECTED and result.reason == "approval timed out"
     assert await active_memories(engine, task_id=task.task_id) == []
@@ -157,8 +177,9 @@ async def test_promotion_verification_timeout_publishes_nothing(
     task = await make_task(engine, org, project, TASK_ENTRIES)
     client = ts_env.client
     async with make_worker(client, task_queue):
-        handle = await _start(client, task.task_id, task_queue, target_scope="task",
-                              verify_timeout_seconds=3600.0)
+        handle = await _start(
+            client, task.task_id, task_queue, target_scope="task", verify_timeout_seconds=3600.0
+        )
         result: PromotionResult = await handle.result()
     assert result.state == State.UNVERIFIED
     assert await active_memories(engine, task_id=task.task_id) == []
@@ -195,5 +216,3 @@ async def _wait_state(handle: Any, state: str, attempts: int = 600) -> Promotion
             return status
         await asyncio.sleep(0.1)
     raise AssertionError(f"promotion never reached {state}; last status {status}")
-
-

@@ -49,11 +49,20 @@ ENTRIES = [
 async def _crashing_worker(client: Client, settings: Settings, task_queue: str, crash_in: str) -> Any:
     """Start the self-killing worker process and wait until it polls."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "tests.workflows.crash_worker", client.service_client.config.target_host,
-        client.namespace, task_queue, crash_in,
-        cwd=repo_root(), stdout=asyncio.subprocess.PIPE,
-        env={**os.environ, "LOREGATE_DATABASE_URL": str(settings.database_url),
-             "LOREGATE_DATA_DIR": str(settings.data_dir)},
+        sys.executable,
+        "-m",
+        "tests.workflows.crash_worker",
+        client.service_client.config.target_host,
+        client.namespace,
+        task_queue,
+        crash_in,
+        cwd=repo_root(),
+        stdout=asyncio.subprocess.PIPE,
+        env={
+            **os.environ,
+            "LOREGATE_DATABASE_URL": str(settings.database_url),
+            "LOREGATE_DATA_DIR": str(settings.data_dir),
+        },
     )
     assert proc.stdout is not None
     line = await asyncio.wait_for(proc.stdout.readline(), timeout=120)
@@ -67,7 +76,12 @@ async def _count_per_memory(engine: AsyncEngine, task_id: str) -> Counter[str]:
 
 @pytest.mark.parametrize("crash_in", ["collect_staging", "cognify", "publish"])
 async def test_promotion_worker_crash_resumes_and_publishes_once(
-    crash_in: str, local_env: Any, engine: AsyncEngine, settings: Settings, make_worker: Any, task_queue: str,
+    crash_in: str,
+    local_env: Any,
+    engine: AsyncEngine,
+    settings: Settings,
+    make_worker: Any,
+    task_queue: str,
 ) -> None:
     org, project = new_tenant()
     task = await make_task(engine, org, project, ENTRIES, description="pick the async db driver")
@@ -77,7 +91,8 @@ async def test_promotion_worker_crash_resumes_and_publishes_once(
         handle = await client.start_workflow(
             PromotionWorkflow.run,
             PromotionInput(task.task_id, "task", verification=Verification("tests_passed", True)),
-            id=workflow_id_for(task.task_id), task_queue=task_queue,
+            id=workflow_id_for(task.task_id),
+            task_queue=task_queue,
             # how long the server waits for the dead worker's workflow task before handing it on
             task_timeout=timedelta(seconds=2),
         )

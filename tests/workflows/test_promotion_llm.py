@@ -72,7 +72,12 @@ LLM_ANALYSIS: dict[str, Any] = {
 
 
 def _llm_settings(base_url: str, timeout: float = 5.0) -> dict[str, Any]:
-    return {"llm_base_url": base_url, "llm_model": MODEL, "llm_api_key": API_KEY, "llm_timeout_seconds": timeout}
+    return {
+        "llm_base_url": base_url,
+        "llm_model": MODEL,
+        "llm_api_key": API_KEY,
+        "llm_timeout_seconds": timeout,
+    }
 
 
 def _no_contradiction(body: dict[str, Any]) -> Reply:
@@ -92,7 +97,8 @@ async def _promote(
         handle = await client.start_workflow(
             PromotionWorkflow.run,
             PromotionInput(task.task_id, "task", verification=Verification("tests_passed", True)),
-            id=workflow_id_for(task.task_id), task_queue=task_queue,
+            id=workflow_id_for(task.task_id),
+            task_queue=task_queue,
         )
         result: PromotionResult = await handle.result()
         status: PromotionStatus = await handle.query(PromotionWorkflow.state)
@@ -113,7 +119,9 @@ async def test_promotion_llm_answer_publishes_llm_candidates(
     org, project = new_tenant()
     task = await make_task(engine, org, project, ENTRIES, description="fix the CI push")
 
-    result, status = await _promote(ts_env.client, make_worker, task_queue, task, **_llm_settings(fake_openai.base_url))
+    result, status = await _promote(
+        ts_env.client, make_worker, task_queue, task, **_llm_settings(fake_openai.base_url)
+    )
 
     assert result.state == State.PUBLISHED
     active = {m.memory_type: m for m in await active_memories(engine, task_id=task.task_id)}
@@ -142,7 +150,9 @@ async def test_promotion_llm_request_carries_schema_and_only_redacted_staging(
     org, project = new_tenant()
     task = await make_task(engine, org, project, ENTRIES, description=f"fix the CI push (token {SECRET})")
 
-    result, _ = await _promote(ts_env.client, make_worker, task_queue, task, **_llm_settings(fake_openai.base_url))
+    result, _ = await _promote(
+        ts_env.client, make_worker, task_queue, task, **_llm_settings(fake_openai.base_url)
+    )
 
     assert result.state == State.PUBLISHED
     cognify_requests = [b for b in fake_openai.chat_requests() if is_cognify(b)]
@@ -157,13 +167,18 @@ async def test_promotion_llm_request_carries_schema_and_only_redacted_staging(
     assert "fix the CI push" in prompt
     for recorded in fake_openai.requests:  # the judge's requests too
         assert SECRET not in json.dumps(recorded.body)
-    assert fake_openai.requests[0].headers.get("Authorization") == f"Bearer {API_KEY}"
+    assert fake_openai.requests[0].headers.get("authorization") == f"Bearer {API_KEY}"
 
 
 MALFORMED_JSON = chat_reply('{"success": true, "reward": 0.8, "candidates": [', MODEL)
 OUT_OF_SCHEMA = chat_reply(
-    json.dumps({**LLM_ANALYSIS, "reward": 7.5,
-                "candidates": [{**LLM_ANALYSIS["candidates"][0], "memory_type": "rumour"}]}),
+    json.dumps(
+        {
+            **LLM_ANALYSIS,
+            "reward": 7.5,
+            "candidates": [{**LLM_ANALYSIS["candidates"][0], "memory_type": "rumour"}],
+        }
+    ),
     MODEL,
 )
 EMPTY_ANSWER = chat_reply("", MODEL)
@@ -183,10 +198,17 @@ TOO_SLOW = Reply(delay=3.0, body=chat_reply(json.dumps(LLM_ANALYSIS), MODEL).bod
     ],
 )
 async def test_promotion_llm_failure_publishes_rule_based_result(
-    ts_env: Any, engine: AsyncEngine, make_worker: Any, task_queue: str, fake_openai: FakeOpenAI,
-    reply: Reply | None, reason: str,
+    ts_env: Any,
+    engine: AsyncEngine,
+    make_worker: Any,
+    task_queue: str,
+    fake_openai: FakeOpenAI,
+    reply: Reply | None,
+    reason: str,
 ) -> None:
-    fake_openai.chat = lambda body: reply if reply is not None and is_cognify(body) else _no_contradiction(body)
+    fake_openai.chat = lambda body: (
+        reply if reply is not None and is_cognify(body) else _no_contradiction(body)
+    )
     base_url = fake_openai.base_url if reply is not None else unreachable_base_url()
     org, project = new_tenant()
     task = await make_task(engine, org, project, ENTRIES, description="fix the CI push")
@@ -199,11 +221,16 @@ async def test_promotion_llm_failure_publishes_rule_based_result(
     active = {m.memory_type: m for m in await active_memories(engine, task_id=task.task_id)}
     # the rule-based extractor's candidates: the staged fact verbatim, the error paired with its fix
     assert active["fact"].content == FACT and active["fact"].canonical_key == "db.driver"
-    assert active["bug_pattern"].content.startswith("CI push failed") and SECRET not in active["bug_pattern"].content
+    assert (
+        active["bug_pattern"].content.startswith("CI push failed")
+        and SECRET not in active["bug_pattern"].content
+    )
     assert "Resolved by: Rotate the CI token" in active["bug_pattern"].content
     event = await _promotion_event(engine, task.task_id)
     assert event.payload["cognify_engine"] == "rule_based"
     assert event.payload["cognify_fallback"].startswith(reason)
-    assert status.cognify_engine == "rule_based" and status.cognify_fallback == event.payload["cognify_fallback"]
+    assert (
+        status.cognify_engine == "rule_based" and status.cognify_fallback == event.payload["cognify_fallback"]
+    )
     if reply is not None:
         assert len([b for b in fake_openai.chat_requests() if is_cognify(b)]) == 1

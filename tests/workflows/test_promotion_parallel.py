@@ -64,15 +64,18 @@ async def test_promotion_parallel_into_one_project_merges_and_keeps_linear_chain
     org, project = new_tenant()
     scope_key = f"project:{org}/{project}"
     human = await make_actor(engine, ActorType.HUMAN, org, project)
-    tasks = [await make_task(engine, org, project, _entries(i), description=f"storage rework part {i}")
-             for i in range(TASKS)]
+    tasks = [
+        await make_task(engine, org, project, _entries(i), description=f"storage rework part {i}")
+        for i in range(TASKS)
+    ]
     client: Client = local_env.client
     async with make_worker(client, task_queue):
         handles = [
             await client.start_workflow(
                 PromotionWorkflow.run,
                 PromotionInput(t.task_id, "project", verification=Verification("tests_passed", True)),
-                id=workflow_id_for(t.task_id), task_queue=task_queue,
+                id=workflow_id_for(t.task_id),
+                task_queue=task_queue,
             )
             for t in tasks
         ]
@@ -86,9 +89,11 @@ async def test_promotion_parallel_into_one_project_merges_and_keeps_linear_chain
 
     async with engine.connect() as conn:
         rows = list(await conn.execute(select(memories).where(memories.c.scope_key == scope_key)))
-        events = list(await conn.execute(
-            select(memory_events).where(memory_events.c.task_id.in_([t.task_id for t in tasks]))
-        ))
+        events = list(
+            await conn.execute(
+                select(memory_events).where(memory_events.c.task_id.in_([t.task_id for t in tasks]))
+            )
+        )
     active = [m for m in rows if m.deprecated_at is None]
 
     # one active head per canonical key
@@ -122,11 +127,10 @@ async def test_promotion_parallel_into_one_project_merges_and_keeps_linear_chain
         assert all(m.deprecated_at is not None for m in chain[1:])
 
     # every candidate of every task was published exactly once: as new, merged or superseding
-    outcomes = Counter(
-        e.task_id for e in events if e.event_type in ("PROMOTED", "MERGED", "SUPERSEDED")
-    )
+    outcomes = Counter(e.task_id for e in events if e.event_type in ("PROMOTED", "MERGED", "SUPERSEDED"))
     assert outcomes == {t.task_id: len(r.published) for t, r in zip(tasks, results, strict=True)}
     assert {e.dedupe_key for e in events if e.event_type in ("PROMOTED", "MERGED", "SUPERSEDED")} == {
-        f"{workflow_id_for(t.task_id)}:publish:{i}" for t, r in zip(tasks, results, strict=True)
+        f"{workflow_id_for(t.task_id)}:publish:{i}"
+        for t, r in zip(tasks, results, strict=True)
         for i in range(len(r.published))
     }

@@ -97,19 +97,25 @@ PASSED = Verification("tests_passed", True)
 PATHS: dict[str, tuple[dict[str, Any], Drive, str]] = {
     "task_scope_published": ({"target_scope": "task", "verification": PASSED}, _nothing, State.PUBLISHED),
     "project_verified_by_signal_approved_by_signal": (
-        {"target_scope": "project"}, _verify_by_signal_then_approve, State.PUBLISHED,
+        {"target_scope": "project"},
+        _verify_by_signal_then_approve,
+        State.PUBLISHED,
     ),
     "project_rejected": ({"target_scope": "project", "verification": PASSED}, _reject, State.REJECTED),
     "project_refused_then_approved_by_update": (
         {"target_scope": "project", "verification": Verification("pr_merged", True)},
-        _refused_then_approved, State.PUBLISHED,
+        _refused_then_approved,
+        State.PUBLISHED,
     ),
     "project_approval_timed_out": (
         {"target_scope": "project", "verification": PASSED, "approval_timeout_seconds": 3 * 24 * 3600.0},
-        _nothing, State.REJECTED,
+        _nothing,
+        State.REJECTED,
     ),
     "unverified_timeout": (
-        {"target_scope": "task", "verify_timeout_seconds": 3600.0}, _nothing, State.UNVERIFIED,
+        {"target_scope": "task", "verify_timeout_seconds": 3600.0},
+        _nothing,
+        State.UNVERIFIED,
     ),
     "verification_failed": ({"target_scope": "project"}, _fail_verification, State.UNVERIFIED),
 }
@@ -131,8 +137,10 @@ async def test_promotion_history_of_each_path_replays(
     client: Client = ts_env.client
     async with make_worker(client, task_queue):
         handle = await client.start_workflow(
-            PromotionWorkflow.run, PromotionInput(task_id=task.task_id, **fields),
-            id=workflow_id_for(task.task_id), task_queue=task_queue,
+            PromotionWorkflow.run,
+            PromotionInput(task_id=task.task_id, **fields),
+            id=workflow_id_for(task.task_id),
+            task_queue=task_queue,
         )
         await drive(handle, {"human": human.principal.id, "agent": agent.principal.id})
         result: PromotionResult = await handle.result()

