@@ -299,8 +299,13 @@ class LLMJudge:
             if not isinstance(contradicts, bool):
                 raise ValueError("contradicts is not a boolean")
             return Verdict(contradicts, str(answer.get("reason") or "judged by the language model"))
-        except Exception:  # noqa: BLE001 - any endpoint failure degrades to the offline judge by design
-            return self._fallback.judge(new=new, old=old, similarity=similarity)
+        except Exception as exc:  # noqa: BLE001 - any endpoint failure degrades to the offline judge by design
+            verdict = self._fallback.judge(new=new, old=old, similarity=similarity)
+            # the note (and the SUPERSEDED event) says the rules decided, and why the model did not
+            why = f"{type(exc).__name__}: {exc}"[:200]
+            return Verdict(
+                verdict.contradicts, f"{verdict.reason} (rule-based; the language model failed: {why})"
+            )
 
 
 def make_judge(

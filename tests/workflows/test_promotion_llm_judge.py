@@ -209,8 +209,9 @@ async def test_promotion_llm_judge_malformed_answer_falls_back_to_rule_judge(
     assert any(is_judge(b) for b in fake_openai.chat_requests())  # the LLM was asked first
     (new_fact,) = [p for p in result.published if p.memory_type == "fact"]
     assert new_fact.action == "superseded" and new_fact.superseded_id == str(old_fact.id)
-    # the rule-based judge's reason: the value changed
-    assert (await _memory(engine, old_fact.id)).contradiction_note == "different values: ['60'] vs ['30']"
+    # the rule-based judge's reason (the value changed), marked as a fallback with the model's failure
+    note = (await _memory(engine, old_fact.id)).contradiction_note
+    assert note.startswith("different values: ['60'] vs ['30'] (rule-based; the language model failed: ")
 
 
 async def test_promotion_llm_judge_malformed_answer_keeps_memories_rules_do_not_contradict(
