@@ -15,6 +15,9 @@ near-misses like "timeout 30 s" / "timeout 60 s" apart even when the embedder pu
 Supersession only targets memories of the target scope: a project cannot deprecate org knowledge.
 A judged contradiction (step 5) needs the same memory type: a skill whose steps quote a decision is not
 a newer version of that decision's fact, and superseding it would hand the skill the fact's canonical key.
+An episode is the record of one task's run, not a claim about the world: steps 4 and 5 never apply to it,
+so a later task's episode can neither be merged into nor deprecate an earlier one (only a replay of the
+same episode, identical content, is a duplicate).
 """
 
 from __future__ import annotations
@@ -27,7 +30,19 @@ from enum import StrEnum
 
 from governance.supersession import ContradictionJudge, RuleBasedJudge, material_difference
 
-__all__ = ["Neighbour", "DecisionKind", "Decision", "normalise_text", "content_hash", "classify"]
+__all__ = [
+    "Neighbour",
+    "DecisionKind",
+    "Decision",
+    "RECORD_TYPES",
+    "normalise_text",
+    "content_hash",
+    "classify",
+]
+
+# memory types that record what happened rather than state what is true: never merged or superseded by
+# similarity or judgment
+RECORD_TYPES = frozenset({"episode"})
 
 
 def normalise_text(text: str) -> str:
@@ -120,6 +135,12 @@ def classify(
         n = same_hash[0]
         return Decision(
             DecisionKind.DUPLICATE, n.id, max(n.similarity, 1.0), "identical content (wider scope)"
+        )
+
+    if memory_type in RECORD_TYPES:
+        related = tuple(n.id for n in ordered if n.similarity >= related_threshold)
+        return Decision(
+            DecisionKind.NEW, None, None, f"a new {memory_type}: records are never merged", related
         )
 
     for n in ordered:

@@ -126,3 +126,33 @@ def test_similarity_duplicate_only_at_or_above_threshold(sims: list[float], thre
         assert d.similarity is not None and d.similarity >= threshold
     else:
         assert all(s < threshold for s in sims) or d.kind is DecisionKind.SUPERSEDE
+
+
+def _decide_episode(content: str, neighbours: list[Neighbour]):
+    return classify(
+        content=content,
+        content_hash=content_hash(content),
+        canonical_key=None,
+        neighbours=neighbours,
+        dup_threshold=0.92,
+        related_threshold=0.85,
+        judge=_AlwaysContradicts(),
+        scope_key=P,
+        memory_type="episode",
+    )
+
+
+def _episode(id: str, content: str, sim: float) -> Neighbour:
+    return Neighbour(id, P, None, content_hash(content), sim, content[:20], content, memory_type="episode")
+
+
+def test_episode_of_another_task_is_new_never_superseding_or_merged() -> None:
+    earlier = _episode("a", "Task t-1: pick the db driver. Outcome: success", 0.99)
+    d = _decide_episode("Task t-2: pick the db driver. Outcome: success", [earlier])
+    assert d.kind is DecisionKind.NEW and d.related_ids == ("a",)
+
+
+def test_episode_replayed_with_identical_content_is_duplicate() -> None:
+    text = "Task t-1: pick the db driver. Outcome: success"
+    d = _decide_episode(text, [_episode("a", text, 1.0)])
+    assert d.kind is DecisionKind.DUPLICATE and d.target_id == "a"

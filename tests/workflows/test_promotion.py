@@ -216,3 +216,28 @@ async def _wait_state(handle: Any, state: str, attempts: int = 600) -> Promotion
             return status
         await asyncio.sleep(0.1)
     raise AssertionError(f"promotion never reached {state}; last status {status}")
+
+
+async def test_promotion_episodes_of_two_tasks_both_stay_active(
+    ts_env: Any, engine: AsyncEngine, make_worker: Any, task_queue: str
+) -> None:
+    # Two runs of the same job in one worktree: their facts merge, their episodes are two records.
+    org, project = new_tenant()
+    first = await make_task(engine, org, project, TASK_ENTRIES, description="pick the async db driver")
+    second = await make_task(engine, org, project, TASK_ENTRIES, description="pick the async db driver")
+    client = ts_env.client
+    async with make_worker(client, task_queue):
+        for task in (first, second):
+            handle = await _start(
+                client,
+                task.task_id,
+                task_queue,
+                target_scope="worktree",
+                verification=Verification("tests_passed", True),
+            )
+            assert (await handle.result()).state == State.PUBLISHED
+    active = await active_memories(engine, scope_key=f"worktree:{org}/{project}/main")
+    episodes = [m for m in active if m.memory_type == "episode"]
+    assert sorted(m.source_task_ids[0] for m in episodes) == sorted([first.task_id, second.task_id])
+    facts = [m for m in active if m.memory_type == "fact" and m.canonical_key == "db.driver"]
+    assert len(facts) == 1 and set(facts[0].source_task_ids) == {first.task_id, second.task_id}
