@@ -328,7 +328,7 @@ async def speed(engine: AsyncEngine, url: str, embedder: Embedder, settings: Set
     )
     log(
         f"HNSW recall@10 vs exact search    : {statistics.fmean(recalls):.3f} "
-        f"(ef_search {min(1000, max(40, 2 * POOL))}, m 16, ef_construction 64)"
+        f"(ef_search {min(1000, max(40, 8 * POOL))}, m 16, ef_construction 64)"
     )
     log("targets: p50 < 15 ms without embedding, < 40 ms with; recall@10 >= 0.95")
 
