@@ -13,9 +13,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from governance.adapters.embedders import Embedder, embed_one
 from governance.approaches import PastApproach
 from governance.config import Settings
-from governance.embedders import Embedder, embed_passages_async
 from governance.errors import InvalidInput, NotFound
 from governance.storage.approaches import check_proposal, record_attempt
 
@@ -105,7 +105,7 @@ class ApproachActivities:
         self._refusals_before_stuck = settings.approach_refusals_before_stuck
 
     async def _embed(self, approach: str) -> list[float]:
-        return [float(x) for x in (await embed_passages_async(self._embedder, [approach]))[0]]
+        return await embed_one(self._embedder, approach)
 
     @activity.defn(name="approach_record")
     async def record(self, params: RecordApproachInput) -> FailedAttempt:

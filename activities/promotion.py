@@ -13,24 +13,26 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from sqlalchemy import select, text, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from governance.adapters.embedders import Embedder, EmbeddingDimensionMismatch, embed_passages_async
+from governance.adapters.llm_cognifier import LLMCognifier, cognify
+from governance.adapters.llm_judge import make_judge
 from governance.cognify import Candidate, StagedEntry, episode_candidate, skill_candidate
 from governance.config import Settings
 from governance.dedup import classify, content_hash
-from governance.embedders import Embedder, EmbeddingDimensionMismatch, embed_passages_async
-from governance.llm import LLMCognifier, cognify
+from governance.errors import NotFound
+from governance.publication import PublishedMemory
 from governance.redaction import redact, redact_json
 from governance.scopes import SCOPE_LEVEL, ActorType, Scope, scope_key
+from governance.storage.events import EventType, record_event
 from governance.storage.identity import get_principal
 from governance.storage.lifecycle import NewMemory, find_neighbours, publish_candidate
-from governance.storage.promotions import APPROVAL_GRANT_EVENT, grant_dedupe_key
-from governance.storage.tables import memory_events, staging_entries, tasks
-from governance.supersession import ContradictionJudge, RuleBasedJudge, make_judge
+from governance.storage.promotions import approval_grant_exists
+from governance.storage.staging import get_task, last_seq, set_task_status, snapshot_entries
+from governance.supersession import ContradictionJudge
 from governance.trust import published_trust
 from policy.enforcer import Authorizer
 
@@ -46,14 +48,10 @@ __all__ = [
     "ApproverCheckInput",
     "ApproverCheckResult",
     "PublishInput",
-    "PublishedMemory",
     "PublishResult",
     "DecisionRecordInput",
-    "NOT_FOUND",
-    "APPROVAL_GRANT_EVENT",
 ]
 
-NOT_FOUND = "NotFound"
 _HEARTBEAT_EVERY_SECONDS = 2.0  # well inside the workflow's heartbeat timeout
 _PUBLISH_JUDGE_TIMEOUT = (
     5.0  # seconds one LLM contradiction call may take inside publish (a 30 s local activity)
@@ -216,19 +214,6 @@ class PublishInput:
 
 
 @dataclass
-class PublishedMemory:
-    """What publishing one candidate did."""
-
-    memory_id: str
-    citation: str
-    action: str
-    memory_type: str
-    title: str
-    superseded_id: str | None
-    replayed: bool
-
-
-@dataclass
 class PublishResult:
     """Every published memory of the promotion."""
 
@@ -252,13 +237,6 @@ def _keys_from(scope: Scope, keys: dict[str, str]) -> list[str]:
     return [scope_key(s, **keys) for s in Scope if SCOPE_LEVEL[s] >= SCOPE_LEVEL[scope]]
 
 
-async def _insert_event(conn: AsyncConnection, **values: Any) -> None:
-    # the unique dedupe_key makes a retried or replayed activity write its event once
-    await conn.execute(
-        pg_insert(memory_events).values(**values).on_conflict_do_nothing(index_elements=["dedupe_key"])
-    )
-
-
 class PromotionActivities:
     """The promotion gate's I/O; one instance per worker, sharing its clients."""
 
@@ -278,43 +256,17 @@ class PromotionActivities:
         self._settings = settings
         self._llm = llm
         # the configured LLM judges contradictions too (rule-based without one); plan and publish share it
-        self._judge = (
-            judge
-            if judge is not None
-            else make_judge(
-                llm_base_url=settings.llm_base_url,
-                llm_model=settings.llm_model,
-                llm_api_key=settings.llm_api_key,
-                timeout=settings.llm_timeout_seconds,
-            )
-        )
+        self._judge = judge if judge is not None else make_judge(settings)
         # publish re-judges under its row locks, inside a 30 s local activity: there a slow endpoint must
         # give way to the rules quickly instead of timing the whole transaction out
         self._publish_judge = (
-            judge
-            if judge is not None
-            else make_judge(
-                llm_base_url=settings.llm_base_url,
-                llm_model=settings.llm_model,
-                llm_api_key=settings.llm_api_key,
-                timeout=min(settings.llm_timeout_seconds, _PUBLISH_JUDGE_TIMEOUT),
-            )
+            judge if judge is not None else make_judge(settings, timeout=_PUBLISH_JUDGE_TIMEOUT)
         )
 
     async def _entries(
         self, conn: AsyncConnection, task_id: str, last_seq: int
     ) -> tuple[list[StagedEntry], dict[str, int]]:
-        rows = await conn.execute(
-            select(
-                staging_entries.c.id,
-                staging_entries.c.seq,
-                staging_entries.c.kind,
-                staging_entries.c.content,
-                staging_entries.c.payload,
-            )
-            .where(staging_entries.c.task_id == task_id, staging_entries.c.seq <= last_seq)
-            .order_by(staging_entries.c.seq)
-        )
+        rows = await snapshot_entries(conn, task_id, up_to_seq=last_seq)
         entries: list[StagedEntry] = []
         counts: dict[str, int] = {}
         for row in rows:
@@ -336,19 +288,13 @@ class PromotionActivities:
     async def collect_staging(self, data: CollectInput) -> CollectResult:
         """Snapshot the task's staging (up to its current last seq) and note what redaction removes."""
         async with self._engine.connect() as conn:
-            task = (await conn.execute(select(tasks).where(tasks.c.id == data.task_id))).first()
+            task = await get_task(conn, data.task_id)
             if task is None:
                 raise ApplicationError(
-                    f"task {data.task_id} does not exist", type=NOT_FOUND, non_retryable=True
+                    f"task {data.task_id} does not exist", type=NotFound.__name__, non_retryable=True
                 )
-            last_seq = (
-                await conn.execute(
-                    select(text("coalesce(max(seq), -1)"))
-                    .select_from(staging_entries)
-                    .where(staging_entries.c.task_id == data.task_id)
-                )
-            ).scalar_one()
-            entries, counts = await self._entries(conn, data.task_id, int(last_seq))
+            snapshot_end = await last_seq(conn, data.task_id)
+            entries, counts = await self._entries(conn, data.task_id, snapshot_end)
         scope = Scope(data.target_scope)
         keys = {"org": task.org, "project": task.project, "worktree": task.worktree, "task_id": task.id}
         return CollectResult(
@@ -358,7 +304,7 @@ class PromotionActivities:
             worktree=task.worktree,
             description=redact(task.description).text,  # it travels in the history approvers read
             entry_count=len(entries),
-            last_seq=int(last_seq),
+            last_seq=snapshot_end,
             redaction_counts=counts,
             requires_approval=self._authorizer.requires_validation(scope),
             scope_key=scope_key(scope, **keys),
@@ -410,7 +356,9 @@ class PromotionActivities:
             vectors = await embed_passages_async(self._embedder, [c.content for c in data.candidates])
         except EmbeddingDimensionMismatch as exc:
             # retrying cannot fix a misconfigured endpoint; fail the promotion now, saying why
-            raise ApplicationError(str(exc), type="EmbeddingDimensionMismatch", non_retryable=True) from exc
+            raise ApplicationError(
+                str(exc), type=EmbeddingDimensionMismatch.__name__, non_retryable=True
+            ) from exc
         items: list[PlanItem] = []
         async with self._engine.connect() as conn:
             for candidate, vector in zip(data.candidates, vectors, strict=True):
@@ -436,8 +384,7 @@ class PromotionActivities:
                     memory_type=candidate.memory_type,
                 )
                 # an LLM judge blocks on the network: keep the event loop (and the heartbeat) running
-                blocking = not isinstance(self._judge, RuleBasedJudge)
-                decision = await asyncio.to_thread(decide) if blocking else decide()
+                decision = await asyncio.to_thread(decide) if self._judge.blocking else decide()
                 items.append(
                     PlanItem(
                         candidate=candidate,
@@ -467,9 +414,9 @@ class PromotionActivities:
                 approver_type=principal.actor_type.value,
             )
         async with self._engine.begin() as conn:
-            await _insert_event(
+            await record_event(
                 conn,
-                event_type="REJECTED",
+                event_type=EventType.REJECTED,
                 actor_id=data.approver[:64] or None,
                 actor_type=principal.actor_type.value if principal else None,
                 task_id=data.task_id,
@@ -477,6 +424,7 @@ class PromotionActivities:
                 reason=f"{data.decision} refused: {reason}",
                 payload={"refused_approval": True, "decision": data.decision, "channel": data.channel},
                 dedupe_key=f"{data.workflow_id}:refusal:{data.request_id}",
+                if_absent=True,
             )
         return ApproverCheckResult(accepted=False, reason=str(reason))
 
@@ -488,18 +436,14 @@ class PromotionActivities:
             if principal is None:
                 return f"unknown principal {data.approver!r}", None
             if self._settings.approval_mode == "api_only":
-                granted = (
-                    await conn.execute(
-                        select(memory_events.c.id).where(
-                            memory_events.c.dedupe_key == grant_dedupe_key(data.workflow_id, str(data.grant)),
-                            memory_events.c.event_type == APPROVAL_GRANT_EVENT,
-                            memory_events.c.actor_id == principal.id,
-                            # a grant written for a rejection cannot be replayed as an approval
-                            memory_events.c.payload["decision"].astext == data.decision,
-                        )
-                    )
-                ).first()
-                if data.grant is None or granted is None:
+                granted = data.grant is not None and await approval_grant_exists(
+                    conn,
+                    workflow_id=data.workflow_id,
+                    grant=data.grant,
+                    principal_id=principal.id,
+                    decision=data.decision,
+                )
+                if not granted:
                     return "approval_mode is api_only and no API-authenticated grant matches", principal
         if not self._authorizer.allowed(
             principal, org=data.org, project=data.project, scope=data.target_scope, action="approve"
@@ -574,9 +518,9 @@ class PromotionActivities:
                     )
                 )
             if data.approver is not None:
-                await _insert_event(
+                await record_event(
                     conn,
-                    event_type="APPROVED",
+                    event_type=EventType.APPROVED,
                     actor_id=data.approver,
                     actor_type=data.approver_type,
                     task_id=data.task_id,
@@ -584,11 +528,12 @@ class PromotionActivities:
                     reason=data.approval_note or "approved",
                     payload={"memory_ids": [r.memory_id for r in results], **data.summary},
                     dedupe_key=f"{data.workflow_id}:approved",
+                    if_absent=True,
                 )
             # one summary per promotion: redaction counts, cognify engine and any LLM fallback reason
-            await _insert_event(
+            await record_event(
                 conn,
-                event_type="PROMOTION",
+                event_type=EventType.PROMOTION,
                 actor_id=actor_id,
                 actor_type=actor_type,
                 task_id=data.task_id,
@@ -600,17 +545,18 @@ class PromotionActivities:
                     **data.summary,
                 },
                 dedupe_key=f"{data.workflow_id}:summary",
+                if_absent=True,
             )
-            await conn.execute(update(tasks).where(tasks.c.id == data.task_id).values(status="promoted"))
+            await set_task_status(conn, data.task_id, "promoted")
         return PublishResult(memories=results)
 
     @activity.defn
     async def record_decision(self, data: DecisionRecordInput) -> None:
         """Record a rejection (human or timeout) that publishes nothing."""
         async with self._engine.begin() as conn:
-            await _insert_event(
+            await record_event(
                 conn,
-                event_type="REJECTED",
+                event_type=EventType.REJECTED,
                 actor_id=data.actor_id,
                 actor_type=data.actor_type,
                 task_id=data.task_id,
@@ -618,5 +564,6 @@ class PromotionActivities:
                 reason=data.reason,
                 payload=data.payload,
                 dedupe_key=f"{data.workflow_id}:rejected",
+                if_absent=True,
             )
-            await conn.execute(update(tasks).where(tasks.c.id == data.task_id).values(status="rejected"))
+            await set_task_status(conn, data.task_id, "rejected")

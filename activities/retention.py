@@ -33,10 +33,7 @@ class PruneInput:
 
     now: datetime
     dry_run: bool
-    max_episode_age_days: int = 90
-    min_reward: float = 0.3
-    min_skill_success_rate: float = 0.5
-    keep_per_task: int = 5
+    policy: RetentionPolicy = field(default_factory=RetentionPolicy)
     orgs: list[str] | None = None
 
 
@@ -70,15 +67,9 @@ class RetentionActivities:
     @activity.defn(name="retention_prune")
     async def prune(self, step: PruneInput) -> PruneResult:
         """Remove stale episodes and failing skills, keeping the most recent per task."""
-        policy = RetentionPolicy(
-            max_episode_age_days=step.max_episode_age_days,
-            min_reward=step.min_reward,
-            min_skill_success_rate=step.min_skill_success_rate,
-            keep_per_task=step.keep_per_task,
-        )
         async with self._engine.begin() as conn:
             rows = await load_retention_rows(conn, orgs=step.orgs)
-            choices = select_for_pruning(rows, policy, step.now)
+            choices = select_for_pruning(rows, step.policy, step.now)
             pruned = len(choices) if step.dry_run else await prune_memories(conn, choices)
         return PruneResult(
             pruned=pruned, ids=[c.id for c in choices], reasons={c.id: c.reason for c in choices}

@@ -1,4 +1,4 @@
-"""Circular-fix detection (seed 003): has this approach already failed on this task?
+"""Circular-fix detection: has this approach already failed on this task?
 
 An approach is identified two ways. Its *fingerprint* is a hash of the normalised wording: NFKC,
 case-folded, punctuation dropped, filler words ("try", "again", "the", "let's", 다시, 한번 ...) and

@@ -81,7 +81,7 @@ class Candidate:
 
 @dataclass(frozen=True)
 class Analysis:
-    """What the task achieved and what it suggests remembering (seed 003's `analyzeTask` result)."""
+    """What the task achieved and what it suggests remembering."""
 
     success: bool
     reward: float

@@ -9,7 +9,13 @@ import platformdirs
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["Settings", "get_settings"]
+from governance.retention import RetentionPolicy
+
+__all__ = ["EMBEDDING_DIM", "Settings", "get_settings"]
+
+# The dimension of every stored vector (the default embedder's). Switching embedders to another dimension
+# needs a migration and re-embedding every memory; it is never mixed silently.
+EMBEDDING_DIM = 384
 
 
 def _default_data_dir() -> Path:
@@ -67,12 +73,12 @@ class Settings(BaseSettings):
 
     # retention
     retention_cron: str = "0 3 * * *"
-    retention_max_episode_age_days: int = 90
-    retention_min_reward: float = 0.3
-    retention_min_skill_success_rate: float = 0.5
-    retention_keep_per_task: int = 5
+    retention_max_episode_age_days: int = RetentionPolicy.max_episode_age_days
+    retention_min_reward: float = RetentionPolicy.min_reward
+    retention_min_skill_success_rate: float = RetentionPolicy.min_skill_success_rate
+    retention_keep_per_task: int = RetentionPolicy.keep_per_task
 
-    # read path: hybrid search and the context block (seed 001's 3-axis score, seed 002's block)
+    # read path: hybrid search and the context block (docs/architecture.md)
     search_weight_similarity: float = 0.5
     search_weight_recency: float = 0.3
     search_weight_importance: float = 0.2
@@ -87,6 +93,15 @@ class Settings(BaseSettings):
     # circular-fix detection
     approach_similarity_threshold: float = 0.93
     approach_refusals_before_stuck: int = 3
+
+    def retention_policy(self) -> RetentionPolicy:
+        """The nightly retention's numbers."""
+        return RetentionPolicy(
+            max_episode_age_days=self.retention_max_episode_age_days,
+            min_reward=self.retention_min_reward,
+            min_skill_success_rate=self.retention_min_skill_success_rate,
+            keep_per_task=self.retention_keep_per_task,
+        )
 
     def sqlalchemy_url(self) -> str:
         """The database URL with the psycopg 3 driver, whatever form the user gave."""

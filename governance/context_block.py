@@ -1,4 +1,4 @@
-"""The `[MEMORY CONTEXT]` block an agent pastes into its prompt (seed 002), with citations (seed 004).
+"""The `[MEMORY CONTEXT]` block an agent pastes into its prompt with citations.
 
     [MEMORY CONTEXT]
     <how to use these memories>

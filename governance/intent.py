@@ -1,4 +1,4 @@
-"""Query intent by rules (seed 001's read pipeline): what a reader asks for picks the memory types searched.
+"""Query intent by rules: what a reader asks for picks the memory types searched.
 
 Seed 001's table, mapped onto loregate's memory types:
 

@@ -1,4 +1,4 @@
-"""Ranking of retrieved memories: reciprocal rank fusion, then seed 001's 3-axis score.
+"""Ranking of retrieved memories: reciprocal rank fusion, then a 3-axis score.
 
     score = w_sim · similarity + w_rec · recency + w_imp · (importance × confidence)
 
@@ -40,7 +40,7 @@ K = TypeVar("K", bound=Hashable)
 
 @dataclass(frozen=True)
 class ScoreWeights:
-    """Weights of the three axes (seed 001 defaults); they need not sum to 1, but do by default."""
+    """Weights of the three axes (docs/architecture.md); they need not sum to 1, but do by default."""
 
     similarity: float = 0.5
     recency: float = 0.3

@@ -1,4 +1,4 @@
-"""Which published memories the nightly retention removes (seed 003 "Retention Policies"), as pure rules.
+"""Which published memories the nightly retention removes as pure rules.
 
 Episodes go when they are older than `max_episode_age_days` or earned a reward below `min_reward`;
 skills go when their observed success rate (the usefulness EMA fed by agents' feedback) is below

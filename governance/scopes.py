@@ -1,4 +1,4 @@
-"""Scopes, actor types and the promotion order of seed 003, as pure functions."""
+"""Scopes, actor types and the promotion order, as pure functions (docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ _VALIDATION_REQUIRED = {Scope.PROJECT, Scope.ORG}
 
 
 def can_promote(source: Scope, target: Scope) -> bool:
-    """Promotion goes strictly upward (seed 003's canPromote)."""
+    """Promotion goes strictly upward ."""
     return SCOPE_LEVEL[source] < SCOPE_LEVEL[target]
 
 

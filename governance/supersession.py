@@ -7,8 +7,8 @@ without a shared key). Two judges share one protocol:
   statement and differ in polarity (a negation on one side), in an opposite pair (enabled/disabled,
   always/never, 허용/금지 ...) or in a number/version. It is deliberately conservative: a false
   "contradicts" would deprecate good knowledge, a false "no" only leaves two related memories.
-- `LLMJudge`: any OpenAI-compatible chat endpoint answering JSON; on any failure (network, timeout,
-  malformed answer) it falls back to the rule-based judge, so a flaky endpoint never blocks promotion.
+- `LLMJudge` (governance/adapters/llm_judge.py): any OpenAI-compatible chat endpoint answering JSON; on any
+  failure it falls back to the rule-based judge, so a flaky endpoint never blocks promotion.
 
 `material_difference` is also used by deduplication: two texts that differ in a number or a negation are
 never merged, however close their embeddings are (embedders place "timeout 30 s" next to "timeout 60 s").
@@ -16,19 +16,16 @@ never merged, however close their embeddings are (embedders place "timeout 30 s"
 
 from __future__ import annotations
 
-import json
 import re
 import unicodedata
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 __all__ = [
     "Verdict",
     "ContradictionJudge",
     "RuleBasedJudge",
-    "LLMJudge",
     "material_difference",
-    "make_judge",
 ]
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
@@ -98,7 +95,12 @@ class Verdict:
 
 
 class ContradictionJudge(Protocol):
-    """Decides whether `new` contradicts `old`; `similarity` is their embedding cosine (a hint)."""
+    """Decides whether `new` contradicts `old`; `similarity` is their embedding cosine (a hint).
+
+    `blocking` says whether `judge` waits on the network (callers then run it in a thread).
+    """
+
+    blocking: bool
 
     def judge(self, *, new: str, old: str, similarity: float) -> Verdict: ...
 
@@ -236,6 +238,8 @@ def material_difference(a: str, b: str) -> str | None:
 class RuleBasedJudge:
     """Deterministic judge: a contradiction is the same statement with a different value or polarity."""
 
+    blocking = False
+
     def __init__(self, *, min_similarity: float = 0.8, min_overlap: float = 0.55) -> None:
         self.min_similarity = min_similarity
         self.min_overlap = min_overlap
@@ -251,67 +255,3 @@ class RuleBasedJudge:
         if _overlap(_skeleton(na), _skeleton(nb)) < self.min_overlap:
             return Verdict(False, f"{difference}, but the statements differ otherwise")
         return Verdict(True, difference)
-
-
-_PROMPT = (
-    "You compare two statements from a software team's shared memory. Answer with JSON only: "
-    '{"contradicts": true|false, "reason": "<one sentence>"}. '
-    "contradicts is true only if both are about the same subject and cannot both be true now "
-    "(e.g. a changed value, version, decision or a negation). Paraphrases, elaborations and statements "
-    "about different subjects do not contradict."
-)
-
-
-class LLMJudge:
-    """A judge asking an OpenAI-compatible chat endpoint; any failure falls back to `RuleBasedJudge`."""
-
-    def __init__(
-        self,
-        *,
-        base_url: str,
-        model: str,
-        api_key: str | None = None,
-        timeout: float = 60.0,
-        fallback: ContradictionJudge | None = None,
-        client: Any | None = None,
-    ) -> None:
-        if client is None:
-            from openai import OpenAI
-
-            client = OpenAI(base_url=base_url, api_key=api_key or "unused", timeout=timeout, max_retries=1)
-        self._client = client
-        self._model = model
-        self._fallback = fallback or RuleBasedJudge()
-
-    def judge(self, *, new: str, old: str, similarity: float) -> Verdict:
-        try:
-            response = self._client.chat.completions.create(
-                model=self._model,
-                temperature=0,
-                response_format={"type": "json_object"},
-                messages=[
-                    {"role": "system", "content": _PROMPT},
-                    {"role": "user", "content": json.dumps({"old": old, "new": new}, ensure_ascii=False)},
-                ],
-            )
-            answer = json.loads(response.choices[0].message.content or "")
-            contradicts = answer["contradicts"]
-            if not isinstance(contradicts, bool):
-                raise ValueError("contradicts is not a boolean")
-            return Verdict(contradicts, str(answer.get("reason") or "judged by the language model"))
-        except Exception as exc:  # noqa: BLE001 - any endpoint failure degrades to the offline judge by design
-            verdict = self._fallback.judge(new=new, old=old, similarity=similarity)
-            # the note (and the SUPERSEDED event) says the rules decided, and why the model did not
-            why = f"{type(exc).__name__}: {exc}"[:200]
-            return Verdict(
-                verdict.contradicts, f"{verdict.reason} (rule-based; the language model failed: {why})"
-            )
-
-
-def make_judge(
-    *, llm_base_url: str | None, llm_model: str | None, llm_api_key: str | None = None, timeout: float = 60.0
-) -> ContradictionJudge:
-    """The LLM judge when an endpoint and model are configured, else the rule-based one."""
-    if llm_base_url and llm_model:
-        return LLMJudge(base_url=llm_base_url, model=llm_model, api_key=llm_api_key, timeout=timeout)
-    return RuleBasedJudge()

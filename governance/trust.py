@@ -1,4 +1,4 @@
-"""Trust arithmetic of seed 003 ("Confidence & Trust Scoring"), as pure functions.
+"""Trust arithmetic (confidence, boosts, decay), as pure functions.
 
 The storage layer runs the same arithmetic inside single SQL statements (never read-modify-write in
 Python); these functions are the reference the SQL is tested against, and what planners use to predict
@@ -66,7 +66,7 @@ EMA_ALPHA = 0.3
 
 
 def clamp(confidence: float) -> float:
-    """Keep a confidence inside the bounds of seed 003 ([0.1, 1.0])."""
+    """Keep a confidence inside its bounds ([0.1, 1.0])."""
     return min(MAX_CONFIDENCE, max(MIN_CONFIDENCE, confidence))
 
 
@@ -81,7 +81,7 @@ def published_trust(
     """Confidence and validation source a promotion publishes with.
 
     Verified work starts at 0.6 and is boosted once by its evidence; a human's approval of the plan is a
-    validation of its own (seed 003's `human_approved`, +0.4), so it boosts again and becomes the source.
+    validation of its own (`human_approved`, +0.4), so it boosts again and becomes the source.
     A draft (unverified) gets neither.
     """
     if not verified:

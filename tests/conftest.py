@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from api.embedded import start_embedded_postgres, temporal_cli_path, temporal_test_server_path
+from api.cli.embedded import start_embedded_postgres, temporal_cli_path, temporal_test_server_path
 from governance.config import Settings
 from governance.storage.engine import make_engine
 from governance.storage.migrate import upgrade_head

@@ -1,4 +1,4 @@
-"""PromotionWorkflow: the gate between a task's staging and published memory (seed 003's promotion pipeline).
+"""PromotionWorkflow: the gate between a task's staging and published memory (docs/architecture.md).
 
 One workflow per task, id `promote-<task id>`. It waits for verification evidence, distils the task's
 redacted staging into a plan (new / duplicate / supersede per candidate), waits for a human approval
@@ -10,7 +10,7 @@ The `LoregateState` search attribute and the workflow's current details always s
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -31,30 +31,28 @@ with workflow.unsafe.imports_passed_through():
         PlanItem,
         PlanResult,
         PromotionActivities,
-        PublishedMemory,
         PublishInput,
         PublishResult,
     )
     from governance.scopes import Scope, ValidationSource
+    from workflows.promotion_contract import (
+        STATE_ATTRIBUTE,
+        ApprovalAck,
+        ApprovalRequest,
+        ErrorTypes,
+        Names,
+        PlanEntry,
+        PromotionInput,
+        PromotionResult,
+        PromotionState,
+        PromotionStatus,
+        Refusal,
+        Verification,
+    )
 
-__all__ = [
-    "PromotionWorkflow",
-    "PromotionInput",
-    "PromotionResult",
-    "Verification",
-    "ApprovalRequest",
-    "ApprovalAck",
-    "PlanEntry",
-    "Refusal",
-    "PromotionStatus",
-    "State",
-    "LOREGATE_STATE",
-    "workflow_id_for",
-    "DB_RETRY",
-    "COMPUTE_RETRY",
-]
+__all__ = ["PromotionWorkflow", "LOREGATE_STATE", "DB_RETRY", "COMPUTE_RETRY"]
 
-LOREGATE_STATE = SearchAttributeKey.for_keyword("LoregateState")
+LOREGATE_STATE = SearchAttributeKey.for_keyword(STATE_ATTRIBUTE)
 
 # Short database steps: retry quickly, give up after a while (a down database surfaces as `failed`).
 DB_RETRY = RetryPolicy(
@@ -62,7 +60,7 @@ DB_RETRY = RetryPolicy(
     backoff_coefficient=2.0,
     maximum_interval=timedelta(seconds=30),
     maximum_attempts=20,
-    non_retryable_error_types=["NotFound", "InvalidInput"],
+    non_retryable_error_types=[ErrorTypes.NOT_FOUND, ErrorTypes.INVALID_INPUT],
 )
 # Embedding and LLM calls: slower backoff; cognify itself falls back to rules instead of failing.
 COMPUTE_RETRY = RetryPolicy(
@@ -76,122 +74,6 @@ _COMPUTE_TIMEOUT = timedelta(minutes=5)
 # cognify and plan heartbeat while they run: a worker that dies holding one is noticed after this, and the
 # activity retried elsewhere, instead of after the whole 5-minute start-to-close timeout
 _HEARTBEAT_TIMEOUT = timedelta(seconds=10)
-
-
-class State:
-    """Values of `LoregateState` and of `PromotionStatus.state`."""
-
-    AWAITING_VERIFICATION = "awaiting_verification"
-    PLANNING = "planning"
-    AWAITING_APPROVAL = "awaiting_approval"
-    PUBLISHING = "publishing"
-    PUBLISHED = "published"
-    REJECTED = "rejected"
-    UNVERIFIED = "unverified"
-    FAILED = "failed"
-
-
-def workflow_id_for(task_id: str) -> str:
-    """The one workflow id of a task's promotion (so a second start finds the first)."""
-    return f"promote-{task_id}"
-
-
-@dataclass
-class Verification:
-    """Evidence the task's work is right: `source` is a ValidationSource, `success` the outcome."""
-
-    source: str
-    success: bool = True
-
-
-@dataclass
-class PromotionInput:
-    """Start input; timeouts come from the starter's settings (workflows read no environment)."""
-
-    task_id: str
-    target_scope: str
-    verification: Verification | None = None
-    verify_timeout_seconds: float = 7 * 24 * 3600
-    approval_timeout_seconds: float = 7 * 24 * 3600
-    requested_by: str | None = None
-
-
-@dataclass
-class ApprovalRequest:
-    """Payload of `approve`/`reject` (signal or update): `{"approver": "<principal id>", "note": "..."}`.
-
-    `grant` is set only by the API gateway (a row it wrote for the authenticated caller).
-    """
-
-    approver: str
-    note: str = ""
-    grant: str | None = None
-
-
-@dataclass
-class ApprovalAck:
-    """Answer of the `approve`/`reject` update."""
-
-    accepted: bool
-    state: str
-    reason: str
-
-
-@dataclass
-class PlanEntry:
-    """One line of the plan as shown to approvers (no embeddings)."""
-
-    memory_type: str
-    title: str
-    content: str
-    canonical_key: str | None
-    decision: str
-    target_id: str | None
-    similarity: float | None
-    reason: str
-
-
-@dataclass
-class Refusal:
-    """An approval or rejection that was not accepted, and why."""
-
-    approver: str
-    decision: str
-    channel: str
-    reason: str
-
-
-@dataclass
-class PromotionStatus:
-    """What the `state` query returns."""
-
-    task_id: str
-    target_scope: str
-    state: str
-    requires_approval: bool | None = None
-    verification: Verification | None = None
-    plan: list[PlanEntry] = field(default_factory=list)
-    critique: str | None = None
-    reward: float | None = None
-    cognify_engine: str | None = None
-    cognify_fallback: str | None = None
-    redaction_counts: dict[str, int] = field(default_factory=dict)
-    decided_by: str | None = None
-    decision_note: str | None = None
-    refusals: list[Refusal] = field(default_factory=list)
-    published: list[PublishedMemory] = field(default_factory=list)
-    error: str | None = None
-
-
-@dataclass
-class PromotionResult:
-    """The end state and what was published."""
-
-    task_id: str
-    state: str
-    published: list[PublishedMemory] = field(default_factory=list)
-    decided_by: str | None = None
-    reason: str | None = None
 
 
 @dataclass
@@ -218,7 +100,7 @@ def _markdown(status: PromotionStatus) -> str:
         for n, entry in enumerate(status.plan, start=1):
             key = f", key `{entry.canonical_key}`" if entry.canonical_key else ""
             lines.append(f"{n}. **{entry.title}** — {entry.memory_type}, {entry.decision}{key}")
-    if status.state == State.AWAITING_APPROVAL:
+    if status.state == PromotionState.AWAITING_APPROVAL:
         lines += [
             "",
             "Approve: *More Actions → Send a Signal*, name `approve`, input "
@@ -241,7 +123,7 @@ class PromotionWorkflow:
         self._status = PromotionStatus(
             task_id=data.task_id,
             target_scope=data.target_scope,
-            state=State.AWAITING_VERIFICATION,
+            state=PromotionState.AWAITING_VERIFICATION,
             verification=data.verification,
         )
         self._items: list[PlanItem] = []
@@ -249,24 +131,24 @@ class PromotionWorkflow:
         self._decision: _Decision | None = None
 
     # ---- queries -------------------------------------------------------------------------------
-    @workflow.query
+    @workflow.query(name=Names.STATE)
     def state(self) -> PromotionStatus:
         """Where the promotion stands, with its plan and refusals."""
         return self._status
 
-    @workflow.query
+    @workflow.query(name=Names.PLAN)
     def plan(self) -> list[PlanEntry]:
         """The plan an approver is asked to approve."""
         return self._status.plan
 
     # ---- verification --------------------------------------------------------------------------
-    @workflow.signal(name="verify")
+    @workflow.signal(name=Names.VERIFY)
     def verify_signal(self, evidence: Verification) -> None:
         """Verification evidence from an orchestrator (or the UI); ignored once evidence is in."""
         if self._status.verification is None and evidence.source in ValidationSource.__members__.values():
             self._status.verification = evidence
 
-    @workflow.update(name="verify")
+    @workflow.update(name=Names.VERIFY)
     def verify_update(self, evidence: Verification) -> PromotionStatus:
         """Verification evidence through the API; the validator refuses it when it cannot be used."""
         self._status.verification = evidence
@@ -275,24 +157,29 @@ class PromotionWorkflow:
     @verify_update.validator
     def _validate_verify(self, evidence: Verification) -> None:
         if evidence.source not in ValidationSource.__members__.values():
-            raise ApplicationError(f"unknown validation source {evidence.source!r}", type="InvalidInput")
-        if self._status.verification is not None or self._status.state != State.AWAITING_VERIFICATION:
             raise ApplicationError(
-                f"promotion is {self._status.state}, verification already given", type="Conflict"
+                f"unknown validation source {evidence.source!r}", type=ErrorTypes.INVALID_INPUT
+            )
+        if (
+            self._status.verification is not None
+            or self._status.state != PromotionState.AWAITING_VERIFICATION
+        ):
+            raise ApplicationError(
+                f"promotion is {self._status.state}, verification already given", type=ErrorTypes.CONFLICT
             )
 
     # ---- approval ------------------------------------------------------------------------------
-    @workflow.signal(name="approve")
+    @workflow.signal(name=Names.APPROVE)
     async def approve_signal(self, request: ApprovalRequest) -> None:
         """Approval from the Temporal UI: the approver is a claim, checked before it counts."""
         await self._decide(True, request, "signal")
 
-    @workflow.signal(name="reject")
+    @workflow.signal(name=Names.REJECT)
     async def reject_signal(self, request: ApprovalRequest) -> None:
         """Rejection from the Temporal UI, checked like an approval."""
         await self._decide(False, request, "signal")
 
-    @workflow.update(name="approve")
+    @workflow.update(name=Names.APPROVE)
     async def approve_update(self, request: ApprovalRequest) -> ApprovalAck:
         """Approval through the API (or the UI's Update action); answers accepted or refused at once."""
         return await self._decide(True, request, "update")
@@ -301,7 +188,7 @@ class PromotionWorkflow:
     def _validate_approve(self, request: ApprovalRequest) -> None:
         self._validate_decision(request)
 
-    @workflow.update(name="reject")
+    @workflow.update(name=Names.REJECT)
     async def reject_update(self, request: ApprovalRequest) -> ApprovalAck:
         """Rejection through the API; answers accepted or refused at once."""
         return await self._decide(False, request, "update")
@@ -312,16 +199,16 @@ class PromotionWorkflow:
 
     def _validate_decision(self, request: ApprovalRequest) -> None:
         if not request.approver:
-            raise ApplicationError("approver is required", type="InvalidInput")
-        if self._status.state != State.AWAITING_APPROVAL or self._decision is not None:
+            raise ApplicationError("approver is required", type=ErrorTypes.INVALID_INPUT)
+        if self._status.state != PromotionState.AWAITING_APPROVAL or self._decision is not None:
             raise ApplicationError(
-                f"promotion is {self._status.state}, not awaiting approval", type="Conflict"
+                f"promotion is {self._status.state}, not awaiting approval", type=ErrorTypes.CONFLICT
             )
 
     async def _decide(self, approved: bool, request: ApprovalRequest, channel: str) -> ApprovalAck:
         verb = "approve" if approved else "reject"
         if (
-            self._status.state != State.AWAITING_APPROVAL
+            self._status.state != PromotionState.AWAITING_APPROVAL
             or self._decision is not None
             or self._collected is None
         ):
@@ -351,7 +238,7 @@ class PromotionWorkflow:
             self._status.refusals.append(Refusal(request.approver, verb, channel, check.reason))
             self._show()
             if channel == "update":
-                raise ApplicationError(check.reason, type="ApprovalRefused", non_retryable=True)
+                raise ApplicationError(check.reason, type=ErrorTypes.APPROVAL_REFUSED, non_retryable=True)
             return ApprovalAck(False, self._status.state, check.reason)
         if self._decision is not None:  # another approver won while this one was being checked
             return ApprovalAck(False, self._status.state, "already decided")
@@ -359,7 +246,7 @@ class PromotionWorkflow:
         return ApprovalAck(True, self._status.state, "accepted")
 
     # ---- the run -------------------------------------------------------------------------------
-    def _set_state(self, state: str) -> None:
+    def _set_state(self, state: PromotionState) -> None:
         self._status.state = state
         workflow.upsert_search_attributes([LOREGATE_STATE.value_set(state)])
         self._show()
@@ -374,32 +261,34 @@ class PromotionWorkflow:
         except ActivityError as err:
             cause = err.cause if err.cause is not None else err
             self._status.error = str(cause)
-            self._set_state(State.FAILED)
-            result = PromotionResult(data.task_id, State.FAILED, reason=str(cause))
+            self._set_state(PromotionState.FAILED)
+            result = PromotionResult(data.task_id, PromotionState.FAILED, reason=str(cause))
         await workflow.wait_condition(workflow.all_handlers_finished)
         return result
 
     async def _run(self, data: PromotionInput) -> PromotionResult:
         if data.target_scope not in {s.value for s in Scope}:
             raise ApplicationError(
-                f"unknown target scope {data.target_scope!r}", type="InvalidInput", non_retryable=True
+                f"unknown target scope {data.target_scope!r}",
+                type=ErrorTypes.INVALID_INPUT,
+                non_retryable=True,
             )
-        self._set_state(State.AWAITING_VERIFICATION)
+        self._set_state(PromotionState.AWAITING_VERIFICATION)
         try:
             await workflow.wait_condition(
                 lambda: self._status.verification is not None,
                 timeout=timedelta(seconds=data.verify_timeout_seconds),
             )
         except TimeoutError:
-            self._set_state(State.UNVERIFIED)
+            self._set_state(PromotionState.UNVERIFIED)
             return PromotionResult(
-                data.task_id, State.UNVERIFIED, reason="no verification before the timeout"
+                data.task_id, PromotionState.UNVERIFIED, reason="no verification before the timeout"
             )
         evidence = self._status.verification
         assert evidence is not None
         wf_id = workflow.info().workflow_id
 
-        self._set_state(State.PLANNING)
+        self._set_state(PromotionState.PLANNING)
         collected: CollectResult = await workflow.execute_local_activity_method(
             PromotionActivities.collect_staging,
             CollectInput(data.task_id, wf_id, data.target_scope),
@@ -443,9 +332,9 @@ class PromotionWorkflow:
                 collected, Scope.TASK.value, planned.items, False, None, None, summary
             )
             self._status.published = published.memories
-            self._set_state(State.UNVERIFIED)
+            self._set_state(PromotionState.UNVERIFIED)
             return PromotionResult(
-                data.task_id, State.UNVERIFIED, published.memories, reason="verification failed"
+                data.task_id, PromotionState.UNVERIFIED, published.memories, reason="verification failed"
             )
 
         planned = await workflow.execute_activity_method(
@@ -474,7 +363,7 @@ class PromotionWorkflow:
 
         decision: _Decision | None = None
         if collected.requires_approval:
-            self._set_state(State.AWAITING_APPROVAL)
+            self._set_state(PromotionState.AWAITING_APPROVAL)
             try:
                 await workflow.wait_condition(
                     lambda: self._decision is not None,
@@ -499,23 +388,23 @@ class PromotionWorkflow:
                     start_to_close_timeout=_DB_TIMEOUT,
                     retry_policy=DB_RETRY,
                 )
-                self._set_state(State.REJECTED)
+                self._set_state(PromotionState.REJECTED)
                 return PromotionResult(
                     data.task_id,
-                    State.REJECTED,
+                    PromotionState.REJECTED,
                     decided_by=decision.approver,
                     reason=decision.note or "rejected",
                 )
 
-        self._set_state(State.PUBLISHING)
+        self._set_state(PromotionState.PUBLISHING)
         published = await self._publish(
             collected, data.target_scope, self._items, True, evidence.source, decision, summary
         )
         self._status.published = published.memories
-        self._set_state(State.PUBLISHED)
+        self._set_state(PromotionState.PUBLISHED)
         return PromotionResult(
             data.task_id,
-            State.PUBLISHED,
+            PromotionState.PUBLISHED,
             published.memories,
             decided_by=decision.approver if decision else None,
         )

@@ -1,4 +1,4 @@
-"""RetentionWorkflow: the nightly upkeep of published memory (seed 003 "Retention Policies").
+"""RetentionWorkflow: the nightly upkeep of published memory (docs/architecture.md).
 
 Started by the `loregate-retention` Temporal Schedule (see workflows/schedules.py), or by hand. It decays
 trust, expires memories past `expires_at`, then prunes stale episodes and failing skills while keeping
@@ -16,6 +16,7 @@ from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
     from activities.retention import PruneInput, PruneResult, RetentionActivities, RetentionStepInput
+    from governance.retention import RetentionPolicy
 
 __all__ = [
     "RetentionWorkflow",
@@ -35,13 +36,10 @@ STEP_TIMEOUT = timedelta(minutes=10)
 
 @dataclass
 class RetentionInput:
-    """Numbers of one run (defaults are seed 003's); `orgs` limits the run to some tenants."""
+    """One run: its retention policy (governance/retention.py) and `orgs`, the tenants it covers."""
 
     dry_run: bool = False
-    max_episode_age_days: int = 90
-    min_reward: float = 0.3
-    min_skill_success_rate: float = 0.5
-    keep_per_task: int = 5
+    policy: RetentionPolicy = field(default_factory=RetentionPolicy)
     orgs: list[str] | None = None
 
 
@@ -75,15 +73,7 @@ class RetentionWorkflow:
         )
         pruned: PruneResult = await workflow.execute_activity_method(
             RetentionActivities.prune,
-            PruneInput(
-                now=now,
-                dry_run=params.dry_run,
-                max_episode_age_days=params.max_episode_age_days,
-                min_reward=params.min_reward,
-                min_skill_success_rate=params.min_skill_success_rate,
-                keep_per_task=params.keep_per_task,
-                orgs=params.orgs,
-            ),
+            PruneInput(now=now, dry_run=params.dry_run, policy=params.policy, orgs=params.orgs),
             start_to_close_timeout=STEP_TIMEOUT,
             retry_policy=RETENTION_RETRY,
         )

@@ -32,13 +32,7 @@ def retention_schedule(settings: Settings) -> Schedule:
     return Schedule(
         action=ScheduleActionStartWorkflow(
             RetentionWorkflow.run,
-            RetentionInput(
-                dry_run=False,
-                max_episode_age_days=settings.retention_max_episode_age_days,
-                min_reward=settings.retention_min_reward,
-                min_skill_success_rate=settings.retention_min_skill_success_rate,
-                keep_per_task=settings.retention_keep_per_task,
-            ),
+            RetentionInput(dry_run=False, policy=settings.retention_policy()),
             id=RETENTION_WORKFLOW_ID,
             task_queue=settings.task_queue,
         ),

@@ -1,8 +1,7 @@
 """The one worker entry point: which workflows and activities loregate runs, on `settings.task_queue`.
 
 A new workflow registers by adding one line to `workflow_classes()` and its activities to
-`activity_functions()`. `connect_temporal` is shared by the worker, the gateway and the CLI so every
-process honours the same address, namespace, TLS and API key settings.
+`activity_functions()`. The worker connects through workflows/client.py, as the gateways and the CLI do.
 """
 
 from __future__ import annotations
@@ -12,37 +11,22 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
-from temporalio.client import Client, TLSConfig
+from temporalio.client import Client
 from temporalio.worker import Worker
 
 from activities.approaches import ApproachActivities
 from activities.promotion import PromotionActivities
 from activities.retention import RetentionActivities
+from governance.adapters.embedders import make_embedder
+from governance.adapters.llm_cognifier import make_llm
 from governance.config import Settings
-from governance.embedders import make_embedder
-from governance.llm import make_llm
 from governance.storage.engine import make_engine
 from policy.enforcer import Authorizer, make_authorizer
+from workflows.client import connect_temporal
 from workflows.promotion import PromotionWorkflow
 from workflows.retention import RetentionWorkflow
 
-__all__ = ["connect_temporal", "workflow_classes", "activity_functions", "build_worker", "run_worker"]
-
-
-async def connect_temporal(settings: Settings) -> Client:
-    """A client for the configured Temporal (dev server by default, a cluster or Temporal Cloud at scale)."""
-    address = settings.temporal_address or f"127.0.0.1:{settings.temporal_port}"
-    tls: TLSConfig | bool = False
-    if settings.temporal_tls_cert and settings.temporal_tls_key:
-        tls = TLSConfig(
-            client_cert=settings.temporal_tls_cert.read_bytes(),
-            client_private_key=settings.temporal_tls_key.read_bytes(),
-        )
-    elif settings.temporal_tls or settings.temporal_api_key:
-        tls = True  # Temporal Cloud API keys travel over TLS only
-    return await Client.connect(
-        address, namespace=settings.temporal_namespace, tls=tls, api_key=settings.temporal_api_key
-    )
+__all__ = ["workflow_classes", "activity_functions", "build_worker", "run_worker"]
 
 
 def workflow_classes() -> list[type]:

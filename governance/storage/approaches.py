@@ -23,7 +23,8 @@ from governance.approaches import (
     check_approach,
 )
 from governance.errors import InvalidInput, NotFound
-from governance.storage.lifecycle import EventType, record_event, vector_literal
+from governance.storage.events import EventType, record_event
+from governance.storage.memory_rows import vector_literal
 
 __all__ = ["CheckAnswer", "record_attempt", "check_proposal", "stuck_subtasks"]
 
@@ -103,7 +104,7 @@ async def record_attempt(
         await record_event(
             conn,
             memory_id=None,
-            event_type="APPROACH",
+            event_type=EventType.APPROACH,
             actor_id=actor_id,
             actor_type=actor_type,
             task_id=task_id,
@@ -201,7 +202,7 @@ async def check_proposal(
     await record_event(
         conn,
         memory_id=None,
-        event_type="APPROACH_REFUSED",
+        event_type=EventType.APPROACH_REFUSED,
         actor_id=actor_id,
         actor_type=actor_type,
         task_id=task_id,

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 
-from governance.config import Settings
+from governance.config import Settings, to_sqlalchemy_url
 
-__all__ = ["make_engine", "make_sessionmaker"]
+__all__ = ["make_engine", "make_sessionmaker", "describe_url"]
 
 
 def make_engine(settings: Settings) -> AsyncEngine:
@@ -20,7 +21,7 @@ def make_engine(settings: Settings) -> AsyncEngine:
         pool_pre_ping=True,
         connect_args={
             "connect_timeout": max(1, int(timeout)),
-            # prepared statements would cache plans across bulk loads; see DESIGN "Measured"
+            # prepared statements would cache plans across bulk loads; docs/architecture.md
             "prepare_threshold": None,
             "options": f"-c statement_timeout={int(timeout * 1000)}",
         },
@@ -30,3 +31,11 @@ def make_engine(settings: Settings) -> AsyncEngine:
 def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker:  # type: ignore[type-arg]
     """Sessions that keep loaded values after commit (handlers read them after the transaction)."""
     return async_sessionmaker(engine, expire_on_commit=False)
+
+
+def describe_url(url: str) -> str:
+    """The database URL without its password, fit to print."""
+    try:
+        return make_url(to_sqlalchemy_url(url)).render_as_string(hide_password=True)
+    except Exception:  # an unparsable URL is reported by the driver later; never echo secrets
+        return "<unparsable database URL>"

@@ -16,9 +16,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from governance.identity import Principal, hash_api_key, new_api_key, tenant_domain
 from governance.scopes import ActorType
+from governance.storage.policy_watcher import POLICY_CHANNEL
 from governance.storage.tables import api_keys, principals
 
 __all__ = [
+    "bootstrap_admin",
     "KeyInfo",
     "create_principal",
     "create_api_key",
@@ -56,7 +58,7 @@ def _principal(row: object) -> Principal:
 
 async def notify_policy_change(conn: AsyncConnection) -> None:
     """Delivered at commit: every process reloads policy and forgets cached keys."""
-    await conn.execute(text("SELECT pg_notify('loregate_policy', '')"))
+    await conn.execute(text("SELECT pg_notify(:channel, '')"), {"channel": POLICY_CHANNEL})
 
 
 async def create_principal(
@@ -152,3 +154,17 @@ async def revoke_key(conn: AsyncConnection, key_id: str) -> bool:
 
 async def count_principals(conn: AsyncConnection) -> int:
     return int((await conn.execute(select(func.count()).select_from(principals))).scalar_one())
+
+
+async def bootstrap_admin(conn: AsyncConnection) -> str | None:
+    """On a database without principals, create a human admin and return its API key; else None.
+
+    A transaction-scoped lock makes two processes starting on one database bootstrap once.
+    """
+    await conn.execute(text("SELECT pg_advisory_xact_lock(hashtext('loregate-bootstrap'))"))
+    if await count_principals(conn) > 0:
+        return None
+    principal = await create_principal(
+        conn, name="bootstrap-admin", actor_type=ActorType.HUMAN, org="default", project=None, is_admin=True
+    )
+    return await create_api_key(conn, principal.id)

@@ -1,6 +1,6 @@
 """Every change to published memory, each with its `memory_events` row in the same transaction.
 
-Why it looks like this (seed 003, DESIGN "Governance rules"):
+Why it looks like this (docs/architecture.md, "Governance rules"):
 - Parallel promotions must not leave two copies of one fact or two heads of one canonical key. Publishers
   take a transaction-scoped advisory lock: EXCLUSIVE on the target scope key, SHARED on the wider scope
   keys they may reinforce. Publishers into one scope are serialised; the partial unique index
@@ -18,28 +18,31 @@ This module is the public face; the code lives in memory_rows.py (types, locks, 
 
 from __future__ import annotations
 
+from governance.storage.events import EventType, record_event
 from governance.storage.memory_changes import (
+    MemoryTenant,
     boost_memory,
     memory_history,
+    memory_tenant,
     record_feedback,
     resolve_memory_id,
     retire_memory,
     supersede_memory,
 )
 from governance.storage.memory_rows import (
-    EventType,
     MemoryVersion,
     NewMemory,
     PublishOutcome,
     expire_in_scope,
     lock_scopes,
     make_citation,
-    record_event,
     vector_literal,
 )
 from governance.storage.publish import find_neighbours, publish_candidate
 
 __all__ = [
+    "MemoryTenant",
+    "memory_tenant",
     "EventType",
     "NewMemory",
     "PublishOutcome",

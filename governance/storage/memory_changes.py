@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -15,8 +16,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from governance.dedup import content_hash
 from governance.errors import InvalidInput, NotFound
 from governance.scopes import ValidationSource
+from governance.storage.events import EventType, record_event, recorded_payload
 from governance.storage.memory_rows import (
-    EventType,
     MemoryVersion,
     NewMemory,
     PublishOutcome,
@@ -24,14 +25,14 @@ from governance.storage.memory_rows import (
     lock_scopes,
     not_found_or_conflict,
     outcome_dict,
-    record_event,
-    recorded_payload,
     replay_outcome,
     scope_key_of,
 )
 from governance.trust import EMA_ALPHA, INITIAL_VERIFIED, MAX_CONFIDENCE, MIN_CONFIDENCE, VALIDATION_BOOSTS
 
 __all__ = [
+    "MemoryTenant",
+    "memory_tenant",
     "resolve_memory_id",
     "boost_memory",
     "record_feedback",
@@ -39,6 +40,34 @@ __all__ = [
     "retire_memory",
     "memory_history",
 ]
+
+
+@dataclass(frozen=True)
+class MemoryTenant:
+    """Who a memory belongs to: what an authorisation check needs."""
+
+    id: str
+    citation: str
+    org: str
+    project: str | None
+    scope: str
+
+
+async def memory_tenant(conn: AsyncConnection, ref: str) -> MemoryTenant:
+    """The tenant and scope of the memory named by uuid or citation; NotFound otherwise."""
+    memory_id = await resolve_memory_id(conn, ref)
+    row = (
+        await conn.execute(
+            text(
+                "SELECT id::text AS id, citation, org, project, scope "
+                "FROM memories WHERE id = CAST(:i AS uuid)"
+            ),
+            {"i": memory_id},
+        )
+    ).first()
+    if row is None:
+        raise NotFound(f"memory {ref!r} not found")
+    return MemoryTenant(row.id, row.citation, row.org, row.project, row.scope)
 
 
 async def resolve_memory_id(conn: AsyncConnection, ref: str) -> str:
@@ -79,23 +108,13 @@ async def boost_memory(
         await conn.execute(
             text(
                 """
-                WITH u AS (
-                    UPDATE memories SET
-                        confidence = LEAST(:max, GREATEST(:min, confidence + :boost)),
-                        base_confidence = LEAST(:max, GREATEST(:min, confidence + :boost)),
-                        validation_source = CAST(:source AS text), validation_count = validation_count + 1,
-                        last_validated_at = now(), updated_at = now()
-                    WHERE id = CAST(:id AS uuid) AND deprecated_at IS NULL
-                    RETURNING id, confidence
-                )
-                INSERT INTO memory_events (memory_id, event_type, actor_id, actor_type, task_id, workflow_id,
-                                           reason, payload, dedupe_key)
-                SELECT id, 'BOOSTED', :actor_id, :actor_type, :task_id, :workflow_id, :reason,
-                       jsonb_build_object('source', CAST(:source AS text), 'boost', CAST(:boost AS float8),
-                                          'confidence', confidence),
-                       :dedupe_key
-                FROM u
-                RETURNING (payload->>'confidence')::float8 AS confidence
+                UPDATE memories SET
+                    confidence = LEAST(:max, GREATEST(:min, confidence + :boost)),
+                    base_confidence = LEAST(:max, GREATEST(:min, confidence + :boost)),
+                    validation_source = CAST(:source AS text), validation_count = validation_count + 1,
+                    last_validated_at = now(), updated_at = now()
+                WHERE id = CAST(:id AS uuid) AND deprecated_at IS NULL
+                RETURNING confidence
                 """
             ),
             {
@@ -104,18 +123,25 @@ async def boost_memory(
                 "source": src.value,
                 "max": MAX_CONFIDENCE,
                 "min": MIN_CONFIDENCE,
-                "actor_id": actor_id,
-                "actor_type": actor_type,
-                "task_id": task_id,
-                "workflow_id": workflow_id,
-                "reason": reason,
-                "dedupe_key": dedupe_key,
             },
         )
     ).first()
     if row is None:
         raise await not_found_or_conflict(conn, memory_id, "validation")
-    return float(row.confidence)
+    confidence = float(row.confidence)
+    await record_event(
+        conn,
+        memory_id=memory_id,
+        event_type=EventType.BOOSTED,
+        actor_id=actor_id,
+        actor_type=actor_type,
+        task_id=task_id,
+        workflow_id=workflow_id,
+        reason=reason,
+        payload={"source": src.value, "boost": VALIDATION_BOOSTS[src], "confidence": confidence},
+        dedupe_key=dedupe_key,
+    )
+    return confidence
 
 
 async def record_feedback(
@@ -137,36 +163,29 @@ async def record_feedback(
         await conn.execute(
             text(
                 """
-                WITH u AS (
-                    UPDATE memories SET usefulness = (1 - :alpha) * usefulness + :alpha * :target,
-                                        updated_at = now()
-                    WHERE id = CAST(:id AS uuid)
-                    RETURNING id, usefulness
-                )
-                INSERT INTO memory_events (memory_id, event_type, actor_id, actor_type, task_id,
-                    payload, dedupe_key)
-                SELECT id, 'FEEDBACK', :actor_id, :actor_type, :task_id,
-                       jsonb_build_object('helpful', CAST(:helpful AS boolean), 'usefulness', usefulness),
-                       :dedupe_key
-                FROM u
-                RETURNING (payload->>'usefulness')::float8 AS usefulness
+                UPDATE memories SET usefulness = (1 - :alpha) * usefulness + :alpha * :target,
+                                    updated_at = now()
+                WHERE id = CAST(:id AS uuid)
+                RETURNING usefulness
                 """
             ),
-            {
-                "id": memory_id,
-                "alpha": alpha,
-                "target": 1.0 if helpful else 0.0,
-                "helpful": helpful,
-                "actor_id": actor_id,
-                "actor_type": actor_type,
-                "task_id": task_id,
-                "dedupe_key": dedupe_key,
-            },
+            {"id": memory_id, "alpha": alpha, "target": 1.0 if helpful else 0.0},
         )
     ).first()
     if row is None:
         raise NotFound(f"memory {memory_id} not found")
-    return float(row.usefulness)
+    usefulness = float(row.usefulness)
+    await record_event(
+        conn,
+        memory_id=memory_id,
+        event_type=EventType.FEEDBACK,
+        actor_id=actor_id,
+        actor_type=actor_type,
+        task_id=task_id,
+        payload={"helpful": helpful, "usefulness": usefulness},
+        dedupe_key=dedupe_key,
+    )
+    return usefulness
 
 
 async def supersede_memory(
@@ -272,29 +291,26 @@ async def retire_memory(
         await conn.execute(
             text(
                 """
-                WITH u AS (
-                    UPDATE memories SET deprecated_at = now(), contradiction_note = :reason,
-                        updated_at = now()
-                    WHERE id = CAST(:id AS uuid) AND deprecated_at IS NULL
-                    RETURNING id
-                )
-                INSERT INTO memory_events (memory_id, event_type, actor_id, actor_type, reason, payload,
-                    dedupe_key)
-                SELECT id, 'RETIRED', :actor_id, :actor_type, :reason, '{}'::jsonb, :dedupe_key FROM u
-                RETURNING memory_id
+                UPDATE memories SET deprecated_at = now(), contradiction_note = :reason, updated_at = now()
+                WHERE id = CAST(:id AS uuid) AND deprecated_at IS NULL
+                RETURNING id
                 """
             ),
-            {
-                "id": memory_id,
-                "reason": reason,
-                "actor_id": actor_id,
-                "actor_type": actor_type,
-                "dedupe_key": dedupe_key,
-            },
+            {"id": memory_id, "reason": reason},
         )
     ).first()
     if row is None:
         raise await not_found_or_conflict(conn, memory_id, "retirement")
+    await record_event(
+        conn,
+        memory_id=memory_id,
+        event_type=EventType.RETIRED,
+        actor_id=actor_id,
+        actor_type=actor_type,
+        reason=reason,
+        payload={},
+        dedupe_key=dedupe_key,
+    )
 
 
 async def memory_history(conn: AsyncConnection, memory_id: str) -> list[MemoryVersion]:

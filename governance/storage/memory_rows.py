@@ -11,7 +11,6 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import func, insert, text
@@ -20,12 +19,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from governance.errors import Conflict, NotFound
 from governance.scopes import SCOPE_LEVEL, Scope
-from governance.storage.tables import memories, memory_events
+from governance.storage.events import Event, EventType, record_events
+from governance.storage.tables import memories
 from governance.trust import MAX_CONFIDENCE, MIN_CONFIDENCE
 
 __all__ = [
     "NEIGHBOURS_K",
-    "EventType",
     "NewMemory",
     "PublishOutcome",
     "MemoryVersion",
@@ -33,10 +32,9 @@ __all__ = [
     "vector_literal",
     "wider_scope_keys",
     "lock_scopes",
-    "record_event",
-    "recorded_payload",
     "replay_outcome",
     "expire_in_scope",
+    "expired_event",
     "insert_memory",
     "outcome_dict",
     "not_found_or_conflict",
@@ -45,23 +43,6 @@ __all__ = [
 
 
 NEIGHBOURS_K = 10
-
-
-class EventType(StrEnum):
-    """Kinds of `memory_events` rows."""
-
-    PROMOTED = "PROMOTED"
-    MERGED = "MERGED"
-    SUPERSEDED = "SUPERSEDED"
-    BOOSTED = "BOOSTED"
-    DECAYED = "DECAYED"
-    EXPIRED = "EXPIRED"
-    PRUNED = "PRUNED"
-    RETIRED = "RETIRED"
-    APPROVED = "APPROVED"
-    REJECTED = "REJECTED"
-    FEEDBACK = "FEEDBACK"
-    STUCK = "STUCK"
 
 
 @dataclass
@@ -158,44 +139,6 @@ async def lock_scopes(conn: AsyncConnection, exclusive: str, shared: Sequence[st
     await conn.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:k, 0))"), {"k": exclusive})
 
 
-async def record_event(
-    conn: AsyncConnection,
-    *,
-    memory_id: str | None,
-    event_type: EventType | str,
-    actor_id: str | None,
-    actor_type: str | None,
-    reason: str | None = None,
-    payload: dict[str, Any] | None = None,
-    task_id: str | None = None,
-    workflow_id: str | None = None,
-    dedupe_key: str | None = None,
-) -> None:
-    """Append one audit event (used by every change here and by the promotion for APPROVED/REJECTED)."""
-    await conn.execute(
-        insert(memory_events).values(
-            memory_id=memory_id,
-            event_type=str(event_type),
-            actor_id=actor_id,
-            actor_type=actor_type,
-            task_id=task_id,
-            workflow_id=workflow_id,
-            reason=reason,
-            payload=payload,
-            dedupe_key=dedupe_key,
-        )
-    )
-
-
-async def recorded_payload(conn: AsyncConnection, dedupe_key: str | None) -> dict[str, Any] | None:
-    if dedupe_key is None:
-        return None
-    row = (
-        await conn.execute(text("SELECT payload FROM memory_events WHERE dedupe_key = :k"), {"k": dedupe_key})
-    ).first()
-    return dict(row.payload or {}) if row is not None else None
-
-
 def replay_outcome(payload: dict[str, Any]) -> PublishOutcome:
     outcome = payload.get("outcome")
     if not isinstance(outcome, dict):
@@ -211,20 +154,28 @@ def replay_outcome(payload: dict[str, Any]) -> PublishOutcome:
 
 async def expire_in_scope(conn: AsyncConnection, scope_key: str) -> None:
     """Expire memories of one scope whose `expires_at` passed (a publisher must not see them as heads)."""
-    await conn.execute(
+    expired = await conn.execute(
         text(
             """
-            WITH e AS (
-                UPDATE memories SET deprecated_at = now(), updated_at = now()
-                WHERE scope_key = :k AND deprecated_at IS NULL AND expires_at <= now()
-                RETURNING id, expires_at
-            )
-            INSERT INTO memory_events (memory_id, event_type, actor_id, actor_type, reason, payload)
-            SELECT id, 'EXPIRED', 'system', 'system', 'past expires_at',
-                   jsonb_build_object('expires_at', expires_at) FROM e
+            UPDATE memories SET deprecated_at = now(), updated_at = now()
+            WHERE scope_key = :k AND deprecated_at IS NULL AND expires_at <= now()
+            RETURNING id::text AS id, expires_at
             """
         ),
         {"k": scope_key},
+    )
+    await record_events(conn, [expired_event(r.id, r.expires_at) for r in expired])
+
+
+def expired_event(memory_id: str, expires_at: datetime) -> Event:
+    """The EXPIRED event of a memory whose `expires_at` passed."""
+    return Event(
+        event_type=EventType.EXPIRED,
+        actor_id="system",
+        actor_type="system",
+        memory_id=memory_id,
+        reason="past expires_at",
+        payload={"expires_at": expires_at.isoformat()},
     )
 
 

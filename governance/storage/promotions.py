@@ -1,23 +1,21 @@
-"""What the gateway records about a task's promotion: its workflow id, and approval grants.
+"""What is recorded about a task's promotion besides its memories: approval grants and the gateway's proof.
 
-An approval grant is the gateway's proof that an approval came from an authenticated caller: a
-`memory_events` row of type `APPROVAL_GRANT` with `dedupe_key = <workflow id>:grant:<grant>` and
-`actor_id` = the caller. In `approval_mode=api_only` the promotion's approver check accepts an approval only
-when such a row exists for the approver it names (activities/promotion.py); the Temporal UI cannot write one.
+An approval grant is the gateway's proof that an approval came from an authenticated caller: an
+`APPROVAL_GRANT` event with `dedupe_key = <workflow id>:grant:<grant>` and `actor_id` = the caller. In
+`approval_mode=api_only` the promotion's approver check accepts an approval only when such a row exists for
+the approver it names and the decision it makes; the Temporal UI cannot write one.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from governance.identity import Principal
-from governance.storage.tables import memory_events, tasks
+from governance.storage.events import EventType, record_event
+from governance.storage.tables import memory_events
 
-__all__ = ["APPROVAL_GRANT_EVENT", "grant_dedupe_key", "record_approval_grant", "set_promotion_workflow"]
-
-APPROVAL_GRANT_EVENT = "APPROVAL_GRANT"
+__all__ = ["grant_dedupe_key", "record_approval_grant", "approval_grant_exists"]
 
 
 def grant_dedupe_key(workflow_id: str, grant: str) -> str:
@@ -36,22 +34,33 @@ async def record_approval_grant(
     note: str,
 ) -> None:
     """Write the grant row for `principal`'s `decision` ("approve" | "reject") on this promotion."""
-    await conn.execute(
-        pg_insert(memory_events)
-        .values(
-            event_type=APPROVAL_GRANT_EVENT,
-            actor_id=principal.id,
-            actor_type=principal.actor_type.value,
-            task_id=task_id,
-            workflow_id=workflow_id,
-            reason=f"{decision} requested through the API",
-            payload={"decision": decision, "note": note},
-            dedupe_key=grant_dedupe_key(workflow_id, grant),
-        )
-        .on_conflict_do_nothing(index_elements=["dedupe_key"])
+    await record_event(
+        conn,
+        event_type=EventType.APPROVAL_GRANT,
+        actor_id=principal.id,
+        actor_type=principal.actor_type.value,
+        task_id=task_id,
+        workflow_id=workflow_id,
+        reason=f"{decision} requested through the API",
+        payload={"decision": decision, "note": note},
+        dedupe_key=grant_dedupe_key(workflow_id, grant),
+        if_absent=True,
     )
 
 
-async def set_promotion_workflow(conn: AsyncConnection, task_id: str, workflow_id: str) -> None:
-    """Remember on the task which workflow promotes it."""
-    await conn.execute(update(tasks).where(tasks.c.id == task_id).values(promotion_workflow_id=workflow_id))
+async def approval_grant_exists(
+    conn: AsyncConnection, *, workflow_id: str, grant: str, principal_id: str, decision: str
+) -> bool:
+    """Whether the gateway wrote `grant` for `principal_id`'s `decision` on this workflow."""
+    row = (
+        await conn.execute(
+            select(memory_events.c.id).where(
+                memory_events.c.dedupe_key == grant_dedupe_key(workflow_id, grant),
+                memory_events.c.event_type == EventType.APPROVAL_GRANT.value,
+                memory_events.c.actor_id == principal_id,
+                # a grant written for a rejection cannot be replayed as an approval
+                memory_events.c.payload["decision"].astext == decision,
+            )
+        )
+    ).first()
+    return row is not None

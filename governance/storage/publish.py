@@ -16,22 +16,20 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from governance.dedup import Decision, DecisionKind, Neighbour, classify, content_hash
 from governance.errors import Conflict, InvalidInput
 from governance.scopes import ValidationSource
+from governance.storage.events import EventType, record_event, recorded_payload
 from governance.storage.memory_rows import (
     NEIGHBOURS_K,
-    EventType,
     NewMemory,
     PublishOutcome,
     expire_in_scope,
     insert_memory,
     lock_scopes,
     outcome_dict,
-    record_event,
-    recorded_payload,
     replay_outcome,
     vector_literal,
     wider_scope_keys,
 )
-from governance.supersession import ContradictionJudge, RuleBasedJudge
+from governance.supersession import ContradictionJudge
 from governance.trust import MAX_CONFIDENCE, MIN_CONFIDENCE, VALIDATION_BOOSTS
 
 __all__ = ["find_neighbours", "publish_candidate"]
@@ -154,10 +152,13 @@ async def publish_candidate(
         )
 
     # an LLM judge blocks on the network: keep the event loop free (the locks are held meanwhile)
-    decision = (
-        decide() if judge is None or isinstance(judge, RuleBasedJudge) else await asyncio.to_thread(decide)
-    )
-    common = {"actor_id": actor_id, "actor_type": actor_type, "task_id": task_id, "workflow_id": workflow_id}
+    decision = await asyncio.to_thread(decide) if judge is not None and judge.blocking else decide()
+    common: dict[str, Any] = {
+        "actor_id": actor_id,
+        "actor_type": actor_type,
+        "task_id": task_id,
+        "workflow_id": workflow_id,
+    }
     by_id = {n.id: n for n in neighbours}
 
     if decision.kind is DecisionKind.DUPLICATE and decision.target_id is not None:

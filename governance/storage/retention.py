@@ -8,17 +8,20 @@ statement can be limited to some orgs (a tenant's own run, and tests that share 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from governance.retention import PRUNABLE_TYPES, PruneChoice, RetentionRow
+from governance.storage.events import Event, EventType, record_events
+from governance.storage.memory_rows import expired_event
 from governance.trust import DAYS_PER_MONTH, DECAY_RATES_PER_MONTH, MIN_CONFIDENCE, DecayPolicy
 
 __all__ = ["decay_confidences", "expire_due", "load_retention_rows", "prune_memories"]
 
-_ACTOR = {"actor_id": "system:retention", "actor_type": "system"}
+_ACTOR_ID, _ACTOR_TYPE = "system:retention", "system"
 
 # the SQL twin of governance.trust.decayed (tested against it)
 _DECAYED = """
@@ -62,14 +65,26 @@ async def decay_confidences(
             UPDATE memories m SET confidence = c.new, base_confidence = COALESCE(m.base_confidence, c.old),
                    updated_at = CAST(:now AS timestamptz)
             FROM c WHERE m.id = c.id AND abs(c.new - c.old) > 1e-9
-            RETURNING m.id, c.old, c.new, m.decay_policy
+            RETURNING m.id::text AS id, c.old, c.new, m.decay_policy
         )
-        INSERT INTO memory_events (memory_id, event_type, actor_id, actor_type, reason, payload)
-        SELECT id, 'DECAYED', :actor_id, :actor_type, 'decay policy ' || decay_policy,
-               jsonb_build_object('from', old, 'to', new, 'policy', decay_policy) FROM changed
+        SELECT * FROM changed
     """
-    result = await conn.execute(text(sql), {**params, **_ACTOR})
-    return int(result.rowcount or 0)
+    changed = (await conn.execute(text(sql), params)).all()
+    await record_events(
+        conn,
+        [
+            Event(
+                event_type=EventType.DECAYED,
+                memory_id=r.id,
+                reason=f"decay policy {r.decay_policy}",
+                payload={"from": r.old, "to": r.new, "policy": r.decay_policy},
+                actor_id=_ACTOR_ID,
+                actor_type=_ACTOR_TYPE,
+            )
+            for r in changed
+        ],
+    )
+    return len(changed)
 
 
 async def expire_due(
@@ -83,18 +98,19 @@ async def expire_due(
             (await conn.execute(text(f"SELECT count(*) FROM memories WHERE {where}"), params)).scalar_one()
         )
     sql = f"""
-        WITH e AS (
-            UPDATE memories SET deprecated_at = CAST(:now AS timestamptz),
-                updated_at = CAST(:now AS timestamptz)
-            WHERE {where}
-            RETURNING id, expires_at
-        )
-        INSERT INTO memory_events (memory_id, event_type, actor_id, actor_type, reason, payload)
-        SELECT id, 'EXPIRED', :actor_id, :actor_type, 'past expires_at',
-               jsonb_build_object('expires_at', expires_at) FROM e
+        UPDATE memories SET deprecated_at = CAST(:now AS timestamptz), updated_at = CAST(:now AS timestamptz)
+        WHERE {where}
+        RETURNING id::text AS id, expires_at
     """
-    result = await conn.execute(text(sql), {**params, **_ACTOR})
-    return int(result.rowcount or 0)
+    expired = (await conn.execute(text(sql), params)).all()
+    await record_events(
+        conn,
+        [
+            replace(expired_event(r.id, r.expires_at), actor_id=_ACTOR_ID, actor_type=_ACTOR_TYPE)
+            for r in expired
+        ],
+    )
+    return len(expired)
 
 
 async def load_retention_rows(
@@ -131,17 +147,35 @@ async def prune_memories(conn: AsyncConnection, choices: Sequence[PruneChoice]) 
         d AS (
             DELETE FROM memories m USING chosen
             WHERE m.id = chosen.id AND NOT EXISTS (SELECT 1 FROM memories s WHERE s.supersedes_id = m.id)
-            RETURNING m.id, m.citation, m.memory_type, m.title, m.content_hash, m.source_task_ids, m.reward,
-                      chosen.reason
+            RETURNING m.id::text AS id, m.citation, m.memory_type, m.title, m.content_hash,
+                      m.source_task_ids, m.reward, chosen.reason
         )
-        INSERT INTO memory_events (memory_id, event_type, actor_id, actor_type, reason, payload)
-        SELECT id, 'PRUNED', :actor_id, :actor_type, reason,
-               jsonb_build_object('citation', citation, 'memory_type', memory_type, 'title', title,
-                                  'content_hash', content_hash, 'source_task_ids', source_task_ids,
-                                  'reward', reward)
-        FROM d
+        SELECT * FROM d
     """
-    result = await conn.execute(
-        text(sql), {"ids": [c.id for c in choices], "reasons": [c.reason for c in choices], **_ACTOR}
+    pruned = (
+        await conn.execute(
+            text(sql), {"ids": [c.id for c in choices], "reasons": [c.reason for c in choices]}
+        )
+    ).all()
+    await record_events(
+        conn,
+        [
+            Event(
+                event_type=EventType.PRUNED,
+                memory_id=r.id,
+                reason=r.reason,
+                payload={
+                    "citation": r.citation,
+                    "memory_type": r.memory_type,
+                    "title": r.title,
+                    "content_hash": r.content_hash,
+                    "source_task_ids": list(r.source_task_ids or []),
+                    "reward": r.reward,
+                },
+                actor_id=_ACTOR_ID,
+                actor_type=_ACTOR_TYPE,
+            )
+            for r in pruned
+        ],
     )
-    return int(result.rowcount or 0)
+    return len(pruned)

@@ -9,11 +9,12 @@ statement (reserve + insert in one CTE), so an append costs one round trip.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, text
+from sqlalchemy import func, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -30,6 +31,11 @@ __all__ = [
     "get_task",
     "append_entries",
     "read_entries",
+    "last_seq",
+    "snapshot_entries",
+    "set_task_status",
+    "set_promotion_workflow",
+    "get_tasks",
 ]
 
 
@@ -246,16 +252,23 @@ async def append_entries(
 
 
 async def read_entries(
-    conn: AsyncConnection, task_id: str, *, after_seq: int, limit: int
+    conn: AsyncConnection,
+    task_id: str,
+    *,
+    after_seq: int,
+    limit: int | None,
+    up_to_seq: int | None = None,
 ) -> list[StoredEntry]:
-    rows = (
-        await conn.execute(
-            select(staging_entries)
-            .where(staging_entries.c.task_id == task_id, staging_entries.c.seq > after_seq)
-            .order_by(staging_entries.c.seq)
-            .limit(limit)
-        )
-    ).all()
+    """Entries of the task with `after_seq < seq (<= up_to_seq)`, in sequence order, at most `limit`."""
+    query = (
+        select(staging_entries)
+        .where(staging_entries.c.task_id == task_id, staging_entries.c.seq > after_seq)
+        .order_by(staging_entries.c.seq)
+        .limit(limit)
+    )
+    if up_to_seq is not None:
+        query = query.where(staging_entries.c.seq <= up_to_seq)
+    rows = (await conn.execute(query)).all()
     return [
         StoredEntry(
             id=r.id,
@@ -270,3 +283,38 @@ async def read_entries(
         )
         for r in rows
     ]
+
+
+async def last_seq(conn: AsyncConnection, task_id: str) -> int:
+    """The task's highest sequence number (-1 when it has no entries): the end of a staging snapshot."""
+    value = (
+        await conn.execute(
+            select(func.coalesce(func.max(staging_entries.c.seq), -1)).where(
+                staging_entries.c.task_id == task_id
+            )
+        )
+    ).scalar_one()
+    return int(value)
+
+
+async def snapshot_entries(conn: AsyncConnection, task_id: str, *, up_to_seq: int) -> list[StoredEntry]:
+    """The task's entries with `seq <= up_to_seq`, in order: what a promotion reads (raw, unredacted)."""
+    return await read_entries(conn, task_id, after_seq=-1, limit=None, up_to_seq=up_to_seq)
+
+
+async def set_task_status(conn: AsyncConnection, task_id: str, status: str) -> None:
+    """Record where the task stands (`promoted`, `rejected`)."""
+    await conn.execute(update(tasks).where(tasks.c.id == task_id).values(status=status))
+
+
+async def set_promotion_workflow(conn: AsyncConnection, task_id: str, workflow_id: str) -> None:
+    """Remember on the task which workflow promotes it."""
+    await conn.execute(update(tasks).where(tasks.c.id == task_id).values(promotion_workflow_id=workflow_id))
+
+
+async def get_tasks(conn: AsyncConnection, task_ids: Sequence[str]) -> dict[str, TaskInfo]:
+    """The tasks among `task_ids` that exist, by id."""
+    if not task_ids:
+        return {}
+    rows = await conn.execute(select(tasks).where(tasks.c.id.in_(list(task_ids))))
+    return {r.id: _task(r) for r in rows}

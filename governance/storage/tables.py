@@ -19,6 +19,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSON, JSONB, TSVECTOR, UUID
 
+from governance.config import EMBEDDING_DIM
+
 __all__ = [
     "metadata",
     "principals",
@@ -32,7 +34,6 @@ __all__ = [
     "EMBEDDING_DIM",
 ]
 
-EMBEDDING_DIM = 384
 
 metadata = MetaData()
 

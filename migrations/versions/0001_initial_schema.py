@@ -139,7 +139,7 @@ def upgrade() -> None:
         sa.CheckConstraint("confidence >= 0.1 AND confidence <= 1.0", name="memories_confidence_bounds"),
         sa.CheckConstraint("scope IN ('task','worktree','project','org')", name="memories_scope_check"),
     )
-    # The invariant of DESIGN.md: at most one active head per (scope key, canonical key).
+    # The invariant of published memory: at most one active head per (scope key, canonical key).
     op.create_index(
         "memories_one_active_head",
         "memories",

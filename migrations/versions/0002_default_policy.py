@@ -1,4 +1,4 @@
-"""default policy: seed 003's write permissions as Casbin rows (editable at run time)
+"""default policy: the write permissions per scope and actor as Casbin rows (editable at run time)
 
 Revision ID: 0002_default_policy
 Revises: 0001_initial_schema

@@ -12,8 +12,8 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from activities.approaches import ApproachActivities, ApproachVerdict, CheckApproachInput, RecordApproachInput
+from governance.adapters.embedders import make_embedder
 from governance.config import Settings
-from governance.embedders import make_embedder
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from api.embedded import start_embedded_postgres
+from api.cli.embedded import start_embedded_postgres
 from governance.config import Settings
 from governance.scopes import ActorType
 from governance.storage.engine import make_engine

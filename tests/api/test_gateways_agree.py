@@ -21,8 +21,8 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from api.client import AsyncLoregateClient, LoregateError
+from governance.adapters.embedders import make_embedder
 from governance.config import Settings
-from governance.embedders import make_embedder
 from governance.scopes import ActorType, Scope
 from tests.utils.factories import Actor, make_actor, new_tenant
 from tests.utils.grpc_gateway import bearer, grpc_gateway, pb2, refusal

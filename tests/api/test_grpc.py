@@ -11,7 +11,7 @@ import grpc
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from api.grpc_server import COMMITTED_METADATA
+from api.grpc.server import COMMITTED_METADATA
 from governance.config import Settings
 from governance.scopes import ActorType
 from tests.utils.factories import Actor, make_actor, new_tenant
@@ -197,9 +197,8 @@ async def test_grpc_database_down_is_unavailable(settings: Settings, team: dict[
             "db_timeout_seconds": 1.0,
         }
     )
-    from api.deps import KeyCache, TaskCache
-    from api.grpc_server import start_grpc_server
-    from api.service import GatewayResources
+    from api.grpc.server import start_grpc_server
+    from api.services.gateway import GatewayResources, KeyCache, TaskCache
     from governance.storage.engine import make_engine
     from policy.enforcer import make_authorizer
 
@@ -214,7 +213,7 @@ async def test_grpc_database_down_is_unavailable(settings: Settings, team: dict[
     server, port = await start_grpc_server(state, "127.0.0.1", 0)
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-            from api.proto import pb2_grpc
+            from api.grpc.proto import pb2_grpc
 
             request = pb2.OpenTaskRequest(org="o", project="p", worktree="main", description="d")
             with pytest.raises(grpc.aio.AioRpcError) as caught:
@@ -233,8 +232,8 @@ async def test_grpc_runs_inside_the_http_gateway_process(settings: Settings, tea
     import httpx
     import uvicorn
 
-    from api.app import create_app
-    from api.proto import pb2_grpc
+    from api.grpc.proto import pb2_grpc
+    from api.http.app import create_app
     from tests.utils.gateway import wait_healthy
 
     grpc_port, http_port = free_port(), free_port()

@@ -18,7 +18,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from api.mcp_server import TOOL_NAMES
+from api.mcp.server import TOOL_NAMES
 from governance.scopes import ActorType, Scope
 from tests.conftest import repo_root
 from tests.utils.factories import make_actor, new_tenant

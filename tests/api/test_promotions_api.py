@@ -25,12 +25,8 @@ from tests.utils.gateway import running_gateway
 from tests.utils.grpc_gateway import bearer, grpc_gateway, pb2, refusal
 from tests.utils.promotion_factories import Entry, active_memories, events_of, make_task
 from tests.utils.promotion_gateway import running_worker, temporal_settings, wait_promotion_state
-from workflows.promotion import (
-    PromotionInput,
-    PromotionWorkflow,
-    Verification,
-    workflow_id_for,
-)
+from workflows.promotion import PromotionWorkflow
+from workflows.promotion_contract import PromotionInput, Verification, workflow_id_for
 
 ENTRIES = [
     {"kind": "thought", "content": "Need a Postgres driver that supports async."},

@@ -11,9 +11,9 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from governance.adapters.embedders import make_embedder
 from governance.config import Settings
 from governance.context_block import estimate_tokens
-from governance.embedders import make_embedder
 from governance.scopes import ActorType, Scope
 from tests.utils.factories import make_actor, new_tenant
 from tests.utils.memory_factories import add_entries, add_memory, new_task

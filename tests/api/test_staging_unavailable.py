@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from api.embedded import start_embedded_postgres
+from api.cli.embedded import start_embedded_postgres
 from governance.config import Settings
 from governance.scopes import ActorType
 from governance.storage.engine import make_engine

@@ -106,8 +106,8 @@ def main() -> None:
     parser.add_argument("--margin", type=float, default=0.01, help="above the highest unrelated cosine")
     args = parser.parse_args()
 
+    from governance.adapters.embedders import make_embedder
     from governance.config import Settings
-    from governance.embedders import make_embedder
 
     embedder = make_embedder(Settings())
     pairs = load_pairs()

@@ -3,7 +3,7 @@
     python tests/bench/ingest.py [--clients N] [--seconds S] [--workers W] [--batch B] [--same-task]
 
 Starts its own embedded Postgres (pgserver, in a temporary directory) with the migrations applied, runs the
-gateway as `uvicorn --factory api.app:create_app --workers W` (separate OS processes), and drives it with
+gateway as `uvicorn --factory api.http.app:create_app --workers W` (separate OS processes), and drives it with
 an asyncio load generator (one httpx.AsyncClient per client, HTTP/1.1 keep-alive) from this process. Prints:
 
   - single-entry appends: rows/s with N concurrent clients, p50/p99 latency
@@ -37,7 +37,7 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from api.embedded import start_embedded_postgres  # noqa: E402
+from api.cli.embedded import start_embedded_postgres  # noqa: E402
 from governance.config import Settings  # noqa: E402
 from governance.scopes import ActorType, EntryKind  # noqa: E402
 from governance.staging import EntryDraft, canonical_payload, request_hash  # noqa: E402

@@ -215,16 +215,16 @@ async def main(n: int, concurrency: int, entries: int) -> None:
     from temporalio.worker import Worker
 
     import tests.bench.promotion as bench  # the workflow's module by its import name, for the sandbox
-    from api.embedded import start_embedded_postgres, temporal_cli_path
+    from api.cli.embedded import start_embedded_postgres, temporal_cli_path
     from governance.config import Settings
     from governance.storage.engine import make_engine
     from governance.storage.migrate import upgrade_head
     from policy.enforcer import make_authorizer
-    from workflows.promotion import (
+    from workflows.promotion import PromotionWorkflow
+    from workflows.promotion_contract import (
         PromotionInput,
         PromotionResult,
-        PromotionWorkflow,
-        State,
+        PromotionState,
         Verification,
         workflow_id_for,
     )
@@ -262,7 +262,7 @@ async def main(n: int, concurrency: int, entries: int) -> None:
                     id=workflow_id_for(task_id),
                     task_queue=promo_queue,
                 )
-                return result.state == State.PUBLISHED
+                return result.state == PromotionState.PUBLISHED
 
             async def bare(key: str) -> bool:
                 await client.execute_workflow(

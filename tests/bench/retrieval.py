@@ -35,9 +35,9 @@ sys.path.insert(0, str(ROOT))
 from sqlalchemy import text  # noqa: E402
 from sqlalchemy.ext.asyncio import AsyncEngine  # noqa: E402
 
+from api.services.reading import ranking_params  # noqa: E402
+from governance.adapters.embedders import Embedder, make_embedder  # noqa: E402
 from governance.config import Settings  # noqa: E402
-from governance.embedders import Embedder, make_embedder  # noqa: E402
-from governance.reading import ranking_params  # noqa: E402
 from governance.storage.engine import make_engine  # noqa: E402
 from governance.storage.migrate import upgrade_head  # noqa: E402
 from governance.storage.retrieval import (  # noqa: E402
@@ -89,7 +89,7 @@ def bench_database() -> tuple[str, Any]:
     server = None
     base = os.environ.get("LOREGATE_BENCH_DATABASE_URL")
     if base is None:
-        from api.embedded import start_embedded_postgres
+        from api.cli.embedded import start_embedded_postgres
 
         server, base = start_embedded_postgres(CACHE / "pg")
     admin = base.replace("postgresql+psycopg://", "postgresql://")

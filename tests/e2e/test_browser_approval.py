@@ -24,9 +24,9 @@ import psycopg
 import pytest
 from playwright.async_api import FrameLocator, Locator, Page, expect
 
-from api.embedded import start_embedded_postgres
+from api.cli.embedded import start_embedded_postgres
 from tests.e2e.conftest import ARTIFACTS, Platform, Principal
-from workflows.promotion import workflow_id_for
+from workflows.promotion_contract import workflow_id_for
 
 pytestmark = pytest.mark.timeout(240)
 

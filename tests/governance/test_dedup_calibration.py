@@ -6,8 +6,8 @@ from collections import Counter
 
 import pytest
 
+from governance.adapters.embedders import make_embedder
 from governance.config import Settings
-from governance.embedders import make_embedder
 from tests.bench.calibrate_dedup import evaluate, load_pairs, similarities
 
 

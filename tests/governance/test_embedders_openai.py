@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
+from governance.adapters.embedders import EmbeddingDimensionMismatch, OpenAIEmbedder, make_embedder
 from governance.config import Settings
-from governance.embedders import EmbeddingDimensionMismatch, OpenAIEmbedder, make_embedder
 from tests.utils.fake_openai import FakeOpenAI
 
 DIM = 384

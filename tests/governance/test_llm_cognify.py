@@ -1,4 +1,4 @@
-"""`governance.llm.cognify` against a real OpenAI-compatible chat endpoint on loopback.
+"""`governance.adapters.llm_cognifier.cognify` against a real OpenAI-compatible chat endpoint on loopback.
 
 The verification evidence outranks the model: an unverified task publishes no LLM candidates and no
 skill, whatever the model claims; without an endpoint configured, cognify is the rule-based extractor.
@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from governance.adapters.llm_cognifier import cognify, make_llm
 from governance.cognify import StagedEntry, rule_based_analysis
 from governance.config import Settings
-from governance.llm import cognify, make_llm
 from tests.utils.fake_openai import FakeOpenAI, chat_reply
 
 MODEL = "fake-distiller-1"

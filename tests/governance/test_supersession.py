@@ -7,7 +7,9 @@ from typing import Any
 
 import pytest
 
-from governance.supersession import LLMJudge, RuleBasedJudge, make_judge, material_difference
+from governance.adapters.llm_judge import LLMJudge, make_judge
+from governance.config import Settings
+from governance.supersession import RuleBasedJudge, material_difference
 
 
 @pytest.mark.parametrize(
@@ -85,4 +87,4 @@ def test_llm_judge_unreachable_endpoint_falls_back() -> None:
 
 
 def test_make_judge_defaults_to_rules() -> None:
-    assert isinstance(make_judge(llm_base_url=None, llm_model=None), RuleBasedJudge)
+    assert isinstance(make_judge(Settings(llm_base_url=None, llm_model=None)), RuleBasedJudge)

@@ -10,8 +10,8 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from governance.adapters.embedders import Embedder, make_embedder
 from governance.config import Settings
-from governance.embedders import Embedder, make_embedder
 from governance.errors import NotFound
 from governance.ranking import RankingParams, ScoreWeights
 from governance.scopes import Scope

@@ -34,7 +34,8 @@ from temporalio.client import Client
 from governance.scopes import ActorType
 from tests.system.processes import Child, Cluster
 from tests.utils.factories import Actor, make_actor, new_tenant
-from workflows.promotion import PromotionResult, PromotionWorkflow, State, workflow_id_for
+from workflows.promotion import PromotionWorkflow
+from workflows.promotion_contract import PromotionResult, PromotionState, workflow_id_for
 
 TASKS = 8
 EARLY = 4  # tasks 0..3 write at full speed and are promoted first; 4..7 keep writing through the faults
@@ -338,7 +339,7 @@ async def test_multiprocess_cluster_survives_killed_worker_and_gateway(
                 answer = await http.get(f"{survivor}/v1/promotions/{task_id}", headers=orchestrator.headers)
                 assert answer.status_code == 200, answer.text
                 status = answer.json()
-                assert status["state"] == State.PUBLISHED, status
+                assert status["state"] == PromotionState.PUBLISHED, status
                 plans[task_id] = status["plan"]
 
         crashed = [c.name for c in cluster.children if not c.alive() and c not in run.killed]
@@ -414,7 +415,7 @@ async def check_and_report(
     assert duplicate_keys == 0 and len(staged) == TASKS * ENTRIES_PER_TASK and seq_problems == 0
 
     # -- promotions: all published; each plan item published exactly once (one event per plan index)
-    assert {r.state for r in results.values()} == {State.PUBLISHED} and len(results) == TASKS
+    assert {r.state for r in results.values()} == {PromotionState.PUBLISHED} and len(results) == TASKS
     planned = sum(len(p) for p in plans.values())
     dedupe_counts = Counter(e.dedupe_key for e in events if e.dedupe_key is not None)
     duplicate_dedupe = sum(n - 1 for n in dedupe_counts.values() if n > 1)
@@ -452,7 +453,7 @@ async def check_and_report(
         f"writes: acknowledged {acked_total}, stored {len(staged)}, duplicate idempotency keys "
         f"{duplicate_keys}, tasks with seq gaps {seq_problems}",
         f"promotions: started {len(run.promoted_via)} (via gateway-0 {via[0]}, via gateway-1 {via[1]}), "
-        f"published {sum(r.state == State.PUBLISHED for r in results.values())}",
+        f"published {sum(r.state == PromotionState.PUBLISHED for r in results.values())}",
         f"plan items {planned}, each published once: {dict(actions)}; memories stored "
         f"{sum(rows_in_scope.values())}",
         f"duplicates: dedupe keys {duplicate_dedupe}, active heads per (scope, canonical key) "

@@ -1,7 +1,7 @@
 """`loregate serve --workers N` answers as fast as one process: no Nagle delay on its shared socket.
 
 With several workers uvicorn binds the socket itself and asyncio then leaves Nagle's algorithm on, so every
-response waited ~40 ms for the client's delayed ACK (api/http_protocol.py). A sequential client sees it
+response waited ~40 ms for the client's delayed ACK (api/http/protocol.py). A sequential client sees it
 directly in the median latency of a request that costs a few milliseconds.
 """
 

@@ -41,7 +41,7 @@ def wait_healthy(url: str, timeout: float = 30.0) -> None:
 @contextmanager
 def running_gateway(settings: Settings) -> Iterator[str]:
     """The app served by uvicorn in a background thread of this process; yields its base URL."""
-    from api.app import create_app
+    from api.http.app import create_app
 
     port = free_port()
     config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
@@ -68,7 +68,7 @@ def gateway_process(database_url: str, **env: str) -> Iterator[str]:
             "-m",
             "uvicorn",
             "--factory",
-            "api.app:create_app",
+            "api.http.app:create_app",
             "--host",
             "127.0.0.1",
             "--port",

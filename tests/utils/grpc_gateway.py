@@ -9,8 +9,8 @@ from typing import Any
 
 import grpc
 
-from api.grpc_server import running_grpc_server
-from api.proto import pb2, pb2_grpc
+from api.grpc.proto import pb2, pb2_grpc
+from api.grpc.server import running_grpc_server
 from governance.config import Settings
 
 __all__ = ["grpc_gateway", "bearer", "refusal", "pb2"]

@@ -13,13 +13,13 @@ from temporalio.common import WorkflowIDConflictPolicy
 from governance.scopes import ActorType
 from tests.utils.factories import make_actor, new_tenant
 from tests.utils.promotion_factories import Entry, active_memories, events_of, make_task
-from workflows.promotion import (
+from workflows.promotion import PromotionWorkflow
+from workflows.promotion_contract import (
     ApprovalRequest,
     PromotionInput,
     PromotionResult,
+    PromotionState,
     PromotionStatus,
-    PromotionWorkflow,
-    State,
     Verification,
     workflow_id_for,
 )
@@ -58,7 +58,7 @@ async def test_promotion_task_scope_publishes_without_approval(
             verification=Verification("tests_passed", True),
         )
         result: PromotionResult = await handle.result()
-    assert result.state == State.PUBLISHED
+    assert result.state == PromotionState.PUBLISHED
     published = await active_memories(engine, task_id=task.task_id)
     types = sorted(m.memory_type for m in published)
     assert "episode" in types and "fact" in types and "bug_pattern" in types and "skill" in types
@@ -81,7 +81,7 @@ async def test_promotion_second_start_returns_running_workflow(
     # server's time-skipping lock for every later test); with no evidence it waits for `verify`.
     async with make_worker(client, task_queue):
         first = await _start(client, task.task_id, task_queue, target_scope="task")
-        await _wait_state(first, State.AWAITING_VERIFICATION)
+        await _wait_state(first, PromotionState.AWAITING_VERIFICATION)
         second = await _start(client, task.task_id, task_queue, target_scope="task")
         assert second.result_run_id == first.result_run_id
         await first.terminate("test over")
@@ -102,12 +102,12 @@ async def test_promotion_project_scope_waits_and_human_approval_publishes(
             target_scope="project",
             verification=Verification("pr_merged", True),
         )
-        status = await _wait_state(handle, State.AWAITING_APPROVAL)
+        status = await _wait_state(handle, PromotionState.AWAITING_APPROVAL)
         assert any(p.canonical_key == "db.driver" and p.decision == "new" for p in status.plan)
         assert await active_memories(engine, task_id=task.task_id) == []
         await handle.signal("approve", ApprovalRequest(approver=human.principal.id, note="looks right"))
         result: PromotionResult = await handle.result()
-    assert result.state == State.PUBLISHED and result.decided_by == human.principal.id
+    assert result.state == PromotionState.PUBLISHED and result.decided_by == human.principal.id
     published = await active_memories(engine, task_id=task.task_id)
     assert published and all(m.scope_key == f"project:{org}/{project}" for m in published)
     # 0.6 verified + 0.3 pr_merged + 0.4 human_approved, capped; the human's approval is the last validation
@@ -133,18 +133,18 @@ async def test_promotion_agent_approval_is_refused_and_keeps_waiting(
             target_scope="project",
             verification=Verification("tests_passed", True),
         )
-        await _wait_state(handle, State.AWAITING_APPROVAL)
+        await _wait_state(handle, PromotionState.AWAITING_APPROVAL)
         await handle.signal("approve", ApprovalRequest(approver=agent.principal.id))
         await handle.signal("approve", ApprovalRequest(approver="nobody-at-all"))
         with pytest.raises(WorkflowUpdateFailedError):
             await handle.execute_update("approve", ApprovalRequest(approver=agent.principal.id))
         status: PromotionStatus = await handle.query(PromotionWorkflow.state)
-        assert status.state == State.AWAITING_APPROVAL
+        assert status.state == PromotionState.AWAITING_APPROVAL
         assert len(status.refusals) == 3
         assert await active_memories(engine, task_id=task.task_id) == []
         await handle.signal("reject", ApprovalRequest(approver=human.principal.id, note="not now"))
         result: PromotionResult = await handle.result()
-    assert result.state == State.REJECTED
+    assert result.state == PromotionState.REJECTED
     assert await active_memories(engine, task_id=task.task_id) == []
     refusals = [e for e in await events_of(engine, task.task_id) if e.event_type == "REJECTED"]
     assert len(refusals) == 4  # three refused approvals and the human's rejection
@@ -166,7 +166,7 @@ async def test_promotion_approval_timeout_rejects_and_publishes_nothing(
             approval_timeout_seconds=timedelta(days=3).total_seconds(),
         )
         result: PromotionResult = await handle.result()  # the test server skips the three days
-    assert result.state == State.REJECTED and result.reason == "approval timed out"
+    assert result.state == PromotionState.REJECTED and result.reason == "approval timed out"
     assert await active_memories(engine, task_id=task.task_id) == []
 
 
@@ -181,7 +181,7 @@ async def test_promotion_verification_timeout_publishes_nothing(
             client, task.task_id, task_queue, target_scope="task", verify_timeout_seconds=3600.0
         )
         result: PromotionResult = await handle.result()
-    assert result.state == State.UNVERIFIED
+    assert result.state == PromotionState.UNVERIFIED
     assert await active_memories(engine, task_id=task.task_id) == []
     assert await events_of(engine, task.task_id) == []
 
@@ -194,10 +194,10 @@ async def test_promotion_failed_verification_publishes_no_skill_or_fact(
     client = ts_env.client
     async with make_worker(client, task_queue):
         handle = await _start(client, task.task_id, task_queue, target_scope="project")
-        await _wait_state(handle, State.AWAITING_VERIFICATION)
+        await _wait_state(handle, PromotionState.AWAITING_VERIFICATION)
         await handle.execute_update("verify", Verification("tests_passed", False))
         result: PromotionResult = await handle.result()
-    assert result.state == State.UNVERIFIED
+    assert result.state == PromotionState.UNVERIFIED
     published = await active_memories(engine, task_id=task.task_id)
     # only the Reflexion episode of the failure, as a task-scope draft
     assert [m.memory_type for m in published] == ["episode"]
@@ -235,7 +235,7 @@ async def test_promotion_episodes_of_two_tasks_both_stay_active(
                 target_scope="worktree",
                 verification=Verification("tests_passed", True),
             )
-            assert (await handle.result()).state == State.PUBLISHED
+            assert (await handle.result()).state == PromotionState.PUBLISHED
     active = await active_memories(engine, scope_key=f"worktree:{org}/{project}/main")
     episodes = [m for m in active if m.memory_type == "episode"]
     assert sorted(m.source_task_ids[0] for m in episodes) == sorted([first.task_id, second.task_id])

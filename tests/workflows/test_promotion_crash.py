@@ -28,11 +28,11 @@ from tests.conftest import repo_root
 from tests.utils.factories import new_tenant
 from tests.utils.promotion_factories import Entry, active_memories, events_of, make_task
 from tests.workflows.crash_worker import REACHED
-from workflows.promotion import (
+from workflows.promotion import PromotionWorkflow
+from workflows.promotion_contract import (
     PromotionInput,
     PromotionResult,
-    PromotionWorkflow,
-    State,
+    PromotionState,
     Verification,
     workflow_id_for,
 )
@@ -111,7 +111,7 @@ async def test_promotion_worker_crash_resumes_and_publishes_once(
     async with make_worker(client, task_queue):
         result: PromotionResult = await asyncio.wait_for(handle.result(), timeout=120)
 
-    assert result.state == State.PUBLISHED
+    assert result.state == PromotionState.PUBLISHED
     published = await active_memories(engine, task_id=task.task_id)
     assert {m.memory_type for m in published} == {"fact", "preference", "bug_pattern", "episode", "skill"}
     # one memory per candidate, one PROMOTED event per memory, one summary for the promotion

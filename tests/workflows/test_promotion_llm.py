@@ -17,16 +17,16 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 from temporalio.client import Client
 
-from governance.llm import ANALYSIS_SCHEMA
+from governance.adapters.llm_cognifier import ANALYSIS_SCHEMA
 from tests.utils.factories import new_tenant
 from tests.utils.fake_openai import FakeOpenAI, Reply, chat_reply, is_cognify, unreachable_base_url
 from tests.utils.promotion_factories import Entry, StagedTask, active_memories, events_of, make_task
-from workflows.promotion import (
+from workflows.promotion import PromotionWorkflow
+from workflows.promotion_contract import (
     PromotionInput,
     PromotionResult,
+    PromotionState,
     PromotionStatus,
-    PromotionWorkflow,
-    State,
     Verification,
     workflow_id_for,
 )
@@ -123,7 +123,7 @@ async def test_promotion_llm_answer_publishes_llm_candidates(
         ts_env.client, make_worker, task_queue, task, **_llm_settings(fake_openai.base_url)
     )
 
-    assert result.state == State.PUBLISHED
+    assert result.state == PromotionState.PUBLISHED
     active = {m.memory_type: m for m in await active_memories(engine, task_id=task.task_id)}
     assert set(active) == {"fact", "bug_pattern", "episode"}
     fact, bug = active["fact"], active["bug_pattern"]
@@ -154,7 +154,7 @@ async def test_promotion_llm_request_carries_schema_and_only_redacted_staging(
         ts_env.client, make_worker, task_queue, task, **_llm_settings(fake_openai.base_url)
     )
 
-    assert result.state == State.PUBLISHED
+    assert result.state == PromotionState.PUBLISHED
     cognify_requests = [b for b in fake_openai.chat_requests() if is_cognify(b)]
     assert len(cognify_requests) == 1  # one attempt, no silent retries
     (request,) = cognify_requests
@@ -217,7 +217,7 @@ async def test_promotion_llm_failure_publishes_rule_based_result(
         ts_env.client, make_worker, task_queue, task, **_llm_settings(base_url, timeout=0.5)
     )
 
-    assert result.state == State.PUBLISHED
+    assert result.state == PromotionState.PUBLISHED
     active = {m.memory_type: m for m in await active_memories(engine, task_id=task.task_id)}
     # the rule-based extractor's candidates: the staged fact verbatim, the error paired with its fix
     assert active["fact"].content == FACT and active["fact"].canonical_key == "db.driver"

@@ -21,11 +21,11 @@ from governance.storage.tables import memories
 from tests.utils.factories import new_tenant
 from tests.utils.fake_openai import FakeOpenAI, Reply, chat_reply, is_cognify, is_judge, judge_input
 from tests.utils.promotion_factories import Entry, active_memories, events_of, make_task
-from workflows.promotion import (
+from workflows.promotion import PromotionWorkflow
+from workflows.promotion_contract import (
     PromotionInput,
     PromotionResult,
-    PromotionWorkflow,
-    State,
+    PromotionState,
     Verification,
     workflow_id_for,
 )
@@ -109,7 +109,7 @@ async def _publish_old_and_promote_new(
             id=workflow_id_for(first.task_id),
             task_queue=f"{task_queue}-rules",
         )
-    assert before.state == State.PUBLISHED
+    assert before.state == PromotionState.PUBLISHED
     (old_fact,) = [m for m in await active_memories(engine, task_id=first.task_id) if m.memory_type == "fact"]
     async with make_worker(
         client, task_queue, llm_base_url=fake.base_url, llm_model=MODEL, llm_timeout_seconds=2.0
@@ -120,7 +120,7 @@ async def _publish_old_and_promote_new(
             id=workflow_id_for(second.task_id),
             task_queue=task_queue,
         )
-    assert after.state == State.PUBLISHED
+    assert after.state == PromotionState.PUBLISHED
     return old_fact, after
 
 
@@ -170,7 +170,7 @@ async def test_promotion_without_llm_keeps_both_memories_the_llm_judge_would_sup
                 id=workflow_id_for(task.task_id),
                 task_queue=task_queue,
             )
-            assert result.state == State.PUBLISHED
+            assert result.state == PromotionState.PUBLISHED
     facts = [
         m.content
         for m in await active_memories(engine, scope_key=f"worktree:{org}/{project}/main")

@@ -20,12 +20,12 @@ from temporalio.client import Client
 from tests.utils.factories import new_tenant
 from tests.utils.fake_openai import FakeOpenAI
 from tests.utils.promotion_factories import Entry, active_memories, events_of, make_task
-from workflows.promotion import (
+from workflows.promotion import PromotionWorkflow
+from workflows.promotion_contract import (
     PromotionInput,
     PromotionResult,
+    PromotionState,
     PromotionStatus,
-    PromotionWorkflow,
-    State,
     Verification,
     workflow_id_for,
 )
@@ -92,7 +92,7 @@ async def test_promotion_openai_embedder_stores_endpoint_vectors(
         ts_env.client, make_worker, task_queue, task.task_id, **_embedder_settings(fake_openai)
     )
 
-    assert result.state == State.PUBLISHED
+    assert result.state == PromotionState.PUBLISHED
     active = await active_memories(engine, task_id=task.task_id)
     assert {m.memory_type for m in active} == {"fact", "episode"}
     requests = fake_openai.embedding_requests()
@@ -117,7 +117,7 @@ async def test_promotion_openai_embedder_wrong_dimension_fails_clearly_without_r
         ts_env.client, make_worker, task_queue, task.task_id, **_embedder_settings(fake_openai)
     )
 
-    assert result.state == State.FAILED and status.state == State.FAILED
+    assert result.state == PromotionState.FAILED and status.state == PromotionState.FAILED
     assert "16-d" in str(status.error) and f"{DIM}-d" in str(status.error)
     assert await active_memories(engine, task_id=task.task_id) == []
     assert await events_of(engine, task.task_id) == []

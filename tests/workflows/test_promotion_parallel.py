@@ -21,13 +21,13 @@ from governance.scopes import ActorType
 from governance.storage.tables import memories, memory_events
 from tests.utils.factories import make_actor, new_tenant
 from tests.utils.promotion_factories import Entry, make_task
-from workflows.promotion import (
+from workflows.promotion import PromotionWorkflow
+from workflows.promotion_contract import (
     ApprovalRequest,
     PromotionInput,
     PromotionResult,
+    PromotionState,
     PromotionStatus,
-    PromotionWorkflow,
-    State,
     Verification,
     workflow_id_for,
 )
@@ -51,9 +51,9 @@ def _entries(i: int) -> list[Entry]:
 async def _awaiting_approval(handle: WorkflowHandle[Any, Any]) -> None:
     for _ in range(1200):
         status: PromotionStatus = await handle.query(PromotionWorkflow.state)
-        if status.state == State.AWAITING_APPROVAL:
+        if status.state == PromotionState.AWAITING_APPROVAL:
             return
-        assert status.state not in (State.FAILED, State.REJECTED), status
+        assert status.state not in (PromotionState.FAILED, PromotionState.REJECTED), status
         await asyncio.sleep(0.1)
     raise AssertionError("promotion never reached awaiting_approval")
 
@@ -85,7 +85,7 @@ async def test_promotion_parallel_into_one_project_merges_and_keeps_linear_chain
         results: list[PromotionResult] = await asyncio.wait_for(
             asyncio.gather(*(h.result() for h in handles)), timeout=240
         )
-    assert [r.state for r in results] == [State.PUBLISHED] * TASKS
+    assert [r.state for r in results] == [PromotionState.PUBLISHED] * TASKS
 
     async with engine.connect() as conn:
         rows = list(await conn.execute(select(memories).where(memories.c.scope_key == scope_key)))

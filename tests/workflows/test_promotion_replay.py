@@ -31,13 +31,13 @@ from governance.scopes import ActorType
 from tests.conftest import repo_root
 from tests.utils.factories import make_actor, new_tenant
 from tests.utils.promotion_factories import Entry, make_task
-from workflows.promotion import (
+from workflows.promotion import PromotionWorkflow
+from workflows.promotion_contract import (
     ApprovalRequest,
     PromotionInput,
     PromotionResult,
+    PromotionState,
     PromotionStatus,
-    PromotionWorkflow,
-    State,
     Verification,
     workflow_id_for,
 )
@@ -69,55 +69,63 @@ async def _nothing(handle: WorkflowHandle[Any, Any], who: dict[str, str]) -> Non
 
 
 async def _verify_by_signal_then_approve(handle: WorkflowHandle[Any, Any], who: dict[str, str]) -> None:
-    await _wait_state(handle, State.AWAITING_VERIFICATION)
+    await _wait_state(handle, PromotionState.AWAITING_VERIFICATION)
     await handle.signal("verify", Verification("pr_merged", True))
-    await _wait_state(handle, State.AWAITING_APPROVAL)
+    await _wait_state(handle, PromotionState.AWAITING_APPROVAL)
     await handle.signal("approve", ApprovalRequest(approver=who["human"], note="looks right"))
 
 
 async def _reject(handle: WorkflowHandle[Any, Any], who: dict[str, str]) -> None:
-    await _wait_state(handle, State.AWAITING_APPROVAL)
+    await _wait_state(handle, PromotionState.AWAITING_APPROVAL)
     await handle.signal("reject", ApprovalRequest(approver=who["human"], note="not this one"))
 
 
 async def _refused_then_approved(handle: WorkflowHandle[Any, Any], who: dict[str, str]) -> None:
-    await _wait_state(handle, State.AWAITING_APPROVAL)
+    await _wait_state(handle, PromotionState.AWAITING_APPROVAL)
     await handle.signal("approve", ApprovalRequest(approver=who["agent"]))  # agents may not approve
     await handle.signal("approve", ApprovalRequest(approver="nobody-at-all"))
     await handle.execute_update("approve", ApprovalRequest(approver=who["human"], note="by the API"))
 
 
 async def _fail_verification(handle: WorkflowHandle[Any, Any], who: dict[str, str]) -> None:
-    await _wait_state(handle, State.AWAITING_VERIFICATION)
+    await _wait_state(handle, PromotionState.AWAITING_VERIFICATION)
     await handle.execute_update("verify", Verification("tests_passed", False))
 
 
 # name -> (start input fields, what the test does while it runs, the end state)
 PASSED = Verification("tests_passed", True)
 PATHS: dict[str, tuple[dict[str, Any], Drive, str]] = {
-    "task_scope_published": ({"target_scope": "task", "verification": PASSED}, _nothing, State.PUBLISHED),
+    "task_scope_published": (
+        {"target_scope": "task", "verification": PASSED},
+        _nothing,
+        PromotionState.PUBLISHED,
+    ),
     "project_verified_by_signal_approved_by_signal": (
         {"target_scope": "project"},
         _verify_by_signal_then_approve,
-        State.PUBLISHED,
+        PromotionState.PUBLISHED,
     ),
-    "project_rejected": ({"target_scope": "project", "verification": PASSED}, _reject, State.REJECTED),
+    "project_rejected": (
+        {"target_scope": "project", "verification": PASSED},
+        _reject,
+        PromotionState.REJECTED,
+    ),
     "project_refused_then_approved_by_update": (
         {"target_scope": "project", "verification": Verification("pr_merged", True)},
         _refused_then_approved,
-        State.PUBLISHED,
+        PromotionState.PUBLISHED,
     ),
     "project_approval_timed_out": (
         {"target_scope": "project", "verification": PASSED, "approval_timeout_seconds": 3 * 24 * 3600.0},
         _nothing,
-        State.REJECTED,
+        PromotionState.REJECTED,
     ),
     "unverified_timeout": (
         {"target_scope": "task", "verify_timeout_seconds": 3600.0},
         _nothing,
-        State.UNVERIFIED,
+        PromotionState.UNVERIFIED,
     ),
-    "verification_failed": ({"target_scope": "project"}, _fail_verification, State.UNVERIFIED),
+    "verification_failed": ({"target_scope": "project"}, _fail_verification, PromotionState.UNVERIFIED),
 }
 
 

@@ -20,12 +20,12 @@ from governance.redaction import redact
 from governance.storage.tables import memories
 from tests.utils.factories import new_tenant
 from tests.utils.promotion_factories import Entry, events_of, make_task
-from workflows.promotion import (
+from workflows.promotion import PromotionWorkflow
+from workflows.promotion_contract import (
     PromotionInput,
     PromotionResult,
+    PromotionState,
     PromotionStatus,
-    PromotionWorkflow,
-    State,
     Verification,
     workflow_id_for,
 )
@@ -171,7 +171,7 @@ async def test_promotion_publishes_no_secret_and_records_redaction_counts(
         )
         result: PromotionResult = await handle.result()
         status: PromotionStatus = await handle.query(PromotionWorkflow.state)
-    assert result.state == State.PUBLISHED
+    assert result.state == PromotionState.PUBLISHED
 
     published = await _published_text(engine, f"task:{task.task_id}")
     events = await events_of(engine, task.task_id)
@@ -213,7 +213,7 @@ async def test_promotion_secret_in_task_description_is_not_published(
             task_queue=task_queue,
         )
         result: PromotionResult = await handle.result()
-    assert result.state == State.PUBLISHED
+    assert result.state == PromotionState.PUBLISHED
     published = await _published_text(engine, f"task:{task.task_id}")
     # the episode and the generated skill both quote the description, in their titles too
     assert {p.memory_type for p in result.published} >= {"episode", "skill"}

@@ -15,11 +15,11 @@ from temporalio.client import Client
 
 from tests.utils.factories import new_tenant
 from tests.utils.promotion_factories import Entry, active_memories, events_of, make_task
-from workflows.promotion import (
+from workflows.promotion import PromotionWorkflow
+from workflows.promotion_contract import (
     PromotionInput,
     PromotionResult,
-    PromotionWorkflow,
-    State,
+    PromotionState,
     Verification,
     workflow_id_for,
 )
@@ -42,7 +42,7 @@ async def test_promotion_generated_skill_keeps_decision_fact_as_key_head(
             id=workflow_id_for(task.task_id),
             task_queue=task_queue,
         )
-    assert result.state == State.PUBLISHED
+    assert result.state == PromotionState.PUBLISHED
     active = {m.memory_type: m for m in await active_memories(engine, task_id=task.task_id)}
     assert set(active) == {"fact", "skill", "episode"}
     assert active["fact"].canonical_key == "db.driver"

@@ -1,0 +1,33 @@
+"""The `loregate` command: assembles the command groups of `api/cli/commands/` into one typer app."""
+
+from __future__ import annotations
+
+import warnings
+
+import typer
+from platformdirs.api import RuntimeDirWarning
+
+from api.cli.commands import keys, mcp, migrate, policy, promotions, read, run, schedules, up
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="loregate",
+    help="Governed shared memory for parallel AI agents.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,  # locals can hold database URLs and keys
+)
+
+for group in (up, run, migrate, keys, policy, schedules, read, promotions, mcp):
+    group.register(app)
+
+
+def main() -> None:
+    """Console-script entry point (`loregate`)."""
+    # pgserver asks platformdirs for a runtime dir; without XDG_RUNTIME_DIR that warns on every command
+    warnings.filterwarnings("ignore", category=RuntimeDirWarning)
+    app()
+
+
+if __name__ == "__main__":
+    main()

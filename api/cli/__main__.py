@@ -1,0 +1,6 @@
+"""`python -m api.cli`: the `loregate` command."""
+
+from api.cli import main
+
+if __name__ == "__main__":
+    main()

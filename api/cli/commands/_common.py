@@ -1,0 +1,149 @@
+"""What every command shares: one console, settings with flag overrides, the database to use, clean errors.
+
+Commands run against `LOREGATE_DATABASE_URL` when it is set, else against the embedded Postgres under the
+data dir (attaching to the one `loregate up` runs, or starting it for the duration of the command). Errors a
+user can act on end the command with one line on stderr and exit code 1 — never a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+
+import typer
+from rich.console import Console
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from governance.config import Settings
+from governance.storage.engine import describe_url
+
+if TYPE_CHECKING:
+    from api.client import LoregateClient
+
+__all__ = [
+    "console",
+    "err_console",
+    "fail",
+    "api_client",
+    "print_json",
+    "load_settings",
+    "describe_url",
+    "database",
+    "in_transaction",
+    "friendly_errors",
+]
+
+T = TypeVar("T")
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def fail(message: str) -> NoReturn:
+    """One line on stderr, exit code 1."""
+    err_console.print(f"[bold red]error:[/] {message}", soft_wrap=True, highlight=False)
+    raise typer.Exit(code=1)
+
+
+@contextmanager
+def api_client(url: str | None, api_key: str | None) -> Iterator[LoregateClient]:
+    """A gateway client (LOREGATE_URL, LOREGATE_API_KEY) whose refusals end the command with one line."""
+    from api.client import LoregateClient, LoregateError
+
+    try:
+        with LoregateClient(url, api_key) as client:
+            yield client
+    except LoregateError as exc:
+        fail(f"{exc.error}: {exc.detail}")
+
+
+def print_json(answer: dict[str, Any]) -> None:
+    """An API answer as indented JSON (`--json`)."""
+    console.print_json(json.dumps(answer, ensure_ascii=False))
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """The settings of this process with command-line flags (those not None) taking precedence."""
+    from pydantic import ValidationError
+
+    try:
+        settings = Settings()
+    except ValidationError as exc:  # a LOREGATE_* variable is malformed: name it, in one line
+        problems = "; ".join(
+            f"LOREGATE_{'_'.join(str(part) for part in error['loc']).upper()}: {error['msg']}"
+            for error in exc.errors()
+        )
+        fail(f"invalid settings: {problems}")
+    updates = {key: value for key, value in overrides.items() if value is not None}
+    return settings.model_copy(update=updates) if updates else settings
+
+
+def _first_line(exc: BaseException) -> str:
+    """The driver's own message, which names host and cause, without SQLAlchemy's background link."""
+    orig = getattr(exc, "orig", None) or exc
+    text = str(orig).strip() or type(orig).__name__
+    return text.splitlines()[0]
+
+
+@contextmanager
+def friendly_errors() -> Iterator[None]:
+    """Turn the failures a user can fix (database down, wrong URL, missing piece) into one-line errors."""
+    import psycopg
+    from sqlalchemy.exc import DBAPIError, OperationalError
+
+    try:
+        yield
+    except (OperationalError, psycopg.OperationalError) as exc:
+        fail(f"database unreachable: {_first_line(exc)}")
+    except (DBAPIError, psycopg.Error) as exc:
+        if isinstance(getattr(exc, "orig", exc), psycopg.errors.UndefinedTable):
+            fail(f"the database has no loregate schema ({_first_line(exc)}); run `loregate migrate` first")
+        fail(f"database error: {_first_line(exc)}")
+    except ConnectionError as exc:
+        fail(f"connection failed: {_first_line(exc)}")
+
+
+@contextmanager
+def database(settings: Settings, *, quiet: bool = False) -> Iterator[str]:
+    """The database URL to use, saying which: `LOREGATE_DATABASE_URL`, or the embedded one under the data dir.
+
+    The embedded server is shared with a running `loregate up` (pgserver counts handles per process) and is
+    stopped on exit only if this command started it.
+    """
+    if settings.database_url:
+        if not quiet:
+            err_console.print(f"database: {describe_url(settings.database_url)} (LOREGATE_DATABASE_URL)")
+        yield settings.database_url
+        return
+    from api.cli.embedded import start_embedded_postgres
+
+    pgdata = settings.data_dir / "postgres"
+    if not quiet:
+        err_console.print(f"database: embedded Postgres in {pgdata}")
+    try:
+        server, url = start_embedded_postgres(settings.data_dir)
+    except Exception as exc:  # pgserver raises CalledProcessError/TimeoutExpired with the log on stderr
+        fail(f"could not start the embedded Postgres in {pgdata}: {_first_line(exc)}")
+    try:
+        yield url
+    finally:
+        server.cleanup()
+
+
+def in_transaction(settings: Settings, url: str, work: Callable[[AsyncConnection], Awaitable[T]]) -> T:
+    """Run `work` in one transaction on `url` and return its result (the CLI is sync, storage is async)."""
+    from governance.storage.engine import make_engine
+
+    async def _run() -> T:
+        engine = make_engine(settings.model_copy(update={"database_url": url, "db_pool_size": 1}))
+        try:
+            async with engine.begin() as conn:
+                return await work(conn)
+        finally:
+            await engine.dispose()
+
+    with friendly_errors():
+        return asyncio.run(_run())

@@ -1,0 +1,97 @@
+"""`loregate keys create|list|revoke`: API keys of principals, for operators and for bootstrapping agents.
+
+A key is shown once, at creation; only its hash is stored, listings show its public id.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from api.cli.commands._common import console, database, fail, in_transaction, load_settings
+from governance.scopes import ActorType
+
+__all__ = ["register", "keys_app"]
+
+keys_app = typer.Typer(help="Create, list and revoke API keys.", no_args_is_help=True)
+
+
+@keys_app.command("create")
+def create(
+    actor: Annotated[ActorType, typer.Option(help="Actor type of the new principal.")],
+    org: Annotated[str, typer.Option(help="Organisation (tenant) of the principal.")],
+    name: Annotated[str, typer.Option(help="A name people recognise, e.g. the agent's name.")],
+    project: Annotated[
+        str | None, typer.Option(help="Project of the principal; omit for an org-wide principal.")
+    ] = None,
+    admin: Annotated[bool, typer.Option("--admin", help="Grant every permission in every tenant.")] = False,
+) -> None:
+    """Create a principal and its first API key; the key is printed once."""
+    from governance.storage.identity import create_api_key, create_principal
+
+    async def work(conn: AsyncConnection) -> tuple[str, str]:
+        principal = await create_principal(
+            conn, name=name, actor_type=actor, org=org, project=project, is_admin=admin
+        )
+        return principal.id, await create_api_key(conn, principal.id)
+
+    settings = load_settings()
+    with database(settings) as url:
+        principal_id, key = in_transaction(settings, url, work)
+    console.print(
+        f"principal [bold]{principal_id}[/] ({actor.value}, {org}/{project or '*'})", highlight=False
+    )
+    console.print("API key (shown once, store it now):", highlight=False)
+    # soft_wrap: a narrow terminal must not break the key across lines
+    console.print(key, soft_wrap=True, highlight=False, markup=False)
+
+
+@keys_app.command("list")
+def list_() -> None:
+    """List keys with their principals (never the secrets)."""
+    from governance.storage.identity import list_keys
+
+    settings = load_settings()
+    with database(settings) as url:
+        keys = in_transaction(settings, url, list_keys)
+    table = Table()
+    # ids are what `keys revoke` and the policy grants need: never truncate them
+    table.add_column("key id", no_wrap=True, min_width=12)
+    table.add_column("principal", no_wrap=True)
+    for column in ("name", "actor", "tenant", "created", "revoked"):
+        table.add_column(column)
+    for info in keys:
+        p = info.principal
+        table.add_row(
+            info.key_id,
+            p.id,
+            p.name,
+            f"{p.actor_type.value} (admin)" if p.is_admin else p.actor_type.value,
+            p.domain,
+            f"{info.created_at:%Y-%m-%d %H:%M}",
+            f"{info.revoked_at:%Y-%m-%d %H:%M}" if info.revoked_at else "",
+        )
+    console.print(table)
+
+
+@keys_app.command("revoke")
+def revoke(key_id: Annotated[str, typer.Argument(help="The public key id shown by `keys list`.")]) -> None:
+    """Revoke a key; every gateway stops accepting it at once."""
+    from governance.storage.identity import revoke_key
+
+    async def work(conn: AsyncConnection) -> bool:
+        return await revoke_key(conn, key_id)
+
+    settings = load_settings()
+    with database(settings) as url:
+        revoked = in_transaction(settings, url, work)
+    if not revoked:
+        fail(f"no live key with id {key_id!r}")
+    console.print(f"revoked key {key_id}", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(keys_app, name="keys")

@@ -1,0 +1,245 @@
+"""`loregate promote|verify|approve|reject|promotion|promotions`: the promotion gate for people.
+
+Like `loregate search`, they talk to a running gateway (`LOREGATE_URL`) with `LOREGATE_API_KEY`: the
+approver of `approve`/`reject` is whoever owns that key. `--json` prints the gateway's answer unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from api.cli.commands._common import api_client as _client
+from api.cli.commands._common import console, fail
+from api.cli.commands._common import print_json as _print_json
+
+__all__ = ["register", "promote", "verify", "approve", "reject", "promotion", "promotions"]
+
+UrlOption = Annotated[str | None, typer.Option("--url", help="Gateway URL (LOREGATE_URL).")]
+KeyOption = Annotated[
+    str | None, typer.Option("--api-key", help="API key (LOREGATE_API_KEY).", envvar="LOREGATE_API_KEY")
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the gateway's JSON answer.")]
+TaskArgument = Annotated[str, typer.Argument(help="The task whose promotion this is.")]
+NoteOption = Annotated[str | None, typer.Option("--note", "-n", help="Why; kept with the decision.")]
+SOURCES = "tests_passed, pr_merged, human_approved or repeated_success"
+
+
+def promote(
+    task: TaskArgument,
+    scope: Annotated[str, typer.Option("--scope", "-s", help="Target: task, worktree, project or org.")],
+    verified: Annotated[
+        str | None, typer.Option("--verified", metavar="SOURCE", help=f"Evidence it worked: {SOURCES}.")
+    ] = None,
+    failed: Annotated[
+        str | None, typer.Option("--failed", metavar="SOURCE", help="Evidence it failed (e.g. tests_passed).")
+    ] = None,
+    url: UrlOption = None,
+    api_key: KeyOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Start a task's promotion into a scope (a second start shows the running one)."""
+    if verified and failed:
+        fail("give --verified or --failed, not both")
+    evidence = {"source": verified or failed, "success": failed is None} if (verified or failed) else None
+    with _client(url, api_key) as client:
+        answer = client.start_promotion(task, scope, evidence)
+    if as_json:
+        _print_json(answer)
+        return
+    how = "started" if answer.get("created") else "already running"
+    console.print(
+        f"promotion [bold]{escape(answer['workflow_id'])}[/] {how}: task {escape(task)} → "
+        f"{answer['target_scope']} scope",
+        highlight=False,
+    )
+    if evidence is None:
+        console.print(
+            f"it waits for evidence: [bold]loregate verify {escape(task)} --source tests_passed[/]",
+            style="dim",
+        )
+    console.print(f"follow it with [bold]loregate promotion {escape(task)}[/]", style="dim")
+
+
+def verify(
+    task: TaskArgument,
+    source: Annotated[str, typer.Option("--source", help=f"The evidence: {SOURCES}.")],
+    failed: Annotated[bool, typer.Option("--failed", help="The evidence says the work failed.")] = False,
+    url: UrlOption = None,
+    api_key: KeyOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Give the verification evidence a promotion waits for (once)."""
+    with _client(url, api_key) as client:
+        answer = client.verify(task, source, success=not failed)
+    if as_json:
+        _print_json(answer)
+        return
+    outcome = "failure" if failed else "success"
+    console.print(
+        f"verification recorded for task {escape(task)}: {escape(source)} ({outcome})", highlight=False
+    )
+
+
+def _decide(
+    decision: str, task: str, note: str | None, url: str | None, api_key: str | None, as_json: bool
+) -> None:
+    with _client(url, api_key) as client:
+        answer = client.approve(task, note) if decision == "approve" else client.reject(task, note)
+    if as_json:
+        _print_json(answer)
+        return
+    verb = "approved" if decision == "approve" else "rejected"
+    console.print(f"task {escape(task)}: {verb} by {escape(answer['approver'])}", highlight=False)
+
+
+def approve(
+    task: TaskArgument,
+    note: NoteOption = None,
+    url: UrlOption = None,
+    api_key: KeyOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Approve a promotion awaiting approval, as the owner of the API key; it then publishes."""
+    _decide("approve", task, note, url, api_key, as_json)
+
+
+def reject(
+    task: TaskArgument,
+    note: NoteOption = None,
+    url: UrlOption = None,
+    api_key: KeyOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Reject a promotion awaiting approval, as the owner of the API key; nothing is published."""
+    _decide("reject", task, note, url, api_key, as_json)
+
+
+def _plan_table(plan: list[dict[str, Any]]) -> Table:
+    table = Table(title="plan", title_justify="left")
+    for name, justify in (
+        ("#", "right"),
+        ("type", "left"),
+        ("decision", "left"),
+        ("title", "left"),
+        ("key", "left"),
+        ("sim", "right"),
+        ("reason", "left"),
+    ):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for n, entry in enumerate(plan, start=1):
+        similarity = entry.get("similarity")
+        table.add_row(
+            str(n),
+            entry["memory_type"],
+            entry["decision"],
+            escape(entry["title"]),
+            escape(entry.get("canonical_key") or ""),
+            f"{similarity:.3f}" if similarity is not None else "–",
+            escape(entry.get("reason", "")),
+        )
+    return table
+
+
+def promotion(
+    task: TaskArgument, url: UrlOption = None, api_key: KeyOption = None, as_json: JsonOption = False
+) -> None:
+    """Where a task's promotion stands, and the plan an approver is asked to approve."""
+    with _client(url, api_key) as client:
+        answer = client.promotion(task)
+    if as_json:
+        _print_json(answer)
+        return
+    facts = Table.grid(padding=(0, 2))
+    facts.add_column(style="dim")
+    facts.add_column()
+    evidence = answer.get("verification")
+    for label, value in (
+        ("workflow", f"{answer['workflow_id']} ({answer['workflow_status']})"),
+        ("state", answer["state"] if answer.get("live") else f"{answer['state']} (no worker answered)"),
+        ("target scope", answer["target_scope"]),
+        (
+            "verification",
+            f"{evidence['source']} ({'success' if evidence['success'] else 'failure'})" if evidence else None,
+        ),
+        ("critique", answer.get("critique")),
+        ("decided by", answer.get("decided_by")),
+        ("note", answer.get("decision_note")),
+        ("error", answer.get("error")),
+    ):
+        if value:
+            facts.add_row(label, escape(str(value)))
+    console.print(facts)
+    if answer.get("plan"):
+        console.print(_plan_table(answer["plan"]))
+    for refusal in answer.get("refusals") or []:
+        console.print(
+            f"refused {refusal['decision']} by {escape(refusal['approver'])} "
+            f"({refusal['channel']}): {escape(refusal['reason'])}",
+            style="yellow",
+            highlight=False,
+        )
+    published = answer.get("published") or []
+    if published:
+        cited = ", ".join(f"mem:{m['citation']}" for m in published)
+        console.print(f"published {len(published)}: {cited}", highlight=False)
+    if answer["state"] == "awaiting_approval":
+        console.print(
+            f"decide with [bold]loregate approve {escape(task)}[/] or "
+            f"[bold]loregate reject {escape(task)} --note …[/]",
+            style="dim",
+        )
+
+
+def promotions(
+    pending: Annotated[bool, typer.Option("--pending", help="Only those awaiting approval.")] = False,
+    state: Annotated[str | None, typer.Option("--state", help="Only those in this state.")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", min=1, max=1000, help="At most this many.")] = None,
+    url: UrlOption = None,
+    api_key: KeyOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Promotions of the tasks your key may read (`--pending`: those waiting for an approver)."""
+    if pending and state and state != "awaiting_approval":
+        fail("--pending means --state awaiting_approval")
+    with _client(url, api_key) as client:
+        answer = client.promotions(state="awaiting_approval" if pending else state, limit=limit)
+    if as_json:
+        _print_json(answer)
+        return
+    rows = answer.get("promotions") or []
+    if not rows:
+        console.print("no promotions" + (" awaiting approval" if pending else ""), style="yellow")
+        return
+    table = Table()
+    for name in ("task", "state", "scope", "tenant", "started", "description"):
+        table.add_column(name)
+    for row in rows:
+        table.add_row(
+            escape(row["task_id"]),
+            str(row.get("state") or row["workflow_status"]),
+            str(row.get("target_scope") or ""),
+            escape(f"{row['org']}/{row['project']}"),
+            str(row.get("started_at") or "")[:19],
+            escape(row.get("description", "")),
+        )
+    console.print(table)
+
+
+_COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
+    ("promote", promote),
+    ("verify", verify),
+    ("approve", approve),
+    ("reject", reject),
+    ("promotion", promotion),
+    ("promotions", promotions),
+)
+
+
+def register(app: typer.Typer) -> None:
+    for name, command in _COMMANDS:
+        app.command(name)(command)

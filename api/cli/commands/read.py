@@ -1,0 +1,198 @@
+"""`loregate search`, `loregate show` and `loregate context`: the read path for people, through the client.
+
+They talk to a running gateway (`LOREGATE_URL`, default http://127.0.0.1:8080) with `LOREGATE_API_KEY`,
+exactly as an agent would, so what a person sees is what the agent gets. `--json` prints the gateway's
+answer unchanged, for scripts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+
+from api.cli.commands._common import api_client as _client
+from api.cli.commands._common import console
+from api.cli.commands._common import print_json as _print_json
+
+__all__ = ["register", "search", "show", "context"]
+
+UrlOption = Annotated[str | None, typer.Option("--url", help="Gateway URL (LOREGATE_URL).")]
+KeyOption = Annotated[
+    str | None, typer.Option("--api-key", help="API key (LOREGATE_API_KEY).", envvar="LOREGATE_API_KEY")
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the gateway's JSON answer.")]
+
+
+def _score(value: Any) -> str:
+    return f"{float(value):.3f}" if value is not None else "–"
+
+
+def search(
+    query: Annotated[str, typer.Argument(help="What to look for, in plain words.")],
+    task: Annotated[str, typer.Option("--task", "-t", help="The reader's task (fixes what it can see).")],
+    k: Annotated[int | None, typer.Option("--k", "-k", min=1, help="How many results.")] = None,
+    types: Annotated[
+        list[str] | None, typer.Option("--type", help="Only this memory type (repeatable).")
+    ] = None,
+    intent: Annotated[str | None, typer.Option(help="Use this intent instead of detecting it.")] = None,
+    history: Annotated[
+        bool, typer.Option("--history", help="Include superseded and expired memories.")
+    ] = False,
+    url: UrlOption = None,
+    api_key: KeyOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Search published memory from inside a task; shows each score and its three parts."""
+    with _client(url, api_key) as client:
+        answer = client.search(query, task_id=task, k=k, types=types, intent=intent, include_history=history)
+    if as_json:
+        _print_json(answer)
+        return
+    routed = ", ".join(answer.get("types") or []) or "all types"
+    table = Table(title=f"{escape(query)}  [dim](intent {answer.get('intent', '?')}: {routed})[/]")
+    for name, justify in (
+        ("#", "right"),
+        ("citation", "left"),
+        ("type", "left"),
+        ("scope", "left"),
+        ("title", "left"),
+        ("score", "right"),
+        ("sim", "right"),
+        ("rec", "right"),
+        ("imp", "right"),
+    ):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for rank, hit in enumerate(answer.get("results", []), start=1):
+        parts = hit.get("score_parts") or {}
+        table.add_row(
+            str(rank),
+            f"mem:{hit['citation']}",
+            hit.get("type", ""),
+            hit.get("scope", ""),
+            escape(hit.get("title", "")),
+            _score(hit.get("score")),
+            _score(parts.get("similarity")),
+            _score(parts.get("recency")),
+            _score(parts.get("importance")),
+        )
+    if not answer.get("results"):
+        console.print("no memories match", style="yellow")
+        return
+    console.print(table)
+    console.print("open one with [bold]loregate show mem:<citation>[/]", style="dim")
+
+
+def _memory_panel(memory: dict[str, Any]) -> Panel:
+    facts = Table.grid(padding=(0, 2))
+    facts.add_column(style="dim")
+    facts.add_column()
+    for label, key in (
+        ("type", "memory_type"),
+        ("scope", "scope_key"),
+        ("canonical key", "canonical_key"),
+        ("confidence", "confidence"),
+        ("importance", "importance"),
+        ("validated by", "validation_source"),
+        ("version", "version"),
+        ("created", "created_at"),
+        ("updated", "updated_at"),
+        ("deprecated", "deprecated_at"),
+        ("expires", "expires_at"),
+        ("retrievals", "retrieval_count"),
+    ):
+        value = memory.get(key)
+        if value is not None:
+            facts.add_row(label, escape(str(value)))
+    body = Table.grid()
+    body.add_row(escape(str(memory.get("content", ""))))
+    body.add_row("")
+    body.add_row(facts)
+    return Panel(
+        body,
+        title=f"[bold]mem:{memory.get('citation')}[/]  {escape(str(memory.get('title', '')))}",
+        title_align="left",
+    )
+
+
+def show(
+    citation: Annotated[str, typer.Argument(help="`mem:abc123`, `abc123` or a memory id.")],
+    url: UrlOption = None,
+    api_key: KeyOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """A memory in full, the staging entries it came from, and what it superseded."""
+    with _client(url, api_key) as client:
+        answer = client.memory(citation)
+    if as_json:
+        _print_json(answer)
+        return
+    console.print(_memory_panel(answer["memory"]))
+    provenance = answer.get("provenance") or []
+    if provenance:
+        table = Table(title="provenance (staging entries)", title_justify="left")
+        for name in ("task", "seq", "kind", "actor", "content"):
+            table.add_column(name)
+        for entry in provenance:
+            table.add_row(
+                escape(str(entry.get("task_id"))),
+                str(entry.get("seq")),
+                str(entry.get("kind")),
+                escape(str(entry.get("actor_id", ""))),
+                escape(str(entry.get("content", ""))),
+            )
+        console.print(table)
+    history = answer.get("history") or []
+    if len(history) > 1:
+        table = Table(title="supersession history (oldest first)", title_justify="left")
+        for name in ("citation", "version", "title", "deprecated"):
+            table.add_column(name)
+        for version in history:
+            table.add_row(
+                f"mem:{version.get('citation')}",
+                str(version.get("version", "")),
+                escape(str(version.get("title", ""))),
+                str(version.get("deprecated_at") or ""),
+            )
+        console.print(table)
+
+
+def context(
+    query: Annotated[str, typer.Argument(help="What the agent is about to work on.")],
+    task: Annotated[str, typer.Option("--task", "-t", help="The reader's task.")],
+    max_tokens: Annotated[int | None, typer.Option(min=1, help="Budget of the block.")] = None,
+    raw: Annotated[bool, typer.Option("--raw", help="Only the block, to paste or pipe.")] = False,
+    url: UrlOption = None,
+    api_key: KeyOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """The `[MEMORY CONTEXT]` block an agent would get, with its citations and token count."""
+    with _client(url, api_key) as client:
+        answer = client.context(query, task_id=task, max_tokens=max_tokens)
+    if as_json:
+        _print_json(answer)
+        return
+    if raw:
+        console.print(answer["context"], markup=False, highlight=False, soft_wrap=True)
+        return
+    subtitle = f"{answer.get('tokens')}/{answer.get('max_tokens')} tokens · intent {answer.get('intent')}"
+    block = Panel(escape(answer["context"]), title="memory context", subtitle=subtitle, title_align="left")
+    console.print(block)
+    cited = ", ".join(f"mem:{c}" for c in answer.get("citations", [])) or "none"
+    console.print(f"citations: {cited}", style="dim", highlight=False)
+
+
+_COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
+    ("search", search),
+    ("show", show),
+    ("context", context),
+)
+
+
+def register(app: typer.Typer) -> None:
+    for name, command in _COMMANDS:
+        app.command(name)(command)

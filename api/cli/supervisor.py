@@ -1,0 +1,465 @@
+"""`loregate up`: one process that starts, watches and stops the whole platform on one machine.
+
+Order: Postgres (embedded or `LOREGATE_DATABASE_URL`) → migrations → Temporal (dev server or
+`LOREGATE_TEMPORAL_ADDRESS`) → bootstrap admin key on first start → worker → gateway (HTTP, and gRPC in
+the same process) → schedules.
+Children run in sessions of their own, so a Ctrl-C in the terminal reaches only this process, which then
+stops them in reverse order (SIGTERM, a grace period, SIGKILL for whatever is left of each process tree)
+and stops Postgres last. If a child dies on its own, the rest is stopped and the exit code is 1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import IO, Any
+
+import httpx
+import psutil
+from rich.console import Console
+
+from api.cli.embedded import start_embedded_postgres, temporal_dev_server_command
+from governance.config import Settings
+
+__all__ = ["Supervisor", "StartupFailed", "SEARCH_ATTRIBUTES", "BOOTSTRAP_KEY_FILE"]
+
+SEARCH_ATTRIBUTES = {"LoregateState": "Keyword"}
+BOOTSTRAP_KEY_FILE = "bootstrap-admin.key"
+_LOG_TAIL_LINES = 20
+
+
+class StartupFailed(Exception):
+    """A piece of the platform did not come up; the message says which and why."""
+
+
+class _Interrupted(Exception):
+    """SIGINT/SIGTERM arrived while starting: stop what is running, exit 0."""
+
+
+@dataclass
+class Child:
+    """A supervised child process and the file its output goes to."""
+
+    name: str
+    process: subprocess.Popen[bytes]
+    log_path: Path
+
+    def tail(self, lines: int = _LOG_TAIL_LINES) -> str:
+        """The last lines of its log, to say why it died."""
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+
+class Supervisor:
+    """Runs `loregate up` for `settings`; `run()` returns the process exit code."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        console: Console,
+        *,
+        grace_seconds: float = 10.0,
+        startup_timeout: float = 180.0,
+    ) -> None:
+        self.settings = settings
+        self.console = console
+        self.grace_seconds = grace_seconds
+        self.startup_timeout = startup_timeout
+        self.data_dir = settings.data_dir.expanduser().resolve()
+        self.log_dir = self.data_dir / "logs"
+        self._stop_requested = False
+        self._postgres: Any = None  # pgserver handle when we run the embedded database
+        self._temporal: Child | None = None
+        self._services: list[Child] = []  # worker, gateways: stopped before Temporal
+        self._lock_file: IO[str] | None = None
+        self._env: dict[str, str] = {}
+
+    # ---- lifecycle -------------------------------------------------------------------------------
+
+    def run(self) -> int:
+        """Start everything, wait for a signal or a dying child, stop everything."""
+        previous = {
+            signum: signal.signal(signum, self._on_signal) for signum in (signal.SIGINT, signal.SIGTERM)
+        }
+        try:
+            try:
+                self._start()
+            except _Interrupted:
+                return 0
+            except StartupFailed as exc:
+                self.console.print(f"[bold red]✗[/] {exc}", highlight=False)
+                return 1
+            return self._watch()
+        finally:
+            self._shutdown()
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        if not self._stop_requested:
+            self.console.print(f"\n{signal.Signals(signum).name} received, stopping …", highlight=False)
+        self._stop_requested = True
+
+    def _checkpoint(self) -> None:
+        if self._stop_requested:
+            raise _Interrupted
+
+    def _step(self, message: str) -> None:
+        self.console.print(f"[green]✓[/] {message}", highlight=False)
+
+    def _start(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.log_dir.mkdir(exist_ok=True)
+        self._take_lock()
+        database_url = self._start_database()
+        self._checkpoint()
+        self._migrate(database_url)
+        self._checkpoint()
+        address = self._start_temporal()
+        self._checkpoint()
+        bootstrap_key = self._bootstrap_admin(database_url)
+        self._env = self._child_env(database_url, address)
+        self._checkpoint()
+        self._spawn_service("worker", [sys.executable, "-m", "api.cli", "worker"])
+        gateway_url = self._start_gateway()
+        self._checkpoint()
+        self._apply_schedules(address)
+        self._report(gateway_url, address, bootstrap_key)
+
+    def _watch(self) -> int:
+        """Until a signal: 0. A child (or the embedded Postgres) that dies on its own: 1."""
+        while not self._stop_requested:
+            for child in [*self._services, *([self._temporal] if self._temporal else [])]:
+                code = child.process.poll()
+                if code is not None:
+                    self._died(child.name, f"exit code {code}", child)
+                    return 1
+            if self._postgres is not None and not self._postgres.get_postmaster_info().is_running():
+                self._died("postgres", "server stopped", None)
+                return 1
+            time.sleep(0.5)
+        return 0
+
+    def _died(self, name: str, how: str, child: Child | None) -> None:
+        self.console.print(
+            f"[bold red]✗ {name} stopped unexpectedly ({how}); stopping the rest[/]", highlight=False
+        )
+        if child is not None:
+            self.console.print(f"  last lines of {child.log_path}:", highlight=False)
+            self.console.print(child.tail(), markup=False, highlight=False)
+
+    def _shutdown(self) -> None:
+        self._stop_children(list(reversed(self._services)))
+        self._services = []
+        if self._temporal is not None:
+            self._stop_children([self._temporal])
+            self._temporal = None
+        if self._postgres is not None:
+            self.console.print("stopping Postgres …", highlight=False)
+            self._postgres.cleanup()
+            self._postgres = None
+        if self._lock_file is not None:
+            self._lock_file.close()
+            self._lock_file = None
+
+    # ---- pieces ----------------------------------------------------------------------------------
+
+    def _take_lock(self) -> None:
+        """One `loregate up` per data dir: a second one would fight over ports and the database files."""
+        lock = open(self.data_dir / "up.lock", "a+")  # noqa: SIM115 - held for the life of the supervisor
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.seek(0)
+            owner = lock.read().strip() or "?"
+            lock.close()
+            raise StartupFailed(
+                f"another `loregate up` (pid {owner}) is running on {self.data_dir}"
+            ) from None
+        lock.seek(0)
+        lock.truncate()
+        lock.write(str(os.getpid()))
+        lock.flush()
+        self._lock_file = lock
+
+    def _start_database(self) -> str:
+        if self.settings.database_url:
+            from governance.storage.engine import describe_url
+
+            self._step(f"Postgres: {describe_url(self.settings.database_url)} (LOREGATE_DATABASE_URL)")
+            return self.settings.database_url
+        pgdata = self.data_dir / "postgres"
+        with self.console.status(f"starting embedded Postgres in {pgdata} …"):
+            try:
+                self._postgres, url = start_embedded_postgres(self.data_dir)
+            except Exception as exc:  # pgserver: CalledProcessError/TimeoutExpired, its log is in pgdata/log
+                raise StartupFailed(f"embedded Postgres did not start ({exc}); see {pgdata / 'log'}") from exc
+        self._step(f"Postgres (embedded, pgvector): {pgdata}")
+        return str(url)
+
+    def _migrate(self, database_url: str) -> None:
+        from sqlalchemy.exc import DBAPIError
+
+        from governance.storage.migrate import upgrade_head
+
+        with self.console.status("applying migrations …"):
+            try:
+                upgrade_head(database_url)
+            except DBAPIError as exc:
+                raise StartupFailed(f"database unreachable or refused the migration: {exc.orig}") from exc
+        self._step("schema up to date")
+
+    def _start_temporal(self) -> str:
+        settings = self.settings
+        if settings.temporal_address:
+            address = settings.temporal_address
+            with self.console.status(f"connecting to Temporal at {address} …"):
+                self._wait_for_temporal(settings, None)
+            self._step(
+                f"Temporal: {address} (LOREGATE_TEMPORAL_ADDRESS), namespace {settings.temporal_namespace}"
+            )
+            return address
+        address = f"127.0.0.1:{settings.temporal_port}"
+        command = temporal_dev_server_command(
+            db_file=self.data_dir / "temporal.db",
+            port=settings.temporal_port,
+            ui_port=settings.temporal_ui_port,
+            search_attributes=SEARCH_ATTRIBUTES,
+        )
+        self._temporal = self._spawn("temporal", command, env=dict(os.environ))
+        # the local dev server speaks plain gRPC whatever credentials are configured for a remote cluster
+        local = settings.model_copy(
+            update={
+                "temporal_address": address,
+                "temporal_tls": False,
+                "temporal_api_key": None,
+                "temporal_tls_cert": None,
+                "temporal_tls_key": None,
+            }
+        )
+        with self.console.status(f"starting Temporal dev server on {address} …"):
+            self._wait_for_temporal(local, self._temporal)
+        self._step(f"Temporal dev server: {address}, UI on port {settings.temporal_ui_port}")
+        return address
+
+    def _wait_for_temporal(self, settings: Settings, child: Child | None) -> None:
+        """Until the namespace answers; a dev server that exits first is reported with its log."""
+        from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
+
+        from workflows.client import connect_temporal
+
+        async def probe() -> None:
+            client = await connect_temporal(settings)
+            await client.workflow_service.describe_namespace(
+                DescribeNamespaceRequest(namespace=settings.temporal_namespace)
+            )
+
+        last_error = "no answer"
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline:
+            self._checkpoint()
+            if child is not None and child.process.poll() is not None:
+                raise StartupFailed(
+                    f"Temporal dev server exited (code {child.process.returncode}); "
+                    f"see {child.log_path}:\n{child.tail()}"
+                )
+            try:
+                asyncio.run(probe())
+                return
+            except Exception as exc:  # connection refused / namespace not yet registered: try again
+                last_error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            time.sleep(0.5)
+        raise StartupFailed(f"Temporal at {settings.temporal_address} did not answer: {last_error}")
+
+    def _bootstrap_admin(self, database_url: str) -> str | None:
+        """On the first start (no principal yet) create a human admin and return its key, else None."""
+        from sqlalchemy.exc import DBAPIError
+
+        from governance.storage.engine import make_engine
+        from governance.storage.identity import bootstrap_admin
+
+        async def work() -> str | None:
+            engine = make_engine(
+                self.settings.model_copy(update={"database_url": database_url, "db_pool_size": 1})
+            )
+            try:
+                async with engine.begin() as conn:
+                    # two supervisors on one external database must not both bootstrap
+                    return await bootstrap_admin(conn)
+            finally:
+                await engine.dispose()
+
+        try:
+            key = asyncio.run(work())
+        except DBAPIError as exc:
+            raise StartupFailed(f"could not check or create the bootstrap admin: {exc.orig}") from exc
+        if key is not None:
+            path = self.data_dir / BOOTSTRAP_KEY_FILE
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as out:
+                os.fchmod(out.fileno(), 0o600)  # also when the file existed with wider permissions
+                out.write(key + "\n")
+        return key
+
+    def _start_gateway(self) -> str:
+        settings = self.settings
+        self._spawn_service(
+            "gateway",
+            [
+                sys.executable,
+                "-m",
+                "api.cli",
+                "serve",
+                "--host",
+                settings.http_host,
+                "--port",
+                str(settings.http_port),
+            ],
+        )
+        probe_host = "127.0.0.1" if settings.http_host in ("0.0.0.0", "::", "") else settings.http_host
+        url = f"http://{probe_host}:{settings.http_port}"
+        gateway = self._services[-1]
+        with self.console.status(f"starting HTTP gateway on {url} …"):
+            self._wait_until(
+                lambda: _answers(f"{url}/healthz"), gateway, f"HTTP gateway at {url}/healthz did not answer"
+            )
+        self._step(f"HTTP gateway: {url}")
+        return url
+
+    def _apply_schedules(self, address: str) -> None:
+        from workflows.client import connect_temporal
+        from workflows.schedules import apply_schedules
+
+        settings = self.settings.model_copy(update={"temporal_address": address})
+
+        async def apply() -> None:
+            await apply_schedules(await connect_temporal(settings), settings)
+
+        with self.console.status("applying schedules …"):
+            try:
+                asyncio.run(apply())
+            except RuntimeError as exc:
+                raise StartupFailed(f"could not apply the Temporal schedules: {exc}") from exc
+        self._step("schedules applied")
+
+    def _report(self, gateway_url: str, address: str, bootstrap_key: str | None) -> None:
+        settings = self.settings
+        self.console.print()
+        self.console.print("[bold]loregate is up[/]", highlight=False)
+        self.console.print(f"  HTTP gateway  {gateway_url}   (OpenAPI: {gateway_url}/docs)", highlight=False)
+        if settings.grpc_port:
+            self.console.print(f"  gRPC gateway  {settings.http_host}:{settings.grpc_port}", highlight=False)
+        if self._temporal is not None:
+            self.console.print(
+                f"  Temporal UI   http://127.0.0.1:{settings.temporal_ui_port}", highlight=False
+            )
+        self.console.print(
+            f"  Temporal      {address}, namespace {settings.temporal_namespace}", highlight=False
+        )
+        self.console.print(f"  data          {self.data_dir}", highlight=False)
+        self.console.print(f"  logs          {self.log_dir}", highlight=False)
+        key_file = self.data_dir / BOOTSTRAP_KEY_FILE
+        if bootstrap_key is not None:
+            self.console.print()
+            self.console.print(
+                f"[bold yellow]Bootstrap admin API key[/] (shown once; also saved to {key_file}, mode 0600):",
+                highlight=False,
+            )
+            self.console.print(bootstrap_key, soft_wrap=True, markup=False, highlight=False)
+        elif key_file.exists():
+            self.console.print(f"  admin key     in {key_file}", highlight=False)
+        self.console.print()
+        self.console.print("Press Ctrl-C to stop.", highlight=False)
+
+    # ---- processes -------------------------------------------------------------------------------
+
+    def _child_env(self, database_url: str, address: str) -> dict[str, str]:
+        """The children see the resolved database and Temporal, whatever started them."""
+        env = dict(os.environ)
+        env.update(
+            LOREGATE_DATABASE_URL=database_url,
+            LOREGATE_TEMPORAL_ADDRESS=address,
+            LOREGATE_DATA_DIR=str(self.data_dir),
+            LOREGATE_HTTP_HOST=self.settings.http_host,
+            LOREGATE_HTTP_PORT=str(self.settings.http_port),
+            LOREGATE_GRPC_PORT=str(self.settings.grpc_port),
+            PYTHONUNBUFFERED="1",
+        )
+        return env
+
+    def _spawn(self, name: str, command: list[str], *, env: dict[str, str]) -> Child:
+        log_path = self.log_dir / f"{name}.log"
+        with open(log_path, "ab") as log:
+            process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,  # Ctrl-C reaches only the supervisor, which stops children in order
+            )
+        return Child(name, process, log_path)
+
+    def _spawn_service(self, name: str, command: list[str]) -> None:
+        self._services.append(self._spawn(name, command, env=self._env))
+
+    def _wait_until(self, ready: Callable[[], bool], child: Child, failure: str) -> None:
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline:
+            self._checkpoint()
+            for service in self._services:
+                if service.process.poll() is not None:
+                    raise StartupFailed(
+                        f"{service.name} exited (code {service.process.returncode}); "
+                        f"see {service.log_path}:\n{service.tail()}"
+                    )
+            if ready():
+                return
+            time.sleep(0.5)
+        raise StartupFailed(f"{failure} within {self.startup_timeout:.0f} s; see {child.log_path}")
+
+    def _stop_children(self, children: list[Child]) -> None:
+        """SIGTERM each child, wait the grace period for its whole tree, SIGKILL what is left."""
+        tree: list[psutil.Process] = []
+        for child in children:
+            try:
+                leader = psutil.Process(child.process.pid)
+                tree += [leader, *leader.children(recursive=True)]
+            except psutil.NoSuchProcess:
+                pass
+            if child.process.poll() is None:
+                self.console.print(f"stopping {child.name} …", highlight=False)
+                child.process.terminate()
+        _, alive = psutil.wait_procs(tree, timeout=self.grace_seconds)
+        for process in alive:
+            self.console.print(
+                f"{process.pid} did not stop in {self.grace_seconds:.0f} s, killing it", highlight=False
+            )
+            try:
+                process.kill()
+            except psutil.NoSuchProcess:
+                pass
+        psutil.wait_procs(alive, timeout=5)
+        for child in children:
+            try:
+                child.process.wait(timeout=1)
+            except subprocess.TimeoutExpired:
+                child.process.kill()
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=2.0).status_code == 200
+    except httpx.HTTPError:
+        return False

@@ -1,0 +1,244 @@
+"""The gRPC gateway (grpc.aio): the operations of the HTTP API over `api/grpc/proto/loregate.proto`.
+
+It shares everything with HTTP but the transport: the same API keys (metadata `authorization: Bearer …`),
+the same request models (api/schemas/), the same use cases (api/services/) and the one error mapping
+(api/errors.py). A refusal's status details are the JSON body HTTP would send, so clients can show the same
+`error`/`detail` whichever gateway they use.
+
+`loregate serve` runs it inside the HTTP gateway process (one engine, one authoriser, one key cache);
+`running_grpc_server` runs it on its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+
+import grpc
+from pydantic import BaseModel, ValidationError
+from sqlalchemy import exc as sa_exc
+
+from api.errors import error_body, grpc_code_of, is_unavailable, validation_detail
+from api.grpc.proto import pb2, pb2_grpc
+from api.schemas.approaches import CheckIn
+from api.schemas.promotions import PromotionStart
+from api.schemas.search import ContextIn, SearchIn
+from api.schemas.staging import EntriesIn, TaskCreate
+from api.services import approaches, promotions, search, staging
+from api.services.gateway import GatewayResources, authorized_task, principal_from_authorization
+from governance import errors as ge
+from governance.config import Settings
+from governance.identity import Principal
+from governance.storage.engine import make_engine
+from policy.enforcer import make_authorizer
+
+__all__ = [
+    "LoregateServicer",
+    "start_grpc_server",
+    "running_grpc_server",
+    "COMMITTED_METADATA",
+]
+
+_log = logging.getLogger("loregate.grpc")
+T = TypeVar("T")
+
+# Trailing metadata of a failed AppendEntries stream: how many of its messages were stored before the error.
+COMMITTED_METADATA = "loregate-committed-batches"
+
+
+def _refusal(exc: Exception) -> tuple[grpc.StatusCode, dict[str, object]]:
+    """The status and JSON body for any failure, mirroring `api/errors.py`'s HTTP handlers."""
+    if isinstance(exc, ge.GovernanceError):
+        return grpc_code_of(exc), error_body(exc.kind, exc.detail)
+    if isinstance(exc, ValidationError):
+        detail = validation_detail(exc.errors())
+        return grpc.StatusCode.INVALID_ARGUMENT, error_body("validation_error", detail)
+    if isinstance(exc, sa_exc.DataError):
+        return grpc.StatusCode.INVALID_ARGUMENT, error_body(
+            "invalid_input", f"the database refused the value: {exc.orig}"
+        )
+    if is_unavailable(exc):
+        return grpc.StatusCode.UNAVAILABLE, error_body(
+            "unavailable", "the database is unavailable; retry later (with your idempotency keys)"
+        )
+    _log.exception("unhandled error in the gRPC gateway", exc_info=exc)
+    return grpc.StatusCode.INTERNAL, error_body("internal", "internal error; it has been logged")
+
+
+async def _guarded(context: grpc.aio.ServicerContext, work: Callable[[], Awaitable[T]]) -> T:
+    """Run `work`; a failure ends the call with the mapped status (abort raises, so nothing follows it)."""
+    try:
+        return await work()
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        code, body = _refusal(exc)
+    await context.abort(code, json.dumps(body))
+    raise AssertionError("unreachable: abort raises")
+
+
+def _json_object(text: str, what: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text) if text else {}
+    except json.JSONDecodeError as exc:
+        raise ge.InvalidInput(f"{what} is not valid JSON: {exc}") from exc
+    if not isinstance(value, dict):
+        raise ge.InvalidInput(f"{what} must be a JSON object")
+    return value
+
+
+def _reply(model: BaseModel) -> Any:
+    """A response model as HTTP would serialise it (pydantic's JSON mode)."""
+    return pb2.JsonReply(json=json.dumps(model.model_dump(mode="json"), ensure_ascii=False))
+
+
+def _entry(message: Any) -> dict[str, Any]:
+    entry: dict[str, Any] = {"kind": message.kind, "content": message.content}
+    if message.HasField("payload_json"):
+        try:
+            entry["payload"] = json.loads(message.payload_json)
+        except json.JSONDecodeError as exc:
+            raise ge.InvalidInput(f"payload_json is not valid JSON: {exc}") from exc
+    if message.HasField("idempotency_key"):
+        entry["idempotency_key"] = message.idempotency_key
+    return entry
+
+
+class LoregateServicer(pb2_grpc.LoregateServicer):  # type: ignore[misc]
+    """The `loregate.v1.Loregate` service over a gateway's shared state."""
+
+    def __init__(self, state: GatewayResources) -> None:
+        self._state = state
+        self._background: set[asyncio.Task[Any]] = set()
+
+    async def _principal(self, context: grpc.aio.ServicerContext) -> Principal:
+        metadata = dict(context.invocation_metadata() or ())
+        value = metadata.get("authorization")
+        return await principal_from_authorization(self._state, value if isinstance(value, str) else None)
+
+    def _after_reply(self, work: Awaitable[None]) -> None:
+        """Bookkeeping off the hot path (retrieval counts), as HTTP's background tasks do."""
+        task = asyncio.ensure_future(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def OpenTask(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802
+        async def work() -> Any:
+            principal = await self._principal(context)
+            body = TaskCreate.model_validate(
+                {
+                    "org": request.org,
+                    "project": request.project,
+                    "worktree": request.worktree,
+                    "description": request.description,
+                    "task_id": request.task_id if request.HasField("task_id") else None,
+                }
+            )
+            task, created = await staging.open_task(self._state, principal, body)
+            return pb2.Task(**task.model_dump(mode="json", exclude_none=True), created=created)
+
+        return await _guarded(context, work)
+
+    async def AppendEntries(  # noqa: N802
+        self, request_iterator: AsyncIterator[Any], context: grpc.aio.ServicerContext
+    ) -> Any:
+        async def work() -> Any:
+            # the trailer is sent with the status, so it is kept current as each message commits
+            committed = 0
+            context.set_trailing_metadata(((COMMITTED_METADATA, "0"),))
+            principal = await self._principal(context)
+            task_id: str | None = None
+            acks: list[Any] = []
+            async for message in request_iterator:
+                if task_id is None:
+                    if not message.task_id:
+                        raise ge.InvalidInput("the first message of the stream must name its task_id")
+                    task_id = message.task_id
+                elif message.task_id and message.task_id != task_id:
+                    raise ge.InvalidInput("one AppendEntries stream appends to one task")
+                task = await authorized_task(self._state, principal, task_id, "write")
+                body = EntriesIn.model_validate({"entries": [_entry(e) for e in message.entries]})
+                ack = await staging.append_entries(self._state, principal, task, body)
+                committed += 1
+                context.set_trailing_metadata(((COMMITTED_METADATA, str(committed)),))
+                acks.extend(pb2.EntryAck(id=a.id, seq=a.seq, replayed=a.replayed) for a in ack.entries)
+            if task_id is None:
+                raise ge.InvalidInput("the stream carried no messages")
+            return pb2.AppendReply(task_id=task_id, entries=acks)
+
+        return await _guarded(context, work)
+
+    async def StartPromotion(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802
+        async def work() -> Any:
+            principal = await self._principal(context)
+            body = PromotionStart.model_validate(_json_object(request.json, "json"))
+            return _reply(await promotions.start_promotion(self._state, principal, request.task_id, body))
+
+        return await _guarded(context, work)
+
+    async def Search(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802
+        async def work() -> Any:
+            principal = await self._principal(context)
+            body = SearchIn.model_validate(_json_object(request.json, "json"))
+            answer, hit_ids = await search.search(self._state, principal, body)
+            self._after_reply(search.count_retrievals(self._state, hit_ids))
+            return _reply(answer)
+
+        return await _guarded(context, work)
+
+    async def Context(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802
+        async def work() -> Any:
+            principal = await self._principal(context)
+            body = ContextIn.model_validate(_json_object(request.json, "json"))
+            answer, hit_ids = await search.context(self._state, principal, body)
+            self._after_reply(search.count_retrievals(self._state, hit_ids))
+            return _reply(answer)
+
+        return await _guarded(context, work)
+
+    async def CheckApproach(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802
+        async def work() -> Any:
+            principal = await self._principal(context)
+            # as over HTTP: the task is authorised (write: a check counts refusals) before the body is read
+            task = await authorized_task(self._state, principal, request.task_id, "write")
+            body = CheckIn.model_validate(_json_object(request.json, "json"))
+            return _reply(await approaches.check_approach(self._state, principal, task, body))
+
+        return await _guarded(context, work)
+
+
+async def start_grpc_server(state: GatewayResources, host: str, port: int) -> tuple[grpc.aio.Server, int]:
+    """Serve on `host:port` (port 0: any free port); returns the started server and its bound port."""
+    limit = state.settings.max_request_bytes
+    server = grpc.aio.server(
+        options=[("grpc.max_receive_message_length", limit), ("grpc.max_send_message_length", limit)]
+    )
+    pb2_grpc.add_LoregateServicer_to_server(LoregateServicer(state), server)
+    bound = server.add_insecure_port(f"{host}:{port}")
+    if bound == 0:
+        raise OSError(f"cannot bind the gRPC gateway to {host}:{port}")
+    await server.start()
+    return server, bound
+
+
+@asynccontextmanager
+async def running_grpc_server(
+    settings: Settings, *, host: str | None = None, port: int | None = None
+) -> AsyncIterator[int]:
+    """A gRPC gateway with resources of its own (engine, authoriser, caches); yields its bound port."""
+    authorizer = make_authorizer(settings.sqlalchemy_url())
+    state = GatewayResources(settings=settings, engine=make_engine(settings), authorizer=authorizer)
+    authorizer.add_listener(state.key_cache.clear)
+    server, bound = await start_grpc_server(
+        state, host or settings.http_host, settings.grpc_port if port is None else port
+    )
+    try:
+        yield bound
+    finally:
+        await server.stop(grace=5)
+        authorizer.close()
+        await state.engine.dispose()

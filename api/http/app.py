@@ -1,0 +1,75 @@
+"""The HTTP gateway: a FastAPI app per process, stateless apart from caches (run as many as needed)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from api.http.errors import ERROR_RESPONSES, install_error_handlers
+from api.http.limits import BodySizeLimit
+from api.http.metrics import MetricsMiddleware
+from api.http.routes import admin, approaches, health, memories, promotions, search, tasks
+from api.services.gateway import GatewayResources
+from governance.config import Settings, get_settings
+from governance.storage.engine import make_engine
+from policy.enforcer import make_authorizer
+
+__all__ = ["create_app"]
+
+
+def create_app(settings: Settings | None = None, *, grpc_port: int | None = None) -> FastAPI:
+    """The gateway for `settings` (default: from the environment).
+
+    `uvicorn --factory api.http.app:create_app` runs it.
+
+    With `grpc_port`, the gRPC gateway runs in the same process and event loop, sharing the engine, the
+    authoriser and the key cache (`loregate serve` does this; tests of HTTP alone leave it off).
+    """
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        authorizer = make_authorizer(settings.sqlalchemy_url())
+        resources = GatewayResources(settings=settings, engine=make_engine(settings), authorizer=authorizer)
+        authorizer.add_listener(resources.key_cache.clear)
+        app.state.resources = resources
+        grpc_server = None
+        if grpc_port is not None:
+            from api.grpc.server import start_grpc_server
+
+            grpc_server, _ = await start_grpc_server(resources, settings.http_host, grpc_port)
+        try:
+            yield
+        finally:
+            if grpc_server is not None:
+                await grpc_server.stop(grace=5)
+            authorizer.close()
+            await resources.engine.dispose()
+
+    app = FastAPI(
+        title="loregate",
+        version="0.1.0",
+        summary="Governed shared memory for parallel AI agents",
+        description=(
+            "Agents append to task-scoped staging; a Temporal promotion gate publishes verified, "
+            "deduplicated memory. Authenticate with `Authorization: Bearer <api key>`. Every error is "
+            '`{"error": <type>, "detail": <message>}`.'
+        ),
+        lifespan=lifespan,
+    )
+    install_error_handlers(app)
+    for router in (
+        health.router,
+        tasks.router,
+        admin.router,
+        search.router,
+        memories.router,
+        approaches.router,
+        promotions.router,
+    ):
+        app.include_router(router, responses=ERROR_RESPONSES)
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
+    app.add_middleware(MetricsMiddleware)
+    return app

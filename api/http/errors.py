@@ -1,0 +1,116 @@
+"""The HTTP gateway's error handlers: every refusal is `{"error": <type>, "detail": <message>}`.
+
+The status comes from the one mapping in api/errors.py; routes document these answers (`ERROR_RESPONSES`).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from sqlalchemy import exc as sa_exc
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from api.errors import error_body, is_unavailable, status_of, validation_detail
+from api.schemas.errors import ErrorBody
+from governance import errors as ge
+
+__all__ = ["ERROR_RESPONSES", "install_error_handlers"]
+
+_log = logging.getLogger("loregate.api")
+
+# Documented on every route, so clients (and schema-driven tests) know the shape of each refusal.
+ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
+    401: {"model": ErrorBody, "description": "No, malformed, unknown or revoked API key"},
+    403: {"model": ErrorBody, "description": "The policy does not allow this principal to do this"},
+    404: {"model": ErrorBody, "description": "Unknown task, memory or promotion"},
+    409: {"model": ErrorBody, "description": "Conflicts with what is stored (e.g. idempotency key reuse)"},
+    413: {"model": ErrorBody, "description": "Entry, batch or request over the configured limits"},
+    422: {"model": ErrorBody, "description": "Malformed input or a broken domain rule"},
+    503: {"model": ErrorBody, "description": "Database or Temporal unavailable; retry later"},
+}
+
+
+_STATUS_KIND = {
+    400: "bad_request",
+    401: "unauthenticated",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    422: "validation_error",
+    429: "rate_limited",
+    503: "unavailable",
+}
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Every refusal is `{"error": <type>, "detail": <message>}` with the mapped status."""
+
+    @app.exception_handler(ge.GovernanceError)
+    async def _governance(_: Request, exc: ge.GovernanceError) -> JSONResponse:
+        status = status_of(exc)
+        headers = {"Retry-After": "1"} if status == 503 else None
+        if status == 401:
+            headers = {"WWW-Authenticate": "Bearer"}
+        return JSONResponse(error_body(exc.kind, exc.detail), status_code=status, headers=headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [{k: v for k, v in e.items() if k in ("loc", "msg", "type")} for e in exc.errors()]
+        return JSONResponse(
+            error_body("validation_error", validation_detail(exc.errors()), errors=errors), status_code=422
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        kind = _STATUS_KIND.get(exc.status_code, "error")
+        return JSONResponse(
+            error_body(kind, str(exc.detail)),
+            status_code=exc.status_code,
+            headers=getattr(exc, "headers", None),
+        )
+
+    @app.exception_handler(sa_exc.DataError)
+    async def _data(_: Request, exc: sa_exc.DataError) -> JSONResponse:
+        # input Postgres cannot represent (e.g. an out-of-range number in a payload)
+        return JSONResponse(
+            error_body("invalid_input", f"the database refused the value: {exc.orig}"), status_code=422
+        )
+
+    def _unavailable() -> JSONResponse:
+        return JSONResponse(
+            error_body(
+                "unavailable", "the database is unavailable; retry later (with your idempotency keys)"
+            ),
+            status_code=503,
+            headers={"Retry-After": "1"},
+        )
+
+    # Database outages get handlers of their own: the catch-all below runs in Starlette's outermost
+    # middleware, which re-raises after answering and so drops the client's keep-alive connection.
+    async def _database(_: Request, exc: Exception) -> JSONResponse:
+        if is_unavailable(exc):
+            return _unavailable()
+        _log.exception("database error")
+        return JSONResponse(error_body("internal", "internal error; it has been logged"), status_code=500)
+
+    for database_error in (
+        sa_exc.DBAPIError,
+        sa_exc.TimeoutError,
+        sa_exc.InterfaceError,
+        OSError,
+        TimeoutError,
+    ):
+        app.add_exception_handler(database_error, _database)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
+        if is_unavailable(exc):
+            return _unavailable()
+        _log.exception("unhandled error")
+        return JSONResponse(error_body("internal", "internal error; it has been logged"), status_code=500)

@@ -1,0 +1,1 @@
+"""HTTP routes, one module per resource; each handler authenticates and calls one service function."""

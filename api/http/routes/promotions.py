@@ -1,0 +1,82 @@
+"""The promotion gate over HTTP: start a task's promotion, follow it, give evidence, approve or reject.
+
+The approver of an approval or rejection is the authenticated caller, never a body field
+(api/services/promotions.py).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Query
+
+from api.http.deps import CurrentPrincipal, Resources, TaskId
+from api.schemas.promotions import (
+    DecisionIn,
+    DecisionPublic,
+    PromotionList,
+    PromotionPublic,
+    PromotionStart,
+    PromotionStarted,
+    PromotionState,
+    VerificationIn,
+)
+from api.services import promotions
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["promotions"])
+
+# approve/reject may be sent without a body (no note)
+OptionalDecision = Annotated[DecisionIn | None, Body()]
+
+
+@router.post("/v1/tasks/{task_id}/promotion", status_code=202, response_model=PromotionStarted)
+async def start_promotion(
+    task_id: TaskId, body: PromotionStart, resources: Resources, principal: CurrentPrincipal
+) -> PromotionStarted:
+    """Start the task's promotion into `target_scope`; a second start returns the running one."""
+    return await promotions.start_promotion(resources, principal, task_id, body)
+
+
+@router.get("/v1/promotions", response_model=PromotionList)
+async def list_promotions(
+    resources: Resources,
+    principal: CurrentPrincipal,
+    state: Annotated[PromotionState | None, Query(description="Only promotions in this state")] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> PromotionList:
+    """Promotions of tasks the caller may read, newest first (`state=awaiting_approval`: pending ones)."""
+    return await promotions.list_promotions(resources, principal, state, limit)
+
+
+@router.get("/v1/promotions/{task_id}", response_model=PromotionPublic)
+async def show_promotion(
+    task_id: TaskId, resources: Resources, principal: CurrentPrincipal
+) -> PromotionPublic:
+    """The task's promotion: its state, plan, verification, refusals and what it published."""
+    return await promotions.promotion_status(resources, principal, task_id)
+
+
+@router.post("/v1/promotions/{task_id}/verify", response_model=PromotionPublic)
+async def verify_promotion(
+    task_id: TaskId, body: VerificationIn, resources: Resources, principal: CurrentPrincipal
+) -> PromotionPublic:
+    """Give the verification evidence a promotion waits for (once)."""
+    return await promotions.verify_promotion(resources, principal, task_id, body)
+
+
+@router.post("/v1/promotions/{task_id}/approve", response_model=DecisionPublic)
+async def approve_promotion(
+    task_id: TaskId, resources: Resources, principal: CurrentPrincipal, body: OptionalDecision = None
+) -> DecisionPublic:
+    """Approve a promotion awaiting approval, as the caller; it then publishes its plan."""
+    return await promotions.decide_promotion(resources, principal, task_id, "approve", body or DecisionIn())
+
+
+@router.post("/v1/promotions/{task_id}/reject", response_model=DecisionPublic)
+async def reject_promotion(
+    task_id: TaskId, resources: Resources, principal: CurrentPrincipal, body: OptionalDecision = None
+) -> DecisionPublic:
+    """Reject a promotion awaiting approval, as the caller; nothing is published."""
+    return await promotions.decide_promotion(resources, principal, task_id, "reject", body or DecisionIn())

@@ -1,0 +1,1 @@
+"""`loregate mcp`: the MCP server for coding agents, a thin adapter over the Python client."""

@@ -1,1 +1,0 @@
-"""HTTP routers of the gateway, one per resource."""

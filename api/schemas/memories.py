@@ -1,0 +1,117 @@
+"""Request and response models of published memory's trust and lifecycle (validate, supersede, retire...)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+from governance.scopes import ValidationSource
+
+__all__ = [
+    "ValidateIn",
+    "ValidatePublic",
+    "FeedbackIn",
+    "FeedbackPublic",
+    "SupersedeIn",
+    "SupersedePublic",
+    "RetireIn",
+    "RetirePublic",
+    "VersionPublic",
+    "HistoryPublic",
+]
+
+IdempotencyKey = Field(default=None, max_length=200, description="A retry with the same key changes nothing")
+
+
+class ValidateIn(BaseModel):
+    """Evidence that a memory is right."""
+
+    source: ValidationSource
+    reason: str | None = Field(default=None, max_length=2000)
+    idempotency_key: str | None = IdempotencyKey
+
+
+class ValidatePublic(BaseModel):
+    """The memory's confidence after the boost (capped at 1.0)."""
+
+    id: str
+    citation: str
+    confidence: float
+    validation_source: ValidationSource
+
+
+class FeedbackIn(BaseModel):
+    """Whether the memory helped."""
+
+    helpful: bool
+    idempotency_key: str | None = IdempotencyKey
+
+
+class FeedbackPublic(BaseModel):
+    """The memory's usefulness after the feedback (EMA, alpha 0.3)."""
+
+    id: str
+    citation: str
+    usefulness: float
+
+
+class SupersedeIn(BaseModel):
+    """New content replacing the memory, and why."""
+
+    content: str = Field(min_length=1, max_length=64 * 1024)
+    reason: str = Field(min_length=1, max_length=2000)
+    title: str | None = Field(default=None, max_length=500)
+    canonical_key: str | None = Field(default=None, max_length=500)
+    valid_from_commit: str | None = Field(default=None, max_length=100)
+    idempotency_key: str | None = IdempotencyKey
+
+
+class SupersedePublic(BaseModel):
+    """The new head of the chain and the memory it replaced."""
+
+    id: str
+    citation: str
+    superseded_id: str
+
+
+class RetireIn(BaseModel):
+    """Why the memory no longer holds."""
+
+    reason: str = Field(min_length=1, max_length=2000)
+    idempotency_key: str | None = IdempotencyKey
+
+
+class RetirePublic(BaseModel):
+    """The retired memory."""
+
+    id: str
+    citation: str
+    retired: bool = True
+
+
+class VersionPublic(BaseModel):
+    """One link of a supersession chain."""
+
+    id: str
+    citation: str
+    version: int
+    title: str
+    content: str
+    canonical_key: str | None
+    scope_key: str
+    confidence: float
+    supersedes_id: str | None
+    active: bool
+    deprecated_at: datetime | None
+    valid_from_commit: str | None
+    valid_to_commit: str | None
+    contradiction_note: str | None
+    created_at: datetime
+
+
+class HistoryPublic(BaseModel):
+    """The whole chain through the memory, oldest first."""
+
+    id: str
+    versions: list[VersionPublic]

@@ -1,0 +1,160 @@
+"""Request and response models of the promotion gate (HTTP, gRPC, CLI and client share them)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from governance.scopes import Scope, ValidationSource
+from workflows.promotion_contract import PromotionState
+
+__all__ = [
+    "PromotionState",
+    "VerificationIn",
+    "PromotionStart",
+    "DecisionIn",
+    "PromotionStarted",
+    "VerificationPublic",
+    "PlanEntryPublic",
+    "RefusalPublic",
+    "PublishedPublic",
+    "PromotionPublic",
+    "DecisionPublic",
+    "PromotionSummary",
+    "PromotionList",
+]
+
+
+class VerificationIn(BaseModel):
+    """Evidence the task's work is right (tests passed, PR merged...) and whether it succeeded."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: ValidationSource
+    success: bool = True
+
+
+class PromotionStart(BaseModel):
+    """Promote a task's staging into `target_scope`, optionally with the verification evidence already."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    target_scope: Scope
+    verification: VerificationIn | None = None
+
+
+class DecisionIn(BaseModel):
+    """An approval or rejection; the approver is whoever owns the API key."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    note: str = Field(default="", max_length=4000)
+
+
+class PromotionStarted(BaseModel):
+    """The promotion's workflow; `created` is false when it was already running (a task has one)."""
+
+    task_id: str
+    workflow_id: str
+    run_id: str | None
+    target_scope: str
+    created: bool
+    requested_by: str
+
+
+class VerificationPublic(BaseModel):
+    source: str
+    success: bool
+
+
+class PlanEntryPublic(BaseModel):
+    """One memory the promotion will publish, and what it does to published memory."""
+
+    memory_type: str
+    title: str
+    content: str
+    canonical_key: str | None
+    decision: str = Field(description="new, duplicate (merge and boost) or supersede")
+    target_id: str | None
+    similarity: float | None
+    reason: str
+
+
+class RefusalPublic(BaseModel):
+    """An approval or rejection that was not accepted."""
+
+    approver: str
+    decision: str
+    channel: str = Field(description="signal (Temporal UI) or update (API)")
+    reason: str
+
+
+class PublishedPublic(BaseModel):
+    memory_id: str
+    citation: str
+    action: str
+    memory_type: str
+    title: str
+    superseded_id: str | None
+    replayed: bool
+
+
+class PromotionPublic(BaseModel):
+    """Where a promotion stands, with the plan an approver is asked to approve."""
+
+    task_id: str
+    workflow_id: str
+    run_id: str | None
+    workflow_status: str = Field(description="Temporal's execution status: RUNNING, COMPLETED...")
+    state: str = Field(description=f"One of: {', '.join(PromotionState)}")
+    target_scope: str
+    live: bool = Field(
+        description="False when the worker did not answer; state then comes from "
+        "the LoregateState search attribute and the plan is empty"
+    )
+    requires_approval: bool | None = None
+    verification: VerificationPublic | None = None
+    plan: list[PlanEntryPublic] = Field(default_factory=list)
+    critique: str | None = None
+    reward: float | None = None
+    cognify_engine: str | None = None
+    cognify_fallback: str | None = None
+    redaction_counts: dict[str, int] = Field(default_factory=dict)
+    decided_by: str | None = None
+    decision_note: str | None = None
+    refusals: list[RefusalPublic] = Field(default_factory=list)
+    published: list[PublishedPublic] = Field(default_factory=list)
+    error: str | None = None
+    started_at: datetime | None = None
+    closed_at: datetime | None = None
+
+
+class DecisionPublic(BaseModel):
+    """The promotion's answer to an approval or rejection."""
+
+    task_id: str
+    workflow_id: str
+    decision: str
+    approver: str
+    accepted: bool
+    state: str
+    reason: str
+
+
+class PromotionSummary(BaseModel):
+    """One promotion in a listing."""
+
+    task_id: str
+    workflow_id: str
+    state: str | None
+    workflow_status: str
+    target_scope: str | None
+    org: str
+    project: str
+    description: str
+    started_at: datetime | None
+
+
+class PromotionList(BaseModel):
+    promotions: list[PromotionSummary]

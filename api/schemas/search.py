@@ -1,0 +1,132 @@
+"""Request and response models of the read path: search, the context block, a memory with provenance."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from governance.intent import Intent
+from governance.scopes import MemoryType
+
+__all__ = [
+    "HARD_MAX_K",
+    "HARD_MAX_TOKENS",
+    "SearchIn",
+    "ScorePartsPublic",
+    "SearchResultPublic",
+    "CompactResultPublic",
+    "SearchPublic",
+    "ContextIn",
+    "ContextPublic",
+    "MemoryPublic",
+]
+
+
+# Ceilings the schema states, so clients (and schemathesis) know them; settings may only lower them.
+HARD_MAX_K = 100
+HARD_MAX_TOKENS = 16000
+
+
+class SearchIn(BaseModel):
+    """A search from inside a task."""
+
+    query: str = Field(min_length=1, max_length=4000)
+    task_id: str = Field(min_length=1, max_length=128, description="The reader's task; fixes its tenant")
+    k: int | None = Field(
+        default=None,
+        ge=1,
+        le=HARD_MAX_K,
+        description="How many results (default `LOREGATE_SEARCH_DEFAULT_K`, at most `LOREGATE_SEARCH_MAX_K`)",
+    )
+    types: list[MemoryType] | None = Field(default=None, description="Memory types; overrides the intent")
+    intent: Intent | None = Field(default=None, description="Skip intent detection and use this one")
+    include_history: bool = Field(
+        default=False, description="Also deprecated, superseded and expired memories"
+    )
+    compact: bool = Field(default=False, description="Same as `?compact=true`")
+
+
+class ScorePartsPublic(BaseModel):
+    """The three axes of the score, each in [0, 1]."""
+
+    similarity: float
+    recency: float
+    importance: float
+
+
+class SearchResultPublic(BaseModel):
+    """One memory as search returns it, with why it ranked."""
+
+    id: str
+    citation: str
+    type: str
+    scope: str
+    title: str
+    content: str
+    score: float
+    score_parts: ScorePartsPublic
+    confidence: float
+    importance: float
+    cosine: float | None
+    vector_rank: int | None
+    text_rank: int | None
+    created_at: datetime
+    updated_at: datetime
+    deprecated_at: datetime | None
+    expires_at: datetime | None
+
+
+class CompactResultPublic(BaseModel):
+    """Progressive disclosure: enough to choose what to open with `GET /v1/memories/{citation}`."""
+
+    citation: str
+    title: str
+    type: str
+    score: float
+
+
+class SearchPublic(BaseModel):
+    """Ranked results and how the query was routed."""
+
+    query: str
+    intent: Intent
+    types: list[str] | None
+    widened: bool = Field(
+        default=False, description="The detected intent's types matched nothing, so every type was searched"
+    )
+    results: list[SearchResultPublic] | list[CompactResultPublic]
+
+
+class ContextIn(BaseModel):
+    """A context block for a prompt, from inside a task."""
+
+    query: str = Field(min_length=1, max_length=4000)
+    task_id: str = Field(min_length=1, max_length=128)
+    max_tokens: int | None = Field(
+        default=None,
+        ge=1,
+        le=HARD_MAX_TOKENS,
+        description="Budget of the block in estimated tokens (at most `LOREGATE_CONTEXT_MAX_TOKENS_LIMIT`)",
+    )
+    types: list[MemoryType] | None = None
+    intent: Intent | None = None
+
+
+class ContextPublic(BaseModel):
+    """The `[MEMORY CONTEXT]` block and the citations in it."""
+
+    context: str
+    citations: list[str]
+    tokens: int
+    max_tokens: int
+    intent: Intent
+
+
+class MemoryPublic(BaseModel):
+    """A memory in full, its provenance (source staging entries) and supersession history (oldest first)."""
+
+    memory: dict[str, Any]
+    provenance: list[dict[str, Any]]
+    history: list[dict[str, Any]]

@@ -1,0 +1,106 @@
+"""Public request/response models of the staging API (field names are part of the stable v1 API)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+
+from governance.scopes import EntryKind
+from governance.staging import TASK_ID_PATTERN
+
+__all__ = [
+    "TaskCreate",
+    "TaskPublic",
+    "EntryIn",
+    "EntriesIn",
+    "EntryAck",
+    "EntriesAck",
+    "EntryPublic",
+    "EntriesPage",
+]
+
+_Name = Field(min_length=1, max_length=200, pattern=r"^[^/\s*][^/*]*$")
+
+
+class TaskCreate(BaseModel):
+    """Open a task in a tenant (org, project) and worktree."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    org: str = _Name
+    project: str = _Name
+    worktree: str = Field(min_length=1, max_length=200)
+    description: str = Field(min_length=1, max_length=10_000)
+    task_id: str | None = Field(
+        default=None, pattern=TASK_ID_PATTERN, description="Optional client-chosen id"
+    )
+
+
+class TaskPublic(BaseModel):
+    """A task and where it stands."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    task_id: str = Field(validation_alias=AliasChoices("task_id", "id"))
+    org: str
+    project: str
+    worktree: str
+    description: str
+    status: str
+    created_by: str
+    created_at: datetime
+    promotion_workflow_id: str | None = None
+
+
+class EntryIn(BaseModel):
+    """One staging entry. The actor is the authenticated principal, so there is no actor field."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: EntryKind
+    content: str
+    payload: Any = None
+    idempotency_key: str | None = Field(default=None, min_length=1, max_length=200)
+
+
+class EntriesIn(BaseModel):
+    """A batch: stored all or nothing."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    entries: list[EntryIn] = Field(min_length=1)
+
+
+class EntryAck(BaseModel):
+    id: int
+    seq: int
+    replayed: bool = Field(description="True when an idempotency key returned an earlier write")
+
+
+class EntriesAck(BaseModel):
+    task_id: str
+    entries: list[EntryAck]
+
+
+class EntryPublic(BaseModel):
+    """A staging entry as read back; `actor` is the principal that wrote it."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    id: int
+    seq: int
+    kind: str
+    content: str
+    payload: Any = None
+    actor: str
+    actor_type: str
+    idempotency_key: str | None = None
+    created_at: datetime
+
+
+class EntriesPage(BaseModel):
+    task_id: str
+    entries: list[EntryPublic]
+    next_after_seq: int | None = Field(description="Pass as after_seq for the next page; null at the end")

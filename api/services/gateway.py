@@ -1,0 +1,143 @@
+"""What every use case starts from: the gateway's shared resources, the caller, and the task it names.
+
+A gateway process (HTTP and gRPC in one event loop, or gRPC alone) holds one `GatewayResources`: settings,
+the database engine, the Casbin authoriser, short-lived caches and the Temporal client, connected on first
+use. Every service function takes it and the authenticated principal; authentication
+(`principal_from_authorization`) and authorisation (`authorized_task`, `Authorizer.check`) happen here and
+in the services, never in a transport.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+from temporalio.client import Client
+
+from governance.config import Settings
+from governance.errors import NotFound, Unauthenticated, Unavailable
+from governance.identity import Principal, key_id_of
+from governance.scopes import Scope
+from governance.staging import TASK_ID_PATTERN
+from governance.storage import staging
+from governance.storage.identity import authenticate
+from governance.storage.staging import TaskInfo
+from policy.enforcer import Authorizer
+from workflows.client import connect_temporal
+
+__all__ = [
+    "KeyCache",
+    "TaskCache",
+    "GatewayResources",
+    "principal_from_authorization",
+    "load_task",
+    "authorized_task",
+    "temporal_client",
+]
+
+# Authenticated keys are cached briefly per process; any policy/key change (NOTIFY) clears the cache.
+KEY_CACHE_SECONDS = 30.0
+
+
+class KeyCache:
+    """key → (principal, expiry). Cleared on every policy notification (e.g. a revoked key)."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, tuple[Principal, float]] = {}
+
+    def get(self, key: str) -> Principal | None:
+        hit = self._entries.get(key)
+        if hit is None or hit[1] < time.monotonic():
+            return None
+        return hit[0]
+
+    def put(self, key: str, principal: Principal) -> None:
+        if len(self._entries) > 10_000:
+            self._entries.clear()
+        self._entries[key] = (principal, time.monotonic() + KEY_CACHE_SECONDS)
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+
+class TaskCache:
+    """Tasks never change tenant, so their tenant lookup is cached per process (bounded)."""
+
+    def __init__(self, size: int = 50_000) -> None:
+        self._size = size
+        self._entries: dict[str, TaskInfo] = {}
+
+    def get(self, task_id: str) -> TaskInfo | None:
+        return self._entries.get(task_id)
+
+    def put(self, task: TaskInfo) -> None:
+        if len(self._entries) >= self._size:
+            self._entries.clear()
+        self._entries[task.id] = task
+
+
+@dataclass
+class GatewayResources:
+    """What a gateway process shares between requests; the one argument every service function takes."""
+
+    settings: Settings
+    engine: AsyncEngine
+    authorizer: Authorizer
+    key_cache: KeyCache = field(default_factory=KeyCache)
+    task_cache: TaskCache = field(default_factory=TaskCache)
+    temporal: Client | None = None
+
+
+async def principal_from_authorization(state: GatewayResources, authorization: str | None) -> Principal:
+    """The principal behind `Bearer <api key>` (cached briefly); the actor of every write is this."""
+    if not authorization:
+        raise Unauthenticated("missing Authorization header; send `Authorization: Bearer <api key>`")
+    scheme, _, key = authorization.partition(" ")
+    key = key.strip()
+    if scheme.lower() != "bearer" or not key:
+        raise Unauthenticated("Authorization must be `Bearer <api key>`")
+    if key_id_of(key) is None:
+        raise Unauthenticated("malformed API key")
+    principal = state.key_cache.get(key)
+    if principal is None:
+        async with state.engine.connect() as conn:
+            principal = await authenticate(conn, key)
+        if principal is None:
+            raise Unauthenticated("unknown or revoked API key")
+        state.key_cache.put(key, principal)
+    return principal
+
+
+async def load_task(state: GatewayResources, task_id: str) -> TaskInfo:
+    """The task (its tenant is cached: tasks never move), or NotFound."""
+    if re.fullmatch(TASK_ID_PATTERN, task_id) is None:  # no task can have this id; spare the database
+        raise NotFound(f"task {task_id!r} does not exist")
+    task = state.task_cache.get(task_id)
+    if task is None:
+        async with state.engine.connect() as conn:
+            task = await staging.get_task(conn, task_id)
+        if task is None:
+            raise NotFound(f"task {task_id!r} does not exist")
+        state.task_cache.put(task)
+    return task
+
+
+async def authorized_task(
+    state: GatewayResources, principal: Principal, task_id: str, action: str, scope: Scope = Scope.TASK
+) -> TaskInfo:
+    """The task, after Casbin allowed `principal` to `action` at `scope` in the task's tenant."""
+    task = await load_task(state, task_id)
+    state.authorizer.check(principal, org=task.org, project=task.project, scope=scope, action=action)
+    return task
+
+
+async def temporal_client(state: GatewayResources) -> Client:
+    """The process's Temporal client, connected on first use (gateways start without Temporal)."""
+    if state.temporal is None:
+        try:
+            state.temporal = await connect_temporal(state.settings)
+        except Exception as exc:  # connection refused, DNS, TLS: all mean "retry later"
+            raise Unavailable(f"Temporal is unavailable: {exc}") from exc
+    return state.temporal

@@ -1,0 +1,18 @@
+"""Liveness with a database check."""
+
+from __future__ import annotations
+
+from api.services.gateway import GatewayResources
+from governance.errors import Unavailable
+from governance.storage.health import ping
+
+__all__ = ["health"]
+
+
+async def health(state: GatewayResources) -> dict[str, str]:
+    """`ok` when the gateway reaches its database; Unavailable otherwise."""
+    try:
+        await ping(state.engine)
+    except Exception as exc:
+        raise Unavailable(f"database check failed: {type(exc).__name__}") from exc
+    return {"status": "ok", "database": "ok"}

@@ -1,0 +1,389 @@
+"""The promotion gate's use cases: the API side of PromotionWorkflow (workflows/promotion_contract.py).
+
+Each operation authorises through Casbin in the task's tenant first, then talks to the task's one workflow
+(`promote-<task id>`): start it, query its `state`, or send the `verify` / `approve` / `reject` updates.
+Temporal's answers become the domain's errors here, so a gateway never shows a client a 500 for them:
+no such workflow → NotFound, a validator's refusal → Conflict / InvalidInput, an approver the workflow
+refuses → PolicyDenied, Temporal or the worker not answering → Unavailable.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import timedelta
+from typing import Any
+
+from temporalio.client import (
+    Client,
+    RPCError,
+    RPCStatusCode,
+    WorkflowExecutionDescription,
+    WorkflowHandle,
+    WorkflowQueryFailedError,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
+)
+from temporalio.common import SearchAttributeKey, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
+
+from api.schemas.promotions import (
+    DecisionIn,
+    DecisionPublic,
+    PromotionList,
+    PromotionPublic,
+    PromotionStart,
+    PromotionStarted,
+    PromotionSummary,
+    VerificationIn,
+)
+from api.services.gateway import GatewayResources, authorized_task, temporal_client
+from governance.errors import Conflict, GovernanceError, InvalidInput, NotFound, PolicyDenied, Unavailable
+from governance.identity import Principal
+from governance.scopes import Scope, ValidationSource
+from governance.storage.promotions import record_approval_grant
+from governance.storage.staging import TaskInfo, get_tasks, set_promotion_workflow
+from workflows.promotion_contract import (
+    STATE_ATTRIBUTE,
+    WORKFLOW_TYPE,
+    ApprovalAck,
+    ApprovalRequest,
+    ErrorTypes,
+    Names,
+    PromotionInput,
+    PromotionState,
+    PromotionStatus,
+    Verification,
+    task_id_of,
+    workflow_id_for,
+)
+
+__all__ = ["start_promotion", "promotion_status", "verify_promotion", "decide_promotion", "list_promotions"]
+
+# A query is answered by a worker replaying the workflow: quick, or the worker is not there.
+QUERY_TIMEOUT = timedelta(seconds=5)
+# An approval update runs the approver check (one database activity) before it answers.
+UPDATE_TIMEOUT = timedelta(seconds=60)
+# Listing scans visibility and keeps what the caller may read; this bounds the scan per request.
+LIST_SCAN_FACTOR = 20
+
+LOREGATE_STATE = SearchAttributeKey.for_keyword(STATE_ATTRIBUTE)
+
+_UPDATE_ERRORS: dict[str, type[GovernanceError]] = {
+    ErrorTypes.CONFLICT: Conflict,
+    ErrorTypes.INVALID_INPUT: InvalidInput,
+    ErrorTypes.APPROVAL_REFUSED: PolicyDenied,
+}
+_UNAVAILABLE = {
+    RPCStatusCode.UNAVAILABLE,
+    RPCStatusCode.DEADLINE_EXCEEDED,
+    RPCStatusCode.CANCELLED,
+    RPCStatusCode.RESOURCE_EXHAUSTED,
+}
+
+
+@asynccontextmanager
+async def _temporal_errors(task_id: str) -> AsyncIterator[None]:
+    """Temporal's failures as the domain's errors (the gateways map those to statuses)."""
+    try:
+        yield
+    except WorkflowUpdateFailedError as exc:
+        cause = exc.cause
+        if isinstance(cause, ApplicationError) and cause.type in _UPDATE_ERRORS:
+            raise _UPDATE_ERRORS[cause.type](cause.message) from exc
+        raise
+    except WorkflowUpdateRPCTimeoutOrCancelledError as exc:
+        raise Unavailable(
+            f"the promotion of task {task_id!r} did not answer in time; is a worker running?"
+        ) from exc
+    except RPCError as exc:
+        if exc.status == RPCStatusCode.NOT_FOUND:
+            if "already completed" in exc.message:
+                raise Conflict(f"the promotion of task {task_id!r} has already ended") from exc
+            raise NotFound(f"task {task_id!r} has no promotion") from exc
+        if exc.status in _UNAVAILABLE:
+            raise Unavailable(f"Temporal is unavailable: {exc.message}") from exc
+        raise
+
+
+def _check_evidence(
+    state: GatewayResources, principal: Principal, task: TaskInfo, scope: str, evidence: VerificationIn | None
+) -> None:
+    """`human_approved` is a human's word: only who may `approve` the scope may give it (as for memories)."""
+    if evidence is not None and evidence.source is ValidationSource.HUMAN_APPROVED:
+        state.authorizer.check(principal, org=task.org, project=task.project, scope=scope, action="approve")
+
+
+def _handle(client: Client, task_id: str) -> WorkflowHandle[Any, Any]:
+    return client.get_workflow_handle(workflow_id_for(task_id))
+
+
+async def _status(handle: WorkflowHandle[Any, Any]) -> PromotionStatus:
+    """The workflow's own account of itself (answered by a worker)."""
+    status: PromotionStatus = await handle.query(
+        Names.STATE, result_type=PromotionStatus, rpc_timeout=QUERY_TIMEOUT
+    )
+    return status
+
+
+async def _live_status(
+    state: GatewayResources, task: TaskInfo
+) -> tuple[WorkflowHandle[Any, Any], PromotionStatus]:
+    """The handle and the queried status, for operations that need the workflow to answer."""
+    handle = _handle(await temporal_client(state), task.id)
+    async with _temporal_errors(task.id):
+        try:
+            return handle, await _status(handle)
+        except WorkflowQueryFailedError as exc:
+            raise Unavailable(f"the promotion of task {task.id!r} cannot answer: {exc.message}") from exc
+
+
+def _public(
+    task_id: str, desc: WorkflowExecutionDescription, status: PromotionStatus, live: bool
+) -> PromotionPublic:
+    return PromotionPublic.model_validate(
+        {
+            **dataclasses.asdict(status),
+            "task_id": task_id,
+            "workflow_id": desc.id,
+            "run_id": desc.run_id,
+            "workflow_status": desc.status.name if desc.status is not None else "UNKNOWN",
+            "live": live,
+            "started_at": desc.start_time,
+            "closed_at": desc.close_time,
+        }
+    )
+
+
+def _static_details(task_id: str, target: Scope) -> str:
+    """What a reviewer reads first in the Temporal UI's Details panel: where the plan is, how to decide."""
+    return "\n".join(
+        [
+            f"**Promotion of task `{task_id}` into {target.value} scope.**",
+            "",
+            "The plan and where it stands: the *User Metadata* tab (current details; press R to refresh), "
+            "or *Queries* → `state` / `plan`.",
+            "",
+            "To decide (project and org scope): *More Actions → Send a Signal*, name `approve` or `reject`, "
+            "input:",
+            "",
+            "```json",
+            '{"approver": "<your principal id, as `loregate keys list` shows it>", "note": "..."}',
+            "```",
+            "",
+            f"Or from a terminal: `loregate approve {task_id} --note ...` (the API key names the approver).",
+        ]
+    )
+
+
+async def start_promotion(
+    state: GatewayResources, principal: Principal, task_id: str, body: PromotionStart
+) -> PromotionStarted:
+    """Start (or find running) the task's PromotionWorkflow; the caller needs `promote` at the scope."""
+    target = Scope(body.target_scope)
+    task = await authorized_task(state, principal, task_id, "promote", target)
+    _check_evidence(state, principal, task, target.value, body.verification)
+    client = await temporal_client(state)
+    settings = state.settings
+    workflow_id = workflow_id_for(task.id)
+    evidence = body.verification
+    data = PromotionInput(
+        task_id=task.id,
+        target_scope=target.value,
+        verification=Verification(evidence.source.value, evidence.success) if evidence else None,
+        verify_timeout_seconds=settings.verify_timeout_seconds,
+        approval_timeout_seconds=settings.approval_timeout_seconds,
+        requested_by=principal.id,
+    )
+    async with _temporal_errors(task.id):
+        try:
+            handle = await client.start_workflow(
+                WORKFLOW_TYPE,
+                data,
+                id=workflow_id,
+                task_queue=settings.task_queue,
+                id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+                # a promotion that ended is not run again: its publish events are keyed by the workflow id
+                id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
+                memo={
+                    "task_id": task.id,
+                    "org": task.org,
+                    "project": task.project,
+                    "target_scope": target.value,
+                    "requested_by": principal.id,
+                },
+                static_summary=f"Promote task {task.id} into {target.value} scope "
+                f"({task.org}/{task.project}), requested by {principal.id}",
+                static_details=_static_details(task.id, target),
+            )
+        except WorkflowAlreadyStartedError as exc:
+            ended = await _handle(client, task.id).describe()
+            last = ended.typed_search_attributes.get(LOREGATE_STATE)
+            raise Conflict(
+                f"the promotion of task {task.id!r} already ended ({last or 'closed'}); "
+                "a task is promoted once"
+            ) from exc
+        # USE_EXISTING answers with the running workflow and `started` false (the SDK keeps the response)
+        response = getattr(handle, "_start_workflow_response", None)
+        created = bool(getattr(response, "started", True))
+        if not created:
+            running = await handle.describe()
+            running_scope = await running.memo_value("target_scope", None)
+            if running_scope is not None and running_scope != target.value:
+                raise Conflict(
+                    f"task {task.id!r} is already being promoted into {running_scope} scope, "
+                    f"not {target.value}"
+                )
+    async with state.engine.begin() as conn:
+        await set_promotion_workflow(conn, task.id, workflow_id)
+    return PromotionStarted(
+        task_id=task.id,
+        workflow_id=workflow_id,
+        run_id=handle.result_run_id,
+        target_scope=target.value,
+        created=created,
+        requested_by=principal.id,
+    )
+
+
+async def promotion_status(state: GatewayResources, principal: Principal, task_id: str) -> PromotionPublic:
+    """The promotion's state and plan (the caller needs `read` on the task)."""
+    task = await authorized_task(state, principal, task_id, "read")
+    handle = _handle(await temporal_client(state), task.id)
+    async with _temporal_errors(task.id):
+        desc = await handle.describe()
+        try:
+            return _public(task.id, desc, await _status(handle), live=True)
+        except (WorkflowQueryFailedError, RPCError):
+            # no worker answered: say what visibility knows rather than fail
+            fallback = PromotionStatus(
+                task_id=task.id,
+                target_scope=str(await desc.memo_value("target_scope", "")),
+                state=desc.typed_search_attributes.get(LOREGATE_STATE)
+                or PromotionState.AWAITING_VERIFICATION,
+            )
+            return _public(task.id, desc, fallback, live=False)
+
+
+async def verify_promotion(
+    state: GatewayResources, principal: Principal, task_id: str, body: VerificationIn
+) -> PromotionPublic:
+    """Give the evidence the promotion waits for; the caller needs `promote` at the target scope."""
+    # `read` first: a caller from another tenant learns nothing about the promotion, not even that it exists
+    task = await authorized_task(state, principal, task_id, "read")
+    handle, status = await _live_status(state, task)
+    state.authorizer.check(
+        principal, org=task.org, project=task.project, scope=status.target_scope, action="promote"
+    )
+    _check_evidence(state, principal, task, status.target_scope, body)
+    async with _temporal_errors(task.id):
+        updated: PromotionStatus = await handle.execute_update(
+            Names.VERIFY,
+            Verification(body.source.value, body.success),
+            result_type=PromotionStatus,
+            rpc_timeout=UPDATE_TIMEOUT,
+        )
+        desc = await handle.describe()
+    return _public(task.id, desc, updated, live=True)
+
+
+async def decide_promotion(
+    state: GatewayResources, principal: Principal, task_id: str, decision: str, body: DecisionIn
+) -> DecisionPublic:
+    """Approve or reject as the caller: a grant row for them, then the workflow's `approve`/`reject` update.
+
+    The caller needs `approve` at the target scope in the task's tenant; the workflow checks it again
+    (and, in `approval_mode=api_only`, finds the grant row), and its refusal is a 403 with its reason.
+    """
+    task = await authorized_task(state, principal, task_id, "read")
+    handle, status = await _live_status(state, task)
+    state.authorizer.check(
+        principal, org=task.org, project=task.project, scope=status.target_scope, action="approve"
+    )
+    if status.state != PromotionState.AWAITING_APPROVAL or status.decided_by is not None:
+        raise Conflict(f"the promotion of task {task.id!r} is {status.state}, not awaiting approval")
+    grant = uuid.uuid4().hex
+    async with state.engine.begin() as conn:
+        await record_approval_grant(
+            conn,
+            workflow_id=handle.id,
+            task_id=task.id,
+            grant=grant,
+            principal=principal,
+            decision=decision,
+            note=body.note,
+        )
+    async with _temporal_errors(task.id):
+        ack: ApprovalAck = await handle.execute_update(
+            decision,
+            ApprovalRequest(approver=principal.id, note=body.note, grant=grant),
+            result_type=ApprovalAck,
+            rpc_timeout=UPDATE_TIMEOUT,
+        )
+    if not ack.accepted:  # another approver's decision was accepted first
+        raise Conflict(f"the promotion of task {task.id!r} was {ack.reason}")
+    return DecisionPublic(
+        task_id=task.id,
+        workflow_id=handle.id,
+        decision=decision,
+        approver=principal.id,
+        accepted=True,
+        state=ack.state,
+        reason=ack.reason,
+    )
+
+
+async def list_promotions(
+    state: GatewayResources, principal: Principal, promotion_state: str | None, limit: int
+) -> PromotionList:
+    """Promotions (optionally in one state) of the tasks the caller may read, newest first."""
+    client = await temporal_client(state)
+    query = f'WorkflowType = "{WORKFLOW_TYPE}"'
+    if promotion_state is not None:  # a PromotionState (validated by the request model)
+        query += f' AND {STATE_ATTRIBUTE} = "{promotion_state}"'
+    found: list[PromotionSummary] = []
+    page: list[Any] = []
+    async with _temporal_errors("*"):
+        async for execution in client.list_workflows(query, limit=limit * LIST_SCAN_FACTOR, page_size=limit):
+            page.append(execution)
+            if len(page) == limit:
+                found += await _readable(state, principal, page)
+                page = []
+                if len(found) >= limit:
+                    break
+    found += await _readable(state, principal, page)
+    return PromotionList(promotions=found[:limit])
+
+
+async def _readable(
+    state: GatewayResources, principal: Principal, executions: list[Any]
+) -> list[PromotionSummary]:
+    """Those of `executions` whose task the caller may read, in the order given."""
+    ids = [task_id for e in executions if (task_id := task_id_of(e.id)) is not None]
+    if not ids:
+        return []
+    async with state.engine.connect() as conn:
+        by_id = await get_tasks(conn, ids)
+    readable: list[PromotionSummary] = []
+    for execution in executions:
+        row = by_id.get(task_id_of(execution.id) or "")
+        if row is None or not state.authorizer.allowed(
+            principal, org=row.org, project=row.project, scope=Scope.TASK, action="read"
+        ):
+            continue
+        readable.append(
+            PromotionSummary(
+                task_id=row.id,
+                workflow_id=execution.id,
+                state=execution.typed_search_attributes.get(LOREGATE_STATE),
+                workflow_status=execution.status.name if execution.status is not None else "UNKNOWN",
+                target_scope=await execution.memo_value("target_scope", None),
+                org=row.org,
+                project=row.project,
+                description=row.description,
+                started_at=execution.start_time,
+            )
+        )
+    return readable

@@ -1,0 +1,143 @@
+"""The read path's use cases: hybrid search, the cited context block, and a memory by id or citation.
+
+The reader's task fixes org, project and worktree; the caller needs `read` in that tenant (Casbin), and each
+scope (task, worktree, project, org) is searched only if the policy lets the caller read it, so a deny row for
+one scope hides exactly that scope. Retrieval counts rise after the answer is sent (`count_retrievals`).
+"""
+
+from __future__ import annotations
+
+from api.schemas.search import (
+    CompactResultPublic,
+    ContextIn,
+    ContextPublic,
+    MemoryPublic,
+    ScorePartsPublic,
+    SearchIn,
+    SearchPublic,
+    SearchResultPublic,
+)
+from api.services import reading
+from api.services.gateway import GatewayResources, authorized_task
+from governance.adapters.embedders import make_embedder
+from governance.config import Settings
+from governance.errors import InvalidInput, NotFound
+from governance.identity import Principal
+from governance.scopes import Scope, scope_key
+from governance.storage.retrieval import SearchHit, get_memory
+
+__all__ = ["readable_scope_keys", "search", "context", "count_retrievals", "show_memory", "public_hit"]
+
+
+async def readable_scope_keys(state: GatewayResources, principal: Principal, task_id: str) -> list[str]:
+    """Scope keys of the task the caller may read; NotFound for an unknown task, PolicyDenied without read."""
+    task = await authorized_task(state, principal, task_id, "read")
+    return [
+        scope_key(s, org=task.org, project=task.project, worktree=task.worktree, task_id=task.id)
+        for s in Scope
+        if state.authorizer.allowed(principal, org=task.org, project=task.project, scope=s, action="read")
+    ]
+
+
+def _k(requested: int | None, settings: Settings) -> int:
+    k = requested or settings.search_default_k
+    if k > settings.search_max_k:
+        raise InvalidInput(f"k must be at most {settings.search_max_k}")
+    return k
+
+
+def public_hit(hit: SearchHit) -> SearchResultPublic:
+    """A ranked hit as the API shows it, with the parts of its score."""
+    p = hit.parts
+    return SearchResultPublic.model_validate(
+        {
+            **{name: getattr(hit, name) for name in SearchResultPublic.model_fields if hasattr(hit, name)},
+            "type": hit.memory_type,
+            "score": p.score,
+            "score_parts": ScorePartsPublic(
+                similarity=p.similarity, recency=p.recency, importance=p.importance
+            ),
+        }
+    )
+
+
+async def search(
+    state: GatewayResources, principal: Principal, body: SearchIn, *, compact: bool = False
+) -> tuple[SearchPublic, list[str]]:
+    """Hybrid search over what the task sees; returns the answer and the ids whose retrieval count rises."""
+    keys = await readable_scope_keys(state, principal, body.task_id)
+    settings = state.settings
+    outcome = await reading.search_memories(
+        state.engine,
+        make_embedder(settings),
+        settings,
+        query=body.query,
+        scope_keys=keys,
+        k=_k(body.k, settings),
+        types=[t.value for t in body.types] if body.types else None,
+        intent=body.intent,
+        include_history=body.include_history,
+    )
+    results: list[SearchResultPublic] | list[CompactResultPublic]
+    if compact or body.compact:
+        results = [
+            CompactResultPublic(citation=h.citation, title=h.title, type=h.memory_type, score=h.parts.score)
+            for h in outcome.hits
+        ]
+    else:
+        results = [public_hit(h) for h in outcome.hits]
+    types = list(outcome.types) if outcome.types is not None else None
+    answer = SearchPublic(
+        query=body.query, intent=outcome.intent, types=types, widened=outcome.widened, results=results
+    )
+    return answer, [h.id for h in outcome.hits]
+
+
+async def context(
+    state: GatewayResources, principal: Principal, body: ContextIn
+) -> tuple[ContextPublic, list[str]]:
+    """The `[MEMORY CONTEXT]` block within budget; returns it and the ids of the memories it cites."""
+    settings = state.settings
+    max_tokens = body.max_tokens or settings.context_default_max_tokens
+    if max_tokens > settings.context_max_tokens_limit:
+        raise InvalidInput(f"max_tokens must be at most {settings.context_max_tokens_limit}")
+    keys = await readable_scope_keys(state, principal, body.task_id)
+    outcome = await reading.build_context(
+        state.engine,
+        make_embedder(settings),
+        settings,
+        query=body.query,
+        scope_keys=keys,
+        max_tokens=max_tokens,
+        types=[t.value for t in body.types] if body.types else None,
+        intent=body.intent,
+    )
+    cited = set(outcome.block.citations)
+    answer = ContextPublic(
+        context=outcome.block.text,
+        citations=outcome.block.citations,
+        tokens=outcome.block.tokens,
+        max_tokens=max_tokens,
+        intent=outcome.search.intent,
+    )
+    return answer, [h.id for h in outcome.search.hits if h.citation in cited]
+
+
+async def count_retrievals(state: GatewayResources, ids: list[str]) -> None:
+    """Raise the retrieval counts of returned memories (run after the answer is sent)."""
+    await reading.count_retrievals(state.engine, ids)
+
+
+async def show_memory(state: GatewayResources, principal: Principal, ref: str) -> MemoryPublic:
+    """A memory with its source staging entries and supersession history (progressive disclosure)."""
+    async with state.engine.connect() as conn:
+        detail = await get_memory(conn, ref)
+    memory = detail.memory
+    # an org-wide memory belongs to every project of its org: judge it in the caller's own project
+    project = memory["project"] if memory["project"] is not None else principal.project
+    if not state.authorizer.allowed(
+        principal, org=memory["org"], project=project, scope=memory["scope"], action="read"
+    ):
+        # not 403: a caller outside the tenant must not learn that the citation exists
+        raise NotFound(f"memory {ref!r} does not exist")
+    return MemoryPublic(memory=memory, provenance=detail.provenance, history=detail.history)

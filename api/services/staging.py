@@ -1,0 +1,88 @@
+"""Tasks and their staging log: open a task, append entries, read them back.
+
+Operations on an existing task take it already authorised (`authorized_task` in api/services/gateway.py):
+every transport authorises the task before it reads the request body, so a caller outside the tenant learns
+nothing from validation errors.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from api.schemas.staging import (
+    EntriesAck,
+    EntriesIn,
+    EntriesPage,
+    EntryAck,
+    EntryPublic,
+    TaskCreate,
+    TaskPublic,
+)
+from api.services.gateway import GatewayResources
+from api.services.metrics import ENTRIES_APPENDED, ENTRIES_REPLAYED
+from governance.identity import Principal
+from governance.scopes import Scope
+from governance.staging import EntryDraft, validate_batch
+from governance.storage import staging
+from governance.storage.staging import TaskInfo
+
+__all__ = ["task_public", "open_task", "show_task", "append_entries", "list_entries"]
+
+
+def task_public(task: TaskInfo) -> TaskPublic:
+    """A task as the API shows it."""
+    return TaskPublic.model_validate(task, from_attributes=True)
+
+
+async def open_task(
+    state: GatewayResources, principal: Principal, body: TaskCreate
+) -> tuple[TaskPublic, bool]:
+    """Open a task; the same request again returns it with `created` False. Returns (task, created)."""
+    state.authorizer.check(principal, org=body.org, project=body.project, scope=Scope.TASK, action="open")
+    task, created = await staging.open_task(
+        state.engine,
+        task_id=body.task_id or f"task-{uuid.uuid4().hex}",
+        org=body.org,
+        project=body.project,
+        worktree=body.worktree,
+        description=body.description,
+        created_by=principal.id,
+    )
+    return task_public(task), created
+
+
+async def show_task(state: GatewayResources, task: TaskInfo) -> TaskPublic:
+    """A task (authorised for `read`) and its current status."""
+    async with state.engine.connect() as conn:
+        fresh = await staging.get_task(conn, task.id)
+    return task_public(fresh or task)
+
+
+async def append_entries(
+    state: GatewayResources, principal: Principal, task: TaskInfo, body: EntriesIn
+) -> EntriesAck:
+    """Append a batch to a task authorised for `write`, all or nothing, idempotency keys honoured."""
+    drafts = [
+        EntryDraft(kind=e.kind, content=e.content, payload=e.payload, idempotency_key=e.idempotency_key)
+        for e in body.entries
+    ]
+    limits = state.settings
+    validate_batch(drafts, max_entry_bytes=limits.max_entry_bytes, max_batch_entries=limits.max_batch_entries)
+    results = await staging.append_entries(state.engine, task.id, principal, drafts)
+    replayed = sum(r.replayed for r in results)
+    ENTRIES_APPENDED.inc(len(results) - replayed)
+    ENTRIES_REPLAYED.inc(replayed)
+    return EntriesAck(
+        task_id=task.id, entries=[EntryAck(id=r.id, seq=r.seq, replayed=r.replayed) for r in results]
+    )
+
+
+async def list_entries(state: GatewayResources, task: TaskInfo, *, after_seq: int, limit: int) -> EntriesPage:
+    """The staging log of a task authorised for `read`, in sequence order, a page at a time."""
+    limit = min(limit, state.settings.max_page_size)
+    async with state.engine.connect() as conn:
+        rows = await staging.read_entries(conn, task.id, after_seq=after_seq, limit=limit)
+    entries = [EntryPublic.model_validate(r, from_attributes=True) for r in rows]
+    return EntriesPage(
+        task_id=task.id, entries=entries, next_after_seq=entries[-1].seq if len(entries) == limit else None
+    )

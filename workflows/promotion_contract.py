@@ -1,0 +1,192 @@
+"""The public contract of `PromotionWorkflow`: what gateways, the CLI and the Temporal UI send and read.
+
+Everything a caller needs to start, follow and decide a promotion lives here — the states, the start,
+verification and approval payloads, the workflow id, the signal/update/query names and the error types the
+workflow raises — so a gateway imports this module without importing the worker, its activities or even
+temporalio. The workflow (workflows/promotion.py) implements it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from governance.errors import Conflict, InvalidInput, NotFound
+from governance.publication import PublishedMemory
+
+__all__ = [
+    "PromotionState",
+    "FINAL_STATES",
+    "STATE_ATTRIBUTE",
+    "WORKFLOW_TYPE",
+    "WORKFLOW_ID_PREFIX",
+    "workflow_id_for",
+    "task_id_of",
+    "Names",
+    "ErrorTypes",
+    "Verification",
+    "PromotionInput",
+    "ApprovalRequest",
+    "ApprovalAck",
+    "PlanEntry",
+    "Refusal",
+    "PromotionStatus",
+    "PromotionResult",
+    "PublishedMemory",
+]
+
+
+class PromotionState(StrEnum):
+    """Where a promotion stands: the `LoregateState` search attribute and `PromotionStatus.state`."""
+
+    AWAITING_VERIFICATION = "awaiting_verification"
+    PLANNING = "planning"
+    AWAITING_APPROVAL = "awaiting_approval"
+    PUBLISHING = "publishing"
+    PUBLISHED = "published"
+    REJECTED = "rejected"
+    UNVERIFIED = "unverified"
+    FAILED = "failed"
+
+
+FINAL_STATES = frozenset(
+    {PromotionState.PUBLISHED, PromotionState.REJECTED, PromotionState.UNVERIFIED, PromotionState.FAILED}
+)
+
+# The keyword search attribute the Temporal UI filters and shows (`LoregateState = "awaiting_approval"`).
+STATE_ATTRIBUTE = "LoregateState"
+WORKFLOW_TYPE = "PromotionWorkflow"
+WORKFLOW_ID_PREFIX = "promote-"
+
+
+def workflow_id_for(task_id: str) -> str:
+    """The one workflow id of a task's promotion (so a second start finds the first)."""
+    return f"{WORKFLOW_ID_PREFIX}{task_id}"
+
+
+def task_id_of(workflow_id: str) -> str | None:
+    """The task a promotion's workflow id names, or None for another workflow's id."""
+    return workflow_id[len(WORKFLOW_ID_PREFIX) :] if workflow_id.startswith(WORKFLOW_ID_PREFIX) else None
+
+
+class Names:
+    """Signal, update and query names (the Temporal UI's *Send a Signal* uses these)."""
+
+    VERIFY = "verify"  # signal and update
+    APPROVE = "approve"  # signal and update
+    REJECT = "reject"  # signal and update
+    STATE = "state"  # query: PromotionStatus
+    PLAN = "plan"  # query: list[PlanEntry]
+
+
+class ErrorTypes:
+    """`ApplicationError.type` values the workflow's validators and activities raise.
+
+    The domain's errors keep their class names (governance/errors.py), so a gateway maps them back.
+    """
+
+    CONFLICT = Conflict.__name__
+    INVALID_INPUT = InvalidInput.__name__
+    NOT_FOUND = NotFound.__name__
+    # a claimed approver the policy or the principals table refuses (a 403 for the API caller)
+    APPROVAL_REFUSED = "ApprovalRefused"
+    # the embedding endpoint's vectors do not fit the schema: retrying cannot help
+    EMBEDDING_DIMENSION_MISMATCH = "EmbeddingDimensionMismatch"
+
+
+@dataclass
+class Verification:
+    """Evidence the task's work is right: `source` is a ValidationSource, `success` the outcome."""
+
+    source: str
+    success: bool = True
+
+
+@dataclass
+class PromotionInput:
+    """Start input; timeouts come from the starter's settings (workflows read no environment)."""
+
+    task_id: str
+    target_scope: str
+    verification: Verification | None = None
+    verify_timeout_seconds: float = 7 * 24 * 3600
+    approval_timeout_seconds: float = 7 * 24 * 3600
+    requested_by: str | None = None
+
+
+@dataclass
+class ApprovalRequest:
+    """Payload of `approve`/`reject` (signal or update): `{"approver": "<principal id>", "note": "..."}`.
+
+    `grant` is set only by the API gateway (a row it wrote for the authenticated caller).
+    """
+
+    approver: str
+    note: str = ""
+    grant: str | None = None
+
+
+@dataclass
+class ApprovalAck:
+    """Answer of the `approve`/`reject` update."""
+
+    accepted: bool
+    state: str
+    reason: str
+
+
+@dataclass
+class PlanEntry:
+    """One line of the plan as shown to approvers (no embeddings)."""
+
+    memory_type: str
+    title: str
+    content: str
+    canonical_key: str | None
+    decision: str
+    target_id: str | None
+    similarity: float | None
+    reason: str
+
+
+@dataclass
+class Refusal:
+    """An approval or rejection that was not accepted, and why."""
+
+    approver: str
+    decision: str
+    channel: str
+    reason: str
+
+
+@dataclass
+class PromotionStatus:
+    """What the `state` query returns."""
+
+    task_id: str
+    target_scope: str
+    state: str
+    requires_approval: bool | None = None
+    verification: Verification | None = None
+    plan: list[PlanEntry] = field(default_factory=list)
+    critique: str | None = None
+    reward: float | None = None
+    cognify_engine: str | None = None
+    cognify_fallback: str | None = None
+    redaction_counts: dict[str, int] = field(default_factory=dict)
+    decided_by: str | None = None
+    decision_note: str | None = None
+    refusals: list[Refusal] = field(default_factory=list)
+    published: list[PublishedMemory] = field(default_factory=list)
+    error: str | None = None
+
+
+@dataclass
+class PromotionResult:
+    """The end state and what was published."""
+
+    task_id: str
+    state: str
+    published: list[PublishedMemory] = field(default_factory=list)
+    decided_by: str | None = None
+    reason: str | None = None
