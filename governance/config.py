@@ -94,6 +94,10 @@ class Settings(BaseSettings):
     approach_similarity_threshold: float = 0.93
     approach_refusals_before_stuck: int = 3
 
+    # `loregate up`: a worker, gateway or Temporal dev server that dies is restarted with backoff
+    supervisor_max_restarts: int = 5  # per child within the window; one more stops the platform
+    supervisor_restart_window_seconds: float = 300.0
+
     def retention_policy(self) -> RetentionPolicy:
         """The nightly retention's numbers."""
         return RetentionPolicy(

@@ -5,7 +5,9 @@ Order: Postgres (embedded or `LOREGATE_DATABASE_URL`) → migrations → Tempora
 the same process) → schedules.
 Children run in sessions of their own, so a Ctrl-C in the terminal reaches only this process, which then
 stops them in reverse order (SIGTERM, a grace period, SIGKILL for whatever is left of each process tree)
-and stops Postgres last. If a child dies on its own, the rest is stopped and the exit code is 1.
+and stops Postgres last. A worker, gateway or Temporal dev server that dies on its own is restarted with
+backoff (restarts.py); past its restart budget, or if Postgres dies, the rest is stopped and the exit code
+is 1.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import IO, Any
@@ -28,6 +30,7 @@ import psutil
 from rich.console import Console
 
 from api.cli.embedded import start_embedded_postgres, temporal_dev_server_command
+from api.cli.restarts import RestartBudget, RestartPolicy
 from governance.config import Settings
 
 __all__ = ["Supervisor", "StartupFailed", "SEARCH_ATTRIBUTES", "BOOTSTRAP_KEY_FILE"]
@@ -52,6 +55,8 @@ class Child:
     name: str
     process: subprocess.Popen[bytes]
     log_path: Path
+    command: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
 
     def tail(self, lines: int = _LOG_TAIL_LINES) -> str:
         """The last lines of its log, to say why it died."""
@@ -84,6 +89,11 @@ class Supervisor:
         self._services: list[Child] = []  # worker, gateways: stopped before Temporal
         self._lock_file: IO[str] | None = None
         self._env: dict[str, str] = {}
+        self._restart_policy = RestartPolicy(
+            max_restarts=settings.supervisor_max_restarts,
+            window_seconds=settings.supervisor_restart_window_seconds,
+        )
+        self._budgets: dict[str, RestartBudget] = {}
 
     # ---- lifecycle -------------------------------------------------------------------------------
 
@@ -138,18 +148,50 @@ class Supervisor:
         self._report(gateway_url, address, bootstrap_key)
 
     def _watch(self) -> int:
-        """Until a signal: 0. A child (or the embedded Postgres) that dies on its own: 1."""
+        """Until a signal: 0. A child that dies is restarted within its budget; past it, or Postgres: 1."""
         while not self._stop_requested:
-            for child in [*self._services, *([self._temporal] if self._temporal else [])]:
+            for child in [*([self._temporal] if self._temporal else []), *self._services]:
                 code = child.process.poll()
-                if code is not None:
-                    self._died(child.name, f"exit code {code}", child)
-                    return 1
+                if code is not None and not self._restart(child, f"exit code {code}"):
+                    return 0 if self._stop_requested else 1
             if self._postgres is not None and not self._postgres.get_postmaster_info().is_running():
                 self._died("postgres", "server stopped", None)
                 return 1
             time.sleep(0.5)
         return 0
+
+    def _restart(self, child: Child, how: str) -> bool:
+        """Start a dead child again after its backoff; False when its budget is spent (or a stop came)."""
+        budget = self._budgets.setdefault(child.name, RestartBudget(self._restart_policy))
+        delay = budget.next_delay(time.monotonic())
+        if delay is None:
+            self._died(
+                child.name,
+                f"{how}; {self._restart_policy.max_restarts} restarts within "
+                f"{self._restart_policy.window_seconds:.0f} s",
+                child,
+            )
+            return False
+        self.console.print(
+            f"[bold yellow]! {child.name} stopped unexpectedly ({how}); restarting in {delay:.0f} s[/]",
+            highlight=False,
+        )
+        self.console.print(f"  last lines of {child.log_path}:", highlight=False)
+        self.console.print(child.tail(), markup=False, highlight=False)
+        self._stop_children([child])  # whatever is left of its process tree
+        deadline = time.monotonic() + delay
+        while time.monotonic() < deadline:
+            if self._stop_requested:
+                return False
+            time.sleep(0.1)
+        count = budget.record(time.monotonic())
+        fresh = self._spawn(child.name, child.command, env=child.env)
+        child.process = fresh.process
+        self._step(
+            f"{child.name} restarted (pid {fresh.process.pid}; restart {count} of at most "
+            f"{self._restart_policy.max_restarts} within {self._restart_policy.window_seconds:.0f} s)"
+        )
+        return True
 
     def _died(self, name: str, how: str, child: Child | None) -> None:
         self.console.print(
@@ -409,7 +451,7 @@ class Supervisor:
                 env=env,
                 start_new_session=True,  # Ctrl-C reaches only the supervisor, which stops children in order
             )
-        return Child(name, process, log_path)
+        return Child(name, process, log_path, command=command, env=env)
 
     def _spawn_service(self, name: str, command: list[str]) -> None:
         self._services.append(self._spawn(name, command, env=self._env))

@@ -21,6 +21,8 @@ from governance.storage.tables import api_keys, principals
 
 __all__ = [
     "bootstrap_admin",
+    "get_enabled_principal",
+    "disable_principal",
     "KeyInfo",
     "create_principal",
     "create_api_key",
@@ -120,8 +122,38 @@ async def authenticate(conn: AsyncConnection, key: str) -> Principal | None:
 
 
 async def get_principal(conn: AsyncConnection, principal_id: str) -> Principal | None:
+    """The principal, enabled or not (listings, audit)."""
     row = (await conn.execute(select(principals).where(principals.c.id == principal_id))).first()
     return _principal(row) if row is not None else None
+
+
+async def get_enabled_principal(conn: AsyncConnection, principal_id: str) -> Principal | None:
+    """The principal if it is enabled, else None.
+
+    A principal is enabled while it holds at least one unrevoked API key: revoking its last key (or
+    `loregate principals disable`, which revokes them all) disables it, on every channel, at once — an
+    approval naming it through the Temporal UI is refused like one from an unknown principal.
+    """
+    live_key = (
+        select(api_keys.c.id)
+        .where(api_keys.c.principal_id == principals.c.id, api_keys.c.revoked_at.is_(None))
+        .exists()
+    )
+    row = (await conn.execute(select(principals).where(principals.c.id == principal_id, live_key))).first()
+    return _principal(row) if row is not None else None
+
+
+async def disable_principal(conn: AsyncConnection, principal_id: str) -> int | None:
+    """Revoke every live key of the principal; the number revoked, or None for an unknown principal."""
+    if await get_principal(conn, principal_id) is None:
+        return None
+    result = await conn.execute(
+        update(api_keys)
+        .where(api_keys.c.principal_id == principal_id, api_keys.c.revoked_at.is_(None))
+        .values(revoked_at=func.now())
+    )
+    await notify_policy_change(conn)
+    return int(result.rowcount or 0)
 
 
 async def list_keys(conn: AsyncConnection) -> list[KeyInfo]:

@@ -8,12 +8,22 @@ from __future__ import annotations
 
 import signal
 import stat
+import time
 from pathlib import Path
 
 import httpx
+import psutil
 import pytest
 
-from tests.utils.cli import KEY_PATTERN, UpLauncher, alive, cli_env, processes_mentioning, run_cli
+from tests.utils.cli import (
+    KEY_PATTERN,
+    UpLauncher,
+    UpProcess,
+    alive,
+    cli_env,
+    processes_mentioning,
+    run_cli,
+)
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -103,13 +113,36 @@ def test_up_starts_empty_accepts_writes_stops_cleanly_and_restarts_with_data(
     assert processes_mentioning(str(data_dir)) == []
 
 
-def test_up_child_dying_stops_the_rest_with_exit_code_1(up_launcher: UpLauncher, up_data_dir: Path) -> None:
-    up = up_launcher.start(up_data_dir)
-    started = up.process_tree()
-    worker = next(p for p in started if "worker" in p.cmdline() and "api.cli" in p.cmdline())
-    worker.kill()
+def _worker(up: UpProcess) -> psutil.Process:
+    return next(p for p in up.process_tree() if "worker" in p.cmdline() and "api.cli" in p.cmdline())
 
+
+def _wait_for(up: UpProcess, text: str, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while text not in up.output():
+        assert up.process.poll() is None, up.output()
+        assert time.monotonic() < deadline, f"no {text!r} in:\n{up.output()}"
+        time.sleep(0.5)
+
+
+def test_up_restarts_a_dying_child_then_stops_past_its_budget(
+    up_launcher: UpLauncher, up_data_dir: Path
+) -> None:
+    """A killed worker is restarted (the platform keeps answering); killed again past its budget, all stop."""
+    up = up_launcher.start(up_data_dir, env=cli_env(LOREGATE_SUPERVISOR_MAX_RESTARTS="1"))
+    started = up.process_tree()
+    first = _worker(up)
+    first.kill()
+
+    _wait_for(up, "worker restarted")
+    assert "worker stopped unexpectedly (exit code -9); restarting" in " ".join(up.output().split())
+    second = _worker(up)
+    assert second.pid != first.pid and second.is_running()
+    assert httpx.get(f"http://127.0.0.1:{up.http_port}/healthz", timeout=10).status_code == 200
+
+    second.kill()
     assert up.process.wait(timeout=120) == 1
-    assert "worker stopped unexpectedly" in up.output()
-    assert alive(started) == []
+    gave_up = "worker stopped unexpectedly (exit code -9; 1 restarts within 300 s); stopping the rest"
+    assert gave_up in " ".join(up.output().split()), up.output()  # the console wraps long lines
+    assert alive([*started, second]) == []
     assert processes_mentioning(str(up_data_dir)) == []

@@ -1,4 +1,4 @@
-"""`loregate keys create|list|revoke`: API keys of principals, for operators and for bootstrapping agents.
+"""`loregate keys create|list|revoke` and `loregate principals disable`: who may call loregate.
 
 A key is shown once, at creation; only its hash is stored, listings show its public id.
 """
@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from api.cli.commands._common import console, database, fail, in_transaction, load_settings
 from governance.scopes import ActorType
 
-__all__ = ["register", "keys_app"]
+__all__ = ["register", "keys_app", "principals_app"]
 
 keys_app = typer.Typer(help="Create, list and revoke API keys.", no_args_is_help=True)
 
@@ -93,5 +93,27 @@ def revoke(key_id: Annotated[str, typer.Argument(help="The public key id shown b
     console.print(f"revoked key {key_id}", highlight=False)
 
 
+principals_app = typer.Typer(help="Disable principals.", no_args_is_help=True)
+
+
+@principals_app.command("disable")
+def disable(
+    principal_id: Annotated[str, typer.Argument(help="The principal id shown by `keys list`.")],
+) -> None:
+    """Disable a principal: revoke all its keys; it can no longer call the API nor approve anywhere."""
+    from governance.storage.identity import disable_principal
+
+    async def work(conn: AsyncConnection) -> int | None:
+        return await disable_principal(conn, principal_id)
+
+    settings = load_settings()
+    with database(settings) as url:
+        revoked = in_transaction(settings, url, work)
+    if revoked is None:
+        fail(f"no principal with id {principal_id!r}")
+    console.print(f"disabled principal {principal_id} ({revoked} live keys revoked)", highlight=False)
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(keys_app, name="keys")
+    app.add_typer(principals_app, name="principals")
