@@ -22,6 +22,8 @@ __all__ = [
     "grpc_code_of",
     "is_unavailable",
     "validation_detail",
+    "validation_errors",
+    "printable",
 ]
 
 HTTP_STATUS: dict[type[ge.GovernanceError], int] = {
@@ -50,7 +52,7 @@ GRPC_CODE: dict[type[ge.GovernanceError], grpc.StatusCode] = {
 
 
 def error_body(kind: str, detail: str, **extra: object) -> dict[str, object]:
-    return {"error": kind, "detail": detail, **extra}
+    return {"error": kind, "detail": printable(detail), **extra}
 
 
 def status_of(error: ge.GovernanceError) -> int:
@@ -76,10 +78,27 @@ def is_unavailable(error: BaseException) -> bool:
     ) or (isinstance(error, sa_exc.DBAPIError) and bool(error.connection_invalidated))
 
 
+def printable(text: str) -> str:
+    """`text` with lone surrogates written as escapes: a refusal must never fail to encode."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def validation_errors(errors: Sequence[Any]) -> list[dict[str, Any]]:
+    """Pydantic's errors as the body shows them: `loc`, `msg` and `type`, never the input, printable."""
+    return [
+        {
+            "loc": [printable(p) if isinstance(p, str) else p for p in err.get("loc", ())],
+            "msg": printable(str(err.get("msg"))),
+            "type": err.get("type"),
+        }
+        for err in errors
+    ]
+
+
 def validation_detail(errors: Sequence[Any]) -> str:
     """Pydantic's errors as one line: `field: message; ...`."""
     parts = []
     for err in errors:
         loc = ".".join(str(p) for p in err.get("loc", ()) if p != "body")
         parts.append(f"{loc}: {err.get('msg')}" if loc else str(err.get("msg")))
-    return "; ".join(parts) or "invalid request"
+    return printable("; ".join(parts)) or "invalid request"

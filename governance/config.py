@@ -45,7 +45,7 @@ class Settings(BaseSettings):
     http_port: int = 8080
     grpc_port: int = 50051
     db_pool_size: int = 10
-    db_timeout_seconds: float = 5.0
+    db_timeout_seconds: float = 5.0  # per statement; a stalled database is a 503 within 2x this
 
     # staging limits
     max_entry_bytes: int = 64 * 1024

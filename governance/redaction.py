@@ -2,65 +2,891 @@
 
 Staging keeps the raw text for audit; only the promoted copy is cleaned. The report says which kinds were
 removed and how many times, never the removed text itself, so it can be stored in a `memory_events` row.
-Patterns err on the side of removing too much: a false positive costs a word in a memory, a false
-negative leaks a credential to every reader of the scope.
+A false negative leaks a credential to every reader of the scope; a false positive costs a word in a
+memory. Both are measured against labelled corpora in tests/governance/test_redaction.py.
+
+How a text is scanned:
+
+* Zero-width characters (U+200B..U+200D, U+2060, U+FEFF) are dropped before matching, so a key broken by
+  invisible characters is still one key. When nothing is found the text comes back untouched (with them);
+  otherwise the cleaned text is the one without them.
+* Every detector reports spans; overlapping spans are merged and each merged span counts once, under the
+  kind of its most specific detector (the order of `_KINDS`).
+* Shapes come from the maintained `detect-secrets` scanner: the compiled `denylist` regexes of its
+  plugins (Stripe, Twilio, SendGrid, Discord, Telegram, GitLab, npm, PyPI, Mailchimp, Square, Azure
+  storage keys, JWT, private keys...) are run directly on the text, without its baseline and file
+  machinery; its keyword list widens the secret names; its Shannon entropy decides whether a value under
+  an ambiguous name (`token`, `key`, `session`...) is random enough to be a credential.
+* Own rules cover what it lacks or matches too narrowly: newer token prefixes (GitLab, npm, PyPI, Vault,
+  Shopify, Google OAuth, Hugging Face...), Azure connection strings and SAS signatures, credentials in
+  URLs, `key=value` assignments, CLI flags (`--password x`, `mysql -p x`, `curl -u user:x`), passwords in
+  English and Korean prose, Luhn-valid card numbers and Korean resident registration numbers.
+* A secret wrapped over several lines is found in a second pass over the text with its line breaks
+  removed (only where the next line starts with something that does not look like a word), and a base64
+  run is decoded and scanned again: when the decoded text holds a secret, the whole run goes.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import bisect
 import re
 from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+from detect_secrets.plugins.aws import AWSKeyDetector
+from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
+from detect_secrets.plugins.basic_auth import BasicAuthDetector
+from detect_secrets.plugins.cloudant import CloudantDetector
+from detect_secrets.plugins.discord import DiscordBotTokenDetector
+from detect_secrets.plugins.github_token import GitHubTokenDetector
+from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
+from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString, HexHighEntropyString
+from detect_secrets.plugins.ibm_cloud_iam import IbmCloudIamDetector
+from detect_secrets.plugins.ibm_cos_hmac import IbmCosHmacDetector
+from detect_secrets.plugins.jwt import JwtTokenDetector
+from detect_secrets.plugins.keyword import DENYLIST as KEYWORD_DENYLIST
+from detect_secrets.plugins.mailchimp import MailchimpDetector
+from detect_secrets.plugins.npm import NpmDetector
+from detect_secrets.plugins.openai import OpenAIDetector
+from detect_secrets.plugins.private_key import PrivateKeyDetector
+from detect_secrets.plugins.pypi_token import PypiTokenDetector
+from detect_secrets.plugins.sendgrid import SendGridDetector
+from detect_secrets.plugins.slack import SlackDetector
+from detect_secrets.plugins.softlayer import SoftlayerDetector
+from detect_secrets.plugins.square_oauth import SquareOAuthDetector
+from detect_secrets.plugins.stripe import StripeDetector
+from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
+from detect_secrets.plugins.twilio import TwilioKeyDetector
 
 __all__ = ["Redaction", "redact", "redact_json", "is_secret_name", "PLACEHOLDER"]
 
 PLACEHOLDER = "[REDACTED]"
 
-# What a key that holds a secret is called, alone or inside a longer name (DB_PASSWORD, PGPASSWORD,
-# aws_secret_access_key, OPENAI_API_KEY, client-secret, SLACK_TOKEN).
-_SECRET_WORD = (
-    r"password|passwd|pwd|secret|api[_-]?key|access[_-]?key|access[_-]?token|auth[_-]?token"
-    r"|refresh[_-]?token|private[_-]?key|[_-]token"
+# Most specific first: when spans of several kinds overlap, the merged span counts under the first.
+# Kinds found by a *name* (password, generic_secret) come after the shapes, so `OPENAI_API_KEY=sk-...`
+# counts as an OpenAI key, and after them the heuristics that need a context word.
+_KINDS = (
+    "private",
+    "private_key",
+    "jwt",
+    "bearer_token",
+    "basic_auth",
+    "openai_key",
+    "github_token",
+    "aws_access_key",
+    "slack_token",
+    "slack_webhook",
+    "google_api_key",
+    "loregate_key",
+    "stripe_key",
+    "gitlab_token",
+    "npm_token",
+    "pypi_token",
+    "sendgrid_key",
+    "twilio_key",
+    "discord_token",
+    "telegram_token",
+    "vault_token",
+    "shopify_token",
+    "azure_key",
+    "azure_sas",
+    "google_oauth_secret",
+    "mailchimp_key",
+    "square_token",
+    "huggingface_token",
+    "digitalocean_token",
+    "url_credentials",
+    "password",
+    "aws_secret_key",
+    "cloud_credentials",
+    "generic_secret",
+    "card_number",
+    "resident_number",
+    "encoded_secret",
 )
-# a JSON field may be called just "token"; in prose "token: 5" is too often not a credential
-_SECRET_NAME = re.compile(rf"(?i)^(?:token|[A-Za-z0-9_.-]*(?:{_SECRET_WORD})(?:[_.-][A-Za-z0-9]+)*)$")
-
-# Order matters: whole blocks (private spans, PEM keys) first, so the shorter patterns do not cut them up.
-_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    ("private", re.compile(r"<private>.*?(?:</private>|\Z)", re.IGNORECASE | re.DOTALL)),
-    (
+_PRIORITY = {kind: index for index, kind in enumerate(_KINDS)}
+# these spans are a value after a name or a number: widening them to the surrounding token would eat the
+# name (`-pSecret`) or the separator
+_KEEP_EXACT = frozenset(
+    {
+        "private",
         "private_key",
-        re.compile(
-            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?"
-            r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
-            re.DOTALL,
-        ),
-    ),
-    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}")),
-    ("bearer_token", re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}")),
-    # "basic" alone is an English word: only the header form is a credential
-    ("basic_auth", re.compile(r"(?i)\b(authorization[\"']?\s*[:=]\s*[\"']?basic\s+)[A-Za-z0-9+/=]{8,}")),
-    ("openai_key", re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}")),
-    ("github_token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})")),
-    ("aws_access_key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
-    ("slack_token", re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}")),
-    ("google_api_key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}")),
-    ("loregate_key", re.compile(r"\blg_[0-9a-f]{12}_[A-Za-z0-9_-]{20,}")),
-    (
-        # the password may hold "/" (generated ones often do); "host:5432/x@y" is a port, not a password
         "url_credentials",
-        re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^\s:/@]+:)(?!\d+(?:/|$))[^\s@]+(@)"),
-    ),
-    (
-        # key=value, key: value and JSON's "key": "value"; a value already redacted is left alone
         "password",
-        re.compile(
-            rf"(?i)\b([A-Za-z0-9_.-]*?(?:{_SECRET_WORD})(?:[_.-][A-Za-z0-9]+)*)"
-            r"([\"']?\s*[:=]\s*)(?!\[REDACTED\])(\"[^\"]*\"|'[^']*'|[^\s,;&]+)"
+        "generic_secret",
+        "card_number",
+        "resident_number",
+    }
+)
+
+Span = tuple[int, int, int]  # start, end, priority of the kind
+Detector = Callable[[str, int], Iterator[Span]]
+
+_ZERO_WIDTH = re.compile("[\u200b\u200c\u200d\u2060\ufeff]")
+_LEFT_SET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+/-")
+_EXTEND_RIGHT = re.compile(r"[A-Za-z0-9_+/=-]+")
+
+_ENTROPY = Base64HighEntropyString()
+_HEX_ENTROPY = HexHighEntropyString()
+
+# ---------------------------------------------------------------------------------------------------------
+# names
+
+
+def _snake(name: str) -> str:
+    """`dbPassword` and `DB-PASSWORD` and `db.password` all become `db_password`."""
+    name = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name.strip())
+    return re.sub(r"[^a-z0-9ñ]+", "_", name.lower()).strip("_")
+
+
+_KEYWORDS = "|".join(KEYWORD_DENYLIST)  # detect-secrets' secret-sounding names (api_?key, db_?pass...)
+# a name *ending* in one of these (optionally followed by more segments) names a secret; `secretary` and
+# `passwords` do not, `pgpassword`, `db_pass`, `client_secret_value` and `github_token` do
+_STRONG_NAME = re.compile(
+    rf"(?:{_KEYWORDS}|passphrase|passcode|access_?key|access_?token|auth_?token|refresh_?token"
+    r"|admin_?pass|root_?pass|user_?pass|_pass|_pw|_token|^pw|^pass_?word)(?:_[a-z0-9]+)*$"
+)
+# names that hold a secret only when the value looks random (`token: 5` is a count, `key: id` a column)
+_AMBIGUOUS_NAME = re.compile(
+    r"(?:^|_)(?:token|key|auth|authorization|credentials?|creds?|signature|sig|salt|hmac|cookie|session"
+    r"|sessionid|sid|pin|otp|bearer|apikey|refresh|access|jwt|nonce)(?:_[a-z0-9]+)*$"
+)
+# names whose value is about a secret, not the secret (`password_file`, `secret_name`, `token_ttl`)
+_METADATA_SUFFIX = re.compile(
+    r"_(?:name|names|id|ids|arn|ref|path|file|dir|url|uri|type|kind|len|length|count|min|max|version"
+    r"|policy|rotation|ttl|expiry|expires|expires_at|expires_in|expiration|hint|field|env|label|prompt"
+    r"|required|enabled|disabled|changed|reset|algo|algorithm|format|header|param|location|mount|store"
+    r"|provider|source|manager|backend|scope|scopes|usage|limit|size|bits|strength|mode|age|regex"
+    r"|pattern|rule|rules|endpoint|enforced|issuer|audience|lifetime|period|interval|timeout|hasher|hashers"
+    r"|validator|validators|checker|days|hours|minutes|seconds|retries|attempts)$"
+)
+
+
+def _name_class(name: str) -> int:
+    """2 for a name that holds a secret, 1 for one that does when the value looks random, 0 otherwise."""
+    snake = _snake(name)
+    if not snake or _METADATA_SUFFIX.search(snake):
+        return 0
+    if _STRONG_NAME.search(snake):
+        return 2
+    if _AMBIGUOUS_NAME.search(snake):
+        return 1
+    return 0
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a field called `name` holds a secret (`password`, `DB_PASSWORD`, `aws_secret_access_key`)."""
+    # a JSON field may be called just "token"; in prose "token: 5" is too often not a credential
+    return _name_class(name) == 2 or _snake(name) == "token"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# values
+
+_PLACEHOLDER_VALUE = re.compile(
+    r"(?i)\[REDACTED\].*|REDACTED|true|false|null|nil|none|yes|no|on|off|n/a|tbd|todo|empty|unset|\d{1,3}"
+    r"|<[^<>]*>|\*+|x{3,}|\.{3}|…|\?+|-+|_+"
+    r"|[\[{(]"  # a structure opens: the value is on the next lines or in a list
+    # references: ${DB_PASSWORD}, $DB_PASSWORD, $(cat file), {{ vault_pw }}, {% ... %}, %(password)s, %s,
+    # !vault (a YAML tag), $1 and :password (SQL parameters)
+    r"|\$\{[^}]*\}|\$[A-Z_][A-Z0-9_]*|\$\(.*|\$?\{\{.*|\{%.*|%\([A-Za-z_]\w*\)s|%s|![A-Za-z]\w*|\$\d+"
+    r"|:[a-z_]\w*"
+    # code, not a value: `password = get_password()`, `password: str`, `password = settings.DB_PASSWORD`
+    r"|(?-i:[a-z_][A-Za-z0-9_.]{2,}[(\[].*)"
+    r"|(?:str|bytes|string|SecretStr|(?:Optional|Secret)\[[^\]]*\])(?:\|None)?"
+    r"|(?:self|cls|args|opts|options|config|cfg|conf|settings|env|os|params|request|req|ctx|kwargs|creds"
+    r"|credentials|secrets|vault|process|this|props|data|user|values)\.[\w.]+"
+)
+# words that follow "password:" in prose about passwords rather than before a password
+_STOPWORDS = frozenset(
+    "a an the at is are was were be been must should will can cannot could may not no never only see set"
+    " reset rotated rotate changed change required optional missing invalid incorrect wrong expired stored"
+    " saved updated same too ok none unchanged via from for to of in on and or with without by if when then"
+    " it this that please use using enter entered type typed prompt prompted ask asked asks".split()
+)
+_HANGUL = re.compile(r"[\uac00-\ud7a3\u3131-\u318e]")
+_NEAR_MISS_VALUE = re.compile(
+    r"(?i)[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"  # UUID
+    r"|[0-9a-f]{7,12}|[0-9a-f]{40}|[0-9a-f]{64}"  # git SHAs, sha256
+    r"|(?:sha(?:1|256|384|512)|md5)[:-][0-9a-f=+/]+"
+    r"|[v=^~<>]*\d+(?:\.\d+)+(?:[-+][0-9a-z.-]+)?"  # versions
+    r"|\d{4}-\d{2}-\d{2}(?:[t ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:z|[+-]\d{2}:?\d{2})?)?"  # ISO dates
+    r"|[+\d][\d -]*"  # numbers, phone-like ids
+    r"|(?:\.{0,2}/|~/|[a-z]:\\)[^\s]*"  # paths
+    r"|[a-z][a-z0-9+.-]*://[^\s]*"  # URLs (credentials in them are a rule of their own)
+)
+
+
+# a variable named after what it holds: `password = password`, `token=access_token` (letters only, so
+# `monkey123` is still a password)
+_IDENTIFIER_VALUE = re.compile(
+    r"(?:[a-z]+_)*(?:password|passwd|pwd|passphrase|secret|token|key|api_key|credentials?|creds)(?:_[a-z]+)*"
+)
+
+
+def _benign(value: str) -> bool:
+    """A value after a secret name that is no secret: a placeholder, a flag word, a prose word."""
+    if _PLACEHOLDER_VALUE.fullmatch(value):
+        return True
+    value = value.rstrip(")]}")
+    if not value.strip() or _PLACEHOLDER_VALUE.fullmatch(value):
+        return True
+    if value.lower().rstrip(".,:;!?") in _STOPWORDS:
+        return True
+    if _IDENTIFIER_VALUE.fullmatch(value):
+        return True  # `self.password = password`, `token=access_token`: a variable, not a value
+    return bool(_HANGUL.match(value))  # "비밀번호: 재설정 필요" is prose, not a password
+
+
+def _looks_random(value: str) -> bool:
+    """Whether a value under an ambiguous name (`token`, `key`, `session`) is random enough to be a key."""
+    if len(value) < 12 or _NEAR_MISS_VALUE.fullmatch(value) or _benign(value):
+        return False
+    if re.fullmatch(r"[0-9a-fA-F]+", value):
+        return len(value) >= 16 and _HEX_ENTROPY.calculate_shannon_entropy(value) > 3.0
+    has_digit = any(c.isdigit() for c in value)
+    has_upper = any(c.isupper() for c in value[1:])
+    has_lower = any(c.islower() for c in value)
+    if not has_digit and not (has_upper and has_lower and len(value) >= 20):
+        return False
+    if not (has_upper and has_lower) and len(value) < 20:
+        return False
+    return _ENTROPY.calculate_shannon_entropy(value) > 3.2
+
+
+def _password_like(value: str) -> bool:
+    """Whether a word met in prose ("the password is X") looks like a password rather than a word."""
+    if len(value) < 6 or _benign(value) or _NEAR_MISS_VALUE.fullmatch(value):
+        return False
+    has_letter = any(c.isalpha() for c in value)
+    has_digit = any(c.isdigit() for c in value)
+    has_symbol = any(not c.isalnum() for c in value)
+    mixed_case = any(c.isupper() for c in value[1:]) and any(c.islower() for c in value)
+    return has_letter and (has_digit or has_symbol or mixed_case)
+
+
+def _strong_password_like(value: str) -> bool:
+    """Stricter, for a word right after "password" with no "is" between: digits, and case or symbols."""
+    return (
+        len(value) >= 8
+        and _password_like(value)
+        and any(c.isdigit() for c in value)
+        and any(c.islower() for c in value)
+        and (any(c.isupper() for c in value) or any(not c.isalnum() for c in value))
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# detectors
+#
+# A detector runs only when its gate passes: a few substrings one of which any match must contain, looked up
+# in the text (or in its lower-case copy). Most texts hold none of them, which keeps `redact` cheap.
+
+
+@dataclass(frozen=True)
+class _Gate:
+    needles: tuple[str, ...] = ()
+    lower: tuple[str, ...] = ()
+
+    def passes(self, text: str, lower: str) -> bool:
+        if not self.needles and not self.lower:
+            return True
+        for needle in self.needles:
+            if needle in text:
+                return True
+        for needle in self.lower:
+            if needle in lower:
+                return True
+        return False
+
+
+_ALWAYS = _Gate()
+
+
+def _regex(kind: str, pattern: re.Pattern[str], group: int | str = 0) -> Detector:
+    priority = _PRIORITY[kind]
+
+    def detect(text: str, depth: int) -> Iterator[Span]:
+        for match in pattern.finditer(text):
+            start, end = match.span(group)
+            if start < end:
+                yield start, end, priority
+
+    return detect
+
+
+def _patterns(kind: str, *patterns: str) -> Detector:
+    return _regex(kind, re.compile("|".join(f"(?:{p})" for p in patterns)))
+
+
+def _checked(
+    kind: str, pattern: re.Pattern[str], accept: Callable[[str], bool], group: int | str
+) -> Detector:
+    priority = _PRIORITY[kind]
+
+    def detect(text: str, depth: int) -> Iterator[Span]:
+        for match in pattern.finditer(text):
+            start, end = match.span(group)
+            if start < end and accept(match.group(group)):
+                yield start, end, priority
+
+    return detect
+
+
+_NAME_PREFIX = re.compile(r"[A-Za-z]+=")
+_WHITESPACE = re.compile(r"\s")
+
+
+def _detect_secrets(
+    plugin: type[Any], kind: str, *, kinds: tuple[str, ...] = (), value_group: bool = False
+) -> Detector:
+    """The compiled `denylist` regexes of a detect-secrets plugin, run directly on the text.
+
+    `kinds` names the kind of each regex where they differ (Slack's second one is a webhook).
+    `value_group`: the plugin's regexes capture the secret after some context (`aws ... = "<secret>"`);
+    otherwise a capture group is only a prefix (GitLab's `(glpat|...)-`) and the whole match is the secret.
+    A span never runs past the end of its line or includes a `Name=` its regex starts with (Azure's).
+    """
+    patterns: list[re.Pattern[str]] = list(plugin.denylist)
+    priorities = [_PRIORITY[kinds[i] if i < len(kinds) else kind] for i in range(len(patterns))]
+    valid: Callable[[str], bool] = JwtTokenDetector.is_formally_valid if plugin is JwtTokenDetector else bool
+
+    def detect(text: str, depth: int) -> Iterator[Span]:
+        for pattern, priority in zip(patterns, priorities, strict=True):
+            use_group = value_group and pattern.groups > 0
+            for match in pattern.finditer(text):
+                if use_group:
+                    groups = [g for g in range(1, pattern.groups + 1) if match.group(g)]
+                    if not groups:
+                        continue
+                    start, end = match.span(groups[0])
+                else:
+                    start, end = match.span()
+                prefix = _NAME_PREFIX.match(text, start, end)
+                if prefix is not None:
+                    start = prefix.end()
+                cut = _WHITESPACE.search(text, start, end)
+                if cut is not None:
+                    end = cut.start()
+                if start < end and valid(text[start:end]):
+                    yield start, end, priority
+
+    return detect
+
+
+_VALUE = r"(?:\"(?P<dq>[^\"\n]*)\"|'(?P<sq>[^'\n]*)'|`(?P<bq>[^`\n]*)`|(?P<bare>[^\s,;&\"'`]+))"
+
+
+def _value_span(match: re.Match[str]) -> tuple[int, int, str]:
+    for group in ("dq", "sq", "bq", "bare"):
+        if group in match.re.groupindex and match.group(group) is not None:
+            start, end = match.span(group)
+            return start, end, match.group(group)
+    return 0, 0, ""
+
+
+# `name = value`, `name: value`, `"name": "value"`, `name := value`, `name => value`. Found from the
+# secret-sounding roots outwards: a name is the identifier around a root, maybe with the word before it
+# ("admin password: x", "secret key = y").
+_ROOT = re.compile(
+    r"pass|pw|secret|key|token|auth|cred|sig|salt|hmac|cookie|sess|sid|pin|otp|bearer|contrase|refresh"
+    r"|access|jwt|nonce"
+)
+_ROOT_ANY_CASE = re.compile(_ROOT.pattern, re.IGNORECASE)
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+_WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_SEP_VALUE = re.compile(r"[\"']?(?P<sep>[^\S\n]*(?::=|=>|=(?!=)|:(?!:))[^\S\n]*)" + _VALUE)
+
+
+def _assignments(text: str, depth: int) -> Iterator[Span]:
+    strong, generic = _PRIORITY["password"], _PRIORITY["generic_secret"]
+    size = len(text)
+    seen = -1
+    lower = text.lower()
+    if len(lower) != len(text):  # a few letters grow when lowered; then match case-insensitively (slower)
+        lower = text
+    for root in _ROOT.finditer(lower) if lower is not text else _ROOT_ANY_CASE.finditer(text):
+        if root.start() < seen:
+            continue
+        start = root.start()
+        while start > 0 and text[start - 1] in _NAME_CHARS:
+            start -= 1
+        end = root.end()
+        while end < size and text[end] in _NAME_CHARS:
+            end += 1
+        seen = end
+        name = text[start:end].rstrip(".-")
+        match = _SEP_VALUE.match(text, start + len(name))
+        if match is None or not name:
+            continue
+        if match.group("sep").strip() == ":" and text.startswith("//", match.end("sep")):
+            continue  # a URL scheme
+        value_start, value_end, value = _value_span(match)
+        if match.group("bare") is not None:
+            hangul = _HANGUL.search(value)  # "DB_PASSWORD=abc123로 바꿨다": the particle is not the password
+            if hangul is not None and hangul.start() > 0:
+                value = value[: hangul.start()]
+                value_end = value_start + len(value)
+        if value_start >= value_end:
+            continue
+        cls = _name_class(name)
+        if cls < 2 and start >= 2 and text[start - 1] in " \t":
+            word = start - 1
+            while word > 0 and text[word - 1] in _WORD_CHARS:
+                word -= 1
+            if word < start - 1:
+                cls = max(cls, _name_class(f"{text[word : start - 1]}_{name}"))
+        if cls == 2:
+            if _benign(value) or (name == "PWD" and value[:1] in "/~"):
+                continue
+            yield value_start, value_end, strong
+        elif cls == 1 and _looks_random(value):
+            yield value_start, value_end, generic
+
+
+# the name and the value apart: `<add key="SmtpPassword" value="x" />` (.NET config), a Kubernetes env entry
+# (`- name: DB_PASSWORD` then `value: x`), `{"name": "API_TOKEN", "value": "x"}` (ECS task definitions)
+_NAMED_VALUE = re.compile(
+    r"(?i)\b(?:key|name)[\"']?[^\S\n]*[:=][^\S\n]*[\"']?(?P<name>[A-Za-z0-9_.\-]{2,80})[\"']?[^\S\n]*,?"
+    r"\s{1,40}?(?:-[^\S\n]*)?[\"']?value[\"']?[^\S\n]*[:=][^\S\n]*" + _VALUE
+)
+
+
+def _named_values(text: str, depth: int) -> Iterator[Span]:
+    for match in _NAMED_VALUE.finditer(text):
+        start, end, value = _value_span(match)
+        cls = _name_class(match.group("name"))
+        if start < end and ((cls == 2 and not _benign(value)) or (cls == 1 and _looks_random(value))):
+            yield start, end, _PRIORITY["password" if cls == 2 else "generic_secret"]
+
+
+# --password x, --api-key=x, -storepass x (keytool), -pass pass:x (openssl)
+_CLI_FLAG = re.compile(
+    r"(?i)-(?<![\w-]-)-?(?:[A-Za-z0-9]+-)*(?:password|passwd|pass|pwd|passphrase|token|secret|api-?key"
+    r"|access-key|secret-key|auth-token|client-secret|private-key|storepass|keypass|srcstorepass"
+    r"|deststorepass)(?:=|[^\S\n]+)(?!-)" + _VALUE
+)
+# `-p` after a database client or sshpass (a number there is psql's port), `-a` after redis-cli
+_CLI_DB = re.compile(
+    r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mariadb|mariadb-dump|psql|pg_dump|pg_restore|mongo|mongosh"
+    r"|mongodump|mongorestore|mongoimport|sshpass)\b[^\n|;&]*?[^\S\n]-p(?:[^\S\n]+|(?=[^\s-]))(?!-)" + _VALUE
+)
+_CLI_REDIS = re.compile(r"\bredis-cli\b[^\n|;&]*?[^\S\n]-a[^\S\n]+(?!-)" + _VALUE)
+_CLI_CURL = re.compile(r"\bcurl\b[^\n|;&]*?[^\S\n](?:-u|--user)[^\S\n]*[\"']?[^\s:\"']*:(?P<bare>[^\s\"']+)")
+
+
+def _cli(pattern: re.Pattern[str]) -> Detector:
+    priority = _PRIORITY["password"]
+
+    def detect(text: str, depth: int) -> Iterator[Span]:
+        for match in pattern.finditer(text):
+            start, end, value = _value_span(match)
+            if start >= end or value.startswith("-") or _benign(value):
+                continue
+            if pattern is _CLI_DB and value.isdigit():
+                continue  # psql -p 5432
+            yield start, end, priority
+
+    return detect
+
+
+# "the password is hunter2", "passphrase was set to ...", "with password Winter2024!"
+_EN_PROSE = re.compile(
+    r"(?i)\b(?:password|passwd|passphrase|passcode|pwd)\b"
+    r"(?:[^\S\n]+for[^\S\n]+(?:the[^\S\n]+)?[\w.@/-]+(?:[^\S\n]+(?:account|user|server|box|db|database))?"
+    r"(?=[^\S\n]+(?:is|was)\b))?"  # "the password for staging is x"
+    r"(?P<verb>(?:[^\S\n]+(?:is|was|=|:|of|set to|changed to|reset to|now|would be|should be|to|as|still))"
+    r"{0,2})"
+    r"[^\S\n]+[\"'`“‘]?(?P<bare>[\x21-\x7e]+)"
+)
+# "비밀번호: x", "비번은 x", "암호 = x", "DB 패스워드는 `x`입니다", "비밀번호 알려드립니다: x"
+_KO_PROSE = re.compile(
+    r"(?:비밀\s?번호|비번|패스\s?워드|암호|핀\s?번호|PIN\s?번호)(?P<particle>은|는|이|가|도|를|을)?"
+    r"(?P<words>(?:[^\S\n]+[\uac00-\ud7a3]+){1,2}(?=[^\S\n]*[:=：]))?"
+    r"(?P<sep>[^\S\n]*[:=：][^\S\n]*|[^\S\n]*)[\"'`“‘「『(]?(?P<bare>[\x21-\x7e]+)"
+)
+_COUNTER = re.compile(r"[년월일시분초자개회번명원건차주]")
+_TRAILING = ".,;:)]}'\"`”’」』"
+
+
+def _english_prose(text: str, depth: int) -> Iterator[Span]:
+    priority = _PRIORITY["password"]
+    for match in _EN_PROSE.finditer(text):
+        start = match.start("bare")
+        value = match.group("bare").rstrip(_TRAILING)
+        strict = not match.group("verb")  # "password hashing" is a topic; "password is x" gives a value
+        if value and _password_like(value) and (not strict or _strong_password_like(value)):
+            yield start, start + len(value), priority
+
+
+def _korean_prose(text: str, depth: int) -> Iterator[Span]:
+    priority = _PRIORITY["password"]
+    for match in _KO_PROSE.finditer(text):
+        start = match.start("bare")
+        value = match.group("bare").rstrip(_TRAILING)
+        end = start + len(value)
+        if not value or _benign(value):
+            continue
+        if value.isdigit():
+            ok = len(value) >= 4 and not _COUNTER.match(text, end)
+        else:
+            # with words between ("비밀번호 변경 방법: admin 페이지"), only a password-shaped value
+            explicit = bool(re.search("[:=：]", match.group("sep"))) and not match.group("words")
+            plain = len(value) >= 3 and not _NEAR_MISS_VALUE.fullmatch(value)
+            ok = (explicit and plain) or _password_like(value)
+        if ok:
+            yield start, end, priority
+
+
+_CARD = re.compile(r"(?<![0-9A-Za-z.,/:_-])[2-6]\d{3}(?:[ -]?\d){9,15}(?![0-9A-Za-z_-]|\.\d)")
+_CARD_SEPARATOR = re.compile(r"[ -]")
+
+
+def _luhn(digits: str) -> bool:
+    total = 0
+    for index, char in enumerate(reversed(digits)):
+        value = int(char)
+        if index % 2:
+            value = value * 2 - 9 if value > 4 else value * 2
+        total += value
+    return total % 10 == 0
+
+
+def _cards(text: str, depth: int) -> Iterator[Span]:
+    """13 to 19 digits, grouped by fours (or 4-6-5) with one kind of separator or none, Luhn-valid."""
+    priority = _PRIORITY["card_number"]
+    for match in _CARD.finditer(text):
+        found = match.group()
+        separators = set(_CARD_SEPARATOR.findall(found))
+        if len(separators) > 1:
+            continue
+        digits = _CARD_SEPARATOR.sub("", found)
+        if not 13 <= len(digits) <= 19 or not _luhn(digits):
+            continue
+        if separators:
+            groups = [len(g) for g in _CARD_SEPARATOR.split(found)]
+            if groups[:-1] != [4] * (len(groups) - 1) and groups[:2] != [4, 6]:
+                continue
+        yield match.start(), match.end(), priority
+
+
+# YYMMDD-[1-8]XXXXXX; without the dash only right after the word that says what it is
+_RRN = re.compile(
+    r"(?<![0-9A-Za-z-])\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])[^\S\n]?[-–][^\S\n]?[1-8]\d{6}(?![\d-])"
+    r"|(?:주민(?:등록)?번호)[^\S\n]*[:은는]?[^\S\n]*(?P<bare>\d{6}[1-8]\d{6})(?!\d)"
+)
+
+
+def _rrn(text: str, depth: int) -> Iterator[Span]:
+    priority = _PRIORITY["resident_number"]
+    for match in _RRN.finditer(text):
+        start, end = match.span("bare") if match.group("bare") else match.span()
+        yield start, end, priority
+
+
+_B64_RUN = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{16,65536}={0,2}(?![A-Za-z0-9+/=_-])")
+
+
+def _decode_b64(run: str) -> str | None:
+    body = run.rstrip("=")
+    if len(body) % 4 == 1:
+        return None
+    padded = body + "=" * (-len(body) % 4)
+    try:
+        if "-" in body or "_" in body:
+            if "+" in body or "/" in body:
+                return None
+            raw = base64.urlsafe_b64decode(padded)
+        else:
+            raw = base64.b64decode(padded, validate=True)
+        decoded = raw.decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
+    if not decoded.strip() or not all(c.isprintable() or c in "\r\n\t" for c in decoded):
+        return None
+    return decoded
+
+
+def _encoded(text: str, depth: int) -> Iterator[Span]:
+    """A base64 run whose decoded text holds a secret (decoded once more inside, not deeper)."""
+    if depth >= 2:
+        return
+    priority = _PRIORITY["encoded_secret"]
+    for match in _B64_RUN.finditer(text):
+        decoded = _decode_b64(match.group())
+        if decoded is not None and _spans(decoded, depth + 1):
+            yield match.start(), match.end(), priority
+
+
+_PRIVATE_TAG = re.compile(
+    r"<[^\S\n]*private(?:\s[^<>]*)?>.*?(?:<[^\S\n]*/[^\S\n]*private[^\S\n]*>|\Z)", re.IGNORECASE | re.DOTALL
+)
+_PEM = re.compile(
+    r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?"
+    r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)"
+    r"|PuTTY-User-Key-File-\d:.*?(?:Private-MAC:[^\S\n]*\S+|\Z)",
+    re.DOTALL,
+)
+_B = r"(?<![A-Za-z0-9_])"  # a token starts here
+_E = r"(?![A-Za-z0-9_])"  # and ends here
+
+
+def _gate(*needles: str, lower: tuple[str, ...] = ()) -> _Gate:
+    return _Gate(needles, lower)
+
+
+_DETECTORS: list[tuple[_Gate, Detector]] = [
+    (_gate("<"), _regex("private", _PRIVATE_TAG)),
+    (_gate("PRIVATE KEY", "PuTTY"), _regex("private_key", _PEM)),
+    (_gate("PRIVATE KEY", "PuTTY"), _detect_secrets(PrivateKeyDetector, "private_key")),
+    (_gate("eyJ"), _patterns("jwt", _B + r"eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}")),
+    (_gate("eyJ"), _detect_secrets(JwtTokenDetector, "jwt")),
+    # "bearer authentication" is prose; a token has a digit, a symbol or mixed case
+    (
+        _gate(lower=("bearer",)),
+        _checked(
+            "bearer_token",
+            re.compile(r"(?i)\bbearer[^\S\n]+(?P<v>[A-Za-z0-9._~+/=-]{8,})"),
+            lambda value: not re.fullmatch(r"[a-z]+|[A-Z][a-z]+", value),
+            "v",
         ),
     ),
+    # "basic" alone is an English word: only the header form is a credential
+    (
+        _gate(lower=("basic",)),
+        _regex(
+            "basic_auth",
+            re.compile(
+                r"(?i)\bauthorization[\"']?[^\S\n]*[:=][^\S\n]*[\"']?basic[^\S\n]+(?P<v>[A-Za-z0-9+/=]{8,})"
+            ),
+            "v",
+        ),
+    ),
+    (
+        _gate("sk-"),
+        _patterns("openai_key", _B + r"sk-(?:proj-|ant-(?:api\d\d-)?|svcacct-|admin-)?[A-Za-z0-9_-]{16,}"),
+    ),
+    (_gate("T3BlbkFJ"), _detect_secrets(OpenAIDetector, "openai_key")),
+    (
+        _gate("gh", "github_pat_"),
+        _patterns("github_token", _B + r"gh[pousr]_[A-Za-z0-9]{20,}", _B + r"github_pat_[A-Za-z0-9_]{20,}"),
+    ),
+    (_gate("gh"), _detect_secrets(GitHubTokenDetector, "github_token")),
+    (
+        _gate("A3T", "ABIA", "ACCA", "AKIA", "ASIA"),
+        _patterns("aws_access_key", _B + r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[0-9A-Z]{16}" + _E),
+    ),
+    (
+        _gate("A3T", "ABIA", "ACCA", "AKIA", "ASIA", lower=("aws",)),
+        _detect_secrets(
+            AWSKeyDetector, "aws_access_key", kinds=("aws_access_key", "aws_secret_key"), value_group=True
+        ),
+    ),
+    (
+        _gate("xox", "xapp-"),
+        _patterns("slack_token", _B + r"xox[abeoprs]-[A-Za-z0-9-]{10,}", _B + r"xapp-\d-[A-Za-z0-9-]{10,}"),
+    ),
+    (
+        _gate(lower=("xox", "hooks.slack")),
+        _detect_secrets(SlackDetector, "slack_token", kinds=("slack_token", "slack_webhook")),
+    ),
+    (
+        _gate("hooks.slack.com", "discord"),
+        _patterns(
+            "slack_webhook",
+            r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{10,}",
+            r"https://discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_-]{20,}",
+        ),
+    ),
+    (_gate("AIza"), _patterns("google_api_key", _B + r"AIza[0-9A-Za-z_-]{35}")),
+    (_gate("lg_"), _patterns("loregate_key", _B + r"lg_[0-9a-f]{12}_[A-Za-z0-9_-]{20,}")),
+    (
+        _gate("k_live_", "k_test_", "whsec_"),
+        _patterns(
+            "stripe_key", _B + r"(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{10,}", _B + r"whsec_[A-Za-z0-9]{20,}"
+        ),
+    ),
+    (_gate("k_live_"), _detect_secrets(StripeDetector, "stripe_key")),
+    (
+        _gate("gl"),
+        _patterns(
+            "gitlab_token",
+            _B + r"(?:glpat|gldt|glft|glsoat|glrt|glcbt|glimt|glptt|glagent|gloas|glsa)-[A-Za-z0-9_-]{16,}",
+        ),
+    ),
+    (_gate("gl", "GR1348941"), _detect_secrets(GitLabTokenDetector, "gitlab_token")),
+    (_gate("npm_"), _patterns("npm_token", _B + r"npm_[A-Za-z0-9]{30,}")),
+    (_gate("_authToken"), _detect_secrets(NpmDetector, "npm_token", value_group=True)),
+    (_gate("pypi-"), _patterns("pypi_token", _B + r"pypi-AgE[A-Za-z0-9_-]{40,}")),
+    (_gate("pypi-"), _detect_secrets(PypiTokenDetector, "pypi_token")),
+    (_gate("SG."), _patterns("sendgrid_key", _B + r"SG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64}")),
+    (_gate("SG."), _detect_secrets(SendGridDetector, "sendgrid_key")),
+    (_gate("AC", "SK"), _patterns("twilio_key", _B + r"(?:AC|SK)[0-9a-fA-F]{32}" + _E)),
+    (_gate("AC", "SK"), _detect_secrets(TwilioKeyDetector, "twilio_key")),
+    (
+        _gate("."),
+        _patterns(
+            "discord_token", _B + r"[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6,7}\.[A-Za-z0-9_-]{27,40}" + _E
+        ),
+    ),
+    (_gate("."), _detect_secrets(DiscordBotTokenDetector, "discord_token")),
+    (_gate(":AA"), _patterns("telegram_token", r"(?<![\d:])\d{8,10}:AA[A-Za-z0-9_-]{30,40}")),
+    (_gate(":"), _detect_secrets(TelegramBotTokenDetector, "telegram_token")),
+    (
+        _gate("hvs.", "hvb.", "hvr.", "s."),
+        _patterns(
+            "vault_token",
+            r"hv(?<![A-Za-z0-9_]hv)[sbr]\.[A-Za-z0-9_-]{20,}",
+            r"s\.(?<![\w./-]s\.)[A-Za-z0-9]{24}" + _E,
+        ),
+    ),
+    (_gate("shp"), _patterns("shopify_token", _B + r"shp(?:at|ss|ca|pa)_[A-Fa-f0-9]{32}" + _E)),
+    # the key, not the `AccountKey=` / `SharedAccessKey=` before it
+    (
+        _gate(lower=("accountkey", "sharedaccesskey", "primarykey", "secondarykey")),
+        _regex(
+            "azure_key",
+            re.compile(
+                r"(?i)(?:AccountKey|SharedAccessKey|PrimaryKey|SecondaryKey)[^\S\n]*=[^\S\n]*"
+                r"(?P<v>[A-Za-z0-9+/=]{16,})"
+            ),
+            "v",
+        ),
+    ),
+    (_gate("AccountKey="), _detect_secrets(AzureStorageKeyDetector, "azure_key")),
+    (
+        _gate("sig="),
+        _regex("azure_sas", re.compile(r"(?<![A-Za-z0-9_])sig=(?P<v>[A-Za-z0-9%+/=_-]{16,})"), "v"),
+    ),
+    (
+        _gate("GOCSPX-", "ya29."),
+        _patterns("google_oauth_secret", _B + r"GOCSPX-[A-Za-z0-9_-]{20,}", _B + r"ya29\.[A-Za-z0-9_-]{20,}"),
+    ),
+    (_gate("-us"), _patterns("mailchimp_key", _B + r"[0-9a-f]{32}-us\d{1,2}" + _E)),
+    (_gate("-us"), _detect_secrets(MailchimpDetector, "mailchimp_key")),
+    (
+        _gate("sq0", "EAAA"),
+        _patterns(
+            "square_token", _B + r"sq0(?:atp|csp|idp)-[A-Za-z0-9_-]{20,}", _B + r"EAAA[A-Za-z0-9_-]{60}"
+        ),
+    ),
+    (_gate("sq0csp"), _detect_secrets(SquareOAuthDetector, "square_token")),
+    (_gate("hf_"), _patterns("huggingface_token", _B + r"hf_[A-Za-z0-9]{30,}" + _E)),
+    (_gate("_v1_"), _patterns("digitalocean_token", _B + r"do[pro]_v1_[a-f0-9]{64}" + _E)),
+    (_gate("://"), _detect_secrets(BasicAuthDetector, "url_credentials", value_group=True)),
+    (_gate(lower=("cl",)), _detect_secrets(CloudantDetector, "cloud_credentials", value_group=True)),
+    (
+        _gate(lower=("key", "pwd", "pass", "token")),
+        _detect_secrets(IbmCloudIamDetector, "cloud_credentials", value_group=True),
+    ),
+    (_gate(lower=("secret",)), _detect_secrets(IbmCosHmacDetector, "cloud_credentials", value_group=True)),
+    (_gate(lower=("sl",)), _detect_secrets(SoftlayerDetector, "cloud_credentials", value_group=True)),
+    # scheme://user:password@host (user may be empty: redis://:pw@host); "host:5432/x@y" is a port
+    (
+        _gate("://"),
+        _regex(
+            "url_credentials",
+            re.compile(r"://(?<=[A-Za-z0-9+.-]://)[^\s:/@]*:(?!\d+(?:/|$))(?P<v>[^\s@]+)@"),
+            "v",
+        ),
+    ),
+    (_ALWAYS, _assignments),
+    (_gate(lower=("value",)), _named_values),
+    (_gate("-"), _cli(_CLI_FLAG)),
+    (_gate(" -p"), _cli(_CLI_DB)),
+    (_gate("redis-cli"), _cli(_CLI_REDIS)),
+    (_gate("curl"), _cli(_CLI_CURL)),
+    (_gate(lower=("pass", "pwd")), _english_prose),
+    (_gate("비밀", "비번", "패스", "암호", "핀", "PIN"), _korean_prose),
+    # in prose, near the words that say what it is: "AWS secret key wJalr..."
+    (
+        _gate(lower=("aws",)),
+        _regex(
+            "aws_secret_key",
+            re.compile(
+                r"(?i)\baws\b[^\n]{0,40}?\bsecret\b[^\n]{0,30}?(?<![A-Za-z0-9/+])(?P<v>[A-Za-z0-9/+]{40})"
+                r"(?![A-Za-z0-9/+=])"
+            ),
+            "v",
+        ),
+    ),
+    (_ALWAYS, _cards),
+    (_gate("-", "–", "주민"), _rrn),
+    (_ALWAYS, _encoded),
 ]
+
+
+def _spans(text: str, depth: int = 0) -> list[Span]:
+    found: list[Span] = []
+    lower = text.lower()
+    for gate, detect in _DETECTORS:
+        if gate.passes(text, lower):
+            found.extend(detect(text, depth))
+    return found
+
+
+# ---------------------------------------------------------------------------------------------------------
+# secrets wrapped over lines
+
+_BREAK = re.compile(r"(?<=[A-Za-z0-9+/=_-])[^\S\n]*\r?\n[^\S\n]*(?=[A-Za-z0-9+/=_-])")
+_TOKEN_AFTER = re.compile(r"[A-Za-z0-9+/=_-]+")
+_TOKEN_SET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-")
+
+
+def _token_before(text: str, index: int, limit: int) -> int:
+    """How many token characters end at `index` (counting stops at `limit`)."""
+    count = 0
+    while count < limit and index - count > 0 and text[index - count - 1] in _TOKEN_SET:
+        count += 1
+    return count
+
+
+# what a line usually starts with: a word, a number, a date; a wrapped secret goes on with none of these
+_WORDISH = re.compile(r"[A-Za-z][a-z]*|[A-Z]{1,7}|\d{1,6}(?:[./:-]\d+)*|\d{4}-\d{2}-\d{2}T[\d:.]*|-+|=+")
+
+
+def _wrapped(text: str) -> list[Span]:
+    """Spans of secrets that run across a line break, found in the text with those breaks removed."""
+    pieces: list[str] = []
+    starts_c: list[int] = []  # where each piece starts in the collapsed text
+    starts_n: list[int] = []  # and in the original
+    joints: list[int] = []
+    last, length = 0, 0
+    for match in _BREAK.finditer(text):
+        after = _TOKEN_AFTER.match(text, match.end())
+        if after is None or _token_before(text, match.start(), 6) < 6 or _WORDISH.fullmatch(after.group()):
+            continue
+        pieces.append(text[last : match.start()])
+        starts_c.append(length)
+        starts_n.append(last)
+        length += match.start() - last
+        joints.append(length)
+        last = match.end()
+    if not joints:
+        return []
+    pieces.append(text[last:])
+    starts_c.append(length)
+    starts_n.append(last)
+    collapsed = "".join(pieces)
+
+    def to_original(index: int) -> int:
+        piece = bisect.bisect_right(starts_c, index) - 1
+        return starts_n[piece] + index - starts_c[piece]
+
+    out: list[Span] = []
+    for start, end, priority in _spans(collapsed):
+        joint = bisect.bisect_right(joints, start)
+        if joint < len(joints) and joints[joint] < end:
+            out.append((to_original(start), to_original(end - 1) + 1, priority))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the public API
 
 
 @dataclass(frozen=True)
@@ -76,41 +902,57 @@ class Redaction:
         return bool(self.counts)
 
 
-def _replace(kind: str, match: re.Match[str]) -> str:
-    # keep the key name / scheme so the memory still reads sensibly ("password=[REDACTED]")
-    if kind == "password":
-        return f"{match.group(1)}{match.group(2)}{PLACEHOLDER}"
-    if kind == "url_credentials":
-        return f"{match.group(1)}{PLACEHOLDER}{match.group(2)}"
-    if kind == "basic_auth":
-        return f"{match.group(1)}{PLACEHOLDER}"
-    if kind == "private":
-        return ""
-    return PLACEHOLDER
+def _widen(text: str, start: int, end: int, priority: int) -> tuple[int, int]:
+    """A shape found inside a longer token takes the whole token, so no piece of it is left behind."""
+    if _KINDS[priority] in _KEEP_EXACT:
+        return start, end
+    while start > 0 and text[start - 1] in _LEFT_SET:
+        start -= 1
+    right = _EXTEND_RIGHT.match(text, end)
+    if right is not None:
+        end = right.end()
+    return start, end
 
 
 def redact(text: str) -> Redaction:
     """Remove `<private>…</private>` spans (an unclosed one runs to the end) and secret-shaped strings."""
+    normal = _ZERO_WIDTH.sub("", text) if _ZERO_WIDTH.search(text) else text
+    spans = _spans(normal)
+    if "\n" in normal:
+        spans.extend(_wrapped(normal))
+    if spans and PLACEHOLDER in normal:  # redacting redacted text again finds nothing new
+        done = [(m.start(), m.end()) for m in re.finditer(re.escape(PLACEHOLDER), normal)]
+        spans = [(s, e, p) for s, e, p in spans if not any(a <= s and e <= b for a, b in done)]
+    if not spans:
+        return Redaction(text=text, counts={})
+
+    widened = sorted((*_widen(normal, s, e, p), p) for s, e, p in spans)
     counts: Counter[str] = Counter()
-    for kind, pattern in _PATTERNS:
-
-        def substitute(match: re.Match[str], kind: str = kind) -> str:
-            counts[kind] += 1
-            return _replace(kind, match)
-
-        text = pattern.sub(substitute, text)
-    return Redaction(text=text.strip() if counts else text, counts=dict(counts))
-
-
-def is_secret_name(name: str) -> bool:
-    """Whether a field called `name` holds a secret (`password`, `DB_PASSWORD`, `aws_secret_access_key`)."""
-    return bool(_SECRET_NAME.match(name))
+    out: list[str] = []
+    cursor = 0
+    index = 0
+    while index < len(widened):
+        start, end, priority = widened[index]
+        index += 1
+        while index < len(widened) and widened[index][0] < end:
+            end = max(end, widened[index][1])
+            priority = min(priority, widened[index][2])
+            index += 1
+        kind = _KINDS[priority]
+        counts[kind] += 1
+        out.append(normal[cursor:start])
+        out.append("" if kind == "private" else PLACEHOLDER)
+        cursor = end
+    out.append(normal[cursor:])
+    return Redaction(text="".join(out).strip(), counts=dict(counts))
 
 
 def redact_json(value: Any) -> tuple[Any, dict[str, int]]:
     """Redact a JSON value: every string as `redact` does, and the whole value of a secret-named key.
 
-    `{"password": "hunter2"}` has no secret *shape* in its value; only the key says what it is.
+    `{"password": "hunter2"}` has no secret *shape* in its value; only the key says what it is. Under an
+    ambiguous key (`"key"`, `"session"`) a string goes when it looks random; a boolean is never a secret.
+    A `"value"` goes when its sibling `"name"` or `"key"` names a secret (`{"name": "DB_PASSWORD", ...}`).
     """
     counts: Counter[str] = Counter()
 
@@ -121,9 +963,18 @@ def redact_json(value: Any) -> tuple[Any, dict[str, int]]:
             return cleaned.text
         if isinstance(node, dict):
             out: dict[Any, Any] = {}
+            label = node.get("name", node.get("key"))
+            named = isinstance(label, str) and is_secret_name(label)
             for key, item in node.items():
-                if isinstance(key, str) and is_secret_name(key) and item not in (None, "", PLACEHOLDER):
+                if isinstance(item, bool) or item in (None, "", PLACEHOLDER) or not isinstance(key, str):
+                    out[key] = walk(item)
+                elif is_secret_name(key) or (
+                    named and key == "value" and not (isinstance(item, str) and _benign(item))
+                ):
                     counts["password"] += 1
+                    out[key] = PLACEHOLDER
+                elif isinstance(item, str) and _name_class(key) == 1 and _looks_random(item):
+                    counts["generic_secret"] += 1
                     out[key] = PLACEHOLDER
                 else:
                     out[key] = walk(item)

@@ -26,6 +26,8 @@ __all__ = [
     "INITIAL_VERIFIED",
     "DAYS_PER_MONTH",
     "EMA_ALPHA",
+    "USEFULNESS_PRIOR",
+    "PRIOR_VOTES",
     "clamp",
     "initial_confidence",
     "boost",
@@ -33,6 +35,7 @@ __all__ = [
     "whole_days",
     "decayed",
     "ema",
+    "usefulness_from_votes",
 ]
 
 
@@ -63,6 +66,10 @@ INITIAL_DRAFT = 0.3
 INITIAL_VERIFIED = 0.6
 DAYS_PER_MONTH = 30.0
 EMA_ALPHA = 0.3
+# usefulness before any feedback (the column's default), and how many votes that prior weighs: with
+# 1/alpha - 1 votes, a memory's first vote moves it exactly as one EMA step did (0.5 -> 0.65 or 0.35)
+USEFULNESS_PRIOR = 0.5
+PRIOR_VOTES = 1.0 / EMA_ALPHA - 1.0
 
 
 def clamp(confidence: float) -> float:
@@ -123,3 +130,16 @@ def decayed(base: float, policy: DecayPolicy | str, last_validated_at: datetime,
 def ema(old: float, helpful: bool, alpha: float = EMA_ALPHA) -> float:
     """Usefulness after one piece of feedback: an exponential moving average towards 1 or 0."""
     return (1.0 - alpha) * old + alpha * (1.0 if helpful else 0.0)
+
+
+def usefulness_from_votes(helpful: int, votes: int) -> float:
+    """Usefulness from the latest vote of each principal: `helpful` of `votes` said it helped.
+
+    A smoothed mean, (PRIOR_VOTES * USEFULNESS_PRIOR + helpful) / (PRIOR_VOTES + votes): one principal
+    counts once however often it votes, its latest vote replacing its earlier one, so repeating a vote
+    cannot drive usefulness to 0 or 1; it stays strictly inside (0, 1) and moves only as principals add
+    up. The first vote agrees with one EMA step (`ema`) from the prior.
+    """
+    if not 0 <= helpful <= votes:
+        raise ValueError(f"helpful votes ({helpful}) must be between 0 and the votes ({votes})")
+    return (PRIOR_VOTES * USEFULNESS_PRIOR + helpful) / (PRIOR_VOTES + votes)

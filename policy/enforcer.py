@@ -14,12 +14,13 @@ from importlib import resources
 
 import casbin
 from casbin.util import key_match
-from sqlalchemy import create_engine
 from sqlalchemy_adapter import Adapter
 
+from governance.config import Settings
 from governance.errors import PolicyDenied
 from governance.identity import Principal, tenant_domain
 from governance.scopes import Scope
+from governance.storage.engine import make_sync_engine
 from governance.storage.policy_watcher import PostgresWatcher
 
 __all__ = ["Authorizer", "make_authorizer", "model_path"]
@@ -33,6 +34,7 @@ def model_path() -> str:
 
 
 _MAX_CACHED_DECISIONS = 100_000
+DEFAULT_DB_TIMEOUT: float = Settings.model_fields["db_timeout_seconds"].default
 
 
 class Authorizer:
@@ -143,14 +145,18 @@ class Authorizer:
             self._watcher.close()
 
 
-def make_authorizer(database_url: str, *, watch: bool = True) -> Authorizer:
-    """An Authorizer over the `casbin_rule` table of this database (see migration 0002 for the defaults)."""
-    from governance.config import to_sqlalchemy_url
+def make_authorizer(
+    database_url: str, *, watch: bool = True, timeout_seconds: float = DEFAULT_DB_TIMEOUT
+) -> Authorizer:
+    """An Authorizer over the `casbin_rule` table of this database (see migration 0002 for the defaults).
 
-    adapter = Adapter(create_engine(to_sqlalchemy_url(database_url), pool_pre_ping=True), create_table=False)
+    `timeout_seconds` (the process's `LOREGATE_DB_TIMEOUT_SECONDS`) bounds every wait of a policy reload on
+    the database, so a reload forced from a request never holds the event loop while the database stalls.
+    """
+    adapter = Adapter(make_sync_engine(database_url, timeout_seconds), create_table=False)
     enforcer = casbin.SyncedEnforcer(model_path(), adapter)
     enforcer.add_named_domain_matching_func("g", key_match)
     enforcer.load_policy()
-    watcher = PostgresWatcher(database_url) if watch else None
+    watcher = PostgresWatcher(database_url, timeout_seconds=timeout_seconds) if watch else None
     # we notify ourselves (after the adapter has saved), so pycasbin must not call the watcher itself
     return Authorizer(enforcer, watcher)

@@ -86,7 +86,7 @@ async def run_worker(settings: Settings, *, stop: asyncio.Event | None = None) -
     """Run the worker until `stop` is set (or forever), then shut down cleanly."""
     client = await connect_temporal(settings)
     engine = make_engine(settings)
-    authorizer = make_authorizer(settings.sqlalchemy_url())
+    authorizer = make_authorizer(settings.sqlalchemy_url(), timeout_seconds=settings.db_timeout_seconds)
     try:
         async with build_worker(client, engine=engine, settings=settings, authorizer=authorizer):
             await (stop.wait() if stop is not None else asyncio.Event().wait())

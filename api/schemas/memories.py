@@ -6,6 +6,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
+from api.schemas.text import Text
 from governance.scopes import ValidationSource
 
 __all__ = [
@@ -33,12 +34,20 @@ class ValidateIn(BaseModel):
 
 
 class ValidatePublic(BaseModel):
-    """The memory's confidence after the boost (capped at 1.0)."""
+    """The memory's confidence after the boost (capped at 1.0).
+
+    A principal's validations of one memory with one source count once: a repeat answers with the unchanged
+    confidence and `counted` false.
+    """
 
     id: str
     citation: str
     confidence: float
     validation_source: ValidationSource
+    counted: bool = Field(
+        default=True,
+        description="False when this principal's validation with this source was already counted",
+    )
 
 
 class FeedbackIn(BaseModel):
@@ -49,7 +58,12 @@ class FeedbackIn(BaseModel):
 
 
 class FeedbackPublic(BaseModel):
-    """The memory's usefulness after the feedback (EMA, alpha 0.3)."""
+    """The memory's usefulness after the feedback.
+
+    One vote per principal, its latest: usefulness is a smoothed mean of the principals' latest votes
+    (governance/trust.py `usefulness_from_votes`; a first vote moves 0.5 to 0.65 or 0.35, as an EMA step
+    with alpha 0.3 would).
+    """
 
     id: str
     citation: str
@@ -59,12 +73,12 @@ class FeedbackPublic(BaseModel):
 class SupersedeIn(BaseModel):
     """New content replacing the memory, and why."""
 
-    content: str = Field(min_length=1, max_length=64 * 1024)
-    reason: str = Field(min_length=1, max_length=2000)
-    title: str | None = Field(default=None, max_length=500)
-    canonical_key: str | None = Field(default=None, max_length=500)
-    valid_from_commit: str | None = Field(default=None, max_length=100)
-    idempotency_key: str | None = IdempotencyKey
+    content: Text = Field(min_length=1, max_length=64 * 1024)
+    reason: Text = Field(min_length=1, max_length=2000)
+    title: Text | None = Field(default=None, max_length=500)
+    canonical_key: Text | None = Field(default=None, max_length=500)
+    valid_from_commit: Text | None = Field(default=None, max_length=100)
+    idempotency_key: Text | None = IdempotencyKey
 
 
 class SupersedePublic(BaseModel):

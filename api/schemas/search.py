@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from api.schemas.text import Text
 from governance.intent import Intent
 from governance.scopes import MemoryType
 
@@ -32,8 +33,8 @@ HARD_MAX_TOKENS = 16000
 class SearchIn(BaseModel):
     """A search from inside a task."""
 
-    query: str = Field(min_length=1, max_length=4000)
-    task_id: str = Field(min_length=1, max_length=128, description="The reader's task; fixes its tenant")
+    query: Text = Field(min_length=1, max_length=4000)
+    task_id: Text = Field(min_length=1, max_length=128, description="The reader's task; fixes its tenant")
     k: int | None = Field(
         default=None,
         ge=1,
@@ -102,8 +103,8 @@ class SearchPublic(BaseModel):
 class ContextIn(BaseModel):
     """A context block for a prompt, from inside a task."""
 
-    query: str = Field(min_length=1, max_length=4000)
-    task_id: str = Field(min_length=1, max_length=128)
+    query: Text = Field(min_length=1, max_length=4000)
+    task_id: Text = Field(min_length=1, max_length=128)
     max_tokens: int | None = Field(
         default=None,
         ge=1,

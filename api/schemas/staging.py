@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
+from api.schemas.text import MAX_JSON_DEPTH, JsonPayload, Text
 from governance.scopes import EntryKind
 from governance.staging import TASK_ID_PATTERN
 
@@ -29,10 +30,10 @@ class TaskCreate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    org: str = _Name
-    project: str = _Name
-    worktree: str = Field(min_length=1, max_length=200)
-    description: str = Field(min_length=1, max_length=10_000)
+    org: Text = _Name
+    project: Text = _Name
+    worktree: Text = Field(min_length=1, max_length=200)
+    description: Text = Field(min_length=1, max_length=10_000)
     task_id: str | None = Field(
         default=None, pattern=TASK_ID_PATTERN, description="Optional client-chosen id"
     )
@@ -60,9 +61,13 @@ class EntryIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: EntryKind
-    content: str
-    payload: Any = None
-    idempotency_key: str | None = Field(default=None, min_length=1, max_length=200)
+    content: Text
+    payload: JsonPayload = Field(
+        default=None,
+        description="Any JSON value: finite numbers only (no NaN or Infinity), valid Unicode, "
+        f"at most {MAX_JSON_DEPTH} levels of nesting",
+    )
+    idempotency_key: Text | None = Field(default=None, min_length=1, max_length=200)
 
 
 class EntriesIn(BaseModel):

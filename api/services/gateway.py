@@ -3,8 +3,12 @@
 A gateway process (HTTP and gRPC in one event loop, or gRPC alone) holds one `GatewayResources`: settings,
 the database engine, the Casbin authoriser, short-lived caches and the Temporal client, connected on first
 use. Every service function takes it and the authenticated principal; authentication
-(`principal_from_authorization`) and authorisation (`authorized_task`, `Authorizer.check`) happen here and
-in the services, never in a transport.
+(`principal_from_authorization`) and authorisation (`authorized_task`, `authorize_memory`,
+`Authorizer.check`) happen here and in the services, never in a transport.
+
+A task or memory the caller may not even read answers exactly as one that does not exist (404, "task 'x'
+does not exist" / "memory 'x' does not exist"): a 403 naming its tenant would tell an outsider that it
+exists, and where. A caller who may read it but not do the action gets the 403 with the reason.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ __all__ = [
     "principal_from_authorization",
     "load_task",
     "authorized_task",
+    "judged_project",
+    "authorize_memory",
     "temporal_client",
 ]
 
@@ -124,13 +130,90 @@ async def load_task(state: GatewayResources, task_id: str) -> TaskInfo:
     return task
 
 
+def _authorize_visible(
+    state: GatewayResources,
+    principal: Principal,
+    *,
+    org: str,
+    project: str | None,
+    scope: Scope | str,
+    action: str,
+    read_scope: Scope | str,
+    hidden: str,
+) -> None:
+    """Allow `action`; else PolicyDenied if the caller may read the thing (`read` at `read_scope`), else
+    NotFound(`hidden`), the answer an unknown id gets."""
+    authorizer = state.authorizer
+    if authorizer.allowed(principal, org=org, project=project, scope=scope, action=action):
+        return
+    if action != "read" and authorizer.allowed(
+        principal, org=org, project=project, scope=read_scope, action="read"
+    ):
+        authorizer.check(principal, org=org, project=project, scope=scope, action=action)
+    raise NotFound(hidden)
+
+
 async def authorized_task(
     state: GatewayResources, principal: Principal, task_id: str, action: str, scope: Scope = Scope.TASK
 ) -> TaskInfo:
-    """The task, after Casbin allowed `principal` to `action` at `scope` in the task's tenant."""
+    """The task, after Casbin allowed `principal` to `action` at `scope` in the task's tenant.
+
+    NotFound, as for an unknown id, when the caller may not even read the task (`read` at task scope in its
+    tenant); PolicyDenied when it may read it but not do `action`.
+    """
     task = await load_task(state, task_id)
-    state.authorizer.check(principal, org=task.org, project=task.project, scope=scope, action=action)
+    _authorize_visible(
+        state,
+        principal,
+        org=task.org,
+        project=task.project,
+        scope=scope,
+        action=action,
+        read_scope=Scope.TASK,
+        hidden=f"task {task_id!r} does not exist",
+    )
     return task
+
+
+def judged_project(principal: Principal, org: str, project: str | None) -> str | None:
+    """The project a memory of `org`/`project` is judged in (its Casbin domain is `org/<this>`).
+
+    A project memory is judged in its project. An org-scope memory (`project` None) belongs to every
+    project of its org, so a caller of that org is judged in its own project, where its grant is: a
+    project-bound human may then write and approve org scope, as the policy says. Org-wide callers (no
+    project) and callers of other orgs are judged in `org/*`, which only an org-wide grant of `org` matches.
+    """
+    if project is None and principal.org == org:
+        return principal.project
+    return project
+
+
+def authorize_memory(
+    state: GatewayResources,
+    principal: Principal,
+    ref: str,
+    *,
+    org: str,
+    project: str | None,
+    scope: str,
+    action: str,
+) -> None:
+    """Casbin's verdict on `action` at a memory's scope, in the project `judged_project` chooses.
+
+    NotFound ("memory 'ref' does not exist", as for an unknown ref) when the caller may not even read the
+    memory; PolicyDenied when it may read it but not do `action`. Every memory operation (show, validate,
+    feedback, supersede, retire, history) goes through here, so they all judge alike.
+    """
+    _authorize_visible(
+        state,
+        principal,
+        org=org,
+        project=judged_project(principal, org, project),
+        scope=scope,
+        action=action,
+        read_scope=scope,
+        hidden=f"memory {ref!r} does not exist",
+    )
 
 
 async def temporal_client(state: GatewayResources) -> Client:

@@ -2,13 +2,24 @@
 
 `ref` is a memory's uuid or its citation. The caller needs, in the memory's tenant and at the memory's scope
 (Casbin): `write` to supersede or retire, `write` to report tests_passed / pr_merged / repeated_success and
-`approve` to report human_approved, `read` to give feedback or read the history. Each change is one
-statement with its event, in one transaction (governance/storage/lifecycle.py).
+`approve` to report human_approved, `read` to give feedback or read the history. An org-scope memory is
+judged in the caller's own project when the caller belongs to its org, and a caller who may not even read
+the memory is told it does not exist (`authorize_memory`, api/services/gateway.py, as for GET /v1/memories).
+Each change is one statement with its event, in one transaction (governance/storage/lifecycle.py).
+
+A principal's repeated validation of a memory with the same source counts once (`counted` is False in the
+answer), and its feedback is one vote, its latest. An idempotency key is bound to its request: the principal,
+the operation (the key's namespace), the memory and the body (a hash kept in the event); the same key with
+another memory or body is a Conflict, with the same ones it replays the first answer.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import asdict
+
+from pydantic import BaseModel
 
 from api.schemas.memories import (
     FeedbackIn,
@@ -22,7 +33,7 @@ from api.schemas.memories import (
     ValidatePublic,
     VersionPublic,
 )
-from api.services.gateway import GatewayResources
+from api.services.gateway import GatewayResources, authorize_memory
 from governance.adapters.embedders import embed_one, make_embedder
 from governance.identity import Principal
 from governance.scopes import ValidationSource
@@ -48,11 +59,20 @@ VALIDATION_ACTION: dict[ValidationSource, str] = {
 
 
 async def _authorized(state: GatewayResources, principal: Principal, ref: str, action: str) -> MemoryTenant:
-    """The memory, after Casbin allowed `principal` to `action` at its scope in its tenant."""
+    """The memory, after Casbin allowed `principal` to `action` at its scope in its tenant.
+
+    NotFound for an unknown ref and for a memory the caller may not read; PolicyDenied if it may read it.
+    """
     async with state.engine.connect() as conn:
         memory = await memory_tenant(conn, ref)
-    state.authorizer.check(
-        principal, org=memory.org, project=memory.project, scope=memory.scope, action=action
+    authorize_memory(
+        state,
+        principal,
+        ref,
+        org=memory.org,
+        project=memory.project,
+        scope=memory.scope,
+        action=action,
     )
     return memory
 
@@ -61,13 +81,23 @@ def _dedupe(principal: Principal, verb: str, key: str | None) -> str | None:
     return f"http:{principal.id}:{verb}:{key}" if key else None
 
 
+def _request_hash(memory: MemoryTenant, verb: str, body: BaseModel) -> str:
+    """What an idempotency key is bound to: the operation, the memory and the body (less the key)."""
+    request = {
+        "operation": verb,
+        "memory": memory.id,
+        "body": body.model_dump(mode="json", exclude={"idempotency_key"}),
+    }
+    return hashlib.sha256(json.dumps(request, sort_keys=True).encode("utf-8")).hexdigest()
+
+
 async def validate(
     state: GatewayResources, principal: Principal, ref: str, body: ValidateIn
 ) -> ValidatePublic:
-    """Boost a memory's confidence by the validation source's amount."""
+    """Boost a memory's confidence by the validation source's amount, once per principal and source."""
     memory = await _authorized(state, principal, ref, VALIDATION_ACTION[body.source])
     async with state.engine.begin() as conn:
-        confidence = await boost_memory(
+        outcome = await boost_memory(
             conn,
             memory.id,
             body.source,
@@ -75,16 +105,21 @@ async def validate(
             actor_type=principal.actor_type.value,
             reason=body.reason,
             dedupe_key=_dedupe(principal, "validate", body.idempotency_key),
+            request_hash=_request_hash(memory, "validate", body),
         )
     return ValidatePublic(
-        id=memory.id, citation=memory.citation, confidence=confidence, validation_source=body.source
+        id=memory.id,
+        citation=memory.citation,
+        confidence=outcome.confidence,
+        validation_source=body.source,
+        counted=outcome.counted,
     )
 
 
 async def feedback(
     state: GatewayResources, principal: Principal, ref: str, body: FeedbackIn
 ) -> FeedbackPublic:
-    """Record whether a memory helped; usefulness moves by an exponential moving average."""
+    """Record whether a memory helped: one vote per principal (its latest); usefulness follows the votes."""
     memory = await _authorized(state, principal, ref, "read")
     async with state.engine.begin() as conn:
         usefulness = await record_feedback(
@@ -94,6 +129,7 @@ async def feedback(
             actor_id=principal.id,
             actor_type=principal.actor_type.value,
             dedupe_key=_dedupe(principal, "feedback", body.idempotency_key),
+            request_hash=_request_hash(memory, "feedback", body),
         )
     return FeedbackPublic(id=memory.id, citation=memory.citation, usefulness=usefulness)
 
@@ -120,6 +156,7 @@ async def supersede(
             actor_id=principal.id,
             actor_type=principal.actor_type.value,
             dedupe_key=_dedupe(principal, "supersede", body.idempotency_key),
+            request_hash=_request_hash(memory, "supersede", body),
         )
     return SupersedePublic(id=outcome.memory_id, citation=outcome.citation, superseded_id=memory.id)
 
@@ -135,6 +172,7 @@ async def retire(state: GatewayResources, principal: Principal, ref: str, body: 
             actor_id=principal.id,
             actor_type=principal.actor_type.value,
             dedupe_key=_dedupe(principal, "retire", body.idempotency_key),
+            request_hash=_request_hash(memory, "retire", body),
         )
     return RetirePublic(id=memory.id, citation=memory.citation)
 

@@ -18,10 +18,10 @@ from api.schemas.search import (
     SearchResultPublic,
 )
 from api.services import reading
-from api.services.gateway import GatewayResources, authorized_task
+from api.services.gateway import GatewayResources, authorize_memory, authorized_task
 from governance.adapters.embedders import make_embedder
 from governance.config import Settings
-from governance.errors import InvalidInput, NotFound
+from governance.errors import InvalidInput
 from governance.identity import Principal
 from governance.scopes import Scope, scope_key
 from governance.storage.retrieval import SearchHit, get_memory
@@ -30,7 +30,7 @@ __all__ = ["readable_scope_keys", "search", "context", "count_retrievals", "show
 
 
 async def readable_scope_keys(state: GatewayResources, principal: Principal, task_id: str) -> list[str]:
-    """Scope keys of the task the caller may read; NotFound for an unknown task, PolicyDenied without read."""
+    """Scope keys of the task the caller may read; NotFound for an unknown task or one it may not read."""
     task = await authorized_task(state, principal, task_id, "read")
     return [
         scope_key(s, org=task.org, project=task.project, worktree=task.worktree, task_id=task.id)
@@ -133,11 +133,14 @@ async def show_memory(state: GatewayResources, principal: Principal, ref: str) -
     async with state.engine.connect() as conn:
         detail = await get_memory(conn, ref)
     memory = detail.memory
-    # an org-wide memory belongs to every project of its org: judge it in the caller's own project
-    project = memory["project"] if memory["project"] is not None else principal.project
-    if not state.authorizer.allowed(
-        principal, org=memory["org"], project=project, scope=memory["scope"], action="read"
-    ):
-        # not 403: a caller outside the tenant must not learn that the citation exists
-        raise NotFound(f"memory {ref!r} does not exist")
+    # an org memory is judged in the caller's own project; a caller who may not read it gets a 404
+    authorize_memory(
+        state,
+        principal,
+        ref,
+        org=memory["org"],
+        project=memory["project"],
+        scope=memory["scope"],
+        action="read",
+    )
     return MemoryPublic(memory=memory, provenance=detail.provenance, history=detail.history)

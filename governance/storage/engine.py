@@ -1,17 +1,71 @@
-"""The async engine: one pool per process, statement timeouts so a sick database answers 503, not a hang."""
+"""The async engine: one pool per process, and a database that does not answer costs a 503, never a hang.
+
+Every wait on the database is bounded on the client side, from `LOREGATE_DB_TIMEOUT_SECONDS` (T):
+
+- a statement running on the server: T, by the server (`statement_timeout`); the connection stays usable;
+- any answer at all (statement, fetch, commit, rollback, the pool's pre-ping): 1.1 T, by the client
+  (governance/storage/connections.py): the socket is shut down and the connection invalidated;
+- a free connection from the pool: T (`pool_timeout`);
+- a new connection: 0.5 T, by an asyncio timeout (libpq's `connect_timeout` counts whole seconds, at least 2).
+
+A request's worst case against a stalled server is a pooled connection whose pre-ping gets no answer
+(1.1 T), then a reconnection that gets none either (0.5 T): 1.6 T, inside the 2 T the gateways promise.
+TCP keepalives find a peer that vanished (host down, cable cut) under idle pooled connections; they cannot
+find a stopped process, whose kernel still acknowledges, which is why the client-side bounds exist.
+"""
 
 from __future__ import annotations
 
-from sqlalchemy.engine import make_url
+import math
+from functools import partial
+from typing import Any
+
+from sqlalchemy import create_engine, event
+from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 
 from governance.config import Settings, to_sqlalchemy_url
+from governance.storage.connections import connect_async_bounded, connect_bounded
 
-__all__ = ["make_engine", "make_sessionmaker", "describe_url"]
+__all__ = [
+    "make_engine",
+    "make_sync_engine",
+    "make_sessionmaker",
+    "describe_url",
+    "answer_bound",
+    "connect_bound",
+    "libpq_timeouts",
+]
+
+
+def answer_bound(timeout: float) -> float:
+    """How long the client waits for any answer: a little past the server's own statement timeout."""
+    return 1.1 * timeout
+
+
+def connect_bound(timeout: float) -> float:
+    """How long the client waits for a new connection."""
+    return 0.5 * timeout
+
+
+def libpq_timeouts(timeout: float) -> dict[str, Any]:
+    """Connection parameters bounding what libpq itself can bound (TCP only; ignored over Unix sockets)."""
+    idle = max(1, math.ceil(timeout))
+    return {
+        # libpq counts whole seconds and raises anything below 2 to 2; the asyncio bound is the precise one
+        "connect_timeout": max(2, math.ceil(connect_bound(timeout))),
+        "keepalives": 1,
+        "keepalives_idle": idle,
+        "keepalives_interval": max(1, math.ceil(timeout / 3)),
+        "keepalives_count": 3,
+        # data sent and not acknowledged for this long: the peer is gone (Linux)
+        "tcp_user_timeout": math.ceil(answer_bound(timeout) * 1000),
+        "options": f"-c statement_timeout={int(timeout * 1000)}",
+    }
 
 
 def make_engine(settings: Settings) -> AsyncEngine:
-    """An engine for `settings.database_url`, with pool and connect timeouts from the settings."""
+    """An engine for `settings.database_url`, every wait on the database bounded (see the module's table)."""
     timeout = settings.db_timeout_seconds
     return create_async_engine(
         settings.sqlalchemy_url(),
@@ -20,12 +74,28 @@ def make_engine(settings: Settings) -> AsyncEngine:
         pool_timeout=timeout,
         pool_pre_ping=True,
         connect_args={
-            "connect_timeout": max(1, int(timeout)),
+            **libpq_timeouts(timeout),
             # prepared statements would cache plans across bulk loads; docs/architecture.md
             "prepare_threshold": None,
-            "options": f"-c statement_timeout={int(timeout * 1000)}",
+            "async_creator_fn": partial(
+                connect_async_bounded,
+                connect_bound=connect_bound(timeout),
+                answer_bound=answer_bound(timeout),
+            ),
         },
     )
+
+
+def make_sync_engine(database_url: str, timeout: float) -> Engine:
+    """A synchronous engine (Casbin's adapter) with the same bounds: a reload never hangs its caller."""
+    engine = create_engine(to_sqlalchemy_url(database_url), pool_pre_ping=True, pool_timeout=timeout)
+
+    @event.listens_for(engine, "do_connect")
+    def _connect(dialect: Any, record: Any, cargs: Any, cparams: dict[str, Any]) -> Any:
+        params = {**cparams, **libpq_timeouts(timeout)}
+        return connect_bounded(*cargs, answer_bound=answer_bound(timeout), **params)
+
+    return engine
 
 
 def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker:  # type: ignore[type-arg]

@@ -5,6 +5,11 @@ caller's transaction, so a change and its event commit or roll back together. A 
 a retried activity or a replayed request write its event once: by default a second write with the same key
 fails (the caller's transaction is undone, so the change is not applied twice); with `if_absent=True` it is
 skipped (for events that only record that something happened, such as a promotion's summary).
+
+A request's idempotency key is bound to the request: its event keeps the hash of what was asked
+(`REQUEST_HASH` in the payload: the memory, the operation, the body), and `recorded_payload` with a
+`request_hash` answers Conflict when the key comes back with another request, instead of replaying an answer
+that belongs to something else.
 """
 
 from __future__ import annotations
@@ -18,9 +23,13 @@ from sqlalchemy import insert
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from governance.errors import Conflict
 from governance.storage.tables import memory_events
 
-__all__ = ["EventType", "Event", "record_event", "record_events", "recorded_payload"]
+__all__ = ["EventType", "Event", "REQUEST_HASH", "record_event", "record_events", "recorded_payload"]
+
+# the payload field holding the hash of the request an idempotency key was first used for
+REQUEST_HASH = "request"
 
 
 class EventType(StrEnum):
@@ -103,8 +112,15 @@ async def record_event(
     await record_events(conn, [event], if_absent=if_absent)
 
 
-async def recorded_payload(conn: AsyncConnection, dedupe_key: str | None) -> dict[str, Any] | None:
-    """The payload of the event recorded under `dedupe_key`, or None: how a replay finds its first answer."""
+async def recorded_payload(
+    conn: AsyncConnection, dedupe_key: str | None, request_hash: str | None = None
+) -> dict[str, Any] | None:
+    """The payload of the event recorded under `dedupe_key`, or None: how a replay finds its first answer.
+
+    With `request_hash`, the recorded event must be of the same request (the same hash in its payload);
+    otherwise the key was used for another memory, operation or body, and that is a Conflict. An event
+    recorded without a hash (before keys were bound) cannot prove it is the same request: Conflict too.
+    """
     if dedupe_key is None:
         return None
     row = (
@@ -114,4 +130,12 @@ async def recorded_payload(conn: AsyncConnection, dedupe_key: str | None) -> dic
             .where(memory_events.c.dedupe_key == dedupe_key)
         )
     ).first()
-    return dict(row.payload or {}) if row is not None else None
+    if row is None:
+        return None
+    payload = dict(row.payload or {})
+    if request_hash is not None and payload.get(REQUEST_HASH) != request_hash:
+        raise Conflict(
+            "this idempotency key was already used for another request (another memory, operation or "
+            "body); a new request needs a new key"
+        )
+    return payload

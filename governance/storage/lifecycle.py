@@ -7,10 +7,11 @@ Why it looks like this (docs/architecture.md, "Governance rules"):
   `memories_one_active_head` (and the unique `supersedes_id` index, which keeps chains linear) stay the
   last line of defence.
 - Trust and usefulness change through single SQL statements (`confidence = LEAST(1, confidence + b)`),
-  never read-modify-write in Python, so concurrent boosts add up.
+  never read-modify-write in Python, so concurrent boosts add up. A principal's validation counts once per
+  (memory, source), and its feedback is one vote (its latest), so neither can be spammed.
 - Every function takes the caller's `AsyncConnection` and runs inside its transaction: the promotion
   publishes a whole plan atomically. A `dedupe_key` makes a retried activity return the recorded outcome
-  instead of writing twice.
+  instead of writing twice; with a `request_hash`, the key is bound to one request (another is a Conflict).
 
 This module is the public face; the code lives in memory_rows.py (types, locks, events), publish.py
 (publish_candidate) and memory_changes.py (boost, feedback, supersede, retire, history).
@@ -21,6 +22,7 @@ from __future__ import annotations
 from governance.storage.events import EventType, record_event
 from governance.storage.memory_changes import (
     MemoryTenant,
+    Validation,
     boost_memory,
     memory_history,
     memory_tenant,
@@ -42,6 +44,7 @@ from governance.storage.publish import find_neighbours, publish_candidate
 
 __all__ = [
     "MemoryTenant",
+    "Validation",
     "memory_tenant",
     "EventType",
     "NewMemory",

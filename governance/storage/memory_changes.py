@@ -1,7 +1,11 @@
 """Changes to a published memory after publication: trust boosts, feedback, supersession, retirement, history.
 
-Each is one SQL statement with its event (or, for supersession, two statements under the scope's lock) in the
-caller's transaction; see governance/storage/lifecycle.py.
+Each is one SQL statement with its event (or, for supersession, two statements under the scope's lock; for
+feedback, a few under the memory's row lock) in the caller's transaction; see governance/storage/lifecycle.py.
+Trust cannot be spammed: a principal's validation of a memory counts once per source (`memory_validations`),
+and its feedback is one vote, its latest (`memory_votes`), from which usefulness is computed.
+A `request_hash` binds an idempotency key (`dedupe_key`) to its request: the same key with another request
+is a Conflict (events.recorded_payload).
 """
 
 from __future__ import annotations
@@ -9,6 +13,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -16,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from governance.dedup import content_hash
 from governance.errors import InvalidInput, NotFound
 from governance.scopes import ValidationSource
-from governance.storage.events import EventType, record_event, recorded_payload
+from governance.storage.events import REQUEST_HASH, EventType, record_event, recorded_payload
 from governance.storage.memory_rows import (
     MemoryVersion,
     NewMemory,
@@ -28,10 +33,18 @@ from governance.storage.memory_rows import (
     replay_outcome,
     scope_key_of,
 )
-from governance.trust import EMA_ALPHA, INITIAL_VERIFIED, MAX_CONFIDENCE, MIN_CONFIDENCE, VALIDATION_BOOSTS
+from governance.trust import (
+    INITIAL_VERIFIED,
+    MAX_CONFIDENCE,
+    MIN_CONFIDENCE,
+    PRIOR_VOTES,
+    USEFULNESS_PRIOR,
+    VALIDATION_BOOSTS,
+)
 
 __all__ = [
     "MemoryTenant",
+    "Validation",
     "memory_tenant",
     "resolve_memory_id",
     "boost_memory",
@@ -66,7 +79,7 @@ async def memory_tenant(conn: AsyncConnection, ref: str) -> MemoryTenant:
         )
     ).first()
     if row is None:
-        raise NotFound(f"memory {ref!r} not found")
+        raise NotFound(f"memory {ref!r} does not exist")
     return MemoryTenant(row.id, row.citation, row.org, row.project, row.scope)
 
 
@@ -83,8 +96,20 @@ async def resolve_memory_id(conn: AsyncConnection, ref: str) -> str:
         )
     ).first()
     if row is None:
-        raise NotFound(f"memory {ref!r} not found")
+        raise NotFound(f"memory {ref!r} does not exist")
     return str(row.id)
+
+
+@dataclass(frozen=True)
+class Validation:
+    """A memory's confidence after a validation, and whether this validation moved it."""
+
+    confidence: float
+    counted: bool = True
+
+
+def _payload(payload: dict[str, Any], request_hash: str | None) -> dict[str, Any]:
+    return {**payload, REQUEST_HASH: request_hash} if request_hash is not None else payload
 
 
 async def boost_memory(
@@ -98,37 +123,68 @@ async def boost_memory(
     workflow_id: str | None = None,
     reason: str | None = None,
     dedupe_key: str | None = None,
-) -> float:
-    """Add the boost of `source` to an active memory in one statement (capped at 1.0); returns the result."""
+    request_hash: str | None = None,
+) -> Validation:
+    """Add the boost of `source` to an active memory (capped at 1.0), once per (memory, actor, source).
+
+    The first validation of a memory by an actor with a source claims its row in `memory_validations` and
+    boosts in the same statement; concurrent boosts by different actors add up (`confidence + boost` on
+    the locked row). The same actor validating again with the same source changes nothing: the answer is
+    the current confidence with `counted=False`, and the event records the attempt. Concurrent repeats are
+    serialised by the claim's primary key, so exactly one of them counts.
+    """
     src = ValidationSource(source)
-    recorded = await recorded_payload(conn, dedupe_key)
+    recorded = await recorded_payload(conn, dedupe_key, request_hash)
     if recorded is not None:
-        return float(recorded["confidence"])
+        return Validation(float(recorded["confidence"]), bool(recorded.get("counted", True)))
     row = (
         await conn.execute(
             text(
                 """
-                UPDATE memories SET
-                    confidence = LEAST(:max, GREATEST(:min, confidence + :boost)),
-                    base_confidence = LEAST(:max, GREATEST(:min, confidence + :boost)),
-                    validation_source = CAST(:source AS text), validation_count = validation_count + 1,
-                    last_validated_at = now(), updated_at = now()
-                WHERE id = CAST(:id AS uuid) AND deprecated_at IS NULL
-                RETURNING confidence
+                WITH claim AS (
+                    INSERT INTO memory_validations (memory_id, actor_id, source)
+                    SELECT id, :actor, :source FROM memories
+                    WHERE id = CAST(:id AS uuid) AND deprecated_at IS NULL
+                    ON CONFLICT DO NOTHING
+                    RETURNING memory_id
+                ), boosted AS (
+                    UPDATE memories SET
+                        confidence = LEAST(:max, GREATEST(:min, confidence + :boost)),
+                        base_confidence = LEAST(:max, GREATEST(:min, confidence + :boost)),
+                        validation_source = CAST(:source AS text), validation_count = validation_count + 1,
+                        last_validated_at = now(), updated_at = now()
+                    WHERE id IN (SELECT memory_id FROM claim) AND deprecated_at IS NULL
+                    RETURNING confidence
+                )
+                SELECT EXISTS (SELECT 1 FROM claim) AS claimed, (SELECT confidence FROM boosted) AS confidence
                 """
             ),
             {
                 "id": memory_id,
+                "actor": actor_id,
                 "boost": VALIDATION_BOOSTS[src],
                 "source": src.value,
                 "max": MAX_CONFIDENCE,
                 "min": MIN_CONFIDENCE,
             },
         )
-    ).first()
-    if row is None:
+    ).one()
+    if row.claimed and row.confidence is not None:
+        outcome = Validation(float(row.confidence), counted=True)
+    elif row.claimed:  # retired between the claim and the boost: the transaction is undone
         raise await not_found_or_conflict(conn, memory_id, "validation")
-    confidence = float(row.confidence)
+    else:  # counted before (or the memory is gone or deprecated)
+        current = (
+            await conn.execute(
+                text(
+                    "SELECT confidence FROM memories WHERE id = CAST(:id AS uuid) AND deprecated_at IS NULL"
+                ),
+                {"id": memory_id},
+            )
+        ).first()
+        if current is None:
+            raise await not_found_or_conflict(conn, memory_id, "validation")
+        outcome = Validation(float(current.confidence), counted=False)
     await record_event(
         conn,
         memory_id=memory_id,
@@ -138,10 +194,18 @@ async def boost_memory(
         task_id=task_id,
         workflow_id=workflow_id,
         reason=reason,
-        payload={"source": src.value, "boost": VALIDATION_BOOSTS[src], "confidence": confidence},
+        payload=_payload(
+            {
+                "source": src.value,
+                "boost": VALIDATION_BOOSTS[src] if outcome.counted else 0.0,
+                "confidence": outcome.confidence,
+                "counted": outcome.counted,
+            },
+            request_hash,
+        ),
         dedupe_key=dedupe_key,
     )
-    return confidence
+    return outcome
 
 
 async def record_feedback(
@@ -152,29 +216,69 @@ async def record_feedback(
     actor_id: str,
     actor_type: str,
     task_id: str | None = None,
-    alpha: float = EMA_ALPHA,
     dedupe_key: str | None = None,
+    request_hash: str | None = None,
 ) -> float:
-    """Move usefulness towards 1 (helpful) or 0 by an EMA, in one statement; returns the new usefulness."""
-    recorded = await recorded_payload(conn, dedupe_key)
+    """Record `actor_id`'s vote on a memory and return its usefulness, computed from the votes.
+
+    One vote per principal per memory, the latest counts: a new or changed vote replaces the principal's
+    earlier one in `memory_votes`, and usefulness becomes `trust.usefulness_from_votes` over the latest
+    vote of every principal (a smoothed mean whose first vote moves it as one EMA step did). Repeating a
+    vote changes nothing, not even the memory's `updated_at` (its recency).
+    The memory's row is locked first, so votes on one memory are serialised: each later statement sees
+    every vote committed before it, and parallel voters all count (no read-modify-write race).
+    """
+    recorded = await recorded_payload(conn, dedupe_key, request_hash)
     if recorded is not None:
         return float(recorded["usefulness"])
-    row = (
+    locked = (
+        await conn.execute(
+            text("SELECT usefulness FROM memories WHERE id = CAST(:id AS uuid) FOR UPDATE"), {"id": memory_id}
+        )
+    ).first()
+    if locked is None:
+        raise NotFound(f"memory {memory_id} does not exist")
+    vote = (
         await conn.execute(
             text(
                 """
-                UPDATE memories SET usefulness = (1 - :alpha) * usefulness + :alpha * :target,
-                                    updated_at = now()
-                WHERE id = CAST(:id AS uuid)
-                RETURNING usefulness
+                WITH previous AS (
+                    SELECT helpful FROM memory_votes WHERE memory_id = CAST(:id AS uuid) AND actor_id = :actor
+                ), vote AS (
+                    INSERT INTO memory_votes (memory_id, actor_id, helpful)
+                    VALUES (CAST(:id AS uuid), :actor, :h)
+                    ON CONFLICT (memory_id, actor_id)
+                    DO UPDATE SET helpful = EXCLUDED.helpful, updated_at = now()
+                    WHERE memory_votes.helpful IS DISTINCT FROM EXCLUDED.helpful
+                    RETURNING helpful
+                )
+                SELECT (SELECT helpful FROM previous) AS previous, EXISTS (SELECT 1 FROM vote) AS changed
                 """
             ),
-            {"id": memory_id, "alpha": alpha, "target": 1.0 if helpful else 0.0},
+            {"id": memory_id, "actor": actor_id, "h": helpful},
         )
-    ).first()
-    if row is None:
-        raise NotFound(f"memory {memory_id} not found")
-    usefulness = float(row.usefulness)
+    ).one()
+    if vote.changed:
+        row = (
+            await conn.execute(
+                text(
+                    """
+                    UPDATE memories SET usefulness = (:w * :prior + v.helpful) / (:w + v.votes),
+                                        updated_at = now()
+                    FROM (
+                        SELECT count(*) FILTER (WHERE helpful) AS helpful, count(*) AS votes
+                        FROM memory_votes WHERE memory_id = CAST(:id AS uuid)
+                    ) v
+                    WHERE id = CAST(:id AS uuid)
+                    RETURNING usefulness
+                    """
+                ),
+                {"id": memory_id, "w": PRIOR_VOTES, "prior": USEFULNESS_PRIOR},
+            )
+        ).one()
+        usefulness = float(row.usefulness)
+    else:
+        usefulness = float(locked.usefulness)
     await record_event(
         conn,
         memory_id=memory_id,
@@ -182,7 +286,15 @@ async def record_feedback(
         actor_id=actor_id,
         actor_type=actor_type,
         task_id=task_id,
-        payload={"helpful": helpful, "usefulness": usefulness},
+        payload=_payload(
+            {
+                "helpful": helpful,
+                "previous": vote.previous,
+                "counted": vote.changed,
+                "usefulness": usefulness,
+            },
+            request_hash,
+        ),
         dedupe_key=dedupe_key,
     )
     return usefulness
@@ -202,9 +314,10 @@ async def supersede_memory(
     valid_from_commit: str | None = None,
     task_id: str | None = None,
     dedupe_key: str | None = None,
+    request_hash: str | None = None,
 ) -> PublishOutcome:
     """Replace the head `old_id` with new content (a human's correction); Conflict if it is not a head."""
-    recorded = await recorded_payload(conn, dedupe_key)
+    recorded = await recorded_payload(conn, dedupe_key, request_hash)
     if recorded is not None:
         return replay_outcome(recorded)
     if not content.strip():
@@ -262,13 +375,16 @@ async def supersede_memory(
         actor_type=actor_type,
         task_id=task_id,
         reason=reason,
-        payload={
-            "outcome": outcome_dict(outcome),
-            "old": str(old.id),
-            "new": memory_id,
-            "old_citation": old.citation,
-            "explicit": True,
-        },
+        payload=_payload(
+            {
+                "outcome": outcome_dict(outcome),
+                "old": str(old.id),
+                "new": memory_id,
+                "old_citation": old.citation,
+                "explicit": True,
+            },
+            request_hash,
+        ),
         dedupe_key=dedupe_key,
     )
     return outcome
@@ -282,9 +398,10 @@ async def retire_memory(
     actor_id: str,
     actor_type: str,
     dedupe_key: str | None = None,
+    request_hash: str | None = None,
 ) -> None:
     """Deprecate an active memory without a successor (it was wrong or is no longer relevant)."""
-    if await recorded_payload(conn, dedupe_key) is not None:
+    if await recorded_payload(conn, dedupe_key, request_hash) is not None:
         return
     await lock_scopes(conn, await scope_key_of(conn, memory_id))
     row = (
@@ -308,7 +425,7 @@ async def retire_memory(
         actor_id=actor_id,
         actor_type=actor_type,
         reason=reason,
-        payload={},
+        payload=_payload({}, request_hash),
         dedupe_key=dedupe_key,
     )
 

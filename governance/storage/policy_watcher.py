@@ -13,6 +13,9 @@ from typing import Any
 
 import psycopg
 
+from governance.storage.connections import connect_bounded
+from governance.storage.engine import answer_bound, libpq_timeouts
+
 __all__ = ["POLICY_CHANNEL", "PostgresWatcher"]
 
 # the channel governance/storage/identity.py notifies when keys or principals change
@@ -30,8 +33,9 @@ def _libpq_url(url: str) -> str:
 class PostgresWatcher:
     """pycasbin Watcher over Postgres LISTEN/NOTIFY (psycopg 3), with reconnect."""
 
-    def __init__(self, database_url: str) -> None:
+    def __init__(self, database_url: str, *, timeout_seconds: float = 5.0) -> None:
         self._url = _libpq_url(database_url)
+        self._timeout = timeout_seconds
         self._callbacks: list[Callable[[], None]] = []
         self._stop = threading.Event()
         self._ready = threading.Event()
@@ -44,7 +48,7 @@ class PostgresWatcher:
 
     def update(self, *args: Any) -> bool:
         """Tell every process (this one included) that the policy changed."""
-        with psycopg.connect(self._url, autocommit=True) as conn:
+        with self._connect() as conn:
             conn.execute("SELECT pg_notify(%s, '')", (POLICY_CHANNEL,))
         return True
 
@@ -59,6 +63,15 @@ class PostgresWatcher:
     def close(self) -> None:
         self._stop.set()
 
+    def _connect(self) -> psycopg.Connection[Any]:
+        """A connection whose every wait is bounded (a stalled database never holds a policy change)."""
+        return connect_bounded(
+            self._url,
+            autocommit=True,
+            answer_bound=answer_bound(self._timeout),
+            **libpq_timeouts(self._timeout),
+        )
+
     def _fire(self) -> None:
         for callback in self._callbacks:
             try:
@@ -70,7 +83,7 @@ class PostgresWatcher:
         first = True
         while not self._stop.is_set():
             try:
-                with psycopg.connect(self._url, autocommit=True) as conn:
+                with self._connect() as conn:
                     conn.execute(f"LISTEN {POLICY_CHANNEL}")
                     self._ready.set()
                     if not first:

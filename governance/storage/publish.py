@@ -32,7 +32,7 @@ from governance.storage.memory_rows import (
 from governance.supersession import ContradictionJudge
 from governance.trust import MAX_CONFIDENCE, MIN_CONFIDENCE, VALIDATION_BOOSTS
 
-__all__ = ["find_neighbours", "publish_candidate"]
+__all__ = ["find_neighbours", "lock_for_publication", "publish_candidate"]
 
 
 async def find_neighbours(
@@ -97,6 +97,19 @@ async def find_neighbours(
     ]
 
 
+async def lock_for_publication(
+    conn: AsyncConnection, scope: str, scope_key: str, visible_scope_keys: list[str]
+) -> None:
+    """What `publish_candidate` does before each candidate, done once for a transaction publishing many.
+
+    Lock the target scope (exclusive) and the wider visible ones (shared), and expire the target scope's
+    memories whose time passed. Both hold for the rest of the transaction (advisory locks until commit,
+    `now()` is the transaction's start), so `publish_candidate(..., locked=True)` need not repeat them.
+    """
+    await lock_scopes(conn, scope_key, wider_scope_keys(scope, visible_scope_keys, scope_key))
+    await expire_in_scope(conn, scope_key)
+
+
 async def publish_candidate(
     conn: AsyncConnection,
     mem: NewMemory,
@@ -110,10 +123,12 @@ async def publish_candidate(
     dup_threshold: float,
     related_threshold: float,
     judge: ContradictionJudge | None = None,
+    locked: bool = False,
 ) -> PublishOutcome:
     """Publish one candidate: merge into a duplicate, supersede a contradicted head, or insert it new.
 
-    Runs inside the caller's transaction; idempotent on `dedupe_key` (a replay writes nothing).
+    Runs inside the caller's transaction; idempotent on `dedupe_key` (a replay writes nothing). `locked`:
+    the transaction already ran `lock_for_publication` for this scope key (a whole plan publishing).
     """
     recorded = await recorded_payload(conn, dedupe_key)
     if recorded is not None:
@@ -121,12 +136,13 @@ async def publish_candidate(
     if mem.scope_key not in visible_scope_keys:
         raise InvalidInput(f"scope key {mem.scope_key!r} is not among the visible scope keys")
     wider = wider_scope_keys(mem.scope, visible_scope_keys, mem.scope_key)
-    await lock_scopes(conn, mem.scope_key, wider)
-    # a concurrent attempt with the same key may have committed while we waited for the lock
-    recorded = await recorded_payload(conn, dedupe_key)
-    if recorded is not None:
-        return replay_outcome(recorded)
-    await expire_in_scope(conn, mem.scope_key)
+    if not locked:
+        await lock_scopes(conn, mem.scope_key, wider)
+        # a concurrent attempt with the same key may have committed while we waited for the lock
+        recorded = await recorded_payload(conn, dedupe_key)
+        if recorded is not None:
+            return replay_outcome(recorded)
+        await expire_in_scope(conn, mem.scope_key)
 
     chash = content_hash(mem.content)
     neighbours = await find_neighbours(

@@ -29,6 +29,8 @@ __all__ = [
     "staging_entries",
     "memories",
     "memory_events",
+    "memory_validations",
+    "memory_votes",
     "approaches",
     "subtasks",
     "EMBEDDING_DIM",
@@ -146,6 +148,27 @@ memory_events = Table(
     Column("payload", JSONB, nullable=True),
     Column("dedupe_key", Text, nullable=True, unique=True),  # makes retried activities write once
     Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+)
+
+# which validations were counted: one per (memory, principal, source) moves confidence (memory_changes.py)
+memory_validations = Table(
+    "memory_validations",
+    metadata,
+    Column("memory_id", UUID(as_uuid=False), ForeignKey("memories.id", ondelete="CASCADE"), primary_key=True),
+    Column("actor_id", String(64), primary_key=True),
+    Column("source", String(32), primary_key=True),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+)
+
+# the latest feedback vote of each principal on a memory; usefulness is computed from them
+memory_votes = Table(
+    "memory_votes",
+    metadata,
+    Column("memory_id", UUID(as_uuid=False), ForeignKey("memories.id", ondelete="CASCADE"), primary_key=True),
+    Column("actor_id", String(64), primary_key=True),
+    Column("helpful", Boolean, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
 )
 
 approaches = Table(

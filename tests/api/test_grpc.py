@@ -173,13 +173,15 @@ async def test_grpc_append_unknown_task_is_not_found(stub: Any, team: dict[str, 
     assert caught.value.code() == grpc.StatusCode.NOT_FOUND
 
 
-async def test_grpc_append_to_other_tenants_task_is_denied(stub: Any, team: dict[str, Actor]) -> None:
+async def test_grpc_append_to_other_tenants_task_is_not_found(stub: Any, team: dict[str, Actor]) -> None:
     task_id = await _open(stub, team["orchestrator"])
     with pytest.raises(grpc.aio.AioRpcError) as caught:
         await stub.AppendEntries(
             _batches(task_id, [pb2.Entry(kind="log", content="x")]), metadata=bearer(team["outsider"].key)
         )
-    assert caught.value.code() == grpc.StatusCode.PERMISSION_DENIED
+    # as for an unknown task: an outsider must not learn that the task exists
+    assert caught.value.code() == grpc.StatusCode.NOT_FOUND
+    assert refusal(caught.value)["detail"] == f"task {task_id!r} does not exist"
 
 
 async def test_grpc_search_with_malformed_json_is_invalid_argument(stub: Any, team: dict[str, Actor]) -> None:

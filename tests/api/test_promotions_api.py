@@ -202,12 +202,13 @@ async def test_approve_body_cannot_name_the_approver(
     assert await active_memories(engine, task_id=task_id) == []
 
 
-async def test_approve_by_other_tenant_human_is_forbidden(
+async def test_approve_by_other_tenant_human_is_not_found(
     http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
 ) -> None:
     task_id, _ = await _awaiting_approval(http, team)
     refused = await http.post(f"/v1/promotions/{task_id}/approve", headers=team["outsider"].headers, json={})
-    assert refused.status_code == 403 and refused.json()["error"] == "forbidden"
+    # for an outsider the task does not exist (a 403 would name its tenant)
+    assert refused.status_code == 404 and refused.json()["error"] == "not_found"
     status = await http.get(f"/v1/promotions/{task_id}", headers=team["human"].headers)
     assert status.json()["state"] == "awaiting_approval"
     assert await active_memories(engine, task_id=task_id) == []
@@ -309,12 +310,12 @@ async def test_promotion_status_without_promotion_is_not_found(
     assert answer.status_code == 404 and "no promotion" in answer.json()["detail"]
 
 
-async def test_promotion_status_of_other_tenant_is_forbidden(
+async def test_promotion_status_of_other_tenant_is_not_found(
     http: httpx.AsyncClient, team: dict[str, Actor]
 ) -> None:
     task_id, _ = await _awaiting_approval(http, team)
     answer = await http.get(f"/v1/promotions/{task_id}", headers=team["outsider"].headers)
-    assert answer.status_code == 403
+    assert answer.status_code == 404 and answer.json()["detail"] == f"task {task_id!r} does not exist"
 
 
 async def test_approve_when_not_awaiting_approval_conflicts(

@@ -129,12 +129,12 @@ async def test_search_never_shows_another_projects_memories(gateway_url: str, wo
     assert {world["cites"][t]["citation"] for t in ("Formatter", "Login fix")} <= found
 
 
-async def test_search_with_another_tenants_task_is_forbidden(gateway_url: str, world: dict[str, Any]) -> None:
+async def test_search_with_another_tenants_task_is_not_found(gateway_url: str, world: dict[str, Any]) -> None:
     r = await post(
         gateway_url, "/v1/search", world["agent_b"], {"query": "webhook", "task_id": world["task"].task_id}
     )
-    assert r.status_code == 403
-    assert r.json()["error"] == "forbidden"
+    assert r.status_code == 404
+    assert r.json() == {"error": "not_found", "detail": f"task {world['task'].task_id!r} does not exist"}
 
 
 async def test_search_unknown_task_is_not_found(gateway_url: str, world: dict[str, Any]) -> None:

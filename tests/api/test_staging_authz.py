@@ -1,7 +1,8 @@
 """Who may write what: seed 003's scope rules and tenant isolation, through HTTP and the real Authorizer.
 
-Every HTTP refusal is a 403 `forbidden` whose detail names the principal, the action and the tenant, and
-leaves the database as it was.
+Every HTTP refusal of a caller who may read the task is a 403 `forbidden` whose detail names the principal,
+the action and the tenant; a caller who may not even read it gets the 404 an unknown task gets. Either way
+the database is left as it was.
 """
 
 from __future__ import annotations
@@ -120,7 +121,8 @@ async def test_agent_cannot_write_another_projects_task(
     org, project = (owner.principal.org, "intruders") if same_org else new_tenant()
     intruder = await make_actor(engine, ActorType.AGENT, org, project)
     r = await client.post(f"/v1/tasks/{task_id}/entries", headers=intruder.headers, json=ENTRY)
-    assert_refused(r, 403, "forbidden", f"may not write at task scope in {owner.principal.org}/")
+    # not a 403 naming the task's tenant: for the intruder the task does not exist
+    assert_refused(r, 404, "not_found", f"task '{task_id}' does not exist")
     assert await count_entries(engine, task_id) == 1
 
 
@@ -130,9 +132,9 @@ async def test_agent_cannot_read_another_projects_task(
     task_id, owner = await _task_of_other_tenant(engine, client)
     intruder = await make_actor(engine, ActorType.AGENT, owner.principal.org, "intruders")
     r = await client.get(f"/v1/tasks/{task_id}/entries", headers=intruder.headers)
-    assert_refused(r, 403, "forbidden", "may not read at task scope")
+    assert_refused(r, 404, "not_found", f"task '{task_id}' does not exist")
     r = await client.get(f"/v1/tasks/{task_id}", headers=intruder.headers)
-    assert_refused(r, 403, "forbidden", "may not read at task scope")
+    assert_refused(r, 404, "not_found", f"task '{task_id}' does not exist")
 
 
 async def test_human_cannot_write_staging(engine: AsyncEngine, client: httpx.AsyncClient) -> None:

@@ -44,6 +44,11 @@ def test_up_starts_empty_accepts_writes_stops_cleanly_and_restarts_with_data(
     assert KEY_PATTERN.fullmatch(admin_key)
     assert admin_key in first.output()
     assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    # the data dir is the owner's alone: the database, the workflow histories (temporal.db), the logs
+    private = {p.name: stat.S_IMODE(p.stat().st_mode) for p in [data_dir, *data_dir.iterdir()]}
+    assert "temporal.db" in private and private == {
+        name: 0o700 if (data_dir / name).is_dir() or name == data_dir.name else 0o600 for name in private
+    }, private
     assert first.base_url in first.output()
     assert f"http://127.0.0.1:{first.ui_port}" in first.output()
 

@@ -118,19 +118,19 @@ def database(settings: Settings, *, quiet: bool = False) -> Iterator[str]:
             err_console.print(f"database: {describe_url(settings.database_url)} (LOREGATE_DATABASE_URL)")
         yield settings.database_url
         return
-    from api.cli.embedded import start_embedded_postgres
+    from api.cli.embedded import start_embedded_postgres, stop_embedded_postgres
 
     pgdata = settings.data_dir / "postgres"
     if not quiet:
         err_console.print(f"database: embedded Postgres in {pgdata}")
     try:
-        server, url = start_embedded_postgres(settings.data_dir)
+        server, url = start_embedded_postgres(settings.data_dir, private=True)
     except Exception as exc:  # pgserver raises CalledProcessError/TimeoutExpired with the log on stderr
         fail(f"could not start the embedded Postgres in {pgdata}: {_first_line(exc)}")
     try:
         yield url
     finally:
-        server.cleanup()
+        stop_embedded_postgres(server, settings.data_dir)
 
 
 def in_transaction(settings: Settings, url: str, work: Callable[[AsyncConnection], Awaitable[T]]) -> T:

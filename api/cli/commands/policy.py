@@ -46,7 +46,7 @@ def _authorizer() -> Iterator[Authorizer]:
 
     settings = load_settings()
     with database(settings) as url, friendly_errors():
-        authorizer = make_authorizer(url)
+        authorizer = make_authorizer(url, timeout_seconds=settings.db_timeout_seconds)
         try:
             yield authorizer
         finally:

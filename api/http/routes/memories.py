@@ -34,7 +34,7 @@ MemoryRef = Annotated[str, Path(description="A memory's uuid or citation", min_l
 async def validate_memory(
     body: ValidateIn, memory_id: MemoryRef, principal: CurrentPrincipal, resources: Resources
 ) -> ValidatePublic:
-    """Boost a memory's confidence by the validation source's amount."""
+    """Boost a memory's confidence by the validation source's amount (once per principal and source)."""
     return await memories.validate(resources, principal, memory_id, body)
 
 
@@ -42,7 +42,7 @@ async def validate_memory(
 async def memory_feedback(
     body: FeedbackIn, memory_id: MemoryRef, principal: CurrentPrincipal, resources: Resources
 ) -> FeedbackPublic:
-    """Record whether a memory helped; usefulness moves by an exponential moving average."""
+    """Record whether a memory helped: one vote per principal, the latest counts; usefulness follows them."""
     return await memories.feedback(resources, principal, memory_id, body)
 
 

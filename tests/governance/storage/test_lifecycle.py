@@ -24,6 +24,7 @@ from governance.storage.lifecycle import (
     retire_memory,
     supersede_memory,
 )
+from governance.trust import usefulness_from_votes
 from tests.utils.lifecycle_factories import Place
 
 DIM = 384
@@ -230,10 +231,10 @@ async def test_narrower_scope_copy_does_not_absorb_a_wider_publication(
 async def test_boost_is_capped_and_evented(engine: AsyncEngine, place: Place) -> None:
     out = await publish(engine, place, mem(place, "Boost me."))
     async with engine.begin() as conn:
-        assert (
-            await boost_memory(conn, out.memory_id, "human_approved", actor_id="h", actor_type="human") == 1.0
-        )
-        assert await boost_memory(conn, out.memory_id, "pr_merged", actor_id="h", actor_type="human") == 1.0
+        first = await boost_memory(conn, out.memory_id, "human_approved", actor_id="h", actor_type="human")
+        assert first.confidence == 1.0 and first.counted
+        second = await boost_memory(conn, out.memory_id, "pr_merged", actor_id="h", actor_type="human")
+        assert second.confidence == 1.0 and second.counted
     assert (
         await scalar(
             engine,
@@ -245,15 +246,24 @@ async def test_boost_is_capped_and_evented(engine: AsyncEngine, place: Place) ->
     )
 
 
-async def test_feedback_moves_usefulness_by_ema(engine: AsyncEngine, place: Place) -> None:
+async def test_feedback_is_one_vote_per_actor_the_latest_counts(engine: AsyncEngine, place: Place) -> None:
     out = await publish(engine, place, mem(place, "Feedback target."))
     async with engine.begin() as conn:
+        # a first vote moves usefulness as one EMA step (alpha 0.3) from 0.5 did
         assert await record_feedback(
             conn, out.memory_id, True, actor_id="a", actor_type="agent"
         ) == pytest.approx(0.65)
+        # the same actor again: its latest vote replaces the first, it is not added to it
         assert await record_feedback(
             conn, out.memory_id, False, actor_id="a", actor_type="agent"
-        ) == pytest.approx(0.455)
+        ) == pytest.approx(0.35)
+        assert await record_feedback(
+            conn, out.memory_id, False, actor_id="a", actor_type="agent"
+        ) == pytest.approx(0.35)
+        # another actor's vote counts beside it: (7/6 + 1) / (7/3 + 2)
+        assert await record_feedback(
+            conn, out.memory_id, True, actor_id="b", actor_type="agent"
+        ) == pytest.approx(0.5)
 
 
 async def test_supersede_non_head_is_conflict(engine: AsyncEngine, place: Place) -> None:
@@ -385,15 +395,16 @@ async def test_race_concurrent_boosts_sum_to_the_cap(wide_engine: AsyncEngine, p
             text("UPDATE memories SET confidence = 0.1 WHERE id = CAST(:i AS uuid)"), {"i": out.memory_id}
         )
 
-    async def one(source: str) -> None:
+    async def one(source: str, actor: int) -> None:
         async with wide_engine.begin() as conn:
-            await boost_memory(conn, out.memory_id, source, actor_id="o", actor_type="orchestrator")
+            # one validation per actor and source counts: each boost here is by another actor
+            await boost_memory(conn, out.memory_id, source, actor_id=f"o{actor}", actor_type="orchestrator")
 
-    await asyncio.gather(*(one("repeated_success") for _ in range(4)))
+    await asyncio.gather(*(one("repeated_success", i) for i in range(4)))
     assert await scalar(
         wide_engine, "SELECT confidence FROM memories WHERE id = CAST(:i AS uuid)", i=out.memory_id
     ) == pytest.approx(0.7)
-    await asyncio.gather(*(one("tests_passed") for _ in range(16)))
+    await asyncio.gather(*(one("tests_passed", i) for i in range(16)))
     assert await scalar(
         wide_engine, "SELECT confidence FROM memories WHERE id = CAST(:i AS uuid)", i=out.memory_id
     ) == pytest.approx(1.0)
@@ -403,3 +414,49 @@ async def test_race_concurrent_boosts_sum_to_the_cap(wide_engine: AsyncEngine, p
         )
         == 21
     )
+
+
+async def test_race_32_voters_all_count_and_repeats_do_not(wide_engine: AsyncEngine, place: Place) -> None:
+    """Votes on one memory are serialised by its row lock: the usefulness counts every voter once."""
+    out = await publish(wide_engine, place, mem(place, "Voted on concurrently."))
+
+    async def vote(actor: int, helpful: bool) -> None:
+        async with wide_engine.begin() as conn:
+            await record_feedback(conn, out.memory_id, helpful, actor_id=f"v{actor}", actor_type="agent")
+
+    # 24 voters, 16 of them helpful, each voting twice at once (the repeat must not count)
+    await asyncio.gather(*(vote(i % 24, i % 24 < 16) for i in range(48)))
+    assert await scalar(
+        wide_engine, "SELECT usefulness FROM memories WHERE id = CAST(:i AS uuid)", i=out.memory_id
+    ) == pytest.approx(usefulness_from_votes(16, 24))
+    assert (
+        await scalar(
+            wide_engine,
+            "SELECT count(*) FROM memory_votes WHERE memory_id = CAST(:i AS uuid)",
+            i=out.memory_id,
+        )
+        == 24
+    )
+
+
+async def test_race_repeated_validation_by_one_actor_counts_once(
+    wide_engine: AsyncEngine, place: Place
+) -> None:
+    out = await publish(wide_engine, place, mem(place, "Validated concurrently by one actor."))
+    async with wide_engine.begin() as conn:
+        await conn.execute(
+            text("UPDATE memories SET confidence = 0.1 WHERE id = CAST(:i AS uuid)"), {"i": out.memory_id}
+        )
+
+    async def one() -> bool:
+        async with wide_engine.begin() as conn:
+            validation = await boost_memory(
+                conn, out.memory_id, "repeated_success", actor_id="same", actor_type="orchestrator"
+            )
+            return validation.counted
+
+    counted = await asyncio.gather(*(one() for _ in range(16)))
+    assert sum(counted) == 1
+    assert await scalar(
+        wide_engine, "SELECT confidence FROM memories WHERE id = CAST(:i AS uuid)", i=out.memory_id
+    ) == pytest.approx(0.25)

@@ -1,0 +1,128 @@
+"""What text and JSON a request may carry: only what the database can store, refused as 422 otherwise.
+
+Postgres `text` and `jsonb` hold valid Unicode only, and `jsonb` finite numbers only; Python's `json`
+nevertheless accepts `NaN`, `Infinity`, `1e400` (read as infinity) and lone surrogate escapes such as
+`"\\ud800"`. Left alone, these reach the encoder or the driver and end as a 500. `Text` (any free text) and
+`JsonPayload` (an entry's payload) refuse them while the request is validated, naming where they are.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BeforeValidator
+
+__all__ = [
+    "MAX_JSON_DEPTH",
+    "Text",
+    "JsonPayload",
+    "lone_surrogate",
+    "json_problem",
+    "printable",
+    "refuse_lone_surrogates",
+    "refuse_unstorable_json",
+]
+
+# Containers nested deeper than this are refused. Python's own parser stops near 1000 levels with a
+# RecursionError, and no payload an agent means to write needs more than a few.
+MAX_JSON_DEPTH = 100
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def printable(text: str) -> str:
+    """`text` with lone surrogates written as `\\udXXX` escapes, so it can be encoded and shown."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def lone_surrogate(text: str) -> int | None:
+    """Index of the first lone surrogate in `text` (a pair in a JSON escape arrives as one character)."""
+    found = _SURROGATE.search(text)
+    return found.start() if found else None
+
+
+def _surrogate_message(text: str, index: int) -> str:
+    return (
+        f"contains a lone surrogate (\\u{ord(text[index]):04x} at index {index}), which is not valid "
+        "Unicode and cannot be stored"
+    )
+
+
+def refuse_lone_surrogates(value: Any) -> Any:
+    """Before str validation: refuse a string holding a lone surrogate (other input passes through)."""
+    if isinstance(value, str):
+        index = lone_surrogate(value)
+        if index is not None:
+            raise ValueError(_surrogate_message(value, index))
+    return value
+
+
+def _pointer(path: tuple[str | int, ...]) -> str:
+    """An RFC 6901 JSON pointer to the place (`/a/0`), printable; a deep one is shortened in the middle."""
+    parts = [str(p).replace("~", "~0").replace("/", "~1") for p in path]
+    if len(parts) > 10:
+        parts = [*parts[:6], f"...({len(parts) - 8} more)...", *parts[-2:]]
+    return printable("".join(f"/{p}" for p in parts))
+
+
+def _where(path: tuple[str | int, ...]) -> str:
+    return f"at {_pointer(path)}" if path else "the value itself"
+
+
+def json_problem(value: Any, *, max_depth: int = MAX_JSON_DEPTH) -> str | None:
+    """Why `value` (parsed JSON) cannot be stored as `jsonb`, or None. Iterative: any depth is safe."""
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, ())]
+    while stack:
+        item, path = stack.pop()
+        if item is None or isinstance(item, bool | int):
+            continue
+        if isinstance(item, float):
+            if math.isnan(item):
+                return f"{_where(path)}: NaN is not a number JSON or Postgres can hold"
+            if math.isinf(item):
+                sign = "" if item > 0 else "-"
+                return (
+                    f"{_where(path)}: {sign}Infinity (or a number beyond a double's range, such as "
+                    f"{sign}1e400) is not a finite number; JSON and Postgres hold finite numbers only"
+                )
+            continue
+        if isinstance(item, str):
+            index = lone_surrogate(item)
+            if index is not None:
+                return f"{_where(path)}: the string {_surrogate_message(item, index)}"
+            continue
+        if isinstance(item, dict | list):
+            if len(path) >= max_depth:
+                return f"{_where(path)}: nested deeper than {max_depth} levels"
+            if isinstance(item, dict):
+                children: list[tuple[Any, tuple[str | int, ...]]] = []
+                for key, child in item.items():
+                    if not isinstance(key, str):
+                        return f"{_where(path)}: key {key!r} is not a string"
+                    index = lone_surrogate(key)
+                    if index is not None:
+                        return f"{_where((*path, key))}: the key {_surrogate_message(key, index)}"
+                    children.append((child, (*path, key)))
+            else:
+                children = [(child, (*path, i)) for i, child in enumerate(item)]
+            stack.extend(reversed(children))  # the first problem in document order is reported
+            continue
+        return f"{_where(path)}: {type(item).__name__} is not a JSON value"
+    return None
+
+
+def refuse_unstorable_json(value: Any) -> Any:
+    """After validation: refuse a JSON value `jsonb` cannot hold, saying where the problem is."""
+    problem = json_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+Text = Annotated[str, BeforeValidator(refuse_lone_surrogates)]
+"""Free text that reaches the database: any valid Unicode (lengths stay each field's own)."""
+
+JsonPayload = Annotated[Any, AfterValidator(refuse_unstorable_json)]
+"""Any JSON value `jsonb` can hold: finite numbers, valid Unicode, at most `MAX_JSON_DEPTH` levels deep."""
