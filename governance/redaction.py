@@ -574,7 +574,7 @@ def _cards(text: str, depth: int) -> Iterator[Span]:
         yield match.start(), match.end(), priority
 
 
-# YYMMDD-[1-8]XXXXXX; without the dash only right after the word that says what it is
+# birth date, a dash, a 1-8 and six digits; without the dash only right after the word naming it
 _RRN = re.compile(
     r"(?<![0-9A-Za-z-])\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])[^\S\n]?[-–][^\S\n]?[1-8]\d{6}(?![\d-])"
     r"|(?:주민(?:등록)?번호)[^\S\n]*[:은는]?[^\S\n]*(?P<bare>\d{6}[1-8]\d{6})(?!\d)"

@@ -33,7 +33,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def printable(text: str) -> str:
-    """`text` with lone surrogates written as `\\udXXX` escapes, so it can be encoded and shown."""
+    """`text` with lone surrogates as backslash escapes (e.g. `\\udc80`), so it can be encoded."""
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
