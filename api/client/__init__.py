@@ -233,6 +233,11 @@ class _Calls:
         return _Call("GET", f"/v1/promotions/{_seg(task_id)}")
 
     @staticmethod
+    def promotion_plan(task_id: str, offset: int, limit: int | None) -> _Call:
+        params = _drop_none({"offset": offset, "limit": limit})
+        return _Call("GET", f"/v1/promotions/{_seg(task_id)}/plan", params=params)
+
+    @staticmethod
     def promotions(state: str | None, limit: int | None) -> _Call:
         return _Call("GET", "/v1/promotions", params=_drop_none({"state": state, "limit": limit}))
 
@@ -385,6 +390,19 @@ class LoregateClient:
         """The task's promotion: state, plan, verification, refusals, what it published."""
         return self._send(_Calls.promotion(task_id))
 
+    def promotion_plan(self, task_id: str, offset: int = 0, limit: int | None = None) -> dict[str, Any]:
+        """A page of the promotion's plan (full contents): `{task_id, total, offset, limit, next_offset,
+        items}`; `next_offset` is null after the last page."""
+        return self._send(_Calls.promotion_plan(task_id, offset, limit))
+
+    def promotion_plan_all(self, task_id: str, *, page_size: int = 500) -> Iterator[dict[str, Any]]:
+        """Every entry of the promotion's plan, in plan order, fetched a page at a time."""
+        offset: int | None = 0
+        while offset is not None:
+            page = self.promotion_plan(task_id, offset, page_size)
+            yield from page["items"]
+            offset = page.get("next_offset")
+
     def promotions(self, *, state: str | None = None, limit: int | None = None) -> dict[str, Any]:
         """Promotions of tasks this key may read (`state="awaiting_approval"`: those waiting for a human)."""
         return self._send(_Calls.promotions(state, limit))
@@ -501,6 +519,19 @@ class AsyncLoregateClient:
 
     async def promotion(self, task_id: str) -> dict[str, Any]:
         return await self._send(_Calls.promotion(task_id))
+
+    async def promotion_plan(self, task_id: str, offset: int = 0, limit: int | None = None) -> dict[str, Any]:
+        return await self._send(_Calls.promotion_plan(task_id, offset, limit))
+
+    async def promotion_plan_all(
+        self, task_id: str, *, page_size: int = 500
+    ) -> AsyncIterator[dict[str, Any]]:
+        offset: int | None = 0
+        while offset is not None:
+            page = await self.promotion_plan(task_id, offset, page_size)
+            for entry in page["items"]:
+                yield entry
+            offset = page.get("next_offset")
 
     async def promotions(self, *, state: str | None = None, limit: int | None = None) -> dict[str, Any]:
         return await self._send(_Calls.promotions(state, limit))

@@ -17,6 +17,9 @@ __all__ = [
     "PromotionStarted",
     "VerificationPublic",
     "PlanEntryPublic",
+    "PromotionPlanPage",
+    "PLAN_PAGE_SIZE",
+    "PLAN_PAGE_MAX",
     "RefusalPublic",
     "PublishedPublic",
     "PromotionPublic",
@@ -24,6 +27,11 @@ __all__ = [
     "PromotionSummary",
     "PromotionList",
 ]
+
+
+# `GET /v1/promotions/{task_id}` shows the plan's first page; `.../plan?offset=&limit=` pages through it
+PLAN_PAGE_SIZE = 100
+PLAN_PAGE_MAX = 1000
 
 
 class VerificationIn(BaseModel):
@@ -71,6 +79,7 @@ class VerificationPublic(BaseModel):
 class PlanEntryPublic(BaseModel):
     """One memory the promotion will publish, and what it does to published memory."""
 
+    index: int = Field(default=0, description="Position in the plan (the order publish follows)")
     memory_type: str
     title: str
     content: str
@@ -111,11 +120,16 @@ class PromotionPublic(BaseModel):
     target_scope: str
     live: bool = Field(
         description="False when the worker did not answer; state then comes from "
-        "the LoregateState search attribute and the plan is empty"
+        "the LoregateState search attribute (plan and publication still come from the database)"
     )
     requires_approval: bool | None = None
     verification: VerificationPublic | None = None
-    plan: list[PlanEntryPublic] = Field(default_factory=list)
+    plan: list[PlanEntryPublic] = Field(
+        default_factory=list,
+        description=f"The plan's first {PLAN_PAGE_SIZE} entries (full content); "
+        "`GET /v1/promotions/{task_id}/plan` pages through all of them",
+    )
+    plan_total: int = Field(default=0, description="How many entries the plan has")
     critique: str | None = None
     reward: float | None = None
     cognify_engine: str | None = None
@@ -124,10 +138,24 @@ class PromotionPublic(BaseModel):
     decided_by: str | None = None
     decision_note: str | None = None
     refusals: list[RefusalPublic] = Field(default_factory=list)
-    published: list[PublishedPublic] = Field(default_factory=list)
+    published: list[PublishedPublic] = Field(
+        default_factory=list, description=f"The first {PLAN_PAGE_SIZE} published memories, in plan order"
+    )
+    published_total: int = Field(default=0, description="How many plan entries were published")
     error: str | None = None
     started_at: datetime | None = None
     closed_at: datetime | None = None
+
+
+class PromotionPlanPage(BaseModel):
+    """A page of a promotion's plan, from the database (full contents), in plan order."""
+
+    task_id: str
+    total: int = Field(description="How many entries the plan has (0 until the plan is complete)")
+    offset: int
+    limit: int
+    next_offset: int | None = Field(description="The offset of the next page, or null after the last")
+    items: list[PlanEntryPublic]
 
 
 class DecisionPublic(BaseModel):

