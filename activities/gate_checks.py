@@ -1,23 +1,27 @@
-"""Identity and policy checks for what reaches a promotion through Temporal rather than the API.
+"""Identity and policy checks for what reaches the gate through Temporal rather than through the API.
 
 The gateway authenticates its callers; a workflow started with `temporal workflow start`, or a signal sent
-from the Temporal UI, carries only claims (`requested_by`, `given_by`). These activities check each claim
-against the principals table and the Casbin policy before the workflow acts on it, so every channel meets
-the same rules:
+from the Temporal UI, carries only claims (`requested_by`, `given_by`, `approver`). These activities check
+each claim against the principals table and the Casbin policy before a workflow acts on it, so every
+channel meets the same rules:
 
 - a promotion runs only for an enabled principal allowed to `promote` into its target scope in the task's
   tenant (`check_start`);
 - `human_approved` evidence counts only from an enabled human allowed to `approve` that scope
   (`check_evidence`);
-- with `approval_mode=api_only`, starts and evidence must carry a grant the gateway wrote for the
-  authenticated caller (`governance/storage/promotions.py`), as approvals must.
+- a decision counts only from an enabled principal allowed to `approve` that scope (`check_approver`);
+- with `approval_mode=api_only`, starts, evidence and decisions must carry a grant the gateway wrote for
+  the authenticated caller (governance/storage/promotions.py); signals are refused outright.
 
-A refusal is recorded as a REJECTED event, so the audit trail shows who tried what.
+*Enabled* means holding at least one unrevoked API key (`loregate principals disable` revokes them all),
+checked at the moment of each claim. A refusal is recorded as a REJECTED event, so the audit trail shows
+who tried what.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from temporalio import activity
@@ -31,9 +35,16 @@ from governance.storage.promotions import approval_grant_exists
 from governance.storage.staging import get_task
 from policy.enforcer import Authorizer
 
-__all__ = ["GateCheckActivities", "StartCheckInput", "EvidenceCheckInput", "CheckResult", "API_ONLY"]
+__all__ = [
+    "GateCheckActivities",
+    "StartCheckInput",
+    "EvidenceCheckInput",
+    "ApproverCheckInput",
+    "CheckResult",
+    "ApproverCheckResult",
+]
 
-API_ONLY = "api_only"
+SIGNAL = "signal"
 
 
 @dataclass
@@ -72,30 +83,118 @@ class CheckResult:
     principal_type: str | None = None
 
 
+@dataclass
+class ApproverCheckInput:
+    """Is `approver` (a claim when it came through a signal) allowed to decide this promotion?"""
+
+    request_id: str
+    workflow_id: str
+    task_id: str
+    approver: str
+    decision: str  # "approve" | "reject"
+    channel: str  # "signal" (Temporal UI) | "update" (API or UI)
+    org: str
+    project: str
+    target_scope: str
+    grant: str | None = None
+    note: str = ""
+
+
+@dataclass
+class ApproverCheckResult:
+    """Accepted, or refused with the reason (the refusal is already recorded as an event)."""
+
+    accepted: bool
+    reason: str
+    approver_name: str | None = None
+    approver_type: str | None = None
+
+
+@dataclass
+class _Refusal:
+    """What a refused claim writes to the audit trail."""
+
+    workflow_id: str
+    task_id: str
+    claimed: str | None
+    reason: str
+    payload: dict[str, Any]
+    dedupe_key: str
+
+
 class GateCheckActivities:
     """The checks, over one engine and the process's authoriser."""
 
     def __init__(self, *, engine: AsyncEngine, authorizer: Authorizer, settings: Settings) -> None:
         self._engine = engine
         self._authorizer = authorizer
-        self._settings = settings
+        self._api_only = settings.api_only
 
     @activity.defn(name="promotion_check_start")
     async def check_start(self, data: StartCheckInput) -> CheckResult:
         """Refuse a promotion requested by nobody, by an unknown or disabled principal, or without promote."""
         reason, principal = await self._start_refusal(data)
-        return await self._answer(
-            reason, principal, data.workflow_id, data.task_id, data.requested_by, "start", "start"
-        )
+        if reason is not None:
+            await self._record(
+                _Refusal(
+                    data.workflow_id,
+                    data.task_id,
+                    data.requested_by,
+                    f"start refused: {reason}",
+                    {"refused": "start"},
+                    f"{data.workflow_id}:refused-start",
+                ),
+                principal,
+            )
+        return _result(reason, principal)
 
     @activity.defn(name="promotion_check_evidence")
     async def check_evidence(self, data: EvidenceCheckInput) -> CheckResult:
         """Refuse human_approved from anyone but an approving human; in api_only mode, ungranted evidence."""
         reason, principal = await self._evidence_refusal(data)
-        return await self._answer(
-            reason, principal, data.workflow_id, data.task_id, data.given_by, "verify", data.request_id
-        )
+        if reason is not None:
+            await self._record(
+                _Refusal(
+                    data.workflow_id,
+                    data.task_id,
+                    data.given_by,
+                    f"verify refused: {reason}",
+                    {"refused": "verify", "source": data.source, "channel": data.channel},
+                    f"{data.workflow_id}:refused-verify:{data.request_id}",
+                ),
+                principal,
+            )
+        return _result(reason, principal)
 
+    @activity.defn(name="check_approver")
+    async def check_approver(self, data: ApproverCheckInput) -> ApproverCheckResult:
+        """Accept a decision only from an enabled principal Casbin lets `approve` this scope and tenant.
+
+        A refusal is recorded as a REJECTED event (payload `refused_approval: true`); the promotion itself
+        keeps waiting.
+        """
+        reason, principal = await self._approver_refusal(data)
+        if reason is None and principal is not None:
+            return ApproverCheckResult(
+                accepted=True,
+                reason="accepted",
+                approver_name=principal.name,
+                approver_type=principal.actor_type.value,
+            )
+        await self._record(
+            _Refusal(
+                data.workflow_id,
+                data.task_id,
+                data.approver,
+                f"{data.decision} refused: {reason}",
+                {"refused_approval": True, "decision": data.decision, "channel": data.channel},
+                f"{data.workflow_id}:refusal:{data.request_id}",
+            ),
+            principal,
+        )
+        return ApproverCheckResult(accepted=False, reason=str(reason))
+
+    # ---- the rules -----------------------------------------------------------------------------
     async def _start_refusal(self, data: StartCheckInput) -> tuple[str | None, Principal | None]:
         if not data.requested_by:
             return "the promotion names no requester (requested_by)", None
@@ -106,9 +205,7 @@ class GateCheckActivities:
             principal = await get_enabled_principal(conn, data.requested_by)
             if principal is None:
                 return f"unknown or disabled principal {data.requested_by!r}", None
-            if self._settings.approval_mode == API_ONLY and not await self._granted(
-                conn, data.workflow_id, data.grant, principal, "start"
-            ):
+            if self._api_only and not await _granted(conn, data.workflow_id, data.grant, principal, "start"):
                 return "approval_mode is api_only: promotions must be started through the API", principal
         if not self._authorizer.allowed(
             principal, org=task.org, project=task.project, scope=data.target_scope, action="promote"
@@ -129,10 +226,9 @@ class GateCheckActivities:
 
     async def _evidence_refusal(self, data: EvidenceCheckInput) -> tuple[str | None, Principal | None]:
         human_word = data.source == ValidationSource.HUMAN_APPROVED.value
-        api_only = self._settings.approval_mode == API_ONLY
-        if not human_word and not api_only:
-            return None, None  # tests passed, PR merged...: what the orchestrator reports, as before
-        if data.channel == "signal" and api_only:
+        if not human_word and not self._api_only:
+            return None, None  # tests passed, PR merged…: what the orchestrator reports, as before
+        if data.channel == SIGNAL and self._api_only:
             return "approval_mode is api_only: evidence must come through the authenticated API", None
         if not data.given_by:
             return "human_approved evidence must name the human who gives it (given_by)", None
@@ -143,7 +239,7 @@ class GateCheckActivities:
             task = await get_task(conn, data.task_id)
             if task is None:
                 return f"task {data.task_id!r} does not exist", principal
-            if api_only and not await self._granted(conn, data.workflow_id, data.grant, principal, "verify"):
+            if self._api_only and not await _granted(conn, data.workflow_id, data.grant, principal, "verify"):
                 return "approval_mode is api_only and no API-authenticated grant matches", principal
         if human_word and not self._may_approve(principal, task.org, task.project, data.target_scope):
             return (
@@ -153,48 +249,63 @@ class GateCheckActivities:
             )
         return None, principal
 
+    async def _approver_refusal(self, data: ApproverCheckInput) -> tuple[str | None, Principal | None]:
+        if data.channel == SIGNAL and self._api_only:
+            return "approval_mode is api_only: approvals must come through the authenticated API", None
+        if not data.approver:
+            return "the decision names no approver", None
+        async with self._engine.connect() as conn:
+            principal = await get_enabled_principal(conn, data.approver)
+            if principal is None:
+                return f"unknown or disabled principal {data.approver!r}", None
+            if self._api_only and not await _granted(
+                conn, data.workflow_id, data.grant, principal, data.decision
+            ):
+                return "approval_mode is api_only and no API-authenticated grant matches", principal
+        if not self._authorizer.allowed(
+            principal, org=data.org, project=data.project, scope=data.target_scope, action="approve"
+        ):
+            return (
+                f"{principal.actor_type.value} {principal.id} may not approve {data.target_scope} scope "
+                f"in {data.org}/{data.project}",
+                principal,
+            )
+        return None, principal
+
     def _may_approve(self, principal: Principal, org: str, project: str, scope: str) -> bool:
         return principal.actor_type is ActorType.HUMAN and self._authorizer.allowed(
             principal, org=org, project=project, scope=scope, action="approve"
         )
 
-    async def _granted(
-        self, conn: AsyncConnection, workflow_id: str, grant: str | None, principal: Principal, what: str
-    ) -> bool:
-        if grant is None:
-            return False
-        return await approval_grant_exists(
-            conn,
-            workflow_id=workflow_id,
-            grant=grant,
-            principal_id=principal.id,
-            decision=what,
-        )
-
-    async def _answer(
-        self,
-        reason: str | None,
-        principal: Principal | None,
-        workflow_id: str,
-        task_id: str,
-        claimed: str | None,
-        what: str,
-        request_id: str,
-    ) -> CheckResult:
-        kind = principal.actor_type.value if principal else None
-        if reason is None:
-            return CheckResult(accepted=True, reason="accepted", principal_type=kind)
+    async def _record(self, refusal: _Refusal, principal: Principal | None) -> None:
         async with self._engine.begin() as conn:
             await record_event(
                 conn,
                 event_type=EventType.REJECTED,
-                actor_id=(claimed or "")[:64] or None,
-                actor_type=kind,
-                task_id=task_id,
-                workflow_id=workflow_id,
-                reason=f"{what} refused: {reason}",
-                payload={"refused": what},
-                dedupe_key=f"{workflow_id}:refused-{what}:{request_id}",
+                actor_id=(refusal.claimed or "")[:64] or None,
+                actor_type=principal.actor_type.value if principal else None,
+                task_id=refusal.task_id,
+                workflow_id=refusal.workflow_id,
+                reason=refusal.reason,
+                payload=refusal.payload,
+                dedupe_key=refusal.dedupe_key,
                 if_absent=True,
             )
-        return CheckResult(accepted=False, reason=reason, principal_type=kind)
+
+
+def _result(reason: str | None, principal: Principal | None) -> CheckResult:
+    kind = principal.actor_type.value if principal else None
+    if reason is None:
+        return CheckResult(accepted=True, reason="accepted", principal_type=kind)
+    return CheckResult(accepted=False, reason=reason, principal_type=kind)
+
+
+async def _granted(
+    conn: AsyncConnection, workflow_id: str, grant: str | None, principal: Principal, what: str
+) -> bool:
+    """Whether the gateway wrote `grant` for this principal's `what` on this workflow."""
+    if grant is None:
+        return False
+    return await approval_grant_exists(
+        conn, workflow_id=workflow_id, grant=grant, principal_id=principal.id, decision=what
+    )

@@ -34,7 +34,6 @@ from governance.publication import PublishedMemory
 from governance.redaction import redact, redact_json
 from governance.scopes import SCOPE_LEVEL, ActorType, Scope, scope_key
 from governance.storage.events import EventType, record_event
-from governance.storage.identity import get_principal
 from governance.storage.lifecycle import NewMemory, find_neighbours, publish_candidate
 from governance.storage.plans import (
     PlanKey,
@@ -57,7 +56,6 @@ from governance.storage.plans import (
     save_plan_items,
     text_digest,
 )
-from governance.storage.promotions import approval_grant_exists
 from governance.storage.publish import lock_for_publication
 from governance.storage.staging import get_task, last_seq, set_task_status, snapshot_entries
 from governance.supersession import ContradictionJudge
@@ -73,8 +71,6 @@ __all__ = [
     "PlanInput",
     "PlanItem",
     "PlanResult",
-    "ApproverCheckInput",
-    "ApproverCheckResult",
     "PublishInput",
     "PublishResult",
     "DecisionRecordInput",
@@ -221,33 +217,6 @@ class PlanResult:
     embedded: int = 0  # texts this attempt embedded (embedding cache misses)
     cached: int = 0  # texts this attempt found in the embedding cache
     resumed_from: int = 0  # plan items an earlier attempt had written, not redone
-
-
-@dataclass
-class ApproverCheckInput:
-    """Is `approver` (a claim when it came through a signal) allowed to decide this promotion?"""
-
-    request_id: str
-    workflow_id: str
-    task_id: str
-    approver: str
-    decision: str  # "approve" | "reject"
-    channel: str  # "signal" (Temporal UI) | "update" (API or UI)
-    org: str
-    project: str
-    target_scope: str
-    grant: str | None = None
-    note: str = ""
-
-
-@dataclass
-class ApproverCheckResult:
-    """Accepted, or refused with the reason (the refusal is already recorded as an event)."""
-
-    accepted: bool
-    reason: str
-    approver_name: str | None = None
-    approver_type: str | None = None
 
 
 @dataclass
@@ -607,63 +576,6 @@ class PromotionActivities:
             found.update(fresh)
             progress.embedded += len(fresh)
         return [found[d] for d in digests]
-
-    @activity.defn
-    async def check_approver(self, data: ApproverCheckInput) -> ApproverCheckResult:
-        """Accept an approval only from an existing principal Casbin lets `approve` this scope and tenant.
-
-        A refusal is recorded as a REJECTED event (payload `refused_approval: true`) so the audit trail
-        shows who tried; the promotion itself keeps waiting.
-        """
-        reason, principal = await self._refusal(data)
-        if reason is None and principal is not None:
-            return ApproverCheckResult(
-                accepted=True,
-                reason="accepted",
-                approver_name=principal.name,
-                approver_type=principal.actor_type.value,
-            )
-        async with self._engine.begin() as conn:
-            await record_event(
-                conn,
-                event_type=EventType.REJECTED,
-                actor_id=data.approver[:64] or None,
-                actor_type=principal.actor_type.value if principal else None,
-                task_id=data.task_id,
-                workflow_id=data.workflow_id,
-                reason=f"{data.decision} refused: {reason}",
-                payload={"refused_approval": True, "decision": data.decision, "channel": data.channel},
-                dedupe_key=f"{data.workflow_id}:refusal:{data.request_id}",
-                if_absent=True,
-            )
-        return ApproverCheckResult(accepted=False, reason=str(reason))
-
-    async def _refusal(self, data: ApproverCheckInput) -> tuple[str | None, Any]:
-        if data.channel == "signal" and self._settings.approval_mode == "api_only":
-            return "approval_mode is api_only: approvals must come through the authenticated API", None
-        async with self._engine.connect() as conn:
-            principal = await get_principal(conn, data.approver) if data.approver else None
-            if principal is None:
-                return f"unknown principal {data.approver!r}", None
-            if self._settings.approval_mode == "api_only":
-                granted = data.grant is not None and await approval_grant_exists(
-                    conn,
-                    workflow_id=data.workflow_id,
-                    grant=data.grant,
-                    principal_id=principal.id,
-                    decision=data.decision,
-                )
-                if not granted:
-                    return "approval_mode is api_only and no API-authenticated grant matches", principal
-        if not self._authorizer.allowed(
-            principal, org=data.org, project=data.project, scope=data.target_scope, action="approve"
-        ):
-            return (
-                f"{principal.actor_type.value} {principal.id} may not approve {data.target_scope} scope "
-                f"in {data.org}/{data.project}",
-                principal,
-            )
-        return None, principal
 
     @activity.defn
     async def publish(self, data: PublishInput) -> PublishResult:

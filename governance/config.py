@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 import platformdirs
 from pydantic import Field
@@ -67,7 +68,8 @@ class Settings(BaseSettings):
     # promotion gate
     verify_timeout_seconds: float = 7 * 24 * 3600
     approval_timeout_seconds: float = 7 * 24 * 3600
-    approval_mode: str = "ui_or_api"  # "ui_or_api" | "api_only"
+    # api_only: starts, evidence and decisions count only with a grant the gateway wrote for its caller
+    approval_mode: Literal["ui_or_api", "api_only"] = "ui_or_api"
     dedup_similarity_threshold: float = 0.92
     related_similarity_threshold: float = 0.85
 
@@ -97,6 +99,11 @@ class Settings(BaseSettings):
     # `loregate up`: a worker, gateway or Temporal dev server that dies is restarted with backoff
     supervisor_max_restarts: int = 5  # per child within the window; one more stops the platform
     supervisor_restart_window_seconds: float = 300.0
+
+    @property
+    def api_only(self) -> bool:
+        """Whether only the authenticated API may start, give evidence to and decide promotions."""
+        return self.approval_mode == "api_only"
 
     def retention_policy(self) -> RetentionPolicy:
         """The nightly retention's numbers."""

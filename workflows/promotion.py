@@ -23,9 +23,15 @@ from temporalio.common import RetryPolicy, SearchAttributeKey
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.promotion import (
+    from activities.gate_checks import (
         ApproverCheckInput,
         ApproverCheckResult,
+        CheckResult,
+        EvidenceCheckInput,
+        GateCheckActivities,
+        StartCheckInput,
+    )
+    from activities.promotion import (
         CognifyInput,
         CognifyResult,
         CollectInput,
@@ -82,6 +88,9 @@ _PUBLISH_TIME_PER_ITEM = timedelta(milliseconds=20)
 # cognify and plan heartbeat while they run: a worker that dies holding one is noticed after this, and the
 # activity retried elsewhere, instead of after the whole 5-minute start-to-close timeout
 _HEARTBEAT_TIMEOUT = timedelta(seconds=10)
+# Runs that began before the gate checked its start and evidence by activity replay without those checks;
+# runs from then on record this patch marker and check every claim (requester, evidence giver, approver).
+GATE_CHECKS_PATCH = "gate-checks-start-and-evidence"
 
 
 @dataclass
@@ -160,16 +169,57 @@ class PromotionWorkflow:
 
     # ---- verification --------------------------------------------------------------------------
     @workflow.signal(name=Names.VERIFY)
-    def verify_signal(self, evidence: Verification) -> None:
-        """Verification evidence from an orchestrator (or the UI); ignored once evidence is in."""
-        if self._status.verification is None and evidence.source in ValidationSource.__members__.values():
-            self._status.verification = evidence
+    async def verify_signal(self, evidence: Verification) -> None:
+        """Evidence from an orchestrator (or the UI): checked, then kept unless evidence is already in."""
+        known = evidence.source in ValidationSource.__members__.values()
+        if self._status.verification is not None or not known:
+            return
+        if workflow.patched(GATE_CHECKS_PATCH):
+            check = await self._check_evidence(evidence, "signal")
+            if not check.accepted:
+                self._refuse(evidence.given_by, "verify", "signal", check.reason)
+                return
+            if self._status.verification is not None:  # other evidence came in while this was checked
+                return
+        self._status.verification = evidence
 
     @workflow.update(name=Names.VERIFY)
-    def verify_update(self, evidence: Verification) -> PromotionStatus:
+    async def verify_update(self, evidence: Verification) -> PromotionStatus:
         """Verification evidence through the API; the validator refuses it when it cannot be used."""
+        if workflow.patched(GATE_CHECKS_PATCH):
+            check = await self._check_evidence(evidence, "update")
+            if not check.accepted:
+                self._refuse(evidence.given_by, "verify", "update", check.reason)
+                raise ApplicationError(check.reason, type=ErrorTypes.APPROVAL_REFUSED, non_retryable=True)
+            if self._status.verification is not None:
+                raise ApplicationError(
+                    f"promotion is {self._status.state}, verification already given", type=ErrorTypes.CONFLICT
+                )
         self._status.verification = evidence
         return self._status
+
+    async def _check_evidence(self, evidence: Verification, channel: str) -> CheckResult:
+        """`human_approved` counts only from an enabled human allowed to approve (an activity decides)."""
+        result: CheckResult = await workflow.execute_local_activity_method(
+            GateCheckActivities.check_evidence,
+            EvidenceCheckInput(
+                workflow_id=workflow.info().workflow_id,
+                task_id=self._status.task_id,
+                target_scope=self._status.target_scope,
+                source=evidence.source,
+                given_by=evidence.given_by,
+                channel=channel,
+                request_id=str(workflow.uuid4()),
+                grant=evidence.grant,
+            ),
+            start_to_close_timeout=_DB_TIMEOUT,
+            retry_policy=DB_RETRY,
+        )
+        return result
+
+    def _refuse(self, who: str | None, decision: str, channel: str, reason: str) -> None:
+        self._status.refusals.append(Refusal(who or "", decision, channel, reason))
+        self._show()
 
     @verify_update.validator
     def _validate_verify(self, evidence: Verification) -> None:
@@ -234,7 +284,7 @@ class PromotionWorkflow:
             return ApprovalAck(False, self._status.state, "not awaiting approval")
         collected = self._collected
         check: ApproverCheckResult = await workflow.execute_local_activity_method(
-            PromotionActivities.check_approver,
+            GateCheckActivities.check_approver,
             ApproverCheckInput(
                 request_id=str(workflow.uuid4()),
                 workflow_id=workflow.info().workflow_id,
@@ -252,8 +302,7 @@ class PromotionWorkflow:
             retry_policy=DB_RETRY,
         )
         if not check.accepted:
-            self._status.refusals.append(Refusal(request.approver, verb, channel, check.reason))
-            self._show()
+            self._refuse(request.approver, verb, channel, check.reason)
             if channel == "update":
                 raise ApplicationError(check.reason, type=ErrorTypes.APPROVAL_REFUSED, non_retryable=True)
             return ApprovalAck(False, self._status.state, check.reason)
@@ -291,6 +340,8 @@ class PromotionWorkflow:
                 type=ErrorTypes.INVALID_INPUT,
                 non_retryable=True,
             )
+        if workflow.patched(GATE_CHECKS_PATCH):
+            await self._check_start(data)
         self._set_state(PromotionState.AWAITING_VERIFICATION)
         try:
             await workflow.wait_condition(
@@ -437,6 +488,26 @@ class PromotionWorkflow:
             decided_by=decision.approver if decision else None,
             published_total=published.total,
         )
+
+    async def _check_start(self, data: PromotionInput) -> None:
+        """Refuse (fail) a start whose requester does not exist, is disabled or may not promote there."""
+        check: CheckResult = await workflow.execute_local_activity_method(
+            GateCheckActivities.check_start,
+            StartCheckInput(
+                workflow_id=workflow.info().workflow_id,
+                task_id=data.task_id,
+                target_scope=data.target_scope,
+                requested_by=data.requested_by,
+                grant=data.grant,
+                evidence_source=data.verification.source if data.verification else None,
+            ),
+            start_to_close_timeout=_DB_TIMEOUT,
+            retry_policy=DB_RETRY,
+        )
+        if not check.accepted:
+            self._status.error = check.reason
+            self._set_state(PromotionState.REFUSED)
+            raise ApplicationError(check.reason, type=ErrorTypes.START_REFUSED, non_retryable=True)
 
     async def _publish(
         self,

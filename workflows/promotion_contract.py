@@ -47,10 +47,19 @@ class PromotionState(StrEnum):
     REJECTED = "rejected"
     UNVERIFIED = "unverified"
     FAILED = "failed"
+    # the start's claims failed the gate's checks (requester unknown, disabled or not allowed): the workflow
+    # fails, so a start through the API can still run the task's promotion afterwards
+    REFUSED = "refused"
 
 
 FINAL_STATES = frozenset(
-    {PromotionState.PUBLISHED, PromotionState.REJECTED, PromotionState.UNVERIFIED, PromotionState.FAILED}
+    {
+        PromotionState.PUBLISHED,
+        PromotionState.REJECTED,
+        PromotionState.UNVERIFIED,
+        PromotionState.FAILED,
+        PromotionState.REFUSED,
+    }
 )
 
 # The keyword search attribute the Temporal UI filters and shows (`LoregateState = "awaiting_approval"`).
@@ -90,16 +99,25 @@ class ErrorTypes:
     NOT_FOUND = NotFound.__name__
     # a claimed approver the policy or the principals table refuses (a 403 for the API caller)
     APPROVAL_REFUSED = "ApprovalRefused"
+    # a start whose requester the gate refuses (the workflow fails with it)
+    START_REFUSED = "StartRefused"
     # the embedding endpoint's vectors do not fit the schema: retrying cannot help
     EMBEDDING_DIMENSION_MISMATCH = "EmbeddingDimensionMismatch"
 
 
 @dataclass
 class Verification:
-    """Evidence the task's work is right: `source` is a ValidationSource, `success` the outcome."""
+    """Evidence the task's work is right: `source` is a ValidationSource, `success` the outcome.
+
+    `given_by` names who gives it (the API sets the caller; through the Temporal UI it is a claim the
+    workflow checks: `human_approved` counts only from an enabled human allowed to approve the scope).
+    `grant` is set only by the API gateway (`approval_mode=api_only`).
+    """
 
     source: str
     success: bool = True
+    given_by: str | None = None
+    grant: str | None = None
 
 
 @dataclass
@@ -111,7 +129,10 @@ class PromotionInput:
     verification: Verification | None = None
     verify_timeout_seconds: float = 7 * 24 * 3600
     approval_timeout_seconds: float = 7 * 24 * 3600
+    # who asks: checked by an activity before anything runs (exists, enabled, may promote into the scope)
     requested_by: str | None = None
+    # the gateway's proof that the start came through the API (`approval_mode=api_only` requires it)
+    grant: str | None = None
 
 
 @dataclass
@@ -156,7 +177,7 @@ class PlanEntry:
 
 @dataclass
 class Refusal:
-    """An approval or rejection that was not accepted, and why."""
+    """A decision (approve, reject) or evidence (verify) that was not accepted, and why."""
 
     approver: str
     decision: str

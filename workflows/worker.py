@@ -15,6 +15,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from activities.approaches import ApproachActivities
+from activities.gate_checks import GateCheckActivities
 from activities.promotion import PromotionActivities
 from activities.retention import RetentionActivities
 from governance.adapters.embedders import make_embedder
@@ -48,6 +49,7 @@ def activity_functions(
     )
     retention = RetentionActivities(engine)
     approaches = ApproachActivities(engine, embedder, settings)
+    gate = GateCheckActivities(engine=engine, authorizer=authorizer, settings=settings)
     return [
         retention.decay,
         retention.expire,
@@ -57,7 +59,9 @@ def activity_functions(
         promotion.collect_staging,
         promotion.cognify,
         promotion.plan,
-        promotion.check_approver,
+        gate.check_start,
+        gate.check_evidence,
+        gate.check_approver,
         promotion.publish,
         promotion.record_decision,
     ]

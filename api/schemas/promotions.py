@@ -72,8 +72,11 @@ class PromotionStarted(BaseModel):
 
 
 class VerificationPublic(BaseModel):
+    """The evidence the promotion holds, and who gave it (checked by the gate on every channel)."""
+
     source: str
     success: bool
+    given_by: str | None = None
 
 
 class PlanEntryPublic(BaseModel):

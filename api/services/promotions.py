@@ -128,6 +128,30 @@ def _check_evidence(
         state.authorizer.check(principal, org=task.org, project=task.project, scope=scope, action="approve")
 
 
+async def _grant(
+    state: GatewayResources, principal: Principal, workflow_id: str, task_id: str, what: str
+) -> str | None:
+    """In `approval_mode=api_only`, the gateway's proof that `what` came from this authenticated caller.
+
+    The workflow's gate checks accept a start or evidence in that mode only with a grant row naming the
+    caller (the Temporal UI and `temporal workflow start` cannot write one); otherwise none is needed.
+    """
+    if not state.settings.api_only:
+        return None
+    grant = uuid.uuid4().hex
+    async with state.engine.begin() as conn:
+        await record_approval_grant(
+            conn,
+            workflow_id=workflow_id,
+            task_id=task_id,
+            grant=grant,
+            principal=principal,
+            decision=what,
+            note="",
+        )
+    return grant
+
+
 def _handle(client: Client, task_id: str) -> WorkflowHandle[Any, Any]:
     return client.get_workflow_handle(workflow_id_for(task_id))
 
@@ -262,10 +286,13 @@ async def start_promotion(
     data = PromotionInput(
         task_id=task.id,
         target_scope=target.value,
-        verification=Verification(evidence.source.value, evidence.success) if evidence else None,
+        verification=Verification(evidence.source.value, evidence.success, given_by=principal.id)
+        if evidence
+        else None,
         verify_timeout_seconds=settings.verify_timeout_seconds,
         approval_timeout_seconds=settings.approval_timeout_seconds,
         requested_by=principal.id,
+        grant=await _grant(state, principal, workflow_id, task.id, "start"),
     )
     async with _temporal_errors(task.id):
         try:
@@ -376,10 +403,11 @@ async def verify_promotion(
         principal, org=task.org, project=task.project, scope=status.target_scope, action="promote"
     )
     _check_evidence(state, principal, task, status.target_scope, body)
+    grant = await _grant(state, principal, handle.id, task.id, "verify")
     async with _temporal_errors(task.id):
         updated: PromotionStatus = await handle.execute_update(
             Names.VERIFY,
-            Verification(body.source.value, body.success),
+            Verification(body.source.value, body.success, given_by=principal.id, grant=grant),
             result_type=PromotionStatus,
             rpc_timeout=UPDATE_TIMEOUT,
         )

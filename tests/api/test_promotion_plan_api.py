@@ -8,49 +8,22 @@ pages through it. Against a real gateway, a Temporal dev server and a worker wit
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
-import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 from temporalio.client import Client
 
 from api.client import AsyncLoregateClient
-from governance.config import Settings
 from governance.scopes import ActorType
 from tests.utils.factories import Actor, make_actor, new_tenant
-from tests.utils.gateway import running_gateway
 from tests.utils.promotion_factories import Entry, make_large_task
-from tests.utils.promotion_gateway import running_worker, temporal_settings, wait_promotion_state
+from tests.utils.promotion_gateway import wait_promotion_state
 from workflows.promotion_contract import Names, PromotionStatus, workflow_id_for
 
 FACTS = 230
 DISTINCT = 40
 LONG = "db.pool: " + "the pool keeps twenty connections per worker and recycles them hourly; " * 7
-
-
-@pytest.fixture(scope="module")
-def promo_settings(settings: Settings, local_env: Any) -> Settings:
-    return temporal_settings(settings, local_env.client)
-
-
-@pytest.fixture(scope="module")
-def gateway(promo_settings: Settings) -> Iterator[str]:
-    with running_gateway(promo_settings) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-async def worker(local_env: Any, promo_settings: Settings) -> AsyncIterator[None]:
-    async with running_worker(local_env.client, promo_settings):
-        yield
-
-
-@pytest.fixture
-async def http(gateway: str, worker: None) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=gateway, timeout=90) as client:
-        yield client
 
 
 async def _awaiting_approval(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
@@ -17,14 +17,13 @@ from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.common import WorkflowIDConflictPolicy
 
 from governance.config import Settings
-from governance.scopes import ActorType
 from governance.storage.promotions import record_approval_grant
 from governance.storage.tables import memory_events
-from tests.utils.factories import Actor, make_actor, new_tenant
+from tests.utils.factories import Actor
 from tests.utils.gateway import running_gateway
 from tests.utils.grpc_gateway import bearer, grpc_gateway, pb2, refusal
 from tests.utils.promotion_factories import Entry, active_memories, events_of, make_task
-from tests.utils.promotion_gateway import running_worker, temporal_settings, wait_promotion_state
+from tests.utils.promotion_gateway import running_worker, wait_promotion_state
 from workflows.promotion import PromotionWorkflow
 from workflows.promotion_contract import PromotionInput, Verification, workflow_id_for
 
@@ -44,46 +43,6 @@ ENTRIES = [
     },
 ]
 TESTS_PASSED = {"source": "tests_passed", "success": True}
-
-
-@pytest.fixture(scope="module")
-def temporal(local_env: Any) -> Client:
-    client: Client = local_env.client
-    return client
-
-
-@pytest.fixture(scope="module")
-def promo_settings(settings: Settings, temporal: Client) -> Settings:
-    return temporal_settings(settings, temporal)
-
-
-@pytest.fixture(scope="module")
-def gateway(promo_settings: Settings) -> Iterator[str]:
-    with running_gateway(promo_settings) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-async def worker(temporal: Client, promo_settings: Settings) -> AsyncIterator[None]:
-    async with running_worker(temporal, promo_settings):
-        yield
-
-
-@pytest.fixture
-async def http(gateway: str, worker: None) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=gateway, timeout=90) as client:
-        yield client
-
-
-@pytest.fixture
-async def team(engine: AsyncEngine) -> dict[str, Actor]:
-    org, project = new_tenant()
-    return {
-        "orchestrator": await make_actor(engine, ActorType.ORCHESTRATOR, org, project),
-        "agent": await make_actor(engine, ActorType.AGENT, org, project),
-        "human": await make_actor(engine, ActorType.HUMAN, org, project),
-        "outsider": await make_actor(engine, ActorType.HUMAN, *new_tenant()),
-    }
 
 
 async def _task(http: httpx.AsyncClient, team: dict[str, Actor]) -> str:
@@ -341,7 +300,8 @@ async def test_verify_twice_conflicts(
         f"/v1/promotions/{task_id}/verify", headers=team["orchestrator"].headers, json=TESTS_PASSED
     )
     assert first.status_code == 200, first.text
-    assert first.json()["verification"] == TESTS_PASSED
+    given = {**TESTS_PASSED, "given_by": team["orchestrator"].principal.id}
+    assert first.json()["verification"] == given
     second = await http.post(
         f"/v1/promotions/{task_id}/verify",
         headers=team["orchestrator"].headers,
@@ -349,7 +309,7 @@ async def test_verify_twice_conflicts(
     )
     assert second.status_code == 409 and second.json()["error"] == "conflict"
     status = await wait_promotion_state(http, team["human"].headers, task_id, "awaiting_approval")
-    assert status["verification"] == TESTS_PASSED
+    assert status["verification"] == given
     assert await active_memories(engine, task_id=task_id) == []
 
 
@@ -436,9 +396,26 @@ async def _awaiting_approval_api_only(
     assert human.principal.project is not None
     entries = [Entry(e["kind"], e["content"], e.get("payload")) for e in ENTRIES]
     task = await make_task(engine, human.principal.org, human.principal.project, entries)
+    # the start as the gateway makes it in api_only mode: a start grant for the authenticated requester
+    async with engine.begin() as conn:
+        await record_approval_grant(
+            conn,
+            workflow_id=workflow_id_for(task.task_id),
+            task_id=task.task_id,
+            grant="start-grant",
+            principal=human.principal,
+            decision="start",
+            note="",
+        )
     handle = await temporal.start_workflow(
         PromotionWorkflow.run,
-        PromotionInput(task.task_id, "project", Verification("tests_passed", True)),
+        PromotionInput(
+            task.task_id,
+            "project",
+            Verification("tests_passed", True),
+            requested_by=human.principal.id,
+            grant="start-grant",
+        ),
         id=workflow_id_for(task.task_id),
         task_queue=queue,
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
@@ -468,12 +445,16 @@ async def test_api_only_refuses_ui_signal_and_accepts_api_approval(
     async with engine.connect() as conn:
         grants = list(
             await conn.execute(
-                select(memory_events).where(
-                    memory_events.c.task_id == task_id, memory_events.c.event_type == "APPROVAL_GRANT"
-                )
+                select(memory_events)
+                .where(memory_events.c.task_id == task_id, memory_events.c.event_type == "APPROVAL_GRANT")
+                .order_by(memory_events.c.id)
             )
         )
-    assert [g.actor_id for g in grants] == [human.principal.id]
+    # the start's grant, then the approval's
+    assert [(g.actor_id, g.payload["decision"]) for g in grants] == [
+        (human.principal.id, "start"),
+        (human.principal.id, "approve"),
+    ]
     assert await active_memories(engine, task_id=task_id)
 
 
@@ -544,7 +525,7 @@ async def test_promotion_status_without_worker_comes_from_visibility(
     task = await make_task(engine, human.principal.org, human.principal.project, [Entry("fact", "no worker")])
     handle = await temporal.start_workflow(
         PromotionWorkflow.run,
-        PromotionInput(task.task_id, "project"),
+        PromotionInput(task.task_id, "project", requested_by=task.requested_by),
         id=workflow_id_for(task.task_id),
         task_queue="promo-api-nobody-polls-this",
     )

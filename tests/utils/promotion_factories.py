@@ -11,6 +11,8 @@ from typing import Any
 from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from governance.scopes import ActorType
+from governance.storage.identity import create_api_key, create_principal
 from governance.storage.tables import memories, memory_events, staging_entries, tasks
 
 __all__ = [
@@ -42,6 +44,22 @@ class StagedTask:
     project: str
     worktree: str
     entry_ids: list[int] = field(default_factory=list)
+    # an orchestrator of the task's tenant, with a key: the `requested_by` a promotion's start names
+    requested_by: str = ""
+
+
+async def _requester(engine: AsyncEngine, org: str, project: str) -> str:
+    """An enabled orchestrator of (org, project), allowed to promote: who starts a test's promotion."""
+    async with engine.begin() as conn:
+        principal = await create_principal(
+            conn,
+            name=f"orchestrator-{uuid.uuid4().hex[:6]}",
+            actor_type=ActorType.ORCHESTRATOR,
+            org=org,
+            project=project,
+        )
+        await create_api_key(conn, principal.id)
+    return principal.id
 
 
 async def make_task(
@@ -86,7 +104,7 @@ async def make_task(
                 .returning(staging_entries.c.id)
             )
             ids.append(int(row.scalar_one()))
-    return StagedTask(task_id, org, project, worktree, ids)
+    return StagedTask(task_id, org, project, worktree, ids, await _requester(engine, org, project))
 
 
 async def make_large_task(
@@ -135,7 +153,7 @@ async def make_large_task(
                 insert(staging_entries).values(rows).returning(staging_entries.c.id, staging_entries.c.seq)
             )
             ids += [int(r.id) for r in sorted(written, key=lambda r: int(r.seq))]
-    return StagedTask(task_id, org, project, worktree, ids)
+    return StagedTask(task_id, org, project, worktree, ids, await _requester(engine, org, project))
 
 
 async def active_memories(

@@ -12,7 +12,7 @@ from temporalio.common import WorkflowIDConflictPolicy
 
 from governance.scopes import ActorType
 from tests.utils.factories import make_actor, new_tenant
-from tests.utils.promotion_factories import Entry, active_memories, events_of, make_task
+from tests.utils.promotion_factories import Entry, StagedTask, active_memories, events_of, make_task
 from workflows.promotion import PromotionWorkflow
 from workflows.promotion_contract import (
     ApprovalRequest,
@@ -33,11 +33,11 @@ TASK_ENTRIES = [
 ]
 
 
-async def _start(client: Any, task_id: str, queue: str, **kwargs: Any) -> Any:
+async def _start(client: Any, task: StagedTask, queue: str, **kwargs: Any) -> Any:
     return await client.start_workflow(
         PromotionWorkflow.run,
-        PromotionInput(task_id=task_id, **kwargs),
-        id=workflow_id_for(task_id),
+        PromotionInput(task_id=task.task_id, requested_by=task.requested_by, **kwargs),
+        id=workflow_id_for(task.task_id),
         task_queue=queue,
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
     )
@@ -52,7 +52,7 @@ async def test_promotion_task_scope_publishes_without_approval(
     async with make_worker(client, task_queue):
         handle = await _start(
             client,
-            task.task_id,
+            task,
             task_queue,
             target_scope="task",
             verification=Verification("tests_passed", True),
@@ -80,9 +80,9 @@ async def test_promotion_second_start_returns_running_workflow(
     # A worker runs it (a workflow task left pending on a queue without a worker would hold the test
     # server's time-skipping lock for every later test); with no evidence it waits for `verify`.
     async with make_worker(client, task_queue):
-        first = await _start(client, task.task_id, task_queue, target_scope="task")
+        first = await _start(client, task, task_queue, target_scope="task")
         await _wait_state(first, PromotionState.AWAITING_VERIFICATION)
-        second = await _start(client, task.task_id, task_queue, target_scope="task")
+        second = await _start(client, task, task_queue, target_scope="task")
         assert second.result_run_id == first.result_run_id
         await first.terminate("test over")
 
@@ -97,7 +97,7 @@ async def test_promotion_project_scope_waits_and_human_approval_publishes(
     async with make_worker(client, task_queue):
         handle = await _start(
             client,
-            task.task_id,
+            task,
             task_queue,
             target_scope="project",
             verification=Verification("pr_merged", True),
@@ -128,7 +128,7 @@ async def test_promotion_agent_approval_is_refused_and_keeps_waiting(
     async with make_worker(client, task_queue):
         handle = await _start(
             client,
-            task.task_id,
+            task,
             task_queue,
             target_scope="project",
             verification=Verification("tests_passed", True),
@@ -159,7 +159,7 @@ async def test_promotion_approval_timeout_rejects_and_publishes_nothing(
     async with make_worker(client, task_queue):
         handle = await _start(
             client,
-            task.task_id,
+            task,
             task_queue,
             target_scope="project",
             verification=Verification("tests_passed", True),
@@ -177,9 +177,7 @@ async def test_promotion_verification_timeout_publishes_nothing(
     task = await make_task(engine, org, project, TASK_ENTRIES)
     client = ts_env.client
     async with make_worker(client, task_queue):
-        handle = await _start(
-            client, task.task_id, task_queue, target_scope="task", verify_timeout_seconds=3600.0
-        )
+        handle = await _start(client, task, task_queue, target_scope="task", verify_timeout_seconds=3600.0)
         result: PromotionResult = await handle.result()
     assert result.state == PromotionState.UNVERIFIED
     assert await active_memories(engine, task_id=task.task_id) == []
@@ -193,7 +191,7 @@ async def test_promotion_failed_verification_publishes_no_skill_or_fact(
     task = await make_task(engine, org, project, TASK_ENTRIES + [Entry("skill", "Run pytest -x first.")])
     client = ts_env.client
     async with make_worker(client, task_queue):
-        handle = await _start(client, task.task_id, task_queue, target_scope="project")
+        handle = await _start(client, task, task_queue, target_scope="project")
         await _wait_state(handle, PromotionState.AWAITING_VERIFICATION)
         await handle.execute_update("verify", Verification("tests_passed", False))
         result: PromotionResult = await handle.result()
@@ -230,7 +228,7 @@ async def test_promotion_episodes_of_two_tasks_both_stay_active(
         for task in (first, second):
             handle = await _start(
                 client,
-                task.task_id,
+                task,
                 task_queue,
                 target_scope="worktree",
                 verification=Verification("tests_passed", True),

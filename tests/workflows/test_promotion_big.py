@@ -130,7 +130,12 @@ async def test_promotion_of_2000_entries_publishes_with_a_small_history(
     async with make_worker(client, task_queue):
         handle = await client.start_workflow(
             PromotionWorkflow.run,
-            PromotionInput(task.task_id, "task", verification=Verification("tests_passed", True)),
+            PromotionInput(
+                task.task_id,
+                "task",
+                requested_by=task.requested_by,
+                verification=Verification("tests_passed", True),
+            ),
             id=workflow_id_for(task.task_id),
             task_queue=task_queue,
         )
@@ -165,7 +170,12 @@ async def test_big_promotion_into_project_waits_for_approval_then_publishes(
     async with make_worker(client, task_queue):
         handle = await client.start_workflow(
             PromotionWorkflow.run,
-            PromotionInput(task.task_id, "project", verification=Verification("pr_merged", True)),
+            PromotionInput(
+                task.task_id,
+                "project",
+                requested_by=task.requested_by,
+                verification=Verification("pr_merged", True),
+            ),
             id=workflow_id_for(task.task_id),
             task_queue=task_queue,
         )

@@ -90,7 +90,12 @@ async def test_promotion_worker_crash_resumes_and_publishes_once(
     try:
         handle = await client.start_workflow(
             PromotionWorkflow.run,
-            PromotionInput(task.task_id, "task", verification=Verification("tests_passed", True)),
+            PromotionInput(
+                task.task_id,
+                "task",
+                requested_by=task.requested_by,
+                verification=Verification("tests_passed", True),
+            ),
             id=workflow_id_for(task.task_id),
             task_queue=task_queue,
             # how long the server waits for the dead worker's workflow task before handing it on

@@ -96,7 +96,12 @@ async def _promote(
     async with make_worker(client, task_queue, **settings):
         handle = await client.start_workflow(
             PromotionWorkflow.run,
-            PromotionInput(task.task_id, "task", verification=Verification("tests_passed", True)),
+            PromotionInput(
+                task.task_id,
+                "task",
+                requested_by=task.requested_by,
+                verification=Verification("tests_passed", True),
+            ),
             id=workflow_id_for(task.task_id),
             task_queue=task_queue,
         )

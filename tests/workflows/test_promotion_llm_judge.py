@@ -105,7 +105,12 @@ async def _publish_old_and_promote_new(
     async with make_worker(client, f"{task_queue}-rules"):
         before: PromotionResult = await client.execute_workflow(
             PromotionWorkflow.run,
-            PromotionInput(first.task_id, "worktree", verification=Verification("tests_passed", True)),
+            PromotionInput(
+                first.task_id,
+                "worktree",
+                requested_by=first.requested_by,
+                verification=Verification("tests_passed", True),
+            ),
             id=workflow_id_for(first.task_id),
             task_queue=f"{task_queue}-rules",
         )
@@ -116,7 +121,12 @@ async def _publish_old_and_promote_new(
     ):
         after: PromotionResult = await client.execute_workflow(
             PromotionWorkflow.run,
-            PromotionInput(second.task_id, "worktree", verification=Verification("tests_passed", True)),
+            PromotionInput(
+                second.task_id,
+                "worktree",
+                requested_by=second.requested_by,
+                verification=Verification("tests_passed", True),
+            ),
             id=workflow_id_for(second.task_id),
             task_queue=task_queue,
         )
@@ -166,7 +176,12 @@ async def test_promotion_without_llm_keeps_both_memories_the_llm_judge_would_sup
         for task in (first, second):
             result: PromotionResult = await client.execute_workflow(
                 PromotionWorkflow.run,
-                PromotionInput(task.task_id, "worktree", verification=Verification("tests_passed", True)),
+                PromotionInput(
+                    task.task_id,
+                    "worktree",
+                    requested_by=task.requested_by,
+                    verification=Verification("tests_passed", True),
+                ),
                 id=workflow_id_for(task.task_id),
                 task_queue=task_queue,
             )

@@ -19,7 +19,7 @@ from temporalio.client import Client
 
 from tests.utils.factories import new_tenant
 from tests.utils.fake_openai import FakeOpenAI
-from tests.utils.promotion_factories import Entry, active_memories, events_of, make_task
+from tests.utils.promotion_factories import Entry, StagedTask, active_memories, events_of, make_task
 from workflows.promotion import PromotionWorkflow
 from workflows.promotion_contract import (
     PromotionInput,
@@ -67,13 +67,18 @@ def _embedder_settings(fake: FakeOpenAI) -> dict[str, Any]:
 
 
 async def _promote(
-    client: Client, make_worker: Any, task_queue: str, task_id: str, **settings: Any
+    client: Client, make_worker: Any, task_queue: str, task: StagedTask, **settings: Any
 ) -> tuple[PromotionResult, PromotionStatus]:
     async with make_worker(client, task_queue, **settings):
         handle = await client.start_workflow(
             PromotionWorkflow.run,
-            PromotionInput(task_id, "task", verification=Verification("tests_passed", True)),
-            id=workflow_id_for(task_id),
+            PromotionInput(
+                task.task_id,
+                "task",
+                verification=Verification("tests_passed", True),
+                requested_by=task.requested_by,
+            ),
+            id=workflow_id_for(task.task_id),
             task_queue=task_queue,
         )
         result: PromotionResult = await handle.result()
@@ -89,7 +94,7 @@ async def test_promotion_openai_embedder_stores_endpoint_vectors(
     task = await make_task(engine, org, project, ENTRIES, description="deploy to the blue cluster")
 
     result, _ = await _promote(
-        ts_env.client, make_worker, task_queue, task.task_id, **_embedder_settings(fake_openai)
+        ts_env.client, make_worker, task_queue, task, **_embedder_settings(fake_openai)
     )
 
     assert result.state == PromotionState.PUBLISHED
@@ -114,7 +119,7 @@ async def test_promotion_openai_embedder_wrong_dimension_fails_clearly_without_r
     task = await make_task(engine, org, project, ENTRIES, description="deploy to the blue cluster")
 
     result, status = await _promote(
-        ts_env.client, make_worker, task_queue, task.task_id, **_embedder_settings(fake_openai)
+        ts_env.client, make_worker, task_queue, task, **_embedder_settings(fake_openai)
     )
 
     assert result.state == PromotionState.FAILED and status.state == PromotionState.FAILED

@@ -73,7 +73,12 @@ async def test_promotion_parallel_into_one_project_merges_and_keeps_linear_chain
         handles = [
             await client.start_workflow(
                 PromotionWorkflow.run,
-                PromotionInput(t.task_id, "project", verification=Verification("tests_passed", True)),
+                PromotionInput(
+                    t.task_id,
+                    "project",
+                    requested_by=t.requested_by,
+                    verification=Verification("tests_passed", True),
+                ),
                 id=workflow_id_for(t.task_id),
                 task_queue=task_queue,
             )

@@ -146,7 +146,7 @@ async def test_promotion_history_of_each_path_replays(
     async with make_worker(client, task_queue):
         handle = await client.start_workflow(
             PromotionWorkflow.run,
-            PromotionInput(task_id=task.task_id, **fields),
+            PromotionInput(task_id=task.task_id, requested_by=task.requested_by, **fields),
             id=workflow_id_for(task.task_id),
             task_queue=task_queue,
         )

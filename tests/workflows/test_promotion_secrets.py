@@ -165,7 +165,12 @@ async def test_promotion_publishes_no_secret_and_records_redaction_counts(
     async with make_worker(client, task_queue):
         handle = await client.start_workflow(
             PromotionWorkflow.run,
-            PromotionInput(task.task_id, "task", verification=Verification("tests_passed", True)),
+            PromotionInput(
+                task.task_id,
+                "task",
+                requested_by=task.requested_by,
+                verification=Verification("tests_passed", True),
+            ),
             id=workflow_id_for(task.task_id),
             task_queue=task_queue,
         )
@@ -208,7 +213,12 @@ async def test_promotion_secret_in_task_description_is_not_published(
     async with make_worker(client, task_queue):
         handle = await client.start_workflow(
             PromotionWorkflow.run,
-            PromotionInput(task.task_id, "task", verification=Verification("tests_passed", True)),
+            PromotionInput(
+                task.task_id,
+                "task",
+                requested_by=task.requested_by,
+                verification=Verification("tests_passed", True),
+            ),
             id=workflow_id_for(task.task_id),
             task_queue=task_queue,
         )

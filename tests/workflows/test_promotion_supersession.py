@@ -38,7 +38,12 @@ async def test_promotion_generated_skill_keeps_decision_fact_as_key_head(
     async with make_worker(client, task_queue):
         result: PromotionResult = await client.execute_workflow(
             PromotionWorkflow.run,
-            PromotionInput(task.task_id, "task", verification=Verification("tests_passed", True)),
+            PromotionInput(
+                task.task_id,
+                "task",
+                requested_by=task.requested_by,
+                verification=Verification("tests_passed", True),
+            ),
             id=workflow_id_for(task.task_id),
             task_queue=task_queue,
         )
