@@ -296,13 +296,7 @@ def material_difference(a: str, b: str) -> str | None:
         contrast = bool(_CONTRAST.search(a.casefold())) or bool(_CONTRAST.search(b.casefold()))
         if contrast and len(shared) >= 2 and _name_order(a, shared) != _name_order(b, shared):
             return f"the same names in another order: {_name_order(a, shared)} vs {_name_order(b, shared)}"
-        substituted = _substitution(a, b)
-        if substituted:
-            return substituted
     na, nb = _normalise(a), _normalise(b)
-    chosen = _choices(na, nb)
-    if chosen:
-        return chosen
     for spoken, plain in _KOREAN_SWITCHES:
         na, nb = na.replace(spoken, plain), nb.replace(spoken, plain)
     nums_a, nums_b = _numbers(na), _numbers(nb)
@@ -313,6 +307,11 @@ def material_difference(a: str, b: str) -> str | None:
     pair = _opposite(na, nb)
     if pair:
         return f"opposite terms ({pair})"
+    chosen = _choices(na, nb)
+    if chosen:
+        return chosen
+    if bool(_HANGUL.search(a)) == bool(_HANGUL.search(b)):
+        return _substitution(a, b)
     return None
 
 
