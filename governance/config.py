@@ -80,10 +80,11 @@ class Settings(BaseSettings):
     retention_min_skill_success_rate: float = RetentionPolicy.min_skill_success_rate
     retention_keep_per_task: int = RetentionPolicy.keep_per_task
 
-    # read path: hybrid search and the context block (docs/architecture.md)
-    search_weight_similarity: float = 0.5
-    search_weight_recency: float = 0.3
-    search_weight_importance: float = 0.2
+    # read path: hybrid search and the context block (docs/retrieval.md)
+    search_weight_similarity: float = 1.0  # fused relevance; the three below sum to at most 0.1 of it
+    search_weight_recency: float = 0.015
+    search_weight_importance: float = 0.015  # importance x confidence (trust)
+    search_weight_usefulness: float = 0.01  # readers' feedback
     search_recency_half_life_hours: float = 24.0
     search_rrf_k: int = 60
     search_candidates: int = 50  # per retriever (vector, full text) before fusion

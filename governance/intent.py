@@ -1,4 +1,4 @@
-"""Query intent by rules: what a reader asks for picks the memory types searched.
+"""Query intent by rules: what a reader asks for weights the memory types it prefers (never a filter).
 
 Seed 001's table, mapped onto loregate's memory types:
 
@@ -8,7 +8,11 @@ Seed 001's table, mapped onto loregate's memory types:
     recall      EPISODIC               episode
     knowledge   SEMANTIC, FACT         fact, insight, skill, code_rule, bug_pattern
     debug       EPISODIC, SEMANTIC     episode, insight, bug_pattern
-    general     all                    (no filter)
+    general     all                    (no preference)
+
+The intent's types are *weighted up* in the ranking (`governance.ranking.TypePreference`); the other types
+are still searched, because cue words misroute: "When did Mina move to Busan?" reads as `recall` (episodes),
+yet a fact answers it. Only a caller's explicit `types` filter.
 
 Cues are English words (matched on word boundaries) and Korean stems (matched as substrings, because Korean
 attaches particles and endings to the stem: `에러가`, `선호하는`). Each intent scores the number of its
@@ -249,7 +253,7 @@ class IntentDecision:
 
     @property
     def types(self) -> tuple[MemoryType, ...] | None:
-        """Memory types to search; None means every type."""
+        """Memory types the intent prefers; None means no preference."""
         return INTENT_TYPES[self.intent]
 
 
@@ -270,5 +274,5 @@ def detect_intent(query: str) -> IntentDecision:
 
 
 def types_for_intent(intent: Intent | str) -> tuple[MemoryType, ...] | None:
-    """Memory types an intent searches (None: all); raises ValueError for an unknown intent name."""
+    """Memory types an intent prefers (None: none); raises ValueError for an unknown intent name."""
     return INTENT_TYPES[Intent(intent)]

@@ -16,6 +16,7 @@ never merged, however close their embeddings are (embedders place "timeout 30 s"
 
 from __future__ import annotations
 
+import difflib
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -83,7 +84,29 @@ _NUMBER_WORDS = {
     "일곱": "7", "여덟": "8", "아홉": "9",
     "열": "10",
 }  # fmt: skip
-_CLOCK = re.compile(r"\b(\d{1,2}):00\b")
+# "03:00" is 3 o'clock, also when a Korean particle follows ("03:00에")
+_CLOCK = re.compile(r"\b(\d{1,2}):00(?!\d)")
+# durations and rates spelt out without a digit: "a week" is 7 days, "분당" (per minute) is "1분당"
+_SPELT_VALUES: tuple[tuple[str, str], ...] = (
+    ("a week", "7 days"),
+    ("one week", "7 days"),
+    ("일주일", "7일"),
+    ("분당", "1분당"),
+)
+# Korean verbs of switching that carry no 활성화/비활성화: "끈다" (turns off), "켠다" (turns on)
+_KOREAN_SWITCHES: tuple[tuple[str, str], ...] = (("끈다", "비활성화한다"), ("켠다", "활성화한다"))
+# Choices that look like common words (no capital, digit or path character), grouped by what they choose
+# between: naming two members of one group is two different facts ("gzip" / "brotli", "UTC" / "local time").
+_CHOICE_GROUPS: tuple[frozenset[str], ...] = (
+    frozenset({"gzip", "brotli", "zstd", "deflate", "lz4", "snappy"}),
+    frozenset({"utc", "local time", "현지 시간", "kst", "gmt"}),
+    frozenset({"json", "yaml", "toml", "xml", "protobuf", "csv"}),
+    frozenset({"tabs", "spaces"}),
+)
+# an owner named before "team" / "팀" ("the billing team", "빌링 팀이")
+_TEAM = re.compile(r"(\S+)\s+(?:team|팀)", re.UNICODE)
+# words that only mark a contrast: the order of two names matters only next to one ("X, not Y", "Y 대신 X")
+_CONTRAST = re.compile(r"\b(?:not|instead|rather|over|than|vs)\b|대신|아니라|아닌|말고")
 
 
 @dataclass(frozen=True)
@@ -112,6 +135,8 @@ def _normalise(text: str) -> str:
 def _numbers(text: str) -> set[str]:
     """Numbers as values: spelt-out ones as digits, "03:00" as 3, leading zeros dropped."""
     text = _CLOCK.sub(r"\1", text)
+    for spelt, value in _SPELT_VALUES:
+        text = text.replace(spelt, value)
     found = {n.replace(",", ".") for n in _NUMBER.findall(text)}
     found |= {_NUMBER_WORDS[w] for w in text.split() if w in _NUMBER_WORDS}
     return {n.lstrip("0") or "0" for n in found}
@@ -180,13 +205,15 @@ def _names(text: str) -> set[str]:
     korean = bool(_HANGUL.search(text))
     names = {day for day in _WEEKDAYS_KO if day in text}
     for position, match in enumerate(_LATIN_WORD.finditer(text)):
-        word = match.group(0).rstrip("./-")
+        raw = match.group(0)
+        word = raw.rstrip("./-")
         if not word or _ABBREVIATION.match(word):
             continue
         if korean:
             names.add(word.casefold())
         elif (
-            (position > 0 and word[0].isupper())
+            raw.endswith("/")  # a path prefix: "feature/<ticket>"
+            or (position > 0 and word[0].isupper())
             or any(c.isdigit() or c in "_/" for c in word)
             or (any(c.isupper() for c in word[1:]) and not word.isupper())
         ):
@@ -203,6 +230,51 @@ def _name_order(text: str, names: set[str]) -> list[str]:
     return order
 
 
+def _latin_words(text: str) -> set[str]:
+    return {w.rstrip("./-").casefold() for w in _LATIN_WORD.findall(text)}
+
+
+def _tokens(text: str) -> list[str]:
+    return [w.strip(".,;:!?()\"'").casefold() for w in text.split() if w.strip(".,;:!?()\"'")]
+
+
+def _substitution(a: str, b: str) -> str | None:
+    """Words swapped for others in the same place, the rest identical: another value, not a paraphrase.
+
+    "owned by the billing team" / "owned by the platform team", "pattern feature/<ticket>" / "pattern
+    fix/<ticket>": both neighbours of the swapped words are shared, and the texts align otherwise (at
+    least 3/4 of their words in order). Synonym swaps in paraphrases rarely keep every other word.
+    """
+    teams_a, teams_b = set(_TEAM.findall(a.casefold())), set(_TEAM.findall(b.casefold()))
+    if teams_a and teams_b and not teams_a & teams_b:
+        return f"different owners: {sorted(teams_a)} vs {sorted(teams_b)}"
+    ta, tb = _tokens(a), _tokens(b)
+    matcher = difflib.SequenceMatcher(a=ta, b=tb, autojunk=False)
+    if matcher.ratio() < 0.75:
+        return None
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op != "replace" or i1 == 0 or j1 == 0 or i2 >= len(ta) or j2 >= len(tb):
+            continue
+        if max(i2 - i1, j2 - j1) > 2:
+            continue
+        left, right = ta[i1:i2], tb[j1:j2]
+        # an inflection of the same word (owns/owned, 담당한다/담당했다) is no new value
+        if len(left) == len(right) == 1 and left[0][:3] == right[0][:3]:
+            continue
+        return f"substituted {' '.join(left)!r} for {' '.join(right)!r}"
+    return None
+
+
+def _choices(a: str, b: str) -> str | None:
+    """Two members of one choice group, one on each side only (texts normalised)."""
+    for group in _CHOICE_GROUPS:
+        in_a = {c for c in group if re.search(rf"(?<!\w){re.escape(c)}(?![A-Za-z0-9_])", a)}
+        in_b = {c for c in group if re.search(rf"(?<!\w){re.escape(c)}(?![A-Za-z0-9_])", b)}
+        if in_a and in_b and in_a != in_b and not (in_a & in_b):
+            return f"different choices: {sorted(in_a)} vs {sorted(in_b)}"
+    return None
+
+
 def material_difference(a: str, b: str) -> str | None:
     """Why two near-identical texts still say different things, or None.
 
@@ -215,15 +287,18 @@ def material_difference(a: str, b: str) -> str | None:
     # names are compared only within one script: a translation legitimately drops or spells them out
     if bool(_HANGUL.search(a)) == bool(_HANGUL.search(b)):
         names_a, names_b = _names(a), _names(b)
-        words_a = {w.casefold() for w in _LATIN_WORD.findall(a)} | {d for d in _WEEKDAYS_KO if d in a}
-        words_b = {w.casefold() for w in _LATIN_WORD.findall(b)} | {d for d in _WEEKDAYS_KO if d in b}
+        words_a = _latin_words(a) | {d for d in _WEEKDAYS_KO if d in a}
+        words_b = _latin_words(b) | {d for d in _WEEKDAYS_KO if d in b}
         only_a, only_b = names_a - words_b, names_b - words_a
         if only_a or only_b:
             return f"different named choices: {sorted(only_a)} vs {sorted(only_b)}"
         shared = names_a & names_b
-        if len(shared) >= 2 and _name_order(a, shared) != _name_order(b, shared):
+        contrast = bool(_CONTRAST.search(a.casefold())) or bool(_CONTRAST.search(b.casefold()))
+        if contrast and len(shared) >= 2 and _name_order(a, shared) != _name_order(b, shared):
             return f"the same names in another order: {_name_order(a, shared)} vs {_name_order(b, shared)}"
     na, nb = _normalise(a), _normalise(b)
+    for spoken, plain in _KOREAN_SWITCHES:
+        na, nb = na.replace(spoken, plain), nb.replace(spoken, plain)
     nums_a, nums_b = _numbers(na), _numbers(nb)
     if nums_a != nums_b and (nums_a or nums_b):
         return f"different values: {sorted(nums_a - nums_b)} vs {sorted(nums_b - nums_a)}"
@@ -232,6 +307,11 @@ def material_difference(a: str, b: str) -> str | None:
     pair = _opposite(na, nb)
     if pair:
         return f"opposite terms ({pair})"
+    chosen = _choices(na, nb)
+    if chosen:
+        return chosen
+    if bool(_HANGUL.search(a)) == bool(_HANGUL.search(b)):
+        return _substitution(a, b)
     return None
 
 

@@ -41,8 +41,10 @@ class SearchIn(BaseModel):
         le=HARD_MAX_K,
         description="How many results (default `LOREGATE_SEARCH_DEFAULT_K`, at most `LOREGATE_SEARCH_MAX_K`)",
     )
-    types: list[MemoryType] | None = Field(default=None, description="Memory types; overrides the intent")
-    intent: Intent | None = Field(default=None, description="Skip intent detection and use this one")
+    types: list[MemoryType] | None = Field(default=None, description="Memory types to search (a filter)")
+    intent: Intent | None = Field(
+        default=None, description="Skip intent detection: weight this intent's types strongly"
+    )
     include_history: bool = Field(
         default=False, description="Also deprecated, superseded and expired memories"
     )
@@ -50,11 +52,17 @@ class SearchIn(BaseModel):
 
 
 class ScorePartsPublic(BaseModel):
-    """The three axes of the score, each in [0, 1]."""
+    """The parts of the score, each in [0, 1] (docs/retrieval.md): relevance first, bounded adjustments."""
 
-    similarity: float
+    similarity: float = Field(
+        description="Fused relevance (RRF of vector and full text), best of the query 1.0"
+    )
     recency: float
-    importance: float
+    importance: float = Field(description="importance x confidence")
+    usefulness: float = Field(default=0.5, description="From readers' feedback; 0.5 before any vote")
+    type_weight: float = Field(
+        default=1.0, description="What the query's intent made of the relevance: 1.0 for a preferred type"
+    )
 
 
 class SearchResultPublic(BaseModel):
@@ -93,9 +101,12 @@ class SearchPublic(BaseModel):
 
     query: str
     intent: Intent
-    types: list[str] | None
+    types: list[str] | None = Field(description="The memory types searched (asked for); None: every type")
+    preferred_types: list[str] | None = Field(
+        default=None, description="The types the intent weights up; a weight, never a filter"
+    )
     widened: bool = Field(
-        default=False, description="The detected intent's types matched nothing, so every type was searched"
+        default=False, description="Always false: an intent weights memory types and never narrows a search"
     )
     results: list[SearchResultPublic] | list[CompactResultPublic]
 

@@ -1,4 +1,4 @@
-"""The read path over an engine and an embedder: intent → types, embed the query, search, build the context.
+"""The read path over an engine and an embedder: intent → type weights, embed, search, build the context.
 
 Authorisation is not decided here: api/services/search.py resolves the reader's task and the scope keys the
 caller may read (through the Authorizer) and passes them in, so every gateway answers the same for the same
@@ -19,13 +19,20 @@ from governance.config import Settings
 from governance.context_block import ContextBlock, ContextItem, build_context_block
 from governance.errors import InvalidInput
 from governance.intent import Intent, IntentDecision, detect_intent
-from governance.ranking import RankingParams, ScoreWeights
+from governance.ranking import (
+    DETECTED_INTENT_PENALTY,
+    EXPLICIT_INTENT_PENALTY,
+    RankingParams,
+    ScoreWeights,
+    TypePreference,
+)
 from governance.storage.retrieval import SearchHit, record_retrievals, search
 
 __all__ = [
     "SearchOutcome",
     "ContextOutcome",
     "ranking_params",
+    "Routing",
     "resolve_types",
     "search_memories",
     "build_context",
@@ -40,13 +47,19 @@ CONTEXT_CANDIDATES = 30
 
 @dataclass(frozen=True)
 class SearchOutcome:
-    """Ranked hits and how the query was routed (intent and the memory types searched; None = all)."""
+    """Ranked hits and how the query was routed.
+
+    `types` filters (only explicit types do; None = every type); `preferred_types` are the types the intent
+    weights up (None: no preference). `widened` is kept for clients and is always False now: a detected
+    intent weights types and never narrows the search, so there is nothing to widen.
+    """
 
     hits: list[SearchHit]
     intent: Intent
     types: tuple[str, ...] | None
     vector_used: bool
-    widened: bool = False  # the detected intent's types matched nothing, so every type was searched
+    widened: bool = False
+    preferred_types: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -57,34 +70,55 @@ class ContextOutcome:
     search: SearchOutcome
 
 
-def ranking_params(settings: Settings) -> RankingParams:
-    """The configured weights, half-life and RRF constant."""
+@dataclass(frozen=True)
+class Routing:
+    """What a query's intent does to a search: a filter (explicit types only) and a type preference."""
+
+    intent: Intent
+    types: tuple[str, ...] | None
+    prefer: TypePreference
+
+    @property
+    def preferred_types(self) -> tuple[str, ...] | None:
+        """The weighted-up types, sorted (None: no preference)."""
+        return tuple(sorted(self.prefer.types)) if self.prefer.types else None
+
+
+def ranking_params(settings: Settings, prefer: TypePreference | None = None) -> RankingParams:
+    """The configured weights, half-life and RRF constant, and the query's type preference."""
     return RankingParams(
         weights=ScoreWeights(
             similarity=settings.search_weight_similarity,
             recency=settings.search_weight_recency,
             importance=settings.search_weight_importance,
+            usefulness=settings.search_weight_usefulness,
         ),
         half_life_hours=settings.search_recency_half_life_hours,
         rrf_k=settings.search_rrf_k,
+        prefer=prefer or TypePreference(),
     )
 
 
-def resolve_types(
-    query: str, types: Sequence[str] | None, intent: Intent | str | None
-) -> tuple[Intent, tuple[str, ...] | None]:
-    """Explicit types win; else an explicit intent; else the intent detected from the query."""
+def resolve_types(query: str, types: Sequence[str] | None, intent: Intent | str | None) -> Routing:
+    """Explicit types filter; the intent (named, else detected from the query) weights types.
+
+    A named intent weighs strongly (`EXPLICIT_INTENT_PENALTY`), a detected one gently
+    (`DETECTED_INTENT_PENALTY`): cue words misroute, and a filter would hide the answer (measured: filtering
+    by the detected intent dropped held-out evidence recall@10 from 0.569 to 0.453).
+    """
     if intent is not None:
         try:
             decision = IntentDecision(Intent(intent), ())
         except ValueError as exc:
             raise InvalidInput(f"unknown intent {intent!r}; one of {[i.value for i in Intent]}") from exc
+        penalty = EXPLICIT_INTENT_PENALTY
     else:
         decision = detect_intent(query)
-    if types:
-        return decision.intent, tuple(dict.fromkeys(str(t) for t in types))
+        penalty = DETECTED_INTENT_PENALTY
     chosen = decision.types
-    return decision.intent, tuple(t.value for t in chosen) if chosen is not None else None
+    prefer = TypePreference(frozenset(t.value for t in chosen), penalty) if chosen else TypePreference()
+    only = tuple(dict.fromkeys(str(t) for t in types)) if types else None
+    return Routing(intent=decision.intent, types=only, prefer=prefer)
 
 
 async def search_memories(
@@ -101,7 +135,7 @@ async def search_memories(
     now: datetime | None = None,
 ) -> SearchOutcome:
     """Route, embed and search. An embedder failure degrades to full text only: reads must not stop."""
-    chosen_intent, chosen_types = resolve_types(query, types, intent)
+    routing = resolve_types(query, types, intent)
     vector = None
     if embedder is not None:
         try:
@@ -109,29 +143,24 @@ async def search_memories(
         except Exception:  # an unreachable embedding endpoint; full text still answers
             _log.warning("query embedding failed; searching by full text only", exc_info=True)
     async with engine.begin() as conn:  # a transaction: SET LOCAL hnsw.ef_search lives inside it
-
-        async def run(only: tuple[str, ...] | None) -> list[SearchHit]:
-            return await search(
-                conn,
-                query,
-                vector,
-                list(scope_keys),
-                k,
-                only,
-                include_history,
-                params=ranking_params(settings),
-                candidates=max(settings.search_candidates, k),
-                now=now,
-            )
-
-        hits = await run(chosen_types)
-        # A detected intent narrows the search; it must not leave the reader with nothing (a "how do we
-        # deploy" question in a project whose knowledge is all episodes). Asked-for types stay strict.
-        widened = not hits and chosen_types is not None and not types and intent is None
-        if widened:
-            hits = await run(None)
+        hits = await search(
+            conn,
+            query,
+            vector,
+            list(scope_keys),
+            k,
+            routing.types,
+            include_history,
+            params=ranking_params(settings, routing.prefer),
+            candidates=max(settings.search_candidates, k),
+            now=now,
+        )
     return SearchOutcome(
-        hits=hits, intent=chosen_intent, types=chosen_types, vector_used=vector is not None, widened=widened
+        hits=hits,
+        intent=routing.intent,
+        types=routing.types,
+        vector_used=vector is not None,
+        preferred_types=routing.preferred_types,
     )
 
 

@@ -55,7 +55,11 @@ def public_hit(hit: SearchHit) -> SearchResultPublic:
             "type": hit.memory_type,
             "score": p.score,
             "score_parts": ScorePartsPublic(
-                similarity=p.similarity, recency=p.recency, importance=p.importance
+                similarity=p.similarity,
+                recency=p.recency,
+                importance=p.importance,
+                usefulness=p.usefulness,
+                type_weight=p.type_weight,
             ),
         }
     )
@@ -87,8 +91,14 @@ async def search(
     else:
         results = [public_hit(h) for h in outcome.hits]
     types = list(outcome.types) if outcome.types is not None else None
+    preferred = list(outcome.preferred_types) if outcome.preferred_types is not None else None
     answer = SearchPublic(
-        query=body.query, intent=outcome.intent, types=types, widened=outcome.widened, results=results
+        query=body.query,
+        intent=outcome.intent,
+        types=types,
+        preferred_types=preferred,
+        widened=outcome.widened,
+        results=results,
     )
     return answer, [h.id for h in outcome.hits]
 

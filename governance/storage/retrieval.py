@@ -1,11 +1,12 @@
-"""Hybrid retrieval over published memories: pgvector HNSW + Postgres full text, fused by RRF, 3-axis ranked.
+"""Hybrid retrieval over published memories: pgvector HNSW + Postgres full text, fused by RRF, then ranked.
 
 Visibility is decided here, in SQL, and nowhere else: a reader passes the scope keys its task sees
 (`governance.scopes.visible_scope_keys`) and only memories under those keys are ever read. Deprecated
 (superseded or retired) and expired memories are left out unless history is asked for.
 
 Each retriever returns up to `candidates` ids; the union is fetched once and scored by
-`governance.ranking` (similarity = normalised RRF, recency, importance × confidence).
+`governance.ranking` (relevance = normalised RRF, weighted by the intent's type preference, adjusted within
+bounds by recency, importance × confidence and usefulness).
 
 Full text uses the `simple` configuration (no stemming: identifiers and error codes must match as written;
 Korean has no Postgres stemmer anyway). The query is the OR of its content words, with English function words
@@ -286,7 +287,7 @@ async def search(
     candidates: int = 50,
     now: datetime | None = None,
 ) -> list[SearchHit]:
-    """The `k` best memories for a query among `visible_scope_keys`, ranked by the 3-axis score.
+    """The `k` best memories for a query among `visible_scope_keys`, relevance first (`governance.ranking`).
 
     `query_vector` None searches by full text only (an embedder outage must not stop reads).
     """
@@ -336,6 +337,8 @@ async def search(
                 now=clock,
                 importance=row["importance"],
                 confidence=row["confidence"],
+                usefulness=row["usefulness"],
+                memory_type=row["memory_type"],
                 params=params,
             ),
         )

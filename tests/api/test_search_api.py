@@ -97,7 +97,10 @@ async def test_search_returns_score_parts_and_citations(gateway_url: str, world:
     assert results[0]["citation"] == world["cites"]["Webhook retries"]["citation"]
     parts = results[0]["score_parts"]
     assert results[0]["score"] == pytest.approx(
-        0.5 * parts["similarity"] + 0.3 * parts["recency"] + 0.2 * parts["importance"]
+        parts["type_weight"] * parts["similarity"]
+        + 0.015 * parts["recency"]
+        + 0.015 * parts["importance"]
+        + 0.01 * parts["usefulness"]
     )
     assert len(results) <= 3
 
@@ -143,7 +146,7 @@ async def test_search_unknown_task_is_not_found(gateway_url: str, world: dict[st
     assert r.json()["error"] == "not_found"
 
 
-async def test_search_detected_intent_picks_types(gateway_url: str, world: dict[str, Any]) -> None:
+async def test_search_detected_intent_weights_types(gateway_url: str, world: dict[str, Any]) -> None:
     r = await post(
         gateway_url,
         "/v1/search",
@@ -152,23 +155,35 @@ async def test_search_detected_intent_picks_types(gateway_url: str, world: dict[
     )
     body = r.json()
     assert body["intent"] == "preference"
-    assert {item["type"] for item in body["results"]} == {"preference"}
+    assert body["types"] is None and body["preferred_types"] == ["code_rule", "preference"]
+    assert body["results"][0]["type"] == "preference"
+    assert len({item["type"] for item in body["results"]}) > 1  # a weight, not a filter
 
 
-async def test_search_detected_intent_with_no_match_widens_to_every_type(
+async def test_search_fact_answers_whatever_the_detected_intent(
     gateway_url: str, world: dict[str, Any]
 ) -> None:
-    # "who is responsible" reads as a profile question; this tenant has no profile memory at all
+    # "when did" reads as recall (episodes), "who is responsible" as profile: the facts answer both
+    for query in ("when did we freeze deploys for the audit", "who is responsible for the deploy freeze"):
+        r = await post(
+            gateway_url, "/v1/search", world["agent"], {"query": query, "task_id": world["task"].task_id}
+        )
+        body = r.json()
+        assert body["intent"] in {"recall", "profile"} and body["widened"] is False
+        assert body["results"][0]["title"] == "Deploy freeze"
+        assert body["results"][0]["score_parts"]["type_weight"] < 1.0
+
+
+async def test_search_explicit_intent_is_a_strong_weight(gateway_url: str, world: dict[str, Any]) -> None:
     r = await post(
         gateway_url,
         "/v1/search",
         world["agent"],
-        {"query": "who is responsible for the deploy freeze", "task_id": world["task"].task_id},
+        {"query": "deploy freeze", "task_id": world["task"].task_id, "intent": "recall", "k": 10},
     )
-    body = r.json()
-    assert body["intent"] == "profile" and body["types"] == ["profile"]
-    assert body["widened"] is True
-    assert body["results"] and body["results"][0]["title"] == "Deploy freeze"
+    results = r.json()["results"]
+    assert results[0]["type"] == "episode"
+    assert "Deploy freeze" in [item["title"] for item in results]
 
 
 async def test_search_asked_for_types_never_widen(gateway_url: str, world: dict[str, Any]) -> None:

@@ -1,4 +1,4 @@
-"""Reciprocal rank fusion and the 3-axis score (seed 001)."""
+"""Reciprocal rank fusion, relevance first, and the bounded adjustments (docs/retrieval.md)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from governance.ranking import (
+    MAX_ADJUSTMENT,
     RankingParams,
     ScoreWeights,
+    TypePreference,
     normalized_rrf,
     recency,
     rrf_scores,
@@ -44,18 +46,64 @@ def test_recency_halves_every_half_life() -> None:
     assert recency(NOW + timedelta(hours=1), NOW) == pytest.approx(1.0)
 
 
-def test_score_parts_default_weights_are_half_three_tenths_two_tenths() -> None:
+def test_score_parts_default_is_relevance_plus_small_adjustments() -> None:
     parts = score_parts(
-        similarity=0.8, when=NOW - timedelta(hours=24), now=NOW, importance=0.5, confidence=0.6
+        similarity=0.8,
+        when=NOW - timedelta(hours=24),
+        now=NOW,
+        importance=0.5,
+        confidence=0.6,
+        usefulness=0.7,
     )
-    assert parts.similarity == pytest.approx(0.8)
-    assert parts.recency == pytest.approx(0.5)
-    assert parts.importance == pytest.approx(0.3)
-    assert parts.score == pytest.approx(0.5 * 0.8 + 0.3 * 0.5 + 0.2 * 0.3)
+    assert (parts.similarity, parts.recency, parts.importance, parts.usefulness) == pytest.approx(
+        (0.8, 0.5, 0.3, 0.7)
+    )
+    assert parts.type_weight == 1.0
+    assert parts.score == pytest.approx(0.8 + 0.015 * 0.5 + 0.015 * 0.3 + 0.01 * 0.7)
+
+
+def test_score_parts_less_relevant_never_outranks_beyond_the_bound() -> None:
+    w = ScoreWeights()
+    bound = w.recency + w.importance + w.usefulness
+    relevant = score_parts(
+        similarity=0.9,
+        when=NOW - timedelta(days=365),
+        now=NOW,
+        importance=0.0,
+        confidence=0.0,
+        usefulness=0.0,
+    )
+    newer = score_parts(
+        similarity=0.9 - bound - 1e-6, when=NOW, now=NOW, importance=1.0, confidence=1.0, usefulness=1.0
+    )
+    assert relevant.score > newer.score
+
+
+def test_score_weights_adjustments_are_bounded_by_similarity() -> None:
+    ScoreWeights(similarity=1.0, recency=MAX_ADJUSTMENT, importance=0.0, usefulness=0.0)
+    with pytest.raises(ValueError, match="relevance comes first"):
+        ScoreWeights(similarity=0.5, recency=0.3, importance=0.2)
+
+
+def test_type_preference_weights_other_types_down_never_to_zero() -> None:
+    prefer = TypePreference(frozenset({"episode"}), 0.25)
+    params = RankingParams(prefer=prefer)
+    episode = score_parts(
+        similarity=0.8, when=NOW, now=NOW, importance=0, confidence=0, memory_type="episode"
+    )
+    fact = score_parts(similarity=0.8, when=NOW, now=NOW, importance=0, confidence=0, memory_type="fact")
+    weighted = score_parts(
+        similarity=0.8, when=NOW, now=NOW, importance=0, confidence=0, memory_type="fact", params=params
+    )
+    assert fact.score == episode.score
+    assert weighted.type_weight == pytest.approx(0.75) and 0 < weighted.score < fact.score
+    assert TypePreference().weight("fact") == 1.0
+    with pytest.raises(ValueError):
+        TypePreference(frozenset({"fact"}), 1.0)
 
 
 def test_score_parts_weights_are_configurable() -> None:
-    params = RankingParams(weights=ScoreWeights(similarity=1.0, recency=0.0, importance=0.0))
+    params = RankingParams(weights=ScoreWeights(similarity=1.0, recency=0.0, importance=0.0, usefulness=0.0))
     parts = score_parts(similarity=0.4, when=NOW, now=NOW, importance=1.0, confidence=1.0, params=params)
     assert parts.score == pytest.approx(0.4)
 

@@ -88,3 +88,55 @@ def test_llm_judge_unreachable_endpoint_falls_back() -> None:
 
 def test_make_judge_defaults_to_rules() -> None:
     assert isinstance(make_judge(Settings(llm_base_url=None, llm_model=None)), RuleBasedJudge)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        (
+            "The payments service is owned by the billing team.",
+            "The payments service is owned by the platform team.",
+        ),
+        (
+            "The billing team owns the payments service.",
+            "The payments service is owned by the platform team.",
+        ),
+        (
+            "HTTP responses are compressed with gzip above 1 KB.",
+            "HTTP responses are compressed with brotli above 1 KB.",
+        ),
+        (
+            "Responses larger than 1 KB get gzip compression.",
+            "HTTP responses are compressed with brotli above 1 KB.",
+        ),
+        ("Always use UTC timestamps in the database.", "Always use local time timestamps in the database."),
+        (
+            "Branch names follow the pattern feature/<ticket>.",
+            "Branch names follow the pattern fix/<ticket>.",
+        ),
+        ("결제 서비스는 빌링 팀이 담당한다.", "결제 서비스는 플랫폼 팀이 담당한다."),
+        ("DB의 타임스탬프는 항상 UTC로 저장한다.", "데이터베이스에는 항상 현지 시간 타임스탬프를 사용한다."),
+        ("스테이징에서는 캐시를 끈다.", "스테이징 환경에서는 캐시를 활성화한다."),
+        (
+            "통합 테스트는 SQLite가 아닌 실제 Postgres에서 실행한다.",
+            "통합 테스트는 실제 Postgres가 아닌 SQLite에서 실행한다.",
+        ),
+    ],
+)
+def test_material_difference_substituted_owner_tool_or_unit_is_a_difference(a: str, b: str) -> None:
+    assert material_difference(a, b) is not None
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("User passwords are hashed with argon2id.", "We hash user passwords using argon2id."),
+        ("The frontend is built with Vite and React 18.", "We build the frontend using React 18 and Vite."),
+        ("The staging database is reset every Monday.", "Every Monday the staging DB gets reset."),
+        ("Kafka topics keep messages for 7 days.", "Messages in Kafka topics are retained for a week."),
+        ("린트와 import 정렬에는 ruff를 사용한다.", "ruff로 린트와 import 정렬을 한다."),
+        ("야간 보존 작업은 UTC 03:00에 실행된다.", "보존 작업은 매일 밤 UTC 새벽 3시에 돈다."),
+    ],
+)
+def test_material_difference_paraphrase_is_no_difference(a: str, b: str) -> None:
+    assert material_difference(a, b) is None

@@ -13,7 +13,6 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from governance.adapters.embedders import Embedder, make_embedder
 from governance.config import Settings
 from governance.errors import NotFound
-from governance.ranking import RankingParams, ScoreWeights
 from governance.scopes import Scope
 from governance.storage.retrieval import (
     PLAIN_WORD_WEIGHT,
@@ -148,16 +147,38 @@ async def test_search_score_parts_add_up_to_score(engine: AsyncEngine, world: di
     assert scores == sorted(scores, reverse=True)
     for h in hits:
         p = h.parts
-        assert p.score == pytest.approx(0.5 * p.similarity + 0.3 * p.recency + 0.2 * p.importance)
+        assert p.score == pytest.approx(
+            p.similarity + 0.015 * p.recency + 0.015 * p.importance + 0.01 * p.usefulness
+        )
         assert p.importance == pytest.approx(h.importance * h.confidence)
         assert 0.0 < p.similarity <= 1.0 and 0.9 < p.recency <= 1.0
         assert h.cosine is not None and h.vector_rank is not None
 
 
-async def test_search_weights_change_the_ranking(engine: AsyncEngine, world: dict[str, Any]) -> None:
-    only_importance = RankingParams(weights=ScoreWeights(similarity=0.0, recency=0.0, importance=1.0))
-    hits = await run(engine, world, "connection pool exhausted", params=only_importance)
-    assert [h.parts.score for h in hits] == [pytest.approx(h.parts.importance) for h in hits]
+async def test_search_most_relevant_stays_first_when_a_less_relevant_one_is_newer_and_trusted(
+    engine: AsyncEngine, embedder: Embedder
+) -> None:
+    # the answer is a year old, unimportant, distrusted and unliked; a near-miss is new, important, trusted
+    # and liked: within the documented bounds, relevance still decides
+    answer = "Checkout retries a declined card three times with exponential backoff before giving up"
+    other = "Checkout sends a receipt email after the payment succeeds"
+    query = "how many times does checkout retry a declined card"
+    vectors = embedder.embed_passages([answer, other])
+    now = datetime.now(UTC)
+    async with engine.begin() as conn:
+        task = await new_task(conn)
+        best = await add_memory(
+            conn, task, title="card retries", content=answer, embedding=vectors[0], importance=0.0,
+            confidence=0.1, usefulness=0.0, created_at=now - timedelta(days=365),
+        )  # fmt: skip
+        await add_memory(
+            conn, task, title="receipts", content=other, embedding=vectors[1], importance=1.0, confidence=1.0,
+            usefulness=1.0, created_at=now,
+        )  # fmt: skip
+        keys = (await reader_scope(conn, task.task_id)).scope_keys
+        hits = await search(conn, query, embedder.embed_query(query), keys, 5)
+    assert [h.citation for h in hits][0] == best["citation"]
+    assert hits[0].parts.recency < 0.01 < hits[1].parts.recency
 
 
 async def test_search_old_memory_loses_recency(engine: AsyncEngine, world: dict[str, Any]) -> None:

@@ -54,7 +54,9 @@ def search(
         _print_json(answer)
         return
     routed = ", ".join(answer.get("types") or []) or "all types"
-    table = Table(title=f"{escape(query)}  [dim](intent {answer.get('intent', '?')}: {routed})[/]")
+    preferred = ", ".join(answer.get("preferred_types") or [])
+    weighted = f", weighting {preferred}" if preferred else ""
+    table = Table(title=f"{escape(query)}  [dim](intent {answer.get('intent', '?')}: {routed}{weighted})[/]")
     for name, justify in (
         ("#", "right"),
         ("citation", "left"),
