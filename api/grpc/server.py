@@ -24,12 +24,13 @@ from sqlalchemy import exc as sa_exc
 
 from api.errors import error_body, grpc_code_of, is_unavailable, validation_detail
 from api.grpc.proto import pb2, pb2_grpc
-from api.schemas.approaches import CheckIn
-from api.schemas.promotions import PromotionStart
+from api.schemas.approaches import ApproachIn, CheckIn
+from api.schemas.memories import FeedbackIn, ValidateIn
+from api.schemas.promotions import PlanPageIn, PromotionStart, VerificationIn
 from api.schemas.search import ContextIn, SearchIn
 from api.schemas.staging import EntriesIn, TaskCreate
 from api.schemas.text import MAX_JSON_DEPTH
-from api.services import approaches, promotions, search, staging
+from api.services import approaches, memories, promotions, search, staging
 from api.services.gateway import GatewayResources, authorized_task, principal_from_authorization
 from governance import errors as ge
 from governance.config import Settings
@@ -49,6 +50,8 @@ T = TypeVar("T")
 
 # Trailing metadata of a failed AppendEntries stream: how many of its messages were stored before the error.
 COMMITTED_METADATA = "loregate-committed-batches"
+# The longest memory reference (uuid or citation) the HTTP path accepts.
+MEMORY_REF_MAX_LENGTH = 64
 
 
 def _refusal(exc: Exception) -> tuple[grpc.StatusCode, dict[str, object]]:
@@ -102,6 +105,20 @@ def _json_object(text: str, what: str) -> dict[str, Any]:
     value = _parse_json(text, what) if text else {}
     if not isinstance(value, dict):
         raise ge.InvalidInput(f"{what} must be a JSON object")
+    return value
+
+
+def _required(value: str, field: str) -> str:
+    """A path parameter of the HTTP route, which gRPC leaves empty when unset: refused, naming the field."""
+    if not value:
+        raise ge.InvalidInput(f"{field} is required")
+    return value
+
+
+def _memory_ref(value: str) -> str:
+    """A memory's uuid or citation, bounded as the HTTP path is (api/http/routes/memories.py)."""
+    if not 1 <= len(_required(value, "memory_id")) <= MEMORY_REF_MAX_LENGTH:
+        raise ge.InvalidInput(f"memory_id must be at most {MEMORY_REF_MAX_LENGTH} characters")
     return value
 
 
@@ -187,8 +204,9 @@ class LoregateServicer(pb2_grpc.LoregateServicer):  # type: ignore[misc]
     async def StartPromotion(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802
         async def work() -> Any:
             principal = await self._principal(context)
+            task_id = _required(request.task_id, "task_id")
             body = PromotionStart.model_validate(_json_object(request.json, "json"))
-            return _reply(await promotions.start_promotion(self._state, principal, request.task_id, body))
+            return _reply(await promotions.start_promotion(self._state, principal, task_id, body))
 
         return await _guarded(context, work)
 
@@ -219,6 +237,63 @@ class LoregateServicer(pb2_grpc.LoregateServicer):  # type: ignore[misc]
             task = await authorized_task(self._state, principal, request.task_id, "write")
             body = CheckIn.model_validate(_json_object(request.json, "json"))
             return _reply(await approaches.check_approach(self._state, principal, task, body))
+
+        return await _guarded(context, work)
+
+    async def RecordApproach(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802
+        async def work() -> Any:
+            principal = await self._principal(context)
+            task_id = _required(request.task_id, "task_id")
+            task = await authorized_task(self._state, principal, task_id, "write")
+            body = ApproachIn.model_validate(_json_object(request.json, "json"))
+            return _reply(await approaches.record_approach(self._state, principal, task, body))
+
+        return await _guarded(context, work)
+
+    async def GetPromotion(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802
+        async def work() -> Any:
+            principal = await self._principal(context)
+            task_id = _required(request.task_id, "task_id")
+            return _reply(await promotions.promotion_status(self._state, principal, task_id))
+
+        return await _guarded(context, work)
+
+    async def GetPromotionPlan(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802
+        async def work() -> Any:
+            principal = await self._principal(context)
+            task_id = _required(request.task_id, "task_id")
+            page = PlanPageIn.model_validate(
+                {name: getattr(request, name) for name in ("offset", "limit") if request.HasField(name)}
+            )
+            answer = await promotions.promotion_plan(self._state, principal, task_id, page.offset, page.limit)
+            return _reply(answer)
+
+        return await _guarded(context, work)
+
+    async def VerifyPromotion(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802
+        async def work() -> Any:
+            principal = await self._principal(context)
+            task_id = _required(request.task_id, "task_id")
+            body = VerificationIn.model_validate(_json_object(request.json, "json"))
+            return _reply(await promotions.verify_promotion(self._state, principal, task_id, body))
+
+        return await _guarded(context, work)
+
+    async def ValidateMemory(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802
+        async def work() -> Any:
+            principal = await self._principal(context)
+            ref = _memory_ref(request.memory_id)
+            body = ValidateIn.model_validate(_json_object(request.json, "json"))
+            return _reply(await memories.validate(self._state, principal, ref, body))
+
+        return await _guarded(context, work)
+
+    async def MemoryFeedback(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802
+        async def work() -> Any:
+            principal = await self._principal(context)
+            ref = _memory_ref(request.memory_id)
+            body = FeedbackIn.model_validate(_json_object(request.json, "json"))
+            return _reply(await memories.feedback(self._state, principal, ref, body))
 
         return await _guarded(context, work)
 
