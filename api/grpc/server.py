@@ -33,6 +33,7 @@ from api.schemas.text import MAX_JSON_DEPTH
 from api.services import approaches, memories, promotions, search, staging
 from api.services.gateway import GatewayResources, authorized_task, principal_from_authorization
 from governance import errors as ge
+from governance.adapters.tracing import instrument_engine, tracer_provider
 from governance.config import Settings
 from governance.identity import Principal
 from governance.storage.engine import make_engine
@@ -298,11 +299,22 @@ class LoregateServicer(pb2_grpc.LoregateServicer):  # type: ignore[misc]
         return await _guarded(context, work)
 
 
+def _tracing_interceptors() -> list[Any]:
+    """A server span per call (when tracing is on), as the HTTP gateway has per request."""
+    provider = tracer_provider()
+    if provider is None:
+        return []
+    from opentelemetry.instrumentation.grpc import aio_server_interceptor
+
+    return [aio_server_interceptor(tracer_provider=provider)]  # type: ignore[no-untyped-call]
+
+
 async def start_grpc_server(state: GatewayResources, host: str, port: int) -> tuple[grpc.aio.Server, int]:
     """Serve on `host:port` (port 0: any free port); returns the started server and its bound port."""
     limit = state.settings.max_request_bytes
     server = grpc.aio.server(
-        options=[("grpc.max_receive_message_length", limit), ("grpc.max_send_message_length", limit)]
+        interceptors=_tracing_interceptors(),
+        options=[("grpc.max_receive_message_length", limit), ("grpc.max_send_message_length", limit)],
     )
     pb2_grpc.add_LoregateServicer_to_server(LoregateServicer(state), server)
     bound = server.add_insecure_port(f"{host}:{port}")
@@ -319,6 +331,7 @@ async def running_grpc_server(
     """A gRPC gateway with resources of its own (engine, authoriser, caches); yields its bound port."""
     authorizer = make_authorizer(settings.sqlalchemy_url(), timeout_seconds=settings.db_timeout_seconds)
     state = GatewayResources(settings=settings, engine=make_engine(settings), authorizer=authorizer)
+    instrument_engine(state.engine)
     authorizer.add_listener(state.key_cache.clear)
     server, bound = await start_grpc_server(
         state, host or settings.http_host, settings.grpc_port if port is None else port
