@@ -26,7 +26,7 @@ from api.errors import error_body, grpc_code_of, is_unavailable, validation_deta
 from api.grpc.proto import pb2, pb2_grpc
 from api.schemas.approaches import ApproachIn, CheckIn
 from api.schemas.memories import FeedbackIn, ValidateIn
-from api.schemas.promotions import PlanPageIn, PromotionStart, VerificationIn
+from api.schemas.promotions import DecisionIn, PlanPageIn, PromotionStart, VerificationIn
 from api.schemas.search import ContextIn, SearchIn
 from api.schemas.staging import EntriesIn, TaskCreate
 from api.schemas.text import MAX_JSON_DEPTH
@@ -277,6 +277,21 @@ class LoregateServicer(pb2_grpc.LoregateServicer):  # type: ignore[misc]
             task_id = _required(request.task_id, "task_id")
             body = VerificationIn.model_validate(_json_object(request.json, "json"))
             return _reply(await promotions.verify_promotion(self._state, principal, task_id, body))
+
+        return await _guarded(context, work)
+
+    async def ApprovePromotion(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802
+        return await self._decide(request, context, "approve")
+
+    async def RejectPromotion(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802
+        return await self._decide(request, context, "reject")
+
+    async def _decide(self, request: Any, context: grpc.aio.ServicerContext, decision: str) -> Any:
+        async def work() -> Any:
+            principal = await self._principal(context)
+            task_id = _required(request.task_id, "task_id")
+            body = DecisionIn.model_validate(_json_object(request.json, "json"))
+            return _reply(await promotions.decide_promotion(self._state, principal, task_id, decision, body))
 
         return await _guarded(context, work)
 

@@ -253,6 +253,7 @@ async def _team(engine: AsyncEngine) -> dict[str, Actor]:
     return {
         "orchestrator": await make_actor(engine, ActorType.ORCHESTRATOR, org, project),
         "agent": await make_actor(engine, ActorType.AGENT, org, project),
+        "human": await make_actor(engine, ActorType.HUMAN, org, project),
         "outsider": await make_actor(engine, ActorType.HUMAN, org, new_tenant()[1]),
     }
 
@@ -436,3 +437,31 @@ async def test_grpc_bad_input_is_invalid_argument_naming_the_field(
     code, body = await _grpc_refusal(getattr(servers["stub"], method)(request_, metadata=bearer(agent.key)))
     assert code == grpc.StatusCode.INVALID_ARGUMENT, body
     assert field in body["detail"]
+
+
+async def test_grpc_approval_is_the_callers_and_follows_the_policy(
+    servers: dict[str, Any], engine: AsyncEngine
+) -> None:
+    team = await _team(engine)
+    stub, task_id = servers["stub"], await _staged_task(servers["http"], team)
+    start = {"target_scope": "project", "verification": {"source": "tests_passed", "success": True}}
+    request = pb2.TaskJsonRequest(task_id=task_id, json=json.dumps(start))
+    await stub.StartPromotion(request, metadata=bearer(team["orchestrator"].key))
+    deadline = asyncio.get_running_loop().time() + 90
+    while True:
+        reply = await stub.GetPromotion(pb2.TaskRequest(task_id=task_id), metadata=bearer(team["human"].key))
+        if json.loads(reply.json)["state"] == "awaiting_approval":
+            break
+        assert asyncio.get_running_loop().time() < deadline, "never awaiting approval"
+        await asyncio.sleep(0.3)
+    decision = pb2.TaskJsonRequest(task_id=task_id, json=json.dumps({"note": "checked"}))
+    code, body = await _grpc_refusal(stub.ApprovePromotion(decision, metadata=bearer(team["agent"].key)))
+    assert (code, body["error"]) == (grpc.StatusCode.PERMISSION_DENIED, "forbidden")
+    code, _ = await _grpc_refusal(stub.ApprovePromotion(decision, metadata=bearer(team["outsider"].key)))
+    assert code == grpc.StatusCode.NOT_FOUND
+    approved = json.loads((await stub.ApprovePromotion(decision, metadata=bearer(team["human"].key))).json)
+    assert approved["accepted"] is True and approved["approver"] == team["human"].principal.id
+    code, _ = await _grpc_refusal(
+        stub.RejectPromotion(pb2.TaskJsonRequest(task_id=task_id), metadata=bearer(team["human"].key))
+    )
+    assert code == grpc.StatusCode.ALREADY_EXISTS  # a Conflict: the promotion is no longer awaiting approval
