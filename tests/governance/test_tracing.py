@@ -1,11 +1,13 @@
 """Traces through the gate: one promotion is one trace, from the HTTP request to the SQL of its activities.
 
 Real servers throughout (a uvicorn gateway, a Temporal dev server, a worker with the real activities,
-Postgres); the spans go to an in-memory exporter installed as the process's provider.
+Postgres, and the gRPC gateway); the spans go to an in-memory exporter installed as the process's provider.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,6 +23,8 @@ from governance.config import Settings
 from governance.scopes import ActorType
 from tests.utils.factories import make_actor, new_tenant
 from tests.utils.gateway import running_gateway
+from tests.utils.grpc_gateway import bearer, grpc_gateway, pb2
+from tests.utils.promotion_factories import Entry, make_task
 from tests.utils.promotion_gateway import running_worker, temporal_settings, wait_promotion_state
 
 ENTRIES = [
@@ -114,3 +118,31 @@ async def test_one_promotion_is_one_trace_from_request_to_sql(
         assert any(_descends_from(s, activity, by_id) for s in sql), f"no SQL under {name}"
     # every span of the trace hangs from the request: nothing was started afresh on the way
     assert all(s is request or _descends_from(s, request, by_id) for s in trace)
+
+
+async def test_a_grpc_call_starts_the_trace_of_its_promotion(
+    exporter: InMemorySpanExporter, settings: Settings, local_env: Any, engine: AsyncEngine
+) -> None:
+    promo_settings = temporal_settings(settings, local_env.client)
+    org, project = new_tenant()
+    orchestrator = await make_actor(engine, ActorType.ORCHESTRATOR, org, project)
+    task = await make_task(
+        engine, org, project, [Entry(e["kind"], e["content"], e.get("payload")) for e in ENTRIES]
+    )
+    start = {"target_scope": "task", "verification": {"source": "tests_passed", "success": True}}
+    async with running_worker(local_env.client, promo_settings), grpc_gateway(promo_settings) as stub:
+        request = pb2.TaskJsonRequest(task_id=task.task_id, json=json.dumps(start))
+        await stub.StartPromotion(request, metadata=bearer(orchestrator.key))
+        deadline = asyncio.get_running_loop().time() + 90
+        while not any(s.name == "RunActivity:publish" for s in exporter.get_finished_spans()):
+            assert asyncio.get_running_loop().time() < deadline, "the promotion never published"
+            await asyncio.sleep(0.2)
+
+    spans = list(exporter.get_finished_spans())
+    (call,) = [s for s in spans if s.name == "/loregate.v1.Loregate/StartPromotion"]
+    in_trace = {s.name for s in spans if s.context.trace_id == call.context.trace_id}
+    assert {
+        "StartWorkflow:PromotionWorkflow",
+        "RunWorkflow:PromotionWorkflow",
+        "RunActivity:publish",
+    } <= in_trace
