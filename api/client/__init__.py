@@ -309,6 +309,16 @@ class _Calls:
         )
         return _Call("POST", f"/v1/tasks/{_seg(task_id)}/approaches", body)
 
+    @staticmethod
+    def validate(ref: str, source: str, reason: str | None, idempotency_key: str | None) -> _Call:
+        body = _drop_none({"source": source, "reason": reason, "idempotency_key": idempotency_key})
+        return _Call("POST", f"/v1/memories/{_seg(ref)}/validate", body)
+
+    @staticmethod
+    def feedback(ref: str, helpful: bool, idempotency_key: str | None) -> _Call:
+        body = _drop_none({"helpful": helpful, "idempotency_key": idempotency_key})
+        return _Call("POST", f"/v1/memories/{_seg(ref)}/feedback", body)
+
 
 def _settings(base_url: str | None, api_key: str | None) -> tuple[str, dict[str, str]]:
     url = (base_url or os.environ.get("LOREGATE_URL") or DEFAULT_URL).rstrip("/")
@@ -457,6 +467,16 @@ class LoregateClient:
         call = _Calls.record_approach(task_id, approach, outcome, reason, subtask, idempotency_key)
         return self._send(call)
 
+    def validate(
+        self, memory: str, source: str, *, reason: str | None = None, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
+        """Boost a memory's confidence by `source`'s amount (once per principal and source)."""
+        return self._send(_Calls.validate(memory, source, reason, idempotency_key))
+
+    def feedback(self, memory: str, helpful: bool, *, idempotency_key: str | None = None) -> dict[str, Any]:
+        """Whether a memory helped: one vote per principal, the latest counts."""
+        return self._send(_Calls.feedback(memory, helpful, idempotency_key))
+
 
 class AsyncLoregateClient:
     """The same API as `LoregateClient`, for asyncio code (agents, orchestrators, the MCP server)."""
@@ -581,3 +601,13 @@ class AsyncLoregateClient:
     ) -> dict[str, Any]:
         call = _Calls.record_approach(task_id, approach, outcome, reason, subtask, idempotency_key)
         return await self._send(call)
+
+    async def validate(
+        self, memory: str, source: str, *, reason: str | None = None, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
+        return await self._send(_Calls.validate(memory, source, reason, idempotency_key))
+
+    async def feedback(
+        self, memory: str, helpful: bool, *, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
+        return await self._send(_Calls.feedback(memory, helpful, idempotency_key))

@@ -24,14 +24,16 @@ from sqlalchemy import exc as sa_exc
 
 from api.errors import error_body, grpc_code_of, is_unavailable, validation_detail
 from api.grpc.proto import pb2, pb2_grpc
-from api.schemas.approaches import CheckIn
-from api.schemas.promotions import PromotionStart
+from api.schemas.approaches import ApproachIn, CheckIn
+from api.schemas.memories import FeedbackIn, ValidateIn
+from api.schemas.promotions import DecisionIn, PlanPageIn, PromotionStart, VerificationIn
 from api.schemas.search import ContextIn, SearchIn
 from api.schemas.staging import EntriesIn, TaskCreate
 from api.schemas.text import MAX_JSON_DEPTH
-from api.services import approaches, promotions, search, staging
+from api.services import approaches, memories, promotions, search, staging
 from api.services.gateway import GatewayResources, authorized_task, principal_from_authorization
 from governance import errors as ge
+from governance.adapters.tracing import instrument_engine, tracer_provider
 from governance.config import Settings
 from governance.identity import Principal
 from governance.storage.engine import make_engine
@@ -49,6 +51,8 @@ T = TypeVar("T")
 
 # Trailing metadata of a failed AppendEntries stream: how many of its messages were stored before the error.
 COMMITTED_METADATA = "loregate-committed-batches"
+# The longest memory reference (uuid or citation) the HTTP path accepts.
+MEMORY_REF_MAX_LENGTH = 64
 
 
 def _refusal(exc: Exception) -> tuple[grpc.StatusCode, dict[str, object]]:
@@ -102,6 +106,20 @@ def _json_object(text: str, what: str) -> dict[str, Any]:
     value = _parse_json(text, what) if text else {}
     if not isinstance(value, dict):
         raise ge.InvalidInput(f"{what} must be a JSON object")
+    return value
+
+
+def _required(value: str, field: str) -> str:
+    """A path parameter of the HTTP route, which gRPC leaves empty when unset: refused, naming the field."""
+    if not value:
+        raise ge.InvalidInput(f"{field} is required")
+    return value
+
+
+def _memory_ref(value: str) -> str:
+    """A memory's uuid or citation, bounded as the HTTP path is (api/http/routes/memories.py)."""
+    if not 1 <= len(_required(value, "memory_id")) <= MEMORY_REF_MAX_LENGTH:
+        raise ge.InvalidInput(f"memory_id must be at most {MEMORY_REF_MAX_LENGTH} characters")
     return value
 
 
@@ -187,8 +205,9 @@ class LoregateServicer(pb2_grpc.LoregateServicer):  # type: ignore[misc]
     async def StartPromotion(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802
         async def work() -> Any:
             principal = await self._principal(context)
+            task_id = _required(request.task_id, "task_id")
             body = PromotionStart.model_validate(_json_object(request.json, "json"))
-            return _reply(await promotions.start_promotion(self._state, principal, request.task_id, body))
+            return _reply(await promotions.start_promotion(self._state, principal, task_id, body))
 
         return await _guarded(context, work)
 
@@ -222,12 +241,95 @@ class LoregateServicer(pb2_grpc.LoregateServicer):  # type: ignore[misc]
 
         return await _guarded(context, work)
 
+    async def RecordApproach(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802
+        async def work() -> Any:
+            principal = await self._principal(context)
+            task_id = _required(request.task_id, "task_id")
+            task = await authorized_task(self._state, principal, task_id, "write")
+            body = ApproachIn.model_validate(_json_object(request.json, "json"))
+            return _reply(await approaches.record_approach(self._state, principal, task, body))
+
+        return await _guarded(context, work)
+
+    async def GetPromotion(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802
+        async def work() -> Any:
+            principal = await self._principal(context)
+            task_id = _required(request.task_id, "task_id")
+            return _reply(await promotions.promotion_status(self._state, principal, task_id))
+
+        return await _guarded(context, work)
+
+    async def GetPromotionPlan(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802
+        async def work() -> Any:
+            principal = await self._principal(context)
+            task_id = _required(request.task_id, "task_id")
+            page = PlanPageIn.model_validate(
+                {name: getattr(request, name) for name in ("offset", "limit") if request.HasField(name)}
+            )
+            answer = await promotions.promotion_plan(self._state, principal, task_id, page.offset, page.limit)
+            return _reply(answer)
+
+        return await _guarded(context, work)
+
+    async def VerifyPromotion(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802
+        async def work() -> Any:
+            principal = await self._principal(context)
+            task_id = _required(request.task_id, "task_id")
+            body = VerificationIn.model_validate(_json_object(request.json, "json"))
+            return _reply(await promotions.verify_promotion(self._state, principal, task_id, body))
+
+        return await _guarded(context, work)
+
+    async def ApprovePromotion(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802
+        return await self._decide(request, context, "approve")
+
+    async def RejectPromotion(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802
+        return await self._decide(request, context, "reject")
+
+    async def _decide(self, request: Any, context: grpc.aio.ServicerContext, decision: str) -> Any:
+        async def work() -> Any:
+            principal = await self._principal(context)
+            task_id = _required(request.task_id, "task_id")
+            body = DecisionIn.model_validate(_json_object(request.json, "json"))
+            return _reply(await promotions.decide_promotion(self._state, principal, task_id, decision, body))
+
+        return await _guarded(context, work)
+
+    async def ValidateMemory(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802
+        async def work() -> Any:
+            principal = await self._principal(context)
+            ref = _memory_ref(request.memory_id)
+            body = ValidateIn.model_validate(_json_object(request.json, "json"))
+            return _reply(await memories.validate(self._state, principal, ref, body))
+
+        return await _guarded(context, work)
+
+    async def MemoryFeedback(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802
+        async def work() -> Any:
+            principal = await self._principal(context)
+            ref = _memory_ref(request.memory_id)
+            body = FeedbackIn.model_validate(_json_object(request.json, "json"))
+            return _reply(await memories.feedback(self._state, principal, ref, body))
+
+        return await _guarded(context, work)
+
+
+def _tracing_interceptors() -> list[Any]:
+    """A server span per call (when tracing is on), as the HTTP gateway has per request."""
+    provider = tracer_provider()
+    if provider is None:
+        return []
+    from opentelemetry.instrumentation.grpc import aio_server_interceptor
+
+    return [aio_server_interceptor(tracer_provider=provider)]  # type: ignore[no-untyped-call]
+
 
 async def start_grpc_server(state: GatewayResources, host: str, port: int) -> tuple[grpc.aio.Server, int]:
     """Serve on `host:port` (port 0: any free port); returns the started server and its bound port."""
     limit = state.settings.max_request_bytes
     server = grpc.aio.server(
-        options=[("grpc.max_receive_message_length", limit), ("grpc.max_send_message_length", limit)]
+        interceptors=_tracing_interceptors(),
+        options=[("grpc.max_receive_message_length", limit), ("grpc.max_send_message_length", limit)],
     )
     pb2_grpc.add_LoregateServicer_to_server(LoregateServicer(state), server)
     bound = server.add_insecure_port(f"{host}:{port}")
@@ -244,6 +346,7 @@ async def running_grpc_server(
     """A gRPC gateway with resources of its own (engine, authoriser, caches); yields its bound port."""
     authorizer = make_authorizer(settings.sqlalchemy_url(), timeout_seconds=settings.db_timeout_seconds)
     state = GatewayResources(settings=settings, engine=make_engine(settings), authorizer=authorizer)
+    instrument_engine(state.engine)
     authorizer.add_listener(state.key_cache.clear)
     server, bound = await start_grpc_server(
         state, host or settings.http_host, settings.grpc_port if port is None else port

@@ -12,6 +12,7 @@ from api.http.limits import BodySizeLimit
 from api.http.metrics import MetricsMiddleware
 from api.http.routes import admin, approaches, health, memories, promotions, search, tasks
 from api.services.gateway import GatewayResources
+from governance.adapters.tracing import instrument_engine, tracer_provider
 from governance.config import Settings, get_settings
 from governance.storage.engine import make_engine
 from policy.enforcer import make_authorizer
@@ -33,6 +34,7 @@ def create_app(settings: Settings | None = None, *, grpc_port: int | None = None
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         authorizer = make_authorizer(settings.sqlalchemy_url(), timeout_seconds=settings.db_timeout_seconds)
         resources = GatewayResources(settings=settings, engine=make_engine(settings), authorizer=authorizer)
+        instrument_engine(resources.engine)
         authorizer.add_listener(resources.key_cache.clear)
         app.state.resources = resources
         grpc_server = None
@@ -72,4 +74,16 @@ def create_app(settings: Settings | None = None, *, grpc_port: int | None = None
         app.include_router(router, responses=ERROR_RESPONSES)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
     app.add_middleware(MetricsMiddleware)
+    _trace(app)
     return app
+
+
+def _trace(app: FastAPI) -> None:
+    """A server span per request (when tracing is on): the root of what the request does downstream."""
+    provider = tracer_provider()
+    if provider is None:
+        return
+    from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
+
+    # liveness probes and scrapes would drown the traces that matter
+    FastAPIInstrumentor.instrument_app(app, tracer_provider=provider, excluded_urls="healthz,metrics")

@@ -20,11 +20,25 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from api.client import AsyncLoregateClient, LoregateError
-from governance.scopes import EntryKind
+from governance.approaches import ApproachOutcome
+from governance.scopes import EntryKind, Scope, ValidationSource
 
 __all__ = ["TOOL_NAMES", "build_server", "main"]
 
-TOOL_NAMES = ("search", "get_memory", "get_context", "append_staging", "check_approach")
+TOOL_NAMES = (
+    "search",
+    "get_memory",
+    "get_context",
+    "append_staging",
+    "check_approach",
+    "record_approach",
+    "validate_memory",
+    "memory_feedback",
+    "start_promotion",
+    "get_promotion",
+    "get_promotion_plan",
+    "verify_promotion",
+)
 
 TaskId = Annotated[
     str | None, Field(description="The task you work in; defaults to LOREGATE_TASK_ID from the environment")
@@ -34,7 +48,10 @@ _INSTRUCTIONS = (
     "loregate is the governed shared memory of the agents on this project. At the start of a task call "
     "get_context; cite memories as [mem:<citation>] and open one with get_memory. Record what you do, decide "
     "and learn with append_staging (it is reviewed before it becomes shared memory). Before retrying a fix, "
-    "call check_approach: it tells you if that approach already failed on this task."
+    "call check_approach: it tells you if that approach already failed on this task; afterwards say how it "
+    "went with record_approach. Rate a memory you used with memory_feedback. Orchestrators start a task's "
+    "promotion into shared memory with start_promotion, give its evidence with verify_promotion and follow "
+    "it with get_promotion and get_promotion_plan."
 )
 
 
@@ -43,6 +60,11 @@ def _task(task_id: str | None) -> str:
     if not chosen:
         raise ToolError("task_id is required (or set LOREGATE_TASK_ID in the MCP server's environment)")
     return chosen
+
+
+def _citation(ref: str) -> str:
+    """A memory reference as the HTTP path takes it (`mem:` marks are accepted as the reader gives them)."""
+    return ref.removeprefix("mem:")
 
 
 async def _answer(call: Awaitable[dict[str, Any]]) -> dict[str, Any]:
@@ -131,6 +153,93 @@ def build_server(client: AsyncLoregateClient | None = None) -> MCPServer:
     ) -> dict[str, Any]:
         """Whether this approach already failed on this task, with its failure history and a suggestion."""
         return await _answer(gateway().check_approach(_task(task_id), approach, subtask=subtask))
+
+    @server.tool()
+    async def record_approach(
+        approach: Annotated[str, Field(description="The fix or approach you tried")],
+        outcome: Annotated[ApproachOutcome, Field(description="How it ended")],
+        task_id: TaskId = None,
+        reason: Annotated[str | None, Field(description="Why it failed (kept in its history)")] = None,
+        subtask: Annotated[str | None, Field(description="The subtask, if the task has several")] = None,
+        idempotency_key: Annotated[
+            str | None, Field(description="Repeat it when retrying, so the attempt is counted once")
+        ] = None,
+    ) -> dict[str, Any]:
+        """Record an approach you tried and how it ended, so nobody retries a failed one unknowingly."""
+        call = gateway().record_approach(
+            _task(task_id),
+            approach,
+            outcome.value,
+            reason=reason,
+            subtask=subtask,
+            idempotency_key=idempotency_key,
+        )
+        return await _answer(call)
+
+    @server.tool()
+    async def validate_memory(
+        citation: Annotated[str, Field(description="`mem:abc123`, `abc123`, or a memory id")],
+        source: Annotated[ValidationSource, Field(description="The evidence that the memory is right")],
+        reason: Annotated[str | None, Field(description="What showed it")] = None,
+        idempotency_key: Annotated[str | None, Field(description="Repeat it when retrying")] = None,
+    ) -> dict[str, Any]:
+        """Raise a memory's confidence with evidence (counted once per caller and source)."""
+        call = gateway().validate(
+            _citation(citation), source.value, reason=reason, idempotency_key=idempotency_key
+        )
+        return await _answer(call)
+
+    @server.tool()
+    async def memory_feedback(
+        citation: Annotated[str, Field(description="`mem:abc123`, `abc123`, or a memory id")],
+        helpful: Annotated[bool, Field(description="Whether the memory helped you")],
+        idempotency_key: Annotated[str | None, Field(description="Repeat it when retrying")] = None,
+    ) -> dict[str, Any]:
+        """Say whether a memory helped (one vote per caller; the latest counts)."""
+        call = gateway().feedback(_citation(citation), helpful, idempotency_key=idempotency_key)
+        return await _answer(call)
+
+    @server.tool()
+    async def start_promotion(
+        target_scope: Annotated[Scope, Field(description="Where the task's knowledge should be published")],
+        task_id: TaskId = None,
+        verification_source: Annotated[
+            ValidationSource | None,
+            Field(description="Evidence already at hand (else verify_promotion later)"),
+        ] = None,
+        verification_success: Annotated[bool, Field(description="Whether that evidence is a success")] = True,
+    ) -> dict[str, Any]:
+        """Start the task's promotion into shared memory (a second start returns the running one)."""
+        verification = (
+            {"source": verification_source.value, "success": verification_success}
+            if verification_source is not None
+            else None
+        )
+        call = gateway().start_promotion(_task(task_id), target_scope.value, verification)
+        return await _answer(call)
+
+    @server.tool()
+    async def get_promotion(task_id: TaskId = None) -> dict[str, Any]:
+        """Where the task's promotion stands: its state, the first page of its plan, what it published."""
+        return await _answer(gateway().promotion(_task(task_id)))
+
+    @server.tool()
+    async def get_promotion_plan(
+        task_id: TaskId = None,
+        offset: Annotated[int, Field(ge=0, description="Plan entries to skip")] = 0,
+        limit: Annotated[int | None, Field(ge=1, description="Plan entries at most")] = None,
+    ) -> dict[str, Any]:
+        """A page of the promotion's plan with full contents (`next_offset` continues)."""
+        return await _answer(gateway().promotion_plan(_task(task_id), offset, limit))
+
+    @server.tool()
+    async def verify_promotion(
+        source: Annotated[ValidationSource, Field(description="The evidence: tests passed, PR merged …")],
+        task_id: TaskId = None,
+        success: Annotated[bool, Field(description="Whether the evidence is a success")] = True,
+    ) -> dict[str, Any]:
+        """Give the verification evidence the task's promotion waits for (once)."""
+        return await _answer(gateway().verify(_task(task_id), source.value, success))
 
     return server
 

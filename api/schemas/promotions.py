@@ -20,6 +20,7 @@ __all__ = [
     "PromotionPlanPage",
     "PLAN_PAGE_SIZE",
     "PLAN_PAGE_MAX",
+    "PlanPageIn",
     "RefusalPublic",
     "PublishedPublic",
     "PromotionPublic",
@@ -32,6 +33,15 @@ __all__ = [
 # `GET /v1/promotions/{task_id}` shows the plan's first page; `.../plan?offset=&limit=` pages through it
 PLAN_PAGE_SIZE = 100
 PLAN_PAGE_MAX = 1000
+
+
+class PlanPageIn(BaseModel):
+    """Which page of a promotion's plan (the query of `GET /v1/promotions/{task_id}/plan`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    offset: int = Field(default=0, ge=0, description="Entries to skip")
+    limit: int = Field(default=PLAN_PAGE_SIZE, ge=1, le=PLAN_PAGE_MAX, description="Entries at most")
 
 
 class VerificationIn(BaseModel):
