@@ -101,6 +101,10 @@ class PlanEntryPublic(BaseModel):
     target_id: str | None
     similarity: float | None
     reason: str
+    target_title: str | None = Field(
+        default=None, description="The published memory a duplicate merges into or a supersede replaces"
+    )
+    target_content: str | None = Field(default=None, description="That memory's content, as published now")
 
 
 class RefusalPublic(BaseModel):

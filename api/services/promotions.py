@@ -187,6 +187,8 @@ def _entry(row: PlanRow) -> PlanEntryPublic:
         target_id=row.target_id,
         similarity=row.similarity,
         reason=row.reason,
+        target_title=row.target_title,
+        target_content=row.target_content,
     )
 
 

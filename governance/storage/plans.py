@@ -40,17 +40,19 @@ from sqlalchemy import (
     Text,
     and_,
     bindparam,
+    case,
+    cast,
     delete,
     func,
     select,
     update,
 )
-from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.dialects.postgresql import ARRAY, UUID
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from governance.cognify import Candidate
-from governance.storage.tables import EMBEDDING_DIM, metadata
+from governance.storage.tables import EMBEDDING_DIM, memories, metadata
 
 __all__ = [
     "promotion_plans",
@@ -217,6 +219,9 @@ class PlanRow:
     target_id: str | None
     similarity: float | None
     reason: str
+    # what a duplicate merges into or a supersede replaces, as published now (approvers see old beside new)
+    target_title: str | None = None
+    target_content: str | None = None
 
 
 @dataclass(frozen=True)
@@ -393,8 +398,17 @@ def _joined() -> Any:
     )
 
 
+_UUID_TEXT = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+
+
 async def plan_page(conn: AsyncConnection, key: PlanKey, *, offset: int, limit: int) -> list[PlanRow]:
-    """Plan items `offset`.. (at most `limit`), in plan order, with their candidates' full content."""
+    """Plan items `offset`.. (at most `limit`), in plan order, with their candidates' full content.
+
+    A duplicate's or a supersede's target comes with its current title and content, so an approver reads
+    what the item merges into or replaces beside the new text.
+    """
+    target = memories.alias("target")
+    target_id = case((_P.target_id.regexp_match(_UUID_TEXT), cast(_P.target_id, UUID)), else_=None)
     rows = await conn.execute(
         select(
             _P.idx,
@@ -406,8 +420,10 @@ async def plan_page(conn: AsyncConnection, key: PlanKey, *, offset: int, limit: 
             _P.target_id,
             _P.similarity,
             _P.reason,
+            target.c.title.label("target_title"),
+            target.c.content.label("target_content"),
         )
-        .select_from(_joined())
+        .select_from(_joined().outerjoin(target, target.c.id == target_id))
         .where(_of(key, promotion_plan_items))
         .order_by(_P.idx)
         .offset(offset)
@@ -424,6 +440,8 @@ async def plan_page(conn: AsyncConnection, key: PlanKey, *, offset: int, limit: 
             target_id=r.target_id,
             similarity=r.similarity,
             reason=r.reason,
+            target_title=r.target_title,
+            target_content=r.target_content,
         )
         for r in rows
     ]

@@ -367,7 +367,11 @@ async def test_reference_shows_what_a_caller_relies_on(reference: dict[str, Any]
     assert reference["status_waiting"]["state"] == "awaiting_verification"
     assert reference["verify_by_agent"]["error"] == "forbidden"
     assert reference["verify_claiming_human"]["error"] == "forbidden"
-    assert reference["verified"]["verification"] == {"source": "tests_passed", "success": True}
+    assert reference["verified"]["verification"] == {
+        "source": "tests_passed",
+        "success": True,
+        "given_by": "<orchestrator>",
+    }
     assert reference["published"]["published_total"] >= 2
     assert reference["plan_page"]["offset"] == 1 and len(reference["plan_page"]["items"]) <= 2
     assert reference["plan_by_outsider"] == {"error": "not_found", "detail": "task '<task>' does not exist"}

@@ -120,3 +120,45 @@ async def test_promotion_plan_is_served_from_the_database_page_by_page(
     done = await wait_promotion_state(http, team["human"].headers, task_id, "published")
     assert done["published_total"] == total and len(done["published"]) == 100
     assert done["plan_total"] == total and done["plan"] == status["plan"]
+
+
+async def _promote_into_worktree(http: httpx.AsyncClient, team: dict[str, Actor], content: str) -> str:
+    orchestrator = team["orchestrator"]
+    opened = await http.post(
+        "/v1/tasks",
+        headers=orchestrator.headers,
+        json={
+            "org": orchestrator.principal.org,
+            "project": orchestrator.principal.project,
+            "worktree": "main",
+            "description": "pick the db driver",
+        },
+    )
+    task_id: str = opened.json()["task_id"]
+    entry = {"kind": "decision", "content": content, "payload": {"key": "db.driver"}}
+    appended = await http.post(
+        f"/v1/tasks/{task_id}/entries", headers=team["agent"].headers, json={"entries": [entry]}
+    )
+    assert appended.status_code == 201, appended.text
+    started = await http.post(
+        f"/v1/tasks/{task_id}/promotion",
+        headers=orchestrator.headers,
+        json={"target_scope": "worktree", "verification": {"source": "tests_passed", "success": True}},
+    )
+    assert started.status_code == 202, started.text
+    await wait_promotion_state(http, orchestrator.headers, task_id, "published")
+    return task_id
+
+
+async def test_plan_shows_what_a_supersede_replaces(http: httpx.AsyncClient, team: dict[str, Actor]) -> None:
+    await _promote_into_worktree(http, team, "db.driver: psycopg 3 with the async API")
+    second = await _promote_into_worktree(http, team, "db.driver: asyncpg for the connection pool")
+    answer = await http.get(f"/v1/promotions/{second}/plan", headers=team["human"].headers)
+    assert answer.status_code == 200, answer.text
+    superseding = [e for e in answer.json()["items"] if e["decision"] == "supersede"]
+    assert len(superseding) == 1, answer.json()["items"]
+    assert superseding[0]["content"] == "db.driver: asyncpg for the connection pool"
+    assert superseding[0]["target_content"] == "db.driver: psycopg 3 with the async API"
+    assert superseding[0]["target_title"]
+    new = [e for e in answer.json()["items"] if e["decision"] == "new"]
+    assert new and all(e["target_title"] is None and e["target_content"] is None for e in new)

@@ -133,11 +133,16 @@ def _plan_table(plan: list[dict[str, Any]]) -> Table:
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for n, entry in enumerate(plan, start=1):
         similarity = entry.get("similarity")
+        title = escape(entry["title"])
+        if entry.get("target_title"):
+            # what the item merges into or replaces, as published now: the approver sees old beside new
+            verb = "replaces" if entry["decision"] == "supersede" else "merges into"
+            title += f"\n[dim]{verb}: {escape(entry['target_title'])}[/dim]"
         table.add_row(
             str(int(entry.get("index", n - 1)) + 1),
             entry["memory_type"],
             entry["decision"],
-            escape(entry["title"]),
+            title,
             escape(entry.get("canonical_key") or ""),
             f"{similarity:.3f}" if similarity is not None else "–",
             escape(entry.get("reason", "")),
