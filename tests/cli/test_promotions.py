@@ -140,7 +140,11 @@ async def test_promote_failed_evidence_publishes_only_the_episode(
     )
     assert started.returncode == 0, started.stderr
     done = await _wait(team, "unverified")
-    assert done["verification"] == {"source": "tests_passed", "success": False}
+    assert done["verification"] == {
+        "source": "tests_passed",
+        "success": False,
+        "given_by": team["orchestrator"].principal.id,
+    }
     assert [m.memory_type for m in await active_memories(engine, task_id=task_id)] == ["episode"]
 
 
