@@ -29,7 +29,7 @@ from governance.adapters.llm_judge import make_judge
 from governance.cognify import Candidate, StagedEntry, episode_candidate, skill_candidate
 from governance.config import Settings
 from governance.dedup import Decision, classify, content_hash
-from governance.errors import NotFound
+from governance.errors import InvalidInput, NotFound
 from governance.publication import PublishedMemory
 from governance.redaction import redact, redact_json
 from governance.scopes import SCOPE_LEVEL, ActorType, Scope, scope_key
@@ -59,7 +59,13 @@ from governance.storage.plans import (
 )
 from governance.storage.promotions import approval_grant_exists
 from governance.storage.publish import lock_for_publication
-from governance.storage.staging import get_task, last_seq, set_task_status, snapshot_entries
+from governance.storage.staging import (
+    ENDED_STATUSES,
+    get_task,
+    last_seq,
+    set_task_status,
+    snapshot_entries,
+)
 from governance.supersession import ContradictionJudge
 from governance.trust import published_trust
 from policy.enforcer import Authorizer
@@ -78,6 +84,7 @@ __all__ = [
     "PublishInput",
     "PublishResult",
     "DecisionRecordInput",
+    "OutcomeInput",
     "PLAN_CHUNK",
     "PREVIEW_ITEMS",
     "PREVIEW_CHARS",
@@ -291,6 +298,15 @@ class DecisionRecordInput:
     payload: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass
+class OutcomeInput:
+    """How a promotion that wrote no decision ended (`unverified` by timeout, `failed`), for the task row."""
+
+    workflow_id: str
+    task_id: str
+    status: str
+
+
 def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
     """`text` shortened to `limit` characters (an ellipsis says it was), for what travels through Temporal."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -404,6 +420,9 @@ class PromotionActivities:
                 )
             snapshot_end = await last_seq(conn, data.task_id)
             entries, counts = await self._entries(conn, data.task_id, snapshot_end)
+        async with self._engine.begin() as conn:
+            # a promotion under way: the staging archive leaves this task alone until it ends
+            await set_task_status(conn, data.task_id, "promoting")
         scope = Scope(data.target_scope)
         keys = {"org": task.org, "project": task.project, "worktree": task.worktree, "task_id": task.id}
         return CollectResult(
@@ -784,7 +803,7 @@ class PromotionActivities:
                 dedupe_key=f"{data.workflow_id}:summary",
                 if_absent=True,
             )
-            await set_task_status(conn, data.task_id, "promoted")
+            await set_task_status(conn, data.task_id, "promoted" if data.verified else "unverified")
         return PublishResult(
             total=len(results),
             actions=dict(Counter(r.action for r in results)),
@@ -808,3 +827,13 @@ class PromotionActivities:
                 if_absent=True,
             )
             await set_task_status(conn, data.task_id, "rejected")
+
+    @activity.defn
+    async def record_outcome(self, data: OutcomeInput) -> None:
+        """Record on the task that its promotion ended without publishing or deciding (timeout, failure)."""
+        if data.status not in ENDED_STATUSES:
+            raise ApplicationError(
+                f"{data.status!r} is not how a promotion ends", type=InvalidInput.__name__, non_retryable=True
+            )
+        async with self._engine.begin() as conn:
+            await set_task_status(conn, data.task_id, data.status)

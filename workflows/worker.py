@@ -46,12 +46,10 @@ def activity_functions(
         settings=settings,
         llm=make_llm(settings),
     )
-    retention = RetentionActivities(engine)
+    retention = RetentionActivities(engine, archive_dir=settings.archive_dir())
     approaches = ApproachActivities(engine, embedder, settings)
     return [
-        retention.decay,
-        retention.expire,
-        retention.prune,
+        *retention.functions(),
         approaches.record,
         approaches.check,
         promotion.collect_staging,
@@ -60,6 +58,7 @@ def activity_functions(
         promotion.check_approver,
         promotion.publish,
         promotion.record_decision,
+        promotion.record_outcome,
     ]
 
 
