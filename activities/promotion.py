@@ -121,6 +121,8 @@ def _heartbeating(fn: Callable[[_S, _A], Awaitable[_R]]) -> Callable[[_S, _A], C
                 activity.heartbeat()
                 await asyncio.sleep(_HEARTBEAT_EVERY_SECONDS)
 
+        if activity.info().is_local:  # a local activity has no heartbeat: the workflow task carries it
+            return await fn(self, data)
         beating = asyncio.create_task(beat())
         try:
             return await fn(self, data)
@@ -154,6 +156,9 @@ class CollectResult:
     requires_approval: bool
     scope_key: str
     visible_scope_keys: list[str]
+    # cognify runs by rules only (no LLM configured): a few milliseconds, so a local activity, which
+    # saves a round trip through the Temporal server (~40 ms of a small promotion's latency)
+    cognify_local: bool = False
 
 
 @dataclass
@@ -435,6 +440,7 @@ class PromotionActivities:
             last_seq=snapshot_end,
             redaction_counts=counts,
             requires_approval=self._authorizer.requires_validation(scope),
+            cognify_local=self._llm is None,
             scope_key=scope_key(scope, **keys),
             visible_scope_keys=_keys_from(scope, keys),
         )

@@ -83,6 +83,8 @@ _PUBLISH_TIME_PER_ITEM = timedelta(milliseconds=20)
 # promotions started before the task row recorded every end (unverified by timeout, failed) replay
 # without that step
 _RECORD_OUTCOME_PATCH = "record-outcome-on-task"
+# rule-based cognify (no LLM configured) runs as a local activity; promotions started before, as a regular one
+_LOCAL_COGNIFY_PATCH = "local-rule-based-cognify"
 # cognify and plan heartbeat while they run: a worker that dies holding one is noticed after this, and the
 # activity retried elsewhere, instead of after the whole 5-minute start-to-close timeout
 _HEARTBEAT_TIMEOUT = timedelta(seconds=10)
@@ -322,13 +324,25 @@ class PromotionWorkflow:
         self._collected = collected
         self._status.requires_approval = collected.requires_approval
         self._status.redaction_counts = collected.redaction_counts
-        analysis: CognifyResult = await workflow.execute_activity_method(
-            PromotionActivities.cognify,
-            CognifyInput(data.task_id, wf_id, collected.description, collected.last_seq, evidence.success),
-            start_to_close_timeout=_COMPUTE_TIMEOUT,
-            heartbeat_timeout=_HEARTBEAT_TIMEOUT,
-            retry_policy=COMPUTE_RETRY,
+        cognify_input = CognifyInput(
+            data.task_id, wf_id, collected.description, collected.last_seq, evidence.success
         )
+        analysis: CognifyResult
+        if collected.cognify_local and workflow.patched(_LOCAL_COGNIFY_PATCH):
+            analysis = await workflow.execute_local_activity_method(
+                PromotionActivities.cognify,
+                cognify_input,
+                start_to_close_timeout=_COMPUTE_TIMEOUT,
+                retry_policy=COMPUTE_RETRY,
+            )
+        else:
+            analysis = await workflow.execute_activity_method(
+                PromotionActivities.cognify,
+                cognify_input,
+                start_to_close_timeout=_COMPUTE_TIMEOUT,
+                heartbeat_timeout=_HEARTBEAT_TIMEOUT,
+                retry_policy=COMPUTE_RETRY,
+            )
         self._status.critique, self._status.reward = analysis.critique, analysis.reward
         self._status.cognify_engine, self._status.cognify_fallback = analysis.engine, analysis.fallback_reason
         summary: dict[str, Any] = {
