@@ -62,9 +62,9 @@ from governance.storage.publish import lock_for_publication
 from governance.storage.staging import (
     ENDED_STATUSES,
     get_task,
-    last_seq,
     set_task_status,
     snapshot_entries,
+    snapshot_size,
 )
 from governance.supersession import ContradictionJudge
 from governance.trust import published_trust
@@ -416,16 +416,17 @@ class PromotionActivities:
 
     @activity.defn
     async def collect_staging(self, data: CollectInput) -> CollectResult:
-        """Snapshot the task's staging (up to its current last seq) and note what redaction removes."""
-        async with self._engine.connect() as conn:
+        """Fix the task's staging snapshot (up to its current last seq) and mark the task as being promoted.
+
+        It reads no content: cognify reads the snapshot, redacts it and reports what redaction removed.
+        """
+        async with self._engine.begin() as conn:
             task = await get_task(conn, data.task_id)
             if task is None:
                 raise ApplicationError(
                     f"task {data.task_id} does not exist", type=NotFound.__name__, non_retryable=True
                 )
-            snapshot_end = await last_seq(conn, data.task_id)
-            entries, counts = await self._entries(conn, data.task_id, snapshot_end)
-        async with self._engine.begin() as conn:
+            entry_count, snapshot_end = await snapshot_size(conn, data.task_id)
             # a promotion under way: the staging archive leaves this task alone until it ends
             await set_task_status(conn, data.task_id, "promoting")
         scope = Scope(data.target_scope)
@@ -436,9 +437,9 @@ class PromotionActivities:
             project=task.project,
             worktree=task.worktree,
             description=redact(task.description).text,  # it travels in the history approvers read
-            entry_count=len(entries),
+            entry_count=entry_count,
             last_seq=snapshot_end,
-            redaction_counts=counts,
+            redaction_counts={},  # cognify's, which reads the content
             requires_approval=self._authorizer.requires_validation(scope),
             cognify_local=self._llm is None,
             scope_key=scope_key(scope, **keys),

@@ -344,6 +344,7 @@ class PromotionWorkflow:
                 retry_policy=COMPUTE_RETRY,
             )
         self._status.critique, self._status.reward = analysis.critique, analysis.reward
+        self._status.redaction_counts = analysis.redaction_counts or collected.redaction_counts
         self._status.cognify_engine, self._status.cognify_fallback = analysis.engine, analysis.fallback_reason
         summary: dict[str, Any] = {
             "reward": analysis.reward,

@@ -38,6 +38,7 @@ __all__ = [
     "read_entries",
     "last_seq",
     "snapshot_entries",
+    "snapshot_size",
     "set_task_status",
     "set_promotion_workflow",
     "get_tasks",
@@ -315,6 +316,18 @@ async def last_seq(conn: AsyncConnection, task_id: str) -> int:
         )
     ).scalar_one()
     return int(value)
+
+
+async def snapshot_size(conn: AsyncConnection, task_id: str) -> tuple[int, int]:
+    """(entries, last seq) of the task's staging now: the extent of a promotion's snapshot (-1 if empty)."""
+    row = (
+        await conn.execute(
+            select(func.count(), func.coalesce(func.max(staging_entries.c.seq), -1)).where(
+                staging_entries.c.task_id == task_id
+            )
+        )
+    ).one()
+    return int(row[0]), int(row[1])
 
 
 async def snapshot_entries(conn: AsyncConnection, task_id: str, *, up_to_seq: int) -> list[StoredEntry]:
