@@ -273,4 +273,5 @@ class RetentionActivities:
             result.entries += chunk.count
             if len(result.files) < 20:
                 result.files.append(str(path))
-            activity.heartbeat(result.entries)
+            if activity.in_activity():  # `loregate staging archive` runs it outside a worker
+                activity.heartbeat(result.entries)
