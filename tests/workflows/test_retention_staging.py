@@ -208,3 +208,24 @@ async def test_staging_archive_retry_resumes_after_committed_chunks(
     assert [(e["first_seq"], e["last_seq"]) for e in events] == [(1, 3), (4, 6), (7, 7)]
     archived = [e for event in events for e in decode_chunk(Path(event["path"]).read_bytes())]
     assert archived == rows and await _staged(engine, task_id) == 0
+
+
+async def test_promotion_end_without_publication_is_recorded_on_the_task(
+    ts_env: Any, engine: AsyncEngine, make_worker: Any, task_queue: str
+) -> None:
+    # no verification before the timeout: the promotion ends `unverified`, and the archive may take it later
+    _, task_id, _ = await _task(engine)
+    client: Client = ts_env.client
+    async with make_worker(client, task_queue):
+        result = await client.execute_workflow(
+            PromotionWorkflow.run,
+            PromotionInput(task_id, "task", verify_timeout_seconds=60),
+            id=workflow_id_for(task_id),
+            task_queue=task_queue,
+        )
+    assert result.state == PromotionState.UNVERIFIED
+    async with engine.connect() as conn:
+        row = (
+            await conn.execute(text("SELECT status, ended_at FROM tasks WHERE id = :t"), {"t": task_id})
+        ).one()
+    assert row.status == "unverified" and row.ended_at is not None
