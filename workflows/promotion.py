@@ -85,8 +85,6 @@ _PUBLISH_TIME_PER_ITEM = timedelta(milliseconds=20)
 _RECORD_OUTCOME_PATCH = "record-outcome-on-task"
 # rule-based cognify (no LLM configured) runs as a local activity; promotions started before, as a regular one
 _LOCAL_COGNIFY_PATCH = "local-rule-based-cognify"
-# a plan of one chunk with the in-process embedder and the rule-based judge runs as a local activity
-_LOCAL_PLAN_PATCH = "local-small-plan"
 # cognify and plan heartbeat while they run: a worker that dies holding one is noticed after this, and the
 # activity retried elsewhere, instead of after the whole 5-minute start-to-close timeout
 _HEARTBEAT_TIMEOUT = timedelta(seconds=10)
@@ -362,8 +360,8 @@ class PromotionWorkflow:
         plan_timeout = _COMPUTE_TIMEOUT + _PLAN_TIME_PER_CANDIDATE * analysis.candidate_count
         if not evidence.success:
             # a failed task teaches through its Reflexion episode only, kept at task scope, as a draft
-            planned: PlanResult = await self._plan(
-                analysis,
+            planned: PlanResult = await workflow.execute_activity_method(
+                PromotionActivities.plan,
                 PlanInput(
                     data.task_id,
                     wf_id,
@@ -372,7 +370,9 @@ class PromotionWorkflow:
                     [f"task:{data.task_id}"],
                     memory_types=["episode"],
                 ),
-                plan_timeout,
+                start_to_close_timeout=plan_timeout,
+                heartbeat_timeout=_HEARTBEAT_TIMEOUT,
+                retry_policy=COMPUTE_RETRY,
             )
             published = await self._publish(collected, Scope.TASK.value, planned, False, None, None, summary)
             self._status.published, self._status.published_total = published.memories, published.total
@@ -385,12 +385,14 @@ class PromotionWorkflow:
                 published_total=published.total,
             )
 
-        planned = await self._plan(
-            analysis,
+        planned = await workflow.execute_activity_method(
+            PromotionActivities.plan,
             PlanInput(
                 data.task_id, wf_id, analysis.run_id, collected.scope_key, collected.visible_scope_keys
             ),
-            plan_timeout,
+            start_to_close_timeout=plan_timeout,
+            heartbeat_timeout=_HEARTBEAT_TIMEOUT,
+            retry_policy=COMPUTE_RETRY,
         )
         self._planned = planned
         self._status.plan_total = planned.total
@@ -455,21 +457,6 @@ class PromotionWorkflow:
             published.memories,
             decided_by=decision.approver if decision else None,
             published_total=published.total,
-        )
-
-    async def _plan(self, analysis: CognifyResult, plan: PlanInput, timeout: timedelta) -> PlanResult:
-        """Plan as a local activity when it is small and local work (cognify says), else a regular one."""
-        if analysis.plan_local and workflow.patched(_LOCAL_PLAN_PATCH):
-            result: PlanResult = await workflow.execute_local_activity_method(
-                PromotionActivities.plan, plan, start_to_close_timeout=timeout, retry_policy=COMPUTE_RETRY
-            )
-            return result
-        return await workflow.execute_activity_method(
-            PromotionActivities.plan,
-            plan,
-            start_to_close_timeout=timeout,
-            heartbeat_timeout=_HEARTBEAT_TIMEOUT,
-            retry_policy=COMPUTE_RETRY,
         )
 
     async def _record_outcome(self, task_id: str, status: str) -> None:
