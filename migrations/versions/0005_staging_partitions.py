@@ -58,6 +58,8 @@ BEGIN
         RETURN NULL;  -- it exists: nothing created
     END IF;
     EXECUTE format('CREATE TABLE %I (LIKE staging_entries INCLUDING DEFAULTS)', part);
+    -- no row of that month may reach the default partition between the move and the attach
+    LOCK TABLE staging_entries_default IN EXCLUSIVE MODE;
     EXECUTE format(
         'WITH moved AS (DELETE FROM staging_entries_default WHERE created_at >= %L AND created_at < %L '
         'RETURNING *) INSERT INTO %I SELECT * FROM moved', lo_tz, hi_tz, part);
