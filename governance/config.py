@@ -80,6 +80,10 @@ class Settings(BaseSettings):
     retention_min_skill_success_rate: float = RetentionPolicy.min_skill_success_rate
     retention_keep_per_task: int = RetentionPolicy.keep_per_task
 
+    # staging archive: the nightly retention moves ended promotions' staging to files (docs/scaling.md)
+    staging_archive_after_days: int = Field(default=30, ge=1)  # days since the promotion ended
+    staging_archive_dir: Path | None = None  # unset: <data dir>/staging-archive; shared by every worker
+
     # read path: hybrid search and the context block (docs/retrieval.md)
     search_weight_similarity: float = 1.0  # fused relevance; the three below sum to at most 0.1 of it
     search_weight_recency: float = 0.015
@@ -113,7 +117,12 @@ class Settings(BaseSettings):
             min_reward=self.retention_min_reward,
             min_skill_success_rate=self.retention_min_skill_success_rate,
             keep_per_task=self.retention_keep_per_task,
+            staging_archive_after_days=self.staging_archive_after_days,
         )
+
+    def archive_dir(self) -> Path:
+        """Where the staging archive writes (a volume every worker shares, when there are several)."""
+        return self.staging_archive_dir or self.data_dir / "staging-archive"
 
     def sqlalchemy_url(self) -> str:
         """The database URL with the psycopg 3 driver, whatever form the user gave."""

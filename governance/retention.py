@@ -29,6 +29,8 @@ class RetentionPolicy:
     min_reward: float = 0.3
     min_skill_success_rate: float = 0.5
     keep_per_task: int = 5
+    # staging of a task whose promotion ended this many days ago moves to an archive file
+    staging_archive_after_days: int = 30
 
 
 @dataclass(frozen=True)

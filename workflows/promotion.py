@@ -37,6 +37,7 @@ with workflow.unsafe.imports_passed_through():
         CollectInput,
         CollectResult,
         DecisionRecordInput,
+        OutcomeInput,
         PlanInput,
         PlanResult,
         PromotionActivities,
@@ -85,6 +86,11 @@ _COMPUTE_TIMEOUT = timedelta(minutes=5)
 # transaction). Plan resumes after its committed chunks, so a timeout there costs little anyway.
 _PLAN_TIME_PER_CANDIDATE = timedelta(milliseconds=50)
 _PUBLISH_TIME_PER_ITEM = timedelta(milliseconds=20)
+# promotions started before the task row recorded every end (unverified by timeout, failed) replay
+# without that step
+_RECORD_OUTCOME_PATCH = "record-outcome-on-task"
+# rule-based cognify (no LLM configured) runs as a local activity; promotions started before, as a regular one
+_LOCAL_COGNIFY_PATCH = "local-rule-based-cognify"
 # cognify and plan heartbeat while they run: a worker that dies holding one is noticed after this, and the
 # activity retried elsewhere, instead of after the whole 5-minute start-to-close timeout
 _HEARTBEAT_TIMEOUT = timedelta(seconds=10)
@@ -330,6 +336,7 @@ class PromotionWorkflow:
             self._status.error = str(cause)
             self._set_state(PromotionState.FAILED)
             result = PromotionResult(data.task_id, PromotionState.FAILED, reason=str(cause))
+            await self._record_outcome(data.task_id, "failed")
         await workflow.wait_condition(workflow.all_handlers_finished)
         return result
 
@@ -350,6 +357,7 @@ class PromotionWorkflow:
             )
         except TimeoutError:
             self._set_state(PromotionState.UNVERIFIED)
+            await self._record_outcome(data.task_id, "unverified")
             return PromotionResult(
                 data.task_id, PromotionState.UNVERIFIED, reason="no verification before the timeout"
             )
@@ -367,14 +375,27 @@ class PromotionWorkflow:
         self._collected = collected
         self._status.requires_approval = collected.requires_approval
         self._status.redaction_counts = collected.redaction_counts
-        analysis: CognifyResult = await workflow.execute_activity_method(
-            PromotionActivities.cognify,
-            CognifyInput(data.task_id, wf_id, collected.description, collected.last_seq, evidence.success),
-            start_to_close_timeout=_COMPUTE_TIMEOUT,
-            heartbeat_timeout=_HEARTBEAT_TIMEOUT,
-            retry_policy=COMPUTE_RETRY,
+        cognify_input = CognifyInput(
+            data.task_id, wf_id, collected.description, collected.last_seq, evidence.success
         )
+        analysis: CognifyResult
+        if collected.cognify_local and workflow.patched(_LOCAL_COGNIFY_PATCH):
+            analysis = await workflow.execute_local_activity_method(
+                PromotionActivities.cognify,
+                cognify_input,
+                start_to_close_timeout=_COMPUTE_TIMEOUT,
+                retry_policy=COMPUTE_RETRY,
+            )
+        else:
+            analysis = await workflow.execute_activity_method(
+                PromotionActivities.cognify,
+                cognify_input,
+                start_to_close_timeout=_COMPUTE_TIMEOUT,
+                heartbeat_timeout=_HEARTBEAT_TIMEOUT,
+                retry_policy=COMPUTE_RETRY,
+            )
         self._status.critique, self._status.reward = analysis.critique, analysis.reward
+        self._status.redaction_counts = analysis.redaction_counts or collected.redaction_counts
         self._status.cognify_engine, self._status.cognify_fallback = analysis.engine, analysis.fallback_reason
         summary: dict[str, Any] = {
             "reward": analysis.reward,
@@ -508,6 +529,24 @@ class PromotionWorkflow:
             self._status.error = check.reason
             self._set_state(PromotionState.REFUSED)
             raise ApplicationError(check.reason, type=ErrorTypes.START_REFUSED, non_retryable=True)
+
+    async def _record_outcome(self, task_id: str, status: str) -> None:
+        """Stamp the task with how its promotion ended, where no publish or decision activity did.
+
+        Best effort: the promotion has ended whatever the database says, so a failure here is logged and
+        the task simply stays unarchived (the staging archive only takes tasks whose promotion ended).
+        """
+        if not workflow.patched(_RECORD_OUTCOME_PATCH):
+            return
+        try:
+            await workflow.execute_local_activity_method(
+                PromotionActivities.record_outcome,
+                OutcomeInput(workflow.info().workflow_id, task_id, status),
+                start_to_close_timeout=_DB_TIMEOUT,
+                retry_policy=DB_RETRY,
+            )
+        except ActivityError as err:
+            workflow.logger.warning("could not record the end (%s) of %s: %s", status, task_id, err)
 
     async def _publish(
         self,

@@ -2,8 +2,11 @@
 
 Started by the `loregate-retention` Temporal Schedule (see workflows/schedules.py), or by hand. It decays
 trust, expires memories past `expires_at`, then prunes stale episodes and failing skills while keeping
-the most recent per task. Each step is an idempotent activity; a dry run reports the counts and writes
-nothing. The clock is the workflow's, so a replay or a late start decays as of the scheduled run.
+the most recent per task. Then staging: it creates the monthly partitions of this month and the next two
+(dropping old ones the archive emptied), and archives the staging of tasks whose promotion ended more
+than `staging_archive_after_days` ago, a batch of tasks per activity call until none is left. Each step is
+an idempotent activity; a dry run reports the counts and writes nothing. The clock is the workflow's, so a
+replay or a late start works as of the scheduled run.
 """
 
 from __future__ import annotations
@@ -15,7 +18,15 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
-    from activities.retention import PruneInput, PruneResult, RetentionActivities, RetentionStepInput
+    from activities.retention import (
+        ArchiveInput,
+        ArchiveResult,
+        PartitionsResult,
+        PruneInput,
+        PruneResult,
+        RetentionActivities,
+        RetentionStepInput,
+    )
     from governance.retention import RetentionPolicy
 
 __all__ = [
@@ -32,6 +43,10 @@ RETENTION_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=2), maximum_interval=timedelta(minutes=1), maximum_attempts=5
 )
 STEP_TIMEOUT = timedelta(minutes=10)
+# the archive heartbeats after each chunk (a few seconds each): a dead worker is noticed after this
+ARCHIVE_HEARTBEAT = timedelta(minutes=1)
+# runs that started before the staging steps existed replay without them
+_STAGING_PATCH = "staging-partitions-and-archive"
 
 
 @dataclass
@@ -52,6 +67,11 @@ class RetentionResult:
     expired: int
     pruned: int
     pruned_ids: list[str] = field(default_factory=list)
+    staging_partitions_created: list[str] = field(default_factory=list)
+    staging_partitions_dropped: list[str] = field(default_factory=list)
+    archived_tasks: int = 0  # tasks whose staging went to archive files (or would, in a dry run)
+    archived_entries: int = 0
+    archive_files: list[str] = field(default_factory=list)  # the first few
 
 
 @workflow.defn(name="RetentionWorkflow")
@@ -77,10 +97,45 @@ class RetentionWorkflow:
             start_to_close_timeout=STEP_TIMEOUT,
             retry_policy=RETENTION_RETRY,
         )
-        return RetentionResult(
+        result = RetentionResult(
             dry_run=params.dry_run,
             decayed=decayed,
             expired=expired,
             pruned=pruned.pruned,
             pruned_ids=pruned.ids,
         )
+        if workflow.patched(_STAGING_PATCH):
+            await self._staging(params, step, result)
+        return result
+
+    async def _staging(
+        self, params: RetentionInput, step: RetentionStepInput, result: RetentionResult
+    ) -> None:
+        partitions: PartitionsResult = await workflow.execute_activity_method(
+            RetentionActivities.staging_partitions,
+            step,
+            start_to_close_timeout=STEP_TIMEOUT,
+            retry_policy=RETENTION_RETRY,
+        )
+        result.staging_partitions_created = partitions.created
+        result.staging_partitions_dropped = partitions.dropped
+        archive = ArchiveInput(
+            now=step.now,
+            dry_run=params.dry_run,
+            after_days=params.policy.staging_archive_after_days,
+            orgs=params.orgs,
+        )
+        while True:
+            batch: ArchiveResult = await workflow.execute_activity_method(
+                RetentionActivities.archive_staging,
+                archive,
+                start_to_close_timeout=STEP_TIMEOUT,
+                heartbeat_timeout=ARCHIVE_HEARTBEAT,
+                retry_policy=RETENTION_RETRY,
+            )
+            result.archived_tasks += batch.tasks
+            result.archived_entries += batch.entries
+            result.archive_files += batch.files[: max(0, 20 - len(result.archive_files))]
+            # a dry run counts one batch (it archives nothing, so the next call would count the same)
+            if not batch.more or params.dry_run:
+                break

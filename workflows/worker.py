@@ -48,13 +48,11 @@ def activity_functions(
         settings=settings,
         llm=make_llm(settings),
     )
-    retention = RetentionActivities(engine)
+    retention = RetentionActivities(engine, archive_dir=settings.archive_dir())
     approaches = ApproachActivities(engine, embedder, settings)
     gate = GateCheckActivities(engine=engine, authorizer=authorizer, settings=settings)
     return [
-        retention.decay,
-        retention.expire,
-        retention.prune,
+        *retention.functions(),
         approaches.record,
         approaches.check,
         promotion.collect_staging,
@@ -65,6 +63,7 @@ def activity_functions(
         gate.check_approver,
         promotion.publish,
         promotion.record_decision,
+        promotion.record_outcome,
     ]
 
 

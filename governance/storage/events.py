@@ -53,6 +53,8 @@ class EventType(StrEnum):
     PROMOTION = "PROMOTION"
     # the gateway's proof that an approval came from an authenticated caller (storage/promotions.py)
     APPROVAL_GRANT = "APPROVAL_GRANT"
+    # a chunk of a task's staging left for an archive file (its path, sha256, count and seq range)
+    STAGING_ARCHIVED = "STAGING_ARCHIVED"
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,9 @@
 """Tasks and the append-only staging log.
 
+Idempotency keys live in `staging_idempotency` (one row per principal and key, written in the same
+statement as the entry): staging_entries is partitioned by month of `created_at` (migration 0005), and a
+partitioned table's unique indexes must contain that column, so the key's uniqueness has a table of its own.
+
 Sequence numbers are gapless per task under any number of concurrent writers because the counter lives
 on the task row: `UPDATE tasks SET next_seq = next_seq + n` both reserves the numbers and locks the row
 until commit, and a rolled-back append rolls its reservation back with it. The common path is a single
@@ -21,9 +25,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from governance.errors import Conflict, NotFound
 from governance.identity import Principal
 from governance.staging import EntryDraft, request_hash
-from governance.storage.tables import staging_entries, tasks
+from governance.storage.tables import staging_entries, staging_idempotency, tasks
 
 __all__ = [
+    "ENDED_STATUSES",
     "TaskInfo",
     "AppendedEntry",
     "StoredEntry",
@@ -33,10 +38,16 @@ __all__ = [
     "read_entries",
     "last_seq",
     "snapshot_entries",
+    "snapshot_size",
     "set_task_status",
     "set_promotion_workflow",
     "get_tasks",
 ]
+
+
+# a task's status once its promotion ended: published (`promoted`; `unverified` when the verification
+# failed or never came), `rejected` (by a human or the approval timeout) or `failed`
+ENDED_STATUSES: frozenset[str] = frozenset({"promoted", "unverified", "rejected", "failed"})
 
 
 @dataclass(frozen=True)
@@ -144,13 +155,20 @@ _APPEND = text(
     """
     WITH reserved AS (
         UPDATE tasks SET next_seq = next_seq + :n WHERE id = :task_id RETURNING next_seq
+    ), appended AS (
+        INSERT INTO staging_entries
+            (task_id, seq, actor_id, actor_type, kind, content, payload, idempotency_key, request_hash)
+        SELECT :task_id, reserved.next_seq - :n + v.ord, :actor_id, :actor_type, v.e->>0, v.e->>1,
+               (v.e->>2)::json, v.e->>3, v.e->>4
+        FROM reserved, jsonb_array_elements(CAST(:rows AS jsonb)) WITH ORDINALITY AS v(e, ord)
+        RETURNING id, seq, idempotency_key, request_hash, created_at
+    ), keyed AS (
+        INSERT INTO staging_idempotency
+            (actor_id, idempotency_key, task_id, entry_id, seq, request_hash, created_at)
+        SELECT :actor_id, idempotency_key, :task_id, id, seq, request_hash, created_at
+        FROM appended WHERE idempotency_key IS NOT NULL
     )
-    INSERT INTO staging_entries
-        (task_id, seq, actor_id, actor_type, kind, content, payload, idempotency_key, request_hash)
-    SELECT :task_id, reserved.next_seq - :n + v.ord, :actor_id, :actor_type, v.e->>0, v.e->>1,
-           (v.e->>2)::json, v.e->>3, v.e->>4
-    FROM reserved, jsonb_array_elements(CAST(:rows AS jsonb)) WITH ORDINALITY AS v(e, ord)
-    RETURNING id, seq
+    SELECT id, seq FROM appended
     """
 )
 
@@ -159,12 +177,15 @@ async def _existing_by_key(conn: AsyncConnection, principal: Principal, keys: li
     rows = (
         await conn.execute(
             select(
-                staging_entries.c.id,
-                staging_entries.c.seq,
-                staging_entries.c.task_id,
-                staging_entries.c.idempotency_key,
-                staging_entries.c.request_hash,
-            ).where(staging_entries.c.actor_id == principal.id, staging_entries.c.idempotency_key.in_(keys))
+                staging_idempotency.c.entry_id.label("id"),
+                staging_idempotency.c.seq,
+                staging_idempotency.c.task_id,
+                staging_idempotency.c.idempotency_key,
+                staging_idempotency.c.request_hash,
+            ).where(
+                staging_idempotency.c.actor_id == principal.id,
+                staging_idempotency.c.idempotency_key.in_(keys),
+            )
         )
     ).all()
     return {row.idempotency_key: row for row in rows}
@@ -246,7 +267,7 @@ async def append_entries(
     try:
         return await _append_once(engine, task_id, principal, drafts)
     except IntegrityError as exc:
-        if "staging_entries_idempotency_idx" not in str(exc.orig):
+        if "staging_idempotency_pkey" not in str(exc.orig):
             raise
         return await _append_once(engine, task_id, principal, drafts)
 
@@ -297,14 +318,31 @@ async def last_seq(conn: AsyncConnection, task_id: str) -> int:
     return int(value)
 
 
+async def snapshot_size(conn: AsyncConnection, task_id: str) -> tuple[int, int]:
+    """(entries, last seq) of the task's staging now: the extent of a promotion's snapshot (-1 if empty)."""
+    row = (
+        await conn.execute(
+            select(func.count(), func.coalesce(func.max(staging_entries.c.seq), -1)).where(
+                staging_entries.c.task_id == task_id
+            )
+        )
+    ).one()
+    return int(row[0]), int(row[1])
+
+
 async def snapshot_entries(conn: AsyncConnection, task_id: str, *, up_to_seq: int) -> list[StoredEntry]:
     """The task's entries with `seq <= up_to_seq`, in order: what a promotion reads (raw, unredacted)."""
     return await read_entries(conn, task_id, after_seq=-1, limit=None, up_to_seq=up_to_seq)
 
 
 async def set_task_status(conn: AsyncConnection, task_id: str, status: str) -> None:
-    """Record where the task stands (`promoted`, `rejected`)."""
-    await conn.execute(update(tasks).where(tasks.c.id == task_id).values(status=status))
+    """Record where the task stands; an ended promotion's status (`ENDED_STATUSES`) also stamps `ended_at`.
+
+    A status that is not an end (`promoting`) clears `ended_at`: staging of a task being promoted is never
+    archived (governance/storage/staging_archive.py).
+    """
+    ended = func.now() if status in ENDED_STATUSES else None
+    await conn.execute(update(tasks).where(tasks.c.id == task_id).values(status=status, ended_at=ended))
 
 
 async def set_promotion_workflow(conn: AsyncConnection, task_id: str, workflow_id: str) -> None:

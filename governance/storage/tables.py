@@ -27,6 +27,7 @@ __all__ = [
     "api_keys",
     "tasks",
     "staging_entries",
+    "staging_idempotency",
     "memories",
     "memory_events",
     "memory_validations",
@@ -74,11 +75,15 @@ tasks = Table(
     Column("promotion_workflow_id", Text, nullable=True),
     Column("created_by", String(64), nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("ended_at", DateTime(timezone=True), nullable=True),  # when its promotion ended
+    # entries with a lower seq were archived to a file (governance/storage/staging_archive.py)
+    Column("archived_next_seq", BigInteger, nullable=False, server_default="0"),
 )
 
 staging_entries = Table(
     "staging_entries",
     metadata,
+    # partitioned by month of created_at (migration 0005): the key must contain it
     Column("id", BigInteger, primary_key=True, autoincrement=True),
     Column("task_id", String(128), ForeignKey("tasks.id"), nullable=False),
     Column("seq", BigInteger, nullable=False),
@@ -89,7 +94,21 @@ staging_entries = Table(
     Column("payload", JSON, nullable=True),  # json keeps the payload exactly as sent
     Column("idempotency_key", Text, nullable=True),
     Column("request_hash", String(64), nullable=False),
-    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("created_at", DateTime(timezone=True), primary_key=True, server_default=func.now()),
+)
+
+# one row per (principal, idempotency key) of a staging entry: the key's uniqueness, which a partitioned
+# staging_entries cannot enforce (its unique indexes must contain created_at)
+staging_idempotency = Table(
+    "staging_idempotency",
+    metadata,
+    Column("actor_id", String(64), primary_key=True),
+    Column("idempotency_key", Text, primary_key=True),
+    Column("task_id", String(128), nullable=False),
+    Column("entry_id", BigInteger, nullable=False),
+    Column("seq", BigInteger, nullable=False),
+    Column("request_hash", String(64), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
 )
 
 memories = Table(

@@ -48,7 +48,7 @@ class StagedTask:
     requested_by: str = ""
 
 
-async def _requester(engine: AsyncEngine, org: str, project: str) -> str:
+async def make_requester(engine: AsyncEngine, org: str, project: str) -> str:
     """An enabled orchestrator of (org, project), allowed to promote: who starts a test's promotion."""
     async with engine.begin() as conn:
         principal = await create_principal(
@@ -60,6 +60,13 @@ async def _requester(engine: AsyncEngine, org: str, project: str) -> str:
         )
         await create_api_key(conn, principal.id)
     return principal.id
+
+
+async def requester_for(engine: AsyncEngine, task_id: str) -> str:
+    """An enabled orchestrator of the tenant of an existing task (`make_requester` for it)."""
+    async with engine.connect() as conn:
+        row = (await conn.execute(select(tasks.c.org, tasks.c.project).where(tasks.c.id == task_id))).one()
+    return await make_requester(engine, row.org, row.project)
 
 
 async def make_task(
@@ -104,7 +111,7 @@ async def make_task(
                 .returning(staging_entries.c.id)
             )
             ids.append(int(row.scalar_one()))
-    return StagedTask(task_id, org, project, worktree, ids, await _requester(engine, org, project))
+    return StagedTask(task_id, org, project, worktree, ids, await make_requester(engine, org, project))
 
 
 async def make_large_task(
@@ -153,7 +160,7 @@ async def make_large_task(
                 insert(staging_entries).values(rows).returning(staging_entries.c.id, staging_entries.c.seq)
             )
             ids += [int(r.id) for r in sorted(written, key=lambda r: int(r.seq))]
-    return StagedTask(task_id, org, project, worktree, ids, await _requester(engine, org, project))
+    return StagedTask(task_id, org, project, worktree, ids, await make_requester(engine, org, project))
 
 
 async def active_memories(

@@ -1,7 +1,9 @@
 """A production worker that kills its own process right after one activity's body returns.
 
 Run by tests/workflows/test_promotion_crash.py as `python -m tests.workflows.crash_worker <address>
-<namespace> <task queue> <activity name>`, with `LOREGATE_DATABASE_URL` in the environment. The
+<namespace> <task queue> <activity name>`, with `LOREGATE_DATABASE_URL` in the environment. With
+`<activity name>@<n>` it dies instead in the middle of that activity, when it heartbeats a progress of at
+least n (plan heartbeats the plan items it has committed). The
 activity's work (for `publish`: its committed transaction) is done, but the process dies with SIGKILL
 before the SDK can report the result — exactly the window a crash-safe gate has to survive. A kill,
 not a graceful `Worker.shutdown()`: a shutting-down worker keeps the workflow task of a running local
@@ -19,7 +21,12 @@ from typing import Any
 
 from temporalio import activity
 from temporalio.client import Client
-from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
+from temporalio.worker import (
+    ActivityInboundInterceptor,
+    ActivityOutboundInterceptor,
+    ExecuteActivityInput,
+    Interceptor,
+)
 
 from governance.config import Settings
 from governance.storage.engine import make_engine
@@ -41,17 +48,39 @@ class KillAfter(Interceptor):
         return _Kill(next, self.name)
 
 
+def _die() -> None:
+    print(REACHED, flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
 class _Kill(ActivityInboundInterceptor):
     def __init__(self, next: ActivityInboundInterceptor, name: str) -> None:
         super().__init__(next)
-        self._name = name
+        self._name, _, at = name.partition("@")
+        self._at = int(at) if at else None
+
+    def init(self, outbound: ActivityOutboundInterceptor) -> None:
+        super().init(_KillOnProgress(outbound, self._name, self._at) if self._at is not None else outbound)
 
     async def execute_activity(self, input: ExecuteActivityInput) -> Any:
         result = await self.next.execute_activity(input)
-        if activity.info().activity_type == self._name:
-            print(REACHED, flush=True)
-            os.kill(os.getpid(), signal.SIGKILL)
+        if activity.info().activity_type == self._name and self._at is None:
+            _die()
         return result
+
+
+class _KillOnProgress(ActivityOutboundInterceptor):
+    """Dies when activity `name` heartbeats a progress of at least `at` (after what it committed)."""
+
+    def __init__(self, next: ActivityOutboundInterceptor, name: str, at: int) -> None:
+        super().__init__(next)
+        self._name, self._at = name, at
+
+    def heartbeat(self, *details: Any) -> None:
+        progress = details[0] if details else None
+        if self.info().activity_type == self._name and isinstance(progress, int) and progress >= self._at:
+            _die()
+        super().heartbeat(*details)
 
 
 async def main(address: str, namespace: str, task_queue: str, crash_in: str) -> None:

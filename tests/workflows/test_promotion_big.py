@@ -97,7 +97,7 @@ async def _wait_state(handle: WorkflowHandle[Any, Any], state: str, attempts: in
     raise AssertionError(f"promotion never reached {state}; last status {status}")
 
 
-async def _assert_published_once(engine: AsyncEngine, task_id: str, plan_total: int) -> None:
+async def assert_published_once(engine: AsyncEngine, task_id: str, plan_total: int) -> None:
     """One publish event per plan item (`<workflow id>:publish:<index>`), and the memories they name."""
     prefix = f"{workflow_id_for(task_id)}:publish:"
     events = [e for e in await events_of(engine, task_id) if (e.dedupe_key or "").startswith(prefix)]
@@ -151,7 +151,7 @@ async def test_promotion_of_2000_entries_publishes_with_a_small_history(
     assert status.plan_total == BIG + 1 == result.published_total == status.published_total
     assert len(status.plan) == 20 and len(result.published) == 20
     assert all(len(entry.content) <= 200 for entry in status.plan)
-    await _assert_published_once(engine, task.task_id, status.plan_total)
+    await assert_published_once(engine, task.task_id, status.plan_total)
     active = await active_memories(engine, task_id=task.task_id)
     # repeats merge into the memory their first copy became (near-identical texts may merge too)
     assert 0 < len(active) <= DISTINCT + 1
@@ -195,7 +195,7 @@ async def test_big_promotion_into_project_waits_for_approval_then_publishes(
     assert result.state == PromotionState.PUBLISHED and result.decided_by == human.principal.id
     assert size < HISTORY_LIMIT
     assert result.published_total == waiting.plan_total
-    await _assert_published_once(engine, task.task_id, waiting.plan_total)
+    await assert_published_once(engine, task.task_id, waiting.plan_total)
     active = await active_memories(engine, task_id=task.task_id)
     assert active and all(m.scope_key == f"project:{org}/{project}" for m in active)
 

@@ -7,7 +7,8 @@ are local activities: the lost result never reaches the history, and the second,
 (`make_worker`) replays the history and runs the activity again. `cognify` is a regular activity that
 runs once collect_staging's result is in the history: the server retries it on the second worker once
 its heartbeats stop. On the dev server, with a short workflow-task timeout so the server hands the dead
-worker's task on quickly.
+worker's task on quickly. A big task's `plan` is also killed in its middle, after two committed chunks: the
+retry resumes after them.
 """
 
 from __future__ import annotations
@@ -15,19 +16,24 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import uuid
 from collections import Counter
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
+from activities.promotion import PLAN_CHUNK, PlanResult
 from governance.config import Settings
+from governance.storage.plans import PlanKey, latest_plan, planned_count
 from tests.conftest import repo_root
 from tests.utils.factories import new_tenant
-from tests.utils.promotion_factories import Entry, active_memories, events_of, make_task
+from tests.utils.promotion_factories import Entry, active_memories, events_of, make_large_task, make_task
 from tests.workflows.crash_worker import REACHED
+from tests.workflows.test_promotion_big import assert_published_once, big_entries
 from workflows.promotion import PromotionWorkflow
 from workflows.promotion_contract import (
     PromotionInput,
@@ -128,3 +134,68 @@ async def test_promotion_worker_crash_resumes_and_publishes_once(
     assert len(summaries) == 1
     # after a crash inside publish, the second attempt found every row already written and wrote nothing
     assert all(p.replayed for p in result.published) is (crash_in == "publish")
+
+
+async def test_promotion_worker_crash_mid_plan_resumes_after_committed_chunks(
+    local_env: Any, engine: AsyncEngine, settings: Settings, make_worker: Any, task_queue: str
+) -> None:
+    """SIGKILL in the middle of a big task's plan: the next attempt skips the chunks already committed."""
+    org, project = new_tenant()
+    task = await make_large_task(engine, org, project, big_entries(300, 300, uuid.uuid4().hex[:6]))
+    client: Client = local_env.client
+    proc = await _crashing_worker(client, settings, task_queue, f"plan@{2 * PLAN_CHUNK}")
+    try:
+        handle = await client.start_workflow(
+            PromotionWorkflow.run,
+            PromotionInput(
+                task.task_id,
+                "task",
+                verification=Verification("tests_passed", True),
+                requested_by=task.requested_by,
+            ),
+            id=workflow_id_for(task.task_id),
+            task_queue=task_queue,
+            task_timeout=timedelta(seconds=2),
+        )
+        out, _ = await asyncio.wait_for(proc.communicate(), timeout=300)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert REACHED in out.decode() and proc.returncode == -9
+    async with engine.connect() as conn:
+        header = await latest_plan(conn, workflow_id_for(task.task_id))
+        assert header is not None and header.plan_total is None  # the plan was not finished
+        committed = await planned_count(conn, PlanKey(header.workflow_id, header.run_id))
+    assert committed >= 2 * PLAN_CHUNK and committed % PLAN_CHUNK == 0
+    assert await active_memories(engine, task_id=task.task_id) == []
+
+    async with make_worker(client, task_queue):
+        result: PromotionResult = await asyncio.wait_for(handle.result(), timeout=300)
+    assert result.state == PromotionState.PUBLISHED
+    planned = await _plan_result(client, handle)
+    # the second attempt started after the committed chunks and only embedded what they did not hold
+    assert planned.resumed_from == committed
+    assert planned.embedded + planned.cached == planned.total - committed
+    assert result.published_total == planned.total
+    await assert_published_once(engine, task.task_id, planned.total)  # one publish event per plan item
+
+
+async def _plan_result(client: Client, handle: Any) -> PlanResult:
+    """The plan activity's result, as the workflow history recorded it."""
+    history = await handle.fetch_history()
+    scheduled = {
+        e.event_id
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+        and e.activity_task_scheduled_event_attributes.activity_type.name == "plan"
+    }
+    (completed,) = [
+        e.activity_task_completed_event_attributes
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
+        and e.activity_task_completed_event_attributes.scheduled_event_id in scheduled
+    ]
+    (planned,) = await client.data_converter.decode(completed.result.payloads, [PlanResult])
+    assert isinstance(planned, PlanResult)
+    return planned

@@ -97,7 +97,7 @@ async def ts_worker(time_skipping_env: Any, engine: AsyncEngine) -> AsyncIterato
         time_skipping_env.client,
         task_queue=queue,
         workflows=[RetentionWorkflow],
-        activities=[acts.decay, acts.expire, acts.prune],
+        activities=acts.functions(),
     ):
         yield time_skipping_env.client, queue
 
@@ -186,7 +186,7 @@ async def test_retention_schedule_created_updated_and_fires(
             client,
             task_queue=queue,
             workflows=[RetentionWorkflow],
-            activities=[acts.decay, acts.expire, acts.prune],
+            activities=acts.functions(),
         ):
             await fired.trigger()
             for _ in range(100):
