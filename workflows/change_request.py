@@ -162,17 +162,17 @@ class ChangeRequestWorkflow:
     def _validate_decision(self, request: ApprovalRequest) -> None:
         if not request.approver:
             raise ApplicationError("approver is required", type=ErrorTypes.INVALID_INPUT)
-        if (
-            self._status.state != ChangeRequestState.AWAITING_APPROVAL
-            or self._decision is not None
-            or self._described is None
-        ):
+        if self._status.state != ChangeRequestState.AWAITING_APPROVAL or self._decision is not None:
             raise ApplicationError(
                 f"change request is {self._status.state}, not awaiting approval", type=ErrorTypes.CONFLICT
             )
 
     async def _decide(self, approved: bool, request: ApprovalRequest, channel: str) -> ApprovalAck:
         verb = "approve" if approved else "reject"
+        # a decision arriving while the requester is still being checked waits for that check
+        await workflow.wait_condition(
+            lambda: self._described is not None or self._status.state != ChangeRequestState.AWAITING_APPROVAL
+        )
         described = self._described
         if (
             self._status.state != ChangeRequestState.AWAITING_APPROVAL
