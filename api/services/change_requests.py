@@ -208,7 +208,7 @@ async def propose(
     """Store the request and start its workflow; a replay of the same idempotent request answers the first."""
     async with state.engine.begin() as conn:
         request = await create_change_request(conn, new)
-    if request.replayed and request.workflow_id is not None:
+    if request.replayed:  # the first answer: the request as it stands now
         return await _public(state, request)
     client = await temporal_client(state)
     workflow_id = workflow_id_for(request.id)

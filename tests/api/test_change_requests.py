@@ -362,3 +362,16 @@ async def test_org_memory_change_request_is_approved_by_a_project_bound_human(
     )
     assert decided.status_code == 200, decided.text
     await _wait_state(http, other_project_human, request["id"], "applied")
+
+
+async def test_change_request_idempotency_key_replays_the_first_request(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
+) -> None:
+    orchestrator = team["orchestrator"]
+    mid, other = await _fact(engine, orchestrator), await _fact(engine, orchestrator, canonical_key=None)
+    body = {**EVIL, "idempotency_key": f"k-{uuid.uuid4().hex}"}
+    first = await _propose(http, orchestrator, mid, **body)
+    again = await _propose(http, orchestrator, mid, **body)
+    elsewhere = await http.post(f"/v1/memories/{other}/supersede", headers=orchestrator.headers, json=body)
+    assert again["id"] == first["id"]
+    assert elsewhere.status_code == 409 and elsewhere.json()["error"] == "conflict"
