@@ -17,7 +17,7 @@ import httpx
 import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowFailureError
 
 from governance.scopes import ActorType, Scope
 from governance.storage.identity import disable_principal
@@ -375,3 +375,25 @@ async def test_change_request_idempotency_key_replays_the_first_request(
     elsewhere = await http.post(f"/v1/memories/{other}/supersede", headers=orchestrator.headers, json=body)
     assert again["id"] == first["id"]
     assert elsewhere.status_code == 409 and elsewhere.json()["error"] == "conflict"
+
+
+async def test_raw_start_for_someone_elses_request_is_refused_and_leaves_the_request(
+    http: httpx.AsyncClient,
+    team: dict[str, Actor],
+    engine: AsyncEngine,
+    temporal: Client,
+    promo_settings: Any,
+) -> None:
+    """`temporal workflow start --type ChangeRequestWorkflow` naming another requester changes nothing."""
+    mid = await _fact(engine, team["orchestrator"])
+    request = await _propose(http, team["orchestrator"], mid)
+    handle = await temporal.start_workflow(
+        "ChangeRequestWorkflow",
+        {"request_id": request["id"], "requested_by": "orchestrator-made-up"},
+        id=f"forged-{uuid.uuid4().hex}",
+        task_queue=promo_settings.task_queue,
+    )
+    with pytest.raises(WorkflowFailureError):
+        await handle.result()
+    assert (await _wait_state(http, team["human"], request["id"], "awaiting_approval"))["decided_by"] is None
+    assert (await _memory(http, team["human"], mid))["deprecated_at"] is None
