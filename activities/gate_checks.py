@@ -9,7 +9,11 @@ channel meets the same rules:
   tenant (`check_start`);
 - `human_approved` evidence counts only from an enabled human allowed to `approve` that scope
   (`check_evidence`);
-- a decision counts only from an enabled principal allowed to `approve` that scope (`check_approver`);
+- a decision counts only from an enabled principal allowed to `approve` that scope (`check_approver`), for
+  a promotion and for a change request alike (an org-scope memory's approver is judged in its own project,
+  as the gateway judges it);
+- a change request runs only for the enabled principal that asked for it, still allowed to `write` the
+  memory's scope in its tenant (`check_change_request`);
 - with `approval_mode=api_only`, starts, evidence and decisions must carry a grant the gateway wrote for
   the authenticated caller (governance/storage/promotions.py); signals are refused outright.
 
@@ -27,8 +31,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from temporalio import activity
 
 from governance.config import Settings
-from governance.identity import Principal
+from governance.errors import NotFound
+from governance.identity import Principal, judged_project
 from governance.scopes import ActorType, ValidationSource
+from governance.storage.change_requests import ChangeRequest, close_change_request, get_change_request
 from governance.storage.events import EventType, record_event
 from governance.storage.identity import get_enabled_principal
 from governance.storage.promotions import approval_grant_exists
@@ -40,6 +46,7 @@ __all__ = [
     "StartCheckInput",
     "EvidenceCheckInput",
     "ApproverCheckInput",
+    "ChangeCheckInput",
     "CheckResult",
     "ApproverCheckResult",
 ]
@@ -85,7 +92,11 @@ class CheckResult:
 
 @dataclass
 class ApproverCheckInput:
-    """Is `approver` (a claim when it came through a signal) allowed to decide this promotion?"""
+    """Is `approver` (a claim when it came through a signal) allowed to decide this promotion or change?
+
+    A change request gives `task_id=""`, the `memory_id` it changes and, for an org-scope memory,
+    `project=None`: the approver is then judged in its own project of that org.
+    """
 
     request_id: str
     workflow_id: str
@@ -94,10 +105,21 @@ class ApproverCheckInput:
     decision: str  # "approve" | "reject"
     channel: str  # "signal" (Temporal UI) | "update" (API or UI)
     org: str
-    project: str
+    project: str | None
     target_scope: str
     grant: str | None = None
     note: str = ""
+    memory_id: str | None = None
+
+
+@dataclass
+class ChangeCheckInput:
+    """May `requested_by` still ask for this change request? `grant`: the gateway's proof, if any."""
+
+    workflow_id: str
+    request_id: str
+    requested_by: str | None
+    grant: str | None = None
 
 
 @dataclass
@@ -120,6 +142,7 @@ class _Refusal:
     reason: str
     payload: dict[str, Any]
     dedupe_key: str
+    memory_id: str | None = None
 
 
 class GateCheckActivities:
@@ -189,10 +212,44 @@ class GateCheckActivities:
                 f"{data.decision} refused: {reason}",
                 {"refused_approval": True, "decision": data.decision, "channel": data.channel},
                 f"{data.workflow_id}:refusal:{data.request_id}",
+                data.memory_id,
             ),
             principal,
         )
         return ApproverCheckResult(accepted=False, reason=str(reason))
+
+    @activity.defn(name="change_request_check_start")
+    async def check_change_request(self, data: ChangeCheckInput) -> CheckResult:
+        """Refuse a change request asked by nobody, by another, an unknown or disabled principal, or one
+        that may no longer `write` the memory's scope."""
+        reason, principal, request = await self._change_refusal(data)
+        if reason is None:
+            return _result(reason, principal)
+        if request is not None and request.requested_by == data.requested_by:
+            # its own author was refused (disabled, or may no longer write there): the request ends
+            async with self._engine.begin() as conn:
+                await close_change_request(
+                    conn,
+                    request.id,
+                    state="refused",
+                    decided_by=request.requested_by,
+                    decided_by_type=request.actor_type,
+                    note=reason,
+                    workflow_id=data.workflow_id,
+                )
+        await self._record(
+            _Refusal(
+                data.workflow_id,
+                "",
+                data.requested_by,
+                f"change request refused: {reason}",
+                {"refused": "change_request", "change_request": data.request_id},
+                f"{data.workflow_id}:refused-start",
+                request.memory_id if request is not None else None,
+            ),
+            principal,
+        )
+        return _result(reason, principal)
 
     # ---- the rules -----------------------------------------------------------------------------
     async def _start_refusal(self, data: StartCheckInput) -> tuple[str | None, Principal | None]:
@@ -223,6 +280,37 @@ class GateCheckActivities:
                 principal,
             )
         return None, principal
+
+    async def _change_refusal(
+        self, data: ChangeCheckInput
+    ) -> tuple[str | None, Principal | None, ChangeRequest | None]:
+        async with self._engine.connect() as conn:
+            try:
+                request = await get_change_request(conn, data.request_id)
+            except NotFound:
+                return f"change request {data.request_id!r} does not exist", None, None
+            if not data.requested_by or data.requested_by != request.requested_by:
+                return "the change request was asked by another principal", None, request
+            principal = await get_enabled_principal(conn, data.requested_by)
+            if principal is None:
+                return f"unknown or disabled principal {data.requested_by!r}", None, request
+            if self._api_only and not await _granted(conn, data.workflow_id, data.grant, principal, "start"):
+                return (
+                    "approval_mode is api_only: changes must be requested through the API",
+                    principal,
+                    request,
+                )
+        project = judged_project(principal, request.org, request.project)
+        if not self._authorizer.allowed(
+            principal, org=request.org, project=project, scope=request.scope, action="write"
+        ):
+            return (
+                f"{principal.actor_type.value} {principal.id} may not write {request.scope} scope "
+                f"in {request.org}/{project or '*'}",
+                principal,
+                request,
+            )
+        return None, principal, request
 
     async def _evidence_refusal(self, data: EvidenceCheckInput) -> tuple[str | None, Principal | None]:
         human_word = data.source == ValidationSource.HUMAN_APPROVED.value
@@ -262,12 +350,13 @@ class GateCheckActivities:
                 conn, data.workflow_id, data.grant, principal, data.decision
             ):
                 return "approval_mode is api_only and no API-authenticated grant matches", principal
+        project = judged_project(principal, data.org, data.project)
         if not self._authorizer.allowed(
-            principal, org=data.org, project=data.project, scope=data.target_scope, action="approve"
+            principal, org=data.org, project=project, scope=data.target_scope, action="approve"
         ):
             return (
                 f"{principal.actor_type.value} {principal.id} may not approve {data.target_scope} scope "
-                f"in {data.org}/{data.project}",
+                f"in {data.org}/{project or '*'}",
                 principal,
             )
         return None, principal
@@ -284,7 +373,8 @@ class GateCheckActivities:
                 event_type=EventType.REJECTED,
                 actor_id=(refusal.claimed or "")[:64] or None,
                 actor_type=principal.actor_type.value if principal else None,
-                task_id=refusal.task_id,
+                task_id=refusal.task_id or None,
+                memory_id=refusal.memory_id,
                 workflow_id=refusal.workflow_id,
                 reason=refusal.reason,
                 payload=refusal.payload,

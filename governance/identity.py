@@ -12,7 +12,15 @@ from dataclasses import dataclass
 
 from governance.scopes import ActorType
 
-__all__ = ["Principal", "KEY_PREFIX", "new_api_key", "hash_api_key", "key_id_of", "tenant_domain"]
+__all__ = [
+    "Principal",
+    "KEY_PREFIX",
+    "new_api_key",
+    "hash_api_key",
+    "key_id_of",
+    "tenant_domain",
+    "judged_project",
+]
 
 KEY_PREFIX = "lg"
 
@@ -37,6 +45,19 @@ class Principal:
 def tenant_domain(org: str, project: str | None) -> str:
     """`org/project`, or `org/*` for org-wide grants (matched with keyMatch in the policy)."""
     return f"{org}/{project if project else '*'}"
+
+
+def judged_project(principal: Principal, org: str, project: str | None) -> str | None:
+    """The project a memory of `org`/`project` is judged in (its Casbin domain is `org/<this>`).
+
+    A project memory is judged in its project. An org-scope memory (`project` None) belongs to every
+    project of its org, so a caller of that org is judged in its own project, where its grant is: a
+    project-bound human may then write and approve org scope, as the policy says. Org-wide callers (no
+    project) and callers of other orgs are judged in `org/*`, which only an org-wide grant of `org` matches.
+    """
+    if project is None and principal.org == org:
+        return principal.project
+    return project
 
 
 def new_api_key() -> tuple[str, str]:

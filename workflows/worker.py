@@ -15,6 +15,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from activities.approaches import ApproachActivities
+from activities.change_requests import ChangeRequestActivities
 from activities.gate_checks import GateCheckActivities
 from activities.promotion import PromotionActivities
 from activities.retention import RetentionActivities
@@ -24,6 +25,7 @@ from governance.adapters.tracing import instrument_engine
 from governance.config import Settings
 from governance.storage.engine import make_engine
 from policy.enforcer import Authorizer, make_authorizer
+from workflows.change_request import ChangeRequestWorkflow
 from workflows.client import connect_temporal, tracing_interceptors
 from workflows.promotion import PromotionWorkflow
 from workflows.retention import RetentionWorkflow
@@ -33,7 +35,7 @@ __all__ = ["workflow_classes", "activity_functions", "build_worker", "run_worker
 
 def workflow_classes() -> list[type]:
     """Every workflow this worker runs."""
-    return [PromotionWorkflow, RetentionWorkflow]
+    return [PromotionWorkflow, ChangeRequestWorkflow, RetentionWorkflow]
 
 
 def activity_functions(
@@ -51,6 +53,7 @@ def activity_functions(
     retention = RetentionActivities(engine, archive_dir=settings.archive_dir())
     approaches = ApproachActivities(engine, embedder, settings)
     gate = GateCheckActivities(engine=engine, authorizer=authorizer, settings=settings)
+    changes = ChangeRequestActivities(engine)
     return [
         *retention.functions(),
         approaches.record,
@@ -64,6 +67,10 @@ def activity_functions(
         promotion.publish,
         promotion.record_decision,
         promotion.record_outcome,
+        gate.check_change_request,
+        changes.describe,
+        changes.apply,
+        changes.close,
     ]
 
 

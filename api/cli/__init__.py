@@ -7,7 +7,19 @@ import warnings
 import typer
 from platformdirs.api import RuntimeDirWarning
 
-from api.cli.commands import keys, mcp, migrate, policy, promotions, read, run, schedules, staging, up
+from api.cli.commands import (
+    changes,
+    keys,
+    mcp,
+    migrate,
+    policy,
+    promotions,
+    read,
+    run,
+    schedules,
+    staging,
+    up,
+)
 
 __all__ = ["app", "main"]
 
@@ -18,7 +30,7 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,  # locals can hold database URLs and keys
 )
 
-for group in (up, run, migrate, keys, policy, schedules, staging, read, promotions, mcp):
+for group in (up, run, migrate, keys, policy, schedules, staging, read, promotions, changes, mcp):
     group.register(app)
 
 

@@ -319,6 +319,18 @@ class _Calls:
         body = _drop_none({"helpful": helpful, "idempotency_key": idempotency_key})
         return _Call("POST", f"/v1/memories/{_seg(ref)}/feedback", body)
 
+    @staticmethod
+    def change_requests(state: str | None, limit: int | None) -> _Call:
+        return _Call("GET", "/v1/change-requests", params=_drop_none({"state": state, "limit": limit}))
+
+    @staticmethod
+    def change_request(request_id: str) -> _Call:
+        return _Call("GET", f"/v1/change-requests/{_seg(request_id)}")
+
+    @staticmethod
+    def decide_change(request_id: str, decision: str, note: str | None) -> _Call:
+        return _Call("POST", f"/v1/change-requests/{_seg(request_id)}/{decision}", _drop_none({"note": note}))
+
 
 def _settings(base_url: str | None, api_key: str | None) -> tuple[str, dict[str, str]]:
     url = (base_url or os.environ.get("LOREGATE_URL") or DEFAULT_URL).rstrip("/")
@@ -477,6 +489,22 @@ class LoregateClient:
         """Whether a memory helped: one vote per principal, the latest counts."""
         return self._send(_Calls.feedback(memory, helpful, idempotency_key))
 
+    def change_requests(self, *, state: str | None = None, limit: int | None = None) -> dict[str, Any]:
+        """Change requests of memories this key may read (`state="awaiting_approval"`: waiting ones)."""
+        return self._send(_Calls.change_requests(state, limit))
+
+    def change_request(self, request_id: str) -> dict[str, Any]:
+        """A change request: the memory as it is and the proposed change, side by side."""
+        return self._send(_Calls.change_request(request_id))
+
+    def approve_change(self, request_id: str, note: str | None = None) -> dict[str, Any]:
+        """Approve a change request; the approver is this key's principal."""
+        return self._send(_Calls.decide_change(request_id, "approve", note))
+
+    def reject_change(self, request_id: str, note: str | None = None) -> dict[str, Any]:
+        """Reject a change request; the approver is this key's principal."""
+        return self._send(_Calls.decide_change(request_id, "reject", note))
+
 
 class AsyncLoregateClient:
     """The same API as `LoregateClient`, for asyncio code (agents, orchestrators, the MCP server)."""
@@ -611,3 +639,15 @@ class AsyncLoregateClient:
         self, memory: str, helpful: bool, *, idempotency_key: str | None = None
     ) -> dict[str, Any]:
         return await self._send(_Calls.feedback(memory, helpful, idempotency_key))
+
+    async def change_requests(self, *, state: str | None = None, limit: int | None = None) -> dict[str, Any]:
+        return await self._send(_Calls.change_requests(state, limit))
+
+    async def change_request(self, request_id: str) -> dict[str, Any]:
+        return await self._send(_Calls.change_request(request_id))
+
+    async def approve_change(self, request_id: str, note: str | None = None) -> dict[str, Any]:
+        return await self._send(_Calls.decide_change(request_id, "approve", note))
+
+    async def reject_change(self, request_id: str, note: str | None = None) -> dict[str, Any]:
+        return await self._send(_Calls.decide_change(request_id, "reject", note))

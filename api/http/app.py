@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from api.http.errors import ERROR_RESPONSES, install_error_handlers
 from api.http.limits import BodySizeLimit
 from api.http.metrics import MetricsMiddleware
-from api.http.routes import admin, approaches, health, memories, promotions, search, tasks
+from api.http.routes import admin, approaches, change_requests, health, memories, promotions, search, tasks
 from api.services.gateway import GatewayResources
 from governance.adapters.tracing import instrument_engine, tracer_provider
 from governance.config import Settings, get_settings
@@ -70,6 +70,7 @@ def create_app(settings: Settings | None = None, *, grpc_port: int | None = None
         memories.router,
         approaches.router,
         promotions.router,
+        change_requests.router,
     ):
         app.include_router(router, responses=ERROR_RESPONSES)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)

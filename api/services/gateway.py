@@ -22,7 +22,7 @@ from temporalio.client import Client
 
 from governance.config import Settings
 from governance.errors import NotFound, Unauthenticated, Unavailable
-from governance.identity import Principal, key_id_of
+from governance.identity import Principal, judged_project, key_id_of
 from governance.scopes import Scope
 from governance.staging import TASK_ID_PATTERN
 from governance.storage import staging
@@ -173,19 +173,6 @@ async def authorized_task(
         hidden=f"task {task_id!r} does not exist",
     )
     return task
-
-
-def judged_project(principal: Principal, org: str, project: str | None) -> str | None:
-    """The project a memory of `org`/`project` is judged in (its Casbin domain is `org/<this>`).
-
-    A project memory is judged in its project. An org-scope memory (`project` None) belongs to every
-    project of its org, so a caller of that org is judged in its own project, where its grant is: a
-    project-bound human may then write and approve org scope, as the policy says. Org-wide callers (no
-    project) and callers of other orgs are judged in `org/*`, which only an org-wide grant of `org` matches.
-    """
-    if project is None and principal.org == org:
-        return principal.project
-    return project
 
 
 def authorize_memory(

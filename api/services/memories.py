@@ -7,6 +7,13 @@ judged in the caller's own project when the caller belongs to its org, and a cal
 the memory is told it does not exist (`authorize_memory`, api/services/gateway.py, as for GET /v1/memories).
 Each change is one statement with its event, in one transaction (governance/storage/lifecycle.py).
 
+Supersede and retire pass the gate (governance/changes.py): at a scope whose policy requires validation,
+a caller who is not a human allowed to approve that scope gets a change request (202, api/services/
+change_requests.py) and nothing changes until an approver decides. A human approver's call applies at once
+and is recorded as the approval it is (an APPROVED event naming them). A superseding memory's content is
+redacted, its title is its own, and its trust is what its author's word gives: a human validation from an
+approver, a draft from anyone else.
+
 A principal's repeated validation of a memory with the same source counts once (`counted` is False in the
 answer), and its feedback is one vote, its latest. An idempotency key is bound to its request: the principal,
 the operation (the key's namespace), the memory and the body (a hash kept in the event); the same key with
@@ -20,7 +27,9 @@ import json
 from dataclasses import asdict
 
 from pydantic import BaseModel
+from sqlalchemy.ext.asyncio import AsyncConnection
 
+from api.schemas.change_requests import ChangeRequestPublic
 from api.schemas.memories import (
     FeedbackIn,
     FeedbackPublic,
@@ -33,10 +42,12 @@ from api.schemas.memories import (
     ValidatePublic,
     VersionPublic,
 )
+from api.services.change_requests import embedding_of, is_approver, needs_change_request, propose
 from api.services.gateway import GatewayResources, authorize_memory
-from governance.adapters.embedders import embed_one, make_embedder
+from governance.changes import ChangeOperation, ChangeTrust, proposed_content
 from governance.identity import Principal
 from governance.scopes import ValidationSource
+from governance.storage.change_requests import NewChangeRequest, record_change_approval
 from governance.storage.lifecycle import (
     MemoryTenant,
     boost_memory,
@@ -136,34 +147,112 @@ async def feedback(
 
 async def supersede(
     state: GatewayResources, principal: Principal, ref: str, body: SupersedeIn
-) -> SupersedePublic:
-    """Replace the head of a chain with new content; Conflict if the memory is not the head."""
+) -> SupersedePublic | ChangeRequestPublic:
+    """Replace the head of a chain with new content, or propose it (a change request) where approval is due.
+
+    Conflict if the memory is not the head; InvalidInput if nothing is left of the content once redacted.
+    """
     memory = await _authorized(state, principal, ref, "write")
-    title = body.title or ""
-    embedding = await embed_one(
-        make_embedder(state.settings), f"{title}: {body.content}" if title else body.content
+    proposed = proposed_content(body.content, body.title)
+    embedding = await embedding_of(state, proposed, body.title is not None and bool(body.title.strip()))
+    dedupe, request_hash = (
+        _dedupe(principal, "supersede", body.idempotency_key),
+        _request_hash(memory, "supersede", body),
     )
+    if needs_change_request(state, principal, memory):
+        return await propose(
+            state,
+            principal,
+            NewChangeRequest(
+                memory_id=memory.id,
+                org=memory.org,
+                project=memory.project,
+                scope=memory.scope,
+                operation=ChangeOperation.SUPERSEDE,
+                reason=body.reason,
+                requested_by=principal.id,
+                actor_type=principal.actor_type.value,
+                content=proposed.content,
+                title=proposed.title,
+                canonical_key=body.canonical_key,
+                valid_from_commit=body.valid_from_commit,
+                embedding=embedding,
+                redaction_counts=proposed.redaction_counts,
+                dedupe_key=dedupe,
+                request_hash=request_hash,
+            ),
+        )
+    approver = is_approver(state, principal, memory)
     async with state.engine.begin() as conn:
         outcome = await supersede_memory(
             conn,
             memory.id,
-            content=body.content,
+            content=proposed.content,
             reason=body.reason,
-            title=body.title,
+            title=proposed.title,
             canonical_key=body.canonical_key,
             embedding=embedding,
             valid_from_commit=body.valid_from_commit,
             actor_id=principal.id,
             actor_type=principal.actor_type.value,
-            dedupe_key=_dedupe(principal, "supersede", body.idempotency_key),
-            request_hash=_request_hash(memory, "supersede", body),
+            dedupe_key=dedupe,
+            request_hash=request_hash,
+            trust=ChangeTrust.HUMAN_VALIDATED if approver else ChangeTrust.DRAFT,
         )
+        if state.authorizer.requires_validation(memory.scope):
+            await _record_direct_approval(
+                conn, principal, memory, ChangeOperation.SUPERSEDE, outcome.memory_id, dedupe
+            )
     return SupersedePublic(id=outcome.memory_id, citation=outcome.citation, superseded_id=memory.id)
 
 
-async def retire(state: GatewayResources, principal: Principal, ref: str, body: RetireIn) -> RetirePublic:
-    """Deprecate a memory without a successor; Conflict if it is already deprecated."""
+async def _record_direct_approval(
+    conn: AsyncConnection,
+    principal: Principal,
+    memory: MemoryTenant,
+    operation: ChangeOperation,
+    result: str,
+    dedupe: str | None,
+) -> None:
+    """A human approver's own change is its approval: an APPROVED event naming them, with the operation."""
+    await record_change_approval(
+        conn,
+        memory_id=memory.id,
+        operation=operation.value,
+        approver_id=principal.id,
+        approver_type=principal.actor_type.value,
+        note=f"{operation.value} by an approver of {memory.scope} scope",
+        result_memory_id=result,
+        dedupe_key=f"{dedupe}:approved" if dedupe else None,
+    )
+
+
+async def retire(
+    state: GatewayResources, principal: Principal, ref: str, body: RetireIn
+) -> RetirePublic | ChangeRequestPublic:
+    """Deprecate a memory without a successor, or propose it where approval is due; Conflict if deprecated."""
     memory = await _authorized(state, principal, ref, "write")
+    dedupe, request_hash = (
+        _dedupe(principal, "retire", body.idempotency_key),
+        _request_hash(memory, "retire", body),
+    )
+    if needs_change_request(state, principal, memory):
+        return await propose(
+            state,
+            principal,
+            NewChangeRequest(
+                memory_id=memory.id,
+                org=memory.org,
+                project=memory.project,
+                scope=memory.scope,
+                operation=ChangeOperation.RETIRE,
+                reason=body.reason,
+                requested_by=principal.id,
+                actor_type=principal.actor_type.value,
+                dedupe_key=dedupe,
+                request_hash=request_hash,
+            ),
+        )
     async with state.engine.begin() as conn:
         await retire_memory(
             conn,
@@ -171,9 +260,11 @@ async def retire(state: GatewayResources, principal: Principal, ref: str, body: 
             reason=body.reason,
             actor_id=principal.id,
             actor_type=principal.actor_type.value,
-            dedupe_key=_dedupe(principal, "retire", body.idempotency_key),
-            request_hash=_request_hash(memory, "retire", body),
+            dedupe_key=dedupe,
+            request_hash=request_hash,
         )
+        if state.authorizer.requires_validation(memory.scope):
+            await _record_direct_approval(conn, principal, memory, ChangeOperation.RETIRE, memory.id, dedupe)
     return RetirePublic(id=memory.id, citation=memory.citation)
 
 

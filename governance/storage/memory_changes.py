@@ -18,6 +18,8 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from governance.changes import ChangeTrust, change_trust
+from governance.cognify import title_of
 from governance.dedup import content_hash
 from governance.errors import InvalidInput, NotFound
 from governance.scopes import ValidationSource
@@ -34,7 +36,6 @@ from governance.storage.memory_rows import (
     scope_key_of,
 )
 from governance.trust import (
-    INITIAL_VERIFIED,
     MAX_CONFIDENCE,
     MIN_CONFIDENCE,
     PRIOR_VOTES,
@@ -315,8 +316,15 @@ async def supersede_memory(
     task_id: str | None = None,
     dedupe_key: str | None = None,
     request_hash: str | None = None,
+    trust: ChangeTrust | str | None = None,
+    workflow_id: str | None = None,
 ) -> PublishOutcome:
-    """Replace the head `old_id` with new content (a human's correction); Conflict if it is not a head."""
+    """Replace the head `old_id` with new content; Conflict if it is not a head.
+
+    The new head never inherits the old one's trust or title: it starts with `trust` (governance/changes.py;
+    by default a human's supersede is a human validation and anyone else's a draft), and its title is
+    `title` or the first line of its own content. The caller redacts the content (`proposed_content`).
+    """
     recorded = await recorded_payload(conn, dedupe_key, request_hash)
     if recorded is not None:
         return replay_outcome(recorded)
@@ -338,18 +346,20 @@ async def supersede_memory(
     ).first()
     if old is None:
         raise await not_found_or_conflict(conn, old_id, "supersession")
-    human = actor_type == "human"
+    if trust is None:
+        trust = ChangeTrust.HUMAN_VALIDATED if actor_type == "human" else ChangeTrust.DRAFT
+    confidence, validation_source = change_trust(trust)
     mem = NewMemory(
         memory_type=old.memory_type,
         scope=old.scope,
         scope_key=old.scope_key,
         org=old.org,
         project=old.project,
-        title=title or old.title,
+        title=title or title_of(content),
         content=content,
-        confidence=max(INITIAL_VERIFIED, old.confidence) if human else old.confidence,
+        confidence=confidence,
         embedding=list(embedding) if embedding is not None else None,
-        validation_source=ValidationSource.HUMAN_APPROVED.value if human else None,
+        validation_source=validation_source,
         importance=old.importance,
         source_task_ids=[task_id] if task_id else [],
         decay_policy=old.decay_policy,
@@ -374,6 +384,7 @@ async def supersede_memory(
         actor_id=actor_id,
         actor_type=actor_type,
         task_id=task_id,
+        workflow_id=workflow_id,
         reason=reason,
         payload=_payload(
             {
@@ -399,6 +410,7 @@ async def retire_memory(
     actor_type: str,
     dedupe_key: str | None = None,
     request_hash: str | None = None,
+    workflow_id: str | None = None,
 ) -> None:
     """Deprecate an active memory without a successor (it was wrong or is no longer relevant)."""
     if await recorded_payload(conn, dedupe_key, request_hash) is not None:
@@ -424,6 +436,7 @@ async def retire_memory(
         event_type=EventType.RETIRED,
         actor_id=actor_id,
         actor_type=actor_type,
+        workflow_id=workflow_id,
         reason=reason,
         payload=_payload({}, request_hash),
         dedupe_key=dedupe_key,

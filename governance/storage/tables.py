@@ -34,6 +34,7 @@ __all__ = [
     "memory_votes",
     "approaches",
     "subtasks",
+    "change_requests",
     "EMBEDDING_DIM",
 ]
 
@@ -213,4 +214,35 @@ subtasks = Table(
     Column("subtask", Text, primary_key=True),
     Column("refusals", Integer, nullable=False, server_default="0"),
     Column("stuck_at", DateTime(timezone=True), nullable=True),
+)
+
+# supersede and retire waiting for an approval (storage/change_requests.py, workflows/change_request.py)
+change_requests = Table(
+    "change_requests",
+    metadata,
+    Column("id", UUID(as_uuid=False), primary_key=True),
+    Column("memory_id", UUID(as_uuid=False), nullable=False),
+    Column("org", Text, nullable=False),
+    Column("project", Text, nullable=True),
+    Column("scope", String(16), nullable=False),
+    Column("operation", String(16), nullable=False),
+    Column("content", Text, nullable=True),
+    Column("title", Text, nullable=True),
+    Column("canonical_key", Text, nullable=True),
+    Column("reason", Text, nullable=False),
+    Column("valid_from_commit", Text, nullable=True),
+    Column("embedding", Vector(EMBEDDING_DIM), nullable=True),
+    Column("redaction_counts", JSONB, nullable=False, server_default="{}"),
+    Column("requested_by", String(64), nullable=False),
+    Column("actor_type", String(16), nullable=False),
+    Column("state", String(32), nullable=False, server_default="awaiting_approval"),
+    Column("workflow_id", Text, nullable=True),
+    Column("decided_by", String(64), nullable=True),
+    Column("decided_by_type", String(16), nullable=True),
+    Column("decision_note", Text, nullable=True),
+    Column("result_memory_id", UUID(as_uuid=False), nullable=True),
+    Column("dedupe_key", Text, nullable=True, unique=True),
+    Column("request_hash", String(64), nullable=True),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("decided_at", DateTime(timezone=True), nullable=True),
 )

@@ -1,15 +1,18 @@
 """Trust and lifecycle of published memory over HTTP: validate, feedback, supersede, retire, history.
 
-`{memory_id}` is a memory's uuid or its citation; api/services/memories.py says who may do what.
+`{memory_id}` is a memory's uuid or its citation; api/services/memories.py says who may do what. Supersede
+and retire answer 202 with a change request where the memory's scope needs an approval the caller cannot
+give (api/services/change_requests.py).
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Path
+from fastapi import APIRouter, Path, Response
 
 from api.http.deps import CurrentPrincipal, Resources
+from api.schemas.change_requests import ChangeRequestPublic
 from api.schemas.memories import (
     FeedbackIn,
     FeedbackPublic,
@@ -46,20 +49,47 @@ async def memory_feedback(
     return await memories.feedback(resources, principal, memory_id, body)
 
 
-@router.post("/{memory_id}/supersede", status_code=201, response_model=SupersedePublic)
+# a change that waits for an approval answers 202 with the change request
+PROPOSED: dict[int | str, dict[str, Any]] = {
+    202: {"model": ChangeRequestPublic, "description": "A change request, awaiting approval"}
+}
+
+
+def _status(response: Response, result: object, applied: int) -> None:
+    response.status_code = 202 if isinstance(result, ChangeRequestPublic) else applied
+
+
+@router.post(
+    "/{memory_id}/supersede",
+    status_code=201,
+    response_model=SupersedePublic | ChangeRequestPublic,
+    responses=PROPOSED,
+)
 async def supersede(
-    body: SupersedeIn, memory_id: MemoryRef, principal: CurrentPrincipal, resources: Resources
-) -> SupersedePublic:
-    """Replace the head of a chain with new content; 409 if the memory is not the head."""
-    return await memories.supersede(resources, principal, memory_id, body)
+    body: SupersedeIn,
+    memory_id: MemoryRef,
+    principal: CurrentPrincipal,
+    resources: Resources,
+    response: Response,
+) -> SupersedePublic | ChangeRequestPublic:
+    """Replace the head of a chain (201), or propose it for approval (202); 409 if not the head."""
+    result = await memories.supersede(resources, principal, memory_id, body)
+    _status(response, result, 201)
+    return result
 
 
-@router.post("/{memory_id}/retire", response_model=RetirePublic)
+@router.post("/{memory_id}/retire", response_model=RetirePublic | ChangeRequestPublic, responses=PROPOSED)
 async def retire(
-    body: RetireIn, memory_id: MemoryRef, principal: CurrentPrincipal, resources: Resources
-) -> RetirePublic:
-    """Deprecate a memory without a successor; 409 if it is already deprecated."""
-    return await memories.retire(resources, principal, memory_id, body)
+    body: RetireIn,
+    memory_id: MemoryRef,
+    principal: CurrentPrincipal,
+    resources: Resources,
+    response: Response,
+) -> RetirePublic | ChangeRequestPublic:
+    """Deprecate a memory without a successor (200), or propose it for approval (202); 409 if deprecated."""
+    result = await memories.retire(resources, principal, memory_id, body)
+    _status(response, result, 200)
+    return result
 
 
 @router.get("/{memory_id}/history", response_model=HistoryPublic)

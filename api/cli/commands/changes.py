@@ -1,0 +1,145 @@
+"""`loregate changes list|show|approve|reject`: change requests to validated memory, for people.
+
+A supersede or retire of a memory at a scope that requires validation, asked by anyone but a human allowed
+to approve that scope, waits as a change request. Like `loregate approve`, these commands talk to a running
+gateway (`LOREGATE_URL`) with `LOREGATE_API_KEY`: the approver is whoever owns that key. `--json` prints the
+gateway's answer unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from api.cli.commands._common import api_client as _client
+from api.cli.commands._common import console
+from api.cli.commands._common import print_json as _print_json
+
+__all__ = ["register", "list_changes", "show", "approve", "reject"]
+
+UrlOption = Annotated[str | None, typer.Option("--url", help="Gateway URL (LOREGATE_URL).")]
+KeyOption = Annotated[
+    str | None, typer.Option("--api-key", help="API key (LOREGATE_API_KEY).", envvar="LOREGATE_API_KEY")
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the gateway's JSON answer.")]
+RequestArgument = Annotated[str, typer.Argument(help="The change request's id.")]
+NoteOption = Annotated[str | None, typer.Option("--note", "-n", help="Why; kept with the decision.")]
+
+changes_app = typer.Typer(help="Change requests: supersede and retire waiting for an approval.")
+
+
+@changes_app.command("list")
+def list_changes(
+    state: Annotated[
+        str | None, typer.Option("--state", help="Only requests in this state (e.g. awaiting_approval).")
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, max=1000)] = 100,
+    url: UrlOption = None,
+    api_key: KeyOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Change requests of memories this key may read, newest first."""
+    with _client(url, api_key) as client:
+        answer = client.change_requests(state=state, limit=limit)
+    if as_json:
+        _print_json(answer)
+        return
+    table = Table("id", "operation", "memory", "state", "requested by", "proposed title")
+    for request in answer["change_requests"]:
+        table.add_row(
+            escape(request["id"]),
+            request["operation"],
+            escape(request["memory_id"]),
+            request["state"],
+            escape(request["requested_by"]),
+            escape(request.get("title") or "—"),
+        )
+    console.print(table)
+
+
+def _side(label: str, title: str | None, content: str | None) -> None:
+    console.print(f"[bold]{label}[/] {escape(title or '')}", highlight=False)
+    console.print(escape(content or ""), highlight=False)
+
+
+@changes_app.command("show")
+def show(
+    request_id: RequestArgument, url: UrlOption = None, api_key: KeyOption = None, as_json: JsonOption = False
+) -> None:
+    """A change request: the memory as it is now and the proposed change, side by side."""
+    with _client(url, api_key) as client:
+        answer = client.change_request(request_id)
+    if as_json:
+        _print_json(answer)
+        return
+    facts = Table.grid(padding=(0, 2))
+    facts.add_column(style="dim")
+    facts.add_column()
+    for label, value in (
+        ("operation", f"{answer['operation']} memory {answer['memory_id']} ({answer['scope']} scope)"),
+        ("state", answer["state"]),
+        ("workflow", answer.get("workflow_id")),
+        ("requested by", answer["requested_by"]),
+        ("reason", answer["reason"]),
+        ("decided by", answer.get("decided_by")),
+        ("note", answer.get("decision_note")),
+        ("result", answer.get("result_memory_id")),
+    ):
+        if value:
+            facts.add_row(label, escape(str(value)))
+    console.print(facts)
+    old: dict[str, Any] = answer.get("old") or {}
+    _side("now:", old.get("title"), old.get("content"))
+    if answer["operation"] == "retire":
+        console.print("[bold]after:[/] retired, without a successor")
+    else:
+        _side("after:", answer.get("title"), answer.get("content"))
+
+
+def _decided(answer: dict[str, Any]) -> None:
+    console.print(
+        f"{answer['decision']} of change request [bold]{escape(answer['id'])}[/] accepted "
+        f"(approver {escape(answer['approver'])}); it is now {answer['state']}",
+        highlight=False,
+    )
+
+
+@changes_app.command("approve")
+def approve(
+    request_id: RequestArgument,
+    note: NoteOption = None,
+    url: UrlOption = None,
+    api_key: KeyOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Approve a change request as this key's principal; the change is then applied."""
+    with _client(url, api_key) as client:
+        answer = client.approve_change(request_id, note)
+    if as_json:
+        _print_json(answer)
+        return
+    _decided(answer)
+
+
+@changes_app.command("reject")
+def reject(
+    request_id: RequestArgument,
+    note: NoteOption = None,
+    url: UrlOption = None,
+    api_key: KeyOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Reject a change request as this key's principal; nothing changes."""
+    with _client(url, api_key) as client:
+        answer = client.reject_change(request_id, note)
+    if as_json:
+        _print_json(answer)
+        return
+    _decided(answer)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(changes_app, name="changes")

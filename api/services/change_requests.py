@@ -1,0 +1,338 @@
+"""Change requests' use cases: propose a change to validated memory, list and show requests, decide them.
+
+At a scope whose policy requires validation (project and org by default), a supersede or retire by anyone
+but a human allowed to approve that scope (`is_approver`: in the memory's tenant, an org memory judged in the
+caller's project) is proposed here: the request is stored (content redacted, embedding computed) and its
+`ChangeRequestWorkflow` started (workflows/change_request_contract.py); the answer is a 202 with the request.
+Nothing changes until an approver decides, through `decide` (an update with the gateway's grant row) or a
+signal from the Temporal UI.
+
+A request is visible to whoever may read its memory; to anyone else it does not exist (404). Deciding needs
+`approve` at the memory's scope (403 otherwise); a request no longer awaiting approval is a 409.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import timedelta
+
+from temporalio.client import (
+    RPCError,
+    RPCStatusCode,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
+)
+from temporalio.exceptions import ApplicationError
+
+from api.schemas.change_requests import (
+    ChangeDecisionPublic,
+    ChangeRequestList,
+    ChangeRequestPublic,
+    MemorySide,
+)
+from api.schemas.promotions import DecisionIn
+from api.services.gateway import GatewayResources, temporal_client
+from governance.adapters.embedders import embed_one, make_embedder
+from governance.changes import ProposedContent
+from governance.errors import Conflict, GovernanceError, InvalidInput, NotFound, PolicyDenied, Unavailable
+from governance.identity import Principal, judged_project
+from governance.scopes import ActorType
+from governance.storage.change_requests import (
+    ChangeRequest,
+    NewChangeRequest,
+    change_target,
+    close_change_request,
+    create_change_request,
+    get_change_request,
+    list_change_requests,
+    set_change_workflow,
+)
+from governance.storage.lifecycle import MemoryTenant
+from governance.storage.promotions import record_approval_grant
+from workflows.change_request_contract import (
+    WORKFLOW_TYPE,
+    ApprovalAck,
+    ApprovalRequest,
+    ChangeRequestInput,
+    ChangeRequestResult,
+    ChangeRequestState,
+    ErrorTypes,
+    workflow_id_for,
+)
+
+__all__ = [
+    "is_approver",
+    "needs_change_request",
+    "embedding_of",
+    "propose",
+    "list_requests",
+    "show_request",
+    "decide",
+]
+
+# An approval update runs the approver check (one database activity) before it answers.
+UPDATE_TIMEOUT = timedelta(seconds=60)
+# After an accepted approval, how long the answer waits for the change to be applied (one transaction).
+APPLY_WAIT_SECONDS = 30.0
+# Listing reads one org's requests and keeps what the caller may read; this bounds the scan per request.
+LIST_SCAN_FACTOR = 20
+
+_UPDATE_ERRORS: dict[str, type[GovernanceError]] = {
+    ErrorTypes.CONFLICT: Conflict,
+    ErrorTypes.INVALID_INPUT: InvalidInput,
+    ErrorTypes.APPROVAL_REFUSED: PolicyDenied,
+}
+_UNAVAILABLE = {
+    RPCStatusCode.UNAVAILABLE,
+    RPCStatusCode.DEADLINE_EXCEEDED,
+    RPCStatusCode.CANCELLED,
+    RPCStatusCode.RESOURCE_EXHAUSTED,
+}
+
+
+@asynccontextmanager
+async def _temporal_errors(request_id: str) -> AsyncIterator[None]:
+    """Temporal's failures as the domain's errors (the gateways map those to statuses)."""
+    try:
+        yield
+    except WorkflowUpdateFailedError as exc:
+        cause = exc.cause
+        if isinstance(cause, ApplicationError) and cause.type in _UPDATE_ERRORS:
+            raise _UPDATE_ERRORS[cause.type](cause.message) from exc
+        raise
+    except WorkflowUpdateRPCTimeoutOrCancelledError as exc:
+        raise Unavailable(
+            f"change request {request_id!r} did not answer in time; is a worker running?"
+        ) from exc
+    except RPCError as exc:
+        if exc.status == RPCStatusCode.NOT_FOUND:
+            raise Conflict(f"change request {request_id!r} is no longer awaiting approval") from exc
+        if exc.status in _UNAVAILABLE:
+            raise Unavailable(f"Temporal is unavailable: {exc.message}") from exc
+        raise
+
+
+def is_approver(state: GatewayResources, principal: Principal, memory: MemoryTenant) -> bool:
+    """Whether `principal` is a human allowed to approve the memory's scope (org memories: in its project)."""
+    return principal.actor_type is ActorType.HUMAN and state.authorizer.allowed(
+        principal,
+        org=memory.org,
+        project=judged_project(principal, memory.org, memory.project),
+        scope=memory.scope,
+        action="approve",
+    )
+
+
+def needs_change_request(state: GatewayResources, principal: Principal, memory: MemoryTenant) -> bool:
+    """A change to this memory by this caller waits for an approval (validated scope, caller no approver)."""
+    return state.authorizer.requires_validation(memory.scope) and not is_approver(state, principal, memory)
+
+
+async def embedding_of(state: GatewayResources, proposed: ProposedContent, title_given: bool) -> list[float]:
+    """The superseding memory's embedding (its title prefixed when the caller gave one)."""
+    text = f"{proposed.title}: {proposed.content}" if title_given else proposed.content
+    return list(await embed_one(make_embedder(state.settings), text))
+
+
+def _visible(state: GatewayResources, principal: Principal, request: ChangeRequest, action: str) -> bool:
+    return state.authorizer.allowed(
+        principal,
+        org=request.org,
+        project=judged_project(principal, request.org, request.project),
+        scope=request.scope,
+        action=action,
+    )
+
+
+async def _public(state: GatewayResources, request: ChangeRequest) -> ChangeRequestPublic:
+    async with state.engine.connect() as conn:
+        try:
+            target = await change_target(conn, request.memory_id)
+        except NotFound:
+            old = None
+        else:
+            old = MemorySide(
+                id=target.id,
+                citation=target.citation,
+                title=target.title,
+                content=target.content,
+                confidence=target.confidence,
+                active=target.active,
+            )
+    return ChangeRequestPublic(
+        id=request.id,
+        workflow_id=request.workflow_id,
+        operation=request.operation,
+        memory_id=request.memory_id,
+        scope=request.scope,
+        state=request.state,
+        requested_by=request.requested_by,
+        reason=request.reason,
+        title=request.title,
+        content=request.content,
+        canonical_key=request.canonical_key,
+        redaction_counts=request.redaction_counts,
+        decided_by=request.decided_by,
+        decision_note=request.decision_note,
+        result_memory_id=request.result_memory_id,
+        created_at=request.created_at,
+        decided_at=request.decided_at,
+        old=old,
+    )
+
+
+async def _grant(state: GatewayResources, principal: Principal, workflow_id: str, what: str) -> str | None:
+    """In `approval_mode=api_only`, the gateway's proof that the start came from this authenticated caller."""
+    if not state.settings.api_only:
+        return None
+    grant = uuid.uuid4().hex
+    async with state.engine.begin() as conn:
+        await record_approval_grant(
+            conn,
+            workflow_id=workflow_id,
+            task_id="",
+            grant=grant,
+            principal=principal,
+            decision=what,
+            note="",
+        )
+    return grant
+
+
+async def propose(
+    state: GatewayResources, principal: Principal, new: NewChangeRequest
+) -> ChangeRequestPublic:
+    """Store the request and start its workflow; a replay of the same idempotent request answers the first."""
+    async with state.engine.begin() as conn:
+        request = await create_change_request(conn, new)
+    if request.replayed:  # the first answer: the request as it stands now
+        return await _public(state, request)
+    client = await temporal_client(state)
+    workflow_id = workflow_id_for(request.id)
+    data = ChangeRequestInput(
+        request_id=request.id,
+        requested_by=principal.id,
+        approval_timeout_seconds=state.settings.approval_timeout_seconds,
+        grant=await _grant(state, principal, workflow_id, "start"),
+    )
+    try:
+        await client.start_workflow(
+            WORKFLOW_TYPE,
+            data,
+            id=workflow_id,
+            task_queue=state.settings.task_queue,
+            memo={"memory_id": request.memory_id, "operation": request.operation, "org": request.org},
+            static_summary=f"{request.operation.capitalize()} memory {request.memory_id} "
+            f"({request.scope} scope, {request.org}/{request.project or '*'}), requested by {principal.id}",
+            static_details=(
+                "Old and new side by side, and how to decide: the *User Metadata* tab (current details), "
+                "or *Queries* → `state`. Approve with *Send a Signal*, name `approve`, input "
+                '`{"approver": "<your principal id>", "note": "..."}`, or '
+                f"`loregate changes approve {request.id}`."
+            ),
+        )
+    except Exception as exc:  # Temporal unreachable: the request cannot be decided, so it does not stay
+        async with state.engine.begin() as conn:
+            await close_change_request(
+                conn,
+                request.id,
+                state=ChangeRequestState.FAILED,
+                decided_by=None,
+                decided_by_type=None,
+                note=f"the workflow could not be started: {exc}",
+                workflow_id=None,
+            )
+        if isinstance(exc, GovernanceError):
+            raise
+        raise Unavailable(f"Temporal is unavailable: {exc}") from exc
+    async with state.engine.begin() as conn:
+        await set_change_workflow(conn, request.id, workflow_id)
+        request = await get_change_request(conn, request.id)
+    return await _public(state, request)
+
+
+async def _readable(state: GatewayResources, principal: Principal, request_id: str) -> ChangeRequest:
+    """The request if the caller may read its memory; NotFound (as for an unknown id) otherwise."""
+    async with state.engine.connect() as conn:
+        request = await get_change_request(conn, request_id)
+    if not _visible(state, principal, request, "read"):
+        raise NotFound(f"change request {request_id!r} does not exist")
+    return request
+
+
+async def show_request(state: GatewayResources, principal: Principal, request_id: str) -> ChangeRequestPublic:
+    """A change request with the memory it changes, old and new side by side."""
+    return await _public(state, await _readable(state, principal, request_id))
+
+
+async def list_requests(
+    state: GatewayResources, principal: Principal, request_state: str | None, limit: int
+) -> ChangeRequestList:
+    """Change requests (optionally in one state) of memories the caller may read, newest first."""
+    async with state.engine.connect() as conn:
+        rows = await list_change_requests(
+            conn, org=principal.org, state=request_state, limit=limit * LIST_SCAN_FACTOR
+        )
+    readable = [r for r in rows if _visible(state, principal, r, "read")][:limit]
+    return ChangeRequestList(change_requests=[await _public(state, r) for r in readable])
+
+
+async def decide(
+    state: GatewayResources, principal: Principal, request_id: str, decision: str, body: DecisionIn
+) -> ChangeDecisionPublic:
+    """Approve or reject as the caller: a grant row for them, then the workflow's `approve`/`reject` update.
+
+    The caller needs `approve` at the memory's scope; the workflow checks it again (and, in
+    `approval_mode=api_only`, finds the grant row), and its refusal is a 403 with its reason.
+    """
+    request = await _readable(state, principal, request_id)
+    if not _visible(state, principal, request, "approve"):
+        raise PolicyDenied(
+            f"{principal.actor_type} '{principal.name}' ({principal.id}) may not approve changes at "
+            f"{request.scope} scope"
+        )
+    if request.state != ChangeRequestState.AWAITING_APPROVAL or request.workflow_id is None:
+        raise Conflict(f"change request {request.id!r} is {request.state}, not awaiting approval")
+    grant = uuid.uuid4().hex
+    async with state.engine.begin() as conn:
+        await record_approval_grant(
+            conn,
+            workflow_id=request.workflow_id,
+            task_id="",
+            grant=grant,
+            principal=principal,
+            decision=decision,
+            note=body.note,
+        )
+    handle = (await temporal_client(state)).get_workflow_handle(
+        request.workflow_id, result_type=ChangeRequestResult
+    )
+    async with _temporal_errors(request.id):
+        ack: ApprovalAck = await handle.execute_update(
+            decision,
+            ApprovalRequest(approver=principal.id, note=body.note, grant=grant),
+            result_type=ApprovalAck,
+            rpc_timeout=UPDATE_TIMEOUT,
+        )
+    if not ack.accepted:  # another approver's decision was accepted first
+        raise Conflict(f"change request {request.id!r} was {ack.reason}")
+    final_state, reason, result_id = ack.state, ack.reason, None
+    try:  # the decision is in; the change (or the closing) follows in one activity: answer with its outcome
+        result: ChangeRequestResult = await asyncio.wait_for(handle.result(), APPLY_WAIT_SECONDS)
+    except (TimeoutError, RPCError):
+        pass  # still applying: GET /v1/change-requests/{id} tells the outcome
+    else:
+        final_state, reason, result_id = result.state, result.reason or reason, result.result_memory_id
+    return ChangeDecisionPublic(
+        id=request.id,
+        workflow_id=request.workflow_id,
+        decision=decision,
+        approver=principal.id,
+        accepted=True,
+        state=final_state,
+        reason=reason,
+        result_memory_id=result_id,
+    )

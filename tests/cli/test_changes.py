@@ -1,0 +1,97 @@
+"""`loregate changes list|show|approve|reject` as a person runs them.
+
+Against a real gateway on loopback, a Temporal dev server and a worker with the real activities; an
+orchestrator's supersede of a project fact waits as a change request until a human approves it here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
+from temporalio.client import Client
+
+from governance.config import Settings
+from governance.scopes import ActorType
+from tests.utils.cli import cli_env, run_cli
+from tests.utils.factories import Actor, make_actor, new_tenant
+from tests.utils.gateway import running_gateway
+from tests.utils.lifecycle_factories import Place, insert_memory
+from tests.utils.promotion_gateway import running_worker, temporal_settings
+
+
+@pytest.fixture(scope="module")
+def promo_settings(settings: Settings, local_env: Any) -> Settings:
+    return temporal_settings(settings, local_env.client)
+
+
+@pytest.fixture(scope="module")
+def gateway(promo_settings: Settings) -> Iterator[str]:
+    with running_gateway(promo_settings) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+async def worker(local_env: Any, promo_settings: Settings) -> AsyncIterator[None]:
+    client: Client = local_env.client
+    async with running_worker(client, promo_settings):
+        yield
+
+
+@pytest.fixture
+async def proposal(engine: AsyncEngine, gateway: str, worker: None) -> dict[str, Any]:
+    """A project fact, an orchestrator's change request on it, and the human who may approve it."""
+    org, project = new_tenant()
+    orchestrator = await make_actor(engine, ActorType.ORCHESTRATOR, org, project)
+    human = await make_actor(engine, ActorType.HUMAN, org, project)
+    async with engine.begin() as conn:
+        memory_id = await insert_memory(
+            conn,
+            Place(org, project, "main", f"task-{project}"),
+            memory_type="fact",
+            content="queue: RabbitMQ",
+        )
+    async with httpx.AsyncClient(base_url=gateway, timeout=30) as http:
+        proposed = await http.post(
+            f"/v1/memories/{memory_id}/supersede",
+            headers=orchestrator.headers,
+            json={"content": "queue: Redis streams", "reason": "fewer moving parts"},
+        )
+    assert proposed.status_code == 202, proposed.text
+    return {"gateway": gateway, "human": human, "memory_id": memory_id, "request": proposed.json()}
+
+
+async def _cli(proposal: dict[str, Any], *args: str) -> subprocess.CompletedProcess[str]:
+    human: Actor = proposal["human"]
+    env = cli_env(LOREGATE_URL=proposal["gateway"], LOREGATE_API_KEY=human.key, COLUMNS="200")
+    return await asyncio.to_thread(run_cli, *args, env=env)
+
+
+async def test_changes_list_show_and_approve_apply_the_change(proposal: dict[str, Any]) -> None:
+    request_id = proposal["request"]["id"]
+    listed = await _cli(proposal, "changes", "list", "--state", "awaiting_approval", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert request_id in {r["id"] for r in json.loads(listed.stdout)["change_requests"]}
+    shown = await _cli(proposal, "changes", "show", request_id)
+    assert shown.returncode == 0, shown.stderr
+    assert "queue: RabbitMQ" in shown.stdout and "queue: Redis streams" in shown.stdout
+
+    approved = await _cli(proposal, "changes", "approve", request_id, "--note", "agreed", "--json")
+    assert approved.returncode == 0, approved.stderr
+    assert json.loads(approved.stdout)["state"] == "applied"
+    after = await _cli(proposal, "changes", "show", request_id, "--json")
+    assert json.loads(after.stdout)["old"]["active"] is False
+
+
+async def test_changes_reject_leaves_the_memory(proposal: dict[str, Any]) -> None:
+    rejected = await _cli(proposal, "changes", "reject", proposal["request"]["id"], "--note", "no")
+    assert rejected.returncode == 0, rejected.stderr
+    assert "rejected" in rejected.stdout
+    again = await _cli(proposal, "changes", "approve", proposal["request"]["id"])
+    assert again.returncode != 0 and "not awaiting approval" in (again.stderr + again.stdout)

@@ -1,0 +1,337 @@
+"""ChangeRequestWorkflow: the gate in front of every change to validated published memory.
+
+A supersede or retire of a memory at a scope whose policy requires validation (project and org by
+default), asked by anyone but a human allowed to approve that scope, is stored as a change request
+(governance/storage/change_requests.py) and decided here, one workflow per request, id `change-<id>`.
+The requester is checked by activity first (exists, enabled, still may write there); then the workflow
+waits for `approve` or `reject`, as a signal (the Temporal UI: the approver named in the payload is only a
+claim, checked by the same `check_approver` activity as a promotion's) or as an update (the API, with the
+gateway's grant row). On approval one activity applies the change in one transaction, re-checking that
+the memory is still the head of its chain (else the request ends `conflict` and nothing changes).
+
+The history carries the request's id and shortened texts only; the content stays in Postgres. The
+`LoregateState` search attribute and the current details (old and new side by side, how to decide)
+always show where it stands.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy, SearchAttributeKey
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from activities.change_requests import (
+        ApplyChangeInput,
+        ApplyChangeResult,
+        ChangeDescription,
+        ChangeRequestActivities,
+        CloseChangeInput,
+        DescribeChangeInput,
+    )
+    from activities.gate_checks import (
+        ApproverCheckInput,
+        ApproverCheckResult,
+        ChangeCheckInput,
+        CheckResult,
+        GateCheckActivities,
+    )
+    from workflows.change_request_contract import (
+        STATE_ATTRIBUTE,
+        ApprovalAck,
+        ApprovalRequest,
+        ChangeRequestInput,
+        ChangeRequestResult,
+        ChangeRequestState,
+        ChangeRequestStatus,
+        ErrorTypes,
+        Names,
+        Refusal,
+    )
+
+__all__ = ["ChangeRequestWorkflow", "LOREGATE_STATE", "DB_RETRY"]
+
+LOREGATE_STATE = SearchAttributeKey.for_keyword(STATE_ATTRIBUTE)
+
+# Short database steps: retry quickly, give up after a while (a down database surfaces as `failed`).
+DB_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=30),
+    maximum_attempts=20,
+    non_retryable_error_types=[ErrorTypes.NOT_FOUND, ErrorTypes.INVALID_INPUT],
+)
+_DB_TIMEOUT = timedelta(seconds=30)
+
+
+@dataclass
+class _Decision:
+    approved: bool
+    approver: str
+    approver_type: str | None
+    note: str
+
+
+def _quote(text: str | None) -> list[str]:
+    return [f"> {line}" if line else ">" for line in (text or "").splitlines() or [""]]
+
+
+def _markdown(status: ChangeRequestStatus) -> str:
+    lines = [
+        f"**Change request `{status.request_id}`: {status.operation} memory `{status.memory_id}` "
+        f"({status.scope} scope)** — `{status.state}`",
+        "",
+        f"Requested by `{status.requested_by}`: {status.reason}",
+        "",
+        f"**Now** — {status.old_title}",
+        *_quote(status.old_content),
+    ]
+    if status.operation == "retire":
+        lines += ["", "**After** — retired, without a successor"]
+    else:
+        lines += ["", f"**After** — {status.new_title}", *_quote(status.new_content)]
+    if status.state == ChangeRequestState.AWAITING_APPROVAL:
+        lines += [
+            "",
+            "Approve: *More Actions → Send a Signal*, name `approve`, input "
+            '`{"approver": "<your principal id, as loregate keys list shows it>", "note": "..."}`; '
+            "reject: signal `reject` with the same input. Or `loregate changes approve "
+            f"{status.request_id}`.",
+        ]
+    if status.refusals:
+        lines += ["", f"Refused decisions: {len(status.refusals)} (last: {status.refusals[-1].reason})"]
+    if status.decided_by:
+        lines += ["", f"Decided by: {status.decided_by}"]
+    if status.error:
+        lines += ["", f"Note: {status.error}"]
+    return "\n".join(lines)
+
+
+@workflow.defn
+class ChangeRequestWorkflow:
+    """Check the requester → wait for a decision → apply (or close) one change request."""
+
+    @workflow.init
+    def __init__(self, data: ChangeRequestInput) -> None:
+        self._status = ChangeRequestStatus(
+            request_id=data.request_id,
+            state=ChangeRequestState.AWAITING_APPROVAL,
+            requested_by=data.requested_by,
+        )
+        self._described: ChangeDescription | None = None
+        self._decision: _Decision | None = None
+
+    # ---- queries -------------------------------------------------------------------------------
+    @workflow.query(name=Names.STATE)
+    def state(self) -> ChangeRequestStatus:
+        """Where the request stands, old and new side by side, with refused decisions."""
+        return self._status
+
+    # ---- decisions -----------------------------------------------------------------------------
+    @workflow.signal(name=Names.APPROVE)
+    async def approve_signal(self, request: ApprovalRequest) -> None:
+        """Approval from the Temporal UI: the approver is a claim, checked before it counts."""
+        await self._decide(True, request, "signal")
+
+    @workflow.signal(name=Names.REJECT)
+    async def reject_signal(self, request: ApprovalRequest) -> None:
+        """Rejection from the Temporal UI, checked like an approval."""
+        await self._decide(False, request, "signal")
+
+    @workflow.update(name=Names.APPROVE)
+    async def approve_update(self, request: ApprovalRequest) -> ApprovalAck:
+        """Approval through the API (or the UI's Update action); answers accepted or refused at once."""
+        return await self._decide(True, request, "update")
+
+    @approve_update.validator
+    def _validate_approve(self, request: ApprovalRequest) -> None:
+        self._validate_decision(request)
+
+    @workflow.update(name=Names.REJECT)
+    async def reject_update(self, request: ApprovalRequest) -> ApprovalAck:
+        """Rejection through the API; answers accepted or refused at once."""
+        return await self._decide(False, request, "update")
+
+    @reject_update.validator
+    def _validate_reject(self, request: ApprovalRequest) -> None:
+        self._validate_decision(request)
+
+    def _validate_decision(self, request: ApprovalRequest) -> None:
+        if not request.approver:
+            raise ApplicationError("approver is required", type=ErrorTypes.INVALID_INPUT)
+        if self._status.state != ChangeRequestState.AWAITING_APPROVAL or self._decision is not None:
+            raise ApplicationError(
+                f"change request is {self._status.state}, not awaiting approval", type=ErrorTypes.CONFLICT
+            )
+
+    async def _decide(self, approved: bool, request: ApprovalRequest, channel: str) -> ApprovalAck:
+        verb = "approve" if approved else "reject"
+        # a decision arriving while the requester is still being checked waits for that check
+        await workflow.wait_condition(
+            lambda: self._described is not None or self._status.state != ChangeRequestState.AWAITING_APPROVAL
+        )
+        described = self._described
+        if (
+            self._status.state != ChangeRequestState.AWAITING_APPROVAL
+            or self._decision is not None
+            or described is None
+        ):
+            # only signals get here (validators stop updates); keep the attempt visible to approvers
+            self._refuse(request.approver, verb, channel, "not awaiting approval")
+            return ApprovalAck(False, self._status.state, "not awaiting approval")
+        check: ApproverCheckResult = await workflow.execute_local_activity_method(
+            GateCheckActivities.check_approver,
+            ApproverCheckInput(
+                request_id=str(workflow.uuid4()),
+                workflow_id=workflow.info().workflow_id,
+                task_id="",
+                approver=request.approver,
+                decision=verb,
+                channel=channel,
+                org=described.org,
+                project=described.project,
+                target_scope=described.scope,
+                grant=request.grant,
+                note=request.note,
+                memory_id=described.memory_id,
+            ),
+            start_to_close_timeout=_DB_TIMEOUT,
+            retry_policy=DB_RETRY,
+        )
+        if not check.accepted:
+            self._refuse(request.approver, verb, channel, check.reason)
+            if channel == "update":
+                raise ApplicationError(check.reason, type=ErrorTypes.APPROVAL_REFUSED, non_retryable=True)
+            return ApprovalAck(False, self._status.state, check.reason)
+        if self._decision is not None:  # another approver won while this one was being checked
+            return ApprovalAck(False, self._status.state, "already decided")
+        self._decision = _Decision(approved, request.approver, check.approver_type, request.note)
+        return ApprovalAck(True, self._status.state, "accepted")
+
+    def _refuse(self, who: str | None, decision: str, channel: str, reason: str) -> None:
+        self._status.refusals.append(Refusal(who or "", decision, channel, reason))
+        self._show()
+
+    # ---- the run -------------------------------------------------------------------------------
+    def _set_state(self, state: ChangeRequestState) -> None:
+        self._status.state = state
+        workflow.upsert_search_attributes([LOREGATE_STATE.value_set(state)])
+        self._show()
+
+    def _show(self) -> None:
+        workflow.set_current_details(_markdown(self._status))
+
+    @workflow.run
+    async def run(self, data: ChangeRequestInput) -> ChangeRequestResult:
+        try:
+            result = await self._run(data)
+        except ActivityError as err:
+            cause = err.cause if err.cause is not None else err
+            self._status.error = str(cause)
+            self._set_state(ChangeRequestState.FAILED)
+            result = ChangeRequestResult(data.request_id, ChangeRequestState.FAILED, reason=str(cause))
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return result
+
+    async def _run(self, data: ChangeRequestInput) -> ChangeRequestResult:
+        wf_id = workflow.info().workflow_id
+        described: ChangeDescription = await workflow.execute_local_activity_method(
+            ChangeRequestActivities.describe,
+            DescribeChangeInput(data.request_id),
+            start_to_close_timeout=_DB_TIMEOUT,
+            retry_policy=DB_RETRY,
+        )
+        status = self._status
+        status.operation, status.memory_id, status.scope = (
+            described.operation,
+            described.memory_id,
+            described.scope,
+        )
+        status.reason, status.old_title, status.old_content = (
+            described.reason,
+            described.old_title,
+            described.old_content,
+        )
+        status.new_title, status.new_content = described.new_title, described.new_content
+        await self._check_requester(data)
+        if described.state != ChangeRequestState.AWAITING_APPROVAL:
+            # a second run for a request already decided (e.g. started by hand): it stays as it is
+            self._status.error = f"the request is already {described.state}"
+            self._set_state(ChangeRequestState(described.state))
+            return ChangeRequestResult(data.request_id, described.state, reason=self._status.error)
+        self._described = described
+        self._set_state(ChangeRequestState.AWAITING_APPROVAL)
+        try:
+            await workflow.wait_condition(
+                lambda: self._decision is not None,
+                timeout=timedelta(seconds=data.approval_timeout_seconds),
+            )
+        except TimeoutError:
+            await self._close(wf_id, ChangeRequestState.EXPIRED, "system", "system", "approval timed out")
+            return ChangeRequestResult(
+                data.request_id, ChangeRequestState.EXPIRED, reason="approval timed out"
+            )
+        decision = self._decision
+        assert decision is not None
+        status.decided_by, status.decision_note = decision.approver, decision.note
+        if not decision.approved:
+            note = decision.note or "rejected"
+            await self._close(
+                wf_id, ChangeRequestState.REJECTED, decision.approver, decision.approver_type, note
+            )
+            return ChangeRequestResult(
+                data.request_id, ChangeRequestState.REJECTED, decided_by=decision.approver, reason=note
+            )
+        self._set_state(ChangeRequestState.APPLYING)
+        applied: ApplyChangeResult = await workflow.execute_local_activity_method(
+            ChangeRequestActivities.apply,
+            ApplyChangeInput(
+                data.request_id, wf_id, decision.approver, decision.approver_type, decision.note
+            ),
+            start_to_close_timeout=_DB_TIMEOUT,
+            retry_policy=DB_RETRY,
+        )
+        status.result_memory_id = applied.result_memory_id
+        if applied.state == ChangeRequestState.CONFLICT:
+            status.error = applied.reason
+        self._set_state(ChangeRequestState(applied.state))
+        return ChangeRequestResult(
+            data.request_id,
+            applied.state,
+            decided_by=decision.approver,
+            result_memory_id=applied.result_memory_id,
+            reason=applied.reason,
+        )
+
+    async def _check_requester(self, data: ChangeRequestInput) -> None:
+        """Refuse (fail) a request whose requester is not its author, unknown, disabled or may not write."""
+        check: CheckResult = await workflow.execute_local_activity_method(
+            GateCheckActivities.check_change_request,
+            ChangeCheckInput(
+                workflow_id=workflow.info().workflow_id,
+                request_id=data.request_id,
+                requested_by=data.requested_by,
+                grant=data.grant,
+            ),
+            start_to_close_timeout=_DB_TIMEOUT,
+            retry_policy=DB_RETRY,
+        )
+        if not check.accepted:
+            # the check closed the stored request if it was its own author that was refused
+            self._status.error = check.reason
+            self._set_state(ChangeRequestState.REFUSED)
+            raise ApplicationError(check.reason, type=ErrorTypes.START_REFUSED, non_retryable=True)
+
+    async def _close(
+        self, wf_id: str, state: ChangeRequestState, who: str | None, kind: str | None, note: str
+    ) -> None:
+        closed: str = await workflow.execute_local_activity_method(
+            ChangeRequestActivities.close,
+            CloseChangeInput(self._status.request_id, wf_id, state.value, who, kind, note),
+            start_to_close_timeout=_DB_TIMEOUT,
+            retry_policy=DB_RETRY,
+        )
+        self._set_state(ChangeRequestState(closed))

@@ -1,0 +1,120 @@
+"""The public contract of `ChangeRequestWorkflow`: what gateways, the CLI and the Temporal UI send and read.
+
+A change request (a supersede or retire of published memory at a scope that requires validation) is decided
+like a promotion: the same `approve`/`reject` payload (`ApprovalRequest`, `{"approver": "<principal id>",
+"note": "..."}`), the same acknowledgement and error types, and the same `LoregateState` search attribute,
+so the Temporal UI lists both with one filter. This module imports no temporalio; the workflow
+(workflows/change_request.py) implements it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from workflows.promotion_contract import STATE_ATTRIBUTE, ApprovalAck, ApprovalRequest, ErrorTypes, Refusal
+
+__all__ = [
+    "ChangeRequestState",
+    "FINAL_STATES",
+    "STATE_ATTRIBUTE",
+    "WORKFLOW_TYPE",
+    "WORKFLOW_ID_PREFIX",
+    "workflow_id_for",
+    "Names",
+    "ErrorTypes",
+    "ApprovalRequest",
+    "ApprovalAck",
+    "Refusal",
+    "ChangeRequestInput",
+    "ChangeRequestStatus",
+    "ChangeRequestResult",
+]
+
+
+class ChangeRequestState(StrEnum):
+    """Where a change request stands: the `LoregateState` search attribute and the stored request's state."""
+
+    AWAITING_APPROVAL = "awaiting_approval"
+    APPLYING = "applying"
+    APPLIED = "applied"
+    REJECTED = "rejected"
+    # approved, but the memory was superseded or retired meanwhile: nothing was applied
+    CONFLICT = "conflict"
+    # nobody decided before the approval timeout
+    EXPIRED = "expired"
+    # the requester failed the gate's checks (unknown, disabled, may not write there)
+    REFUSED = "refused"
+    FAILED = "failed"
+
+
+FINAL_STATES = frozenset(
+    {
+        ChangeRequestState.APPLIED,
+        ChangeRequestState.REJECTED,
+        ChangeRequestState.CONFLICT,
+        ChangeRequestState.EXPIRED,
+        ChangeRequestState.REFUSED,
+        ChangeRequestState.FAILED,
+    }
+)
+
+WORKFLOW_TYPE = "ChangeRequestWorkflow"
+WORKFLOW_ID_PREFIX = "change-"
+
+
+def workflow_id_for(request_id: str) -> str:
+    """The one workflow id of a change request."""
+    return f"{WORKFLOW_ID_PREFIX}{request_id}"
+
+
+class Names:
+    """Signal, update and query names (the Temporal UI's *Send a Signal* uses these)."""
+
+    APPROVE = "approve"  # signal and update
+    REJECT = "reject"  # signal and update
+    STATE = "state"  # query: ChangeRequestStatus
+
+
+@dataclass
+class ChangeRequestInput:
+    """Start input: the stored request's id (its content stays in Postgres) and who asks."""
+
+    request_id: str
+    requested_by: str | None = None
+    approval_timeout_seconds: float = 7 * 24 * 3600
+    # the gateway's proof that the start came through the API (`approval_mode=api_only` requires it)
+    grant: str | None = None
+
+
+@dataclass
+class ChangeRequestStatus:
+    """What the `state` query returns; `old_*` and `new_*` are shortened (the API serves them in full)."""
+
+    request_id: str
+    state: str
+    operation: str = ""
+    memory_id: str = ""
+    scope: str = ""
+    requested_by: str | None = None
+    reason: str = ""
+    old_title: str = ""
+    old_content: str = ""
+    new_title: str | None = None
+    new_content: str | None = None
+    decided_by: str | None = None
+    decision_note: str | None = None
+    refusals: list[Refusal] = field(default_factory=list)
+    result_memory_id: str | None = None
+    error: str | None = None
+
+
+@dataclass
+class ChangeRequestResult:
+    """The end state, who decided, and the memory the change produced (the new head, or the retired one)."""
+
+    request_id: str
+    state: str
+    decided_by: str | None = None
+    result_memory_id: str | None = None
+    reason: str | None = None
