@@ -22,6 +22,8 @@ from dataclasses import asdict
 from pydantic import BaseModel
 
 from api.schemas.memories import (
+    EventPublic,
+    EventsPublic,
     FeedbackIn,
     FeedbackPublic,
     HistoryPublic,
@@ -37,6 +39,7 @@ from api.services.gateway import GatewayResources, authorize_memory
 from governance.adapters.embedders import embed_one, make_embedder
 from governance.identity import Principal
 from governance.scopes import ValidationSource
+from governance.storage.events import events_of_memory
 from governance.storage.lifecycle import (
     MemoryTenant,
     boost_memory,
@@ -47,7 +50,7 @@ from governance.storage.lifecycle import (
     supersede_memory,
 )
 
-__all__ = ["VALIDATION_ACTION", "validate", "feedback", "supersede", "retire", "history"]
+__all__ = ["VALIDATION_ACTION", "validate", "feedback", "supersede", "retire", "history", "events"]
 
 # which Casbin action reporting each validation source needs
 VALIDATION_ACTION: dict[ValidationSource, str] = {
@@ -188,3 +191,11 @@ async def history(state: GatewayResources, principal: Principal, ref: str) -> Hi
             VersionPublic.model_validate({**asdict(v), "active": v.deprecated_at is None}) for v in chain
         ],
     )
+
+
+async def events(state: GatewayResources, principal: Principal, ref: str) -> EventsPublic:
+    """A memory's audit trail (promoted, boosted, decayed, superseded …), oldest first."""
+    memory = await _authorized(state, principal, ref, "read")
+    async with state.engine.connect() as conn:
+        rows = await events_of_memory(conn, memory.id)
+    return EventsPublic(id=memory.id, events=[EventPublic.model_validate(asdict(e)) for e in rows])
