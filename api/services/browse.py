@@ -17,9 +17,18 @@ from governance.identity import Principal
 from governance.scopes import MemoryType, Scope
 from governance.storage.listing import MemoryState, list_memories
 
-__all__ = ["MemoryFilter", "ScopeTenant", "scope_tenant", "browse_memories", "BROWSE_PAGE_MAX"]
+__all__ = [
+    "MemoryFilter",
+    "ScopeTenant",
+    "scope_tenant",
+    "browse_memories",
+    "BROWSE_PAGE_MAX",
+    "SCOPE_KEY_PATTERN",
+]
 
 BROWSE_PAGE_MAX = 200
+# what `scope_tenant` takes apart (org and project names hold no `/`; a worktree may)
+SCOPE_KEY_PATTERN = r"^(task:.+|worktree:[^/]+/[^/]+/.+|project:[^/]+/[^/]+|org:[^/]+)$"
 
 
 @dataclass(frozen=True)

@@ -85,6 +85,8 @@ async def list_memories(
     offset: int = 0,
 ) -> list[MemoryRow]:
     """The memories of one scope key that pass every filter given, newest first."""
+    if "\x00" in scope_key or (query and "\x00" in query):  # Postgres text never holds NUL: nothing matches
+        return []
     successor = _successor_exists().label("has_successor")
     expired = _expired().label("is_expired")
     conditions: list[ColumnElement[bool]] = [memories.c.scope_key == scope_key]
