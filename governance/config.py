@@ -39,6 +39,7 @@ class Settings(BaseSettings):
     temporal_api_key: str | None = None
     task_queue: str = "loregate"
     temporal_ui_port: int = 8233
+    temporal_ui_url: str | None = None  # the console's workflow links; None: http://127.0.0.1:<ui port>
     temporal_port: int = 7233
 
     # gateways
@@ -47,6 +48,7 @@ class Settings(BaseSettings):
     grpc_port: int = 50051
     db_pool_size: int = 10
     db_timeout_seconds: float = 5.0  # per statement; a stalled database is a 503 within 2x this
+    console_session_hours: float = Field(default=8.0, gt=0)  # a console sign-in lasts this long at most
 
     # staging limits
     max_entry_bytes: int = 64 * 1024
@@ -109,6 +111,10 @@ class Settings(BaseSettings):
     def api_only(self) -> bool:
         """Whether only the authenticated API may start, give evidence to and decide promotions."""
         return self.approval_mode == "api_only"
+
+    def temporal_ui_base(self) -> str:
+        """Where people open the Temporal UI (no trailing slash)."""
+        return (self.temporal_ui_url or f"http://127.0.0.1:{self.temporal_ui_port}").rstrip("/")
 
     def retention_policy(self) -> RetentionPolicy:
         """The nightly retention's numbers."""

@@ -450,6 +450,8 @@ class Supervisor:
             LOREGATE_HTTP_HOST=self.settings.http_host,
             LOREGATE_HTTP_PORT=str(self.settings.http_port),
             LOREGATE_GRPC_PORT=str(self.settings.grpc_port),
+            # the console links each promotion to the UI of the dev server this supervisor started
+            LOREGATE_TEMPORAL_UI_PORT=str(self.settings.temporal_ui_port),
             PYTHONUNBUFFERED="1",
         )
         return env

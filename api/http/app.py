@@ -6,12 +6,15 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
 
+from api.http import console
 from api.http.errors import ERROR_RESPONSES, install_error_handlers
 from api.http.limits import BodySizeLimit
 from api.http.metrics import MetricsMiddleware
 from api.http.routes import admin, approaches, change_requests, health, memories, promotions, search, tasks
 from api.services.gateway import GatewayResources
+from api.services.sessions import SessionBook
 from governance.adapters.tracing import instrument_engine, tracer_provider
 from governance.config import Settings, get_settings
 from governance.storage.engine import make_engine
@@ -73,6 +76,10 @@ def create_app(settings: Settings | None = None, *, grpc_port: int | None = None
         change_requests.router,
     ):
         app.include_router(router, responses=ERROR_RESPONSES)
+    # the web console (api/http/console): server-rendered pages over the same services
+    app.state.console_sessions = SessionBook()
+    app.include_router(console.router)
+    app.mount("/console/static", StaticFiles(directory=console.STATIC_DIR), name="console-static")
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
     app.add_middleware(MetricsMiddleware)
     _trace(app)

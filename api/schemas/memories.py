@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -20,7 +21,16 @@ __all__ = [
     "RetirePublic",
     "VersionPublic",
     "HistoryPublic",
+    "MemoryStateName",
+    "MemoryListItemPublic",
+    "MemoryListPublic",
+    "EventPublic",
+    "EventsPublic",
 ]
+
+# where a memory stands: active; superseded (a newer version names it); retired (deprecated without a
+# successor); expired (past its expires_at)
+MemoryStateName = Literal["active", "superseded", "retired", "expired"]
 
 IdempotencyKey = Field(default=None, max_length=200, description="A retry with the same key changes nothing")
 
@@ -129,3 +139,55 @@ class HistoryPublic(BaseModel):
 
     id: str
     versions: list[VersionPublic]
+
+
+class MemoryListItemPublic(BaseModel):
+    """A memory as a scope's listing shows it (open it for its content and provenance)."""
+
+    id: str
+    citation: str
+    type: str
+    scope: str
+    scope_key: str
+    title: str
+    confidence: float
+    version: int
+    state: MemoryStateName
+    created_at: datetime
+    deprecated_at: datetime | None
+    expires_at: datetime | None
+
+
+class MemoryListPublic(BaseModel):
+    """A page of one scope's memories, newest first, and the filters that chose them."""
+
+    scope_key: str
+    query: str | None
+    types: list[str]
+    min_trust: float | None
+    max_trust: float | None
+    state: MemoryStateName | None
+    offset: int
+    limit: int
+    next_offset: int | None
+    memories: list[MemoryListItemPublic]
+
+
+class EventPublic(BaseModel):
+    """One audit event of a memory."""
+
+    id: int
+    event_type: str
+    actor_id: str | None
+    actor_type: str | None
+    task_id: str | None
+    workflow_id: str | None
+    reason: str | None
+    created_at: datetime
+
+
+class EventsPublic(BaseModel):
+    """A memory's audit trail, oldest first (its newest events when there are many)."""
+
+    id: str
+    events: list[EventPublic]

@@ -27,6 +27,7 @@ __all__ = [
     "create_principal",
     "create_api_key",
     "authenticate",
+    "principal_by_key_id",
     "get_principal",
     "list_keys",
     "revoke_key",
@@ -119,6 +120,22 @@ async def authenticate(conn: AsyncConnection, key: str) -> Principal | None:
         )
     ).first()
     return _principal(row) if row is not None else None
+
+
+async def principal_by_key_id(conn: AsyncConnection, key_id: str) -> tuple[Principal, str] | None:
+    """The principal behind an unrevoked key and the key's stored hash, by the key's public id; else None.
+
+    The console's sessions name a key by its id and are signed with its hash (api/services/sessions.py), so
+    revoking the key ends them.
+    """
+    row = (
+        await conn.execute(
+            select(principals, api_keys.c.key_hash)
+            .join(api_keys, api_keys.c.principal_id == principals.c.id)
+            .where(api_keys.c.id == key_id, api_keys.c.revoked_at.is_(None))
+        )
+    ).first()
+    return (_principal(row), row.key_hash) if row is not None else None
 
 
 async def get_principal(conn: AsyncConnection, principal_id: str) -> Principal | None:

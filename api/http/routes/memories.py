@@ -9,14 +9,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Response
+from fastapi import APIRouter, Path, Query, Response
 
 from api.http.deps import CurrentPrincipal, Resources
 from api.schemas.change_requests import ChangeRequestPublic
 from api.schemas.memories import (
+    EventsPublic,
     FeedbackIn,
     FeedbackPublic,
     HistoryPublic,
+    MemoryListPublic,
+    MemoryStateName,
     RetireIn,
     RetirePublic,
     SupersedeIn,
@@ -24,11 +27,50 @@ from api.schemas.memories import (
     ValidateIn,
     ValidatePublic,
 )
-from api.services import memories
+from api.services import browse, memories
+from api.services.browse import SCOPE_KEY_PATTERN
+from governance.scopes import MemoryType
 
 __all__ = ["router"]
 
 router = APIRouter(prefix="/v1/memories", tags=["memory lifecycle"])
+
+
+@router.get("", response_model=MemoryListPublic)
+async def list_memories(
+    principal: CurrentPrincipal,
+    resources: Resources,
+    scope_key: Annotated[
+        str,
+        Query(
+            max_length=600,
+            pattern=SCOPE_KEY_PATTERN,
+            description="`project:<org>/<project>`, `org:<org>`, `worktree:<org>/<project>/<worktree>`, "
+            "`task:<id>`",
+        ),
+    ],
+    q: Annotated[str | None, Query(max_length=500, description="Text in the title or content")] = None,
+    types: Annotated[
+        list[MemoryType] | None, Query(alias="type", description="Memory types (repeatable)")
+    ] = None,
+    min_trust: Annotated[float | None, Query(ge=0, le=1)] = None,
+    max_trust: Annotated[float | None, Query(ge=0, le=1)] = None,
+    state: MemoryStateName | None = None,
+    offset: Annotated[int, Query(ge=0, le=2**31)] = 0,
+    limit: Annotated[int, Query(ge=1, le=browse.BROWSE_PAGE_MAX)] = 50,
+) -> MemoryListPublic:
+    """One scope's memories, newest first, filtered by text, type, trust (confidence) range and state."""
+    filters = browse.MemoryFilter(
+        query=q,
+        types=tuple(t.value for t in types or ()),
+        min_trust=min_trust,
+        max_trust=max_trust,
+        state=state,
+        offset=offset,
+        limit=limit,
+    )
+    return await browse.browse_memories(resources, principal, scope_key, filters)
+
 
 MemoryRef = Annotated[str, Path(description="A memory's uuid or citation", min_length=1, max_length=64)]
 
@@ -96,3 +138,9 @@ async def retire(
 async def history(memory_id: MemoryRef, principal: CurrentPrincipal, resources: Resources) -> HistoryPublic:
     """The supersession chain through a memory, oldest first."""
     return await memories.history(resources, principal, memory_id)
+
+
+@router.get("/{memory_id}/events", response_model=EventsPublic)
+async def events(memory_id: MemoryRef, principal: CurrentPrincipal, resources: Resources) -> EventsPublic:
+    """The memory's audit trail (promoted, boosted, decayed, superseded …), oldest first."""
+    return await memories.events(resources, principal, memory_id)

@@ -1,0 +1,6 @@
+"""The web console for the people who govern: served by the gateway at `/console` (README, "The console")."""
+
+from api.http.console.pages import STATIC_DIR
+from api.http.console.routes import router
+
+__all__ = ["router", "STATIC_DIR"]

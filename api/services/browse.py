@@ -1,0 +1,149 @@
+"""Browsing published memory by scope: one scope instance's memories, filtered, for the people who govern.
+
+A scope key names its tenant (`project:acme/shop`, `worktree:acme/shop/main`, `org:acme`, `task:<id>`).
+The caller needs `read` at that scope in that tenant (Casbin, judged as for a memory of it: an org scope in
+the caller's own project, `judged_project`); a scope it may not read answers as one with no memories would
+not: 404, the same for every scope it cannot see, so an outsider learns nothing of another tenant.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from api.schemas.memories import MemoryListItemPublic, MemoryListPublic, MemoryStateName
+from api.services.gateway import GatewayResources, authorized_task, judged_project
+from governance.errors import InvalidInput, NotFound
+from governance.identity import Principal
+from governance.scopes import MemoryType, Scope
+from governance.storage.listing import MemoryState, list_memories
+
+__all__ = [
+    "MemoryFilter",
+    "ScopeTenant",
+    "scope_tenant",
+    "browse_memories",
+    "BROWSE_PAGE_MAX",
+    "SCOPE_KEY_PATTERN",
+]
+
+BROWSE_PAGE_MAX = 200
+# what `scope_tenant` takes apart (org and project names hold no `/`; a worktree may)
+SCOPE_KEY_PATTERN = r"^(task:.+|worktree:[^/]+/[^/]+/.+|project:[^/]+/[^/]+|org:[^/]+)$"
+
+
+@dataclass(frozen=True)
+class MemoryFilter:
+    """What a reviewer narrows a scope's listing with; every field optional."""
+
+    query: str | None = None
+    types: tuple[str, ...] = ()
+    min_trust: float | None = None
+    max_trust: float | None = None
+    state: MemoryStateName | None = None
+    offset: int = 0
+    limit: int = 50
+
+
+@dataclass(frozen=True)
+class ScopeTenant:
+    """A scope key taken apart: its scope and the tenant it belongs to (`task_id` for task scope)."""
+
+    scope: Scope
+    org: str
+    project: str | None
+    task_id: str | None = None
+
+
+def scope_tenant(scope_key: str) -> ScopeTenant:
+    """The scope and tenant of a scope key; InvalidInput when it is not one."""
+    kind, _, rest = scope_key.partition(":")
+    parts = rest.split("/", 2)
+    if kind == Scope.TASK.value and rest:
+        return ScopeTenant(Scope.TASK, org="", project=None, task_id=rest)
+    if kind == Scope.WORKTREE.value and len(parts) == 3 and all(parts):
+        return ScopeTenant(Scope.WORKTREE, org=parts[0], project=parts[1])
+    if kind == Scope.PROJECT.value and len(parts) == 2 and all(parts):
+        return ScopeTenant(Scope.PROJECT, org=parts[0], project=parts[1])
+    if kind == Scope.ORG.value and len(parts) == 1 and parts[0]:
+        return ScopeTenant(Scope.ORG, org=parts[0], project=None)
+    raise InvalidInput(
+        f"{scope_key!r} is not a scope key: task:<id>, worktree:<org>/<project>/<worktree>, "
+        "project:<org>/<project> or org:<org>"
+    )
+
+
+async def _authorize_scope(state: GatewayResources, principal: Principal, scope_key: str) -> None:
+    """Allow reading the scope's memories, or NotFound (the same answer for every scope one cannot see)."""
+    tenant = scope_tenant(scope_key)
+    if tenant.task_id is not None:
+        await authorized_task(state, principal, tenant.task_id, "read")
+        return
+    if not state.authorizer.allowed(
+        principal,
+        org=tenant.org,
+        project=judged_project(principal, tenant.org, tenant.project),
+        scope=tenant.scope,
+        action="read",
+    ):
+        raise NotFound(f"scope {scope_key!r} does not exist")
+
+
+def _check(filters: MemoryFilter) -> None:
+    known = {t.value for t in MemoryType}
+    unknown = sorted(set(filters.types) - known)
+    if unknown:
+        raise InvalidInput(f"unknown memory types {unknown}; known: {sorted(known)}")
+    for name, value in (("min_trust", filters.min_trust), ("max_trust", filters.max_trust)):
+        if value is not None and not 0.0 <= value <= 1.0:
+            raise InvalidInput(f"{name} must be between 0 and 1")
+    if not 1 <= filters.limit <= BROWSE_PAGE_MAX or filters.offset < 0:
+        raise InvalidInput(f"limit must be 1..{BROWSE_PAGE_MAX} and offset at least 0")
+
+
+async def browse_memories(
+    state: GatewayResources, principal: Principal, scope_key: str, filters: MemoryFilter
+) -> MemoryListPublic:
+    """A page of one scope's memories that pass `filters`, newest first (the caller needs `read` there)."""
+    _check(filters)
+    await _authorize_scope(state, principal, scope_key)
+    async with state.engine.connect() as conn:
+        rows = await list_memories(
+            conn,
+            scope_key,
+            query=filters.query or None,
+            types=filters.types,
+            min_trust=filters.min_trust,
+            max_trust=filters.max_trust,
+            state=MemoryState(filters.state) if filters.state else None,
+            limit=filters.limit + 1,  # one more tells whether a next page exists
+            offset=filters.offset,
+        )
+    page = rows[: filters.limit]
+    return MemoryListPublic(
+        scope_key=scope_key,
+        query=filters.query or None,
+        types=list(filters.types),
+        min_trust=filters.min_trust,
+        max_trust=filters.max_trust,
+        state=filters.state,
+        offset=filters.offset,
+        limit=filters.limit,
+        next_offset=filters.offset + filters.limit if len(rows) > filters.limit else None,
+        memories=[
+            MemoryListItemPublic(
+                id=r.id,
+                citation=r.citation,
+                type=r.memory_type,
+                scope=r.scope,
+                scope_key=r.scope_key,
+                title=r.title,
+                confidence=r.confidence,
+                version=r.version,
+                state=r.state.value,
+                created_at=r.created_at,
+                deprecated_at=r.deprecated_at,
+                expires_at=r.expires_at,
+            )
+            for r in page
+        ],
+    )
