@@ -509,6 +509,10 @@ class PromotionWorkflow:
             self._set_state(PromotionState.REFUSED)
             raise ApplicationError(check.reason, type=ErrorTypes.START_REFUSED, non_retryable=True)
 
+    def _verified_commit(self) -> str | None:
+        evidence = self._status.verification
+        return evidence.commit if evidence is not None else None
+
     async def _publish(
         self,
         collected: CollectResult,
@@ -536,6 +540,7 @@ class PromotionWorkflow:
                 approver_type=decision.approver_type if decision else None,
                 approval_note=decision.note if decision else "",
                 summary=summary,
+                valid_from_commit=self._verified_commit() if verified else None,
             ),
             start_to_close_timeout=_DB_TIMEOUT + _PUBLISH_TIME_PER_ITEM * planned.total,
             retry_policy=DB_RETRY,

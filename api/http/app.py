@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from api.http.errors import ERROR_RESPONSES, install_error_handlers
 from api.http.limits import BodySizeLimit
 from api.http.metrics import MetricsMiddleware
-from api.http.routes import admin, approaches, health, memories, promotions, search, tasks
+from api.http.routes import admin, approaches, health, memories, promotions, search, tasks, truth
 from api.services.gateway import GatewayResources
 from governance.adapters.tracing import instrument_engine, tracer_provider
 from governance.config import Settings, get_settings
@@ -66,6 +66,7 @@ def create_app(settings: Settings | None = None, *, grpc_port: int | None = None
         health.router,
         tasks.router,
         admin.router,
+        truth.router,
         search.router,
         memories.router,
         approaches.router,

@@ -43,6 +43,10 @@ class EventType(StrEnum):
     EXPIRED = "EXPIRED"
     PRUNED = "PRUNED"
     RETIRED = "RETIRED"
+    # a memory it was derived from was superseded or retired (storage/derivations.py); the cause is named
+    STALE = "STALE"
+    # a human checked a stale memory and found it still true: the stale mark is cleared
+    CONFIRMED = "CONFIRMED"
     APPROVED = "APPROVED"
     REJECTED = "REJECTED"
     FEEDBACK = "FEEDBACK"

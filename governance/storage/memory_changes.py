@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from governance.dedup import content_hash
 from governance.errors import InvalidInput, NotFound
 from governance.scopes import ValidationSource
+from governance.storage.derivations import mark_derived_stale
 from governance.storage.events import REQUEST_HASH, EventType, record_event, recorded_payload
 from governance.storage.memory_rows import (
     MemoryVersion,
@@ -387,6 +388,16 @@ async def supersede_memory(
         ),
         dedupe_key=dedupe_key,
     )
+    await mark_derived_stale(
+        conn,
+        str(old.id),
+        cause="superseded",
+        reason=reason,
+        successor_id=memory_id,
+        actor_id=actor_id,
+        actor_type=actor_type,
+        task_id=task_id,
+    )
     return outcome
 
 
@@ -427,6 +438,9 @@ async def retire_memory(
         reason=reason,
         payload=_payload({}, request_hash),
         dedupe_key=dedupe_key,
+    )
+    await mark_derived_stale(
+        conn, memory_id, cause="retired", reason=reason, actor_id=actor_id, actor_type=actor_type
     )
 
 
