@@ -7,7 +7,7 @@ import warnings
 import typer
 from platformdirs.api import RuntimeDirWarning
 
-from api.cli.commands import keys, mcp, migrate, policy, promotions, read, run, schedules, up
+from api.cli.commands import keys, mcp, migrate, policy, promotions, read, run, schedules, truth, up
 
 __all__ = ["app", "main"]
 
@@ -18,7 +18,7 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,  # locals can hold database URLs and keys
 )
 
-for group in (up, run, migrate, keys, policy, schedules, read, promotions, mcp):
+for group in (up, run, migrate, keys, policy, schedules, read, truth, promotions, mcp):
     group.register(app)
 
 
