@@ -102,7 +102,6 @@ class CompactResultPublic(BaseModel):
     title: str
     type: str
     score: float
-    stale: bool = False
 
 
 class SearchPublic(BaseModel):

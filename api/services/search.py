@@ -87,9 +87,7 @@ async def search(
     results: list[SearchResultPublic] | list[CompactResultPublic]
     if compact or body.compact:
         results = [
-            CompactResultPublic(
-                citation=h.citation, title=h.title, type=h.memory_type, score=h.parts.score, stale=h.stale
-            )
+            CompactResultPublic(citation=h.citation, title=h.title, type=h.memory_type, score=h.parts.score)
             for h in outcome.hits
         ]
     else:
