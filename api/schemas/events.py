@@ -3,13 +3,38 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-__all__ = ["MAX_EVENTS_PAGE", "EventPublic", "EventsPage"]
+__all__ = ["MAX_EVENTS_PAGE", "CURSOR_PATTERN", "EventKind", "EventPublic", "EventsPage"]
 
 MAX_EVENTS_PAGE = 200
+# the cursors this API gives out: an event id
+CURSOR_PATTERN = r"^[0-9]{1,18}$"
+
+# every `memory_events` type (governance/storage/events.py `EventType`; a test keeps the two equal), spelled
+# out here so the schema states them and the client imports no storage code
+EventKind = Literal[
+    "PROMOTED",
+    "MERGED",
+    "SUPERSEDED",
+    "BOOSTED",
+    "DECAYED",
+    "EXPIRED",
+    "PRUNED",
+    "RETIRED",
+    "STALE",
+    "CONFIRMED",
+    "APPROVED",
+    "REJECTED",
+    "FEEDBACK",
+    "STUCK",
+    "APPROACH",
+    "APPROACH_REFUSED",
+    "PROMOTION",
+    "APPROVAL_GRANT",
+]
 
 
 class EventPublic(BaseModel):

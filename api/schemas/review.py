@@ -6,6 +6,8 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from api.schemas.text import Text
+
 __all__ = ["StaleMemoryPublic", "ReviewPublic", "ConfirmIn", "ConfirmPublic"]
 
 
@@ -34,7 +36,7 @@ class ConfirmIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    note: str | None = Field(default=None, max_length=2000, description="Why it still holds")
+    note: Text | None = Field(default=None, max_length=2000, description="Why it still holds")
 
 
 class ConfirmPublic(BaseModel):

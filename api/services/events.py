@@ -100,7 +100,7 @@ async def tenant_events(
     since = since.replace(tzinfo=UTC) if since is not None and since.tzinfo is None else since
     until = until.replace(tzinfo=UTC) if until is not None and until.tzinfo is None else until
     if since is not None and until is not None and since >= until:
-        raise InvalidInput("since must come before until")
+        return EventsPage(events=[])  # an empty window holds no events
     before, size = _cursor(cursor), _limit(limit)
     where = EventFilter(event_type.upper() if event_type else None, actor, since, until)
     found: list[EventRow] = []

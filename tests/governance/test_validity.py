@@ -72,3 +72,12 @@ def test_derivation_links_a_decision_after_the_fix_is_not_a_source() -> None:
     bug = PublishedItem("b", "bug_pattern", (1, 2))
     later = PublishedItem("f", "fact", (5,), "db.driver")
     assert derivation_links([bug, later]) == []
+
+
+def test_event_kinds_of_the_api_schema_are_the_event_types() -> None:
+    from typing import get_args
+
+    from api.schemas.events import EventKind
+    from governance.storage.events import EventType
+
+    assert set(get_args(EventKind)) == {t.value for t in EventType}

@@ -12,7 +12,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 
 from api.http.deps import CurrentPrincipal, Resources
-from api.schemas.events import MAX_EVENTS_PAGE, EventsPage
+from api.schemas.events import CURSOR_PATTERN, MAX_EVENTS_PAGE, EventKind, EventsPage
 from api.schemas.review import ConfirmIn, ConfirmPublic, ReviewPublic
 from api.services import events, review
 
@@ -21,7 +21,10 @@ __all__ = ["router"]
 router = APIRouter(prefix="/v1", tags=["keeping memory true"])
 
 MemoryRef = Annotated[str, Path(description="A memory's uuid or citation", min_length=1, max_length=64)]
-Cursor = Annotated[str | None, Query(max_length=32, description="`next_cursor` of the previous page")]
+Cursor = Annotated[
+    str | None, Query(pattern=CURSOR_PATTERN, description="`next_cursor` of the previous page")
+]
+NO_NUL = r"^[^\x00]+$"  # Postgres text cannot hold U+0000
 Limit = Annotated[int, Query(ge=1, le=MAX_EVENTS_PAGE)]
 
 
@@ -30,7 +33,8 @@ async def review_list(
     principal: CurrentPrincipal,
     resources: Resources,
     scope: Annotated[
-        str | None, Query(min_length=1, max_length=512, description="Only this scope key, e.g. `project:o/p`")
+        str | None,
+        Query(max_length=512, pattern=NO_NUL, description="Only this scope key, e.g. `project:o/p`"),
     ] = None,
 ) -> ReviewPublic:
     """Stale memories you may read (a memory they build on changed): confirm, rewrite or retire each."""
@@ -61,8 +65,10 @@ async def memory_events(
 async def tenant_events(
     principal: CurrentPrincipal,
     resources: Resources,
-    type: Annotated[str | None, Query(max_length=32, description="An event type, e.g. STALE")] = None,
-    actor: Annotated[str | None, Query(max_length=64, description="The acting principal's id")] = None,
+    type: Annotated[EventKind | None, Query(description="An event type, e.g. STALE")] = None,
+    actor: Annotated[
+        str | None, Query(max_length=64, pattern=NO_NUL, description="The acting principal's id")
+    ] = None,
     since: Annotated[datetime | None, Query(description="At or after this time (ISO 8601)")] = None,
     until: Annotated[datetime | None, Query(description="Before this time (ISO 8601)")] = None,
     cursor: Cursor = None,
