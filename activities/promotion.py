@@ -33,6 +33,7 @@ from governance.errors import InvalidInput, NotFound
 from governance.publication import PublishedMemory
 from governance.redaction import redact, redact_json
 from governance.scopes import SCOPE_LEVEL, ActorType, Scope, scope_key
+from governance.storage.derivations import record_derivations
 from governance.storage.events import EventType, record_event
 from governance.storage.lifecycle import NewMemory, find_neighbours, publish_candidate
 from governance.storage.plans import (
@@ -66,6 +67,7 @@ from governance.storage.staging import (
 )
 from governance.supersession import ContradictionJudge
 from governance.trust import published_trust
+from governance.validity import PublishedItem, candidate_expiry, derivation_links, entry_expiry
 from policy.enforcer import Authorizer
 
 __all__ = [
@@ -249,6 +251,8 @@ class PublishInput:
     approver_type: str | None = None
     approval_note: str = ""
     summary: dict[str, Any] = field(default_factory=dict)
+    # the commit the verification evidence named: what is published is valid from it
+    valid_from_commit: str | None = None
 
 
 @dataclass
@@ -379,7 +383,14 @@ class PromotionActivities:
                 for kind, n in payload_counts.items():
                     counts[kind] = counts.get(kind, 0) + n
             entries.append(
-                StagedEntry(id=row.id, seq=row.seq, kind=row.kind, content=cleaned.text, payload=payload)
+                StagedEntry(
+                    id=row.id,
+                    seq=row.seq,
+                    kind=row.kind,
+                    content=cleaned.text,
+                    payload=payload,
+                    created_at=row.created_at,
+                )
             )
         return entries, counts
 
@@ -426,9 +437,19 @@ class PromotionActivities:
         outcome = await cognify(description, entries, success=data.success, llm=self._llm)
         analysis = outcome.analysis
         entry_ids = [e.id for e in entries]
+        # an entry's expires_at / ttl_seconds travels to what is distilled from it (not to the episode or a
+        # generated skill, which quote the whole task)
+        expiries = {e.id: t for e in entries if (t := entry_expiry(e.payload, e.created_at)) is not None}
         # the model could echo a secret it was never shown in full; candidates are redacted again
         candidates = [
-            Candidate(**{**c.__dict__, "title": redact(c.title).text, "content": redact(c.content).text})
+            Candidate(
+                **{
+                    **c.__dict__,
+                    "title": redact(c.title).text,
+                    "content": redact(c.content).text,
+                    "expires_at": candidate_expiry(c.source_entry_ids, expiries),
+                }
+            )
             for c in analysis.candidates
             if redact(c.content).text.strip()
         ]
@@ -621,6 +642,7 @@ class PromotionActivities:
         actor_type = data.approver_type or "system"
         key = PlanKey(data.workflow_id, data.run_id)
         results: list[PublishedRow] = []
+        derivation: list[PublishedItem] = []
         async with self._engine.begin() as conn:
             header = await get_plan(conn, key)
             if header is None or header.plan_total != data.total:
@@ -658,8 +680,8 @@ class PromotionActivities:
                             source_task_ids=[data.task_id],
                             source_entry_ids=list(c.source_entry_ids),
                             decay_policy="recency_bias" if c.memory_type == "episode" else "stable",
-                            expires_at=None,
-                            valid_from_commit=None,
+                            expires_at=c.expires_at,
+                            valid_from_commit=data.valid_from_commit,
                         ),
                         visible_scope_keys=visible,
                         actor_id=actor_id,
@@ -672,6 +694,11 @@ class PromotionActivities:
                         related_threshold=self._settings.related_similarity_threshold,
                         judge=self._publish_judge,
                         locked=True,
+                    )
+                    derivation.append(
+                        PublishedItem(
+                            outcome.memory_id, c.memory_type, tuple(c.source_entry_ids), c.canonical_key
+                        )
                     )
                     results.append(
                         PublishedRow(
@@ -692,6 +719,8 @@ class PromotionActivities:
                     non_retryable=True,
                 )
             await record_published(conn, key, results)
+            # what builds on what, within this promotion: a source's later change marks these stale
+            await record_derivations(conn, derivation_links(derivation), task_id=data.task_id)
             if data.approver is not None:
                 await record_event(
                     conn,

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from governance.scopes import EntryKind, MemoryType
@@ -65,6 +66,7 @@ class StagedEntry:
     kind: str
     content: str
     payload: dict[str, Any] | None = None
+    created_at: datetime | None = None  # when it was appended: a `ttl_seconds` counts from here
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,7 @@ class Candidate:
     canonical_key: str | None = None
     importance: float = 0.5
     source_entry_ids: list[int] = field(default_factory=list)
+    expires_at: datetime | None = None  # the earliest expiry of its source entries (governance/validity.py)
 
 
 @dataclass(frozen=True)

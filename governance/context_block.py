@@ -12,6 +12,12 @@
 Groups follow memory types, ordered by their best-ranked memory; items keep their rank order inside a group.
 Every item carries its citation, date and trust, so an agent can cite it and weigh it.
 
+**Stale memories are marked, not left out.** A memory whose source was superseded or retired since (a skill
+quoting a replaced decision) keeps its place in rank order (ranking already lowers it) and its line says so:
+`- [mem:a7Bc3x] (2026-01-30, trust 1.00, STALE: a memory it builds on changed; check before use) ...`.
+Omitting it would hide the only how-to an agent may have; marking it tells the agent to check it against the
+current facts, which the same block usually holds.
+
 The block never exceeds its token budget. Tokens are *estimated*, deterministically and without a tokenizer
 (none ships offline for every model): every ASCII character counts a quarter token (BPE tokenizers average
 about four English characters per token), rounded up over the whole text, and every other character (Hangul,
@@ -32,6 +38,7 @@ __all__ = [
     "ContextItem",
     "ContextBlock",
     "TYPE_HEADINGS",
+    "STALE_MARK",
     "HEADER",
     "FOOTER",
     "estimate_tokens",
@@ -56,6 +63,7 @@ TYPE_HEADINGS: dict[str, str] = {
     "episode": "Past episodes",
 }
 
+STALE_MARK = "STALE: a memory it builds on changed; check before use"
 _MIN_CONTENT_CHARS = 24  # a shorter cut says nothing useful; leave the item out instead
 _WHITESPACE = re.compile(r"\s+")
 # A memory must not be able to close the block early and speak as the user (prompt injection).
@@ -72,6 +80,7 @@ class ContextItem:
     content: str
     created_at: datetime
     confidence: float
+    stale: bool = False
 
 
 @dataclass(frozen=True)
@@ -97,7 +106,8 @@ def _clean(text: str) -> str:
 def _line(item: ContextItem, content: str) -> str:
     title = _clean(item.title)
     date = item.created_at.date().isoformat()
-    head = f"- [mem:{item.citation}] ({date}, trust {item.confidence:.2f})"
+    mark = f", {STALE_MARK}" if item.stale else ""
+    head = f"- [mem:{item.citation}] ({date}, trust {item.confidence:.2f}{mark})"
     if title and not content.startswith(title):
         return f"{head} {title}: {content}"
     return f"{head} {content}"

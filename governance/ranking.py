@@ -1,6 +1,6 @@
 """Ranking of retrieved memories: relevance first, then bounded adjustments.
 
-    score = type_weight · similarity
+    score = type_weight · stale_weight · similarity
             + w_rec · recency + w_imp · (importance × confidence) + w_use · usefulness
 
 - **similarity** is the query relevance. Two retrievers answer a query (pgvector cosine and Postgres full
@@ -16,6 +16,9 @@
 - **recency** decays exponentially with a half-life (24 h by default): 1.0 now, 0.5 a half-life ago.
 - **importance** is importance × confidence: a memory matters when it is important *and* trusted.
 - **usefulness** is what readers' feedback says (0.5 before any vote).
+- **stale_weight** is 1.0, or `1 - STALE_PENALTY` (0.8) for a stale memory: one a memory it builds on was
+  superseded or retired since (governance/validity.py). A bounded penalty on relevance, never a filter: a
+  stale memory that answers the query far better than anything else still shows, flagged.
 
 **The bounds.** Relevance decides the order; the three adjustments only break near-ties. Their weights are
 small (0.015 + 0.015 + 0.01 by default) and may sum to at most `MAX_ADJUSTMENT` (0.1) of the similarity
@@ -39,6 +42,7 @@ __all__ = [
     "MAX_ADJUSTMENT",
     "DETECTED_INTENT_PENALTY",
     "EXPLICIT_INTENT_PENALTY",
+    "STALE_PENALTY",
     "ScoreWeights",
     "ScoreParts",
     "RankingParams",
@@ -59,6 +63,9 @@ MAX_ADJUSTMENT = 0.1
 # a fact answers it). Named by the caller: a strong preference, still never a filter.
 DETECTED_INTENT_PENALTY = 0.02
 EXPLICIT_INTENT_PENALTY = 0.25
+# How much relevance a stale memory gives up: between a detected and a named intent's penalty, so fresh
+# knowledge of about the same relevance ranks first and a much better stale answer still shows.
+STALE_PENALTY = 0.2
 
 
 @dataclass(frozen=True)
@@ -122,6 +129,7 @@ class ScoreParts:
     score: float
     usefulness: float = 0.5
     type_weight: float = 1.0
+    stale_weight: float = 1.0
 
 
 _DEFAULT_PARAMS = RankingParams()
@@ -187,6 +195,7 @@ def score_parts(
     usefulness: float = 0.5,
     memory_type: str | None = None,
     params: RankingParams = _DEFAULT_PARAMS,
+    stale: bool = False,
 ) -> ScoreParts:
     """The score of one memory; inputs outside [0, 1] are clamped so no part dominates by overflow."""
     sim = _unit(similarity)
@@ -194,8 +203,16 @@ def score_parts(
     imp = _unit(importance) * _unit(confidence)
     use = _unit(usefulness)
     type_weight = params.prefer.weight(memory_type) if memory_type is not None else 1.0
+    stale_weight = 1.0 - STALE_PENALTY if stale else 1.0
     w = params.weights
-    total = w.similarity * type_weight * sim + w.recency * rec + w.importance * imp + w.usefulness * use
+    relevance = w.similarity * type_weight * stale_weight * sim
+    total = relevance + w.recency * rec + w.importance * imp + w.usefulness * use
     return ScoreParts(
-        similarity=sim, recency=rec, importance=imp, score=total, usefulness=use, type_weight=type_weight
+        similarity=sim,
+        recency=rec,
+        importance=imp,
+        score=total,
+        usefulness=use,
+        type_weight=type_weight,
+        stale_weight=stale_weight,
     )

@@ -548,6 +548,10 @@ class PromotionWorkflow:
         except ActivityError as err:
             workflow.logger.warning("could not record the end (%s) of %s: %s", status, task_id, err)
 
+    def _verified_commit(self) -> str | None:
+        evidence = self._status.verification
+        return evidence.commit if evidence is not None else None
+
     async def _publish(
         self,
         collected: CollectResult,
@@ -575,6 +579,7 @@ class PromotionWorkflow:
                 approver_type=decision.approver_type if decision else None,
                 approval_note=decision.note if decision else "",
                 summary=summary,
+                valid_from_commit=self._verified_commit() if verified else None,
             ),
             start_to_close_timeout=_DB_TIMEOUT + _PUBLISH_TIME_PER_ITEM * planned.total,
             retry_policy=DB_RETRY,

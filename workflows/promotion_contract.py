@@ -111,13 +111,17 @@ class Verification:
 
     `given_by` names who gives it (the API sets the caller; through the Temporal UI it is a claim the
     workflow checks: `human_approved` counts only from an enabled human allowed to approve the scope).
-    `grant` is set only by the API gateway (`approval_mode=api_only`).
+    `grant` is set only by the API gateway (`approval_mode=api_only`). `commit` names the commit the
+    evidence verified (what is published is valid from it); `branch` where it was. Both default to None, so
+    histories written before they existed still deserialize.
     """
 
     source: str
     success: bool = True
     given_by: str | None = None
     grant: str | None = None
+    commit: str | None = None
+    branch: str | None = None
 
 
 @dataclass

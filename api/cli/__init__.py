@@ -18,6 +18,7 @@ from api.cli.commands import (
     run,
     schedules,
     staging,
+    truth,
     up,
 )
 
@@ -30,7 +31,7 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,  # locals can hold database URLs and keys
 )
 
-for group in (up, run, migrate, keys, policy, schedules, staging, read, promotions, changes, mcp):
+for group in (up, run, migrate, keys, policy, schedules, staging, read, truth, promotions, changes, mcp):
     group.register(app)
 
 

@@ -331,6 +331,31 @@ class _Calls:
     def decide_change(request_id: str, decision: str, note: str | None) -> _Call:
         return _Call("POST", f"/v1/change-requests/{_seg(request_id)}/{decision}", _drop_none({"note": note}))
 
+    @staticmethod
+    def review(scope: str | None) -> _Call:
+        return _Call("GET", "/v1/memories/review", params=_drop_none({"scope": scope}))
+
+    @staticmethod
+    def confirm(ref: str, note: str | None) -> _Call:
+        return _Call("POST", f"/v1/memories/{_seg(ref)}/confirm", _drop_none({"note": note}))
+
+    @staticmethod
+    def memory_events(ref: str, cursor: str | None, limit: int | None) -> _Call:
+        params = _drop_none({"cursor": cursor, "limit": limit})
+        return _Call("GET", f"/v1/memories/{_seg(ref)}/events", params=params)
+
+    @staticmethod
+    def events(
+        event_type: str | None,
+        actor: str | None,
+        since: str | None,
+        until: str | None,
+        cursor: str | None,
+        limit: int | None,
+    ) -> _Call:
+        params = {"type": event_type, "actor": actor, "since": since, "until": until}
+        return _Call("GET", "/v1/events", params=_drop_none({**params, "cursor": cursor, "limit": limit}))
+
 
 def _settings(base_url: str | None, api_key: str | None) -> tuple[str, dict[str, str]]:
     url = (base_url or os.environ.get("LOREGATE_URL") or DEFAULT_URL).rstrip("/")
@@ -505,6 +530,33 @@ class LoregateClient:
         """Reject a change request; the approver is this key's principal."""
         return self._send(_Calls.decide_change(request_id, "reject", note))
 
+    def review(self, *, scope: str | None = None) -> dict[str, Any]:
+        """Stale memories you may read (a memory they build on changed), oldest mark first."""
+        return self._send(_Calls.review(scope))
+
+    def confirm(self, memory: str, *, note: str | None = None) -> dict[str, Any]:
+        """A human's word that a stale memory still holds: its stale mark is cleared."""
+        return self._send(_Calls.confirm(memory, note))
+
+    def memory_events(
+        self, memory: str, *, cursor: str | None = None, limit: int | None = None
+    ) -> dict[str, Any]:
+        """A page of a memory's audit events, oldest first (`next_cursor` for the next)."""
+        return self._send(_Calls.memory_events(memory, cursor, limit))
+
+    def events(
+        self,
+        *,
+        event_type: str | None = None,
+        actor: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        cursor: str | None = None,
+        limit: int | None = None,
+    ) -> dict[str, Any]:
+        """A page of your tenant's audit events, newest first (`next_cursor` for the next)."""
+        return self._send(_Calls.events(event_type, actor, since, until, cursor, limit))
+
 
 class AsyncLoregateClient:
     """The same API as `LoregateClient`, for asyncio code (agents, orchestrators, the MCP server)."""
@@ -651,3 +703,26 @@ class AsyncLoregateClient:
 
     async def reject_change(self, request_id: str, note: str | None = None) -> dict[str, Any]:
         return await self._send(_Calls.decide_change(request_id, "reject", note))
+
+    async def review(self, *, scope: str | None = None) -> dict[str, Any]:
+        return await self._send(_Calls.review(scope))
+
+    async def confirm(self, memory: str, *, note: str | None = None) -> dict[str, Any]:
+        return await self._send(_Calls.confirm(memory, note))
+
+    async def memory_events(
+        self, memory: str, *, cursor: str | None = None, limit: int | None = None
+    ) -> dict[str, Any]:
+        return await self._send(_Calls.memory_events(memory, cursor, limit))
+
+    async def events(
+        self,
+        *,
+        event_type: str | None = None,
+        actor: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        cursor: str | None = None,
+        limit: int | None = None,
+    ) -> dict[str, Any]:
+        return await self._send(_Calls.events(event_type, actor, since, until, cursor, limit))

@@ -12,7 +12,17 @@ from api.http import console
 from api.http.errors import ERROR_RESPONSES, install_error_handlers
 from api.http.limits import BodySizeLimit
 from api.http.metrics import MetricsMiddleware
-from api.http.routes import admin, approaches, change_requests, health, memories, promotions, search, tasks
+from api.http.routes import (
+    admin,
+    approaches,
+    change_requests,
+    health,
+    memories,
+    promotions,
+    search,
+    tasks,
+    truth,
+)
 from api.services.gateway import GatewayResources
 from api.services.sessions import SessionBook
 from governance.adapters.tracing import instrument_engine, tracer_provider
@@ -69,6 +79,7 @@ def create_app(settings: Settings | None = None, *, grpc_port: int | None = None
         health.router,
         tasks.router,
         admin.router,
+        truth.router,
         search.router,
         memories.router,
         approaches.router,

@@ -24,8 +24,6 @@ __all__ = [
     "MemoryStateName",
     "MemoryListItemPublic",
     "MemoryListPublic",
-    "EventPublic",
-    "EventsPublic",
 ]
 
 # where a memory stands: active; superseded (a newer version names it); retired (deprecated without a
@@ -171,23 +169,3 @@ class MemoryListPublic(BaseModel):
     limit: int
     next_offset: int | None
     memories: list[MemoryListItemPublic]
-
-
-class EventPublic(BaseModel):
-    """One audit event of a memory."""
-
-    id: int
-    event_type: str
-    actor_id: str | None
-    actor_type: str | None
-    task_id: str | None
-    workflow_id: str | None
-    reason: str | None
-    created_at: datetime
-
-
-class EventsPublic(BaseModel):
-    """A memory's audit trail, oldest first (its newest events when there are many)."""
-
-    id: str
-    events: list[EventPublic]

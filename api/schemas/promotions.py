@@ -7,6 +7,7 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field
 
 from governance.scopes import Scope, ValidationSource
+from governance.validity import COMMIT_PATTERN
 from workflows.promotion_contract import PromotionState
 
 __all__ = [
@@ -51,6 +52,12 @@ class VerificationIn(BaseModel):
 
     source: ValidationSource
     success: bool = True
+    commit: str | None = Field(
+        default=None,
+        pattern=COMMIT_PATTERN,
+        description="The commit the evidence verified (7-64 hex digits): published memory is valid from it",
+    )
+    branch: str | None = Field(default=None, min_length=1, max_length=255, description="Where the commit is")
 
 
 class PromotionStart(BaseModel):

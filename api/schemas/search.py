@@ -63,6 +63,9 @@ class ScorePartsPublic(BaseModel):
     type_weight: float = Field(
         default=1.0, description="What the query's intent made of the relevance: 1.0 for a preferred type"
     )
+    stale_weight: float = Field(
+        default=1.0, description="1.0, or 1 - the stale penalty (0.8) for a stale memory (docs/retrieval.md)"
+    )
 
 
 class SearchResultPublic(BaseModel):
@@ -85,6 +88,11 @@ class SearchResultPublic(BaseModel):
     updated_at: datetime
     deprecated_at: datetime | None
     expires_at: datetime | None
+    stale: bool = Field(
+        default=False,
+        description="A memory it builds on was superseded or retired since; see GET /v1/memories/review",
+    )
+    stale_reason: str | None = None
 
 
 class CompactResultPublic(BaseModel):

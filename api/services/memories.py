@@ -31,8 +31,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from api.schemas.change_requests import ChangeRequestPublic
 from api.schemas.memories import (
-    EventPublic,
-    EventsPublic,
     FeedbackIn,
     FeedbackPublic,
     HistoryPublic,
@@ -50,7 +48,6 @@ from governance.changes import ChangeOperation, ChangeTrust, proposed_content
 from governance.identity import Principal
 from governance.scopes import ValidationSource
 from governance.storage.change_requests import NewChangeRequest, record_change_approval
-from governance.storage.events import events_of_memory
 from governance.storage.lifecycle import (
     MemoryTenant,
     boost_memory,
@@ -61,7 +58,7 @@ from governance.storage.lifecycle import (
     supersede_memory,
 )
 
-__all__ = ["VALIDATION_ACTION", "validate", "feedback", "supersede", "retire", "history", "events"]
+__all__ = ["VALIDATION_ACTION", "validate", "feedback", "supersede", "retire", "history"]
 
 # which Casbin action reporting each validation source needs
 VALIDATION_ACTION: dict[ValidationSource, str] = {
@@ -282,11 +279,3 @@ async def history(state: GatewayResources, principal: Principal, ref: str) -> Hi
             VersionPublic.model_validate({**asdict(v), "active": v.deprecated_at is None}) for v in chain
         ],
     )
-
-
-async def events(state: GatewayResources, principal: Principal, ref: str) -> EventsPublic:
-    """A memory's audit trail (promoted, boosted, decayed, superseded …), oldest first."""
-    memory = await _authorized(state, principal, ref, "read")
-    async with state.engine.connect() as conn:
-        rows = await events_of_memory(conn, memory.id)
-    return EventsPublic(id=memory.id, events=[EventPublic.model_validate(asdict(e)) for e in rows])

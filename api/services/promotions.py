@@ -288,7 +288,13 @@ async def start_promotion(
     data = PromotionInput(
         task_id=task.id,
         target_scope=target.value,
-        verification=Verification(evidence.source.value, evidence.success, given_by=principal.id)
+        verification=Verification(
+            evidence.source.value,
+            evidence.success,
+            given_by=principal.id,
+            commit=evidence.commit,
+            branch=evidence.branch,
+        )
         if evidence
         else None,
         verify_timeout_seconds=settings.verify_timeout_seconds,
@@ -409,7 +415,14 @@ async def verify_promotion(
     async with _temporal_errors(task.id):
         updated: PromotionStatus = await handle.execute_update(
             Names.VERIFY,
-            Verification(body.source.value, body.success, given_by=principal.id, grant=grant),
+            Verification(
+                body.source.value,
+                body.success,
+                given_by=principal.id,
+                grant=grant,
+                commit=body.commit,
+                branch=body.branch,
+            ),
             result_type=PromotionStatus,
             rpc_timeout=UPDATE_TIMEOUT,
         )

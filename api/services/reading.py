@@ -194,6 +194,7 @@ async def build_context(
             content=h.content,
             created_at=h.created_at,
             confidence=h.confidence,
+            stale=h.stale,
         )
         for h in outcome.hits
     ]

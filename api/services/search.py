@@ -53,6 +53,7 @@ def public_hit(hit: SearchHit) -> SearchResultPublic:
         {
             **{name: getattr(hit, name) for name in SearchResultPublic.model_fields if hasattr(hit, name)},
             "type": hit.memory_type,
+            "stale": hit.stale,
             "score": p.score,
             "score_parts": ScorePartsPublic(
                 similarity=p.similarity,
@@ -60,6 +61,7 @@ def public_hit(hit: SearchHit) -> SearchResultPublic:
                 importance=p.importance,
                 usefulness=p.usefulness,
                 type_weight=p.type_weight,
+                stale_weight=p.stale_weight,
             ),
         }
     )

@@ -8,6 +8,7 @@ nothing from validation errors.
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime
 
 from api.schemas.staging import (
     EntriesAck,
@@ -25,6 +26,7 @@ from governance.scopes import Scope
 from governance.staging import EntryDraft, validate_batch
 from governance.storage import staging
 from governance.storage.staging import TaskInfo
+from governance.validity import check_entry_expiry
 
 __all__ = ["task_public", "open_task", "show_task", "append_entries", "list_entries"]
 
@@ -68,6 +70,9 @@ async def append_entries(
     ]
     limits = state.settings
     validate_batch(drafts, max_entry_bytes=limits.max_entry_bytes, max_batch_entries=limits.max_batch_entries)
+    now = datetime.now(UTC)
+    for index, draft in enumerate(drafts):
+        check_entry_expiry(draft.payload, now=now, where=f"entries[{index}].payload")
     results = await staging.append_entries(state.engine, task.id, principal, drafts)
     replayed = sum(r.replayed for r in results)
     ENTRIES_APPENDED.inc(len(results) - replayed)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
@@ -30,12 +29,10 @@ from governance.storage.tables import memory_events
 __all__ = [
     "EventType",
     "Event",
-    "StoredEvent",
     "REQUEST_HASH",
     "record_event",
     "record_events",
     "recorded_payload",
-    "events_of_memory",
 ]
 
 # the payload field holding the hash of the request an idempotency key was first used for
@@ -53,6 +50,10 @@ class EventType(StrEnum):
     EXPIRED = "EXPIRED"
     PRUNED = "PRUNED"
     RETIRED = "RETIRED"
+    # a memory it was derived from was superseded or retired (storage/derivations.py); the cause is named
+    STALE = "STALE"
+    # a human checked a stale memory and found it still true: the stale mark is cleared
+    CONFIRMED = "CONFIRMED"
     APPROVED = "APPROVED"
     REJECTED = "REJECTED"
     FEEDBACK = "FEEDBACK"
@@ -151,41 +152,3 @@ async def recorded_payload(
             "body); a new request needs a new key"
         )
     return payload
-
-
-@dataclass(frozen=True)
-class StoredEvent:
-    """An audit row as read back (its payload left out: ids, counts and hashes for machines)."""
-
-    id: int
-    event_type: str
-    actor_id: str | None
-    actor_type: str | None
-    task_id: str | None
-    workflow_id: str | None
-    reason: str | None
-    created_at: datetime
-
-
-async def events_of_memory(conn: AsyncConnection, memory_id: str, *, limit: int = 200) -> list[StoredEvent]:
-    """The newest `limit` events of one memory, oldest first."""
-    newest = (
-        memory_events.select()
-        .where(memory_events.c.memory_id == memory_id)
-        .order_by(memory_events.c.id.desc())
-        .limit(limit)
-    )
-    rows = (await conn.execute(newest)).all()
-    return [
-        StoredEvent(
-            id=r.id,
-            event_type=r.event_type,
-            actor_id=r.actor_id,
-            actor_type=r.actor_type,
-            task_id=r.task_id,
-            workflow_id=r.workflow_id,
-            reason=r.reason,
-            created_at=r.created_at,
-        )
-        for r in reversed(rows)
-    ]

@@ -23,6 +23,7 @@ from governance.cognify import title_of
 from governance.dedup import content_hash
 from governance.errors import InvalidInput, NotFound
 from governance.scopes import ValidationSource
+from governance.storage.derivations import mark_derived_stale
 from governance.storage.events import REQUEST_HASH, EventType, record_event, recorded_payload
 from governance.storage.memory_rows import (
     MemoryVersion,
@@ -398,6 +399,16 @@ async def supersede_memory(
         ),
         dedupe_key=dedupe_key,
     )
+    await mark_derived_stale(
+        conn,
+        str(old.id),
+        cause="superseded",
+        reason=reason,
+        successor_id=memory_id,
+        actor_id=actor_id,
+        actor_type=actor_type,
+        task_id=task_id,
+    )
     return outcome
 
 
@@ -440,6 +451,9 @@ async def retire_memory(
         reason=reason,
         payload=_payload({}, request_hash),
         dedupe_key=dedupe_key,
+    )
+    await mark_derived_stale(
+        conn, memory_id, cause="retired", reason=reason, actor_id=actor_id, actor_type=actor_type
     )
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from pgvector.sqlalchemy import Vector
@@ -111,6 +112,7 @@ promotion_candidates = Table(
     Column("canonical_key", Text, nullable=True),
     Column("importance", Float, nullable=False),
     Column("source_entry_ids", ARRAY(BigInteger), nullable=False),
+    Column("expires_at", DateTime(timezone=True), nullable=True),
     ForeignKeyConstraint(
         ["workflow_id", "run_id"],
         ["promotion_plans.workflow_id", "promotion_plans.run_id"],
@@ -190,6 +192,7 @@ class StoredCandidate:
     canonical_key: str | None
     importance: float
     source_entry_ids: list[int]
+    expires_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -285,6 +288,7 @@ async def save_candidates(
                     "canonical_key": c.canonical_key,
                     "importance": c.importance,
                     "source_entry_ids": list(c.source_entry_ids),
+                    "expires_at": c.expires_at,
                 }
                 for idx, c in enumerate(candidates)
             ],
@@ -310,6 +314,7 @@ def _candidate(row: Any) -> StoredCandidate:
         canonical_key=row.canonical_key,
         importance=float(row.importance),
         source_entry_ids=[int(i) for i in row.source_entry_ids],
+        expires_at=row.expires_at,
     )
 
 
@@ -490,6 +495,7 @@ async def publish_rows(conn: AsyncConnection, key: PlanKey, start: int, stop: in
             _C.canonical_key,
             _C.importance,
             _C.source_entry_ids,
+            _C.expires_at,
         )
         .select_from(_joined())
         .where(_of(key, promotion_plan_items), _P.idx >= start, _P.idx < stop)
@@ -506,6 +512,7 @@ async def publish_rows(conn: AsyncConnection, key: PlanKey, start: int, stop: in
                 canonical_key=r.canonical_key,
                 importance=float(r.importance),
                 source_entry_ids=[int(i) for i in r.source_entry_ids],
+                expires_at=r.expires_at,
             ),
             embedding=[float(x) for x in r.embedding] if r.embedding is not None else None,
         )

@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from governance.dedup import Decision, DecisionKind, Neighbour, classify, content_hash
 from governance.errors import Conflict, InvalidInput
 from governance.scopes import ValidationSource
+from governance.storage.derivations import mark_derived_stale
 from governance.storage.events import EventType, record_event, recorded_payload
 from governance.storage.memory_rows import (
     NEIGHBOURS_K,
@@ -336,5 +337,8 @@ async def _supersede_by_publish(
         },
         dedupe_key=dedupe_key,
         **common,
+    )
+    await mark_derived_stale(
+        conn, target.id, cause="superseded", reason=decision.reason, successor_id=memory_id, **common
     )
     return outcome

@@ -34,6 +34,7 @@ from sqlalchemy.types import Text
 from governance.errors import NotFound
 from governance.ranking import RankingParams, ScoreParts, score_parts, weighted_rrf
 from governance.scopes import visible_scope_keys
+from governance.storage.derivations import derivation_sources
 from governance.storage.tables import EMBEDDING_DIM
 
 __all__ = [
@@ -77,7 +78,8 @@ _DEFAULT_PARAMS = RankingParams()
 _MEMORY_COLUMNS = """id::text AS id, citation, memory_type, scope, scope_key, org, project, canonical_key,
     title, content, confidence, importance, validation_source, validation_count, last_validated_at,
     decay_policy, source_task_ids, source_entry_ids, supersedes_id::text AS supersedes_id, deprecated_at,
-    contradiction_note, expires_at, retrieval_count, usefulness, version, created_at, updated_at"""
+    contradiction_note, expires_at, retrieval_count, usefulness, version, created_at, updated_at,
+    valid_from_commit, valid_to_commit, stale_at, stale_reason"""
 
 
 @dataclass(frozen=True)
@@ -118,6 +120,13 @@ class SearchHit:
     vector_rank: int | None
     text_rank: int | None
     parts: ScoreParts
+    stale_at: datetime | None = None
+    stale_reason: str | None = None
+
+    @property
+    def stale(self) -> bool:
+        """A memory it builds on was superseded or retired since; a human has not confirmed it yet."""
+        return self.stale_at is not None
 
 
 @dataclass(frozen=True)
@@ -330,6 +339,8 @@ async def search(
             cosine=row["cosine"],
             vector_rank=vector_rank.get(row["id"]),
             text_rank=text_rank.get(row["id"]),
+            stale_at=row["stale_at"],
+            stale_reason=row["stale_reason"],
             # recency counts from the last change (a merge or validation refreshes a memory), not creation
             parts=score_parts(
                 similarity=relevance[row["id"]],
@@ -340,6 +351,7 @@ async def search(
                 usefulness=row["usefulness"],
                 memory_type=row["memory_type"],
                 params=params,
+                stale=row["stale_at"] is not None,
             ),
         )
         for row in rows
@@ -401,6 +413,8 @@ async def get_memory(conn: AsyncConnection, ref: str) -> MemoryDetail:
     if row is None:
         raise NotFound(f"memory {ref!r} does not exist")
     memory = dict(row._mapping)
+    # what it builds on (citations): when one of them changes, this memory goes stale
+    memory["derived_from"] = (await derivation_sources(conn, [memory["id"]])).get(memory["id"], [])
 
     provenance = [
         dict(r._mapping)

@@ -30,6 +30,7 @@ __all__ = [
     "staging_idempotency",
     "memories",
     "memory_events",
+    "memory_derivations",
     "memory_validations",
     "memory_votes",
     "approaches",
@@ -152,6 +153,24 @@ memories = Table(
     Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     Column("tsv", TSVECTOR, nullable=True),  # generated column (see migration)
+    # set when a memory it was derived from was superseded or retired; cleared when a human confirms it
+    Column("stale_at", DateTime(timezone=True), nullable=True),
+    Column("stale_reason", Text, nullable=True),
+)
+
+# which memories a memory builds on (a skill or bug pattern built from a fact): storage/derivations.py
+memory_derivations = Table(
+    "memory_derivations",
+    metadata,
+    Column("memory_id", UUID(as_uuid=False), ForeignKey("memories.id", ondelete="CASCADE"), primary_key=True),
+    Column(
+        "derived_from_id",
+        UUID(as_uuid=False),
+        ForeignKey("memories.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("task_id", String(128), nullable=True),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
 )
 
 memory_events = Table(

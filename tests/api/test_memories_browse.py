@@ -76,6 +76,4 @@ async def test_memory_events_list_its_audit_trail(gateway_url: str, engine: Asyn
         assert boosted.status_code == 200, boosted.text
         events = await http.get(f"/v1/memories/{memory['citation']}/events")
     assert events.status_code == 200
-    assert [(e["event_type"], e["actor_id"]) for e in events.json()["events"]] == [
-        ("BOOSTED", human.principal.id)
-    ]
+    assert [(e["type"], e["actor_id"]) for e in events.json()["events"]] == [("BOOSTED", human.principal.id)]

@@ -91,3 +91,18 @@ def test_build_context_block_memory_cannot_close_the_block() -> None:
 def test_build_context_block_rejects_non_positive_budget() -> None:
     with pytest.raises(ValueError):
         build_context_block([], max_tokens=0)
+
+
+def test_build_context_block_marks_a_stale_memory_and_keeps_it() -> None:
+    from dataclasses import replace
+
+    from governance.context_block import STALE_MARK
+
+    fresh = item("aaa", "fact", "db.driver: asyncpg for the pool")
+    stale = replace(
+        item("bbb", "skill", "How to: pick the async db driver. 1. db.driver: psycopg 3"), stale=True
+    )
+    block = build_context_block([fresh, stale], max_tokens=400)
+    assert block.citations == ["aaa", "bbb"]
+    lines = {line[:14]: line for line in block.text.splitlines() if line.startswith("- [mem:")}
+    assert STALE_MARK in lines["- [mem:bbb] (2"] and STALE_MARK not in lines["- [mem:aaa] (2"]

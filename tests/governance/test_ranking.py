@@ -129,3 +129,16 @@ def test_weighted_rrf_weight_scales_a_vote() -> None:
     fused = weighted_rrf([[("a", 1.0, 1.0)], [("b", 1.0, 2.0)]], k=60)
     assert fused["b"] == pytest.approx(1.0)
     assert fused["a"] == pytest.approx(0.5)
+
+
+def test_score_parts_stale_memory_gives_up_a_bounded_share_of_relevance() -> None:
+    from governance.ranking import STALE_PENALTY
+
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    fresh = score_parts(similarity=0.9, when=now, now=now, importance=0.5, confidence=0.5)
+    stale = score_parts(similarity=0.9, when=now, now=now, importance=0.5, confidence=0.5, stale=True)
+    assert stale.stale_weight == pytest.approx(1 - STALE_PENALTY) and fresh.stale_weight == 1.0
+    assert fresh.score - stale.score == pytest.approx(STALE_PENALTY * 0.9)
+    # a much better stale answer still outranks a weak fresh one
+    weak = score_parts(similarity=0.5, when=now, now=now, importance=1.0, confidence=1.0)
+    assert stale.score > weak.score

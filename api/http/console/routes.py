@@ -17,9 +17,10 @@ from pydantic import ValidationError
 
 from api.http.console.pages import PREFIX, SECURITY_HEADERS, ConsoleRoute, render
 from api.http.deps import Resources, TaskId
+from api.schemas.events import MAX_EVENTS_PAGE
 from api.schemas.memories import MemoryStateName
 from api.schemas.promotions import DecisionIn, PromotionState
-from api.services import browse, memories, promotions, sessions, staging
+from api.services import browse, events, memories, promotions, sessions, staging
 from api.services import search as reads
 from api.services.gateway import authorized_task
 from api.services.sessions import ConsoleSession, SessionBook
@@ -276,7 +277,7 @@ async def memory_page(
     """A memory: content, trust, provenance (as GET /v1/memories/{id} shows it), its chain and its events."""
     shown = await reads.show_memory(resources, session.principal, ref)
     chain = await memories.history(resources, session.principal, ref)
-    trail = await memories.events(resources, session.principal, ref)
+    trail = await events.memory_events(resources, session.principal, ref, cursor=None, limit=MAX_EVENTS_PAGE)
     return render(request, "memory.html", shown=shown, memory=shown.memory, chain=chain, trail=trail)
 
 

@@ -14,7 +14,6 @@ from fastapi import APIRouter, Path, Query, Response
 from api.http.deps import CurrentPrincipal, Resources
 from api.schemas.change_requests import ChangeRequestPublic
 from api.schemas.memories import (
-    EventsPublic,
     FeedbackIn,
     FeedbackPublic,
     HistoryPublic,
@@ -138,9 +137,3 @@ async def retire(
 async def history(memory_id: MemoryRef, principal: CurrentPrincipal, resources: Resources) -> HistoryPublic:
     """The supersession chain through a memory, oldest first."""
     return await memories.history(resources, principal, memory_id)
-
-
-@router.get("/{memory_id}/events", response_model=EventsPublic)
-async def events(memory_id: MemoryRef, principal: CurrentPrincipal, resources: Resources) -> EventsPublic:
-    """The memory's audit trail (promoted, boosted, decayed, superseded …), oldest first."""
-    return await memories.events(resources, principal, memory_id)

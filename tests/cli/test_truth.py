@@ -1,0 +1,74 @@
+"""`loregate review`, `confirm` and `events` as a person runs them, against a real gateway on loopback."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from governance.config import Settings
+from governance.scopes import ActorType, Scope
+from governance.storage.derivations import record_derivations
+from governance.storage.lifecycle import retire_memory
+from tests.utils.cli import cli_env, run_cli
+from tests.utils.factories import make_actor, new_tenant
+from tests.utils.gateway import running_gateway
+from tests.utils.memory_factories import add_memory, new_task
+
+
+@pytest.fixture(scope="module")
+def gateway(settings: Settings) -> Iterator[str]:
+    with running_gateway(settings) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+async def world(engine: AsyncEngine, gateway: str) -> dict[str, Any]:
+    """A skill built on a fact, the fact retired: the skill is stale."""
+    org, project = new_tenant()
+    human = await make_actor(engine, ActorType.HUMAN, org, project)
+    async with engine.begin() as conn:
+        task = await new_task(conn, org=org, project=project)
+        fact = await add_memory(
+            conn, task, title="Driver", content="db.driver: psycopg 3", embedding=None, scope=Scope.PROJECT
+        )
+        skill = await add_memory(
+            conn,
+            task,
+            title="How to connect",
+            content="How to: connect with psycopg 3",
+            embedding=None,
+            memory_type="skill",
+            scope=Scope.PROJECT,
+        )
+        await record_derivations(conn, [(skill["id"], fact["id"])], task_id=task.task_id)
+        await retire_memory(
+            conn, fact["id"], reason="we moved to asyncpg", actor_id=human.principal.id, actor_type="human"
+        )
+    env = cli_env(LOREGATE_URL=gateway, LOREGATE_API_KEY=human.key)
+    return {"env": env, "fact": fact["citation"], "skill": skill["citation"]}
+
+
+def test_review_lists_the_stale_skill_and_why(world: dict[str, Any]) -> None:
+    done = run_cli("review", "--json", env=world["env"])
+    assert done.returncode == 0, done.stderr
+    stale = {m["citation"]: m for m in json.loads(done.stdout)["memories"]}
+    assert stale[world["skill"]]["derived_from"] == [world["fact"]]
+    assert "asyncpg" in stale[world["skill"]]["stale_reason"]
+    table = run_cli("review", env=world["env"])
+    assert f"mem:{world['skill']}" in table.stdout
+
+
+def test_confirm_then_events_show_the_trail(world: dict[str, Any]) -> None:
+    done = run_cli("confirm", world["skill"], "--note", "still right", env=world["env"])
+    assert done.returncode == 0, done.stderr
+    assert f"confirmed mem:{world['skill']}" in done.stdout
+    trail = run_cli("events", "--memory", world["skill"], "--json", env=world["env"])
+    assert [e["type"] for e in json.loads(trail.stdout)["events"]] == ["STALE", "CONFIRMED"]
+    tenant = run_cli("events", "--type", "RETIRED", "--json", env=world["env"])
+    assert [e["citation"] for e in json.loads(tenant.stdout)["events"]] == [world["fact"]]
+    again = run_cli("confirm", world["skill"], env=world["env"])
+    assert again.returncode == 1 and "not stale" in again.stderr
