@@ -7,6 +7,8 @@ one scope hides exactly that scope. Retrieval counts rise after the answer is se
 
 from __future__ import annotations
 
+from typing import Any
+
 from api.schemas.search import (
     CompactResultPublic,
     ContextIn,
@@ -23,8 +25,10 @@ from governance.adapters.embedders import make_embedder
 from governance.config import Settings
 from governance.errors import InvalidInput
 from governance.identity import Principal
+from governance.redaction import redact, redact_json
 from governance.scopes import Scope, scope_key
 from governance.storage.retrieval import SearchHit, get_memory
+from governance.storage.staging import get_tasks
 
 __all__ = ["readable_scope_keys", "search", "context", "count_retrievals", "show_memory", "public_hit"]
 
@@ -155,4 +159,32 @@ async def show_memory(state: GatewayResources, principal: Principal, ref: str) -
         scope=memory["scope"],
         action="read",
     )
-    return MemoryPublic(memory=memory, provenance=detail.provenance, history=detail.history)
+    async with state.engine.connect() as conn:
+        tasks = await get_tasks(conn, sorted({str(e["task_id"]) for e in detail.provenance}))
+    readable = {
+        task.id
+        for task in tasks.values()
+        if state.authorizer.allowed(
+            principal, org=task.org, project=task.project, scope=Scope.TASK, action="read"
+        )
+    }
+    provenance = [_provenance(entry, raw=entry["task_id"] in readable) for entry in detail.provenance]
+    return MemoryPublic(memory=memory, provenance=provenance, history=detail.history)
+
+
+def _provenance(entry: dict[str, Any], *, raw: bool) -> dict[str, Any]:
+    """A source staging entry as this caller may see it.
+
+    Staging is private to its task: only a principal who may read the task's staging gets the entry as
+    written. Everyone else who may read the memory (an org memory's readers in other projects, say) gets
+    the content and payload redacted as promotion redacts them (`<private>` spans and secrets removed).
+    """
+    if raw:
+        return {**entry, "redacted": False}
+    payload = entry.get("payload")
+    return {
+        **entry,
+        "content": redact(str(entry.get("content") or "")).text,
+        "payload": redact_json(payload)[0] if payload is not None else None,
+        "redacted": True,
+    }
