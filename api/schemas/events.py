@@ -34,6 +34,7 @@ EventKind = Literal[
     "APPROACH_REFUSED",
     "PROMOTION",
     "APPROVAL_GRANT",
+    "STAGING_ARCHIVED",
 ]
 
 
