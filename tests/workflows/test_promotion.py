@@ -77,14 +77,16 @@ async def test_promotion_second_start_returns_running_workflow(
     org, project = new_tenant()
     task = await make_task(engine, org, project, TASK_ENTRIES)
     client = ts_env.client
-    # A worker runs it (a workflow task left pending on a queue without a worker would hold the test
-    # server's time-skipping lock for every later test); with no evidence it waits for `verify`.
+    # A worker runs it to its end: a workflow left waiting or terminated mid-task can hold the test server's
+    # time-skipping lock for every later test. With no evidence it waits for `verify`.
     async with make_worker(client, task_queue):
         first = await _start(client, task, task_queue, target_scope="task")
         await _wait_state(first, PromotionState.AWAITING_VERIFICATION)
         second = await _start(client, task, task_queue, target_scope="task")
         assert second.result_run_id == first.result_run_id
-        await first.terminate("test over")
+        await first.signal("verify", Verification("tests_passed", True))
+        result: PromotionResult = await first.result()
+    assert result.state == PromotionState.PUBLISHED
 
 
 async def test_promotion_project_scope_waits_and_human_approval_publishes(
