@@ -91,7 +91,8 @@ class ErasurePublic(BaseModel):
     archive_files: list[str]
     counts: dict[str, int] = Field(description="Rows deleted or scrubbed, per kind (empty in a dry run)")
     temporal_workflows: list[str] = Field(
-        description="Promotion workflows involved: their Temporal histories keep ids, counts and preview "
-        "titles (no content) until Temporal's retention removes them"
+        description="Promotion workflows involved: their Temporal histories keep ids, counts and a "
+        "preview of the plan's first items (titles, contents shortened to 200 characters) until "
+        "Temporal's retention removes them"
     )
     receipt_event_id: int | None = None

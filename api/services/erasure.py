@@ -9,8 +9,9 @@ A dry run lists what would go: ids, citations, titles and content hashes, never 
 deletes and scrubs everything in one transaction (governance/storage/erasure.py) and records the receipt in
 it: an ERASED event with ids, counts, sha256 of each erased content, who and when — no content, no subject
 (only its hash). Staging archive files of an erased task are removed after the commit. Temporal histories
-of the promotion workflows involved hold only ids, counts and preview titles (the plan is a claim check in
-Postgres); the receipt names those workflows, whose histories go when Temporal's retention removes them.
+of the promotion workflows involved hold ids, counts and a preview of the plan's first items (titles and
+contents shortened to 200 characters; the plan itself is a claim check in Postgres): erasure cannot rewrite
+them, so the receipt names those workflows, whose histories go when Temporal's retention removes them.
 """
 
 from __future__ import annotations
@@ -49,8 +50,9 @@ __all__ = ["ERASE_ACTION", "erase_memory", "erase_task", "erase_subject", "erasu
 
 ERASE_ACTION = "erase"
 TEMPORAL_NOTE = (
-    "Temporal histories of these promotion workflows keep ids, counts and plan preview titles, no content; "
-    "they go with Temporal's retention of closed workflows"
+    "Temporal histories of these promotion workflows keep ids, counts and the plan preview of their first "
+    "items (titles and the first 200 characters of each content); they go with Temporal's retention of "
+    "closed workflows"
 )
 
 

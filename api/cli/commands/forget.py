@@ -52,7 +52,8 @@ def _show(answer: dict[str, Any], as_json: bool) -> None:
     if answer.get("temporal_workflows"):
         console.print(
             "Temporal histories of " + ", ".join(answer["temporal_workflows"]) + " keep ids, counts and "
-            "preview titles until Temporal's retention removes them",
+            "a short plan preview (titles, contents cut to 200 characters) until Temporal's "
+            "retention removes them",
             style="dim",
             highlight=False,
         )
