@@ -291,11 +291,15 @@ def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
 
 
 def _preview_item(row: PlanRow) -> PlanItem:
+    """A plan item as Temporal's history may hold it: a short title, no content.
+
+    The content stays in Postgres (the API serves it), so erasing it there leaves no copy in a history.
+    """
     return PlanItem(
         index=row.idx,
         memory_type=row.memory_type,
         title=preview(row.title),
-        content=preview(row.content),
+        content="",
         canonical_key=row.canonical_key,
         decision=row.decision,
         target_id=row.target_id,

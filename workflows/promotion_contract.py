@@ -162,7 +162,7 @@ class ApprovalAck:
 
 @dataclass
 class PlanEntry:
-    """One line of the plan as the workflow shows it (no embeddings; `content` and `reason` shortened).
+    """One line of the plan as the workflow shows it (no embeddings, no content; title and reason shortened).
 
     The workflow holds the first few entries only (the history stays small however large the task); the
     whole plan, with full contents, is in the database and the API serves it page by page

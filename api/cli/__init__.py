@@ -9,6 +9,7 @@ from platformdirs.api import RuntimeDirWarning
 
 from api.cli.commands import (
     changes,
+    forget,
     keys,
     mcp,
     migrate,
@@ -31,7 +32,21 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,  # locals can hold database URLs and keys
 )
 
-for group in (up, run, migrate, keys, policy, schedules, staging, read, truth, promotions, changes, mcp):
+for group in (
+    up,
+    run,
+    migrate,
+    keys,
+    policy,
+    schedules,
+    staging,
+    read,
+    truth,
+    promotions,
+    changes,
+    forget,
+    mcp,
+):
     group.register(app)
 
 

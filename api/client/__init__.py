@@ -356,6 +356,10 @@ class _Calls:
         params = {"type": event_type, "actor": actor, "since": since, "until": until}
         return _Call("GET", "/v1/events", params=_drop_none({**params, "cursor": cursor, "limit": limit}))
 
+    @staticmethod
+    def erase(target: dict[str, str | None], dry_run: bool) -> _Call:
+        return _Call("POST", "/v1/erasures", {**_drop_none(target), "dry_run": dry_run})
+
 
 def _settings(base_url: str | None, api_key: str | None) -> tuple[str, dict[str, str]]:
     url = (base_url or os.environ.get("LOREGATE_URL") or DEFAULT_URL).rstrip("/")
@@ -557,6 +561,20 @@ class LoregateClient:
         """A page of your tenant's audit events, newest first (`next_cursor` for the next)."""
         return self._send(_Calls.events(event_type, actor, since, until, cursor, limit))
 
+    def erase(
+        self,
+        *,
+        memory: str | None = None,
+        task: str | None = None,
+        subject: str | None = None,
+        org: str | None = None,
+        project: str | None = None,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        """Erase a memory, a task or a subject (with its org, maybe project): the receipt, or a dry run."""
+        target = {"memory": memory, "task": task, "subject": subject, "org": org, "project": project}
+        return self._send(_Calls.erase(target, dry_run))
+
 
 class AsyncLoregateClient:
     """The same API as `LoregateClient`, for asyncio code (agents, orchestrators, the MCP server)."""
@@ -726,3 +744,16 @@ class AsyncLoregateClient:
         limit: int | None = None,
     ) -> dict[str, Any]:
         return await self._send(_Calls.events(event_type, actor, since, until, cursor, limit))
+
+    async def erase(
+        self,
+        *,
+        memory: str | None = None,
+        task: str | None = None,
+        subject: str | None = None,
+        org: str | None = None,
+        project: str | None = None,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        target = {"memory": memory, "task": task, "subject": subject, "org": org, "project": project}
+        return await self._send(_Calls.erase(target, dry_run))

@@ -35,6 +35,7 @@ EventKind = Literal[
     "PROMOTION",
     "APPROVAL_GRANT",
     "STAGING_ARCHIVED",
+    "ERASED",
 ]
 
 

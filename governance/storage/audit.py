@@ -17,9 +17,14 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 __all__ = ["EventRow", "EventFilter", "memory_events_page", "tenant_events_page"]
 
-_COLUMNS = """e.id, e.event_type, e.memory_id::text AS memory_id, e.actor_id, e.actor_type, e.task_id,
-    e.workflow_id, e.reason, e.payload, e.created_at, m.citation, m.org AS m_org, m.project AS m_project,
-    m.scope AS m_scope, t.org AS t_org, t.project AS t_project"""
+# an erasure's receipt (ERASED) outlives what it erased: its payload names the tenant and scope to judge it in
+_RECEIPT = "CASE WHEN e.event_type = 'ERASED' THEN e.payload->>'{}' END"
+_M_ORG = f"COALESCE(m.org, {_RECEIPT.format('org')})"
+_M_PROJECT = f"COALESCE(m.project, {_RECEIPT.format('project')})"
+_M_SCOPE = f"COALESCE(m.scope, {_RECEIPT.format('scope')})"
+_COLUMNS = f"""e.id, e.event_type, e.memory_id::text AS memory_id, e.actor_id, e.actor_type, e.task_id,
+    e.workflow_id, e.reason, e.payload, e.created_at, m.citation, {_M_ORG} AS m_org,
+    {_M_PROJECT} AS m_project, {_M_SCOPE} AS m_scope, t.org AS t_org, t.project AS t_project"""
 _JOINS = """FROM memory_events e
     LEFT JOIN memories m ON m.id = e.memory_id
     LEFT JOIN tasks t ON t.id = e.task_id"""
@@ -107,8 +112,8 @@ async def tenant_events_page(
     rows = await conn.execute(
         text(
             f"""SELECT {_COLUMNS} {_JOINS}
-            WHERE COALESCE(m.org, t.org) = :org
-              AND (CAST(:project AS text) IS NULL OR COALESCE(m.project, t.project) = :project
+            WHERE COALESCE({_M_ORG}, t.org) = :org
+              AND (CAST(:project AS text) IS NULL OR COALESCE({_M_PROJECT}, t.project) = :project
                    OR (m.id IS NOT NULL AND m.project IS NULL))
               AND (CAST(:type AS text) IS NULL OR e.event_type = :type)
               AND (CAST(:actor AS text) IS NULL OR e.actor_id = :actor)

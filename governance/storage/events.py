@@ -66,6 +66,8 @@ class EventType(StrEnum):
     APPROVAL_GRANT = "APPROVAL_GRANT"
     # a chunk of a task's staging left for an archive file (its path, sha256, count and seq range)
     STAGING_ARCHIVED = "STAGING_ARCHIVED"
+    # an erasure's receipt: ids, counts and sha256 of what was erased, who and when, never the content
+    ERASED = "ERASED"
 
 
 @dataclass(frozen=True)

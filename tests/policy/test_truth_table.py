@@ -47,6 +47,7 @@ CASBIN_ACTION = {
     "feedback": "read",  # POST /v1/memories/{ref}/feedback
     "read": "read",  # tasks, entries, search, context, GET /v1/memories/{ref}
     "history": "read",  # GET /v1/memories/{ref}/history
+    "erase": "erase",  # DELETE /v1/memories/{ref}, POST /v1/erasures (api/services/erasure.py)
 }
 
 # Where each actor type may do each action in its own project: T task, W worktree, P project, O org.
@@ -66,6 +67,7 @@ validate_human_approved  ....   ....          ..PO   ...O
 feedback                 TWPO   TWPO          TWPO   TWPO
 read                     TWPO   TWPO          TWPO   TWPO
 history                  TWPO   TWPO          TWPO   TWPO
+erase                    ....   ....          TWPO   TWPO
 """
 
 _SCOPE_LETTERS = {"T": Scope.TASK, "W": Scope.WORKTREE, "P": Scope.PROJECT, "O": Scope.ORG}

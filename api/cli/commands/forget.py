@@ -1,0 +1,104 @@
+"""`loregate forget memory ID | task ID | subject TEXT --org O [--project P] [--dry-run]`: erasure.
+
+Each prints what goes (ids, citations, titles, content hashes: never contents) and, unless `--dry-run`, the
+id of the ERASED receipt event (`loregate events --type ERASED`). Humans and system may erase; agents and
+orchestrators may not (api/services/erasure.py).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from api.cli.commands._common import api_client as _client
+from api.cli.commands._common import console
+from api.cli.commands._common import print_json as _print_json
+
+__all__ = ["register", "forget_memory", "forget_task", "forget_subject"]
+
+UrlOption = Annotated[str | None, typer.Option("--url", help="Gateway URL (LOREGATE_URL).")]
+KeyOption = Annotated[
+    str | None, typer.Option("--api-key", help="API key (LOREGATE_API_KEY).", envvar="LOREGATE_API_KEY")
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the gateway's JSON answer.")]
+DryRun = Annotated[bool, typer.Option("--dry-run", help="List what would go; erase nothing.")]
+
+forget = typer.Typer(help="Erase a memory, a task or a subject, leaving a receipt (no content).")
+
+
+def _show(answer: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        _print_json(answer)
+        return
+    memories, entries = answer.get("memories", []), answer.get("staging_entries", [])
+    if memories:
+        table = Table("citation", "scope", "title", "sha256", title=f"{len(memories)} memories")
+        for m in memories:
+            table.add_row(f"mem:{m['citation']}", m["scope"], escape(m["title"]), m["content_sha256"][:12])
+        console.print(table)
+    console.print(
+        f"{len(entries)} staging entries, {len(answer.get('candidates', []))} candidates, "
+        f"{answer.get('plans', 0)} plans, {len(answer.get('archive_files', []))} archive files",
+        highlight=False,
+    )
+    if answer.get("dry_run"):
+        console.print("dry run: nothing was erased")
+    else:
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(answer.get("counts", {}).items()) if v)
+        console.print(f"erased ({counts}); receipt: event {answer.get('receipt_event_id')}", highlight=False)
+    if answer.get("temporal_workflows"):
+        console.print(
+            "Temporal histories of " + ", ".join(answer["temporal_workflows"]) + " keep ids, counts and "
+            "the short titles of their plan's first items (no content) until Temporal's "
+            "retention removes them",
+            style="dim",
+            highlight=False,
+        )
+
+
+@forget.command("memory")
+def forget_memory(
+    memory: Annotated[str, typer.Argument(help="A memory's uuid or citation.")],
+    dry_run: DryRun = False,
+    url: UrlOption = None,
+    api_key: KeyOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Erase one memory and the memories derived only from it."""
+    with _client(url, api_key) as client:
+        _show(client.erase(memory=memory.removeprefix("mem:"), dry_run=dry_run), as_json)
+
+
+@forget.command("task")
+def forget_task(
+    task: Annotated[str, typer.Argument(help="A task id.")],
+    dry_run: DryRun = False,
+    url: UrlOption = None,
+    api_key: KeyOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Erase a task's staging, its promotion plans, and the memories derived only from it."""
+    with _client(url, api_key) as client:
+        _show(client.erase(task=task, dry_run=dry_run), as_json)
+
+
+@forget.command("subject")
+def forget_subject(
+    subject: Annotated[str, typer.Argument(help="Erase every text that contains this string.")],
+    org: Annotated[str, typer.Option("--org", help="The tenant's org.")],
+    project: Annotated[str | None, typer.Option("--project", help="Only this project.")] = None,
+    dry_run: DryRun = False,
+    url: UrlOption = None,
+    api_key: KeyOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Erase every staging entry, candidate and memory of a tenant that contains SUBJECT."""
+    with _client(url, api_key) as client:
+        _show(client.erase(subject=subject, org=org, project=project, dry_run=dry_run), as_json)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(forget, name="forget")

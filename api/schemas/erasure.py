@@ -1,0 +1,97 @@
+"""Request and response models of erasure (`DELETE /v1/memories/{id}`, `POST /v1/erasures`)."""
+
+from __future__ import annotations
+
+from typing import Literal, Self
+
+from pydantic import BaseModel, Field, model_validator
+
+from api.schemas.text import Text
+
+__all__ = [
+    "ErasureKind",
+    "ErasureIn",
+    "ErasedMemoryPublic",
+    "ErasedEntryPublic",
+    "ErasedCandidatePublic",
+    "ErasurePublic",
+]
+
+ErasureKind = Literal["memory", "task", "subject"]
+
+
+class ErasureIn(BaseModel):
+    """What to erase: exactly one of `memory`, `task` or `subject` (with its tenant)."""
+
+    memory: str | None = Field(default=None, min_length=1, max_length=64, description="uuid or citation")
+    task: str | None = Field(default=None, min_length=1, max_length=128)
+    subject: Text | None = Field(
+        default=None,
+        min_length=3,
+        max_length=500,
+        pattern=r"^[^\x00]+$",
+        description="Erase every text containing this string",
+    )
+    org: str | None = Field(default=None, min_length=1, max_length=200, description="A subject's tenant")
+    project: str | None = Field(
+        default=None, min_length=1, max_length=200, description="A subject's project (omit: the whole org)"
+    )
+    dry_run: bool = False
+
+    @model_validator(mode="after")
+    def _one_target(self) -> Self:
+        named = [n for n in ("memory", "task", "subject") if getattr(self, n) is not None]
+        if len(named) != 1:
+            raise ValueError("name exactly one of memory, task or subject")
+        if self.subject is not None and self.org is None:
+            raise ValueError("a subject erasure names its org (and optionally its project)")
+        if self.subject is not None and not self.subject.strip():
+            raise ValueError("subject must not be blank")
+        return self
+
+
+class ErasedMemoryPublic(BaseModel):
+    """A memory that goes (or went): no content, only its hash."""
+
+    id: str
+    citation: str
+    scope: str
+    title: str
+    content_sha256: str
+
+
+class ErasedEntryPublic(BaseModel):
+    """A staging entry that goes (or went)."""
+
+    id: int
+    task_id: str
+    seq: int
+    kind: str
+    content_sha256: str
+
+
+class ErasedCandidatePublic(BaseModel):
+    """A promotion candidate that goes (or went), with its plan item."""
+
+    workflow_id: str
+    idx: int
+    title: str
+    content_sha256: str
+
+
+class ErasurePublic(BaseModel):
+    """What an erasure takes (dry run) or took (its receipt is the ERASED event `receipt_event_id`)."""
+
+    kind: ErasureKind
+    dry_run: bool
+    memories: list[ErasedMemoryPublic]
+    staging_entries: list[ErasedEntryPublic]
+    candidates: list[ErasedCandidatePublic]
+    plans: int
+    archive_files: list[str]
+    counts: dict[str, int] = Field(description="Rows deleted or scrubbed, per kind (empty in a dry run)")
+    temporal_workflows: list[str] = Field(
+        description="Promotion workflows involved: their Temporal histories keep ids, counts and the "
+        "short titles of the plan's first items (no content) until Temporal's retention removes them"
+    )
+    receipt_event_id: int | None = None

@@ -1,0 +1,242 @@
+"""Erasure with receipts: one memory, a task, or a subject, with a dry run, leaving an ERASED event.
+
+Who may erase: principals with Casbin's `erase` at the target's scope in its tenant (humans and system by
+default, policy/loregate_policy.csv; agents and orchestrators may not): a memory at its own scope, a task at
+task scope in the task's tenant, a subject at project scope in the named project (org scope without one).
+A caller who may not even read the target is told it does not exist (404), as everywhere else.
+
+A dry run lists what would go: ids, citations, titles and content hashes, never contents. The real run
+deletes and scrubs everything in one transaction (governance/storage/erasure.py) and records the receipt in
+it: an ERASED event with ids, counts, sha256 of each erased content, who and when — no content, no subject
+(only its hash). Staging archive files of an erased task are removed after the commit. Temporal histories
+of the promotion workflows involved hold ids, counts and the short titles of the plan's first items (never
+their content: the plan is a claim check in Postgres): erasure cannot rewrite them, so the receipt names
+those workflows, whose histories go when Temporal's retention removes them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from api.schemas.erasure import (
+    ErasedCandidatePublic,
+    ErasedEntryPublic,
+    ErasedMemoryPublic,
+    ErasureIn,
+    ErasureKind,
+    ErasurePublic,
+)
+from api.services.gateway import GatewayResources, authorize_memory, authorized_task
+from governance.errors import NotFound
+from governance.identity import Principal
+from governance.scopes import Scope
+from governance.storage.derivations import mark_derived_stale
+from governance.storage.erasure import (
+    ErasureSet,
+    content_sha256,
+    erase,
+    memory_erasure_set,
+    record_receipt,
+    subject_erasure_set,
+    task_erasure_set,
+)
+from governance.storage.events import Event, EventType
+from governance.storage.memory_changes import memory_tenant
+
+__all__ = ["ERASE_ACTION", "erase_memory", "erase_task", "erase_subject", "erasure"]
+
+ERASE_ACTION = "erase"
+TEMPORAL_NOTE = (
+    "Temporal histories of these promotion workflows keep ids, counts and the short titles of their plan's "
+    "first items (no content); they go with Temporal's retention of closed workflows"
+)
+
+
+async def erase_memory(
+    state: GatewayResources, principal: Principal, ref: str, *, dry_run: bool
+) -> ErasurePublic:
+    """Erase one memory (uuid or citation) and the memories derived only from it."""
+    async with state.engine.connect() as conn:
+        memory = await memory_tenant(conn, ref)
+    authorize_memory(
+        state,
+        principal,
+        ref,
+        org=memory.org,
+        project=memory.project,
+        scope=memory.scope,
+        action=ERASE_ACTION,
+    )
+    async with state.engine.begin() as conn:
+        found = await memory_erasure_set(conn, memory.id)
+    tenant = (memory.org, memory.project, memory.scope)
+    return await _run(state, principal, "memory", found, tenant, dry_run=dry_run, receipt_memory=memory.id)
+
+
+async def erase_task(
+    state: GatewayResources, principal: Principal, task_id: str, *, dry_run: bool
+) -> ErasurePublic:
+    """Erase a task's staging, its promotion plans, and the memories derived only from it."""
+    task = await authorized_task(state, principal, task_id, ERASE_ACTION, Scope.TASK)
+    async with state.engine.connect() as conn:
+        found = await task_erasure_set(conn, task_id)
+    tenant = (task.org, task.project, Scope.TASK.value)
+    return await _run(state, principal, "task", found, tenant, dry_run=dry_run)
+
+
+async def erase_subject(
+    state: GatewayResources,
+    principal: Principal,
+    subject: str,
+    *,
+    org: str,
+    project: str | None,
+    dry_run: bool,
+) -> ErasurePublic:
+    """Erase every staging entry, candidate and memory of a tenant that contains `subject`."""
+    scope = Scope.PROJECT if project is not None else Scope.ORG
+    authorizer = state.authorizer
+    if not authorizer.allowed(principal, org=org, project=project, scope=scope, action=ERASE_ACTION):
+        if authorizer.allowed(principal, org=org, project=project, scope=scope, action="read"):
+            authorizer.check(principal, org=org, project=project, scope=scope, action=ERASE_ACTION)
+        raise NotFound(f"tenant {org}/{project or '*'} does not exist")
+    async with state.engine.connect() as conn:
+        found = await subject_erasure_set(conn, subject, org=org, project=project)
+    return await _run(state, principal, "subject", found, (org, project, scope.value), dry_run=dry_run)
+
+
+async def erasure(state: GatewayResources, principal: Principal, body: ErasureIn) -> ErasurePublic:
+    """`POST /v1/erasures`: the one target the body names."""
+    if body.memory is not None:
+        return await erase_memory(state, principal, body.memory, dry_run=body.dry_run)
+    if body.task is not None:
+        return await erase_task(state, principal, body.task, dry_run=body.dry_run)
+    assert body.subject is not None and body.org is not None  # the schema's validator
+    return await erase_subject(
+        state, principal, body.subject, org=body.org, project=body.project, dry_run=body.dry_run
+    )
+
+
+async def _run(
+    state: GatewayResources,
+    principal: Principal,
+    kind: ErasureKind,
+    found: ErasureSet,
+    tenant: tuple[str, str | None, str],
+    *,
+    dry_run: bool,
+    receipt_memory: str | None = None,
+) -> ErasurePublic:
+    counts: dict[str, int] = {}
+    receipt_id: int | None = None
+    if not dry_run:
+        async with state.engine.begin() as conn:
+            found = await _fresh(conn, kind, found)
+            erased = set(found.memory_ids)
+            for memory_id in found.memory_ids:  # what builds on an erased memory, and survives, is stale
+                await mark_derived_stale(
+                    conn,
+                    memory_id,
+                    cause="erased",
+                    reason=None,
+                    actor_id=principal.id,
+                    actor_type=principal.actor_type.value,
+                )
+            counts = await erase(conn, found)
+            receipt_id = await record_receipt(
+                conn,
+                Event(
+                    event_type=EventType.ERASED,
+                    actor_id=principal.id,
+                    actor_type=principal.actor_type.value,
+                    memory_id=receipt_memory if receipt_memory in erased else None,
+                    task_id=found.task_id if found.task_id is not None and kind == "task" else None,
+                    reason=f"erasure of a {kind}",
+                    payload=_receipt(kind, found, counts, tenant),
+                ),
+            )
+        await asyncio.to_thread(_remove_archives, state.settings.archive_dir(), found.archive_files)
+    return _public(kind, found, counts, dry_run=dry_run, receipt_id=receipt_id)
+
+
+async def _fresh(conn: AsyncConnection, kind: ErasureKind, found: ErasureSet) -> ErasureSet:
+    """The set read again inside the erasing transaction (rows may have arrived since the first read)."""
+    if kind == "task" and found.task_id is not None:
+        return await task_erasure_set(conn, found.task_id)
+    if kind == "subject" and found.subject is not None and found.org is not None:
+        return await subject_erasure_set(conn, found.subject, org=found.org, project=found.project)
+    return found
+
+
+def _receipt(
+    kind: ErasureKind, found: ErasureSet, counts: dict[str, int], tenant: tuple[str, str | None, str]
+) -> dict[str, object]:
+    """The ERASED event's payload: ids, counts and hashes; never a content, a title or the subject.
+
+    `org`, `project` and `scope` say where the receipt is read (GET /v1/events): what it erased is gone.
+    """
+    org, project, scope = tenant
+    return {
+        "kind": kind,
+        "task_id": found.task_id,
+        "subject_sha256": content_sha256(found.subject) if found.subject is not None else None,
+        "org": org,
+        "project": project,
+        "scope": scope,
+        "memories": [
+            {"id": m.id, "citation": m.citation, "content_sha256": m.content_sha256} for m in found.memories
+        ],
+        "staging_entries": [
+            {"id": e.id, "task_id": e.task_id, "content_sha256": e.content_sha256} for e in found.entries
+        ],
+        "candidates": [
+            {"workflow_id": c.workflow_id, "idx": c.idx, "content_sha256": c.content_sha256}
+            for c in found.candidates
+        ],
+        "archive_files": found.archive_files,
+        "counts": counts,
+        "temporal_workflows": found.workflows,
+        "temporal_note": TEMPORAL_NOTE,
+    }
+
+
+def _remove_archives(archive_dir: Path, files: list[str]) -> None:
+    for relative in files:
+        path = (archive_dir / relative).resolve()
+        if archive_dir.resolve() in path.parents:
+            path.unlink(missing_ok=True)
+
+
+def _public(
+    kind: ErasureKind, found: ErasureSet, counts: dict[str, int], *, dry_run: bool, receipt_id: int | None
+) -> ErasurePublic:
+    return ErasurePublic(
+        kind=kind,
+        dry_run=dry_run,
+        memories=[
+            ErasedMemoryPublic(
+                id=m.id, citation=m.citation, scope=m.scope, title=m.title, content_sha256=m.content_sha256
+            )
+            for m in found.memories
+        ],
+        staging_entries=[
+            ErasedEntryPublic(
+                id=e.id, task_id=e.task_id, seq=e.seq, kind=e.kind, content_sha256=e.content_sha256
+            )
+            for e in found.entries
+        ],
+        candidates=[
+            ErasedCandidatePublic(
+                workflow_id=c.workflow_id, idx=c.idx, title=c.title, content_sha256=c.content_sha256
+            )
+            for c in found.candidates
+        ],
+        plans=len(found.plans),
+        archive_files=found.archive_files,
+        counts=counts,
+        temporal_workflows=found.workflows,
+        receipt_event_id=receipt_id,
+    )

@@ -1,0 +1,206 @@
+"""Erasure with receipts through the real gateway, the Temporal dev server and a worker.
+
+A task stages a fact holding a unique marker, its promotion publishes it; erasing the memory, the task or
+the marker as a subject must leave no trace of the content in search, context, provenance, history, events
+or the promotion plan API, and an ERASED receipt with ids, counts and hashes only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from typing import Any
+
+import httpx
+
+from tests.utils.factories import Actor
+from tests.utils.promotion_gateway import wait_promotion_state
+
+
+def _content(marker: str) -> str:
+    return f"Deploys go through the bastion host {marker}; rotate the bastion keys weekly."
+
+
+async def _published(
+    http: httpx.AsyncClient, team: dict[str, Actor], marker: str
+) -> tuple[str, dict[str, Any]]:
+    """A task whose promotion published one project fact holding `marker`: (task id, the published fact)."""
+    orchestrator, human = team["orchestrator"], team["human"]
+    opened = await http.post(
+        "/v1/tasks",
+        headers=orchestrator.headers,
+        json={
+            "org": orchestrator.principal.org,
+            "project": orchestrator.principal.project,
+            "worktree": "main",
+            "description": "document the deploy path",
+        },
+    )
+    task_id: str = opened.json()["task_id"]
+    entry = {"kind": "fact", "content": _content(marker), "payload": {"note": f"seen {marker}"}}
+    appended = await http.post(
+        f"/v1/tasks/{task_id}/entries", headers=team["agent"].headers, json={"entries": [entry]}
+    )
+    assert appended.status_code == 201, appended.text
+    started = await http.post(
+        f"/v1/tasks/{task_id}/promotion",
+        headers=orchestrator.headers,
+        json={"target_scope": "project", "verification": {"source": "tests_passed", "success": True}},
+    )
+    assert started.status_code == 202, started.text
+    await wait_promotion_state(http, human.headers, task_id, "awaiting_approval")
+    approved = await http.post(f"/v1/promotions/{task_id}/approve", headers=human.headers, json={})
+    assert approved.status_code == 200, approved.text
+    done = await wait_promotion_state(http, human.headers, task_id, "published")
+    facts = [p for p in done["published"] if p["memory_type"] == "fact"]
+    assert len(facts) == 1, done["published"]
+    return task_id, facts[0]
+
+
+async def _assert_gone(
+    http: httpx.AsyncClient, team: dict[str, Actor], marker: str, task_id: str, memory_id: str
+) -> None:
+    """No read path returns the marker any more; the memory itself is gone."""
+    human = team["human"]
+    # a fresh task of the tenant to read from (the erased one may have no staging left)
+    reader = await http.post(
+        "/v1/tasks",
+        headers=team["orchestrator"].headers,
+        json={
+            "org": human.principal.org,
+            "project": human.principal.project,
+            "worktree": "main",
+            "description": "read back",
+        },
+    )
+    reader_id = reader.json()["task_id"]
+    query = {"query": "deploys bastion host keys", "task_id": reader_id}
+    for path in ("/v1/search", "/v1/context"):
+        answer = await http.post(path, headers=human.headers, json=query)
+        assert answer.status_code == 200, answer.text
+        assert marker not in answer.text, path
+    shown = await http.get(f"/v1/memories/{memory_id}", headers=human.headers)
+    assert shown.status_code == 404
+    history = await http.get(f"/v1/memories/{memory_id}/history", headers=human.headers)
+    assert history.status_code == 404
+    events = await http.get("/v1/events", headers=human.headers, params={"limit": 200})
+    assert events.status_code == 200 and marker not in events.text
+    mine = await http.get(f"/v1/memories/{memory_id}/events", headers=human.headers)
+    assert marker not in mine.text
+    for path in (f"/v1/promotions/{task_id}", f"/v1/promotions/{task_id}/plan"):
+        plan = await http.get(path, headers=human.headers)
+        assert marker not in plan.text, path
+
+
+def _marker() -> str:
+    return f"zx-{uuid.uuid4().hex[:12]}"
+
+
+async def _receipt(http: httpx.AsyncClient, headers: dict[str, str], event_id: int) -> dict[str, Any]:
+    events = await http.get("/v1/events", headers=headers, params={"type": "ERASED", "limit": 200})
+    assert events.status_code == 200, events.text
+    [receipt] = [e for e in events.json()["events"] if e["id"] == event_id]
+    return receipt
+
+
+async def test_erase_memory_dry_run_lists_and_keeps(http: httpx.AsyncClient, team: dict[str, Actor]) -> None:
+    marker = _marker()
+    _, fact = await _published(http, team, marker)
+    dry = await http.delete(
+        f"/v1/memories/{fact['memory_id']}", headers=team["human"].headers, params={"dry_run": "true"}
+    )
+    assert dry.status_code == 200, dry.text
+    body = dry.json()
+    assert body["dry_run"] is True and body["receipt_event_id"] is None and body["counts"] == {}
+    assert [m["id"] for m in body["memories"]] == [fact["memory_id"]]
+    # titles (a fact's title is its first words) and hashes, never the content itself
+    assert _content(marker) not in dry.text and len(body["memories"][0]["content_sha256"]) == 64
+    still = await http.get(f"/v1/memories/{fact['memory_id']}", headers=team["human"].headers)
+    assert still.status_code == 200 and marker in still.text
+
+
+async def test_erase_memory_leaves_receipt_and_no_content(
+    http: httpx.AsyncClient, team: dict[str, Actor]
+) -> None:
+    marker = _marker()
+    task_id, fact = await _published(http, team, marker)
+    erased = await http.delete(f"/v1/memories/{fact['memory_id']}", headers=team["human"].headers)
+    assert erased.status_code == 200, erased.text
+    body = erased.json()
+    assert body["counts"]["memories"] == 1 and body["receipt_event_id"] is not None
+    assert body["temporal_workflows"]  # the promotion that published it is named
+    receipt = await _receipt(http, team["human"].headers, body["receipt_event_id"])
+    assert receipt["actor_id"] == team["human"].principal.id and marker not in str(receipt)
+    assert receipt["payload"]["memories"][0]["id"] == fact["memory_id"]
+    assert "Temporal" in receipt["payload"]["temporal_note"]
+    # the memory's content is gone everywhere; the staging entry is the task's (not erased with a memory)
+    query = {"query": f"bastion host {marker}", "task_id": task_id}
+    found = await http.post("/v1/search", headers=team["human"].headers, json=query)
+    assert fact["memory_id"] not in found.text
+    shown = await http.get(f"/v1/memories/{fact['memory_id']}", headers=team["human"].headers)
+    assert shown.status_code == 404
+
+
+async def test_erase_task_takes_staging_plans_and_memories(
+    http: httpx.AsyncClient, team: dict[str, Actor]
+) -> None:
+    marker = _marker()
+    task_id, fact = await _published(http, team, marker)
+    dry = await http.post(
+        "/v1/erasures", headers=team["human"].headers, json={"task": task_id, "dry_run": True}
+    )
+    assert dry.status_code == 200, dry.text
+    assert dry.json()["staging_entries"] and dry.json()["plans"] >= 1 and _content(marker) not in dry.text
+    erased = await http.post("/v1/erasures", headers=team["human"].headers, json={"task": task_id})
+    assert erased.status_code == 200, erased.text
+    body = erased.json()
+    assert fact["memory_id"] in [m["id"] for m in body["memories"]]
+    assert body["counts"]["staging_entries"] >= 1 and body["counts"]["plans"] >= 1
+    entries = await http.get(f"/v1/tasks/{task_id}/entries", headers=team["human"].headers)
+    assert marker not in entries.text
+    await _assert_gone(http, team, marker, task_id, fact["memory_id"])
+    receipt = await _receipt(http, team["human"].headers, body["receipt_event_id"])
+    assert receipt["task_id"] == task_id and marker not in str(receipt)
+
+
+async def test_erase_subject_takes_every_text_holding_it(
+    http: httpx.AsyncClient, team: dict[str, Actor]
+) -> None:
+    marker = _marker()
+    task_id, fact = await _published(http, team, marker)
+    human = team["human"]
+    tenant = {"org": human.principal.org, "project": human.principal.project}
+    erased = await http.post("/v1/erasures", headers=human.headers, json={"subject": marker, **tenant})
+    assert erased.status_code == 200, erased.text
+    body = erased.json()
+    assert fact["memory_id"] in [m["id"] for m in body["memories"]] and body["counts"]["staging_entries"] == 1
+    entries = await http.get(f"/v1/tasks/{task_id}/entries", headers=human.headers)
+    assert marker not in entries.text
+    await _assert_gone(http, team, marker, task_id, fact["memory_id"])
+    receipt = await _receipt(http, human.headers, body["receipt_event_id"])
+    assert receipt["payload"]["subject_sha256"] == hashlib.sha256(marker.encode()).hexdigest()
+    assert marker not in str(receipt)
+
+
+async def test_erase_refused_to_agents_outsiders_and_bad_input(
+    http: httpx.AsyncClient, team: dict[str, Actor]
+) -> None:
+    _, fact = await _published(http, team, _marker())
+    memory = f"/v1/memories/{fact['memory_id']}"
+    assert (await http.delete(memory, headers=team["agent"].headers)).status_code == 403
+    assert (await http.delete(memory, headers=team["orchestrator"].headers)).status_code == 403
+    assert (await http.delete(memory, headers=team["outsider"].headers)).status_code == 404
+    human = team["human"]
+    outsider_subject = {"subject": "bastion", "org": human.principal.org, "project": human.principal.project}
+    assert (
+        await http.post("/v1/erasures", headers=team["outsider"].headers, json=outsider_subject)
+    ).status_code == 404
+    for bad in (
+        {},
+        {"memory": fact["memory_id"], "task": "t"},
+        {"subject": "bastion"},
+        {"subject": "ab", "org": "o"},
+    ):
+        answer = await http.post("/v1/erasures", headers=human.headers, json=bad)
+        assert answer.status_code == 422, (bad, answer.text)
+    assert (await http.get(memory, headers=human.headers)).status_code == 200
