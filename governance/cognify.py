@@ -6,7 +6,8 @@ configured but fails. It reads entry kinds:
 - `fact`, `preference`, `insight`, `skill` entries become candidates of that memory type;
 - `decision` entries are the key decisions; a decision that names a canonical key also becomes a fact;
 - `error` entries of a successful task become `bug_pattern` candidates, paired with the first later
-  `result` or `decision` (what fixed it);
+  `result` or `decision` (what fixed it), keyed by the error's signature (`governance/bug_signature.py`;
+  a payload `stack` is read too), so a later task meeting the same error merges into the same pattern;
 - `approach` entries whose payload says `{"outcome": "failed"}` feed the critique;
 - `result` entries give the outcome summary; `{"repeatable": true}` in any payload marks the task repeatable.
 
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from governance.bug_signature import FIX_MARKER, error_signature
 from governance.scopes import EntryKind, MemoryType
 
 __all__ = [
@@ -133,6 +135,11 @@ def _candidate(memory_type: MemoryType, entry: StagedEntry, content: str | None 
     )
 
 
+def _stack_of(payload: dict[str, Any]) -> str | None:
+    stack = payload.get("stack")
+    return stack if isinstance(stack, str) else None
+
+
 def _reward(success: bool, errors: int, failed_approaches: int) -> float:
     # success earns most of the reward; every detour (error, failed approach) costs a little of it
     if success:
@@ -170,9 +177,19 @@ def rule_based_analysis(task_description: str, entries: list[StagedEntry], *, su
                 bug = _candidate(
                     MemoryType.BUG_PATTERN,
                     entry,
-                    f"{entry.content.strip()}\nResolved by: {fix.content.strip()}",
+                    f"{entry.content.strip()}{FIX_MARKER}{fix.content.strip()}",
                 )
-                candidates.append(Candidate(**{**bug.__dict__, "source_entry_ids": [entry.id, fix.id]}))
+                # the error's signature is its key: a later task meeting the same error merges into it
+                signature = error_signature(entry.content, _stack_of(payload))
+                candidates.append(
+                    Candidate(
+                        **{
+                            **bug.__dict__,
+                            "canonical_key": signature.key,
+                            "source_entry_ids": [entry.id, fix.id],
+                        }
+                    )
+                )
         elif entry.kind == EntryKind.APPROACH and payload.get("outcome") == "failed":
             failed_approaches.append(title_of(entry.content, entry.payload))
         elif entry.kind == EntryKind.RESULT:
