@@ -281,6 +281,11 @@ class _Calls:
         )
 
     @staticmethod
+    def match_bug_pattern(error: str, task_id: str, stack: str | None, k: int | None) -> _Call:
+        body = _drop_none({"error": error, "task_id": task_id, "stack": stack, "k": k})
+        return _Call("POST", "/v1/bug-patterns/match", body)
+
+    @staticmethod
     def memory(ref: str) -> _Call:
         return _Call("GET", f"/v1/memories/{_seg(ref)}")
 
@@ -482,6 +487,12 @@ class LoregateClient:
     def context(self, query: str, *, task_id: str, max_tokens: int | None = None) -> dict[str, Any]:
         return self._send(_Calls.context(query, task_id, max_tokens))
 
+    def match_bug_pattern(
+        self, error: str, *, task_id: str, stack: str | None = None, k: int | None = None
+    ) -> dict[str, Any]:
+        """Bug patterns matching an error (same signature first), each with its best solutions first."""
+        return self._send(_Calls.match_bug_pattern(error, task_id, stack, k))
+
     def memory(self, citation: str) -> dict[str, Any]:
         """A memory by citation (`mem:abc123`, `abc123`) or id, with its provenance and history."""
         return self._send(_Calls.memory(citation))
@@ -660,6 +671,11 @@ class AsyncLoregateClient:
 
     async def context(self, query: str, *, task_id: str, max_tokens: int | None = None) -> dict[str, Any]:
         return await self._send(_Calls.context(query, task_id, max_tokens))
+
+    async def match_bug_pattern(
+        self, error: str, *, task_id: str, stack: str | None = None, k: int | None = None
+    ) -> dict[str, Any]:
+        return await self._send(_Calls.match_bug_pattern(error, task_id, stack, k))
 
     async def memory(self, citation: str) -> dict[str, Any]:
         return await self._send(_Calls.memory(citation))

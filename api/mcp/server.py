@@ -28,6 +28,7 @@ __all__ = ["TOOL_NAMES", "build_server", "main"]
 TOOL_NAMES = (
     "search",
     "get_memory",
+    "match_bug_pattern",
     "get_context",
     "append_staging",
     "check_approach",
@@ -110,6 +111,16 @@ def build_server(client: AsyncLoregateClient | None = None) -> MCPServer:
         """Search the shared memory your task can see; each result has a citation, its score and why."""
         answer = gateway().search(query, task_id=_task(task_id), k=k, types=types, compact=compact)
         return await _answer(answer)
+
+    @server.tool()
+    async def match_bug_pattern(
+        error: Annotated[str, Field(description="The error message or traceback you met")],
+        task_id: TaskId = None,
+        stack: Annotated[str | None, Field(description="The stack trace, if apart from the error")] = None,
+        k: Annotated[int, Field(ge=1, le=50, description="How many patterns")] = 5,
+    ) -> dict[str, Any]:
+        """Bug patterns seen before for this error (same signature first), with their best fixes first."""
+        return await _answer(gateway().match_bug_pattern(error, task_id=_task(task_id), stack=stack, k=k))
 
     @server.tool()
     async def get_memory(
