@@ -18,6 +18,10 @@ quoting a replaced decision) keeps its place in rank order (ranking already lowe
 Omitting it would hide the only how-to an agent may have; marking it tells the agent to check it against the
 current facts, which the same block usually holds.
 
+**Code rules appear once established.** A code rule's confidence follows its observations (an EMA,
+governance/trust.py); only a rule above 0.8 has held often enough to bind the work, so a weaker one is left
+out of the block (search still finds it).
+
 The block never exceeds its token budget. Tokens are *estimated*, deterministically and without a tokenizer
 (none ships offline for every model): every ASCII character counts a quarter token (BPE tokenizers average
 about four English characters per token), rounded up over the whole text, and every other character (Hangul,
@@ -33,6 +37,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+
+from governance.trust import is_established_rule
 
 __all__ = [
     "ContextItem",
@@ -153,6 +159,8 @@ def build_context_block(items: Sequence[ContextItem], *, max_tokens: int) -> Con
     placed: dict[str, list[str]] = {}  # citations per group, in group order
     omitted = 0
     for item in items:
+        if item.memory_type == "code_rule" and not is_established_rule(item.confidence):
+            continue  # not established (yet, or any more): not guidance the agent should follow
         line = _fit(groups, item, _clean(item.content), max_tokens)
         if line is None:
             omitted += 1

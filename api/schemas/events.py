@@ -34,6 +34,8 @@ EventKind = Literal[
     "APPROACH_REFUSED",
     "PROMOTION",
     "APPROVAL_GRANT",
+    "STAGING_ARCHIVED",
+    "OBSERVED",
 ]
 
 

@@ -1,4 +1,4 @@
-"""Request and response models of memory that learns: matching an error against bug patterns."""
+"""Request and response models of memory that learns: bug patterns matched to an error, code rules."""
 
 from __future__ import annotations
 
@@ -7,8 +7,18 @@ from datetime import datetime
 from pydantic import BaseModel, Field
 
 from api.schemas.text import Text
+from governance.trust import RuleOutcome
 
-__all__ = ["BugMatchIn", "SolutionPublic", "BugPatternPublic", "BugMatchPublic"]
+__all__ = [
+    "BugMatchIn",
+    "SolutionPublic",
+    "BugPatternPublic",
+    "BugMatchPublic",
+    "ObservationIn",
+    "ObservationPublic",
+    "CodeRulePublic",
+    "RuleCandidatesPublic",
+]
 
 
 class BugMatchIn(BaseModel):
@@ -53,3 +63,43 @@ class BugMatchPublic(BaseModel):
     error_type: str
     signature: str
     patterns: list[BugPatternPublic]
+
+
+class ObservationIn(BaseModel):
+    """What happened when a code rule met the work."""
+
+    outcome: RuleOutcome = Field(
+        description="`followed_passed` (EMA towards 1), `violated` or `rejected_by_human` (towards 0)"
+    )
+    note: Text | None = Field(default=None, max_length=2000, description="Why, for the audit trail")
+
+
+class ObservationPublic(BaseModel):
+    """The rule's confidence before and after the observation, and what it now is."""
+
+    id: str
+    citation: str
+    outcome: RuleOutcome
+    confidence_before: float
+    confidence: float
+    established: bool = Field(description="Above 0.8: shown in the context block")
+    retirement_candidate: bool = Field(description="Below 0.3: listed at GET /v1/code-rules/candidates")
+
+
+class CodeRulePublic(BaseModel):
+    """A code rule with its confidence."""
+
+    id: str
+    citation: str
+    scope: str
+    scope_key: str
+    title: str
+    content: str
+    confidence: float
+    updated_at: datetime
+
+
+class RuleCandidatesPublic(BaseModel):
+    """Code rules below 0.3 the caller may read: candidates for a human to retire, weakest first."""
+
+    rules: list[CodeRulePublic]

@@ -26,7 +26,9 @@ from governance.ranking import (
     ScoreWeights,
     TypePreference,
 )
+from governance.storage.code_rules import established_rules
 from governance.storage.retrieval import SearchHit, record_retrievals, search
+from governance.trust import ESTABLISHED_RULE
 
 __all__ = [
     "SearchOutcome",
@@ -43,6 +45,8 @@ _log = logging.getLogger("loregate.reading")
 
 # A context block draws from more memories than a search page shows: the budget, not k, decides what fits.
 CONTEXT_CANDIDATES = 30
+# established code rules of the reader's scopes the block carries whatever the query (they bind all work)
+CONTEXT_RULES = 5
 
 
 @dataclass(frozen=True)
@@ -198,6 +202,20 @@ async def build_context(
         )
         for h in outcome.hits
     ]
+    if types is None or "code_rule" in types:
+        async with engine.connect() as conn:
+            rules = await established_rules(
+                conn, scope_keys=list(scope_keys), threshold=ESTABLISHED_RULE, limit=CONTEXT_RULES
+            )
+        found = {i.citation for i in items}
+        items = [
+            *(
+                ContextItem(r.citation, "code_rule", r.title, r.content, r.created_at, r.confidence)
+                for r in rules
+                if r.citation not in found
+            ),
+            *items,
+        ]
     return ContextOutcome(block=build_context_block(items, max_tokens=max_tokens), search=outcome)
 
 

@@ -66,6 +66,8 @@ class EventType(StrEnum):
     APPROVAL_GRANT = "APPROVAL_GRANT"
     # a chunk of a task's staging left for an archive file (its path, sha256, count and seq range)
     STAGING_ARCHIVED = "STAGING_ARCHIVED"
+    # an orchestrator or human observed a code rule (followed and passed, violated, rejected): its EMA moved
+    OBSERVED = "OBSERVED"
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.utils.factories import Actor
 from tests.utils.promotion_gateway import wait_promotion_state
@@ -108,3 +109,104 @@ async def test_bug_patterns_match_bad_input_is_422(http: httpx.AsyncClient, team
     for body in ({"task_id": task_id}, {"task_id": task_id, "error": ""}, {"error": "KeyError: 'x'"}):
         answer = await http.post("/v1/bug-patterns/match", headers=team["agent"].headers, json=body)
         assert answer.status_code == 422, (body, answer.text)
+
+
+RULE = "Every outbound HTTP call from billing sets a timeout below 2 seconds."
+
+
+async def _published_rule(http: httpx.AsyncClient, team: dict[str, Actor]) -> dict[str, Any]:
+    task_id = await _open_task(http, team, "set billing timeouts")
+    appended = await http.post(
+        f"/v1/tasks/{task_id}/entries",
+        headers=team["agent"].headers,
+        json={"entries": [{"kind": "rule", "content": RULE}]},
+    )
+    assert appended.status_code == 201, appended.text
+    started = await http.post(
+        f"/v1/tasks/{task_id}/promotion",
+        headers=team["orchestrator"].headers,
+        json={"target_scope": "worktree", "verification": {"source": "tests_passed", "success": True}},
+    )
+    assert started.status_code == 202, started.text
+    done = await wait_promotion_state(http, team["human"].headers, task_id, "published")
+    [rule] = [p for p in done["published"] if p["memory_type"] == "code_rule"]
+    return {"task_id": task_id, **rule}
+
+
+async def _observe(http: httpx.AsyncClient, actor: Actor, memory_id: str, outcome: str) -> httpx.Response:
+    return await http.post(
+        f"/v1/memories/{memory_id}/observations", headers=actor.headers, json={"outcome": outcome}
+    )
+
+
+async def _context(http: httpx.AsyncClient, team: dict[str, Actor], task_id: str) -> dict[str, Any]:
+    answer = await http.post(
+        "/v1/context",
+        headers=team["agent"].headers,
+        json={"task_id": task_id, "query": "refactor the invoice export", "max_tokens": 2000},
+    )
+    assert answer.status_code == 200, answer.text
+    body: dict[str, Any] = answer.json()
+    return body
+
+
+async def test_code_rules_observations_move_confidence_by_ema(
+    http: httpx.AsyncClient, team: dict[str, Actor]
+) -> None:
+    rule = await _published_rule(http, team)
+    rule_id, task_id = rule["memory_id"], rule["task_id"]
+    expected = 0.8  # verified (0.6) + tests_passed (0.2)
+    assert RULE not in (await _context(http, team, task_id))["context"]
+
+    followed = await _observe(http, team["orchestrator"], rule_id, "followed_passed")
+    assert followed.status_code == 200, followed.text
+    expected = 0.8 * expected + 0.2
+    assert followed.json()["confidence"] == pytest.approx(expected)
+    assert followed.json()["established"] is True
+    # established: in the context block whatever the query
+    assert RULE in (await _context(http, team, task_id))["context"]
+
+    for actor, outcome in [
+        (team["orchestrator"], "violated"),
+        (team["human"], "rejected_by_human"),
+        (team["orchestrator"], "violated"),
+        (team["orchestrator"], "violated"),
+        (team["human"], "violated"),
+    ]:
+        answer = await _observe(http, actor, rule_id, outcome)
+        assert answer.status_code == 200, answer.text
+        expected = 0.8 * expected
+        assert answer.json()["confidence"] == pytest.approx(expected)
+    assert expected < 0.3 and answer.json()["retirement_candidate"] is True
+    assert RULE not in (await _context(http, team, task_id))["context"]
+
+    listed = await http.get("/v1/code-rules/candidates", headers=team["human"].headers)
+    assert listed.status_code == 200, listed.text
+    assert [r["id"] for r in listed.json()["rules"]] == [rule_id]
+    elsewhere = await http.get("/v1/code-rules/candidates", headers=team["outsider"].headers)
+    assert elsewhere.json()["rules"] == []
+
+    events = await http.get(f"/v1/memories/{rule_id}/events", headers=team["human"].headers)
+    assert events.status_code == 200, events.text
+    observed = [e for e in events.json()["events"] if e["type"] == "OBSERVED"]
+    assert len(observed) == 6
+    assert observed[-1]["payload"]["outcome"] == "violated"
+
+
+async def test_code_rules_observations_refused_to_agents_and_bad_input(
+    http: httpx.AsyncClient, team: dict[str, Actor]
+) -> None:
+    rule = await _published_rule(http, team)
+    rule_id = rule["memory_id"]
+    assert (await _observe(http, team["agent"], rule_id, "followed_passed")).status_code == 403
+    assert (await _observe(http, team["orchestrator"], rule_id, "rejected_by_human")).status_code == 403
+    assert (await _observe(http, team["outsider"], rule_id, "violated")).status_code == 404
+    assert (await _observe(http, team["human"], rule_id, "ignored")).status_code == 422
+    missing = await http.post(f"/v1/memories/{rule_id}/observations", headers=team["human"].headers, json={})
+    assert missing.status_code == 422
+    episode_id = next(
+        p["memory_id"]
+        for p in (await _task_meeting(http, team, "ValueError: x"))["published"]
+        if p["memory_type"] == "episode"
+    )
+    assert (await _observe(http, team["human"], episode_id, "violated")).status_code == 422
