@@ -204,7 +204,7 @@ def rule_observer_refusal(
         return None
     kind = ActorType(actor_type)
     if RuleOutcome(outcome) is RuleOutcome.REJECTED_BY_HUMAN and kind is not ActorType.HUMAN:
-        return f"only a human may reject a code rule, not a {kind.value}"
+        return f"only a human may reject a code rule; this caller is {kind.value}"
     if kind not in (ActorType.ORCHESTRATOR, ActorType.HUMAN):
-        return f"observations of code rules come from orchestrators and humans, not a {kind.value}"
+        return f"observations of code rules come from orchestrators and humans; this caller is {kind.value}"
     return None

@@ -286,6 +286,15 @@ class _Calls:
         return _Call("POST", "/v1/bug-patterns/match", body)
 
     @staticmethod
+    def observe_rule(ref: str, outcome: str, note: str | None) -> _Call:
+        body = _drop_none({"outcome": outcome, "note": note})
+        return _Call("POST", f"/v1/memories/{_seg(ref)}/observations", body)
+
+    @staticmethod
+    def rule_candidates() -> _Call:
+        return _Call("GET", "/v1/code-rules/candidates")
+
+    @staticmethod
     def memory(ref: str) -> _Call:
         return _Call("GET", f"/v1/memories/{_seg(ref)}")
 
@@ -493,6 +502,14 @@ class LoregateClient:
         """Bug patterns matching an error (same signature first), each with its best solutions first."""
         return self._send(_Calls.match_bug_pattern(error, task_id, stack, k))
 
+    def observe_rule(self, memory: str, outcome: str, *, note: str | None = None) -> dict[str, Any]:
+        """How a code rule fared (`followed_passed`, `violated`, `rejected_by_human`): its EMA moves."""
+        return self._send(_Calls.observe_rule(memory, outcome, note))
+
+    def rule_candidates(self) -> dict[str, Any]:
+        """Code rules below 0.3 you may read: candidates to retire, weakest first."""
+        return self._send(_Calls.rule_candidates())
+
     def memory(self, citation: str) -> dict[str, Any]:
         """A memory by citation (`mem:abc123`, `abc123`) or id, with its provenance and history."""
         return self._send(_Calls.memory(citation))
@@ -676,6 +693,12 @@ class AsyncLoregateClient:
         self, error: str, *, task_id: str, stack: str | None = None, k: int | None = None
     ) -> dict[str, Any]:
         return await self._send(_Calls.match_bug_pattern(error, task_id, stack, k))
+
+    async def observe_rule(self, memory: str, outcome: str, *, note: str | None = None) -> dict[str, Any]:
+        return await self._send(_Calls.observe_rule(memory, outcome, note))
+
+    async def rule_candidates(self) -> dict[str, Any]:
+        return await self._send(_Calls.rule_candidates())
 
     async def memory(self, citation: str) -> dict[str, Any]:
         return await self._send(_Calls.memory(citation))

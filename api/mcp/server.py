@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -29,6 +29,7 @@ TOOL_NAMES = (
     "search",
     "get_memory",
     "match_bug_pattern",
+    "observe_code_rule",
     "get_context",
     "append_staging",
     "check_approach",
@@ -121,6 +122,18 @@ def build_server(client: AsyncLoregateClient | None = None) -> MCPServer:
     ) -> dict[str, Any]:
         """Bug patterns seen before for this error (same signature first), with their best fixes first."""
         return await _answer(gateway().match_bug_pattern(error, task_id=_task(task_id), stack=stack, k=k))
+
+    @server.tool()
+    async def observe_code_rule(
+        memory: Annotated[str, Field(description="The code rule: `mem:abc123`, `abc123`, or its id")],
+        outcome: Annotated[
+            Literal["followed_passed", "violated", "rejected_by_human"],
+            Field(description="Followed and the work passed, violated, or rejected by a human"),
+        ],
+        note: Annotated[str | None, Field(description="Why, for the audit trail")] = None,
+    ) -> dict[str, Any]:
+        """Report how a code rule fared (orchestrators and humans); its confidence moves by EMA (α 0.2)."""
+        return await _answer(gateway().observe_rule(_citation(memory), outcome, note=note))
 
     @server.tool()
     async def get_memory(
