@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from governance.bug_signature import ErrorSignature, add_attempt
 from governance.storage.memory_rows import vector_literal
 
-__all__ = ["BugPatternMatch", "record_occurrence", "match_bug_patterns"]
+__all__ = ["BugPatternMatch", "record_occurrence", "match_bug_patterns", "bug_pattern_stats"]
 
 
 @dataclass(frozen=True)
@@ -145,3 +145,19 @@ async def match_bug_patterns(
         )
         for r in rows
     ]
+
+
+async def bug_pattern_stats(
+    conn: AsyncConnection, memory_ids: Sequence[str]
+) -> dict[str, tuple[str, list[Any]]]:
+    """(signature, solutions) of the bug patterns among `memory_ids` that have statistics."""
+    if not memory_ids:
+        return {}
+    rows = await conn.execute(
+        text(
+            "SELECT memory_id::text AS id, signature, solutions FROM bug_patterns "
+            "WHERE memory_id = ANY(CAST(:ids AS uuid[]))"
+        ),
+        {"ids": list(memory_ids)},
+    )
+    return {r.id: (r.signature, list(r.solutions)) for r in rows}

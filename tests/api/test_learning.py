@@ -85,6 +85,17 @@ async def test_bug_patterns_same_error_varied_messages_merge_and_match(
     assert top["occurrences"] == 2
     assert top["solutions"] == [{"solution": FIX, "successes": 2, "attempts": 2, "success_rate": 1.0}]
 
+    # the context block of a task about to meet it again says what to try, citing the pattern
+    context = await http.post(
+        "/v1/context",
+        headers=team["agent"].headers,
+        json={"task_id": reader, "query": "KeyError loading the user cache", "max_tokens": 2000},
+    )
+    assert context.status_code == 200, context.text
+    assert (
+        f"- try: {FIX} (for KeyError: <q>, 2/2 passed) [mem:{top['citation']}]" in context.json()["context"]
+    )
+
     outsider_task = await http.post(
         "/v1/tasks",
         headers=team["outsider"].headers,
