@@ -23,16 +23,19 @@ from governance.dedup import normalise_text
 
 __all__ = [
     "FIX_MARKER",
+    "FAILED_MARKER",
     "ErrorSignature",
     "SolutionStats",
     "error_signature",
     "signature_key",
     "split_bug_pattern",
+    "failed_fixes",
     "add_attempt",
     "ranked_solutions",
 ]
 
 FIX_MARKER = "\nResolved by: "
+FAILED_MARKER = "\nTried without success: "
 _KEY_PREFIX = "bug."
 _MESSAGE_CHARS = 300
 
@@ -103,9 +106,16 @@ def error_signature(error: str, stack: str | None = None) -> ErrorSignature:
 
 
 def split_bug_pattern(content: str) -> tuple[str, str | None]:
-    """A bug pattern's content (cognify's `error` + `FIX_MARKER` + fix) as (error, fix or None)."""
-    error, marker, fix = content.partition(FIX_MARKER)
+    """A bug pattern's content (cognify's error, failed fixes, `FIX_MARKER` + fix) as (error, fix or None)."""
+    head, marker, fix = content.partition(FIX_MARKER)
+    error = head.partition(FAILED_MARKER)[0]
     return error.strip(), (fix.strip() or None) if marker else None
+
+
+def failed_fixes(content: str) -> list[str]:
+    """The fixes a bug pattern's content records as tried without success (before the one that held)."""
+    head = content.partition(FIX_MARKER)[0]
+    return [part.strip() for part in head.split(FAILED_MARKER)[1:] if part.strip()]
 
 
 @dataclass(frozen=True)

@@ -49,8 +49,10 @@ async def record_occurrence(
     signature: ErrorSignature,
     solution: str | None,
     succeeded: bool,
+    failed: Sequence[str] = (),
 ) -> None:
-    """One more occurrence of the pattern `memory_id`, with the solution the task tried and its outcome."""
+    """One more occurrence of the pattern `memory_id`: the fixes that did not hold (`failed`, one failed
+    attempt each), and the solution the task ended with and its outcome."""
     row = (
         await conn.execute(
             text("SELECT solutions FROM bug_patterns WHERE memory_id = CAST(:id AS uuid) FOR UPDATE"),
@@ -58,7 +60,11 @@ async def record_occurrence(
         )
     ).first()
     stored: list[Any] = list(row.solutions) if row is not None else []
-    solutions = add_attempt(stored, solution, succeeded=succeeded) if solution else stored
+    solutions: list[Any] = stored
+    for attempt in failed:
+        solutions = add_attempt(solutions, attempt, succeeded=False)
+    if solution:
+        solutions = add_attempt(solutions, solution, succeeded=succeeded)
     await conn.execute(
         text(
             """

@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from governance.bug_signature import error_signature, split_bug_pattern
+from governance.bug_signature import error_signature, failed_fixes, split_bug_pattern
 from governance.dedup import BUG_PATTERN, Decision, DecisionKind, Neighbour, classify, content_hash
 from governance.errors import Conflict, InvalidInput
 from governance.scopes import ValidationSource
@@ -232,6 +232,7 @@ async def _count_bug_occurrence(conn: AsyncConnection, mem: NewMemory, memory_id
         scope_key=mem.scope_key,
         signature=error_signature(error),
         solution=fix,
+        failed=failed_fixes(mem.content),
         # bug patterns come from verified tasks (cognify); an unknown outcome is not a success
         succeeded=mem.success is True,
     )

@@ -16,6 +16,7 @@ from tests.utils.factories import Actor
 from tests.utils.promotion_gateway import wait_promotion_state
 
 FIX = "Guard the lookup with dict.get and a default"
+RETRY = "Retry the cache load once"
 
 
 def _error(name: str, path: str, line: int) -> str:
@@ -42,9 +43,18 @@ async def _open_task(http: httpx.AsyncClient, team: dict[str, Actor], descriptio
     return task_id
 
 
-async def _task_meeting(http: httpx.AsyncClient, team: dict[str, Actor], error: str) -> dict[str, Any]:
+async def _task_meeting(
+    http: httpx.AsyncClient, team: dict[str, Actor], error: str, *, retried: str | None = None
+) -> dict[str, Any]:
     task_id = await _open_task(http, team, "load the user cache")
     entries = [{"kind": "error", "content": error}, {"kind": "result", "content": FIX}]
+    if retried is not None:  # a first fix that did not hold: the same error came back after it
+        entries = [
+            {"kind": "error", "content": error},
+            {"kind": "decision", "content": RETRY},
+            {"kind": "error", "content": retried},
+            {"kind": "result", "content": FIX},
+        ]
     appended = await http.post(
         f"/v1/tasks/{task_id}/entries", headers=team["agent"].headers, json={"entries": entries}
     )
@@ -69,7 +79,12 @@ async def test_bug_patterns_same_error_varied_messages_merge_and_match(
     http: httpx.AsyncClient, team: dict[str, Actor]
 ) -> None:
     first = await _task_meeting(http, team, _error("user_42", "/app/src/cache.py", 42))
-    second = await _task_meeting(http, team, _error("order_9", "/home/ci/build/7/cache.py", 108))
+    second = await _task_meeting(
+        http,
+        team,
+        _error("order_9", "/home/ci/build/7/cache.py", 108),
+        retried=_error("order_10", "/home/ci/build/7/cache.py", 109),
+    )
     [bug1] = [p for p in first["published"] if p["memory_type"] == "bug_pattern"]
     [bug2] = [p for p in second["published"] if p["memory_type"] == "bug_pattern"]
     assert bug1["memory_id"] == bug2["memory_id"], (bug1, bug2)
@@ -83,7 +98,10 @@ async def test_bug_patterns_same_error_varied_messages_merge_and_match(
     top = body["patterns"][0]
     assert top["id"] == bug1["memory_id"] and top["same_signature"] is True
     assert top["occurrences"] == 2
-    assert top["solutions"] == [{"solution": FIX, "successes": 2, "attempts": 2, "success_rate": 1.0}]
+    assert top["solutions"] == [
+        {"solution": FIX, "successes": 2, "attempts": 2, "success_rate": 1.0},
+        {"solution": RETRY, "successes": 0, "attempts": 1, "success_rate": 0.0},
+    ]
 
     # the context block of a task about to meet it again says what to try, citing the pattern
     context = await http.post(

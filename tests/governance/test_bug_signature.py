@@ -5,9 +5,11 @@ from __future__ import annotations
 import pytest
 
 from governance.bug_signature import (
+    FAILED_MARKER,
     FIX_MARKER,
     add_attempt,
     error_signature,
+    failed_fixes,
     ranked_solutions,
     split_bug_pattern,
 )
@@ -196,3 +198,29 @@ def test_classify_bug_pattern_same_signature_merges_not_supersedes() -> None:
         memory_type="bug_pattern",
     )
     assert decision.kind is DecisionKind.DUPLICATE and decision.target_id == "m1"
+
+
+def test_cognify_fix_after_which_the_error_came_back_is_tried_without_success() -> None:
+    entries = [
+        _entry(1, "error", "KeyError: 'user_1'"),
+        _entry(2, "decision", "Retry the load"),
+        _entry(3, "error", "KeyError: 'user_2'"),
+        _entry(4, "result", "Use dict.get"),
+        _entry(5, "error", "ValueError: bad 7"),
+    ]
+    analysis = rule_based_analysis("t", entries, success=True)
+    (bug,) = [c for c in analysis.candidates if c.memory_type == "bug_pattern"]
+    assert bug.content == f"KeyError: 'user_1'{FAILED_MARKER}Retry the load{FIX_MARKER}Use dict.get"
+    assert bug.source_entry_ids == [1, 2, 3, 4]
+    assert split_bug_pattern(bug.content) == ("KeyError: 'user_1'", "Use dict.get")
+    assert failed_fixes(bug.content) == ["Retry the load"]
+
+
+def test_cognify_repeated_error_before_any_fix_is_not_a_failed_fix() -> None:
+    entries = [
+        _entry(1, "error", "KeyError: 'a'"),
+        _entry(2, "error", "KeyError: 'b'"),
+        _entry(3, "result", "Use dict.get"),
+    ]
+    (bug,) = [c for c in rule_based_analysis("t", entries, success=True).candidates]
+    assert failed_fixes(bug.content) == [] and bug.content.endswith(f"{FIX_MARKER}Use dict.get")
