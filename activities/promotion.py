@@ -679,7 +679,7 @@ class PromotionActivities:
                             importance=c.importance,
                             reward=data.summary.get("reward") if c.memory_type == "episode" else None,
                             success=data.summary.get("success")
-                            if c.memory_type in ("episode", "skill")
+                            if c.memory_type in ("episode", "skill", "bug_pattern")
                             else None,
                             source_task_ids=[data.task_id],
                             source_entry_ids=list(c.source_entry_ids),

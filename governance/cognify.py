@@ -3,10 +3,14 @@
 This is the deterministic, rule-based extractor — the default, and the fallback whenever an LLM is
 configured but fails. It reads entry kinds:
 
-- `fact`, `preference`, `insight`, `skill` entries become candidates of that memory type;
+- `fact`, `preference`, `insight`, `skill` entries become candidates of that memory type, `rule` entries
+  `code_rule` candidates (their confidence then follows observations, governance/trust.py);
 - `decision` entries are the key decisions; a decision that names a canonical key also becomes a fact;
 - `error` entries of a successful task become `bug_pattern` candidates, paired with the first later
-  `result` or `decision` (what fixed it);
+  `result` or `decision` (what fixed it), keyed by the error's signature (`governance/bug_signature.py`;
+  a payload `stack` is read too), so a later task meeting the same error merges into the same pattern;
+  one pattern per signature per task: a fix after which the same error came back is recorded as tried
+  without success (`Tried without success: …` lines), the last error's fix as what resolved it;
 - `approach` entries whose payload says `{"outcome": "failed"}` feed the critique;
 - `result` entries give the outcome summary; `{"repeatable": true}` in any payload marks the task repeatable.
 
@@ -24,6 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from governance.bug_signature import FAILED_MARKER, FIX_MARKER, error_signature
 from governance.scopes import EntryKind, MemoryType
 
 __all__ = [
@@ -46,6 +51,7 @@ _DIRECT_TYPES: dict[str, MemoryType] = {
     EntryKind.PREFERENCE: MemoryType.PREFERENCE,
     EntryKind.INSIGHT: MemoryType.INSIGHT,
     EntryKind.SKILL: MemoryType.SKILL,
+    EntryKind.RULE: MemoryType.CODE_RULE,
 }
 _DEFAULT_IMPORTANCE: dict[MemoryType, float] = {
     MemoryType.FACT: 0.6,
@@ -54,6 +60,7 @@ _DEFAULT_IMPORTANCE: dict[MemoryType, float] = {
     MemoryType.SKILL: 0.7,
     MemoryType.BUG_PATTERN: 0.7,
     MemoryType.EPISODE: 0.5,
+    MemoryType.CODE_RULE: 0.7,
 }
 
 
@@ -133,6 +140,42 @@ def _candidate(memory_type: MemoryType, entry: StagedEntry, content: str | None 
     )
 
 
+def _stack_of(payload: dict[str, Any]) -> str | None:
+    stack = payload.get("stack")
+    return stack if isinstance(stack, str) else None
+
+
+def _fix_after(entries: list[StagedEntry], index: int) -> int | None:
+    return next(
+        (
+            i
+            for i in range(index + 1, len(entries))
+            if entries[i].kind in (EntryKind.RESULT, EntryKind.DECISION)
+        ),
+        None,
+    )
+
+
+def _bug_pattern(entries: list[StagedEntry], key: str, at: list[int]) -> Candidate | None:
+    """One task's bug pattern for one error signature: the first error, the fixes that did not hold (the
+    same error came back after them) and the fix that did (the last error's), or None without a fix."""
+    fixes = [_fix_after(entries, i) for i in at]
+    final = fixes[-1]
+    if final is None:
+        return None
+    failed: list[int] = []
+    for fix, later in zip(fixes, at[1:], strict=False):
+        if fix is not None and fix < later and fix not in failed:
+            failed.append(fix)
+    first = entries[at[0]]
+    content = first.content.strip()
+    content += "".join(f"{FAILED_MARKER}{entries[f].content.strip()}" for f in failed)
+    content += f"{FIX_MARKER}{entries[final].content.strip()}"
+    bug = _candidate(MemoryType.BUG_PATTERN, first, content)
+    ids = sorted({*(entries[i].id for i in at), *(entries[f].id for f in failed), entries[final].id})
+    return Candidate(**{**bug.__dict__, "canonical_key": key, "source_entry_ids": ids})
+
+
 def _reward(success: bool, errors: int, failed_approaches: int) -> float:
     # success earns most of the reward; every detour (error, failed approach) costs a little of it
     if success:
@@ -147,6 +190,7 @@ def rule_based_analysis(task_description: str, entries: list[StagedEntry], *, su
     errors: list[StagedEntry] = []
     failed_approaches: list[str] = []
     results: list[str] = []
+    bug_groups: dict[str, list[int]] = {}  # error signature key -> indexes of its error entries
     repeatable = False
     for index, entry in enumerate(entries):
         if not entry.content.strip():
@@ -163,20 +207,15 @@ def rule_based_analysis(task_description: str, entries: list[StagedEntry], *, su
                 candidates.append(_candidate(MemoryType.FACT, entry))
         elif entry.kind == EntryKind.ERROR:
             errors.append(entry)
-            fix = next(
-                (e for e in entries[index + 1 :] if e.kind in (EntryKind.RESULT, EntryKind.DECISION)), None
-            )
-            if success and fix is not None:
-                bug = _candidate(
-                    MemoryType.BUG_PATTERN,
-                    entry,
-                    f"{entry.content.strip()}\nResolved by: {fix.content.strip()}",
-                )
-                candidates.append(Candidate(**{**bug.__dict__, "source_entry_ids": [entry.id, fix.id]}))
+            # the error's signature is its key: a later task meeting the same error merges into it
+            key = error_signature(entry.content, _stack_of(payload)).key
+            bug_groups.setdefault(key, []).append(index)
         elif entry.kind == EntryKind.APPROACH and payload.get("outcome") == "failed":
             failed_approaches.append(title_of(entry.content, entry.payload))
         elif entry.kind == EntryKind.RESULT:
             results.append(entry.content.strip())
+    if success:
+        candidates += [bug for key, at in bug_groups.items() if (bug := _bug_pattern(entries, key, at))]
     critique_parts: list[str] = []
     if errors:
         critique_parts.append(

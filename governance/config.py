@@ -74,6 +74,8 @@ class Settings(BaseSettings):
     approval_mode: Literal["ui_or_api", "api_only"] = "ui_or_api"
     dedup_similarity_threshold: float = 0.92
     related_similarity_threshold: float = 0.85
+    # an error matches a bug pattern of another signature only this close (POST /v1/bug-patterns/match)
+    bug_match_min_similarity: float = Field(default=0.75, ge=0.0, le=1.0)
 
     # retention
     retention_cron: str = "0 3 * * *"

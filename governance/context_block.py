@@ -18,6 +18,14 @@ quoting a replaced decision) keeps its place in rank order (ranking already lowe
 Omitting it would hide the only how-to an agent may have; marking it tells the agent to check it against the
 current facts, which the same block usually holds.
 
+**Guidance comes first.** Short `try:` / `avoid:` lines with citations (governance/guidance.py: fixes of
+bug patterns that worked or kept failing, established code rules) open the block under `### Guidance`, each
+added whole while it fits the budget, before any memory.
+
+**Code rules appear once established.** A code rule's confidence follows its observations (an EMA,
+governance/trust.py); only a rule above 0.8 has held often enough to bind the work, so a weaker one is left
+out of the block (search still finds it).
+
 The block never exceeds its token budget. Tokens are *estimated*, deterministically and without a tokenizer
 (none ships offline for every model): every ASCII character counts a quarter token (BPE tokenizers average
 about four English characters per token), rounded up over the whole text, and every other character (Hangul,
@@ -34,10 +42,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from governance.guidance import GuidanceLine
+from governance.trust import is_established_rule
+
 __all__ = [
     "ContextItem",
     "ContextBlock",
     "TYPE_HEADINGS",
+    "GUIDANCE",
     "STALE_MARK",
     "HEADER",
     "FOOTER",
@@ -52,7 +64,9 @@ HEADER = (
 )
 FOOTER = "If any memory conflicts with the current request, follow the current request.\n[/MEMORY CONTEXT]"
 
+GUIDANCE = "guidance"  # the group key of the guidance lines
 TYPE_HEADINGS: dict[str, str] = {
+    GUIDANCE: "Guidance",
     "profile": "Profile",
     "preference": "Preferences",
     "code_rule": "Code rules",
@@ -139,20 +153,32 @@ def _fit(groups: dict[str, list[str]], item: ContextItem, content: str, max_toke
         lines.pop()
 
 
-def build_context_block(items: Sequence[ContextItem], *, max_tokens: int) -> ContextBlock:
-    """Render `items` (already ranked, best first) into one block of at most `max_tokens` estimated tokens.
+def build_context_block(
+    items: Sequence[ContextItem], *, max_tokens: int, guidance: Sequence[GuidanceLine] = ()
+) -> ContextBlock:
+    """Render `guidance`, then `items` (already ranked, best first) into one block of at most `max_tokens`
+    estimated tokens.
 
-    No items, or a budget too small for the frame itself, gives an empty block (`text == ""`).
+    Nothing to show, or a budget too small for the frame itself, gives an empty block (`text == ""`).
     """
     if max_tokens <= 0:
         raise ValueError("max_tokens must be positive")
-    if not items or estimate_tokens(_render({})) > max_tokens:
+    if (not items and not guidance) or estimate_tokens(_render({})) > max_tokens:
         return ContextBlock(text="", citations=[], tokens=0, omitted=len(items))
 
     groups: dict[str, list[str]] = {}
     placed: dict[str, list[str]] = {}  # citations per group, in group order
     omitted = 0
+    for advice in guidance:
+        lines = groups.setdefault(GUIDANCE, [])
+        lines.append(_MARKERS.sub("(memory context)", advice.render()))
+        if estimate_tokens(_render(groups)) > max_tokens:
+            lines.pop()
+            continue
+        placed.setdefault(GUIDANCE, []).append(advice.citation)
     for item in items:
+        if item.memory_type == "code_rule" and not is_established_rule(item.confidence):
+            continue  # not established (yet, or any more): not guidance the agent should follow
         line = _fit(groups, item, _clean(item.content), max_tokens)
         if line is None:
             omitted += 1
@@ -163,5 +189,6 @@ def build_context_block(items: Sequence[ContextItem], *, max_tokens: int) -> Con
     if not placed:
         return ContextBlock(text="", citations=[], tokens=0, omitted=omitted)
     text = _render(groups)
-    citations = [c for t in groups for c in placed.get(t, [])]
+    # a memory cited by a guidance line and by its own line counts once
+    citations = list(dict.fromkeys(c for t in groups for c in placed.get(t, [])))
     return ContextBlock(text=text, citations=citations, tokens=estimate_tokens(text), omitted=omitted)

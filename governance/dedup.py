@@ -4,7 +4,8 @@ Seed 003 asks that parallel writers never leave duplicates or contradictions beh
 neighbours (same hash, same canonical-key head, nearest embeddings) under a lock; this module decides:
 
 1. same content hash in the target scope                         -> DUPLICATE (reinforce it)
-2. an active head with the same canonical key, other content     -> SUPERSEDE it
+2. a bug pattern with the same error signature (its canonical key)  -> DUPLICATE (one pattern, counted)
+   an active head with the same canonical key, other content     -> SUPERSEDE it
 3. same content hash in a wider visible scope                     -> DUPLICATE
 4. cosine >= dup_threshold, compatible keys, no material difference -> DUPLICATE
 5. the contradiction judge says a close neighbour of the same memory type is contradicted -> SUPERSEDE it
@@ -35,6 +36,7 @@ __all__ = [
     "DecisionKind",
     "Decision",
     "RECORD_TYPES",
+    "BUG_PATTERN",
     "normalise_text",
     "content_hash",
     "classify",
@@ -43,6 +45,8 @@ __all__ = [
 # memory types that record what happened rather than state what is true: never merged or superseded by
 # similarity or judgment
 RECORD_TYPES = frozenset({"episode"})
+# a bug pattern's canonical key is its error signature: a new occurrence merges, it never replaces
+BUG_PATTERN = "bug_pattern"
 
 
 def normalise_text(text: str) -> str:
@@ -120,6 +124,11 @@ def classify(
     for n in same_hash:
         if in_scope(n):
             return Decision(DecisionKind.DUPLICATE, n.id, max(n.similarity, 1.0), "identical content")
+
+    if canonical_key is not None and memory_type == BUG_PATTERN:
+        for n in ordered:
+            if n.canonical_key == canonical_key and in_scope(n):
+                return Decision(DecisionKind.DUPLICATE, n.id, n.similarity, "same error signature")
 
     if canonical_key is not None:
         for n in ordered:

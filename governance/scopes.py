@@ -50,6 +50,7 @@ class EntryKind(StrEnum):
     FACT = "fact"
     PREFERENCE = "preference"
     SKILL = "skill"
+    RULE = "rule"  # a code rule the work should follow (becomes a `code_rule`)
 
 
 class MemoryType(StrEnum):

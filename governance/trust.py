@@ -14,7 +14,7 @@ import math
 from datetime import datetime
 from enum import StrEnum
 
-from governance.scopes import ValidationSource
+from governance.scopes import ActorType, ValidationSource
 
 __all__ = [
     "DecayPolicy",
@@ -36,6 +36,14 @@ __all__ = [
     "decayed",
     "ema",
     "usefulness_from_votes",
+    "RuleOutcome",
+    "RULE_EMA_ALPHA",
+    "ESTABLISHED_RULE",
+    "RETIREMENT_CANDIDATE",
+    "rule_confidence",
+    "is_established_rule",
+    "is_retirement_candidate",
+    "rule_observer_refusal",
 ]
 
 
@@ -143,3 +151,60 @@ def usefulness_from_votes(helpful: int, votes: int) -> float:
     if not 0 <= helpful <= votes:
         raise ValueError(f"helpful votes ({helpful}) must be between 0 and the votes ({votes})")
     return (PRIOR_VOTES * USEFULNESS_PRIOR + helpful) / (PRIOR_VOTES + votes)
+
+
+class RuleOutcome(StrEnum):
+    """What happened when a code rule met the work: it was followed and the work passed, it was broken, or a
+    human rejected it."""
+
+    FOLLOWED_PASSED = "followed_passed"
+    VIOLATED = "violated"
+    REJECTED_BY_HUMAN = "rejected_by_human"
+
+
+# a code rule's confidence is an EMA of its observations: 1 when followed and the work passed, 0 otherwise
+RULE_EMA_ALPHA = 0.2
+_RULE_TARGETS: dict[RuleOutcome, float] = {
+    RuleOutcome.FOLLOWED_PASSED: 1.0,
+    RuleOutcome.VIOLATED: 0.0,
+    RuleOutcome.REJECTED_BY_HUMAN: 0.0,
+}
+ESTABLISHED_RULE = 0.8  # above: established, the context block shows it
+RETIREMENT_CANDIDATE = 0.3  # below: listed for a human to retire (GET /v1/code-rules/candidates)
+
+
+def rule_confidence(old: float, outcome: RuleOutcome | str) -> float:
+    """A code rule's confidence after one observation: (1 - 0.2) * old + 0.2 * target, within the bounds.
+
+    The floor (0.1) is the column's: a rule never falls to 0, it becomes a retirement candidate long before.
+    """
+    target = _RULE_TARGETS[RuleOutcome(outcome)]
+    return round(clamp((1.0 - RULE_EMA_ALPHA) * old + RULE_EMA_ALPHA * target), 6)
+
+
+def is_established_rule(confidence: float) -> bool:
+    """Above 0.8: the rule has held often enough to be shown as established."""
+    return confidence > ESTABLISHED_RULE
+
+
+def is_retirement_candidate(confidence: float) -> bool:
+    """Below 0.3: the rule failed often enough to be offered for retirement."""
+    return confidence < RETIREMENT_CANDIDATE
+
+
+def rule_observer_refusal(
+    actor_type: ActorType | str, outcome: RuleOutcome | str, *, admin: bool
+) -> str | None:
+    """Why this caller may not report this observation, or None.
+
+    Orchestrators and humans observe rules (an agent would grade the rules that bind it); only a human
+    rejects one. Admins may do either.
+    """
+    if admin:
+        return None
+    kind = ActorType(actor_type)
+    if RuleOutcome(outcome) is RuleOutcome.REJECTED_BY_HUMAN and kind is not ActorType.HUMAN:
+        return f"only a human may reject a code rule; this caller is {kind.value}"
+    if kind not in (ActorType.ORCHESTRATOR, ActorType.HUMAN):
+        return f"observations of code rules come from orchestrators and humans; this caller is {kind.value}"
+    return None

@@ -281,6 +281,20 @@ class _Calls:
         )
 
     @staticmethod
+    def match_bug_pattern(error: str, task_id: str, stack: str | None, k: int | None) -> _Call:
+        body = _drop_none({"error": error, "task_id": task_id, "stack": stack, "k": k})
+        return _Call("POST", "/v1/bug-patterns/match", body)
+
+    @staticmethod
+    def observe_rule(ref: str, outcome: str, note: str | None) -> _Call:
+        body = _drop_none({"outcome": outcome, "note": note})
+        return _Call("POST", f"/v1/memories/{_seg(ref)}/observations", body)
+
+    @staticmethod
+    def rule_candidates() -> _Call:
+        return _Call("GET", "/v1/code-rules/candidates")
+
+    @staticmethod
     def memory(ref: str) -> _Call:
         return _Call("GET", f"/v1/memories/{_seg(ref)}")
 
@@ -486,6 +500,20 @@ class LoregateClient:
     def context(self, query: str, *, task_id: str, max_tokens: int | None = None) -> dict[str, Any]:
         return self._send(_Calls.context(query, task_id, max_tokens))
 
+    def match_bug_pattern(
+        self, error: str, *, task_id: str, stack: str | None = None, k: int | None = None
+    ) -> dict[str, Any]:
+        """Bug patterns matching an error (same signature first), each with its best solutions first."""
+        return self._send(_Calls.match_bug_pattern(error, task_id, stack, k))
+
+    def observe_rule(self, memory: str, outcome: str, *, note: str | None = None) -> dict[str, Any]:
+        """How a code rule fared (`followed_passed`, `violated`, `rejected_by_human`): its EMA moves."""
+        return self._send(_Calls.observe_rule(memory, outcome, note))
+
+    def rule_candidates(self) -> dict[str, Any]:
+        """Code rules below 0.3 you may read: candidates to retire, weakest first."""
+        return self._send(_Calls.rule_candidates())
+
     def memory(self, citation: str) -> dict[str, Any]:
         """A memory by citation (`mem:abc123`, `abc123`) or id, with its provenance and history."""
         return self._send(_Calls.memory(citation))
@@ -678,6 +706,17 @@ class AsyncLoregateClient:
 
     async def context(self, query: str, *, task_id: str, max_tokens: int | None = None) -> dict[str, Any]:
         return await self._send(_Calls.context(query, task_id, max_tokens))
+
+    async def match_bug_pattern(
+        self, error: str, *, task_id: str, stack: str | None = None, k: int | None = None
+    ) -> dict[str, Any]:
+        return await self._send(_Calls.match_bug_pattern(error, task_id, stack, k))
+
+    async def observe_rule(self, memory: str, outcome: str, *, note: str | None = None) -> dict[str, Any]:
+        return await self._send(_Calls.observe_rule(memory, outcome, note))
+
+    async def rule_candidates(self) -> dict[str, Any]:
+        return await self._send(_Calls.rule_candidates())
 
     async def memory(self, citation: str) -> dict[str, Any]:
         return await self._send(_Calls.memory(citation))

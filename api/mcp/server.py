@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -28,6 +28,8 @@ __all__ = ["TOOL_NAMES", "build_server", "main"]
 TOOL_NAMES = (
     "search",
     "get_memory",
+    "match_bug_pattern",
+    "observe_code_rule",
     "get_context",
     "append_staging",
     "check_approach",
@@ -110,6 +112,28 @@ def build_server(client: AsyncLoregateClient | None = None) -> MCPServer:
         """Search the shared memory your task can see; each result has a citation, its score and why."""
         answer = gateway().search(query, task_id=_task(task_id), k=k, types=types, compact=compact)
         return await _answer(answer)
+
+    @server.tool()
+    async def match_bug_pattern(
+        error: Annotated[str, Field(description="The error message or traceback you met")],
+        task_id: TaskId = None,
+        stack: Annotated[str | None, Field(description="The stack trace, if apart from the error")] = None,
+        k: Annotated[int, Field(ge=1, le=50, description="How many patterns")] = 5,
+    ) -> dict[str, Any]:
+        """Bug patterns seen before for this error (same signature first), with their best fixes first."""
+        return await _answer(gateway().match_bug_pattern(error, task_id=_task(task_id), stack=stack, k=k))
+
+    @server.tool()
+    async def observe_code_rule(
+        memory: Annotated[str, Field(description="The code rule: `mem:abc123`, `abc123`, or its id")],
+        outcome: Annotated[
+            Literal["followed_passed", "violated", "rejected_by_human"],
+            Field(description="Followed and the work passed, violated, or rejected by a human"),
+        ],
+        note: Annotated[str | None, Field(description="Why, for the audit trail")] = None,
+    ) -> dict[str, Any]:
+        """Report how a code rule fared (orchestrators and humans); its confidence moves by EMA (α 0.2)."""
+        return await _answer(gateway().observe_rule(_citation(memory), outcome, note=note))
 
     @server.tool()
     async def get_memory(

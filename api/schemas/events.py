@@ -36,6 +36,7 @@ EventKind = Literal[
     "APPROVAL_GRANT",
     "STAGING_ARCHIVED",
     "ERASED",
+    "OBSERVED",
 ]
 
 

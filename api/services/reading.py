@@ -18,6 +18,7 @@ from governance.adapters.embedders import Embedder, embed_query_async
 from governance.config import Settings
 from governance.context_block import ContextBlock, ContextItem, build_context_block
 from governance.errors import InvalidInput
+from governance.guidance import GuidanceLine, bug_pattern_guidance, rule_guidance, select_guidance
 from governance.intent import Intent, IntentDecision, detect_intent
 from governance.ranking import (
     DETECTED_INTENT_PENALTY,
@@ -26,7 +27,10 @@ from governance.ranking import (
     ScoreWeights,
     TypePreference,
 )
+from governance.storage.bug_patterns import bug_pattern_stats
+from governance.storage.code_rules import established_rules
 from governance.storage.retrieval import SearchHit, record_retrievals, search
+from governance.trust import ESTABLISHED_RULE
 
 __all__ = [
     "SearchOutcome",
@@ -43,6 +47,8 @@ _log = logging.getLogger("loregate.reading")
 
 # A context block draws from more memories than a search page shows: the budget, not k, decides what fits.
 CONTEXT_CANDIDATES = 30
+# established code rules of the reader's scopes the block carries whatever the query (they bind all work)
+CONTEXT_RULES = 5
 
 
 @dataclass(frozen=True)
@@ -198,7 +204,42 @@ async def build_context(
         )
         for h in outcome.hits
     ]
-    return ContextOutcome(block=build_context_block(items, max_tokens=max_tokens), search=outcome)
+    guidance = await _guidance(
+        engine, outcome.hits, scope_keys, with_rules=types is None or "code_rule" in types
+    )
+    # an established rule speaks as a guidance line; its own line would only repeat it
+    advised = {g.citation for g in guidance}
+    items = [i for i in items if not (i.memory_type == "code_rule" and i.citation in advised)]
+    return ContextOutcome(
+        block=build_context_block(items, max_tokens=max_tokens, guidance=guidance), search=outcome
+    )
+
+
+async def _guidance(
+    engine: AsyncEngine, hits: Sequence[SearchHit], scope_keys: Sequence[str], *, with_rules: bool
+) -> list[GuidanceLine]:
+    """Try/avoid lines: the established code rules of the scopes, and the fixes of the bug patterns found."""
+    bug_ids = [h.id for h in hits if h.memory_type == "bug_pattern"]
+    async with engine.connect() as conn:
+        rules = (
+            await established_rules(
+                conn, scope_keys=list(scope_keys), threshold=ESTABLISHED_RULE, limit=CONTEXT_RULES
+            )
+            if with_rules
+            else []
+        )
+        stats = await bug_pattern_stats(conn, bug_ids)
+    lines = [g for r in rules if (g := rule_guidance(r.citation, r.content, r.confidence)) is not None]
+    lines += [
+        g
+        for h in hits
+        if h.memory_type == "code_rule" and (g := rule_guidance(h.citation, h.content, h.confidence))
+    ]
+    for h in hits:
+        if h.id in stats:
+            signature, solutions = stats[h.id]
+            lines += bug_pattern_guidance(h.citation, signature, solutions)
+    return select_guidance(lines)
 
 
 async def count_retrievals(engine: AsyncEngine, ids: Sequence[str]) -> None:

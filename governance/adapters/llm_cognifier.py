@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from governance.bug_signature import error_signature, split_bug_pattern
 from governance.cognify import Analysis, Candidate, StagedEntry, canonical_key_of, rule_based_analysis
 from governance.config import Settings
 from governance.scopes import MemoryType
@@ -62,6 +63,13 @@ _SYSTEM = (
     "(the seq numbers of the entries it comes from). canonical_key names what a fact is about as a dotted "
     "lowercase key (e.g. db.driver) or null. Never include secrets."
 )
+
+
+def _key_of(memory_type: str, content: str, key: str | None) -> str | None:
+    # a bug pattern is keyed by its error's signature whatever the model named it: recurrences merge
+    if memory_type == MemoryType.BUG_PATTERN.value:
+        return error_signature(split_bug_pattern(content)[0]).key
+    return canonical_key_of("", {"key": key}) if key else None
 
 
 class _LLMCandidate(BaseModel):
@@ -127,7 +135,7 @@ class LLMCognifier:
                 memory_type=c.memory_type,
                 title=c.title,
                 content=c.content,
-                canonical_key=canonical_key_of("", {"key": c.canonical_key}) if c.canonical_key else None,
+                canonical_key=_key_of(c.memory_type, c.content, c.canonical_key),
                 importance=c.importance,
                 source_entry_ids=[by_seq[s] for s in c.source_seqs if s in by_seq],
             )

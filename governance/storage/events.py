@@ -68,6 +68,8 @@ class EventType(StrEnum):
     STAGING_ARCHIVED = "STAGING_ARCHIVED"
     # an erasure's receipt: ids, counts and sha256 of what was erased, who and when, never the content
     ERASED = "ERASED"
+    # an orchestrator or human observed a code rule (followed and passed, violated, rejected): its EMA moved
+    OBSERVED = "OBSERVED"
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,11 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from governance.dedup import Decision, DecisionKind, Neighbour, classify, content_hash
+from governance.bug_signature import error_signature, failed_fixes, split_bug_pattern
+from governance.dedup import BUG_PATTERN, Decision, DecisionKind, Neighbour, classify, content_hash
 from governance.errors import Conflict, InvalidInput
 from governance.scopes import ValidationSource
+from governance.storage.bug_patterns import record_occurrence
 from governance.storage.derivations import mark_derived_stale
 from governance.storage.events import EventType, record_event, recorded_payload
 from governance.storage.memory_rows import (
@@ -179,11 +181,15 @@ async def publish_candidate(
     by_id = {n.id: n for n in neighbours}
 
     if decision.kind is DecisionKind.DUPLICATE and decision.target_id is not None:
-        return await _merge(conn, mem, decision, by_id[decision.target_id], chash, dedupe_key, common)
+        merged = await _merge(conn, mem, decision, by_id[decision.target_id], chash, dedupe_key, common)
+        await _count_bug_occurrence(conn, mem, merged.memory_id)
+        return merged
     if decision.kind is DecisionKind.SUPERSEDE and decision.target_id is not None:
-        return await _supersede_by_publish(
+        superseding = await _supersede_by_publish(
             conn, mem, decision, by_id[decision.target_id], chash, dedupe_key, common
         )
+        await _count_bug_occurrence(conn, mem, superseding.memory_id)
+        return superseding
 
     memory_id = str(uuid.uuid4())
     citation = await insert_memory(
@@ -211,7 +217,25 @@ async def publish_candidate(
         dedupe_key=dedupe_key,
         **common,
     )
+    await _count_bug_occurrence(conn, mem, memory_id)
     return outcome
+
+
+async def _count_bug_occurrence(conn: AsyncConnection, mem: NewMemory, memory_id: str) -> None:
+    """A bug pattern published or merged: one more occurrence of its signature, with the fix tried."""
+    if mem.memory_type != BUG_PATTERN:
+        return
+    error, fix = split_bug_pattern(mem.content)
+    await record_occurrence(
+        conn,
+        memory_id=memory_id,
+        scope_key=mem.scope_key,
+        signature=error_signature(error),
+        solution=fix,
+        failed=failed_fixes(mem.content),
+        # bug patterns come from verified tasks (cognify); an unknown outcome is not a success
+        succeeded=mem.success is True,
+    )
 
 
 async def _merge(

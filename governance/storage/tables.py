@@ -31,6 +31,7 @@ __all__ = [
     "memories",
     "memory_events",
     "memory_derivations",
+    "bug_patterns",
     "memory_validations",
     "memory_votes",
     "approaches",
@@ -171,6 +172,20 @@ memory_derivations = Table(
     ),
     Column("task_id", String(128), nullable=True),
     Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+)
+
+# a bug pattern's error signature and fix statistics: storage/bug_patterns.py
+bug_patterns = Table(
+    "bug_patterns",
+    metadata,
+    Column("memory_id", UUID(as_uuid=False), ForeignKey("memories.id", ondelete="CASCADE"), primary_key=True),
+    Column("scope_key", Text, nullable=False),
+    Column("error_type", Text, nullable=False),
+    Column("signature", Text, nullable=False),
+    Column("occurrences", Integer, nullable=False, server_default="0"),
+    Column("first_seen", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("last_seen", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("solutions", JSONB, nullable=False, server_default="[]"),
 )
 
 memory_events = Table(

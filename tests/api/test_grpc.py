@@ -259,3 +259,26 @@ async def test_grpc_runs_inside_the_http_gateway_process(settings: Settings, tea
     finally:
         server.should_exit = True
         thread.join(timeout=15)
+
+
+async def test_grpc_match_bug_pattern_answers_like_http(stub: Any, team: dict[str, Actor]) -> None:
+    task_id = await _open(stub, team["orchestrator"])
+    body = {"task_id": task_id, "error": "KeyError: 'user_42' at /app/x.py line 3"}
+    reply = await stub.MatchBugPattern(
+        pb2.JsonRequest(json=json.dumps(body)), metadata=bearer(team["agent"].key)
+    )
+    answer = json.loads(reply.json)
+    assert answer == {
+        "error_type": "KeyError",
+        "signature": "KeyError: <q> at <path> line <n>",
+        "patterns": [],
+    }
+
+
+async def test_grpc_observe_code_rule_bad_outcome_is_invalid_argument(
+    stub: Any, team: dict[str, Actor]
+) -> None:
+    request = pb2.MemoryJsonRequest(memory_id="abc", json='{"outcome": "ignored"}')
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await stub.ObserveCodeRule(request, metadata=bearer(team["orchestrator"].key))
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT

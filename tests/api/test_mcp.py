@@ -102,3 +102,19 @@ async def test_mcp_refusal_is_a_readable_tool_error(world: dict[str, str]) -> No
         result = await client.call_tool("search", {"query": "anything", "task_id": "no-such-task"})
         assert result.is_error
         assert "not_found" in result.content[0].text
+
+
+async def test_mcp_match_bug_pattern_answers_with_the_signature(world: dict[str, str]) -> None:
+    async with mcp_session(world) as client:
+        error = "Traceback (most recent call last):\n  File \"/x/y.py\", line 3\nKeyError: 'user_7'"
+        found = _body(await client.call_tool("match_bug_pattern", {"error": error}))
+        assert found["error_type"] == "KeyError" and found["signature"] == "KeyError: <q>"
+        assert isinstance(found["patterns"], list)
+
+
+async def test_mcp_observe_code_rule_is_refused_to_an_agent(world: dict[str, str]) -> None:
+    async with mcp_session(world) as client:
+        args = {"memory": f"mem:{world['citation']}", "outcome": "followed_passed"}
+        result = await client.call_tool("observe_code_rule", args)
+        assert result.is_error
+        assert "forbidden" in result.content[0].text

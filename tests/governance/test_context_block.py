@@ -106,3 +106,11 @@ def test_build_context_block_marks_a_stale_memory_and_keeps_it() -> None:
     assert block.citations == ["aaa", "bbb"]
     lines = {line[:14]: line for line in block.text.splitlines() if line.startswith("- [mem:")}
     assert STALE_MARK in lines["- [mem:bbb] (2"] and STALE_MARK not in lines["- [mem:aaa] (2"]
+
+
+def test_build_context_block_code_rule_appears_only_once_established() -> None:
+    weak = ContextItem("r1", "code_rule", "weak rule", "Never log bodies.", WHEN, 0.8)
+    strong = ContextItem("r2", "code_rule", "strong rule", "Always set timeouts.", WHEN, 0.84)
+    block = build_context_block([weak, strong], max_tokens=500)
+    assert block.citations == ["r2"]
+    assert "### Code rules" in block.text and "Never log bodies" not in block.text

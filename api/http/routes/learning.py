@@ -1,0 +1,46 @@
+"""Memory that learns, over HTTP: bug patterns matched to an error; code rules observed, weak ones listed."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path
+
+from api.http.deps import CurrentPrincipal, Resources
+from api.schemas.learning import (
+    BugMatchIn,
+    BugMatchPublic,
+    ObservationIn,
+    ObservationPublic,
+    RuleCandidatesPublic,
+)
+from api.services import bug_patterns, code_rules
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/v1", tags=["learning"])
+
+
+@router.post("/bug-patterns/match", response_model=BugMatchPublic)
+async def match_bug_patterns(
+    body: BugMatchIn, resources: Resources, principal: CurrentPrincipal
+) -> BugMatchPublic:
+    """Bug patterns matching an error: same signature first, then nearest, best solutions first."""
+    return await bug_patterns.match(resources, principal, body)
+
+
+@router.post("/memories/{ref}/observations", response_model=ObservationPublic)
+async def observe_code_rule(
+    ref: Annotated[str, Path(max_length=64, description="`mem:<citation>`, the citation, or the memory id")],
+    body: ObservationIn,
+    resources: Resources,
+    principal: CurrentPrincipal,
+) -> ObservationPublic:
+    """Report how a code rule fared (orchestrators and humans); its confidence moves by EMA (α 0.2)."""
+    return await code_rules.observe(resources, principal, ref, body)
+
+
+@router.get("/code-rules/candidates", response_model=RuleCandidatesPublic)
+async def code_rule_candidates(resources: Resources, principal: CurrentPrincipal) -> RuleCandidatesPublic:
+    """Code rules below 0.3 you may read: candidates to retire, weakest first."""
+    return await code_rules.candidates(resources, principal)

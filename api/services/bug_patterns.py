@@ -1,0 +1,59 @@
+"""Matching an error against the bug patterns a task's reader may see.
+
+The caller needs `read` on the task, and only the scopes the policy lets it read are searched (as for
+search), so another tenant's patterns never match. Patterns with the error's signature come first, then the
+nearest by embedding over `LOREGATE_BUG_MATCH_MIN_SIMILARITY`; each lists its solutions best first.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from api.schemas.learning import BugMatchIn, BugMatchPublic, BugPatternPublic, SolutionPublic
+from api.services.gateway import GatewayResources
+from api.services.search import readable_scope_keys
+from governance.adapters.embedders import embed_query_async, make_embedder
+from governance.bug_signature import error_signature, ranked_solutions
+from governance.identity import Principal
+from governance.storage.bug_patterns import match_bug_patterns
+
+__all__ = ["match"]
+
+_log = logging.getLogger(__name__)
+_DEFAULT_K = 5
+
+
+async def match(state: GatewayResources, principal: Principal, body: BugMatchIn) -> BugMatchPublic:
+    """Bug patterns matching the error, the same signature first, best solutions first."""
+    keys = await readable_scope_keys(state, principal, body.task_id)
+    signature = error_signature(body.error, body.stack)
+    vector: list[float] | None = None
+    try:
+        vector = [float(x) for x in await embed_query_async(make_embedder(state.settings), body.error)]
+    except Exception:  # an unreachable embedding endpoint: the signature still matches
+        _log.warning("error embedding failed; matching by signature only", exc_info=True)
+    async with state.engine.connect() as conn:
+        found = await match_bug_patterns(
+            conn,
+            scope_keys=keys,
+            signature=signature,
+            embedding=vector,
+            min_similarity=state.settings.bug_match_min_similarity,
+            k=body.k or _DEFAULT_K,
+        )
+    patterns = [
+        BugPatternPublic(
+            **{name: getattr(m, name) for name in BugPatternPublic.model_fields if name != "solutions"},
+            solutions=[
+                SolutionPublic(
+                    solution=s.solution,
+                    successes=s.successes,
+                    attempts=s.attempts,
+                    success_rate=round(s.success_rate, 3),
+                )
+                for s in ranked_solutions(m.solutions)
+            ],
+        )
+        for m in found
+    ]
+    return BugMatchPublic(error_type=signature.error_type, signature=signature.text, patterns=patterns)

@@ -1,0 +1,241 @@
+"""Memory that learns, through the real gateway, the Temporal dev server and a worker.
+
+Two tasks meet the same error under different messages (line numbers, paths, names) and promote into one
+bug pattern that counts both occurrences and the fix's successes; a third variant matches it; another
+tenant matches nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.utils.factories import Actor
+from tests.utils.promotion_gateway import wait_promotion_state
+
+FIX = "Guard the lookup with dict.get and a default"
+RETRY = "Retry the cache load once"
+
+
+def _error(name: str, path: str, line: int) -> str:
+    return (
+        f'Traceback (most recent call last):\n  File "{path}", line {line}, in load\n'
+        f"    return cache[key]\nKeyError: '{name}'"
+    )
+
+
+async def _open_task(http: httpx.AsyncClient, team: dict[str, Actor], description: str) -> str:
+    orchestrator = team["orchestrator"]
+    opened = await http.post(
+        "/v1/tasks",
+        headers=orchestrator.headers,
+        json={
+            "org": orchestrator.principal.org,
+            "project": orchestrator.principal.project,
+            "worktree": "main",
+            "description": description,
+        },
+    )
+    assert opened.status_code == 201, opened.text
+    task_id: str = opened.json()["task_id"]
+    return task_id
+
+
+async def _task_meeting(
+    http: httpx.AsyncClient, team: dict[str, Actor], error: str, *, retried: str | None = None
+) -> dict[str, Any]:
+    task_id = await _open_task(http, team, "load the user cache")
+    entries = [{"kind": "error", "content": error}, {"kind": "result", "content": FIX}]
+    if retried is not None:  # a first fix that did not hold: the same error came back after it
+        entries = [
+            {"kind": "error", "content": error},
+            {"kind": "decision", "content": RETRY},
+            {"kind": "error", "content": retried},
+            {"kind": "result", "content": FIX},
+        ]
+    appended = await http.post(
+        f"/v1/tasks/{task_id}/entries", headers=team["agent"].headers, json={"entries": entries}
+    )
+    assert appended.status_code == 201, appended.text
+    started = await http.post(
+        f"/v1/tasks/{task_id}/promotion",
+        headers=team["orchestrator"].headers,
+        json={"target_scope": "worktree", "verification": {"source": "tests_passed", "success": True}},
+    )
+    assert started.status_code == 202, started.text
+    done = await wait_promotion_state(http, team["human"].headers, task_id, "published")
+    return {"task_id": task_id, "published": done["published"]}
+
+
+async def _match(http: httpx.AsyncClient, actor: Actor, task_id: str, error: str) -> httpx.Response:
+    return await http.post(
+        "/v1/bug-patterns/match", headers=actor.headers, json={"task_id": task_id, "error": error}
+    )
+
+
+async def test_bug_patterns_same_error_varied_messages_merge_and_match(
+    http: httpx.AsyncClient, team: dict[str, Actor]
+) -> None:
+    first = await _task_meeting(http, team, _error("user_42", "/app/src/cache.py", 42))
+    second = await _task_meeting(
+        http,
+        team,
+        _error("order_9", "/home/ci/build/7/cache.py", 108),
+        retried=_error("order_10", "/home/ci/build/7/cache.py", 109),
+    )
+    [bug1] = [p for p in first["published"] if p["memory_type"] == "bug_pattern"]
+    [bug2] = [p for p in second["published"] if p["memory_type"] == "bug_pattern"]
+    assert bug1["memory_id"] == bug2["memory_id"], (bug1, bug2)
+
+    reader = await _open_task(http, team, "a third task meets it again")
+    third = _error("session_x1", "/srv/worker/cache.py", 3)
+    answer = await _match(http, team["agent"], reader, third)
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["error_type"] == "KeyError"
+    top = body["patterns"][0]
+    assert top["id"] == bug1["memory_id"] and top["same_signature"] is True
+    assert top["occurrences"] == 2
+    assert top["solutions"] == [
+        {"solution": FIX, "successes": 2, "attempts": 2, "success_rate": 1.0},
+        {"solution": RETRY, "successes": 0, "attempts": 1, "success_rate": 0.0},
+    ]
+
+    # the context block of a task about to meet it again says what to try, citing the pattern
+    context = await http.post(
+        "/v1/context",
+        headers=team["agent"].headers,
+        json={"task_id": reader, "query": "KeyError loading the user cache", "max_tokens": 2000},
+    )
+    assert context.status_code == 200, context.text
+    assert (
+        f"- try: {FIX} (for KeyError: <q>, 2/2 passed) [mem:{top['citation']}]" in context.json()["context"]
+    )
+
+    outsider_task = await http.post(
+        "/v1/tasks",
+        headers=team["outsider"].headers,
+        json={
+            "org": team["outsider"].principal.org,
+            "project": team["outsider"].principal.project,
+            "worktree": "main",
+            "description": "another tenant",
+        },
+    )
+    assert outsider_task.status_code == 201, outsider_task.text
+    elsewhere = await _match(http, team["outsider"], outsider_task.json()["task_id"], third)
+    assert elsewhere.status_code == 200, elsewhere.text
+    assert elsewhere.json()["patterns"] == []
+    # the reader's task of another tenant is not theirs to read: no answer about it
+    foreign = await _match(http, team["outsider"], reader, third)
+    assert foreign.status_code in (403, 404)
+
+
+async def test_bug_patterns_match_bad_input_is_422(http: httpx.AsyncClient, team: dict[str, Actor]) -> None:
+    task_id = await _open_task(http, team, "bad input")
+    for body in ({"task_id": task_id}, {"task_id": task_id, "error": ""}, {"error": "KeyError: 'x'"}):
+        answer = await http.post("/v1/bug-patterns/match", headers=team["agent"].headers, json=body)
+        assert answer.status_code == 422, (body, answer.text)
+
+
+RULE = "Every outbound HTTP call from billing sets a timeout below 2 seconds."
+
+
+async def _published_rule(http: httpx.AsyncClient, team: dict[str, Actor]) -> dict[str, Any]:
+    task_id = await _open_task(http, team, "set billing timeouts")
+    appended = await http.post(
+        f"/v1/tasks/{task_id}/entries",
+        headers=team["agent"].headers,
+        json={"entries": [{"kind": "rule", "content": RULE}]},
+    )
+    assert appended.status_code == 201, appended.text
+    started = await http.post(
+        f"/v1/tasks/{task_id}/promotion",
+        headers=team["orchestrator"].headers,
+        json={"target_scope": "worktree", "verification": {"source": "tests_passed", "success": True}},
+    )
+    assert started.status_code == 202, started.text
+    done = await wait_promotion_state(http, team["human"].headers, task_id, "published")
+    [rule] = [p for p in done["published"] if p["memory_type"] == "code_rule"]
+    return {"task_id": task_id, **rule}
+
+
+async def _observe(http: httpx.AsyncClient, actor: Actor, memory_id: str, outcome: str) -> httpx.Response:
+    return await http.post(
+        f"/v1/memories/{memory_id}/observations", headers=actor.headers, json={"outcome": outcome}
+    )
+
+
+async def _context(http: httpx.AsyncClient, team: dict[str, Actor], task_id: str) -> dict[str, Any]:
+    answer = await http.post(
+        "/v1/context",
+        headers=team["agent"].headers,
+        json={"task_id": task_id, "query": "refactor the invoice export", "max_tokens": 2000},
+    )
+    assert answer.status_code == 200, answer.text
+    body: dict[str, Any] = answer.json()
+    return body
+
+
+async def test_code_rules_observations_move_confidence_by_ema(
+    http: httpx.AsyncClient, team: dict[str, Actor]
+) -> None:
+    rule = await _published_rule(http, team)
+    rule_id, task_id = rule["memory_id"], rule["task_id"]
+    expected = 0.8  # verified (0.6) + tests_passed (0.2)
+    assert RULE not in (await _context(http, team, task_id))["context"]
+
+    followed = await _observe(http, team["orchestrator"], rule_id, "followed_passed")
+    assert followed.status_code == 200, followed.text
+    expected = 0.8 * expected + 0.2
+    assert followed.json()["confidence"] == pytest.approx(expected)
+    assert followed.json()["established"] is True
+    # established: in the context block whatever the query
+    assert RULE in (await _context(http, team, task_id))["context"]
+
+    for actor, outcome in [
+        (team["orchestrator"], "violated"),
+        (team["human"], "rejected_by_human"),
+        (team["orchestrator"], "violated"),
+        (team["orchestrator"], "violated"),
+        (team["human"], "violated"),
+    ]:
+        answer = await _observe(http, actor, rule_id, outcome)
+        assert answer.status_code == 200, answer.text
+        expected = 0.8 * expected
+        assert answer.json()["confidence"] == pytest.approx(expected)
+    assert expected < 0.3 and answer.json()["retirement_candidate"] is True
+    assert RULE not in (await _context(http, team, task_id))["context"]
+
+    listed = await http.get("/v1/code-rules/candidates", headers=team["human"].headers)
+    assert listed.status_code == 200, listed.text
+    assert [r["id"] for r in listed.json()["rules"]] == [rule_id]
+    elsewhere = await http.get("/v1/code-rules/candidates", headers=team["outsider"].headers)
+    assert elsewhere.json()["rules"] == []
+
+    events = await http.get(f"/v1/memories/{rule_id}/events", headers=team["human"].headers)
+    assert events.status_code == 200, events.text
+    observed = [e for e in events.json()["events"] if e["type"] == "OBSERVED"]
+    assert len(observed) == 6
+    assert observed[-1]["payload"]["outcome"] == "violated"
+
+
+async def test_code_rules_observations_refused_to_agents_and_bad_input(
+    http: httpx.AsyncClient, team: dict[str, Actor]
+) -> None:
+    rule = await _published_rule(http, team)
+    rule_id = rule["memory_id"]
+    assert (await _observe(http, team["agent"], rule_id, "followed_passed")).status_code == 403
+    assert (await _observe(http, team["orchestrator"], rule_id, "rejected_by_human")).status_code == 403
+    assert (await _observe(http, team["outsider"], rule_id, "violated")).status_code == 404
+    assert (await _observe(http, team["human"], rule_id, "ignored")).status_code == 422
+    missing = await http.post(f"/v1/memories/{rule_id}/observations", headers=team["human"].headers, json={})
+    assert missing.status_code == 422
+    episode_id = next(
+        p["memory_id"]
+        for p in (await _task_meeting(http, team, "ValueError: x"))["published"]
+        if p["memory_type"] == "episode"
+    )
+    assert (await _observe(http, team["human"], episode_id, "violated")).status_code == 422
