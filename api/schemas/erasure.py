@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal, Self
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from api.schemas.text import Text
 
@@ -20,8 +20,23 @@ __all__ = [
 ErasureKind = Literal["memory", "task", "subject"]
 
 
+_TARGETS = ("memory", "task", "subject")
+
+
+def _only(target: str, *also: str) -> dict[str, Any]:
+    """JSON schema: `target` (and `also`) given as strings, and no other target given."""
+    strings = {name: {"type": "string"} for name in (target, *also)}
+    others = [{"required": [o], "properties": {o: {"type": "string"}}} for o in _TARGETS if o != target]
+    return {"required": [target, *also], "properties": strings, "not": {"anyOf": others}}
+
+
 class ErasureIn(BaseModel):
     """What to erase: exactly one of `memory`, `task` or `subject` (with its tenant)."""
+
+    # the rule the validator below enforces, stated in the OpenAPI schema too (clients and fuzzers read it)
+    model_config = ConfigDict(
+        json_schema_extra={"oneOf": [_only("memory"), _only("task"), _only("subject", "org")]}
+    )
 
     memory: str | None = Field(default=None, min_length=1, max_length=64, description="uuid or citation")
     task: str | None = Field(default=None, min_length=1, max_length=128)
@@ -29,8 +44,8 @@ class ErasureIn(BaseModel):
         default=None,
         min_length=3,
         max_length=500,
-        pattern=r"^[^\x00]+$",
-        description="Erase every text containing this string",
+        pattern=r"^[^\x00]*[^\s\x00][^\x00]*$",
+        description="Erase every text containing this string (not blank)",
     )
     org: str | None = Field(default=None, min_length=1, max_length=200, description="A subject's tenant")
     project: str | None = Field(
