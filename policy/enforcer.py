@@ -8,6 +8,7 @@ grants are followed by a NOTIFY; a `PostgresWatcher` thread in every process LIS
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from importlib import resources
@@ -46,6 +47,7 @@ class Authorizer:
         self._listeners: list[Callable[[], None]] = []
         # per principal, so one principal's reload never delays another new principal's first request
         self._last_forced_reload: dict[str, float] = {}
+        self._reload_lock = threading.Lock()
         # Decisions, forgotten at every policy change. Casbin evaluates its matcher with an expression
         # interpreter on each call: on the staging hot path that was ~18% of the gateway's CPU per request.
         self._decisions: dict[tuple[str, str, str, str], bool] = {}
@@ -90,16 +92,23 @@ class Authorizer:
         # for it at all, reload once (rate-limited) before saying no.
         # The limit is per principal: a global one let a burst of new principals (an orchestrator starting
         # 16 agents) see wrong 403s because another principal's reload had just used the slot.
-        if not self._enforcer.has_grouping_policy(principal.id, principal.actor_type.value, principal.domain):
-            now = time.monotonic()
-            if now - self._last_forced_reload.get(principal.id, 0.0) > 0.2:
-                if len(self._last_forced_reload) > 10_000:
-                    self._last_forced_reload.clear()
-                self._last_forced_reload[principal.id] = now
-                self._enforcer.load_policy()
-                self._forget_decisions()
-                return self._enforce(request)
-        return False
+        grouped = (principal.id, principal.actor_type.value, principal.domain)
+        if not self._enforcer.has_grouping_policy(*grouped):
+            # under the lock, a reload another request for this principal started has finished
+            with self._reload_lock:
+                now = time.monotonic()
+                if (
+                    not self._enforcer.has_grouping_policy(*grouped)
+                    and now - self._last_forced_reload.get(principal.id, 0.0) > 0.2
+                ):
+                    if len(self._last_forced_reload) > 10_000:
+                        self._last_forced_reload.clear()
+                    self._last_forced_reload[principal.id] = now
+                    self._enforcer.load_policy()
+                    self._forget_decisions()
+        # decide again on the policy loaded now: a reload (ours, another request's or a NOTIFY) may have
+        # landed since the first decision, which was then taken on the old policy and not cached
+        return self._enforce(request)
 
     def check(
         self, principal: Principal, *, org: str, project: str | None, scope: Scope | str, action: str

@@ -116,3 +116,26 @@ async def test_enforcer_cached_decisions_follow_policy_changes(
         assert auth.allowed(agent, **ask)
     finally:
         auth.close()
+
+
+async def test_enforcer_allows_concurrent_first_requests_of_a_new_principal(
+    engine: AsyncEngine, database_url: str
+) -> None:
+    """Sixteen requests of a principal created after the enforcer loaded, at once: none is a wrong 403.
+
+    Before, the first one reloaded the policy and the others, rate-limited, said no without waiting for
+    that reload (an orchestrator starting its agents saw intermittent 403s and 404s).
+    """
+    auth = make_authorizer(database_url, watch=False)  # no NOTIFY: only the forced reload can find it
+    try:
+        org = f"org-{uuid.uuid4().hex[:8]}"
+        orchestrator = await _principal(engine, ActorType.ORCHESTRATOR, org, "api")
+
+        def ask() -> bool:
+            return auth.allowed(orchestrator, org=org, project="api", scope=Scope.TASK, action="open")
+
+        answers = await asyncio.gather(*(asyncio.to_thread(ask) for _ in range(16)))
+        assert answers == [True] * 16
+        assert not auth.allowed(orchestrator, org=org, project="api", scope=Scope.ORG, action="write")
+    finally:
+        auth.close()
