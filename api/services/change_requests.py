@@ -15,17 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
 
 from temporalio.client import (
     RPCError,
-    RPCStatusCode,
-    WorkflowUpdateFailedError,
-    WorkflowUpdateRPCTimeoutOrCancelledError,
 )
-from temporalio.exceptions import ApplicationError
 
 from api.schemas.change_requests import (
     ChangeDecisionPublic,
@@ -35,9 +30,10 @@ from api.schemas.change_requests import (
 )
 from api.schemas.promotions import DecisionIn
 from api.services.gateway import GatewayResources, temporal_client
+from api.services.temporal_errors import temporal_errors
 from governance.adapters.embedders import embed_one, make_embedder
 from governance.changes import ProposedContent
-from governance.errors import Conflict, GovernanceError, InvalidInput, NotFound, PolicyDenied, Unavailable
+from governance.errors import Conflict, GovernanceError, NotFound, PolicyDenied, Unavailable
 from governance.identity import Principal, judged_project
 from governance.scopes import ActorType
 from governance.storage.change_requests import (
@@ -59,7 +55,6 @@ from workflows.change_request_contract import (
     ChangeRequestInput,
     ChangeRequestResult,
     ChangeRequestState,
-    ErrorTypes,
     workflow_id_for,
 )
 
@@ -80,39 +75,13 @@ APPLY_WAIT_SECONDS = 30.0
 # Listing reads one org's requests and keeps what the caller may read; this bounds the scan per request.
 LIST_SCAN_FACTOR = 20
 
-_UPDATE_ERRORS: dict[str, type[GovernanceError]] = {
-    ErrorTypes.CONFLICT: Conflict,
-    ErrorTypes.INVALID_INPUT: InvalidInput,
-    ErrorTypes.APPROVAL_REFUSED: PolicyDenied,
-}
-_UNAVAILABLE = {
-    RPCStatusCode.UNAVAILABLE,
-    RPCStatusCode.DEADLINE_EXCEEDED,
-    RPCStatusCode.CANCELLED,
-    RPCStatusCode.RESOURCE_EXHAUSTED,
-}
 
-
-@asynccontextmanager
-async def _temporal_errors(request_id: str) -> AsyncIterator[None]:
-    """Temporal's failures as the domain's errors (the gateways map those to statuses)."""
-    try:
-        yield
-    except WorkflowUpdateFailedError as exc:
-        cause = exc.cause
-        if isinstance(cause, ApplicationError) and cause.type in _UPDATE_ERRORS:
-            raise _UPDATE_ERRORS[cause.type](cause.message) from exc
-        raise
-    except WorkflowUpdateRPCTimeoutOrCancelledError as exc:
-        raise Unavailable(
-            f"change request {request_id!r} did not answer in time; is a worker running?"
-        ) from exc
-    except RPCError as exc:
-        if exc.status == RPCStatusCode.NOT_FOUND:
-            raise Conflict(f"change request {request_id!r} is no longer awaiting approval") from exc
-        if exc.status in _UNAVAILABLE:
-            raise Unavailable(f"Temporal is unavailable: {exc.message}") from exc
-        raise
+def _temporal_errors(request_id: str) -> AbstractAsyncContextManager[None]:
+    """Temporal's failures as the domain's errors; a request whose workflow is gone has been decided."""
+    return temporal_errors(
+        f"change request {request_id!r}",
+        lambda _: Conflict(f"change request {request_id!r} is no longer awaiting approval"),
+    )
 
 
 def is_approver(state: GatewayResources, principal: Principal, memory: MemoryTenant) -> bool:

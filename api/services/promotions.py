@@ -11,23 +11,19 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
 from typing import Any
 
 from temporalio.client import (
     Client,
     RPCError,
-    RPCStatusCode,
     WorkflowExecutionDescription,
     WorkflowHandle,
     WorkflowQueryFailedError,
-    WorkflowUpdateFailedError,
-    WorkflowUpdateRPCTimeoutOrCancelledError,
 )
 from temporalio.common import SearchAttributeKey, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
-from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
+from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from api.schemas.promotions import (
     PLAN_PAGE_SIZE,
@@ -44,7 +40,8 @@ from api.schemas.promotions import (
     VerificationIn,
 )
 from api.services.gateway import GatewayResources, authorized_task, temporal_client
-from governance.errors import Conflict, GovernanceError, InvalidInput, NotFound, PolicyDenied, Unavailable
+from api.services.temporal_errors import temporal_errors
+from governance.errors import Conflict, GovernanceError, NotFound, Unavailable
 from governance.identity import Principal
 from governance.scopes import Scope, ValidationSource
 from governance.storage.plans import PlanHeader, PlanKey, PlanRow, latest_plan, plan_page, published_page
@@ -55,7 +52,6 @@ from workflows.promotion_contract import (
     WORKFLOW_TYPE,
     ApprovalAck,
     ApprovalRequest,
-    ErrorTypes,
     Names,
     PromotionInput,
     PromotionState,
@@ -83,41 +79,18 @@ LIST_SCAN_FACTOR = 20
 
 LOREGATE_STATE = SearchAttributeKey.for_keyword(STATE_ATTRIBUTE)
 
-_UPDATE_ERRORS: dict[str, type[GovernanceError]] = {
-    ErrorTypes.CONFLICT: Conflict,
-    ErrorTypes.INVALID_INPUT: InvalidInput,
-    ErrorTypes.APPROVAL_REFUSED: PolicyDenied,
-}
-_UNAVAILABLE = {
-    RPCStatusCode.UNAVAILABLE,
-    RPCStatusCode.DEADLINE_EXCEEDED,
-    RPCStatusCode.CANCELLED,
-    RPCStatusCode.RESOURCE_EXHAUSTED,
-}
+
+def _promotion_not_found(task_id: str, exc: RPCError) -> GovernanceError:
+    if "already completed" in exc.message:
+        return Conflict(f"the promotion of task {task_id!r} has already ended")
+    return NotFound(f"task {task_id!r} has no promotion")
 
 
-@asynccontextmanager
-async def _temporal_errors(task_id: str) -> AsyncIterator[None]:
-    """Temporal's failures as the domain's errors (the gateways map those to statuses)."""
-    try:
-        yield
-    except WorkflowUpdateFailedError as exc:
-        cause = exc.cause
-        if isinstance(cause, ApplicationError) and cause.type in _UPDATE_ERRORS:
-            raise _UPDATE_ERRORS[cause.type](cause.message) from exc
-        raise
-    except WorkflowUpdateRPCTimeoutOrCancelledError as exc:
-        raise Unavailable(
-            f"the promotion of task {task_id!r} did not answer in time; is a worker running?"
-        ) from exc
-    except RPCError as exc:
-        if exc.status == RPCStatusCode.NOT_FOUND:
-            if "already completed" in exc.message:
-                raise Conflict(f"the promotion of task {task_id!r} has already ended") from exc
-            raise NotFound(f"task {task_id!r} has no promotion") from exc
-        if exc.status in _UNAVAILABLE:
-            raise Unavailable(f"Temporal is unavailable: {exc.message}") from exc
-        raise
+def _temporal_errors(task_id: str) -> AbstractAsyncContextManager[None]:
+    """Temporal's failures as the domain's errors; no workflow is NotFound, an ended one Conflict."""
+    return temporal_errors(
+        f"the promotion of task {task_id!r}", lambda exc: _promotion_not_found(task_id, exc)
+    )
 
 
 def _check_evidence(
