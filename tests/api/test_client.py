@@ -20,6 +20,7 @@ from api.client import (
     UnauthenticatedError,
     UnavailableError,
 )
+from api.schemas.search import CompactResultPublic, SearchResultPublic
 from governance import errors as ge
 from governance.scopes import ActorType, Scope
 from tests.utils.factories import Actor, make_actor, new_tenant
@@ -44,7 +45,7 @@ def _open(url: str, orchestrator: Actor) -> str:
             worktree="main",
             description="client test",
         )
-    return str(task["task_id"])
+    return task.task_id
 
 
 def test_client_appends_single_and_batch_in_sequence(gateway_url: str, team: dict[str, Actor]) -> None:
@@ -52,17 +53,17 @@ def test_client_appends_single_and_batch_in_sequence(gateway_url: str, team: dic
     with LoregateClient(gateway_url, team["agent"].key) as client:
         one = client.append(task_id, Entry("decision", "use psycopg 3", payload={"why": "async"}))
         batch = client.append(task_id, [Entry("log", "ran tests"), {"kind": "result", "content": "green"}])
-    assert [e["seq"] for e in one["entries"]] == [1]
-    assert [e["seq"] for e in batch["entries"]] == [2, 3]
+    assert [e.seq for e in one.entries] == [1]
+    assert [e.seq for e in batch.entries] == [2, 3]
 
 
 def test_client_retry_with_idempotency_key_replays(gateway_url: str, team: dict[str, Actor]) -> None:
     task_id = _open(gateway_url, team["orchestrator"])
     entry = Entry("decision", "pin numpy", idempotency_key=f"k-{uuid.uuid4().hex}")
     with LoregateClient(gateway_url, team["agent"].key) as client:
-        first = client.append(task_id, entry)["entries"][0]
-        again = client.append(task_id, entry)["entries"][0]
-    assert again == {**first, "replayed": True}
+        first = client.append(task_id, entry).entries[0]
+        again = client.append(task_id, entry).entries[0]
+    assert not first.replayed and again == first.model_copy(update={"replayed": True})
 
 
 def test_client_entries_iterates_every_page_in_order(gateway_url: str, team: dict[str, Actor]) -> None:
@@ -70,9 +71,9 @@ def test_client_entries_iterates_every_page_in_order(gateway_url: str, team: dic
     with LoregateClient(gateway_url, team["agent"].key) as client:
         client.append(task_id, [Entry("log", f"step {i}") for i in range(5)])
         read = list(client.entries(task_id, page_size=2))
-        tail = [e["seq"] for e in client.entries(task_id, after_seq=3, page_size=2)]
-    assert [(e["seq"], e["content"]) for e in read] == [(i + 1, f"step {i}") for i in range(5)]
-    assert read[0]["actor"] == team["agent"].principal.id
+        tail = [e.seq for e in client.entries(task_id, after_seq=3, page_size=2)]
+    assert [(e.seq, e.content) for e in read] == [(i + 1, f"step {i}") for i in range(5)]
+    assert read[0].actor == team["agent"].principal.id
     assert tail == [4, 5]
 
 
@@ -83,7 +84,7 @@ def test_client_reads_configuration_from_environment(
     monkeypatch.setenv("LOREGATE_URL", gateway_url)
     monkeypatch.setenv("LOREGATE_API_KEY", team["agent"].key)
     with LoregateClient() as client:
-        assert client.task(task_id)["task_id"] == task_id
+        assert client.task(task_id).task_id == task_id
 
 
 def test_client_unknown_task_raises_typed_not_found(gateway_url: str, team: dict[str, Actor]) -> None:
@@ -152,11 +153,14 @@ async def test_async_client_search_context_and_memory(
         compact = await client.search("payments webhook times out", task_id=task.task_id, compact=True)
         block = await client.context("payments webhook timeout", task_id=task.task_id, max_tokens=300)
         opened = await client.memory(f"mem:{memory['citation']}")
-    assert [r["citation"] for r in found["results"]] == [memory["citation"]]
-    assert set(compact["results"][0]) == {"citation", "title", "type", "score"}
-    assert f"[mem:{memory['citation']}]" in block["context"] and block["citations"] == [memory["citation"]]
-    assert opened["memory"]["title"] == "Webhook timeouts"
-    assert [p["id"] for p in opened["provenance"]] == sources
+    assert [r.citation for r in found.results] == [memory["citation"]]
+    assert isinstance(found.results[0], SearchResultPublic)
+    assert isinstance(compact.results[0], CompactResultPublic)
+    assert set(compact.model_dump()["results"][0]) == {"citation", "title", "type", "score"}
+    assert f"[mem:{memory['citation']}]" in block.context and block.citations == [memory["citation"]]
+    assert opened.memory.title == "Webhook timeouts" and opened.memory.memory_type == "bug_pattern"
+    assert [p.id for p in opened.provenance] == sources and not opened.provenance[0].redacted
+    assert [link.is_this for link in opened.history] == [True]
 
 
 async def test_async_client_unknown_memory_raises_not_found(gateway_url: str, team: dict[str, Actor]) -> None:
@@ -169,5 +173,5 @@ async def test_async_client_appends_and_pages(gateway_url: str, team: dict[str, 
     task_id = _open(gateway_url, team["orchestrator"])
     async with AsyncLoregateClient(gateway_url, team["agent"].key) as client:
         await client.append(task_id, [Entry("thought", "a"), Entry("thought", "b"), Entry("thought", "c")])
-        read = [e["content"] async for e in client.entries(task_id, page_size=2)]
+        read = [e.content async for e in client.entries(task_id, page_size=2)]
     assert read == ["a", "b", "c"]
