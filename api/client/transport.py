@@ -216,7 +216,7 @@ class Pages(_Twin, Generic[P, ModelT, ItemT]):
         items: Callable[[ModelT], Iterable[ItemT]],
         follow: Callable[[Request, ModelT], Request | None],
     ) -> None:
-        self.build, self.model = build, model
+        self.build, self.model, self.item = build, model, item
 
         def blocking(client: SyncTransport, *args: P.args, **kwargs: P.kwargs) -> Iterator[ItemT]:
             request: Request | None = build(client, *args, **kwargs)

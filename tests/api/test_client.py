@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import uuid
-from typing import Any
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal
 
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -17,12 +21,15 @@ from api.client import (
     LoregateError,
     NotFoundError,
     PolicyDeniedError,
+    ServerError,
     UnauthenticatedError,
     UnavailableError,
 )
 from api.schemas.search import CompactResultPublic, SearchResultPublic
 from governance import errors as ge
+from governance.identity import key_id_of
 from governance.scopes import ActorType, Scope
+from governance.storage.identity import revoke_key
 from tests.utils.factories import Actor, make_actor, new_tenant
 from tests.utils.gateway import free_port
 from tests.utils.memory_factories import add_entries, add_memory, new_task
@@ -175,3 +182,119 @@ async def test_async_client_appends_and_pages(gateway_url: str, team: dict[str, 
         await client.append(task_id, [Entry("thought", "a"), Entry("thought", "b"), Entry("thought", "c")])
         read = [e.content async for e in client.entries(task_id, page_size=2)]
     assert read == ["a", "b", "c"]
+
+
+# ---- refusals: each a typed exception carrying the gateway's problem (code, message, status) --------------
+Flavour = Literal["blocking", "asyncio"]
+
+
+async def _refusal(
+    flavour: Flavour, url: str, key: str, name: str, *args: Any, **kwargs: Any
+) -> LoregateError:
+    """The exception the client of `flavour` raises for `name(*args, **kwargs)`."""
+    if flavour == "blocking":
+
+        def run() -> None:
+            with LoregateClient(url, key) as client:
+                getattr(client, name)(*args, **kwargs)
+
+        call: Any = asyncio.to_thread(run)
+    else:
+
+        async def call_async() -> None:
+            async with AsyncLoregateClient(url, key) as client:
+                await getattr(client, name)(*args, **kwargs)
+
+        call = call_async()
+    with pytest.raises(LoregateError) as caught:
+        await call
+    return caught.value
+
+
+@pytest.mark.parametrize("flavour", ["blocking", "asyncio"])
+async def test_client_unknown_memory_raises_not_found_with_its_detail(
+    flavour: Flavour, gateway_url: str, team: dict[str, Actor]
+) -> None:
+    error = await _refusal(flavour, gateway_url, team["agent"].key, "memory", "mem:doesnotexist")
+    assert isinstance(error, NotFoundError) and isinstance(error, ge.NotFound)
+    assert (error.error, error.status_code) == ("not_found", 404) and "doesnotexist" in error.detail
+
+
+@pytest.mark.parametrize("flavour", ["blocking", "asyncio"])
+async def test_client_agent_where_an_orchestrator_is_needed_raises_policy_denied(
+    flavour: Flavour, gateway_url: str, team: dict[str, Actor]
+) -> None:
+    agent = team["agent"]
+    org, project = agent.principal.org, str(agent.principal.project)
+    error = await _refusal(
+        flavour, gateway_url, agent.key, "open_task", org=org, project=project, worktree="w", description="d"
+    )
+    assert isinstance(error, PolicyDeniedError) and isinstance(error, ge.PolicyDenied)
+    assert (error.error, error.status_code) == ("forbidden", 403) and agent.principal.id in error.detail
+
+
+@pytest.mark.parametrize("flavour", ["blocking", "asyncio"])
+async def test_client_out_of_range_option_raises_invalid_input_naming_it(
+    flavour: Flavour, gateway_url: str, team: dict[str, Actor]
+) -> None:
+    task_id = _open(gateway_url, team["orchestrator"])
+    error = await _refusal(
+        flavour, gateway_url, team["agent"].key, "search", "anything", task_id=task_id, k=0
+    )
+    assert isinstance(error, InvalidInputError) and isinstance(error, ge.InvalidInput)
+    assert (error.error, error.status_code) == ("validation_error", 422) and "k" in error.detail
+    assert [problem["loc"] for problem in error.body["errors"]] == [["body", "k"]]  # the whole body is kept
+
+
+@pytest.mark.parametrize("flavour", ["blocking", "asyncio"])
+async def test_client_revoked_key_raises_unauthenticated(
+    flavour: Flavour, gateway_url: str, engine: AsyncEngine, team: dict[str, Actor]
+) -> None:
+    agent = team["agent"]
+    async with engine.begin() as conn:
+        assert await revoke_key(conn, str(key_id_of(agent.key)))
+    error = await _refusal(flavour, gateway_url, agent.key, "review")
+    assert isinstance(error, UnauthenticatedError) and error.status_code == 401
+
+
+class _NotTheGateway(BaseHTTPRequestHandler):
+    """Answers 200 with JSON that is no loregate model, or (for a plan) 502 with a proxy's HTML page."""
+
+    def do_GET(self) -> None:  # noqa: N802 (the http.server hook's name)
+        status, kind, body = (
+            (502, "text/html", b"<html>bad gateway</html>")
+            if self.path.startswith("/v1/promotions/t-1/plan")
+            else (200, "application/json", b'{"hello": "world"}')
+        )
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def not_the_gateway() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _NotTheGateway)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("flavour", ["blocking", "asyncio"])
+async def test_client_answer_that_is_not_the_model_raises_server_error(
+    flavour: Flavour, not_the_gateway: str
+) -> None:
+    error = await _refusal(flavour, not_the_gateway, "lg_x_y", "task", "t-1")
+    assert type(error) is ServerError and error.error == "invalid_response" and error.status_code == 200
+    assert "TaskPublic" in error.detail and "/v1/tasks/t-1" in error.detail
+    proxied = await _refusal(flavour, not_the_gateway, "lg_x_y", "promotion_plan", "t-1")
+    assert isinstance(proxied, UnavailableError) and proxied.status_code == 502
+    assert (proxied.error, proxied.detail) == ("error", "<html>bad gateway</html>")
