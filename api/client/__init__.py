@@ -51,6 +51,7 @@ from api.schemas.approaches import ApproachPublic, CheckPublic
 from api.schemas.change_requests import ChangeDecisionPublic, ChangeRequestList, ChangeRequestPublic
 from api.schemas.erasure import ErasurePublic
 from api.schemas.events import EventsPage
+from api.schemas.health import HealthPublic
 from api.schemas.learning import BugMatchPublic, ObservationPublic, RuleCandidatesPublic
 from api.schemas.memories import FeedbackPublic, ValidatePublic
 from api.schemas.promotions import (
@@ -129,6 +130,11 @@ def _next_plan_page(request: Request, page: PromotionPlanPage) -> Request | None
 
 class _Api:
     """Every call of the v1 API, declared once for both clients (paths and field names are stable)."""
+
+    @endpoint(HealthPublic)
+    def health(self) -> Request:
+        """Whether the gateway is up and reaches its database (`UnavailableError` when it does not)."""
+        return Request("GET", "/healthz")
 
     # staging
 

@@ -131,6 +131,8 @@ async def test_each_client_method_returns_its_declared_model(
     orchestrator, agent, human = team["orchestrator"], team["agent"], team["human"]
     org, project = orchestrator.principal.org, str(orchestrator.principal.project)
 
+    assert (await call(agent, "health")).database == "ok"
+
     # staging and circular-fix detection
     opened = await call(orchestrator, "open_task", org=org, project=project, worktree="main", description="x")
     task_id = opened.task_id
@@ -224,6 +226,7 @@ async def test_client_models_dump_to_the_gateways_json(
         ("memory", (memory["citation"],), {}),
         ("memory_events", (memory["citation"],), {}),
         ("review", (), {}),
+        ("health", (), {}),
     ]
     async with (
         AsyncLoregateClient(gateway_url, agent.key) as client,
