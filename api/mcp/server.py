@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from api.client import AsyncLoregateClient, LoregateError
 from governance.approaches import ApproachOutcome
@@ -69,12 +69,13 @@ def _citation(ref: str) -> str:
     return ref.removeprefix("mem:")
 
 
-async def _answer(call: Awaitable[dict[str, Any]]) -> dict[str, Any]:
-    """The gateway's answer, or a tool error the model can read."""
+async def _answer(call: Awaitable[BaseModel]) -> dict[str, Any]:
+    """The gateway's answer as the JSON it sent, or a tool error the model can read."""
     try:
-        return await call
+        answer = await call
     except LoregateError as exc:
         raise ToolError(f"{exc.error}: {exc.detail}") from exc
+    return answer.model_dump(mode="json")
 
 
 def build_server(client: AsyncLoregateClient | None = None) -> MCPServer:
