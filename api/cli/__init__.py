@@ -11,6 +11,7 @@ from api.cli.commands import (
     changes,
     forget,
     keys,
+    learning,
     mcp,
     migrate,
     policy,
@@ -45,6 +46,7 @@ for group in (
     promotions,
     changes,
     forget,
+    learning,
     mcp,
 ):
     group.register(app)
