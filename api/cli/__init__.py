@@ -8,6 +8,7 @@ import typer
 from platformdirs.api import RuntimeDirWarning
 
 from api.cli.commands import (
+    backup,
     changes,
     forget,
     keys,
@@ -19,6 +20,7 @@ from api.cli.commands import (
     run,
     schedules,
     staging,
+    transfer,
     truth,
     up,
 )
@@ -45,6 +47,8 @@ for group in (
     promotions,
     changes,
     forget,
+    transfer,
+    backup,
     mcp,
 ):
     group.register(app)

@@ -23,6 +23,7 @@ from api.http.routes import (
     promotions,
     search,
     tasks,
+    transfer,
     truth,
 )
 from api.services.gateway import GatewayResources
@@ -89,6 +90,7 @@ def create_app(settings: Settings | None = None, *, grpc_port: int | None = None
         approaches.router,
         promotions.router,
         change_requests.router,
+        transfer.router,
     ):
         app.include_router(router, responses=ERROR_RESPONSES)
     # the web console (api/http/console): server-rendered pages over the same services
