@@ -16,6 +16,7 @@ from governance.scopes import Scope, ValidationSource
 
 __all__ = [
     "ImportMode",
+    "IMPORT_SCOPE_KEY_PATTERN",
     "HeaderRecord",
     "ProvenanceRecord",
     "BugPatternRecord",
@@ -171,29 +172,28 @@ RECORD_MODELS: dict[str, type[_Record]] = {
 }
 
 
+# the scopes a gate import may target (a task's own scope is no place to import into)
+IMPORT_SCOPE_KEY_PATTERN = r"^(worktree:[^/]+/[^/]+/.+|project:[^/]+/[^/]+|org:[^/]+)$"
+
+
 class ImportOptions(BaseModel):
-    """How to import (the query of `POST /v1/imports`; the body is the export file)."""
+    """Where an import through the gate goes (the query of `POST /v1/imports`; the body is the file)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    mode: ImportMode = Field(
-        default="gate",
-        description="gate: stage the memories in an import task and promote it; restore: admin only, "
-        "keep ids, trust, states and events",
-    )
-    scope_key: str | None = Field(
-        default=None,
+    scope_key: str = Field(
         max_length=600,
-        description="gate: the target scope (worktree:, project: or org:), in the file's org",
+        pattern=IMPORT_SCOPE_KEY_PATTERN,
+        description="The target scope (worktree:, project: or org:), in the file's org",
     )
     project: str | None = Field(
         default=None,
         min_length=1,
         max_length=200,
-        description="gate into org scope: the project the import task belongs to (default: the caller's)",
+        description="Into org scope: the project the import task belongs to (default: the caller's)",
     )
     verified: ValidationSource | None = Field(
-        default=None, description="gate: verification evidence to start the promotion with (else it waits)"
+        default=None, description="Verification evidence to start the promotion with (else it waits for it)"
     )
 
 

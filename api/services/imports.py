@@ -1,13 +1,13 @@
 """Import an export file (`POST /v1/imports`, `loregate import`): through the gate, or as an admin restore.
 
-**Through the gate** (`mode=gate`, orchestrators and humans): the file's active memories become staging
+**Through the gate** (`POST /v1/imports`, orchestrators and humans): the file's active memories become staging
 entries of one import task in the target scope's tenant, and that task's promotion starts, so dedup,
 supersession, trust and approval apply as to any task's work. The caller needs `open` at task scope and
 `write` and `promote` at the target scope; a target scope it may not read is a 404. The task id comes from
 the file's sha256 and the target scope, each entry's idempotency key from its line: the same file imported
 again into the same scope finds its task (and its promotion) and changes nothing.
 
-**Trusted restore** (`mode=restore`, admin principals only, as for `/v1/admin/policy`): the memories come
+**Trusted restore** (`POST /v1/restores`, admin principals only, as for `/v1/admin/policy`): the memories come
 back as they were — ids, citations, trust, states, supersession, derivations, bug-pattern statistics and
 their events — in one transaction. A memory or event already stored identically is left as it is; one
 stored differently (or a citation or event key held by another row) refuses the whole file with 409 naming
@@ -44,7 +44,7 @@ from governance.storage.plans import cache_vectors, cached_vectors, text_digest
 from governance.transfer import entries_for_gate, import_task_id
 from governance.validity import check_entry_expiry
 
-__all__ = ["import_file"]
+__all__ = ["import_file", "restore_file"]
 
 # fields a restore does not compare: a counter that reading moves (it is no governance change)
 _UNCOMPARED = {"retrieval_count", "provenance"}
@@ -53,11 +53,14 @@ _UNCOMPARED = {"retrieval_count", "provenance"}
 async def import_file(
     state: GatewayResources, principal: Principal, data: bytes, options: ImportOptions
 ) -> ImportPublic:
-    """Import `data` (an export file) as `options` say; authorised before the file is read."""
-    if options.mode == "restore":
-        _require_admin(state, principal)
-        return await _restore(state, principal, parse_export(data))
+    """Import `data` (an export file) through the gate as `options` say; authorised before it is read."""
     return await _through_gate(state, principal, data, options)
+
+
+async def restore_file(state: GatewayResources, principal: Principal, data: bytes) -> ImportPublic:
+    """Restore `data` (an export file) as it was (admins only; authorised before it is read)."""
+    _require_admin(state, principal)
+    return await _restore(state, principal, parse_export(data))
 
 
 def _require_admin(state: GatewayResources, principal: Principal) -> None:
@@ -72,8 +75,6 @@ def _target(
     state: GatewayResources, principal: Principal, options: ImportOptions
 ) -> tuple[str, Scope, str, str, str]:
     """(scope key, scope, org, project, worktree) of the import task, once the caller's rights are checked."""
-    if not options.scope_key:
-        raise InvalidInput("scope_key: a gate import needs the target scope (worktree:, project: or org:)")
     key = options.scope_key
     tenant = scope_tenant(key)
     if tenant.scope == Scope.TASK:

@@ -16,6 +16,7 @@ an older release restores too. Temporal's workflow histories (`temporal.db`) are
 from __future__ import annotations
 
 import fcntl
+import os
 import re
 import shutil
 import subprocess
@@ -104,7 +105,9 @@ def _platform_stopped(settings: Settings) -> Iterator[None]:
         yield
         return
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    lock: IO[str] = open(settings.data_dir / "up.lock", "a+")  # noqa: SIM115 - held for the restore
+    lock: IO[str] = open(  # noqa: SIM115 - held for the restore
+        settings.data_dir / "up.lock", "a+", opener=lambda path, flags: os.open(path, flags, 0o600)
+    )
     try:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -127,20 +130,34 @@ def restore(
     ] = False,
 ) -> None:
     """Restore a backup into the database (embedded or LOREGATE_DATABASE_URL), in one transaction."""
-    from governance.storage.migrate import upgrade_head
-    from governance.storage.transfer import database_contents
-
     if not file.is_file():
         fail(f"{file} is not a file")
+    settings = load_settings()
+    started = time.monotonic()
+    with _platform_stopped(settings):
+        _check_archive(file)
+        _restore(settings, file, force=force)
+    console.print(
+        f"restored {file} in {time.monotonic() - started:.1f} s; start the platform again (`loregate up`)",
+        highlight=False,
+    )
+
+
+def _check_archive(file: Path) -> None:
     try:
         subprocess.run(
             [postgres_tool("pg_restore"), "--list", str(file)], check=True, capture_output=True, timeout=600
         )
     except subprocess.CalledProcessError as exc:
         fail(f"{file} is not a backup written by `loregate backup` (pg_restore: {_tool_error(exc)})")
-    settings = load_settings()
-    started = time.monotonic()
-    with _platform_stopped(settings), database(settings) as url:
+
+
+def _restore(settings: Settings, file: Path, *, force: bool) -> None:
+    """Replay the archive in one transaction (dropping what is there first with `force`), then migrate."""
+    from governance.storage.migrate import upgrade_head
+    from governance.storage.transfer import database_contents
+
+    with database(settings) as url:
         before = in_transaction(settings, url, database_contents)
         if before["tables"] and not force:
             held = ", ".join(f"{v} {k}" for k, v in before.items())
@@ -173,11 +190,8 @@ def restore(
             dump.wait(timeout=60)
         upgrade_head(url)
         after = in_transaction(settings, url, database_contents)
-    held = ", ".join(f"{v} {k}" for k, v in after.items())
     console.print(
-        f"restored {file} ({held}) in {time.monotonic() - started:.1f} s; start the platform again "
-        "(`loregate up`)",
-        highlight=False,
+        "the database now holds " + ", ".join(f"{v} {k}" for k, v in after.items()), highlight=False
     )
 
 

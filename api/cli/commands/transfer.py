@@ -142,14 +142,17 @@ def import_(
         data = file.read_bytes()
     except OSError as exc:
         fail(f"cannot read {file}: {exc.strerror or exc}")
-    params: dict[str, Any] = {"mode": "restore" if restore else "gate"}
+    params: dict[str, Any] = {}
     for name, value in (("scope_key", scope), ("project", project), ("verified", verified)):
         if value is not None:
             params[name] = value
     started = time.monotonic()
     with _http(url, api_key) as client:
         response = client.post(
-            "/v1/imports", params=params, content=data, headers={"Content-Type": "application/x-ndjson"}
+            "/v1/restores" if restore else "/v1/imports",
+            params=params,
+            content=data,
+            headers={"Content-Type": "application/x-ndjson"},
         )
         if response.status_code >= 400:
             raise _Refused(response)

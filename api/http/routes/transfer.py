@@ -1,4 +1,5 @@
-"""Export and import over HTTP: `GET /v1/exports` streams a scope as JSON Lines, `POST /v1/imports` reads one.
+"""Export and import over HTTP: `GET /v1/exports` streams a scope as JSON Lines, `POST /v1/imports` and
+`/v1/restores` read one.
 
 api/services/exports.py and api/services/imports.py say who may do what; the export's checks all run before
 its first byte, so a refusal is an ordinary JSON error, never a cut stream.
@@ -6,7 +7,7 @@ its first byte, so a refusal is an ordinary JSON error, never a cut stream.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
@@ -21,6 +22,10 @@ __all__ = ["router"]
 router = APIRouter(prefix="/v1", tags=["export and import"])
 
 NDJSON = "application/x-ndjson"
+# the body of an import or restore: an export file, as `GET /v1/exports` wrote it
+_FILE_BODY: dict[str, Any] = {
+    "requestBody": {"required": True, "content": {NDJSON: {"schema": {"type": "string", "format": "binary"}}}}
+}
 
 
 @router.get(
@@ -67,6 +72,11 @@ async def import_file(
     resources: Resources,
     options: Annotated[ImportOptions, Query()],
 ) -> ImportPublic:
-    """Import an export file (the body): through the gate into `scope_key`, or as an admin `restore`."""
-    data = await request.body()
-    return await imports.import_file(resources, principal, data, options)
+    """Import an export file (the body) through the gate: an import task promoted into `scope_key`."""
+    return await imports.import_file(resources, principal, await request.body(), options)
+
+
+@router.post("/restores", response_model=ImportPublic, openapi_extra=_FILE_BODY)
+async def restore_file(request: Request, principal: CurrentPrincipal, resources: Resources) -> ImportPublic:
+    """Restore an export file (the body) as it was: ids, trust, states and events (admins only)."""
+    return await imports.restore_file(resources, principal, await request.body())
