@@ -97,7 +97,11 @@ def create_app(settings: Settings | None = None, *, grpc_port: int | None = None
     app.state.console_sessions = SessionBook()
     app.include_router(console.router)
     app.mount("/console/static", StaticFiles(directory=console.STATIC_DIR), name="console-static")
-    app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
+    app.add_middleware(
+        BodySizeLimit,
+        max_bytes=settings.max_request_bytes,
+        larger={path: settings.max_import_bytes for path in ("/v1/imports", "/v1/restores")},
+    )
     app.add_middleware(MetricsMiddleware)
     _trace(app)
     return app

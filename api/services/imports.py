@@ -34,7 +34,7 @@ from api.services.browse import scope_tenant
 from api.services.export_file import ParsedExport, parse_export
 from api.services.gateway import GatewayResources, judged_project
 from governance.adapters.embedders import embed_passages_async, make_embedder
-from governance.errors import Conflict, GovernanceError, InvalidInput, NotFound
+from governance.errors import Conflict, GovernanceError, InvalidInput, NotFound, Unavailable
 from governance.identity import Principal
 from governance.scopes import EntryKind, Scope
 from governance.staging import EntryDraft, validate_batch
@@ -48,6 +48,8 @@ __all__ = ["import_file", "restore_file"]
 
 # fields a restore does not compare: a counter that reading moves (it is no governance change)
 _UNCOMPARED = {"retrieval_count", "provenance"}
+# texts per embedding call of a restore (an OpenAI-compatible endpoint takes at most 2,048 inputs a call)
+_EMBED_CHUNK = 64
 
 
 async def import_file(
@@ -212,10 +214,14 @@ async def _vectors(state: GatewayResources, texts: list[str]) -> list[list[float
     digests = [text_digest(t) for t in texts]
     async with state.engine.connect() as conn:
         found = await cached_vectors(conn, embedder.model_id, digests)
-    missing = {d: t for d, t in zip(digests, texts, strict=True) if d not in found}
-    if missing:
-        vectors = await embed_passages_async(embedder, list(missing.values()))
-        fresh = {d: [float(x) for x in row] for d, row in zip(missing, vectors, strict=True)}
+    missing = sorted({d: t for d, t in zip(digests, texts, strict=True) if d not in found}.items())
+    for start in range(0, len(missing), _EMBED_CHUNK):
+        chunk = dict(missing[start : start + _EMBED_CHUNK])
+        try:
+            vectors = await embed_passages_async(embedder, list(chunk.values()))
+        except Exception as exc:  # the model or endpoint failed: nothing was written yet, retry later
+            raise Unavailable(f"the embedder is unavailable ({exc}); nothing was restored") from exc
+        fresh = {d: [float(x) for x in row] for d, row in zip(chunk, vectors, strict=True)}
         async with state.engine.begin() as conn:
             await cache_vectors(conn, embedder.model_id, fresh)
         found.update(fresh)

@@ -47,6 +47,9 @@ MEMORY_EXPORT_COLUMNS: tuple[str, ...] = tuple(
     c.name for c in memories.columns if c.name not in ("embedding", "tsv")
 )
 _UUID_COLUMNS = ("id", "supersedes_id")
+# rows per INSERT of a restore: each statement stays well inside the per-statement timeout (HNSW upkeep
+# costs ~ms a vector), however big the file
+_WRITE_CHUNK = 200
 
 
 @dataclass(frozen=True)
@@ -223,8 +226,8 @@ async def entries_by_ids(conn: AsyncConnection, ids: Sequence[int]) -> dict[int,
 
 async def insert_memories(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
     """Insert memories as given (ids, trust, state), each with its `embedding`; the caller orders them."""
-    if rows:
-        await conn.execute(insert(memories), [dict(r) for r in rows])
+    for start in range(0, len(rows), _WRITE_CHUNK):
+        await conn.execute(insert(memories), [dict(r) for r in rows[start : start + _WRITE_CHUNK]])
 
 
 async def insert_derivations(conn: AsyncConnection, pairs: Sequence[tuple[str, str]]) -> None:
@@ -243,14 +246,14 @@ async def insert_derivations(conn: AsyncConnection, pairs: Sequence[tuple[str, s
 
 async def insert_bug_patterns(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
     """Bug-pattern rows (with `memory_id`) of restored memories."""
-    if rows:
-        await conn.execute(insert(bug_patterns), [dict(r) for r in rows])
+    for start in range(0, len(rows), _WRITE_CHUNK):
+        await conn.execute(insert(bug_patterns), [dict(r) for r in rows[start : start + _WRITE_CHUNK]])
 
 
 async def insert_events(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
     """Events with their own ids."""
-    if rows:
-        await conn.execute(insert(memory_events), [dict(r) for r in rows])
+    for start in range(0, len(rows), _WRITE_CHUNK):
+        await conn.execute(insert(memory_events), [dict(r) for r in rows[start : start + _WRITE_CHUNK]])
 
 
 async def insert_receipt(conn: AsyncConnection, event: Event) -> int:

@@ -299,3 +299,17 @@ async def test_erased_subject_is_absent_from_exports(
     assert after.status_code == 200 and marker not in after.text
     # what was not erased is still exported
     assert world["project_memory"]["id"] in after.text
+
+
+async def test_export_files_may_exceed_the_request_limit(
+    client: httpx.AsyncClient, world: dict[str, Any]
+) -> None:
+    # an export file is checked whole, so its limit is LOREGATE_MAX_IMPORT_BYTES, not the 8 MiB of a request
+    big = b'{"kind": "header", "format": "not-loregate"}\n' + b" " * (9 * 1024 * 1024)
+    admin = world["actors"]["admin"]
+    answer = await client.post("/v1/restores", content=big, headers={**admin.headers, **NDJSON})
+    assert answer.status_code == 422 and "not a loregate export" in answer.json()["detail"]
+    entries = await client.post(
+        f"/v1/tasks/{world['task'].task_id}/entries", content=big, headers={**admin.headers, **NDJSON}
+    )
+    assert entries.status_code == 413
