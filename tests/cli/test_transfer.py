@@ -64,13 +64,13 @@ def test_export_writes_the_file_and_import_restore_finds_it_there(
     target = tmp_path / "shop.jsonl"
     exported = run_cli("export", world["scope_key"], "-o", str(target), env=world["env"]["human"])
     assert exported.returncode == 0, exported.stderr
-    assert "exported 1 memory, 0 event, 0 staging" in exported.stderr
+    assert "exported 1 memory, 0 events, 0 staging entries" in exported.stderr
     lines = [json.loads(line) for line in target.read_text().splitlines()]
     assert lines[0]["kind"] == "header" and lines[-1]["kind"] == "trailer"
     assert target.stat().st_mode & 0o077 == 0
     restored = run_cli("import", str(target), "--restore", env=world["env"]["admin"])
     assert restored.returncode == 0, restored.stderr
-    assert "created 0 memory, 0 event; unchanged 1 memory, 0 event" in restored.stdout
+    assert "created 0 memories, 0 events; unchanged 1 memory, 0 events" in restored.stdout
 
 
 def test_export_refused_leaves_no_file(world: dict[str, Any], tmp_path: Path) -> None:

@@ -51,6 +51,21 @@ def _http(url: str | None, api_key: str | None) -> Iterator[Any]:
         fail(f"{error.error}: {error.detail}")
 
 
+_PLURAL = {
+    "memory": "memories",
+    "event": "events",
+    "entry": "entries",
+    "staging": "staging entries",
+    "episode": "episodes",
+}
+
+
+def _counts(values: dict[str, int]) -> str:
+    """`{"memory": 2, "event": 1}` as `2 memories, 1 event`."""
+    words = [f"{v} {k if v == 1 and k != 'staging' else _PLURAL.get(k, k)}" for k, v in values.items()]
+    return ", ".join(words) or "nothing"
+
+
 class _Refused(Exception):
     def __init__(self, response: Any) -> None:
         super().__init__(response.status_code)
@@ -107,7 +122,7 @@ def export(
     finally:
         if partial is not None and partial.exists():
             partial.unlink()
-    counts = ", ".join(f"{v} {k}" for k, v in trailer["counts"].items())
+    counts = _counts(trailer["counts"])
     where = f" to {output}" if output is not None else ""
     err_console.print(f"exported {counts}{where} in {time.monotonic() - started:.1f} s", highlight=False)
 
@@ -161,10 +176,6 @@ def import_(
         _print_json(answer)
         return
     seconds = time.monotonic() - started
-
-    def _counts(values: dict[str, int]) -> str:
-        return ", ".join(f"{v} {k}" for k, v in values.items()) or "nothing"
-
     console.print(
         f"{answer['mode']} import of {answer['source_scope_key']} (sha256 {answer['file_sha256'][:12]}) "
         f"in {seconds:.1f} s: created {_counts(answer['created'])}; unchanged {_counts(answer['unchanged'])}"
