@@ -266,6 +266,19 @@ async def _restore(state: GatewayResources, principal: Principal, parsed: Parsed
                         f"line {line}: citation mem:{memory.citation} is held here by memory "
                         f"{taken[memory.citation]}; nothing was restored"
                     )
+            heads = await transfer.active_heads(
+                conn,
+                header.scope_key,
+                [m.canonical_key for _, m in fresh if m.canonical_key and m.deprecated_at is None],
+            )
+            for line, memory in fresh:
+                head = heads.get(memory.canonical_key or "")
+                if memory.deprecated_at is None and head is not None and head != memory.id:
+                    raise Conflict(
+                        f"line {line}: memory {memory.id} would be a second active memory about "
+                        f"{memory.canonical_key!r} in {header.scope_key}, where memory {head} is; "
+                        "nothing was restored"
+                    )
             refs = {m.supersedes_id for _, m in fresh if m.supersedes_id} | {
                 d for _, m in fresh for d in m.derived_from
             }

@@ -30,6 +30,7 @@ __all__ = [
     "entries_by_ids",
     "memories_by_ids",
     "citations_taken",
+    "active_heads",
     "events_by_ids",
     "event_ids_by_dedupe_key",
     "existing_ids",
@@ -144,6 +145,20 @@ async def citations_taken(conn: AsyncConnection, citations: dict[str, str]) -> d
         text("SELECT citation, id::text AS id FROM memories WHERE citation = ANY(:c)"), {"c": list(citations)}
     )
     return {r.citation: r.id for r in rows if citations[r.citation] != r.id}
+
+
+async def active_heads(conn: AsyncConnection, scope_key: str, keys: Sequence[str]) -> dict[str, str]:
+    """canonical key → id of the active memory holding it in the scope (at most one each: an index)."""
+    if not keys:
+        return {}
+    rows = await conn.execute(
+        text(
+            """SELECT canonical_key, id::text AS id FROM memories
+               WHERE scope_key = :k AND canonical_key = ANY(:keys) AND deprecated_at IS NULL"""
+        ),
+        {"k": scope_key, "keys": sorted(set(keys))},
+    )
+    return {r.canonical_key: r.id for r in rows}
 
 
 async def event_page(

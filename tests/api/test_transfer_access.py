@@ -313,3 +313,33 @@ async def test_export_files_may_exceed_the_request_limit(
         f"/v1/tasks/{world['task'].task_id}/entries", content=big, headers={**admin.headers, **NDJSON}
     )
     assert entries.status_code == 413
+
+
+async def test_restore_of_a_second_head_for_a_canonical_key_is_a_conflict(
+    client: httpx.AsyncClient, world: dict[str, Any]
+) -> None:
+    # the same fact under another id: it would be a second active memory about `db.driver` in the scope
+    lines = (await _export_file(client, world)).decode().splitlines()
+    header = json.loads(lines[0])
+    [memory] = [json.loads(line) for line in lines if '"canonical_key":"db.driver"' in line]
+    twin = {**memory, "id": str(uuid.uuid4()), "citation": uuid.uuid4().hex[:10], "provenance": []}
+    trailer = {"kind": "trailer", "counts": {"memory": 1, "event": 0, "staging": 0}}
+    data = "\n".join(json.dumps(r) for r in (header, twin, trailer)).encode()
+    admin = world["actors"]["admin"]
+    answer = await client.post("/v1/restores", content=data, headers={**admin.headers, **NDJSON})
+    assert answer.status_code == 409, answer.text
+    detail = answer.json()["detail"]
+    assert detail.startswith("line 2: ") and "second active memory about 'db.driver'" in detail, detail
+    gone = await client.get(f"/v1/memories/{twin['id']}", headers=world["actors"]["human"].headers)
+    assert gone.status_code == 404
+
+
+async def test_restore_with_a_revoked_admin_key_is_401(
+    client: httpx.AsyncClient, world: dict[str, Any], engine: AsyncEngine
+) -> None:
+    data = await _export_file(client, world)
+    admin = await make_actor(engine, ActorType.HUMAN, "default", None, is_admin=True)
+    async with engine.begin() as conn:
+        await revoke_key(conn, admin.key.split("_")[1])
+    answer = await client.post("/v1/restores", content=data, headers={**admin.headers, **NDJSON})
+    assert answer.status_code == 401
