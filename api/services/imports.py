@@ -320,6 +320,10 @@ async def _restore(state: GatewayResources, principal: Principal, parsed: Parsed
                     reason=f"restored {header.scope_key} from an export of {header.exported_at.isoformat()}",
                     payload={
                         "file_sha256": parsed.digest,
+                        # the tenant and scope it is judged in (GET /v1/events shows it to their readers)
+                        "org": header.org,
+                        "project": header.project,
+                        "scope": scope_tenant(header.scope_key).scope.value,
                         "scope_key": header.scope_key,
                         "created": answer.created,
                         "unchanged": answer.unchanged,

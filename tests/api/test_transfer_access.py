@@ -168,6 +168,16 @@ async def test_restore_is_for_admins_only(client: httpx.AsyncClient, world: dict
     body = again.json()
     assert body["created"] == {"memory": 0, "event": 0} and body["unchanged"] == {"memory": 1, "event": 0}
     assert body["receipt_event_id"] is not None
+    # the receipt is in the audit trail of the scope's readers, with the file's hash and no content
+    events = await client.get(
+        "/v1/events", headers=world["actors"]["human"].headers, params={"type": "RESTORED", "limit": 200}
+    )
+    [receipt] = [e for e in events.json()["events"] if e["id"] == body["receipt_event_id"]]
+    assert receipt["payload"]["file_sha256"] == file_digest(data) and "psycopg" not in json.dumps(receipt)
+    outsider = await client.get(
+        "/v1/events", headers=world["actors"]["outsider"].headers, params={"type": "RESTORED", "limit": 200}
+    )
+    assert body["receipt_event_id"] not in [e["id"] for e in outsider.json()["events"]]
 
 
 async def test_restore_of_a_conflicting_row_changes_nothing(

@@ -190,7 +190,10 @@ def import_(
             highlight=False,
         )
     else:
-        console.print(f"receipt: event {answer['receipt_event_id']} (loregate events --type RESTORED)")
+        console.print(
+            f"receipt: event {answer['receipt_event_id']} (RESTORED, in the audit trail of the scope)",
+            highlight=False,
+        )
 
 
 def register(app: typer.Typer) -> None:
