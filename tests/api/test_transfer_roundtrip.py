@@ -182,6 +182,7 @@ async def test_gate_import_into_another_project_publishes_through_promotion(
     human_b = await make_actor(engine, ActorType.HUMAN, org, target_project)
     target = f"project:{org}/{target_project}"
     params = {"scope_key": target, "verified": "tests_passed"}
+    started = time.monotonic()
     imported = await http.post(
         "/v1/imports", params=params, content=exported.content, headers={**human_b.headers, **NDJSON}
     )
@@ -193,6 +194,8 @@ async def test_gate_import_into_another_project_publishes_through_promotion(
     approved = await http.post(f"/v1/promotions/{task_id}/approve", headers=human_b.headers, json={})
     assert approved.status_code == 200, approved.text
     await wait_promotion_state(http, human_b.headers, task_id, "published")
+    took = time.monotonic() - started
+    print(f"\ngate import: {body['created']['entry']} entries staged and published in {took:.2f} s")
 
     # the same file again: same task, nothing new staged, no second promotion
     repeat = await http.post(
