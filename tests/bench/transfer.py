@@ -25,6 +25,7 @@ import asyncio
 import hashlib
 import io
 import json
+import shutil
 import sys
 import tempfile
 import time
@@ -215,6 +216,7 @@ def main() -> None:
             again_s = time.perf_counter() - started
             assert again.json()["created"] == {"memory": 0, "event": 0}, again.text[:300]
     server.cleanup()
+    shutil.rmtree(data_dir, ignore_errors=True)
 
     n = args.memories
     mb = len(exported.content) / 1e6
