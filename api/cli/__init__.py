@@ -8,6 +8,7 @@ import typer
 from platformdirs.api import RuntimeDirWarning
 
 from api.cli.commands import (
+    backup,
     changes,
     forget,
     keys,
@@ -20,6 +21,7 @@ from api.cli.commands import (
     run,
     schedules,
     staging,
+    transfer,
     truth,
     up,
 )
@@ -47,6 +49,8 @@ for group in (
     changes,
     forget,
     learning,
+    transfer,
+    backup,
     mcp,
 ):
     group.register(app)

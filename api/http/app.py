@@ -23,6 +23,7 @@ from api.http.routes import (
     promotions,
     search,
     tasks,
+    transfer,
     truth,
 )
 from api.services.gateway import GatewayResources
@@ -89,13 +90,18 @@ def create_app(settings: Settings | None = None, *, grpc_port: int | None = None
         approaches.router,
         promotions.router,
         change_requests.router,
+        transfer.router,
     ):
         app.include_router(router, responses=ERROR_RESPONSES)
     # the web console (api/http/console): server-rendered pages over the same services
     app.state.console_sessions = SessionBook()
     app.include_router(console.router)
     app.mount("/console/static", StaticFiles(directory=console.STATIC_DIR), name="console-static")
-    app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
+    app.add_middleware(
+        BodySizeLimit,
+        max_bytes=settings.max_request_bytes,
+        larger={path: settings.max_import_bytes for path in ("/v1/imports", "/v1/restores")},
+    )
     app.add_middleware(MetricsMiddleware)
     _trace(app)
     return app

@@ -12,15 +12,17 @@ __all__ = ["BodySizeLimit"]
 class BodySizeLimit:
     """Pure ASGI middleware: checks Content-Length, and counts chunked bodies as they arrive."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, max_bytes: int, *, larger: dict[str, int] | None = None) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        # paths whose bodies are files (an export sent back) get a limit of their own
+        self.larger = larger or {}
 
-    async def _refuse(self, send: Send, size: str) -> None:
+    async def _refuse(self, send: Send, size: str, limit: int) -> None:
         body = json.dumps(
             {
                 "error": "payload_too_large",
-                "detail": f"request body of {size} bytes exceeds the limit of {self.max_bytes} bytes",
+                "detail": f"request body of {size} bytes exceeds the limit of {limit} bytes",
             }
         ).encode()
         await send(
@@ -39,6 +41,7 @@ class BodySizeLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        limit = self.larger.get(scope.get("path", ""), self.max_bytes)
         headers = dict(scope.get("headers") or [])
         declared = headers.get(b"content-length")
         if declared is not None:
@@ -46,8 +49,8 @@ class BodySizeLimit:
                 length = int(declared)
             except ValueError:
                 length = -1
-            if length > self.max_bytes:
-                await self._refuse(send, str(length))
+            if length > limit:
+                await self._refuse(send, str(length), limit)
                 return
             await self.app(scope, receive, send)
             return
@@ -64,8 +67,8 @@ class BodySizeLimit:
                 break
             chunk = message.get("body", b"")
             total += len(chunk)
-            if total > self.max_bytes:
-                await self._refuse(send, f"more than {self.max_bytes}")
+            if total > limit:
+                await self._refuse(send, f"more than {limit}", limit)
                 return
             chunks.append(chunk)
             more = message.get("more_body", False)

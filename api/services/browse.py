@@ -24,6 +24,7 @@ __all__ = [
     "browse_memories",
     "BROWSE_PAGE_MAX",
     "SCOPE_KEY_PATTERN",
+    "authorize_scope",
 ]
 
 BROWSE_PAGE_MAX = 200
@@ -72,7 +73,7 @@ def scope_tenant(scope_key: str) -> ScopeTenant:
     )
 
 
-async def _authorize_scope(state: GatewayResources, principal: Principal, scope_key: str) -> None:
+async def authorize_scope(state: GatewayResources, principal: Principal, scope_key: str) -> None:
     """Allow reading the scope's memories, or NotFound (the same answer for every scope one cannot see)."""
     tenant = scope_tenant(scope_key)
     if tenant.task_id is not None:
@@ -105,7 +106,7 @@ async def browse_memories(
 ) -> MemoryListPublic:
     """A page of one scope's memories that pass `filters`, newest first (the caller needs `read` there)."""
     _check(filters)
-    await _authorize_scope(state, principal, scope_key)
+    await authorize_scope(state, principal, scope_key)
     async with state.engine.connect() as conn:
         rows = await list_memories(
             conn,

@@ -30,7 +30,15 @@ from governance.scopes import Scope, scope_key
 from governance.storage.retrieval import SearchHit, get_memory
 from governance.storage.staging import get_tasks
 
-__all__ = ["readable_scope_keys", "search", "context", "count_retrievals", "show_memory", "public_hit"]
+__all__ = [
+    "readable_scope_keys",
+    "search",
+    "context",
+    "count_retrievals",
+    "show_memory",
+    "public_hit",
+    "provenance_entry",
+]
 
 
 async def readable_scope_keys(state: GatewayResources, principal: Principal, task_id: str) -> list[str]:
@@ -168,13 +176,13 @@ async def show_memory(state: GatewayResources, principal: Principal, ref: str) -
             principal, org=task.org, project=task.project, scope=Scope.TASK, action="read"
         )
     }
-    provenance = [_provenance(entry, raw=entry["task_id"] in readable) for entry in detail.provenance]
+    provenance = [provenance_entry(entry, raw=entry["task_id"] in readable) for entry in detail.provenance]
     return MemoryPublic.model_validate(
         {"memory": memory, "provenance": provenance, "history": detail.history}
     )
 
 
-def _provenance(entry: dict[str, Any], *, raw: bool) -> dict[str, Any]:
+def provenance_entry(entry: dict[str, Any], *, raw: bool) -> dict[str, Any]:
     """A source staging entry as this caller may see it.
 
     Staging is private to its task: only a principal who may read the task's staging gets the entry as

@@ -70,6 +70,8 @@ class EventType(StrEnum):
     ERASED = "ERASED"
     # an orchestrator or human observed a code rule (followed and passed, violated, rejected): its EMA moved
     OBSERVED = "OBSERVED"
+    # an admin restore from an export file: its sha256, source scope and counts (api/services/imports.py)
+    RESTORED = "RESTORED"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,202 @@
+"""`loregate export SCOPE_KEY` and `loregate import FILE`: a scope's memory as JSON Lines, and back.
+
+Both talk to a running gateway (`LOREGATE_URL`, `LOREGATE_API_KEY`), so they work from any machine that can
+reach it and are authorised exactly as the API is: an export is a read of the scope (staging only for
+readers of it), an import through the gate is a task's promotion, `--restore` is an admin operation
+(api/services/exports.py, api/services/imports.py). An export is written to a temporary file beside the
+target and renamed only once its trailer arrived, so a failed export leaves no file behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from api.cli.commands._common import console, err_console, fail
+from api.cli.commands._common import print_json as _print_json
+from api.schemas.transfer import ImportPublic
+
+__all__ = ["register", "export", "import_"]
+
+UrlOption = Annotated[str | None, typer.Option("--url", help="Gateway URL (LOREGATE_URL).")]
+KeyOption = Annotated[
+    str | None, typer.Option("--api-key", help="API key (LOREGATE_API_KEY).", envvar="LOREGATE_API_KEY")
+]
+# an export streams as long as it takes; an import may embed every memory (restore) or wait for Temporal
+TIMEOUT_SECONDS = 600.0
+
+
+@contextmanager
+def _http(url: str | None, api_key: str | None) -> Iterator[Any]:
+    """An httpx client on the gateway whose refusals end the command with one line."""
+    import httpx
+
+    from api.client import DEFAULT_URL, LoregateError, error_from_response
+
+    base = (url or os.environ.get("LOREGATE_URL") or DEFAULT_URL).rstrip("/")
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        with httpx.Client(base_url=base, headers=headers, timeout=httpx.Timeout(TIMEOUT_SECONDS)) as client:
+            yield client
+    except httpx.TransportError as exc:
+        fail(f"unavailable: cannot reach the gateway at {base}: {exc}")
+    except _Refused as refused:
+        error: LoregateError = error_from_response(refused.response)
+        fail(f"{error.error}: {error.detail}")
+
+
+_PLURAL = {
+    "memory": "memories",
+    "event": "events",
+    "entry": "entries",
+    "staging": "staging entries",
+    "episode": "episodes",
+}
+
+
+def _counts(values: dict[str, int]) -> str:
+    """`{"memory": 2, "event": 1}` as `2 memories, 1 event`."""
+    words = [f"{v} {k if v == 1 and k != 'staging' else _PLURAL.get(k, k)}" for k, v in values.items()]
+    return ", ".join(words) or "nothing"
+
+
+class _Refused(Exception):
+    def __init__(self, response: Any) -> None:
+        super().__init__(response.status_code)
+        self.response = response
+
+
+def export(
+    scope_key: Annotated[
+        str, typer.Argument(help="project:<org>/<project>, org:<org>, worktree:… or task:<id>.")
+    ],
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write here (default: standard output).")
+    ] = None,
+    include_staging: Annotated[
+        bool, typer.Option("--include-staging", help="Also the staging of the tasks the memories came from.")
+    ] = False,
+    url: UrlOption = None,
+    api_key: KeyOption = None,
+) -> None:
+    """Export a scope's memories (every state), their events and optionally staging, as JSON Lines."""
+    params: dict[str, Any] = {"scope_key": scope_key}
+    if include_staging:
+        params["include"] = "staging"
+    started = time.monotonic()
+    trailer: dict[str, Any] | None = None
+    partial = output.with_name(f".{output.name}.partial") if output is not None else None
+    try:
+        with _http(url, api_key) as client, client.stream("GET", "/v1/exports", params=params) as response:
+            if response.status_code >= 400:
+                response.read()
+                raise _Refused(response)
+            sink = partial.open("wb") if partial is not None else None
+            try:
+                if partial is not None:
+                    partial.chmod(0o600)
+                for line in response.iter_lines():
+                    if not line:
+                        continue
+                    record = json.loads(line)
+                    if record.get("kind") == "trailer":
+                        trailer = record
+                    data = (line + "\n").encode("utf-8")
+                    if sink is not None:
+                        sink.write(data)
+                    else:
+                        typer.echo(line)
+            finally:
+                if sink is not None:
+                    sink.close()
+        if trailer is None:
+            fail("the gateway's answer ended before the export's trailer line; nothing was written")
+        if partial is not None and output is not None:
+            partial.replace(output)
+    finally:
+        if partial is not None and partial.exists():
+            partial.unlink()
+    counts = _counts(trailer["counts"])
+    where = f" to {output}" if output is not None else ""
+    err_console.print(f"exported {counts}{where} in {time.monotonic() - started:.1f} s", highlight=False)
+
+
+def import_(
+    file: Annotated[Path, typer.Argument(help="An export file (loregate export).")],
+    scope: Annotated[
+        str | None,
+        typer.Option("--scope", help="Through the gate into this scope key (worktree:, project: or org:)."),
+    ] = None,
+    project: Annotated[
+        str | None, typer.Option("--project", help="Into org scope: the project the import task belongs to.")
+    ] = None,
+    verified: Annotated[
+        str | None,
+        typer.Option("--verified", help="Start the promotion with this evidence (tests_passed, …)."),
+    ] = None,
+    restore: Annotated[
+        bool,
+        typer.Option("--restore", help="Admin restore: keep ids, trust, states and events, all or nothing."),
+    ] = False,
+    url: UrlOption = None,
+    api_key: KeyOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the gateway's JSON answer.")] = False,
+) -> None:
+    """Import an export: through the gate (a promotion into --scope) or, for admins, --restore it."""
+    if restore and scope is not None:
+        fail("--restore brings memories back into the scope they were exported from; drop --scope")
+    if not restore and scope is None:
+        fail("name the target scope with --scope (through the gate), or pass --restore (admins)")
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        fail(f"cannot read {file}: {exc.strerror or exc}")
+    params: dict[str, Any] = {}
+    for name, value in (("scope_key", scope), ("project", project), ("verified", verified)):
+        if value is not None:
+            params[name] = value
+    started = time.monotonic()
+    with _http(url, api_key) as client:
+        response = client.post(
+            "/v1/restores" if restore else "/v1/imports",
+            params=params,
+            content=data,
+            headers={"Content-Type": "application/x-ndjson"},
+        )
+        if response.status_code >= 400:
+            raise _Refused(response)
+    answer = ImportPublic.model_validate(response.json())
+    if as_json:
+        _print_json(answer)
+        return
+    seconds = time.monotonic() - started
+    console.print(
+        f"{answer.mode} import of {answer.source_scope_key} (sha256 {answer.file_sha256[:12]}) "
+        f"in {seconds:.1f} s: created {_counts(answer.created)}; unchanged {_counts(answer.unchanged)}"
+        + (f"; left out {_counts(answer.skipped)}" if answer.skipped else ""),
+        highlight=False,
+    )
+    if answer.mode == "gate":
+        verb = "started" if answer.promotion_created else "already started"
+        console.print(
+            f"task {answer.task_id}: promotion into {answer.target_scope_key} {verb} "
+            f"(loregate promotion {answer.task_id})",
+            highlight=False,
+        )
+    else:
+        console.print(
+            f"receipt: event {answer.receipt_event_id} (RESTORED, in the audit trail of the scope)",
+            highlight=False,
+        )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("export")(export)
+    app.command("import")(import_)
