@@ -70,6 +70,8 @@ class EventType(StrEnum):
     ERASED = "ERASED"
     # an orchestrator or human observed a code rule (followed and passed, violated, rejected): its EMA moved
     OBSERVED = "OBSERVED"
+    # a memory was lifted to a wider scope: at the original (where it went) and at the copy (where from)
+    LIFTED = "LIFTED"
 
 
 @dataclass(frozen=True)
