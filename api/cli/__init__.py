@@ -11,6 +11,7 @@ from api.cli.commands import (
     changes,
     forget,
     keys,
+    lift,
     mcp,
     migrate,
     policy,
@@ -44,6 +45,7 @@ for group in (
     truth,
     promotions,
     changes,
+    lift,
     forget,
     mcp,
 ):

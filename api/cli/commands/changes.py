@@ -17,6 +17,7 @@ from rich.table import Table
 from api.cli.commands._common import api_client as _client
 from api.cli.commands._common import console
 from api.cli.commands._common import print_json as _print_json
+from api.cli.commands.lift import print_lift_items
 
 __all__ = ["register", "list_changes", "show", "approve", "reject"]
 
@@ -28,7 +29,7 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print the gateway's JS
 RequestArgument = Annotated[str, typer.Argument(help="The change request's id.")]
 NoteOption = Annotated[str | None, typer.Option("--note", "-n", help="Why; kept with the decision.")]
 
-changes_app = typer.Typer(help="Change requests: supersede and retire waiting for an approval.")
+changes_app = typer.Typer(help="Change requests: supersede, retire and lift waiting for an approval.")
 
 
 @changes_app.command("list")
@@ -91,6 +92,10 @@ def show(
         if value:
             facts.add_row(label, escape(str(value)))
     console.print(facts)
+    if answer["operation"] == "lift":
+        console.print(f"[bold]lift to:[/] {escape(answer.get('target_scope_key') or '')}", highlight=False)
+        print_lift_items(answer)
+        return
     old: dict[str, Any] = answer.get("old") or {}
     _side("now:", old.get("title"), old.get("content"))
     if answer["operation"] == "retire":
