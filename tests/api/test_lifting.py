@@ -367,3 +367,25 @@ async def test_parallel_lifts_of_one_fact_from_two_worktrees_leave_one_head(
     assert [a.status_code for a in answers] == [201, 201], [a.text for a in answers]
     heads = [r for r in await _active(engine, place.key(Scope.PROJECT)) if r.canonical_key == "db.driver"]
     assert len(heads) == 1
+
+
+async def test_erasing_a_memory_of_a_pending_lift_takes_the_request_and_names_its_workflow(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine, temporal: Client
+) -> None:
+    orchestrator, human = team["orchestrator"], team["human"]
+    place = _place(orchestrator)
+    first = await _memory_at(engine, place, Scope.WORKTREE, canonical_key=None, content="kept: one")
+    erased = await _memory_at(engine, place, Scope.WORKTREE, canonical_key=None, content="customer-4711 note")
+    request = (await _lift(http, orchestrator, [first, erased], "project", 202)).json()
+    await _awaiting(temporal, request["workflow_id"])
+    receipt = await http.delete(f"/v1/memories/{erased}", headers=human.headers)
+    assert receipt.status_code == 200, receipt.text
+    assert request["workflow_id"] in receipt.json()["temporal_workflows"]
+    gone = await http.get(f"/v1/change-requests/{request['id']}", headers=human.headers)
+    assert gone.status_code == 404
+    async with engine.connect() as conn:
+        items = await conn.execute(
+            text("SELECT count(*) FROM change_request_items WHERE request_id = CAST(:r AS uuid)"),
+            {"r": request["id"]},
+        )
+        assert items.scalar_one() == 0
