@@ -10,9 +10,10 @@ when none is needed (one apply path):
    racing, and two lifts of one memory never publish two heads for one fact;
 2. re-check every original is still active (else nothing is applied: the request ends `conflict`);
 3. publish each copy through `publish_candidate` (dedup, supersession of the target's head for the same
-   canonical key, bug pattern counts), link it to its original (`memory_derivations`), move the links of
-   what was derived from the original to the copy, mark the original lifted (deprecated, a note naming the
-   copy) and write a LIFTED event at both memories.
+   canonical key), link it to its original (`memory_derivations`; a bug pattern's copy takes over its
+   occurrences and fix statistics; one merged into a pattern already there counts as one more occurrence),
+   move the links of what was derived from the original to the copy, mark the original lifted (deprecated,
+   a note naming the copy) and write a LIFTED event at both memories.
 
 Every write is keyed by the request (`lift:<request>:<position>`), so a retried activity changes nothing.
 See governance/lifting.py for the rules (targets, trust, what the copy carries).
@@ -258,6 +259,24 @@ async def apply_lift(
     return LiftApplied("applied", reason, done)
 
 
+async def _carry_bug_statistics(conn: AsyncConnection, original_id: str, copy_id: str) -> None:
+    """A lifted bug pattern keeps its history: occurrences, first and last seen, fixes with their stats.
+
+    (The publish counted the lift as one new occurrence; the original's record replaces that count.)
+    """
+    await conn.execute(
+        text(
+            """
+            UPDATE bug_patterns c SET occurrences = o.occurrences, first_seen = o.first_seen,
+                   last_seen = o.last_seen, solutions = o.solutions
+            FROM bug_patterns o
+            WHERE c.memory_id = CAST(:copy AS uuid) AND o.memory_id = CAST(:original AS uuid)
+            """
+        ),
+        {"copy": copy_id, "original": original_id},
+    )
+
+
 @dataclass(frozen=True)
 class _Original:
     row: Any
@@ -342,6 +361,7 @@ async def _lift_one(
     original_id, result_id = str(row.id), published.memory_id
     if outcome is not LiftOutcome.DUPLICATE:  # a new memory: it comes from the original
         await record_derivations(conn, [(result_id, original_id)], task_id=None)
+        await _carry_bug_statistics(conn, original_id, result_id)
     # what built on the original builds on what it became (no stale mark: the knowledge did not change)
     await conn.execute(
         text(

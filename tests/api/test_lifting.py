@@ -11,20 +11,26 @@ lifts of one memory publish one head.
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 import uuid
 from typing import Any
 
 import httpx
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHistory
+from temporalio.worker import Replayer
 
+from governance.bug_signature import error_signature
 from governance.identity import key_id_of
 from governance.scopes import ActorType, Scope
+from governance.storage.bug_patterns import record_occurrence
 from governance.storage.identity import revoke_key
 from governance.storage.tables import memory_events
 from tests.utils.factories import Actor, make_actor
 from tests.utils.lifecycle_factories import Place, insert_memory
+from workflows.change_request import ChangeRequestWorkflow
 
 FACT = "db.driver: psycopg 3 with the async API"
 
@@ -41,6 +47,7 @@ async def _memory_at(
     scope: Scope,
     content: str = FACT,
     canonical_key: str | None = "db.driver",
+    memory_type: str = "fact",
     **columns: Any,
 ) -> str:
     """A published fact at `scope` of `place` (verified: 0.6), from a task with staging entries 1 and 2."""
@@ -56,7 +63,7 @@ async def _memory_at(
     if scope is Scope.ORG:
         values["project"] = None
     async with engine.begin() as conn:
-        return await insert_memory(conn, place, memory_type="fact", content=content, **values)
+        return await insert_memory(conn, place, memory_type=memory_type, content=content, **values)
 
 
 async def _lift(
@@ -99,6 +106,25 @@ async def _active(engine: AsyncEngine, scope_key: str) -> list[Any]:
         return list(rows)
 
 
+def _payload_text(history: WorkflowHistory) -> str:
+    """Every payload of a history, decoded (to_json() keeps them base64), joined: what Temporal stores."""
+    found: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key == "data" and isinstance(value, str):
+                    found.append(base64.b64decode(value).decode("utf-8", "replace"))
+                else:
+                    walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(json.loads(history.to_json()))
+    return "\n".join(found)
+
+
 async def _wait_state(
     http: httpx.AsyncClient, actor: Actor, request_id: str, state: str, timeout: float = 60.0
 ) -> dict[str, Any]:
@@ -131,9 +157,11 @@ async def test_lift_worktree_to_project_waits_for_a_human_then_publishes_a_linke
 ) -> None:
     orchestrator, human = team["orchestrator"], team["human"]
     place = _place(orchestrator)
-    secret = "db.pool: size 20; the staging password=hunter2hunter2 stays out"
+    secret = "db.pool: size 20\nmeasured in ticket 4711; the staging password=hunter2hunter2 stays out"
     original = await _memory_at(engine, place, Scope.WORKTREE)
-    second = await _memory_at(engine, place, Scope.WORKTREE, content=secret, canonical_key=None)
+    second = await _memory_at(
+        engine, place, Scope.WORKTREE, content=secret, canonical_key=None, title="db.pool: size 20"
+    )
     request = (await _lift(http, orchestrator, [original, second], "project", 202)).json()
 
     assert request["operation"] == "lift" and request["state"] == "awaiting_approval"
@@ -142,11 +170,12 @@ async def test_lift_worktree_to_project_waits_for_a_human_then_publishes_a_linke
     assert all(i["outcome"] is None for i in request["items"])
     # the workflow shows what is lifted, from → to, by title only: no content in the history
     status = await _awaiting(temporal, request["workflow_id"])
-    assert status["lift_titles"] == [FACT[:40], secret[:40]] and status["lift_count"] == 2
+    assert status["lift_titles"] == [FACT[:40], "db.pool: size 20"] and status["lift_count"] == 2
     assert status["lift_from"] == [place.key(Scope.WORKTREE)]
     assert status["target_scope_key"] == place.key(Scope.PROJECT)
-    history = (await temporal.get_workflow_handle(request["workflow_id"]).fetch_history()).to_json()
-    assert "psycopg 3 with the async API" not in history and "hunter2hunter2" not in history
+    history = _payload_text(await temporal.get_workflow_handle(request["workflow_id"]).fetch_history())
+    assert "db.pool: size 20" in history and place.key(Scope.PROJECT) in history
+    assert "ticket 4711" not in history and "hunter2hunter2" not in history
     assert await _active(engine, place.key(Scope.PROJECT)) == []
 
     decided = await http.post(
@@ -165,7 +194,12 @@ async def test_lift_worktree_to_project_waits_for_a_human_then_publishes_a_linke
     lifted = await _memory(http, human, original)
     assert lifted["deprecated_at"] is not None and copy["citation"] in lifted["contradiction_note"]
     redacted = await _memory(http, human, outcomes[second]["result_memory_id"])
-    assert "hunter2hunter2" not in redacted["content"] and "db.pool: size 20" in redacted["content"]
+    assert "hunter2hunter2" not in redacted["content"] and "ticket 4711" in redacted["content"]
+    # the finished workflow replays on today's code (tests/workflows/test_change_request_replay.py: older)
+    handle = temporal.get_workflow_handle(request["workflow_id"])
+    await handle.result()
+    replayed = await Replayer(workflows=[ChangeRequestWorkflow]).replay_workflow(await handle.fetch_history())
+    assert replayed.replay_failure is None
     for mid in (original, copy["id"]):
         (event,) = await _events(engine, mid, "LIFTED")
         assert event.payload["from"] == original and event.payload["to"] == copy["id"]
@@ -389,3 +423,40 @@ async def test_erasing_a_memory_of_a_pending_lift_takes_the_request_and_names_it
             {"r": request["id"]},
         )
         assert items.scalar_one() == 0
+
+
+async def test_lifted_bug_pattern_keeps_its_occurrences_and_fixes(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
+) -> None:
+    human = team["human"]
+    place = _place(human)
+    content = "KeyError: 'session_x1'\nResolved by: guard the lookup with dict.get"
+    signature = error_signature("KeyError: 'session_x1'")
+    pattern = await _memory_at(
+        engine, place, Scope.WORKTREE, content=content, canonical_key=None, memory_type="bug_pattern"
+    )
+    async with engine.begin() as conn:
+        for succeeded in (True, True, False):
+            await record_occurrence(
+                conn,
+                memory_id=pattern,
+                scope_key=place.key(Scope.WORKTREE),
+                signature=signature,
+                solution="guard the lookup with dict.get",
+                succeeded=succeeded,
+            )
+    (item,) = (await _lift(http, human, [pattern], "project", 201)).json()["items"]
+    async with engine.connect() as conn:
+        stats = (
+            await conn.execute(
+                text(
+                    "SELECT memory_id::text AS id, scope_key, occurrences, solutions FROM bug_patterns "
+                    "WHERE memory_id = ANY(CAST(:ids AS uuid[])) ORDER BY occurrences"
+                ),
+                {"ids": [pattern, item["result_memory_id"]]},
+            )
+        ).all()
+    by_id = {r.id: r for r in stats}
+    copy = by_id[item["result_memory_id"]]
+    assert copy.scope_key == place.key(Scope.PROJECT) and copy.occurrences == 3
+    assert copy.solutions == by_id[pattern].solutions
