@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -35,6 +35,10 @@ class MemorySide(BaseModel):
     active: bool
 
 
+# a memory's uuid or citation (`mem:` marks as readers copy them are accepted)
+MemoryRef = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9:-]+$")]
+
+
 class LiftTarget(BaseModel):
     """Where to lift: a wider scope on the memories' own line; `scope_key`, if given, must be that one."""
 
@@ -51,7 +55,7 @@ class LiftTarget(BaseModel):
 class LiftIn(BaseModel):
     """Memories (uuids or citations) to lift to a wider scope, and why."""
 
-    memory_ids: list[Text] = Field(min_length=1, max_length=MAX_LIFT_ITEMS)
+    memory_ids: list[MemoryRef] = Field(min_length=1, max_length=MAX_LIFT_ITEMS)
     target_scope: LiftTarget
     reason: Text = Field(min_length=1, max_length=2000)
     idempotency_key: Text | None = IdempotencyKey

@@ -99,13 +99,13 @@ class LiftApplied:
 
 
 async def lift_sources(conn: AsyncConnection, refs: Sequence[str]) -> list[LiftSource]:
-    """The memories named by uuid or citation, in order; NotFound for the first that does not exist.
+    """The memories named by uuid or citation (`mem:` mark or not), in order; NotFound for the first unknown.
 
     A task memory's worktree is its task's; a worktree memory's is the last part of its scope key.
     """
     found: list[LiftSource] = []
     for ref in refs:
-        memory_id = await resolve_memory_id(conn, ref)
+        memory_id = await resolve_memory_id(conn, ref.removeprefix("mem:"))
         row = (
             await conn.execute(
                 text(

@@ -213,7 +213,8 @@ async def test_lift_project_to_org_by_a_human_approver_applies_at_once(
     human = team["human"]
     place = _place(human)
     original = await _memory_at(engine, place, Scope.PROJECT)
-    answer = (await _lift(http, human, [original], "org", 201)).json()
+    citation = (await _memory(http, human, original))["citation"]
+    answer = (await _lift(http, human, [f"mem:{citation}"], "org", 201)).json()
     assert answer["state"] == "applied" and answer["workflow_id"] is None
     (item,) = answer["items"]
     assert item["outcome"] == "lifted" and item["result_citation"]
@@ -273,6 +274,7 @@ async def test_lift_to_a_narrower_or_the_same_scope_or_off_its_line_is_422_and_c
         {"memory_ids": [original], "target_scope": {"scope": "org"}, "reason": ""},
         {"memory_ids": [original], "target_scope": "org", "reason": "x"},
         {"memory_ids": [original] * 101, "target_scope": {"scope": "org"}, "reason": "x"},
+        {"memory_ids": ["mem:abc\u0000"], "target_scope": {"scope": "org"}, "reason": "x"},
     ):
         bad = await http.post("/v1/memories/lift", headers=human.headers, json=body)
         assert bad.status_code == 422, (body, bad.text)
