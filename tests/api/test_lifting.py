@@ -462,3 +462,25 @@ async def test_lifted_bug_pattern_keeps_its_occurrences_and_fixes(
     copy = by_id[item["result_memory_id"]]
     assert copy.scope_key == place.key(Scope.PROJECT) and copy.occurrences == 3
     assert copy.solutions == by_id[pattern].solutions
+
+
+async def test_lift_approval_by_temporal_ui_signal_counts_only_from_an_approving_human(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine, temporal: Client
+) -> None:
+    orchestrator, human = team["orchestrator"], team["human"]
+    place = _place(orchestrator)
+    original = await _memory_at(engine, place, Scope.WORKTREE)
+    request = (await _lift(http, orchestrator, [original], "project", 202)).json()
+    await _awaiting(temporal, request["workflow_id"])
+    handle = temporal.get_workflow_handle(request["workflow_id"])
+    # what the Temporal UI's *Send a Signal* sends: the approver is a claim, checked by activity
+    await handle.signal("approve", {"approver": orchestrator.principal.id, "note": "mine"})
+    deadline = asyncio.get_running_loop().time() + 30
+    while not (status := await handle.query("state"))["refusals"]:
+        assert asyncio.get_running_loop().time() < deadline
+        await asyncio.sleep(0.2)
+    assert status["state"] == "awaiting_approval"
+    assert "may not approve project" in status["refusals"][0]["reason"]
+    await handle.signal("approve", {"approver": human.principal.id, "note": "yes"})
+    done = await _wait_state(http, human, request["id"], "applied")
+    assert done["decided_by"] == human.principal.id and done["items"][0]["outcome"] == "lifted"
