@@ -10,10 +10,11 @@ when none is needed (one apply path):
    racing, and two lifts of one memory never publish two heads for one fact;
 2. re-check every original is still active (else nothing is applied: the request ends `conflict`);
 3. publish each copy through `publish_candidate` (dedup, supersession of the target's head for the same
-   canonical key), link it to its original (`memory_derivations`; a bug pattern's copy takes over its
-   occurrences and fix statistics; one merged into a pattern already there counts as one more occurrence),
-   move the links of what was derived from the original to the copy, mark the original lifted (deprecated,
-   a note naming the copy) and write a LIFTED event at both memories.
+   canonical key); link a new copy to its original and to what the original builds on
+   (`memory_derivations`), so it goes stale with them (a stale mark stays); a bug pattern's copy takes over
+   its occurrences and fix statistics (one merged into a pattern already there counts as one more
+   occurrence); move the links of what was derived from the original to what it became; mark the original
+   lifted (deprecated, a note naming the copy) and write a LIFTED event at both memories.
 
 Every write is keyed by the request (`lift:<request>:<position>`), so a retried activity changes nothing.
 See governance/lifting.py for the rules (targets, trust, what the copy carries).
@@ -259,6 +260,31 @@ async def apply_lift(
     return LiftApplied("applied", reason, done)
 
 
+async def _carry_sources(conn: AsyncConnection, original_id: str, copy_id: str) -> None:
+    """The copy builds on what its original built on (so it goes stale with them), and keeps a stale mark."""
+    await conn.execute(
+        text(
+            """
+            INSERT INTO memory_derivations (memory_id, derived_from_id, task_id)
+            SELECT CAST(:copy AS uuid), derived_from_id, task_id FROM memory_derivations
+            WHERE memory_id = CAST(:original AS uuid) AND derived_from_id <> CAST(:copy AS uuid)
+            ON CONFLICT DO NOTHING
+            """
+        ),
+        {"copy": copy_id, "original": original_id},
+    )
+    await conn.execute(
+        text(
+            """
+            UPDATE memories c SET stale_at = o.stale_at, stale_reason = o.stale_reason
+            FROM memories o
+            WHERE c.id = CAST(:copy AS uuid) AND o.id = CAST(:original AS uuid) AND o.stale_at IS NOT NULL
+            """
+        ),
+        {"copy": copy_id, "original": original_id},
+    )
+
+
 async def _carry_bug_statistics(conn: AsyncConnection, original_id: str, copy_id: str) -> None:
     """A lifted bug pattern keeps its history: occurrences, first and last seen, fixes with their stats.
 
@@ -361,6 +387,7 @@ async def _lift_one(
     original_id, result_id = str(row.id), published.memory_id
     if outcome is not LiftOutcome.DUPLICATE:  # a new memory: it comes from the original
         await record_derivations(conn, [(result_id, original_id)], task_id=None)
+        await _carry_sources(conn, original_id, result_id)
         await _carry_bug_statistics(conn, original_id, result_id)
     # what built on the original builds on what it became (no stale mark: the knowledge did not change)
     await conn.execute(

@@ -26,6 +26,7 @@ from governance.bug_signature import error_signature
 from governance.identity import key_id_of
 from governance.scopes import ActorType, Scope
 from governance.storage.bug_patterns import record_occurrence
+from governance.storage.derivations import record_derivations
 from governance.storage.identity import revoke_key
 from governance.storage.tables import memory_events
 from tests.utils.factories import Actor, make_actor
@@ -484,3 +485,28 @@ async def test_lift_approval_by_temporal_ui_signal_counts_only_from_an_approving
     await handle.signal("approve", {"approver": human.principal.id, "note": "yes"})
     done = await _wait_state(http, human, request["id"], "applied")
     assert done["decided_by"] == human.principal.id and done["items"][0]["outcome"] == "lifted"
+
+
+async def test_lifted_copy_builds_on_what_its_original_built_on_and_goes_stale_with_it(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
+) -> None:
+    human = team["human"]
+    place = _place(human)
+    fact = await _memory_at(engine, place, Scope.PROJECT)
+    skill = await _memory_at(
+        engine, place, Scope.WORKTREE, content="Switch drivers: pip install psycopg", canonical_key=None
+    )
+    async with engine.begin() as conn:
+        await record_derivations(conn, [(skill, fact)], task_id=None)
+    (item,) = (await _lift(http, human, [skill], "project", 201)).json()["items"]
+    copy = await _memory(http, human, item["result_memory_id"])
+    fact_citation = (await _memory(http, human, fact))["citation"]
+    assert set(copy["derived_from"]) == {fact_citation, (await _memory(http, human, skill))["citation"]}
+    superseded = await http.post(
+        f"/v1/memories/{fact}/supersede",
+        headers=human.headers,
+        json={"content": "db.driver: asyncpg", "reason": "benchmarked"},
+    )
+    assert superseded.status_code == 201, superseded.text
+    stale = await _memory(http, human, item["result_memory_id"])
+    assert stale["stale_at"] is not None and fact_citation in stale["stale_reason"]
