@@ -79,7 +79,8 @@ class LiftItemPublic(BaseModel):
 class ChangeRequestPublic(BaseModel):
     """A change request: what would change (old and new side by side), who asked, where it stands.
 
-    `title` and `content` are the proposed ones (already redacted; none for a retirement). Approve it with
+    `title` and `content` are the proposed ones (already redacted; none for a retirement or a lift, whose
+    memories are its `items`, lifted to `target_scope_key`). Approve it with
     `POST /v1/change-requests/{id}/approve` (a principal allowed to approve the memory's scope), or in the
     Temporal UI by signalling its workflow.
     """

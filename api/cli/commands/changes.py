@@ -56,7 +56,11 @@ def list_changes(
             escape(request["memory_id"]),
             request["state"],
             escape(request["requested_by"]),
-            escape(request.get("title") or "—"),
+            escape(
+                f"lift to {request.get('target_scope_key')}"
+                if request["operation"] == "lift"
+                else request.get("title") or "—"
+            ),
         )
     console.print(table)
 
