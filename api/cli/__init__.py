@@ -11,6 +11,7 @@ from api.cli.commands import (
     changes,
     forget,
     keys,
+    learning,
     lift,
     mcp,
     migrate,
@@ -47,6 +48,7 @@ for group in (
     changes,
     lift,
     forget,
+    learning,
     mcp,
 ):
     group.register(app)

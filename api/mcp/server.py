@@ -17,10 +17,11 @@ from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from api.client import AsyncLoregateClient, LoregateError
-from api.client import _Call as ClientCall  # the lift request, until the client's own method lands
+from api.client.transport import Request  # the lift request (the client's own method comes later)
+from api.schemas.change_requests import ChangeRequestPublic
 from governance.approaches import ApproachOutcome
 from governance.scopes import EntryKind, Scope, ValidationSource
 
@@ -72,12 +73,13 @@ def _citation(ref: str) -> str:
     return ref.removeprefix("mem:")
 
 
-async def _answer(call: Awaitable[dict[str, Any]]) -> dict[str, Any]:
-    """The gateway's answer, or a tool error the model can read."""
+async def _answer(call: Awaitable[BaseModel]) -> dict[str, Any]:
+    """The gateway's answer as the JSON it sent, or a tool error the model can read."""
     try:
-        return await call
+        answer = await call
     except LoregateError as exc:
         raise ToolError(f"{exc.error}: {exc.detail}") from exc
+    return answer.model_dump(mode="json")
 
 
 def build_server(client: AsyncLoregateClient | None = None) -> MCPServer:
@@ -290,7 +292,7 @@ def build_server(client: AsyncLoregateClient | None = None) -> MCPServer:
         }
         if idempotency_key is not None:
             body["idempotency_key"] = idempotency_key
-        return await _answer(gateway()._send(ClientCall("POST", "/v1/memories/lift", body)))
+        return await _answer(gateway().call(Request("POST", "/v1/memories/lift", body), ChangeRequestPublic))
 
     return server
 

@@ -21,6 +21,9 @@ __all__ = [
     "SearchPublic",
     "ContextIn",
     "ContextPublic",
+    "MemoryDetailPublic",
+    "ProvenanceEntryPublic",
+    "ChainLinkPublic",
     "MemoryPublic",
 ]
 
@@ -144,9 +147,75 @@ class ContextPublic(BaseModel):
     intent: Intent
 
 
+class MemoryDetailPublic(BaseModel):
+    """A published memory in full: content, trust, lifecycle, validity, and what it was made from."""
+
+    id: str
+    citation: str
+    memory_type: str
+    scope: str
+    scope_key: str
+    org: str
+    project: str | None
+    canonical_key: str | None
+    title: str
+    content: str
+    confidence: float
+    importance: float
+    validation_source: str | None
+    validation_count: int
+    last_validated_at: datetime | None
+    decay_policy: str
+    source_task_ids: list[str]
+    source_entry_ids: list[int]
+    supersedes_id: str | None
+    deprecated_at: datetime | None
+    contradiction_note: str | None
+    expires_at: datetime | None
+    retrieval_count: int
+    usefulness: float
+    version: int
+    created_at: datetime
+    updated_at: datetime
+    valid_from_commit: str | None
+    valid_to_commit: str | None
+    stale_at: datetime | None
+    stale_reason: str | None
+    derived_from: list[str] = Field(description="Citations of the memories it builds on")
+
+
+class ProvenanceEntryPublic(BaseModel):
+    """A staging entry the memory came from: as written to readers of its task, else redacted."""
+
+    id: int
+    task_id: str
+    seq: int
+    actor_id: str
+    actor_type: str
+    kind: str
+    content: str
+    payload: Any = None
+    created_at: datetime
+    redacted: bool = Field(description="True: `<private>` spans and secrets removed from content and payload")
+
+
+class ChainLinkPublic(BaseModel):
+    """One version in the memory's supersession chain."""
+
+    id: str
+    citation: str
+    title: str
+    version: int
+    created_at: datetime
+    deprecated_at: datetime | None
+    contradiction_note: str | None
+    supersedes_id: str | None
+    is_this: bool = Field(description="This link is the memory asked for")
+
+
 class MemoryPublic(BaseModel):
     """A memory in full, its provenance (source staging entries) and supersession history (oldest first)."""
 
-    memory: dict[str, Any]
-    provenance: list[dict[str, Any]]
-    history: list[dict[str, Any]]
+    memory: MemoryDetailPublic
+    provenance: list[ProvenanceEntryPublic]
+    history: list[ChainLinkPublic]

@@ -8,15 +8,19 @@ A caller who may not even read the target is told it does not exist (404), as ev
 A dry run lists what would go: ids, citations, titles and content hashes, never contents. The real run
 deletes and scrubs everything in one transaction (governance/storage/erasure.py) and records the receipt in
 it: an ERASED event with ids, counts, sha256 of each erased content, who and when — no content, no subject
-(only its hash). Staging archive files of an erased task are removed after the commit. Temporal histories
-of the promotion workflows involved hold ids, counts and the short titles of the plan's first items (never
-their content: the plan is a claim check in Postgres): erasure cannot rewrite them, so the receipt names
-those workflows, whose histories go when Temporal's retention removes them.
+(only its hash). Staging archive files of an erased task are removed after the commit; a subject's
+entries are taken out of every archive file of the tenant that holds them (the file is rewritten without
+them, or removed when nothing is left), after the commit too, so a retried erasure finds what a crash left.
+Temporal histories of the promotion workflows involved hold ids, counts and the short titles of the plan's
+first items (never their content: the plan is a claim check in Postgres): erasure cannot rewrite them, so
+the receipt names those workflows, whose histories go when Temporal's retention removes them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -33,8 +37,10 @@ from api.services.gateway import GatewayResources, authorize_memory, authorized_
 from governance.errors import NotFound
 from governance.identity import Principal
 from governance.scopes import Scope
+from governance.staging_archive import ArchivedEntry, decode_chunk, encode_chunk, holds
 from governance.storage.derivations import mark_derived_stale
 from governance.storage.erasure import (
+    ErasedEntry,
     ErasureSet,
     content_sha256,
     erase,
@@ -42,6 +48,7 @@ from governance.storage.erasure import (
     record_receipt,
     subject_erasure_set,
     task_erasure_set,
+    tenant_archive_files,
 )
 from governance.storage.events import Event, EventType
 from governance.storage.memory_changes import memory_tenant
@@ -105,7 +112,10 @@ async def erase_subject(
         raise NotFound(f"tenant {org}/{project or '*'} does not exist")
     async with state.engine.connect() as conn:
         found = await subject_erasure_set(conn, subject, org=org, project=project)
-    return await _run(state, principal, "subject", found, (org, project, scope.value), dry_run=dry_run)
+        files = await tenant_archive_files(conn, org=org, project=project)
+    archives = await asyncio.to_thread(_scan_archives, state.settings.archive_dir(), files, subject)
+    tenant = (org, project, scope.value)
+    return await _run(state, principal, "subject", found, tenant, dry_run=dry_run, archives=archives)
 
 
 async def erasure(state: GatewayResources, principal: Principal, body: ErasureIn) -> ErasurePublic:
@@ -129,12 +139,15 @@ async def _run(
     *,
     dry_run: bool,
     receipt_memory: str | None = None,
+    archives: tuple[_ArchiveRewrite, ...] = (),
 ) -> ErasurePublic:
     counts: dict[str, int] = {}
     receipt_id: int | None = None
-    if not dry_run:
+    if dry_run:
+        found = _with_archives(found, archives)
+    else:
         async with state.engine.begin() as conn:
-            found = await _fresh(conn, kind, found)
+            found = _with_archives(await _fresh(conn, kind, found), archives)
             erased = set(found.memory_ids)
             for memory_id in found.memory_ids:  # what builds on an erased memory, and survives, is stale
                 await mark_derived_stale(
@@ -146,6 +159,9 @@ async def _run(
                     actor_type=principal.actor_type.value,
                 )
             counts = await erase(conn, found)
+            if archives:
+                counts["archived_entries"] = sum(len(a.removed) for a in archives)
+                counts["archive_files_rewritten"] = len(archives)
             receipt_id = await record_receipt(
                 conn,
                 Event(
@@ -158,7 +174,9 @@ async def _run(
                     payload=_receipt(kind, found, counts, tenant),
                 ),
             )
-        await asyncio.to_thread(_remove_archives, state.settings.archive_dir(), found.archive_files)
+        if kind == "task":
+            await asyncio.to_thread(_remove_archives, state.settings.archive_dir(), found.archive_files)
+        await asyncio.to_thread(_rewrite_archives, state.settings.archive_dir(), archives)
     return _public(kind, found, counts, dry_run=dry_run, receipt_id=receipt_id)
 
 
@@ -203,10 +221,68 @@ def _receipt(
     }
 
 
+@dataclass(frozen=True)
+class _ArchiveRewrite:
+    """One archive file holding a subject: what it becomes without the subject's entries (None: it goes)."""
+
+    relative: str
+    data: bytes | None
+    removed: tuple[ArchivedEntry, ...]
+
+
+def _inside(archive_dir: Path, relative: str) -> Path | None:
+    """The archive file `relative` names, or None when the name would leave the archive directory."""
+    path = (archive_dir / relative).resolve()
+    return path if archive_dir.resolve() in path.parents else None
+
+
+def _scan_archives(archive_dir: Path, files: list[str], subject: str) -> tuple[_ArchiveRewrite, ...]:
+    """The tenant's archive files that hold `subject`, each with its bytes once the subject's entries go."""
+    rewrites: list[_ArchiveRewrite] = []
+    for relative in files:
+        path = _inside(archive_dir, relative)
+        if path is None or not path.is_file():
+            continue
+        entries = list(decode_chunk(path.read_bytes()))
+        removed = tuple(e for e in entries if holds(e, subject))
+        if removed:
+            kept = [e for e in entries if not holds(e, subject)]
+            rewrites.append(_ArchiveRewrite(relative, encode_chunk(kept).data if kept else None, removed))
+    return tuple(rewrites)
+
+
+def _with_archives(found: ErasureSet, archives: tuple[_ArchiveRewrite, ...]) -> ErasureSet:
+    """`found` with the archived entries the rewrites take (listed, and their texts scrubbed from events)."""
+    for rewrite in archives:
+        found.archive_files.append(rewrite.relative)
+        for e in rewrite.removed:
+            found.entries.append(ErasedEntry(e.id, e.task_id, e.seq, e.kind, content_sha256(e.content)))
+            found.texts.append(e.content)
+    return found
+
+
+def _rewrite_archives(archive_dir: Path, archives: tuple[_ArchiveRewrite, ...]) -> None:
+    """Each file replaced whole (a new file renamed over it, owner-only) or removed when nothing is left."""
+    for rewrite in archives:
+        path = _inside(archive_dir, rewrite.relative)
+        if path is None:
+            continue
+        if rewrite.data is None:
+            path.unlink(missing_ok=True)
+            continue
+        fresh = path.with_name(path.name + ".erasing")
+        fd = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write(rewrite.data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(fresh, path)
+
+
 def _remove_archives(archive_dir: Path, files: list[str]) -> None:
     for relative in files:
-        path = (archive_dir / relative).resolve()
-        if archive_dir.resolve() in path.parents:
+        path = _inside(archive_dir, relative)
+        if path is not None:
             path.unlink(missing_ok=True)
 
 

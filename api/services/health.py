@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from api.schemas.health import HealthPublic
 from api.services.gateway import GatewayResources
 from governance.errors import Unavailable
 from governance.storage.health import ping
@@ -9,10 +10,10 @@ from governance.storage.health import ping
 __all__ = ["health"]
 
 
-async def health(state: GatewayResources) -> dict[str, str]:
+async def health(state: GatewayResources) -> HealthPublic:
     """`ok` when the gateway reaches its database; Unavailable otherwise."""
     try:
         await ping(state.engine)
     except Exception as exc:
         raise Unavailable(f"database check failed: {type(exc).__name__}") from exc
-    return {"status": "ok", "database": "ok"}
+    return HealthPublic(status="ok", database="ok")

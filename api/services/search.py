@@ -169,7 +169,9 @@ async def show_memory(state: GatewayResources, principal: Principal, ref: str) -
         )
     }
     provenance = [_provenance(entry, raw=entry["task_id"] in readable) for entry in detail.provenance]
-    return MemoryPublic(memory=memory, provenance=provenance, history=detail.history)
+    return MemoryPublic.model_validate(
+        {"memory": memory, "provenance": provenance, "history": detail.history}
+    )
 
 
 def _provenance(entry: dict[str, Any], *, raw: bool) -> dict[str, Any]:

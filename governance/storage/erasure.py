@@ -38,6 +38,7 @@ __all__ = [
     "memory_erasure_set",
     "task_erasure_set",
     "subject_erasure_set",
+    "tenant_archive_files",
     "erase",
     "record_receipt",
 ]
@@ -284,6 +285,20 @@ async def subject_erasure_set(
     await _add_memories(conn, found, memories.all())
     await _add_workflows(conn, found)
     return found
+
+
+async def tenant_archive_files(conn: AsyncConnection, *, org: str, project: str | None) -> list[str]:
+    """The staging archive files (relative paths) of a tenant's tasks, named by STAGING_ARCHIVED events."""
+    rows = await conn.execute(
+        text(
+            "SELECT DISTINCT e.payload->>'relative_path' FROM memory_events e "
+            "JOIN tasks t ON t.id = e.task_id "
+            "WHERE e.event_type = 'STAGING_ARCHIVED' AND e.payload ? 'relative_path' "
+            "AND t.org = :o AND (CAST(:p AS text) IS NULL OR t.project = :p) ORDER BY 1"
+        ),
+        {"o": org, "p": project},
+    )
+    return [r[0] for r in rows]
 
 
 async def erase(conn: AsyncConnection, found: ErasureSet) -> dict[str, int]:

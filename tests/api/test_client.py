@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import uuid
-from typing import Any
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal
 
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -17,11 +21,15 @@ from api.client import (
     LoregateError,
     NotFoundError,
     PolicyDeniedError,
+    ServerError,
     UnauthenticatedError,
     UnavailableError,
 )
+from api.schemas.search import CompactResultPublic, SearchResultPublic
 from governance import errors as ge
+from governance.identity import key_id_of
 from governance.scopes import ActorType, Scope
+from governance.storage.identity import revoke_key
 from tests.utils.factories import Actor, make_actor, new_tenant
 from tests.utils.gateway import free_port
 from tests.utils.memory_factories import add_entries, add_memory, new_task
@@ -44,7 +52,7 @@ def _open(url: str, orchestrator: Actor) -> str:
             worktree="main",
             description="client test",
         )
-    return str(task["task_id"])
+    return task.task_id
 
 
 def test_client_appends_single_and_batch_in_sequence(gateway_url: str, team: dict[str, Actor]) -> None:
@@ -52,17 +60,17 @@ def test_client_appends_single_and_batch_in_sequence(gateway_url: str, team: dic
     with LoregateClient(gateway_url, team["agent"].key) as client:
         one = client.append(task_id, Entry("decision", "use psycopg 3", payload={"why": "async"}))
         batch = client.append(task_id, [Entry("log", "ran tests"), {"kind": "result", "content": "green"}])
-    assert [e["seq"] for e in one["entries"]] == [1]
-    assert [e["seq"] for e in batch["entries"]] == [2, 3]
+    assert [e.seq for e in one.entries] == [1]
+    assert [e.seq for e in batch.entries] == [2, 3]
 
 
 def test_client_retry_with_idempotency_key_replays(gateway_url: str, team: dict[str, Actor]) -> None:
     task_id = _open(gateway_url, team["orchestrator"])
     entry = Entry("decision", "pin numpy", idempotency_key=f"k-{uuid.uuid4().hex}")
     with LoregateClient(gateway_url, team["agent"].key) as client:
-        first = client.append(task_id, entry)["entries"][0]
-        again = client.append(task_id, entry)["entries"][0]
-    assert again == {**first, "replayed": True}
+        first = client.append(task_id, entry).entries[0]
+        again = client.append(task_id, entry).entries[0]
+    assert not first.replayed and again == first.model_copy(update={"replayed": True})
 
 
 def test_client_entries_iterates_every_page_in_order(gateway_url: str, team: dict[str, Actor]) -> None:
@@ -70,9 +78,9 @@ def test_client_entries_iterates_every_page_in_order(gateway_url: str, team: dic
     with LoregateClient(gateway_url, team["agent"].key) as client:
         client.append(task_id, [Entry("log", f"step {i}") for i in range(5)])
         read = list(client.entries(task_id, page_size=2))
-        tail = [e["seq"] for e in client.entries(task_id, after_seq=3, page_size=2)]
-    assert [(e["seq"], e["content"]) for e in read] == [(i + 1, f"step {i}") for i in range(5)]
-    assert read[0]["actor"] == team["agent"].principal.id
+        tail = [e.seq for e in client.entries(task_id, after_seq=3, page_size=2)]
+    assert [(e.seq, e.content) for e in read] == [(i + 1, f"step {i}") for i in range(5)]
+    assert read[0].actor == team["agent"].principal.id
     assert tail == [4, 5]
 
 
@@ -83,7 +91,7 @@ def test_client_reads_configuration_from_environment(
     monkeypatch.setenv("LOREGATE_URL", gateway_url)
     monkeypatch.setenv("LOREGATE_API_KEY", team["agent"].key)
     with LoregateClient() as client:
-        assert client.task(task_id)["task_id"] == task_id
+        assert client.task(task_id).task_id == task_id
 
 
 def test_client_unknown_task_raises_typed_not_found(gateway_url: str, team: dict[str, Actor]) -> None:
@@ -152,11 +160,14 @@ async def test_async_client_search_context_and_memory(
         compact = await client.search("payments webhook times out", task_id=task.task_id, compact=True)
         block = await client.context("payments webhook timeout", task_id=task.task_id, max_tokens=300)
         opened = await client.memory(f"mem:{memory['citation']}")
-    assert [r["citation"] for r in found["results"]] == [memory["citation"]]
-    assert set(compact["results"][0]) == {"citation", "title", "type", "score"}
-    assert f"[mem:{memory['citation']}]" in block["context"] and block["citations"] == [memory["citation"]]
-    assert opened["memory"]["title"] == "Webhook timeouts"
-    assert [p["id"] for p in opened["provenance"]] == sources
+    assert [r.citation for r in found.results] == [memory["citation"]]
+    assert isinstance(found.results[0], SearchResultPublic)
+    assert isinstance(compact.results[0], CompactResultPublic)
+    assert set(compact.model_dump()["results"][0]) == {"citation", "title", "type", "score"}
+    assert f"[mem:{memory['citation']}]" in block.context and block.citations == [memory["citation"]]
+    assert opened.memory.title == "Webhook timeouts" and opened.memory.memory_type == "bug_pattern"
+    assert [p.id for p in opened.provenance] == sources and not opened.provenance[0].redacted
+    assert [link.is_this for link in opened.history] == [True]
 
 
 async def test_async_client_unknown_memory_raises_not_found(gateway_url: str, team: dict[str, Actor]) -> None:
@@ -169,5 +180,121 @@ async def test_async_client_appends_and_pages(gateway_url: str, team: dict[str, 
     task_id = _open(gateway_url, team["orchestrator"])
     async with AsyncLoregateClient(gateway_url, team["agent"].key) as client:
         await client.append(task_id, [Entry("thought", "a"), Entry("thought", "b"), Entry("thought", "c")])
-        read = [e["content"] async for e in client.entries(task_id, page_size=2)]
+        read = [e.content async for e in client.entries(task_id, page_size=2)]
     assert read == ["a", "b", "c"]
+
+
+# ---- refusals: each a typed exception carrying the gateway's problem (code, message, status) --------------
+Flavour = Literal["blocking", "asyncio"]
+
+
+async def _refusal(
+    flavour: Flavour, url: str, key: str, name: str, *args: Any, **kwargs: Any
+) -> LoregateError:
+    """The exception the client of `flavour` raises for `name(*args, **kwargs)`."""
+    if flavour == "blocking":
+
+        def run() -> None:
+            with LoregateClient(url, key) as client:
+                getattr(client, name)(*args, **kwargs)
+
+        call: Any = asyncio.to_thread(run)
+    else:
+
+        async def call_async() -> None:
+            async with AsyncLoregateClient(url, key) as client:
+                await getattr(client, name)(*args, **kwargs)
+
+        call = call_async()
+    with pytest.raises(LoregateError) as caught:
+        await call
+    return caught.value
+
+
+@pytest.mark.parametrize("flavour", ["blocking", "asyncio"])
+async def test_client_unknown_memory_raises_not_found_with_its_detail(
+    flavour: Flavour, gateway_url: str, team: dict[str, Actor]
+) -> None:
+    error = await _refusal(flavour, gateway_url, team["agent"].key, "memory", "mem:doesnotexist")
+    assert isinstance(error, NotFoundError) and isinstance(error, ge.NotFound)
+    assert (error.error, error.status_code) == ("not_found", 404) and "doesnotexist" in error.detail
+
+
+@pytest.mark.parametrize("flavour", ["blocking", "asyncio"])
+async def test_client_agent_where_an_orchestrator_is_needed_raises_policy_denied(
+    flavour: Flavour, gateway_url: str, team: dict[str, Actor]
+) -> None:
+    agent = team["agent"]
+    org, project = agent.principal.org, str(agent.principal.project)
+    error = await _refusal(
+        flavour, gateway_url, agent.key, "open_task", org=org, project=project, worktree="w", description="d"
+    )
+    assert isinstance(error, PolicyDeniedError) and isinstance(error, ge.PolicyDenied)
+    assert (error.error, error.status_code) == ("forbidden", 403) and agent.principal.id in error.detail
+
+
+@pytest.mark.parametrize("flavour", ["blocking", "asyncio"])
+async def test_client_out_of_range_option_raises_invalid_input_naming_it(
+    flavour: Flavour, gateway_url: str, team: dict[str, Actor]
+) -> None:
+    task_id = _open(gateway_url, team["orchestrator"])
+    error = await _refusal(
+        flavour, gateway_url, team["agent"].key, "search", "anything", task_id=task_id, k=0
+    )
+    assert isinstance(error, InvalidInputError) and isinstance(error, ge.InvalidInput)
+    assert (error.error, error.status_code) == ("validation_error", 422) and "k" in error.detail
+    assert [problem["loc"] for problem in error.body["errors"]] == [["body", "k"]]  # the whole body is kept
+
+
+@pytest.mark.parametrize("flavour", ["blocking", "asyncio"])
+async def test_client_revoked_key_raises_unauthenticated(
+    flavour: Flavour, gateway_url: str, engine: AsyncEngine, team: dict[str, Actor]
+) -> None:
+    agent = team["agent"]
+    async with engine.begin() as conn:
+        assert await revoke_key(conn, str(key_id_of(agent.key)))
+    error = await _refusal(flavour, gateway_url, agent.key, "review")
+    assert isinstance(error, UnauthenticatedError) and error.status_code == 401
+
+
+class _NotTheGateway(BaseHTTPRequestHandler):
+    """Answers 200 with JSON that is no loregate model, or (for a plan) 502 with a proxy's HTML page."""
+
+    def do_GET(self) -> None:  # noqa: N802 (the http.server hook's name)
+        status, kind, body = (
+            (502, "text/html", b"<html>bad gateway</html>")
+            if self.path.startswith("/v1/promotions/t-1/plan")
+            else (200, "application/json", b'{"hello": "world"}')
+        )
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def not_the_gateway() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _NotTheGateway)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("flavour", ["blocking", "asyncio"])
+async def test_client_answer_that_is_not_the_model_raises_server_error(
+    flavour: Flavour, not_the_gateway: str
+) -> None:
+    error = await _refusal(flavour, not_the_gateway, "lg_x_y", "task", "t-1")
+    assert type(error) is ServerError and error.error == "invalid_response" and error.status_code == 200
+    assert "TaskPublic" in error.detail and "/v1/tasks/t-1" in error.detail
+    proxied = await _refusal(flavour, not_the_gateway, "lg_x_y", "promotion_plan", "t-1")
+    assert isinstance(proxied, UnavailableError) and proxied.status_code == 502
+    assert (proxied.error, proxied.detail) == ("error", "<html>bad gateway</html>")

@@ -7,12 +7,23 @@ or the promotion plan API, and an ERASED receipt with ids, counts and hashes onl
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import stat
 import uuid
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import httpx
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+from temporalio.testing import ActivityEnvironment
 
+from activities.retention import ArchiveInput, RetentionActivities
+from governance.config import Settings
+from governance.staging_archive import decode_chunk
+from governance.storage.staging import set_task_status
 from tests.utils.factories import Actor
 from tests.utils.promotion_gateway import wait_promotion_state
 
@@ -204,3 +215,62 @@ async def test_erase_refused_to_agents_outsiders_and_bad_input(
         answer = await http.post("/v1/erasures", headers=human.headers, json=bad)
         assert answer.status_code == 422, (bad, answer.text)
     assert (await http.get(memory, headers=human.headers)).status_code == 200
+
+
+async def test_erase_subject_takes_it_out_of_staging_archive_files(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine, promo_settings: Settings
+) -> None:
+    """Archived staging holds the subject too: its entries leave the file, the others stay in it."""
+    marker = _marker()
+    orchestrator, human = team["orchestrator"], team["human"]
+    tenant = {"org": human.principal.org, "project": human.principal.project}
+    opened = await http.post(
+        "/v1/tasks",
+        headers=orchestrator.headers,
+        json={**tenant, "worktree": "main", "description": "archived"},
+    )
+    task_id = opened.json()["task_id"]
+    entries = [
+        {"kind": "fact", "content": _content(marker)},
+        {"kind": "log", "content": "the runbook lives in the ops wiki", "payload": {"ref": marker}},
+        {"kind": "log", "content": "nothing private here"},
+    ]
+    appended = await http.post(
+        f"/v1/tasks/{task_id}/entries", headers=team["agent"].headers, json={"entries": entries}
+    )
+    assert appended.status_code == 201, appended.text
+    async with engine.begin() as conn:
+        await set_task_status(conn, task_id, "promoted")
+        await conn.execute(
+            text("UPDATE tasks SET ended_at = now() - interval '45 days' WHERE id = :t"), {"t": task_id}
+        )
+    archive_dir = promo_settings.archive_dir()
+    activities = RetentionActivities(engine, archive_dir=archive_dir)
+    archived = await ActivityEnvironment().run(
+        activities.archive_staging, ArchiveInput(now=datetime.now(UTC), dry_run=False, orgs=[tenant["org"]])
+    )
+    (path,) = [Path(p) for p in archived.files]
+    assert marker in gzip.decompress(path.read_bytes()).decode()
+
+    dry = await http.post(
+        "/v1/erasures", headers=human.headers, json={"subject": marker, **tenant, "dry_run": True}
+    )
+    assert dry.status_code == 200, dry.text
+    relative = str(path.relative_to(archive_dir))
+    assert dry.json()["archive_files"] == [relative]
+    assert {e["seq"] for e in dry.json()["staging_entries"]} == {1, 2}
+    assert marker in gzip.decompress(path.read_bytes()).decode()  # a dry run touches no file
+
+    erased = await http.post("/v1/erasures", headers=human.headers, json={"subject": marker, **tenant})
+    assert erased.status_code == 200, erased.text
+    assert erased.json()["counts"]["archived_entries"] == 2
+    left = list(decode_chunk(path.read_bytes()))
+    assert [e.content for e in left] == ["nothing private here"]
+    assert marker not in gzip.decompress(path.read_bytes()).decode()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    receipt = await _receipt(http, human.headers, erased.json()["receipt_event_id"])
+    assert receipt["payload"]["archive_files"] == [relative] and marker not in str(receipt)
+    again = await http.post(
+        "/v1/erasures", headers=human.headers, json={"subject": marker, **tenant, "dry_run": True}
+    )
+    assert again.json()["archive_files"] == [] and again.json()["staging_entries"] == []

@@ -18,6 +18,7 @@ from typing import Any
 import grpc
 import httpx
 import pytest
+from pydantic import BaseModel
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from api.client import AsyncLoregateClient, LoregateError
@@ -137,7 +138,7 @@ class Grpc:
 
 
 class Client:
-    """`api.client.AsyncLoregateClient`, its typed exceptions turned back into the HTTP error body."""
+    """`api.client.AsyncLoregateClient`: its models dumped as JSON, its typed exceptions as the error body."""
 
     def __init__(self, url: str) -> None:
         self._url = url
@@ -145,8 +146,8 @@ class Client:
     async def _guard(self, key: str, use: Any) -> dict[str, Any]:
         async with AsyncLoregateClient(self._url, key) as client:
             try:
-                answer: dict[str, Any] = await use(client)
-                return answer
+                answer: BaseModel = await use(client)
+                return answer.model_dump(mode="json")
             except LoregateError as exc:
                 return {"error": exc.error, "detail": exc.detail}
 

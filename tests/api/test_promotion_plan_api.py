@@ -111,10 +111,8 @@ async def test_promotion_plan_is_served_from_the_database_page_by_page(
     # the Python client pages the same way
     async with AsyncLoregateClient(gateway, team["human"].key) as client:
         page = await client.promotion_plan(task_id, 200, 50)
-        assert [e["index"] for e in page["items"]] == list(range(200, total))
-        assert [e["index"] async for e in client.promotion_plan_all(task_id, page_size=64)] == list(
-            range(total)
-        )
+        assert [e.index for e in page.items] == list(range(200, total))
+        assert [e.index async for e in client.promotion_plan_all(task_id, page_size=64)] == list(range(total))
 
     approved = await http.post(f"/v1/promotions/{task_id}/approve", headers=team["human"].headers, json={})
     assert approved.status_code == 200, approved.text

@@ -49,10 +49,12 @@ def cli_env(**overrides: str) -> dict[str, str]:
     return env
 
 
-def run_cli(*args: str, env: dict[str, str], timeout: float = 180.0) -> subprocess.CompletedProcess[str]:
-    """Run `loregate ARGS` to completion and capture its output."""
+def run_cli(
+    *args: str, env: dict[str, str], timeout: float = 180.0, input: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run `loregate ARGS` to completion (with `input` on its standard input) and capture its output."""
     return subprocess.run(
-        [LOREGATE, *args], env=env, capture_output=True, text=True, timeout=timeout, check=False
+        [LOREGATE, *args], env=env, capture_output=True, text=True, timeout=timeout, check=False, input=input
     )
 
 

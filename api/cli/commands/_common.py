@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import typer
+from pydantic import BaseModel
 from rich.console import Console
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -60,9 +61,9 @@ def api_client(url: str | None, api_key: str | None) -> Iterator[LoregateClient]
         fail(f"{exc.error}: {exc.detail}")
 
 
-def print_json(answer: dict[str, Any]) -> None:
-    """An API answer as indented JSON (`--json`)."""
-    console.print_json(json.dumps(answer, ensure_ascii=False))
+def print_json(answer: BaseModel) -> None:
+    """An API answer as indented JSON (`--json`), as the gateway sent it."""
+    console.print_json(json.dumps(answer.model_dump(mode="json"), ensure_ascii=False))
 
 
 def load_settings(**overrides: Any) -> Settings:

@@ -8,7 +8,7 @@ gateway's answer unchanged.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.markup import escape
@@ -18,6 +18,7 @@ from api.cli.commands._common import api_client as _client
 from api.cli.commands._common import console
 from api.cli.commands._common import print_json as _print_json
 from api.cli.commands.lift import print_lift_items
+from api.schemas.change_requests import ChangeDecisionPublic
 
 __all__ = ["register", "list_changes", "show", "approve", "reject"]
 
@@ -49,17 +50,15 @@ def list_changes(
         _print_json(answer)
         return
     table = Table("id", "operation", "memory", "state", "requested by", "proposed title")
-    for request in answer["change_requests"]:
+    for request in answer.change_requests:
         table.add_row(
-            escape(request["id"]),
-            request["operation"],
-            escape(request["memory_id"]),
-            request["state"],
-            escape(request["requested_by"]),
+            escape(request.id),
+            request.operation,
+            escape(request.memory_id),
+            request.state,
+            escape(request.requested_by),
             escape(
-                f"lift to {request.get('target_scope_key')}"
-                if request["operation"] == "lift"
-                else request.get("title") or "—"
+                f"lift to {request.target_scope_key}" if request.operation == "lift" else request.title or "—"
             ),
         )
     console.print(table)
@@ -84,34 +83,34 @@ def show(
     facts.add_column(style="dim")
     facts.add_column()
     for label, value in (
-        ("operation", f"{answer['operation']} memory {answer['memory_id']} ({answer['scope']} scope)"),
-        ("state", answer["state"]),
-        ("workflow", answer.get("workflow_id")),
-        ("requested by", answer["requested_by"]),
-        ("reason", answer["reason"]),
-        ("decided by", answer.get("decided_by")),
-        ("note", answer.get("decision_note")),
-        ("result", answer.get("result_memory_id")),
+        ("operation", f"{answer.operation} memory {answer.memory_id} ({answer.scope} scope)"),
+        ("state", answer.state),
+        ("workflow", answer.workflow_id),
+        ("requested by", answer.requested_by),
+        ("reason", answer.reason),
+        ("decided by", answer.decided_by),
+        ("note", answer.decision_note),
+        ("result", answer.result_memory_id),
     ):
         if value:
             facts.add_row(label, escape(str(value)))
     console.print(facts)
-    if answer["operation"] == "lift":
-        console.print(f"[bold]lift to:[/] {escape(answer.get('target_scope_key') or '')}", highlight=False)
+    if answer.operation == "lift":
+        console.print(f"[bold]lift to:[/] {escape(answer.target_scope_key or '')}", highlight=False)
         print_lift_items(answer)
         return
-    old: dict[str, Any] = answer.get("old") or {}
-    _side("now:", old.get("title"), old.get("content"))
-    if answer["operation"] == "retire":
+    old = answer.old
+    _side("now:", old.title if old else None, old.content if old else None)
+    if answer.operation == "retire":
         console.print("[bold]after:[/] retired, without a successor")
     else:
-        _side("after:", answer.get("title"), answer.get("content"))
+        _side("after:", answer.title, answer.content)
 
 
-def _decided(answer: dict[str, Any]) -> None:
+def _decided(answer: ChangeDecisionPublic) -> None:
     console.print(
-        f"{answer['decision']} of change request [bold]{escape(answer['id'])}[/] accepted "
-        f"(approver {escape(answer['approver'])}); it is now {answer['state']}",
+        f"{answer.decision} of change request [bold]{escape(answer.id)}[/] accepted "
+        f"(approver {escape(answer.approver)}); it is now {answer.state}",
         highlight=False,
     )
 

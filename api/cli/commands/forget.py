@@ -7,7 +7,7 @@ orchestrators may not (api/services/erasure.py).
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.markup import escape
@@ -16,6 +16,7 @@ from rich.table import Table
 from api.cli.commands._common import api_client as _client
 from api.cli.commands._common import console
 from api.cli.commands._common import print_json as _print_json
+from api.schemas.erasure import ErasurePublic
 
 __all__ = ["register", "forget_memory", "forget_task", "forget_subject"]
 
@@ -29,29 +30,29 @@ DryRun = Annotated[bool, typer.Option("--dry-run", help="List what would go; era
 forget = typer.Typer(help="Erase a memory, a task or a subject, leaving a receipt (no content).")
 
 
-def _show(answer: dict[str, Any], as_json: bool) -> None:
+def _show(answer: ErasurePublic, as_json: bool) -> None:
     if as_json:
         _print_json(answer)
         return
-    memories, entries = answer.get("memories", []), answer.get("staging_entries", [])
+    memories, entries = answer.memories, answer.staging_entries
     if memories:
         table = Table("citation", "scope", "title", "sha256", title=f"{len(memories)} memories")
         for m in memories:
-            table.add_row(f"mem:{m['citation']}", m["scope"], escape(m["title"]), m["content_sha256"][:12])
+            table.add_row(f"mem:{m.citation}", m.scope, escape(m.title), m.content_sha256[:12])
         console.print(table)
     console.print(
-        f"{len(entries)} staging entries, {len(answer.get('candidates', []))} candidates, "
-        f"{answer.get('plans', 0)} plans, {len(answer.get('archive_files', []))} archive files",
+        f"{len(entries)} staging entries, {len(answer.candidates)} candidates, "
+        f"{answer.plans} plans, {len(answer.archive_files)} archive files",
         highlight=False,
     )
-    if answer.get("dry_run"):
+    if answer.dry_run:
         console.print("dry run: nothing was erased")
     else:
-        counts = ", ".join(f"{k} {v}" for k, v in sorted(answer.get("counts", {}).items()) if v)
-        console.print(f"erased ({counts}); receipt: event {answer.get('receipt_event_id')}", highlight=False)
-    if answer.get("temporal_workflows"):
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(answer.counts.items()) if v)
+        console.print(f"erased ({counts}); receipt: event {answer.receipt_event_id}", highlight=False)
+    if answer.temporal_workflows:
         console.print(
-            "Temporal histories of " + ", ".join(answer["temporal_workflows"]) + " keep ids, counts and "
+            "Temporal histories of " + ", ".join(answer.temporal_workflows) + " keep ids, counts and "
             "the short titles of their plan's first items (no content) until Temporal's "
             "retention removes them",
             style="dim",

@@ -17,21 +17,22 @@ from rich.table import Table
 from api.cli.commands._common import api_client as _client
 from api.cli.commands._common import console
 from api.cli.commands._common import print_json as _print_json
+from api.schemas.change_requests import ChangeRequestPublic
 
 __all__ = ["register", "lift", "print_lift_items"]
 
 TargetScope = Literal["worktree", "project", "org"]
 
 
-def print_lift_items(answer: dict[str, Any]) -> None:
+def print_lift_items(answer: ChangeRequestPublic) -> None:
     """A lift's memories: what each was, and once applied, what it became at the target scope."""
     table = Table("memory", "title", "outcome", "at the target")
-    for item in answer.get("items") or []:
+    for item in answer.items:
         table.add_row(
-            escape(f"mem:{item['citation']}" if item.get("citation") else item["memory_id"]),
-            escape(item["title"]),
-            item.get("outcome") or "—",
-            escape(f"mem:{item['result_citation']}" if item.get("result_citation") else "—"),
+            escape(f"mem:{item.citation}" if item.citation else item.memory_id),
+            escape(item.title),
+            item.outcome or "—",
+            escape(f"mem:{item.result_citation}" if item.result_citation else "—"),
         )
     console.print(table)
 
@@ -50,7 +51,7 @@ def lift(
     as_json: Annotated[bool, typer.Option("--json", help="Print the gateway's JSON answer.")] = False,
 ) -> None:
     """Lift memories to a wider scope: applied at once, or a change request awaiting a human's approval."""
-    from api.client import _Call  # the lift request, until the client's own method lands
+    from api.client.transport import Request  # the lift request (the client's own method comes later)
 
     body: dict[str, Any] = {
         "memory_ids": [m.removeprefix("mem:") for m in memories],
@@ -60,19 +61,19 @@ def lift(
     if idempotency_key is not None:
         body["idempotency_key"] = idempotency_key
     with _client(url, api_key) as client:
-        answer = client._send(_Call("POST", "/v1/memories/lift", body))
+        answer = client.call(Request("POST", "/v1/memories/lift", body), ChangeRequestPublic)
     if as_json:
         _print_json(answer)
         return
-    target = escape(answer.get("target_scope_key") or to)
-    if answer["state"] == "awaiting_approval":
+    target = escape(answer.target_scope_key or to)
+    if answer.state == "awaiting_approval":
         console.print(
-            f"lift to [bold]{target}[/] awaits approval: change request [bold]{escape(answer['id'])}[/] "
-            f"(`loregate changes approve {escape(answer['id'])}` by a human allowed to approve {to} scope)",
+            f"lift to [bold]{target}[/] awaits approval: change request [bold]{escape(answer.id)}[/] "
+            f"(`loregate changes approve {escape(answer.id)}` by a human allowed to approve {to} scope)",
             highlight=False,
         )
     else:
-        console.print(f"lifted to [bold]{target}[/] ({answer['state']})", highlight=False)
+        console.print(f"lifted to [bold]{target}[/] ({answer.state})", highlight=False)
     print_lift_items(answer)
 
 

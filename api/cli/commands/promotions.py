@@ -7,7 +7,8 @@ approver of `approve`/`reject` is whoever owns that key. `--json` prints the gat
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from datetime import datetime
+from typing import Annotated
 
 import typer
 from rich.markup import escape
@@ -16,6 +17,7 @@ from rich.table import Table
 from api.cli.commands._common import api_client as _client
 from api.cli.commands._common import console, fail
 from api.cli.commands._common import print_json as _print_json
+from api.schemas.promotions import PlanEntryPublic
 
 __all__ = ["register", "promote", "verify", "approve", "reject", "promotion", "promotions"]
 
@@ -51,10 +53,10 @@ def promote(
     if as_json:
         _print_json(answer)
         return
-    how = "started" if answer.get("created") else "already running"
+    how = "started" if answer.created else "already running"
     console.print(
-        f"promotion [bold]{escape(answer['workflow_id'])}[/] {how}: task {escape(task)} → "
-        f"{answer['target_scope']} scope",
+        f"promotion [bold]{escape(answer.workflow_id)}[/] {how}: task {escape(task)} → "
+        f"{answer.target_scope} scope",
         highlight=False,
     )
     if evidence is None:
@@ -94,7 +96,7 @@ def _decide(
         _print_json(answer)
         return
     verb = "approved" if decision == "approve" else "rejected"
-    console.print(f"task {escape(task)}: {verb} by {escape(answer['approver'])}", highlight=False)
+    console.print(f"task {escape(task)}: {verb} by {escape(answer.approver)}", highlight=False)
 
 
 def approve(
@@ -119,7 +121,7 @@ def reject(
     _decide("reject", task, note, url, api_key, as_json)
 
 
-def _plan_table(plan: list[dict[str, Any]]) -> Table:
+def _plan_table(plan: list[PlanEntryPublic]) -> Table:
     table = Table(title="plan", title_justify="left")
     for name, justify in (
         ("#", "right"),
@@ -131,23 +133,28 @@ def _plan_table(plan: list[dict[str, Any]]) -> Table:
         ("reason", "left"),
     ):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    for n, entry in enumerate(plan, start=1):
-        similarity = entry.get("similarity")
-        title = escape(entry["title"])
-        if entry.get("target_title"):
+    for entry in plan:
+        similarity = entry.similarity
+        title = escape(entry.title)
+        if entry.target_title:
             # what the item merges into or replaces, as published now: the approver sees old beside new
-            verb = "replaces" if entry["decision"] == "supersede" else "merges into"
-            title += f"\n[dim]{verb}: {escape(entry['target_title'])}[/dim]"
+            verb = "replaces" if entry.decision == "supersede" else "merges into"
+            title += f"\n[dim]{verb}: {escape(entry.target_title)}[/dim]"
         table.add_row(
-            str(int(entry.get("index", n - 1)) + 1),
-            entry["memory_type"],
-            entry["decision"],
+            str(entry.index + 1),
+            entry.memory_type,
+            entry.decision,
             title,
-            escape(entry.get("canonical_key") or ""),
+            escape(entry.canonical_key or ""),
             f"{similarity:.3f}" if similarity is not None else "–",
-            escape(entry.get("reason", "")),
+            escape(entry.reason),
         )
     return table
+
+
+def _when(moment: datetime | None) -> str:
+    """A time as the gateway's JSON gives it, to the second (`2026-01-02T03:04:05`)."""
+    return moment.isoformat()[:19] if moment else ""
 
 
 def promotion(
@@ -162,35 +169,35 @@ def promotion(
     """Where a task's promotion stands, and the plan an approver is asked to approve."""
     with _client(url, api_key) as client:
         answer = client.promotion(task)
-        if show_all and int(answer.get("plan_total") or 0) > len(answer.get("plan") or []):
-            answer["plan"] = list(client.promotion_plan_all(task))
+        if show_all and answer.plan_total > len(answer.plan):
+            answer = answer.model_copy(update={"plan": list(client.promotion_plan_all(task))})
     if as_json:
         _print_json(answer)
         return
     facts = Table.grid(padding=(0, 2))
     facts.add_column(style="dim")
     facts.add_column()
-    evidence = answer.get("verification")
+    evidence = answer.verification
     for label, value in (
-        ("workflow", f"{answer['workflow_id']} ({answer['workflow_status']})"),
-        ("state", answer["state"] if answer.get("live") else f"{answer['state']} (no worker answered)"),
-        ("target scope", answer["target_scope"]),
+        ("workflow", f"{answer.workflow_id} ({answer.workflow_status})"),
+        ("state", answer.state if answer.live else f"{answer.state} (no worker answered)"),
+        ("target scope", answer.target_scope),
         (
             "verification",
-            f"{evidence['source']} ({'success' if evidence['success'] else 'failure'})" if evidence else None,
+            f"{evidence.source} ({'success' if evidence.success else 'failure'})" if evidence else None,
         ),
-        ("critique", answer.get("critique")),
-        ("decided by", answer.get("decided_by")),
-        ("note", answer.get("decision_note")),
-        ("error", answer.get("error")),
+        ("critique", answer.critique),
+        ("decided by", answer.decided_by),
+        ("note", answer.decision_note),
+        ("error", answer.error),
     ):
         if value:
             facts.add_row(label, escape(str(value)))
     console.print(facts)
-    plan = answer.get("plan") or []
+    plan = answer.plan
     if plan:
         console.print(_plan_table(plan))
-    total = int(answer.get("plan_total") or len(plan))
+    total = answer.plan_total or len(plan)
     if total > len(plan):
         console.print(
             f"showing {len(plan)} of {total} plan entries: [bold]loregate promotion {escape(task)} --all[/] "
@@ -198,20 +205,20 @@ def promotion(
             style="dim",
             highlight=False,
         )
-    for refusal in answer.get("refusals") or []:
+    for refusal in answer.refusals:
         console.print(
-            f"refused {refusal['decision']} by {escape(refusal['approver'])} "
-            f"({refusal['channel']}): {escape(refusal['reason'])}",
+            f"refused {refusal.decision} by {escape(refusal.approver)} "
+            f"({refusal.channel}): {escape(refusal.reason)}",
             style="yellow",
             highlight=False,
         )
-    published = answer.get("published") or []
+    published = answer.published
     if published:
-        cited = ", ".join(f"mem:{m['citation']}" for m in published)
-        count = int(answer.get("published_total") or len(published))
+        cited = ", ".join(f"mem:{m.citation}" for m in published)
+        count = answer.published_total or len(published)
         more = f" (first {len(published)} shown)" if count > len(published) else ""
         console.print(f"published {count}{more}: {cited}", highlight=False)
-    if answer["state"] == "awaiting_approval":
+    if answer.state == "awaiting_approval":
         console.print(
             f"decide with [bold]loregate approve {escape(task)}[/] or "
             f"[bold]loregate reject {escape(task)} --note …[/]",
@@ -235,7 +242,7 @@ def promotions(
     if as_json:
         _print_json(answer)
         return
-    rows = answer.get("promotions") or []
+    rows = answer.promotions
     if not rows:
         console.print("no promotions" + (" awaiting approval" if pending else ""), style="yellow")
         return
@@ -244,12 +251,12 @@ def promotions(
         table.add_column(name)
     for row in rows:
         table.add_row(
-            escape(row["task_id"]),
-            str(row.get("state") or row["workflow_status"]),
-            str(row.get("target_scope") or ""),
-            escape(f"{row['org']}/{row['project']}"),
-            str(row.get("started_at") or "")[:19],
-            escape(row.get("description", "")),
+            escape(row.task_id),
+            row.state or row.workflow_status,
+            row.target_scope or "",
+            escape(f"{row.org}/{row.project}"),
+            _when(row.started_at),
+            escape(row.description),
         )
     console.print(table)
 

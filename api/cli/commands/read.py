@@ -7,7 +7,7 @@ answer unchanged, for scripts.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 
 import typer
@@ -18,6 +18,7 @@ from rich.table import Table
 from api.cli.commands._common import api_client as _client
 from api.cli.commands._common import console
 from api.cli.commands._common import print_json as _print_json
+from api.schemas.search import CompactResultPublic, MemoryDetailPublic, SearchResultPublic
 
 __all__ = ["register", "search", "show", "context"]
 
@@ -53,10 +54,10 @@ def search(
     if as_json:
         _print_json(answer)
         return
-    routed = ", ".join(answer.get("types") or []) or "all types"
-    preferred = ", ".join(answer.get("preferred_types") or [])
+    routed = ", ".join(answer.types or []) or "all types"
+    preferred = ", ".join(answer.preferred_types or [])
     weighted = f", weighting {preferred}" if preferred else ""
-    table = Table(title=f"{escape(query)}  [dim](intent {answer.get('intent', '?')}: {routed}{weighted})[/]")
+    table = Table(title=f"{escape(query)}  [dim](intent {answer.intent}: {routed}{weighted})[/]")
     for name, justify in (
         ("#", "right"),
         ("citation", "left"),
@@ -69,27 +70,30 @@ def search(
         ("imp", "right"),
     ):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    for rank, hit in enumerate(answer.get("results", []), start=1):
-        parts = hit.get("score_parts") or {}
+    results: Sequence[SearchResultPublic | CompactResultPublic] = answer.results
+    for rank, hit in enumerate(results, start=1):
+        # a compact result has no scope and no score parts
+        parts = hit.score_parts if isinstance(hit, SearchResultPublic) else None
         table.add_row(
             str(rank),
-            f"mem:{hit['citation']}",
-            hit.get("type", ""),
-            hit.get("scope", ""),
-            escape(hit.get("title", "")),
-            _score(hit.get("score")),
-            _score(parts.get("similarity")),
-            _score(parts.get("recency")),
-            _score(parts.get("importance")),
+            f"mem:{hit.citation}",
+            hit.type,
+            hit.scope if isinstance(hit, SearchResultPublic) else "",
+            escape(hit.title),
+            _score(hit.score),
+            _score(parts.similarity if parts else None),
+            _score(parts.recency if parts else None),
+            _score(parts.importance if parts else None),
         )
-    if not answer.get("results"):
+    if not answer.results:
         console.print("no memories match", style="yellow")
         return
     console.print(table)
     console.print("open one with [bold]loregate show mem:<citation>[/]", style="dim")
 
 
-def _memory_panel(memory: dict[str, Any]) -> Panel:
+def _memory_panel(memory: MemoryDetailPublic) -> Panel:
+    shown = memory.model_dump(mode="json")  # values as the gateway's JSON spells them
     facts = Table.grid(padding=(0, 2))
     facts.add_column(style="dim")
     facts.add_column()
@@ -107,18 +111,14 @@ def _memory_panel(memory: dict[str, Any]) -> Panel:
         ("expires", "expires_at"),
         ("retrievals", "retrieval_count"),
     ):
-        value = memory.get(key)
+        value = shown.get(key)
         if value is not None:
             facts.add_row(label, escape(str(value)))
     body = Table.grid()
-    body.add_row(escape(str(memory.get("content", ""))))
+    body.add_row(escape(memory.content))
     body.add_row("")
     body.add_row(facts)
-    return Panel(
-        body,
-        title=f"[bold]mem:{memory.get('citation')}[/]  {escape(str(memory.get('title', '')))}",
-        title_align="left",
-    )
+    return Panel(body, title=f"[bold]mem:{memory.citation}[/]  {escape(memory.title)}", title_align="left")
 
 
 def show(
@@ -133,32 +133,30 @@ def show(
     if as_json:
         _print_json(answer)
         return
-    console.print(_memory_panel(answer["memory"]))
-    provenance = answer.get("provenance") or []
+    console.print(_memory_panel(answer.memory))
+    provenance = answer.provenance
     if provenance:
         table = Table(title="provenance (staging entries)", title_justify="left")
         for name in ("task", "seq", "kind", "actor", "content"):
             table.add_column(name)
         for entry in provenance:
             table.add_row(
-                escape(str(entry.get("task_id"))),
-                str(entry.get("seq")),
-                str(entry.get("kind")),
-                escape(str(entry.get("actor_id", ""))),
-                escape(str(entry.get("content", ""))),
+                escape(entry.task_id),
+                str(entry.seq),
+                entry.kind,
+                escape(entry.actor_id),
+                escape(entry.content),
             )
         console.print(table)
-    history = answer.get("history") or []
+    history = answer.history
     if len(history) > 1:
         table = Table(title="supersession history (oldest first)", title_justify="left")
         for name in ("citation", "version", "title", "deprecated"):
             table.add_column(name)
         for version in history:
+            deprecated = version.model_dump(mode="json")["deprecated_at"]
             table.add_row(
-                f"mem:{version.get('citation')}",
-                str(version.get("version", "")),
-                escape(str(version.get("title", ""))),
-                str(version.get("deprecated_at") or ""),
+                f"mem:{version.citation}", str(version.version), escape(version.title), deprecated or ""
             )
         console.print(table)
 
@@ -179,12 +177,12 @@ def context(
         _print_json(answer)
         return
     if raw:
-        console.print(answer["context"], markup=False, highlight=False, soft_wrap=True)
+        console.print(answer.context, markup=False, highlight=False, soft_wrap=True)
         return
-    subtitle = f"{answer.get('tokens')}/{answer.get('max_tokens')} tokens · intent {answer.get('intent')}"
-    block = Panel(escape(answer["context"]), title="memory context", subtitle=subtitle, title_align="left")
+    subtitle = f"{answer.tokens}/{answer.max_tokens} tokens · intent {answer.intent}"
+    block = Panel(escape(answer.context), title="memory context", subtitle=subtitle, title_align="left")
     console.print(block)
-    cited = ", ".join(f"mem:{c}" for c in answer.get("citations", [])) or "none"
+    cited = ", ".join(f"mem:{c}" for c in answer.citations) or "none"
     console.print(f"citations: {cited}", style="dim", highlight=False)
 
 

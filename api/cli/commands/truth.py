@@ -9,7 +9,7 @@ newest first, a page at a time (`--cursor` takes the `next` the previous page pr
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.markup import escape
@@ -18,6 +18,7 @@ from rich.table import Table
 from api.cli.commands._common import api_client as _client
 from api.cli.commands._common import console
 from api.cli.commands._common import print_json as _print_json
+from api.schemas.events import EventPublic
 
 __all__ = ["register", "review", "confirm", "events"]
 
@@ -40,7 +41,7 @@ def review(
     if as_json:
         _print_json(answer)
         return
-    stale = answer.get("memories", [])
+    stale = answer.memories
     if not stale:
         console.print("nothing to review: no stale memories you may read")
         return
@@ -49,12 +50,12 @@ def review(
         table.add_column(name, overflow="fold", no_wrap=name == "citation")
     for m in stale:
         table.add_row(
-            f"mem:{m['citation']}",
-            m["type"],
-            escape(m["scope_key"]),
-            escape(m["title"]),
-            ", ".join(f"mem:{c}" for c in m.get("derived_from", [])),
-            escape(m.get("stale_reason") or ""),
+            f"mem:{m.citation}",
+            m.type,
+            escape(m.scope_key),
+            escape(m.title),
+            ", ".join(f"mem:{c}" for c in m.derived_from),
+            escape(m.stale_reason or ""),
         )
     console.print(table)
 
@@ -72,18 +73,18 @@ def confirm(
     if as_json:
         _print_json(answer)
         return
-    console.print(f"confirmed mem:{answer['citation']} (was stale: {escape(answer.get('was_stale') or '')})")
+    console.print(f"confirmed mem:{answer.citation} (was stale: {escape(answer.was_stale or '')})")
 
 
-def _row(event: dict[str, Any]) -> tuple[str, ...]:
-    subject = f"mem:{event['citation']}" if event.get("citation") else (event.get("task_id") or "")
+def _row(event: EventPublic) -> tuple[str, ...]:
+    subject = f"mem:{event.citation}" if event.citation else (event.task_id or "")
     return (
-        str(event["id"]),
-        str(event["created_at"])[:19],
-        event["type"],
+        str(event.id),
+        event.created_at.isoformat()[:19],
+        event.type,
         escape(subject),
-        escape(f"{event.get('actor_type') or ''} {event.get('actor_id') or ''}".strip()),
-        escape(event.get("reason") or ""),
+        escape(f"{event.actor_type or ''} {event.actor_id or ''}".strip()),
+        escape(event.reason or ""),
     )
 
 
@@ -113,11 +114,11 @@ def events(
     table = Table(title=f"events of mem {escape(memory)}" if memory else "events")
     for name in ("id", "when", "type", "about", "actor", "reason"):
         table.add_column(name, overflow="fold", no_wrap=name in ("id", "type", "about"))
-    for event in answer.get("events", []):
+    for event in answer.events:
         table.add_row(*_row(event))
     console.print(table)
-    if answer.get("next_cursor"):
-        console.print(f"next: --cursor {answer['next_cursor']}", style="dim", highlight=False)
+    if answer.next_cursor:
+        console.print(f"next: --cursor {answer.next_cursor}", style="dim", highlight=False)
 
 
 _COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (

@@ -6,6 +6,7 @@ from fastapi import APIRouter
 
 from api.http.deps import Resources
 from api.http.metrics import metrics_response
+from api.schemas.health import HealthPublic
 from api.services.health import health
 
 __all__ = ["router"]
@@ -13,8 +14,8 @@ __all__ = ["router"]
 router = APIRouter(tags=["health"])
 
 
-@router.get("/healthz")
-async def healthz(resources: Resources) -> dict[str, str]:
+@router.get("/healthz", response_model=HealthPublic)
+async def healthz(resources: Resources) -> HealthPublic:
     """200 when the gateway can reach its database, 503 otherwise."""
     return await health(resources)
 
