@@ -510,3 +510,36 @@ async def test_lifted_copy_builds_on_what_its_original_built_on_and_goes_stale_w
     assert superseded.status_code == 201, superseded.text
     stale = await _memory(http, human, item["result_memory_id"])
     assert stale["stale_at"] is not None and fact_citation in stale["stale_reason"]
+
+
+async def test_lift_into_org_by_the_system_principal_waits_for_a_human_of_any_project_of_the_org(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
+) -> None:
+    org, project = team["human"].principal.org, team["human"].principal.project
+    system = await make_actor(engine, ActorType.SYSTEM, org, project)
+    elsewhere = await make_actor(engine, ActorType.HUMAN, org, f"other-{uuid.uuid4().hex[:8]}")
+    original = await _memory_at(engine, _place(system), Scope.PROJECT)
+    request = (await _lift(http, system, [original], "org", 202)).json()
+    assert request["scope"] == "org" and request["target_scope_key"] == f"org:{org}"
+    decided = await http.post(f"/v1/change-requests/{request['id']}/approve", headers=elsewhere.headers)
+    assert decided.status_code == 200, decided.text
+    done = await _wait_state(http, elsewhere, request["id"], "applied")
+    copy = await _memory(http, elsewhere, done["items"][0]["result_memory_id"])
+    assert copy["scope_key"] == f"org:{org}" and copy["confidence"] == 1.0
+
+
+async def test_two_pending_lifts_of_one_memory_both_approved_apply_once(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
+) -> None:
+    orchestrator, human = team["orchestrator"], team["human"]
+    place = _place(orchestrator)
+    original = await _memory_at(engine, place, Scope.WORKTREE)
+    first, second = [(await _lift(http, orchestrator, [original], "project", 202)).json() for _ in range(2)]
+    decisions = await asyncio.gather(
+        *(http.post(f"/v1/change-requests/{r['id']}/approve", headers=human.headers) for r in (first, second))
+    )
+    assert [d.status_code for d in decisions] == [200, 200], [d.text for d in decisions]
+    ends = sorted(d.json()["state"] for d in decisions)  # each answer waits for its apply
+    assert ends == ["applied", "conflict"]
+    assert len(await _active(engine, place.key(Scope.PROJECT))) == 1
+    assert len(await _events(engine, original, "LIFTED")) == 1
