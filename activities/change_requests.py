@@ -1,5 +1,8 @@
 """Activities of `ChangeRequestWorkflow`: describe a stored request, apply it once approved, or close it.
 
+A lift is described by its scopes and its memories' titles only (never their content); see
+governance/storage/lifting.py for how it is applied.
+
 The request's content, title and embedding stay in Postgres (governance/storage/change_requests.py); these
 activities take its id and return shortened texts and states only. Applying is one transaction that
 re-checks the target is still the head (else the request ends `conflict`). Every activity is idempotent: a
@@ -8,21 +11,24 @@ retry finds the request already decided and answers as the first attempt did.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from governance.changes import ChangeTrust
+from governance.changes import ChangeOperation, ChangeTrust
+from governance.config import Settings
 from governance.errors import NotFound
 from governance.scopes import ActorType
 from governance.storage.change_requests import (
+    ChangeRequest,
     apply_change_request,
     change_target,
     close_change_request,
     get_change_request,
 )
+from governance.storage.lifting import LiftRules, lift_items, lift_sources
 
 __all__ = [
     "ChangeRequestActivities",
@@ -32,10 +38,14 @@ __all__ = [
     "ApplyChangeResult",
     "CloseChangeInput",
     "PREVIEW_CHARS",
+    "LIFT_TITLES",
 ]
 
 # how much of the old and new texts travels through Temporal (the API serves them whole)
 PREVIEW_CHARS = 280
+# how many titles of a lift's memories the workflow shows (the API lists them all)
+LIFT_TITLES = 20
+TITLE_CHARS = 120
 
 
 def _short(text: str | None, limit: int = PREVIEW_CHARS) -> str:
@@ -67,6 +77,11 @@ class ChangeDescription:
     old_content: str
     new_title: str | None
     new_content: str | None
+    # a lift: where to, from which scope keys, and the titles it carries (never their content)
+    target_scope_key: str | None = None
+    lift_from: list[str] = field(default_factory=list)
+    lift_titles: list[str] = field(default_factory=list)
+    lift_count: int = 0
 
 
 @dataclass
@@ -105,8 +120,11 @@ class CloseChangeInput:
 class ChangeRequestActivities:
     """The change request's database steps, over one engine."""
 
-    def __init__(self, engine: AsyncEngine) -> None:
+    def __init__(self, engine: AsyncEngine, settings: Settings | None = None) -> None:
         self._engine = engine
+        # a lift's publish dedups with the promotion's thresholds
+        chosen = settings if settings is not None else Settings()
+        self._lift_rules = LiftRules(chosen.dedup_similarity_threshold, chosen.related_similarity_threshold)
 
     @activity.defn(name="change_request_describe")
     async def describe(self, data: DescribeChangeInput) -> ChangeDescription:
@@ -114,6 +132,8 @@ class ChangeRequestActivities:
         try:
             async with self._engine.connect() as conn:
                 request = await get_change_request(conn, data.request_id)
+                if request.operation == ChangeOperation.LIFT:
+                    return await self._describe_lift(conn, request)
                 target = await change_target(conn, request.memory_id)
         except NotFound as exc:
             raise ApplicationError(str(exc), type=NotFound.__name__, non_retryable=True) from exc
@@ -133,6 +153,31 @@ class ChangeRequestActivities:
             new_content=_short(request.content) if request.content is not None else None,
         )
 
+    async def _describe_lift(self, conn: AsyncConnection, request: ChangeRequest) -> ChangeDescription:
+        """A lift as the workflow shows it: from which scopes to which, and titles only."""
+        items = await lift_items(conn, request.id)
+        sources = await lift_sources(conn, [i.memory_id for i in items])
+        titles = [_short(i.title, TITLE_CHARS) for i in items[:LIFT_TITLES]]
+        return ChangeDescription(
+            request_id=request.id,
+            memory_id=request.memory_id,
+            operation=request.operation,
+            org=request.org,
+            project=request.project,
+            scope=request.scope,
+            requested_by=request.requested_by,
+            reason=_short(request.reason),
+            state=request.state,
+            old_title=titles[0] if titles else "",
+            old_content="",
+            new_title=None,
+            new_content=None,
+            target_scope_key=request.target_scope_key,
+            lift_from=sorted({s.scope_key for s in sources}),
+            lift_titles=titles,
+            lift_count=len(items),
+        )
+
     @activity.defn(name="change_request_apply")
     async def apply(self, data: ApplyChangeInput) -> ApplyChangeResult:
         """Apply the approved change in one transaction, or end the request `conflict`."""
@@ -146,6 +191,7 @@ class ChangeRequestActivities:
                 note=data.note,
                 workflow_id=data.workflow_id,
                 trust=trust,
+                lift_rules=self._lift_rules,
             )
         return ApplyChangeResult(applied.state, applied.result_memory_id, applied.citation, applied.reason)
 

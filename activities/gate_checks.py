@@ -13,7 +13,7 @@ channel meets the same rules:
   a promotion and for a change request alike (an org-scope memory's approver is judged in its own project,
   as the gateway judges it);
 - a change request runs only for the enabled principal that asked for it, still allowed to `write` the
-  memory's scope in its tenant (`check_change_request`);
+  memory's scope in its tenant (`promote` into the target scope, for a lift) (`check_change_request`);
 - with `approval_mode=api_only`, starts, evidence and decisions must carry a grant the gateway wrote for
   the authenticated caller (governance/storage/promotions.py); signals are refused outright.
 
@@ -301,11 +301,13 @@ class GateCheckActivities:
                     request,
                 )
         project = judged_project(principal, request.org, request.project)
+        # a lift publishes into its target scope, as a promotion does: it needs `promote` there
+        action = "promote" if request.operation == "lift" else "write"
         if not self._authorizer.allowed(
-            principal, org=request.org, project=project, scope=request.scope, action="write"
+            principal, org=request.org, project=project, scope=request.scope, action=action
         ):
             return (
-                f"{principal.actor_type.value} {principal.id} may not write {request.scope} scope "
+                f"{principal.actor_type.value} {principal.id} may not {action} {request.scope} scope "
                 f"in {request.org}/{project or '*'}",
                 principal,
                 request,

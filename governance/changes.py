@@ -1,4 +1,4 @@
-"""Change requests to published memory (pure): what a supersede or retire becomes, and with what trust.
+"""Change requests to published memory (pure): what a supersede, retire or lift becomes, and with what trust.
 
 At a scope whose policy requires validation (project and org by default), a supersede or retire by anyone
 but a human allowed to approve that scope is a **change request**: nothing changes until a principal allowed
@@ -31,6 +31,7 @@ class ChangeOperation(StrEnum):
 
     SUPERSEDE = "supersede"
     RETIRE = "retire"
+    LIFT = "lift"  # publish copies of memories at a wider scope (governance/lifting.py)
 
 
 class ChangeTrust(StrEnum):

@@ -82,7 +82,7 @@ _VALIDATION_REQUIRED = {Scope.PROJECT, Scope.ORG}
 
 
 def can_promote(source: Scope, target: Scope) -> bool:
-    """Promotion goes strictly upward ."""
+    """Promotion (and lifting, governance/lifting.py) goes strictly upward."""
     return SCOPE_LEVEL[source] < SCOPE_LEVEL[target]
 
 

@@ -1,7 +1,8 @@
 """ChangeRequestWorkflow: the gate in front of every change to validated published memory.
 
 A supersede or retire of a memory at a scope whose policy requires validation (project and org by
-default), asked by anyone but a human allowed to approve that scope, is stored as a change request
+default), or a lift of memories into such a scope (governance/lifting.py: its `scope` is the target's),
+asked by anyone but a human allowed to approve that scope, is stored as a change request
 (governance/storage/change_requests.py) and decided here, one workflow per request, id `change-<id>`.
 The requester is checked by activity first (exists, enabled, still may write there); then the workflow
 waits for `approve` or `reject`, as a signal (the Temporal UI: the approver named in the payload is only a
@@ -9,7 +10,9 @@ claim, checked by the same `check_approver` activity as a promotion's) or as an 
 gateway's grant row). On approval one activity applies the change in one transaction, re-checking that
 the memory is still the head of its chain (else the request ends `conflict` and nothing changes).
 
-The history carries the request's id and shortened texts only; the content stays in Postgres. The
+The history carries the request's id and shortened texts only (a lift: scope keys and titles, no content);
+the content stays in Postgres. A lift runs the same commands as a supersede (describe, check, wait, apply),
+so the workflow's command sequence is unchanged and running workflows replay without a patch marker. The
 `LoregateState` search attribute and the current details (old and new side by side, how to decide)
 always show where it stands.
 """
@@ -79,7 +82,24 @@ def _quote(text: str | None) -> list[str]:
     return [f"> {line}" if line else ">" for line in (text or "").splitlines() or [""]]
 
 
-def _markdown(status: ChangeRequestStatus) -> str:
+def _lift_lines(status: ChangeRequestStatus) -> list[str]:
+    """What a lift carries: from → to, and its memories' titles (never their content)."""
+    more = status.lift_count - len(status.lift_titles)
+    return [
+        f"**Change request `{status.request_id}`: lift {status.lift_count} "
+        f"memor{'y' if status.lift_count == 1 else 'ies'} to {status.scope} scope** — `{status.state}`",
+        "",
+        f"Requested by `{status.requested_by}`: {status.reason}",
+        "",
+        f"**From** {', '.join(f'`{k}`' for k in status.lift_from)} **→ to** `{status.target_scope_key}`",
+        "",
+        *[f"- {title}" for title in status.lift_titles],
+        *([f"- … and {more} more (`loregate changes show {status.request_id}`)"] if more > 0 else []),
+    ]
+
+
+def _change_lines(status: ChangeRequestStatus) -> list[str]:
+    """A supersede or retire: the memory now and after, side by side."""
     lines = [
         f"**Change request `{status.request_id}`: {status.operation} memory `{status.memory_id}` "
         f"({status.scope} scope)** — `{status.state}`",
@@ -90,9 +110,12 @@ def _markdown(status: ChangeRequestStatus) -> str:
         *_quote(status.old_content),
     ]
     if status.operation == "retire":
-        lines += ["", "**After** — retired, without a successor"]
-    else:
-        lines += ["", f"**After** — {status.new_title}", *_quote(status.new_content)]
+        return [*lines, "", "**After** — retired, without a successor"]
+    return [*lines, "", f"**After** — {status.new_title}", *_quote(status.new_content)]
+
+
+def _markdown(status: ChangeRequestStatus) -> str:
+    lines = _lift_lines(status) if status.operation == "lift" else _change_lines(status)
     if status.state == ChangeRequestState.AWAITING_APPROVAL:
         lines += [
             "",
@@ -256,6 +279,8 @@ class ChangeRequestWorkflow:
             described.old_content,
         )
         status.new_title, status.new_content = described.new_title, described.new_content
+        status.target_scope_key, status.lift_from = described.target_scope_key, described.lift_from
+        status.lift_titles, status.lift_count = described.lift_titles, described.lift_count
         await self._check_requester(data)
         if described.state != ChangeRequestState.AWAITING_APPROVAL:
             # a second run for a request already decided (e.g. started by hand): it stays as it is

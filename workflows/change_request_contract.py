@@ -1,10 +1,10 @@
 """The public contract of `ChangeRequestWorkflow`: what gateways, the CLI and the Temporal UI send and read.
 
-A change request (a supersede or retire of published memory at a scope that requires validation) is decided
-like a promotion: the same `approve`/`reject` payload (`ApprovalRequest`, `{"approver": "<principal id>",
-"note": "..."}`), the same acknowledgement and error types, and the same `LoregateState` search attribute,
-so the Temporal UI lists both with one filter. This module imports no temporalio; the workflow
-(workflows/change_request.py) implements it.
+A change request (a supersede, retire or lift of published memory at a scope that requires validation) is
+decided like a promotion: the same `approve`/`reject` payload (`ApprovalRequest`, `{"approver":
+"<principal id>", "note": "..."}`), the same acknowledgement and error types, and the same `LoregateState`
+search attribute, so the Temporal UI lists both with one filter. This module imports no temporalio; the
+workflow (workflows/change_request.py) implements it.
 """
 
 from __future__ import annotations
@@ -107,6 +107,11 @@ class ChangeRequestStatus:
     refusals: list[Refusal] = field(default_factory=list)
     result_memory_id: str | None = None
     error: str | None = None
+    # a lift: the scope key it lifts to, the scope keys it lifts from, the first titles and how many
+    target_scope_key: str | None = None
+    lift_from: list[str] = field(default_factory=list)
+    lift_titles: list[str] = field(default_factory=list)
+    lift_count: int = 0
 
 
 @dataclass

@@ -53,7 +53,7 @@ def activity_functions(
     retention = RetentionActivities(engine, archive_dir=settings.archive_dir())
     approaches = ApproachActivities(engine, embedder, settings)
     gate = GateCheckActivities(engine=engine, authorizer=authorizer, settings=settings)
-    changes = ChangeRequestActivities(engine)
+    changes = ChangeRequestActivities(engine, settings)
     return [
         *retention.functions(),
         approaches.record,

@@ -325,6 +325,26 @@ class _Api:
         """Reject a change request; the approver is this key's principal."""
         return Request("POST", f"/v1/change-requests/{_seg(request_id)}/reject", drop_none({"note": note}))
 
+    @endpoint(ChangeRequestPublic)
+    def lift_memories(
+        self,
+        memories: Sequence[str],
+        target_scope: str,
+        *,
+        reason: str,
+        idempotency_key: str | None = None,
+    ) -> Request:
+        """Lift memories to a wider scope: applied at once, or a change request awaiting approval."""
+        body = drop_none(
+            {
+                "memory_ids": [m.removeprefix("mem:") for m in memories],
+                "target_scope": {"scope": target_scope},
+                "reason": reason,
+                "idempotency_key": idempotency_key,
+            }
+        )
+        return Request("POST", "/v1/memories/lift", body)
+
     # keeping memory true
 
     @endpoint(ReviewPublic)

@@ -25,13 +25,23 @@ from sqlalchemy import exc as sa_exc
 from api.errors import error_body, grpc_code_of, is_unavailable, validation_detail
 from api.grpc.proto import pb2, pb2_grpc
 from api.schemas.approaches import ApproachIn, CheckIn
+from api.schemas.change_requests import LiftIn
 from api.schemas.learning import BugMatchIn, ObservationIn
 from api.schemas.memories import FeedbackIn, ValidateIn
 from api.schemas.promotions import DecisionIn, PlanPageIn, PromotionStart, VerificationIn
 from api.schemas.search import ContextIn, SearchIn
 from api.schemas.staging import EntriesIn, TaskCreate
 from api.schemas.text import MAX_JSON_DEPTH
-from api.services import approaches, bug_patterns, code_rules, memories, promotions, search, staging
+from api.services import (
+    approaches,
+    bug_patterns,
+    code_rules,
+    lifting,
+    memories,
+    promotions,
+    search,
+    staging,
+)
 from api.services.gateway import GatewayResources, authorized_task, principal_from_authorization
 from governance import errors as ge
 from governance.adapters.tracing import instrument_engine, tracer_provider
@@ -328,6 +338,14 @@ class LoregateServicer(pb2_grpc.LoregateServicer):  # type: ignore[misc]
             ref = _memory_ref(request.memory_id)
             body = ObservationIn.model_validate(_json_object(request.json, "json"))
             return _reply(await code_rules.observe(self._state, principal, ref, body))
+
+        return await _guarded(context, work)
+
+    async def LiftMemories(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802
+        async def work() -> Any:
+            principal = await self._principal(context)
+            body = LiftIn.model_validate(_json_object(request.json, "json"))
+            return _reply(await lifting.lift(self._state, principal, body))
 
         return await _guarded(context, work)
 

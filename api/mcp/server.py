@@ -40,6 +40,7 @@ TOOL_NAMES = (
     "get_promotion",
     "get_promotion_plan",
     "verify_promotion",
+    "lift_memories",
 )
 
 TaskId = Annotated[
@@ -53,7 +54,8 @@ _INSTRUCTIONS = (
     "call check_approach: it tells you if that approach already failed on this task; afterwards say how it "
     "went with record_approach. Rate a memory you used with memory_feedback. Orchestrators start a task's "
     "promotion into shared memory with start_promotion, give its evidence with verify_promotion and follow "
-    "it with get_promotion and get_promotion_plan."
+    "it with get_promotion and get_promotion_plan; knowledge that holds more widely than where it was "
+    "published is lifted with lift_memories (a human approves where the wider scope needs it)."
 )
 
 
@@ -265,6 +267,26 @@ def build_server(client: AsyncLoregateClient | None = None) -> MCPServer:
     ) -> dict[str, Any]:
         """Give the verification evidence the task's promotion waits for (once)."""
         return await _answer(gateway().verify(_task(task_id), source.value, success))
+
+    @server.tool()
+    async def lift_memories(
+        memories: Annotated[
+            list[str],
+            Field(min_length=1, max_length=100, description="`mem:abc123`, `abc123`, or memory ids"),
+        ],
+        target_scope: Annotated[
+            Literal["worktree", "project", "org"],
+            Field(description="The wider scope they hold in (task → worktree → project → org)"),
+        ],
+        reason: Annotated[str, Field(description="Why they hold more widely")],
+        idempotency_key: Annotated[str | None, Field(description="Repeat it when retrying")] = None,
+    ) -> dict[str, Any]:
+        """Lift memories to a wider scope: `state` "applied" (done: each item's outcome and new citation) or
+        "awaiting_approval" (a change request a human must approve)."""
+        lifted = gateway().lift_memories(
+            [_citation(m) for m in memories], target_scope, reason=reason, idempotency_key=idempotency_key
+        )
+        return await _answer(lifted)
 
     return server
 

@@ -1,11 +1,15 @@
-"""Request and response models of change requests: a supersede or retire waiting for an approval."""
+"""Request and response models of change requests (a supersede, retire or lift waiting for an approval)."""
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
+from api.schemas.memories import IdempotencyKey
+from api.schemas.text import Text
+from governance.lifting import MAX_LIFT_ITEMS
 from workflows.change_request_contract import ChangeRequestState
 
 __all__ = [
@@ -14,6 +18,9 @@ __all__ = [
     "ChangeRequestPublic",
     "ChangeRequestList",
     "ChangeDecisionPublic",
+    "LiftTarget",
+    "LiftIn",
+    "LiftItemPublic",
 ]
 
 
@@ -28,17 +35,59 @@ class MemorySide(BaseModel):
     active: bool
 
 
+# a memory's uuid or citation (`mem:` marks as readers copy them are accepted)
+MemoryRef = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9:-]+$")]
+
+
+class LiftTarget(BaseModel):
+    """Where to lift: a wider scope on the memories' own line; `scope_key`, if given, must be that one."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    scope: Literal["worktree", "project", "org"]
+    scope_key: Text | None = Field(
+        default=None,
+        max_length=600,
+        description="Optional check: the target's key (`project:<org>/<project>` …); another is a 422",
+    )
+
+
+class LiftIn(BaseModel):
+    """Memories (uuids or citations) to lift to a wider scope, and why."""
+
+    memory_ids: list[MemoryRef] = Field(min_length=1, max_length=MAX_LIFT_ITEMS)
+    target_scope: LiftTarget
+    reason: Text = Field(min_length=1, max_length=2000)
+    idempotency_key: Text | None = IdempotencyKey
+
+
+class LiftItemPublic(BaseModel):
+    """One memory of a lift and, once applied, what it became at the target scope."""
+
+    memory_id: str
+    citation: str | None = None
+    title: str
+    outcome: str | None = Field(
+        default=None,
+        description="lifted (a new memory), duplicate (merged into one already there), superseded "
+        "(replaced the target's head for the same canonical key); none until applied",
+    )
+    result_memory_id: str | None = None
+    result_citation: str | None = None
+
+
 class ChangeRequestPublic(BaseModel):
     """A change request: what would change (old and new side by side), who asked, where it stands.
 
-    `title` and `content` are the proposed ones (already redacted; none for a retirement). Approve it with
+    `title` and `content` are the proposed ones (already redacted; none for a retirement or a lift, whose
+    memories are its `items`, lifted to `target_scope_key`). Approve it with
     `POST /v1/change-requests/{id}/approve` (a principal allowed to approve the memory's scope), or in the
     Temporal UI by signalling its workflow.
     """
 
     id: str
     workflow_id: str | None
-    operation: str = Field(description="supersede | retire")
+    operation: str = Field(description="supersede | retire | lift")
     memory_id: str
     scope: str
     state: str = Field(description="awaiting_approval, applying, applied, rejected, conflict, expired, …")
@@ -56,6 +105,11 @@ class ChangeRequestPublic(BaseModel):
     created_at: datetime
     decided_at: datetime | None = None
     old: MemorySide | None = None
+    target_scope: str | None = Field(default=None, description="A lift's wider scope")
+    target_scope_key: str | None = Field(default=None, description="A lift's target, e.g. `project:acme/api`")
+    items: list[LiftItemPublic] = Field(
+        default_factory=list, description="A lift's memories, in order, with their outcomes once applied"
+    )
 
 
 class ChangeRequestList(BaseModel):

@@ -38,6 +38,7 @@ EventKind = Literal[
     "ERASED",
     "OBSERVED",
     "RESTORED",
+    "LIFTED",
 ]
 
 

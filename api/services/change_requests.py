@@ -26,13 +26,14 @@ from api.schemas.change_requests import (
     ChangeDecisionPublic,
     ChangeRequestList,
     ChangeRequestPublic,
+    LiftItemPublic,
     MemorySide,
 )
 from api.schemas.promotions import DecisionIn
 from api.services.gateway import GatewayResources, temporal_client
 from api.services.temporal_errors import temporal_errors
 from governance.adapters.embedders import embed_one, make_embedder
-from governance.changes import ProposedContent
+from governance.changes import ChangeOperation, ProposedContent
 from governance.errors import Conflict, GovernanceError, NotFound, PolicyDenied, Unavailable
 from governance.identity import Principal, judged_project
 from governance.scopes import ActorType
@@ -47,6 +48,7 @@ from governance.storage.change_requests import (
     set_change_workflow,
 )
 from governance.storage.lifecycle import MemoryTenant
+from governance.storage.lifting import lift_items
 from governance.storage.promotions import record_approval_grant
 from workflows.change_request_contract import (
     WORKFLOW_TYPE,
@@ -63,6 +65,8 @@ __all__ = [
     "needs_change_request",
     "embedding_of",
     "propose",
+    "start_change_workflow",
+    "public_request",
     "list_requests",
     "show_request",
     "decide",
@@ -116,7 +120,9 @@ def _visible(state: GatewayResources, principal: Principal, request: ChangeReque
     )
 
 
-async def _public(state: GatewayResources, request: ChangeRequest) -> ChangeRequestPublic:
+async def public_request(state: GatewayResources, request: ChangeRequest) -> ChangeRequestPublic:
+    """A request as the API shows it: the memory as it is now beside the change (a lift: its items)."""
+    items: list[LiftItemPublic] = []
     async with state.engine.connect() as conn:
         try:
             target = await change_target(conn, request.memory_id)
@@ -131,6 +137,18 @@ async def _public(state: GatewayResources, request: ChangeRequest) -> ChangeRequ
                 confidence=target.confidence,
                 active=target.active,
             )
+        if request.operation == ChangeOperation.LIFT:
+            items = [
+                LiftItemPublic(
+                    memory_id=i.memory_id,
+                    citation=i.citation,
+                    title=i.title,
+                    outcome=i.outcome,
+                    result_memory_id=i.result_memory_id,
+                    result_citation=i.result_citation,
+                )
+                for i in await lift_items(conn, request.id)
+            ]
     return ChangeRequestPublic(
         id=request.id,
         workflow_id=request.workflow_id,
@@ -150,6 +168,9 @@ async def _public(state: GatewayResources, request: ChangeRequest) -> ChangeRequ
         created_at=request.created_at,
         decided_at=request.decided_at,
         old=old,
+        target_scope=request.target_scope,
+        target_scope_key=request.target_scope_key,
+        items=items,
     )
 
 
@@ -178,7 +199,26 @@ async def propose(
     async with state.engine.begin() as conn:
         request = await create_change_request(conn, new)
     if request.replayed:  # the first answer: the request as it stands now
-        return await _public(state, request)
+        return await public_request(state, request)
+    return await start_change_workflow(state, principal, request)
+
+
+def _summary(request: ChangeRequest, principal: Principal) -> str:
+    if request.operation == ChangeOperation.LIFT:
+        return (
+            f"Lift memories into {request.scope} scope ({request.target_scope_key}), requested by "
+            f"{principal.id}"
+        )
+    return (
+        f"{request.operation.capitalize()} memory {request.memory_id} "
+        f"({request.scope} scope, {request.org}/{request.project or '*'}), requested by {principal.id}"
+    )
+
+
+async def start_change_workflow(
+    state: GatewayResources, principal: Principal, request: ChangeRequest
+) -> ChangeRequestPublic:
+    """Start the workflow of a stored request; if Temporal cannot take it, the request ends `failed`."""
     client = await temporal_client(state)
     workflow_id = workflow_id_for(request.id)
     data = ChangeRequestInput(
@@ -194,13 +234,12 @@ async def propose(
             id=workflow_id,
             task_queue=state.settings.task_queue,
             memo={"memory_id": request.memory_id, "operation": request.operation, "org": request.org},
-            static_summary=f"{request.operation.capitalize()} memory {request.memory_id} "
-            f"({request.scope} scope, {request.org}/{request.project or '*'}), requested by {principal.id}",
+            static_summary=_summary(request, principal),
             static_details=(
-                "Old and new side by side, and how to decide: the *User Metadata* tab (current details), "
-                "or *Queries* → `state`. Approve with *Send a Signal*, name `approve`, input "
-                '`{"approver": "<your principal id>", "note": "..."}`, or '
-                f"`loregate changes approve {request.id}`."
+                "What changes (old and new side by side; for a lift, from → to and the titles), and how "
+                "to decide: the *User Metadata* tab (current details), or *Queries* → `state`. Approve "
+                'with *Send a Signal*, name `approve`, input `{"approver": "<your principal id>", '
+                f'"note": "..."}}`, or `loregate changes approve {request.id}`.'
             ),
         )
     except Exception as exc:  # Temporal unreachable: the request cannot be decided, so it does not stay
@@ -220,7 +259,7 @@ async def propose(
     async with state.engine.begin() as conn:
         await set_change_workflow(conn, request.id, workflow_id)
         request = await get_change_request(conn, request.id)
-    return await _public(state, request)
+    return await public_request(state, request)
 
 
 async def _readable(state: GatewayResources, principal: Principal, request_id: str) -> ChangeRequest:
@@ -234,7 +273,7 @@ async def _readable(state: GatewayResources, principal: Principal, request_id: s
 
 async def show_request(state: GatewayResources, principal: Principal, request_id: str) -> ChangeRequestPublic:
     """A change request with the memory it changes, old and new side by side."""
-    return await _public(state, await _readable(state, principal, request_id))
+    return await public_request(state, await _readable(state, principal, request_id))
 
 
 async def list_requests(
@@ -246,7 +285,7 @@ async def list_requests(
             conn, org=principal.org, state=request_state, limit=limit * LIST_SCAN_FACTOR
         )
     readable = [r for r in rows if _visible(state, principal, r, "read")][:limit]
-    return ChangeRequestList(change_requests=[await _public(state, r) for r in readable])
+    return ChangeRequestList(change_requests=[await public_request(state, r) for r in readable])
 
 
 async def decide(

@@ -1,4 +1,4 @@
-"""Change requests: a supersede or retire of published memory waiting for an approval (`change_requests`).
+"""Change requests: a supersede, retire or lift of published memory awaiting an approval (`change_requests`).
 
 The gateway writes the request (content already redacted, its embedding computed) and starts its
 `ChangeRequestWorkflow`, which carries only the id. On approval `apply_change_request` applies it in one
@@ -20,8 +20,9 @@ from sqlalchemy import func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from governance.changes import ChangeOperation, ChangeTrust
-from governance.errors import Conflict, NotFound
+from governance.errors import Conflict, InvalidInput, NotFound
 from governance.storage.events import EventType, record_event
+from governance.storage.lifting import LiftRules, apply_lift
 from governance.storage.memory_changes import retire_memory, supersede_memory
 from governance.storage.memory_rows import lock_scopes, scope_key_of
 from governance.storage.tables import change_requests, memories
@@ -66,6 +67,9 @@ class NewChangeRequest:
     redaction_counts: dict[str, int] = field(default_factory=dict)
     dedupe_key: str | None = None
     request_hash: str | None = None
+    # a lift's wider scope; its `scope`/`project` above are the target's (storage/lifting.py)
+    target_scope: str | None = None
+    target_scope_key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -94,6 +98,8 @@ class ChangeRequest:
     result_memory_id: str | None
     created_at: datetime
     decided_at: datetime | None
+    target_scope: str | None = None
+    target_scope_key: str | None = None
     replayed: bool = False
 
 
@@ -170,6 +176,8 @@ async def create_change_request(conn: AsyncConnection, new: NewChangeRequest) ->
         "state": AWAITING,
         "dedupe_key": new.dedupe_key,
         "request_hash": new.request_hash,
+        "target_scope": new.target_scope,
+        "target_scope_key": new.target_scope_key,
     }
     row = (await conn.execute(insert(change_requests).values(**values).returning(*_COLUMNS))).one()
     return _request(row)
@@ -292,8 +300,12 @@ async def record_change_approval(
     change_request: str | None = None,
     workflow_id: str | None = None,
     dedupe_key: str | None = None,
+    direct: bool | None = None,
 ) -> None:
-    """The APPROVED event of a change: who approved which operation (a direct call by an approver, too)."""
+    """The APPROVED event of a change: who approved which operation (a direct call by an approver, too).
+
+    `direct` (default: no change request) says the approver's own call was the approval.
+    """
     await record_event(
         conn,
         memory_id=memory_id,
@@ -306,7 +318,7 @@ async def record_change_approval(
             "operation": operation,
             "change_request": change_request,
             "result": result_memory_id,
-            "direct": change_request is None,
+            "direct": change_request is None if direct is None else direct,
         },
         dedupe_key=dedupe_key,
         if_absent=True,
@@ -320,17 +332,24 @@ async def apply_change_request(
     approver: str,
     approver_type: str,
     note: str,
-    workflow_id: str,
-    trust: ChangeTrust,
+    workflow_id: str | None,
+    trust: ChangeTrust | None,
+    lift_rules: LiftRules | None = None,
 ) -> Applied:
     """Apply an approved request in the caller's transaction, or end it `conflict` if its target moved on.
 
     The scope's lock is taken first, so no other change to that scope can slip between the head check and
     the change; the request's row lock makes a retried or concurrent apply see the first one's outcome.
+    A lift (`lift_rules` required) is applied by storage/lifting.py; `trust` None means no approval was
+    needed (a lift into a scope without validation), so no APPROVED event is written.
     """
     current = await get_change_request(conn, request_id, lock=True)
     if current.state != AWAITING:
         return _applied(current, await _citation(conn, current.result_memory_id))
+    if current.operation == ChangeOperation.LIFT:
+        if lift_rules is None:
+            raise InvalidInput("applying a lift needs the dedup thresholds (lift_rules)")
+        return await _apply_lift(conn, current, approver, approver_type, note, workflow_id, trust, lift_rules)
     await lock_scopes(conn, await scope_key_of(conn, current.memory_id))
     head = (
         await conn.execute(select(memories.c.deprecated_at).where(memories.c.id == current.memory_id))
@@ -406,6 +425,76 @@ async def apply_change_request(
         )
     ).one()
     return _applied(_request(row), citation)
+
+
+async def _apply_lift(
+    conn: AsyncConnection,
+    current: ChangeRequest,
+    approver: str,
+    approver_type: str,
+    note: str,
+    workflow_id: str | None,
+    trust: ChangeTrust | None,
+    rules: LiftRules,
+) -> Applied:
+    """Apply a lift (storage/lifting.py) and close the request `applied` or `conflict`."""
+    assert current.target_scope is not None and current.target_scope_key is not None
+    lifted = await apply_lift(
+        conn,
+        current.id,
+        target_scope=current.target_scope,
+        target_scope_key=current.target_scope_key,
+        org=current.org,
+        project=current.project,
+        actor_id=current.requested_by,
+        actor_type=current.actor_type,
+        reason=current.reason,
+        approval=trust,
+        workflow_id=workflow_id,
+        rules=rules,
+    )
+    if lifted.state == "conflict":
+        closed = await close_change_request(
+            conn,
+            current.id,
+            state="conflict",
+            decided_by=approver,
+            decided_by_type=approver_type,
+            note=lifted.reason,
+            workflow_id=workflow_id,
+        )
+        return _applied(closed, None)
+    first = lifted.items[0]
+    if trust is not None:
+        await record_change_approval(
+            conn,
+            memory_id=current.memory_id,
+            operation=current.operation,
+            approver_id=approver,
+            approver_type=approver_type,
+            note=note,
+            result_memory_id=first.result_memory_id,
+            change_request=current.id,
+            workflow_id=workflow_id,
+            dedupe_key=f"change:{current.id}:approved",
+            direct=workflow_id is None,  # a human approver's own lift, applied by the gateway
+        )
+    row = (
+        await conn.execute(
+            update(change_requests)
+            .where(change_requests.c.id == current.id)
+            .values(
+                state="applied",
+                decided_by=approver,
+                decided_by_type=approver_type,
+                decision_note=note,
+                decided_at=func.now(),
+                result_memory_id=first.result_memory_id,
+            )
+            .returning(*_COLUMNS)
+        )
+    ).one()
+    return _applied(_request(row), first.result_citation)
 
 
 async def _citation(conn: AsyncConnection, memory_id: str | None) -> str | None:

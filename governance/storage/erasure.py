@@ -9,7 +9,7 @@ answer); `erase` deletes it in the caller's transaction, which also records the 
   `related_ids`, `supersedes_id`, `source_entry_ids` and `source_task_ids`;
 - staging entries and their idempotency keys; a task's approaches and subtasks; its description;
 - promotion plans (candidates and plan items cascade) of the task, and candidates holding the subject;
-- change requests about an erased memory or holding the subject;
+- change requests about an erased memory or holding the subject (a lift: any of its memories or titles);
 - `embedding_cache` rows keyed by the sha256 of an erased text;
 - events about erased memories, of the erased task, or holding an erased text are scrubbed (reason and
   payload replaced), not deleted: the trail keeps that something happened, not what it said.
@@ -153,12 +153,18 @@ def _tasks(task_id: str | None) -> set[str]:
 
 
 async def _add_workflows(conn: AsyncConnection, found: ErasureSet) -> None:
-    """The promotion workflows whose plans or outputs involve what goes (their histories hold titles)."""
+    """The promotion and change request workflows whose plans, outputs or requests involve what goes
+    (their histories hold titles)."""
     rows = await conn.execute(
         text(
             "SELECT DISTINCT workflow_id FROM promotion_plan_items WHERE memory_id = ANY(CAST(:m AS text[])) "
             "UNION SELECT DISTINCT t.promotion_workflow_id FROM tasks t "
-            "WHERE t.id = ANY(CAST(:t AS text[])) AND t.promotion_workflow_id IS NOT NULL"
+            "WHERE t.id = ANY(CAST(:t AS text[])) AND t.promotion_workflow_id IS NOT NULL "
+            # change requests (a lift's history holds its memories' titles)
+            "UNION SELECT DISTINCT c.workflow_id FROM change_requests c "
+            "LEFT JOIN change_request_items i ON i.request_id = c.id "
+            "WHERE c.workflow_id IS NOT NULL AND (c.memory_id::text = ANY(CAST(:m AS text[])) "
+            "OR i.memory_id::text = ANY(CAST(:m AS text[])))"
         ),
         {"m": found.memory_ids, "t": sorted({e.task_id for e in found.entries} | _tasks(found.task_id))},
     )
@@ -329,7 +335,12 @@ async def erase(conn: AsyncConnection, found: ErasureSet) -> dict[str, int]:
         "DELETE FROM change_requests WHERE memory_id::text = ANY(CAST(:ids AS text[])) "
         "OR result_memory_id::text = ANY(CAST(:ids AS text[])) "
         "OR EXISTS (SELECT 1 FROM unnest(CAST(:needles AS text[])) n "
-        "WHERE strpos(coalesce(content, ''), n) > 0 OR strpos(coalesce(title, ''), n) > 0)",
+        "WHERE strpos(coalesce(content, ''), n) > 0 OR strpos(coalesce(title, ''), n) > 0) "
+        # a lift's other memories and their titles (its items go with it)
+        "OR EXISTS (SELECT 1 FROM change_request_items i WHERE i.request_id = change_requests.id "
+        "AND (i.memory_id::text = ANY(CAST(:ids AS text[])) "
+        "OR i.result_memory_id::text = ANY(CAST(:ids AS text[])) "
+        "OR EXISTS (SELECT 1 FROM unnest(CAST(:needles AS text[])) n WHERE strpos(i.title, n) > 0)))",
         {"ids": ids, "needles": needles},
     )
     for wf, run_id in found.plans:

@@ -72,6 +72,8 @@ class EventType(StrEnum):
     OBSERVED = "OBSERVED"
     # an admin restore from an export file: its sha256, source scope and counts (api/services/imports.py)
     RESTORED = "RESTORED"
+    # a memory was lifted to a wider scope: at the original (where it went) and at the copy (where from)
+    LIFTED = "LIFTED"
 
 
 @dataclass(frozen=True)

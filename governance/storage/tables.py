@@ -37,6 +37,7 @@ __all__ = [
     "approaches",
     "subtasks",
     "change_requests",
+    "change_request_items",
     "EMBEDDING_DIM",
 ]
 
@@ -279,4 +280,24 @@ change_requests = Table(
     Column("request_hash", String(64), nullable=True),
     Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     Column("decided_at", DateTime(timezone=True), nullable=True),
+    # a lift's wider scope (its `scope`/`project` are the target's): storage/lifting.py
+    Column("target_scope", String(16), nullable=True),
+    Column("target_scope_key", Text, nullable=True),
+)
+
+# the memories one lift carries, in order; titles only (what the workflow shows), outcomes once applied
+change_request_items = Table(
+    "change_request_items",
+    metadata,
+    Column(
+        "request_id",
+        UUID(as_uuid=False),
+        ForeignKey("change_requests.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("position", Integer, primary_key=True),
+    Column("memory_id", UUID(as_uuid=False), nullable=False),
+    Column("title", Text, nullable=False),
+    Column("outcome", String(16), nullable=True),
+    Column("result_memory_id", UUID(as_uuid=False), nullable=True),
 )

@@ -25,6 +25,7 @@ from api.client.transport import Endpoint, Pages, Request
 from api.http.app import create_app
 from api.schemas.search import MemoryDetailPublic, MemoryPublic
 from governance.config import Settings
+from governance.scopes import Scope
 from governance.storage.retrieval import get_memory
 from tests.utils.factories import Actor
 from tests.utils.memory_factories import TaskRef, add_entries, add_memory, new_task
@@ -196,6 +197,9 @@ async def test_each_client_method_returns_its_declared_model(
     assert (await call(human, "change_request", approved_id)).old.id == fact["id"]
     assert (await call(human, "approve_change", approved_id)).accepted
     assert (await call(human, "reject_change", rejected_id, "keep it")).accepted
+    local = await _fact(engine, task, "worktree: run the linters before pushing", scope=Scope.WORKTREE)
+    lifted = await call(human, "lift_memories", [f"mem:{local['citation']}"], "project", reason="everywhere")
+    assert lifted.state == "applied" and [i.citation for i in lifted.items] == [local["citation"]]
 
     # keeping memory true, the audit trail, erasure
     stale = await _fact(

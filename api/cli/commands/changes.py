@@ -17,6 +17,7 @@ from rich.table import Table
 from api.cli.commands._common import api_client as _client
 from api.cli.commands._common import console
 from api.cli.commands._common import print_json as _print_json
+from api.cli.commands.lift import print_lift_items
 from api.schemas.change_requests import ChangeDecisionPublic
 
 __all__ = ["register", "list_changes", "show", "approve", "reject"]
@@ -29,7 +30,7 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print the gateway's JS
 RequestArgument = Annotated[str, typer.Argument(help="The change request's id.")]
 NoteOption = Annotated[str | None, typer.Option("--note", "-n", help="Why; kept with the decision.")]
 
-changes_app = typer.Typer(help="Change requests: supersede and retire waiting for an approval.")
+changes_app = typer.Typer(help="Change requests: supersede, retire and lift waiting for an approval.")
 
 
 @changes_app.command("list")
@@ -56,7 +57,9 @@ def list_changes(
             escape(request.memory_id),
             request.state,
             escape(request.requested_by),
-            escape(request.title or "—"),
+            escape(
+                f"lift to {request.target_scope_key}" if request.operation == "lift" else request.title or "—"
+            ),
         )
     console.print(table)
 
@@ -92,6 +95,10 @@ def show(
         if value:
             facts.add_row(label, escape(str(value)))
     console.print(facts)
+    if answer.operation == "lift":
+        console.print(f"[bold]lift to:[/] {escape(answer.target_scope_key or '')}", highlight=False)
+        print_lift_items(answer)
+        return
     old = answer.old
     _side("now:", old.title if old else None, old.content if old else None)
     if answer.operation == "retire":

@@ -1,4 +1,4 @@
-"""Trust and lifecycle of published memory over HTTP: validate, feedback, supersede, retire, history.
+"""Trust and lifecycle of published memory over HTTP: validate, feedback, supersede, retire, lift, history.
 
 `{memory_id}` is a memory's uuid or its citation; api/services/memories.py says who may do what. Supersede
 and retire answer 202 with a change request where the memory's scope needs an approval the caller cannot
@@ -12,7 +12,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query, Response
 
 from api.http.deps import CurrentPrincipal, Resources
-from api.schemas.change_requests import ChangeRequestPublic
+from api.schemas.change_requests import ChangeRequestPublic, LiftIn
 from api.schemas.memories import (
     FeedbackIn,
     FeedbackPublic,
@@ -26,7 +26,7 @@ from api.schemas.memories import (
     ValidateIn,
     ValidatePublic,
 )
-from api.services import browse, memories
+from api.services import browse, lifting, memories
 from api.services.browse import SCOPE_KEY_PATTERN
 from governance.scopes import MemoryType
 
@@ -130,6 +130,16 @@ async def retire(
     """Deprecate a memory without a successor (200), or propose it for approval (202); 409 if deprecated."""
     result = await memories.retire(resources, principal, memory_id, body)
     _status(response, result, 200)
+    return result
+
+
+@router.post("/lift", status_code=201, response_model=ChangeRequestPublic, responses=PROPOSED)
+async def lift(
+    body: LiftIn, principal: CurrentPrincipal, resources: Resources, response: Response
+) -> ChangeRequestPublic:
+    """Lift memories to a wider scope: applied at once (201), or a change request for approval (202)."""
+    result = await lifting.lift(resources, principal, body)
+    response.status_code = 202 if result.state == "awaiting_approval" else 201
     return result
 
 
