@@ -17,8 +17,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 __all__ = ["EventRow", "EventFilter", "memory_events_page", "tenant_events_page"]
 
-# an erasure's receipt (ERASED) outlives what it erased: its payload names the tenant and scope to judge it in
-_RECEIPT = "CASE WHEN e.event_type = 'ERASED' THEN e.payload->>'{}' END"
+# an erasure's receipt (ERASED) and a PRUNED event outlive the memory they are about: their payload names the
+# tenant and scope to judge them in
+_RECEIPT = "CASE WHEN e.event_type IN ('ERASED', 'PRUNED') THEN e.payload->>'{}' END"
 _M_ORG = f"COALESCE(m.org, {_RECEIPT.format('org')})"
 _M_PROJECT = f"COALESCE(m.project, {_RECEIPT.format('project')})"
 _M_SCOPE = f"COALESCE(m.scope, {_RECEIPT.format('scope')})"
