@@ -272,9 +272,19 @@ async def prune_memories(conn: AsyncConnection, choices: Sequence[PruneChoice]) 
     if not found:
         return outcome
     gone = [r.id for r in found]
+    sources = {
+        row[0]
+        for row in await conn.execute(
+            text(
+                "SELECT DISTINCT derived_from_id::text FROM memory_derivations "
+                "WHERE derived_from_id = ANY(CAST(:gone AS uuid[]))"
+            ),
+            {"gone": gone},
+        )
+    }
     for r in found:
         choice = by_id[r.id]
-        if choice.rule in MARKS_DERIVED_STALE:
+        if choice.rule in MARKS_DERIVED_STALE and r.id in sources:
             outcome.stale_marked += await mark_derived_stale(
                 conn,
                 r.id,
