@@ -27,11 +27,12 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from governance.errors import InvalidInput
-from governance.retention import PruneChoice, RetentionPolicy, select_for_pruning
+from governance.retention import PruneChoice, RetentionPolicy, recheck, select_for_pruning
 from governance.staging_archive import archive_path, encode_chunk
 from governance.storage.events import EventType, record_event
 from governance.storage.retention import (
     MemoryLabel,
+    active_group_counts,
     decay_confidences,
     expire_due,
     load_retention_rows,
@@ -255,9 +256,10 @@ class RetentionActivities:
     async def prune_report(self, step: PruneInput) -> PruneReport:
         """Choose from every memory of `orgs`, then (unless a dry run) delete the choice a batch at a time.
 
-        Each batch locks the scopes it deletes from and chooses again from its groups' current rows, so
-        what changed since the first reading (a vote, a new derivation) is respected; when nothing did,
-        the run deletes exactly what a dry run lists.
+        Each batch locks the scopes it deletes from and checks its choice again on the rows as they are
+        now (`governance.retention.recheck`), so what changed since the first reading (a vote, a new
+        derivation, a retirement in the group) is respected; when nothing did, the run deletes exactly
+        what a dry run lists. A retry after a crash resumes: committed batches are gone.
         """
         async with self._engine.connect() as conn:
             rows, labels = await load_retention_rows(conn, now=step.now, orgs=step.orgs)
@@ -273,11 +275,11 @@ class RetentionActivities:
             batch = ordered[start : start + size]
             async with self._engine.begin() as conn:
                 await lock_prune_scopes(conn, [labels[c.id].scope_key for c in batch])
-                fresh, _ = await load_retention_rows(
-                    conn, now=step.now, groups=sorted({group_of[c.id] for c in batch})
+                fresh, _ = await load_retention_rows(conn, now=step.now, ids=[c.id for c in batch])
+                active = await active_group_counts(
+                    conn, now=step.now, groups=sorted({r.group for r in fresh})
                 )
-                still = {c.id: c for c in select_for_pruning(fresh, step.policy, step.now).chosen}
-                done = await prune_memories(conn, [still[c.id] for c in batch if c.id in still])
+                done = await prune_memories(conn, recheck(batch, fresh, active, step.policy, step.now))
             report.items += [_item(p.label, PruneChoice(p.label.id, p.reason, p.rule)) for p in done.pruned]
             report.stale_marked += len(done.stale_marked)
             if activity.in_activity():

@@ -27,13 +27,16 @@ do not count towards N.
 it stale (a supersession moved those links to the successor), so it marks nothing again. Until then search
 "as of" a time or `include_history` still finds it.
 
-Storage loads the rows, this module chooses, and a dry run reports the same choice without deleting.
+Storage loads the rows, this module chooses, and a dry run reports the same choice without deleting. The
+run deletes a batch at a time and, under the batch's locks, `recheck`s it on the rows as they are now: a
+memory that meanwhile was voted useful, became a source or left the rules stays, and a group never drops
+below N even if some of it was retired meanwhile. When nothing changed, the run deletes the dry run's choice.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -49,6 +52,7 @@ __all__ = [
     "Selection",
     "skill_success_rate",
     "select_for_pruning",
+    "recheck",
 ]
 
 
@@ -215,3 +219,35 @@ def select_for_pruning(rows: Iterable[RetentionRow], policy: RetentionPolicy, no
         spared += max(0, len(candidates) - allowed)
     chosen.sort(key=lambda c: c.id)
     return Selection(chosen, spared)
+
+
+def recheck(
+    planned: Sequence[PruneChoice],
+    fresh: Iterable[RetentionRow],
+    active: Mapping[tuple[str, str, str, str], int],
+    policy: RetentionPolicy,
+    now: datetime,
+) -> list[PruneChoice]:
+    """The planned choices that still hold on the current rows: each still chosen by a rule, and no group
+    left with fewer than `keep_per_group` active memories (`active`: each group's active count now)."""
+    rows = {r.id: r for r in fresh}
+    budget = {group: max(0, count - max(0, policy.keep_per_group)) for group, count in active.items()}
+    held: list[tuple[RetentionRow, PruneChoice]] = []
+    for choice in planned:
+        row = rows.get(choice.id)
+        if row is not None:
+            held.append((row, choice))
+    held.sort(key=lambda h: (h[0].created_at, h[0].id))
+    still: list[PruneChoice] = []
+    for row, _ in held:
+        if row.inactive_since is not None:
+            if (inactive := _inactive_rule(row, policy, now)) is not None:
+                still.append(inactive)
+            continue
+        found = _active_rule(row, policy, now)
+        if found is None or budget.get(row.group, 0) <= 0:
+            continue
+        budget[row.group] -= 1
+        still.append(PruneChoice(row.id, found[1], found[0].value))
+    still.sort(key=lambda c: c.id)
+    return still

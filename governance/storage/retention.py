@@ -5,13 +5,15 @@ since `last_validated_at`, so a second run on the same day changes nothing and w
 statement can be limited to some orgs (a tenant's own run, and tests that share one database).
 
 Pruning: `load_retention_rows` reads what the rules of governance/retention.py need (votes, retrievals,
-usefulness, what derives from each memory, open change requests; never content); `lock_prune_scopes` takes
-the scopes a batch deletes from, as a publication would (so a promotion cannot merge into a memory being
-deleted); `prune_memories` deletes a batch in the caller's transaction: what survives but builds on a pruned
-memory is marked stale (when the rule says so), survivors' `supersedes_id` skips to the nearest kept
-ancestor and `related_ids` drop the pruned ids, the embeddings go with their rows (and `embedding_cache`
-rows of their texts, unless a surviving memory has the same content; plan items keep no vector of them),
-and each gets a PRUNED event: id, citation, type, scope, title, sha256 hashes and the rule — never content.
+usefulness, what derives from each memory, open change requests; never content), a page of rows per
+statement; `active_group_counts` says how many active memories a group holds now (migration 0010's
+index); `lock_prune_scopes` takes the scopes a batch deletes from, as a publication would (so a promotion
+cannot merge into a memory being deleted); `prune_memories` deletes a batch in the caller's transaction:
+what survives but builds on a pruned memory is marked stale (when the rule says so), survivors'
+`supersedes_id` skips to the nearest kept ancestor and `related_ids` drop the pruned ids, the embeddings go
+with their rows (and `embedding_cache` rows of their texts, unless a surviving memory has the same content;
+plan items keep no vector of them), and each gets a PRUNED event: id, citation, type, org, project, scope,
+title, sha256 hashes and the rule — never content.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -37,6 +40,7 @@ __all__ = [
     "PrunedMemory",
     "PruneOutcome",
     "load_retention_rows",
+    "active_group_counts",
     "lock_prune_scopes",
     "prune_memories",
 ]
@@ -184,11 +188,37 @@ _LOAD = """
         WHERE dd.derived_from_id = m.id AND x.deprecated_at IS NULL
           AND (x.expires_at IS NULL OR x.expires_at > CAST(:now AS timestamptz))
     ) d
-    WHERE (CAST(:orgs AS text[]) IS NULL OR m.org = ANY(CAST(:orgs AS text[])))
-      AND (CAST(:g_org AS text[]) IS NULL OR (m.org, COALESCE(m.project, ''), m.scope, m.memory_type) IN (
-          SELECT * FROM unnest(CAST(:g_org AS text[]), CAST(:g_project AS text[]), CAST(:g_scope AS text[]),
-                               CAST(:g_type AS text[]))))
 """
+_PAGE = f"""{_LOAD}
+    WHERE (CAST(:orgs AS text[]) IS NULL OR m.org = ANY(CAST(:orgs AS text[])))
+      AND (CAST(:after AS uuid) IS NULL OR m.id > CAST(:after AS uuid))
+    ORDER BY m.id LIMIT :page
+"""
+_BY_IDS = f"{_LOAD} WHERE m.id = ANY(CAST(:ids AS uuid[]))"
+# rows per statement of the first reading: each stays well inside the worker's statement timeout
+LOAD_PAGE = 5000
+
+
+def _row(r: Any) -> tuple[RetentionRow, MemoryLabel]:
+    row = RetentionRow(
+        id=r.id,
+        memory_type=r.memory_type,
+        org=r.org,
+        project=r.project,
+        scope=r.scope,
+        created_at=r.created_at,
+        reward=r.reward,
+        success=r.success,
+        inactive_since=r.inactive_since,
+        retrieval_count=int(r.retrieval_count),
+        usefulness=float(r.usefulness),
+        votes=int(r.votes),
+        helpful_votes=int(r.helpful),
+        source_tasks=int(r.source_tasks or 0),
+        derived_types=frozenset(r.derived_types or ()),
+        open_change_request=bool(r.open_change),
+    )
+    return row, MemoryLabel(r.id, r.citation, r.memory_type, r.scope, r.scope_key, r.title)
 
 
 async def load_retention_rows(
@@ -196,43 +226,60 @@ async def load_retention_rows(
     *,
     now: datetime,
     orgs: Sequence[str] | None = None,
-    groups: Sequence[tuple[str, str, str, str]] | None = None,
+    ids: Sequence[str] | None = None,
+    page: int = LOAD_PAGE,
 ) -> tuple[list[RetentionRow], dict[str, MemoryLabel]]:
-    """Every memory of `orgs` (or of these (org, project, scope, type) groups) as the pruning rules see it,
-    with the labels a report prints."""
-    params: dict[str, object] = {
-        "now": now,
-        "orgs": list(orgs) if orgs is not None else None,
-        "g_org": [g[0] for g in groups] if groups is not None else None,
-        "g_project": [g[1] for g in groups] if groups is not None else None,
-        "g_scope": [g[2] for g in groups] if groups is not None else None,
-        "g_type": [g[3] for g in groups] if groups is not None else None,
-    }
+    """Every memory of `orgs` (or just these `ids`) as the pruning rules see it, with the labels a report
+    prints; read `page` rows per statement, in id order."""
     rows: list[RetentionRow] = []
     labels: dict[str, MemoryLabel] = {}
-    for r in await conn.execute(text(_LOAD), params):
-        rows.append(
-            RetentionRow(
-                id=r.id,
-                memory_type=r.memory_type,
-                org=r.org,
-                project=r.project,
-                scope=r.scope,
-                created_at=r.created_at,
-                reward=r.reward,
-                success=r.success,
-                inactive_since=r.inactive_since,
-                retrieval_count=int(r.retrieval_count),
-                usefulness=float(r.usefulness),
-                votes=int(r.votes),
-                helpful_votes=int(r.helpful),
-                source_tasks=int(r.source_tasks or 0),
-                derived_types=frozenset(r.derived_types or ()),
-                open_change_request=bool(r.open_change),
-            )
-        )
-        labels[r.id] = MemoryLabel(r.id, r.citation, r.memory_type, r.scope, r.scope_key, r.title)
-    return rows, labels
+    if ids is not None:
+        for r in await conn.execute(text(_BY_IDS), {"now": now, "ids": list(ids)}):
+            row, label = _row(r)
+            rows.append(row)
+            labels[row.id] = label
+        return rows, labels
+    after: str | None = None
+    while True:
+        params = {"now": now, "orgs": list(orgs) if orgs is not None else None, "after": after, "page": page}
+        found = (await conn.execute(text(_PAGE), params)).all()
+        for r in found:
+            row, label = _row(r)
+            rows.append(row)
+            labels[row.id] = label
+        if len(found) < page:
+            return rows, labels
+        after = found[-1].id
+
+
+async def active_group_counts(
+    conn: AsyncConnection, *, now: datetime, groups: Sequence[tuple[str, str, str, str]]
+) -> dict[tuple[str, str, str, str], int]:
+    """How many active memories each (org, project, scope, type) group holds now."""
+    if not groups:
+        return {}
+    rows = await conn.execute(
+        text(
+            """
+            SELECT g.org, g.project, g.scope, g.memory_type, (
+                SELECT count(*) FROM memories m
+                WHERE m.org = g.org AND COALESCE(m.project, '') = g.project AND m.scope = g.scope
+                  AND m.memory_type = g.memory_type AND m.deprecated_at IS NULL
+                  AND (m.expires_at IS NULL OR m.expires_at > CAST(:now AS timestamptz))
+            ) AS active
+            FROM unnest(CAST(:o AS text[]), CAST(:p AS text[]), CAST(:s AS text[]), CAST(:t AS text[]))
+                 AS g(org, project, scope, memory_type)
+            """
+        ),
+        {
+            "now": now,
+            "o": [g[0] for g in groups],
+            "p": [g[1] for g in groups],
+            "s": [g[2] for g in groups],
+            "t": [g[3] for g in groups],
+        },
+    )
+    return {(r.org, r.project, r.scope, r.memory_type): int(r.active) for r in rows}
 
 
 def _level(key: str) -> int:

@@ -10,9 +10,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from governance.retention import (
+    PruneChoice,
     PruneRule,
     RetentionPolicy,
     RetentionRow,
+    recheck,
     select_for_pruning,
     skill_success_rate,
 )
@@ -176,3 +178,46 @@ def test_always_keeps_at_least_n_active_per_group(rows: list[RetentionRow], keep
     for r in rows:
         if r.id in pruned and r.inactive_since is None:
             assert not (r.retrieval_count >= 1 and r.usefulness >= policy.useful_from)
+
+
+def _active_counts(rows: list[RetentionRow]) -> dict[tuple[str, str, str, str], int]:
+    counts: dict[tuple[str, str, str, str], int] = {}
+    for r in rows:
+        if r.inactive_since is None:
+            counts[r.group] = counts.get(r.group, 0) + 1
+    return counts
+
+
+@given(rows_strategy, st.integers(0, 8), st.integers(1, 7))
+def test_run_in_batches_deletes_what_the_dry_run_chose(
+    rows: list[RetentionRow], keep: int, size: int
+) -> None:
+    policy = RetentionPolicy(keep_per_group=keep)
+    planned = select_for_pruning(rows, policy, NOW).chosen
+    group_of = {r.id: r.group for r in rows}
+    ordered = sorted(planned, key=lambda c: (group_of[c.id], c.id))
+    left = list(rows)
+    deleted: list[PruneChoice] = []
+    for start in range(0, len(ordered), size):
+        batch = ordered[start : start + size]
+        ids = {c.id for c in batch}
+        done = recheck(batch, [r for r in left if r.id in ids], _active_counts(left), policy, NOW)
+        gone = {c.id for c in done}
+        left = [r for r in left if r.id not in gone]
+        deleted += done
+    assert sorted(deleted, key=lambda c: c.id) == planned
+
+
+def test_recheck_spares_what_changed_since_the_dry_run() -> None:
+    rows = [row(f"old{i}", days_old=100 + i) for i in range(3)] + fresh(2)
+    policy = RetentionPolicy(keep_per_group=2)
+    planned = select_for_pruning(rows, policy, NOW).chosen
+    assert {c.id for c in planned} == {"old0", "old1", "old2"}
+    # meanwhile old2 was found useful, and two others of the group were retired (3 active): one may go,
+    # the oldest of those still chosen
+    now_rows = [replace(r, retrieval_count=1, usefulness=0.65) if r.id == "old2" else r for r in rows]
+    active = _active_counts(rows)
+    active[rows[0].group] -= 2
+    assert [c.id for c in recheck(planned, now_rows, active, policy, NOW)] == ["old1"]
+    # gone meanwhile (erased): nothing to do
+    assert recheck(planned, [], active, policy, NOW) == []

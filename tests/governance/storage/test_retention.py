@@ -15,6 +15,7 @@ from governance.storage.derivations import record_derivations
 from governance.storage.erasure import content_sha256
 from governance.storage.plans import cache_vectors, cached_vectors, text_digest
 from governance.storage.retention import (
+    active_group_counts,
     decay_confidences,
     expire_due,
     load_retention_rows,
@@ -211,3 +212,20 @@ async def test_load_reads_votes_retrievals_and_derivations(engine: AsyncEngine, 
     # the same rows through the rules: the useless rule wins over the distillation
     chosen = select_for_pruning(rows, RetentionPolicy(keep_per_group=0), now).chosen
     assert {c.id: c.rule for c in chosen} == {episode: "useless"}
+
+
+async def test_load_pages_through_every_row_and_counts_active_groups(
+    engine: AsyncEngine, place: Place
+) -> None:
+    now = datetime.now(UTC)
+    async with engine.begin() as conn:
+        ids = {await insert_memory(conn, place) for _ in range(4)}
+        ids.add(await insert_memory(conn, place, deprecated_at=now))
+        ids.add(await insert_memory(conn, place, expires_at=now - timedelta(minutes=1)))
+        rows, _ = await load_retention_rows(conn, now=now, orgs=[place.org], page=2)
+        group = (place.org, place.project, "project", "episode")
+        counts = await active_group_counts(conn, now=now, groups=[group, (place.org, "", "org", "fact")])
+        some, _ = await load_retention_rows(conn, now=now, ids=sorted(ids)[:2])
+    assert {r.id for r in rows} == ids and len(rows) == 6
+    assert counts == {group: 4, (place.org, "", "org", "fact"): 0}
+    assert {r.id for r in some} == set(sorted(ids)[:2])
