@@ -11,9 +11,9 @@ index); `lock_prune_scopes` takes the scopes a batch deletes from, as a publicat
 cannot merge into a memory being deleted); `prune_memories` deletes a batch in the caller's transaction:
 what survives but builds on a pruned memory is marked stale (when the rule says so), survivors'
 `supersedes_id` skips to the nearest kept ancestor and `related_ids` drop the pruned ids, the embeddings go
-with their rows (and `embedding_cache` rows of their texts, unless a surviving memory has the same content;
-plan items keep no vector of them), and each gets a PRUNED event: id, citation, type, org, project, scope,
-title, sha256 hashes and the rule — never content.
+with their rows (and the `embedding_cache` rows of their texts; plan items keep no vector of them), and
+each gets a PRUNED event: id, citation, type, org, project, scope, title, sha256 hashes and the rule —
+never content.
 """
 
 from __future__ import annotations
@@ -341,7 +341,15 @@ async def prune_memories(conn: AsyncConnection, choices: Sequence[PruneChoice]) 
                 actor_type=_ACTOR_TYPE,
                 exclude=gone,
             )
-    # a survivor's history skips the pruned versions: its predecessor becomes the nearest one kept
+    # a survivor's history skips the pruned versions: its predecessor becomes the nearest one kept (the
+    # pruned rows let go of theirs first: a memory has one successor, supersedes_id is unique)
+    await conn.execute(
+        text(
+            "UPDATE memories SET supersedes_id = NULL "
+            "WHERE id = ANY(CAST(:gone AS uuid[])) AND supersedes_id IS NOT NULL"
+        ),
+        {"gone": gone},
+    )
     older = {r.id: r.supersedes_id for r in found}
     relinks: dict[str, str | None] = {}
     for pruned_id in gone:
@@ -359,6 +367,7 @@ async def prune_memories(conn: AsyncConnection, choices: Sequence[PruneChoice]) 
         ),
         {"gone": list(relinks), "keep": list(relinks.values())},
     )
+    await conn.execute(text("DELETE FROM memories WHERE id = ANY(CAST(:gone AS uuid[]))"), {"gone": gone})
     await conn.execute(
         text(
             """
@@ -369,19 +378,11 @@ async def prune_memories(conn: AsyncConnection, choices: Sequence[PruneChoice]) 
         ),
         {"gone": gone},
     )
-    await conn.execute(text("DELETE FROM memories WHERE id = ANY(CAST(:gone AS uuid[]))"), {"gone": gone})
-    # their embeddings: the row's column went with it; the cache's vector of the same text goes too, unless
-    # a surviving memory says the same; plan items that published them keep no vector
+    # their embeddings: the row's column went with it; the cache's vector of the same text goes too (a later
+    # promotion of that text embeds it again); plan items that published them keep no vector
     await conn.execute(
-        text(
-            """
-            DELETE FROM embedding_cache WHERE text_sha256 IN (
-                SELECT p.digest
-                FROM unnest(CAST(:digests AS text[]), CAST(:hashes AS text[])) AS p(digest, hash)
-                WHERE NOT EXISTS (SELECT 1 FROM memories s WHERE s.content_hash = p.hash))
-            """
-        ),
-        {"digests": [r.content_sha256 for r in found], "hashes": [r.content_hash for r in found]},
+        text("DELETE FROM embedding_cache WHERE text_sha256 = ANY(CAST(:digests AS text[]))"),
+        {"digests": [r.content_sha256 for r in found]},
     )
     await conn.execute(
         text(

@@ -127,6 +127,24 @@ async def test_prune_relinks_history_past_pruned_versions(engine: AsyncEngine, p
     assert head.supersedes_id is None and head.related_ids == []
 
 
+async def test_prune_of_a_middle_version_links_its_successor_to_the_kept_one(
+    engine: AsyncEngine, place: Place
+) -> None:
+    long_ago = datetime.now(UTC) - timedelta(days=400)
+    async with engine.begin() as conn:
+        v1 = await insert_memory(conn, place, memory_type="fact", deprecated_at=long_ago)
+        v2 = await insert_memory(conn, place, memory_type="fact", deprecated_at=long_ago, supersedes_id=v1)
+        v3 = await insert_memory(conn, place, memory_type="fact", supersedes_id=v2)
+        # v1 kept (e.g. in the next batch): v3's predecessor becomes v1, which v2 pointed at until deleted
+        await prune_memories(conn, [PruneChoice(v2, "inactive", "inactive_age")])
+        head = (
+            await conn.execute(
+                text("SELECT supersedes_id::text FROM memories WHERE id = CAST(:i AS uuid)"), {"i": v3}
+            )
+        ).scalar_one()
+    assert head == v1 and await _exists(engine, [v1, v2, v3]) == {v1, v3}
+
+
 async def test_prune_events_keep_hashes_and_titles_never_content(engine: AsyncEngine, place: Place) -> None:
     secretish = "the exact wording of an old episode 7f3a"
     async with engine.begin() as conn:
