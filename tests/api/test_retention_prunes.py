@@ -204,6 +204,10 @@ async def test_retention_prunes_promoted_memory_by_every_rule(
     listed = await http.get("/v1/events", headers=human.headers, params={"type": "PRUNED", "limit": 50})
     assert listed.status_code == 200, listed.text
     assert {e["memory_id"] for e in listed.json()["events"]} == set(expected)
+    # a pruned memory's citation stays readable in its event
+    assert {e["citation"] for e in listed.json()["events"]} == {
+        mem[k].citation for k in ("EA", "EE", "EC1", "SD", "FA")
+    }
     hidden = await http.get("/v1/events", headers=team["outsider"].headers, params={"type": "PRUNED"})
     assert hidden.status_code == 200 and hidden.json()["events"] == []
 
