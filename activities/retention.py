@@ -1,7 +1,10 @@
 """Activities of the nightly retention: decay, expire, prune, staging partitions and the staging archive.
 
 Each step is idempotent by construction (decay is computed from the last validation, expiry and pruning
-only touch rows still due), so Temporal may retry them freely. Each runs in its own transaction.
+only touch rows still due), so Temporal may retry them freely. Decay and expiry run in one transaction each;
+pruning reads every memory (a page per statement), chooses (governance/retention.py), then deletes a batch
+per transaction, each batch checked again under its scopes' locks (`prune_report`, which
+`loregate retention run` calls directly).
 
 The staging archive works a chunk at a time, each in its own transaction: lock the task row, read the next
 chunk of its entries, write them to their archive file (governance/staging_archive.py: the same chunk is
