@@ -1,7 +1,10 @@
 """Activities of the nightly retention: decay, expire, prune, staging partitions and the staging archive.
 
 Each step is idempotent by construction (decay is computed from the last validation, expiry and pruning
-only touch rows still due), so Temporal may retry them freely. Each runs in its own transaction.
+only touch rows still due), so Temporal may retry them freely. Decay and expiry run in one transaction each;
+pruning reads every memory (a page per statement), chooses (governance/retention.py), then deletes a batch
+per transaction, each batch checked again under its scopes' locks (`prune_report`, which
+`loregate retention run` calls directly).
 
 The staging archive works a chunk at a time, each in its own transaction: lock the task row, read the next
 chunk of its entries, write them to their archive file (governance/staging_archive.py: the same chunk is
@@ -27,10 +30,18 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from governance.errors import InvalidInput
-from governance.retention import RetentionPolicy, select_for_pruning
+from governance.retention import PruneChoice, RetentionPolicy, recheck, select_for_pruning
 from governance.staging_archive import archive_path, encode_chunk
 from governance.storage.events import EventType, record_event
-from governance.storage.retention import decay_confidences, expire_due, load_retention_rows, prune_memories
+from governance.storage.retention import (
+    MemoryLabel,
+    active_group_counts,
+    decay_confidences,
+    expire_due,
+    load_retention_rows,
+    lock_prune_scopes,
+    prune_memories,
+)
 from governance.storage.staging_archive import (
     archivable_tasks,
     delete_archived,
@@ -46,6 +57,9 @@ __all__ = [
     "RetentionStepInput",
     "PruneInput",
     "PruneResult",
+    "PrunedItem",
+    "PruneReport",
+    "RESULT_IDS",
     "PartitionsResult",
     "ArchiveInput",
     "ArchiveResult",
@@ -59,6 +73,8 @@ ARCHIVE_CHUNK = 5000
 # entries one activity call archives before it hands back to the workflow (which calls again)
 _ARCHIVE_BUDGET = 200_000
 _ACTOR_ID, _ACTOR_TYPE = "system:retention", "system"
+# pruned ids a PruneResult names (it lands in the workflow's history); the PRUNED events name them all
+RESULT_IDS = 200
 
 
 @dataclass
@@ -72,21 +88,80 @@ class RetentionStepInput:
 
 @dataclass
 class PruneInput:
-    """One pruning pass with the numbers of the run."""
+    """One pruning pass with the numbers of the run; `batch_size` memories are deleted per transaction."""
 
     now: datetime
     dry_run: bool
     policy: RetentionPolicy = field(default_factory=RetentionPolicy)
     orgs: list[str] | None = None
+    batch_size: int = 500
 
 
 @dataclass
 class PruneResult:
-    """How many memories went (or would go, in a dry run), and which."""
+    """How many memories went (or would go, in a dry run): the first `RESULT_IDS` ids with their reasons,
+    counts by rule, candidates keep-at-least-N spared, and survivors marked stale."""
 
     pruned: int
     ids: list[str] = field(default_factory=list)
     reasons: dict[str, str] = field(default_factory=dict)
+    by_rule: dict[str, int] = field(default_factory=dict)
+    spared: int = 0
+    stale_marked: int = 0
+
+
+@dataclass(frozen=True)
+class PrunedItem:
+    """One memory a pruning pass removed (or would): how a report lists it, without content."""
+
+    id: str
+    citation: str
+    memory_type: str
+    scope: str
+    scope_key: str
+    title: str
+    rule: str
+    reason: str
+
+
+@dataclass
+class PruneReport:
+    """A pruning pass in full, for `loregate retention run` (the activity returns the short PruneResult)."""
+
+    dry_run: bool
+    items: list[PrunedItem] = field(default_factory=list)
+    spared: int = 0
+    stale_marked: int = 0
+
+    def by_rule(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for item in self.items:
+            counts[item.rule] = counts.get(item.rule, 0) + 1
+        return dict(sorted(counts.items()))
+
+    def result(self) -> PruneResult:
+        first = self.items[:RESULT_IDS]
+        return PruneResult(
+            pruned=len(self.items),
+            ids=[i.id for i in first],
+            reasons={i.id: i.reason for i in first},
+            by_rule=self.by_rule(),
+            spared=self.spared,
+            stale_marked=self.stale_marked,
+        )
+
+
+def _item(label: MemoryLabel, choice: PruneChoice) -> PrunedItem:
+    return PrunedItem(
+        label.id,
+        label.citation,
+        label.memory_type,
+        label.scope,
+        label.scope_key,
+        label.title,
+        choice.rule,
+        choice.reason,
+    )
 
 
 @dataclass
@@ -178,14 +253,42 @@ class RetentionActivities:
 
     @activity.defn(name="retention_prune")
     async def prune(self, step: PruneInput) -> PruneResult:
-        """Remove stale episodes and failing skills, keeping the most recent per task."""
-        async with self._engine.begin() as conn:
-            rows = await load_retention_rows(conn, orgs=step.orgs)
-            choices = select_for_pruning(rows, step.policy, step.now)
-            pruned = len(choices) if step.dry_run else await prune_memories(conn, choices)
-        return PruneResult(
-            pruned=pruned, ids=[c.id for c in choices], reasons={c.id: c.reason for c in choices}
-        )
+        """Prune what the retention rules choose (governance/retention.py), a batch per transaction."""
+        return (await self.prune_report(step)).result()
+
+    async def prune_report(self, step: PruneInput) -> PruneReport:
+        """Choose from every memory of `orgs`, then (unless a dry run) delete the choice a batch at a time.
+
+        Each batch locks the scopes it deletes from and checks its choice again on the rows as they are
+        now (`governance.retention.recheck`), so what changed since the first reading (a vote, a new
+        derivation, a retirement in the group) is respected; when nothing did, the run deletes exactly
+        what a dry run lists. A retry after a crash resumes: committed batches are gone.
+        """
+        async with self._engine.connect() as conn:
+            rows, labels = await load_retention_rows(conn, now=step.now, orgs=step.orgs)
+        selection = select_for_pruning(rows, step.policy, step.now)
+        report = PruneReport(dry_run=step.dry_run, spared=selection.spared)
+        if step.dry_run:
+            report.items = [_item(labels[c.id], c) for c in selection.chosen]
+            return report
+        group_of = {r.id: r.group for r in rows}
+        ordered = sorted(selection.chosen, key=lambda c: (group_of[c.id], c.id))
+        size = max(1, step.batch_size)
+        for start in range(0, len(ordered), size):
+            batch = ordered[start : start + size]
+            async with self._engine.begin() as conn:
+                await lock_prune_scopes(conn, [labels[c.id].scope_key for c in batch])
+                fresh, _ = await load_retention_rows(conn, now=step.now, ids=[c.id for c in batch])
+                active = await active_group_counts(
+                    conn, now=step.now, groups=sorted({r.group for r in fresh})
+                )
+                done = await prune_memories(conn, recheck(batch, fresh, active, step.policy, step.now))
+            report.items += [_item(p.label, PruneChoice(p.label.id, p.reason, p.rule)) for p in done.pruned]
+            report.stale_marked += len(done.stale_marked)
+            if activity.in_activity():
+                activity.heartbeat(len(report.items))
+        report.items.sort(key=lambda i: i.id)
+        return report
 
     @activity.defn(name="retention_staging_partitions")
     async def staging_partitions(self, step: RetentionStepInput) -> PartitionsResult:

@@ -83,7 +83,12 @@ class Settings(BaseSettings):
     retention_max_episode_age_days: int = RetentionPolicy.max_episode_age_days
     retention_min_reward: float = RetentionPolicy.min_reward
     retention_min_skill_success_rate: float = RetentionPolicy.min_skill_success_rate
-    retention_keep_per_task: int = RetentionPolicy.keep_per_task
+    retention_keep_per_group: int = Field(default=5, ge=0)  # at least N per (org, project, scope, type)
+    retention_keep_per_task: int | None = Field(default=None, ge=0)  # old name of KEEP_PER_GROUP, still read
+    retention_min_retrievals: int = Field(default=5, ge=1)  # "retrieved often" (the useless rule)
+    retention_useless_below: float = Field(default=0.3, ge=0.0, le=1.0)  # usefulness judged useless
+    retention_useful_from: float = Field(default=0.6, ge=0.0, le=1.0)  # retrieved and this useful: kept
+    retention_max_inactive_age_days: int = Field(default=365, ge=0)  # since superseded/retired; 0: never
 
     # staging archive: the nightly retention moves ended promotions' staging to files (docs/scaling.md)
     staging_archive_after_days: int = Field(default=30, ge=1)  # days since the promotion ended
@@ -125,9 +130,22 @@ class Settings(BaseSettings):
             max_episode_age_days=self.retention_max_episode_age_days,
             min_reward=self.retention_min_reward,
             min_skill_success_rate=self.retention_min_skill_success_rate,
-            keep_per_task=self.retention_keep_per_task,
+            keep_per_group=self._keep_per_group(),
+            min_retrievals=self.retention_min_retrievals,
+            useless_below=self.retention_useless_below,
+            useful_from=self.retention_useful_from,
+            max_inactive_age_days=self.retention_max_inactive_age_days,
             staging_archive_after_days=self.staging_archive_after_days,
         )
+
+    def _keep_per_group(self) -> int:
+        # LOREGATE_RETENTION_KEEP_PER_TASK, the old name, counts unless the new one is set
+        if (
+            self.retention_keep_per_task is not None
+            and "retention_keep_per_group" not in self.model_fields_set
+        ):
+            return self.retention_keep_per_task
+        return self.retention_keep_per_group
 
     def archive_dir(self) -> Path:
         """Where the staging archive writes (a volume every worker shares, when there are several)."""

@@ -1,8 +1,10 @@
 """RetentionWorkflow: the nightly upkeep of published memory (docs/architecture.md).
 
 Started by the `loregate-retention` Temporal Schedule (see workflows/schedules.py), or by hand. It decays
-trust, expires memories past `expires_at`, then prunes stale episodes and failing skills while keeping
-the most recent per task. Then staging: it creates the monthly partitions of this month and the next two
+trust, expires memories past `expires_at`, then prunes what the retention rules choose (governance/
+retention.py: old or low-reward episodes, distilled episodes, failing skills, memories retrieved often and
+judged useless, long-inactive rows) while keeping at least N per (org, project, scope, type). Then
+staging: it creates the monthly partitions of this month and the next two
 (dropping old ones the archive emptied), and archives the staging of tasks whose promotion ended more
 than `staging_archive_after_days` ago, a batch of tasks per activity call until none is left. Each step is
 an idempotent activity; a dry run reports the counts and writes nothing. The clock is the workflow's, so a
@@ -66,7 +68,10 @@ class RetentionResult:
     decayed: int
     expired: int
     pruned: int
-    pruned_ids: list[str] = field(default_factory=list)
+    pruned_ids: list[str] = field(default_factory=list)  # the first 200; PRUNED events name every one
+    pruned_by_rule: dict[str, int] = field(default_factory=dict)
+    pruned_spared: int = 0  # candidates kept because at least `keep_per_group` must stay
+    stale_marked: int = 0  # survivors marked stale because what they build on was pruned
     staging_partitions_created: list[str] = field(default_factory=list)
     staging_partitions_dropped: list[str] = field(default_factory=list)
     archived_tasks: int = 0  # tasks whose staging went to archive files (or would, in a dry run)
@@ -103,6 +108,9 @@ class RetentionWorkflow:
             expired=expired,
             pruned=pruned.pruned,
             pruned_ids=pruned.ids,
+            pruned_by_rule=pruned.by_rule,
+            pruned_spared=pruned.spared,
+            stale_marked=pruned.stale_marked,
         )
         if workflow.patched(_STAGING_PATCH):
             await self._staging(params, step, result)

@@ -17,14 +17,16 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 __all__ = ["EventRow", "EventFilter", "memory_events_page", "tenant_events_page"]
 
-# an erasure's receipt (ERASED) outlives what it erased, and a restore's (RESTORED) is about a whole scope:
-# their payload names the tenant and scope to judge them in
-_RECEIPT = "CASE WHEN e.event_type IN ('ERASED', 'RESTORED') THEN e.payload->>'{}' END"
+# an erasure's receipt (ERASED) and a PRUNED event outlive the memory they are about, and a restore's
+# (RESTORED) is about a whole scope: their payload names the tenant and scope to judge them in
+_RECEIPT = "CASE WHEN e.event_type IN ('ERASED', 'PRUNED', 'RESTORED') THEN e.payload->>'{}' END"
 _M_ORG = f"COALESCE(m.org, {_RECEIPT.format('org')})"
 _M_PROJECT = f"COALESCE(m.project, {_RECEIPT.format('project')})"
 _M_SCOPE = f"COALESCE(m.scope, {_RECEIPT.format('scope')})"
 _COLUMNS = f"""e.id, e.event_type, e.memory_id::text AS memory_id, e.actor_id, e.actor_type, e.task_id,
-    e.workflow_id, e.reason, e.payload, e.created_at, m.citation, {_M_ORG} AS m_org,
+    e.workflow_id, e.reason, e.payload, e.created_at,
+    COALESCE(m.citation, CASE WHEN e.event_type = 'PRUNED' THEN e.payload->>'citation' END) AS citation,
+    {_M_ORG} AS m_org,
     {_M_PROJECT} AS m_project, {_M_SCOPE} AS m_scope, t.org AS t_org, t.project AS t_project"""
 _JOINS = """FROM memory_events e
     LEFT JOIN memories m ON m.id = e.memory_id

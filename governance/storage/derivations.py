@@ -81,10 +81,12 @@ async def mark_derived_stale(
     successor_id: str | None = None,
     task_id: str | None = None,
     workflow_id: str | None = None,
+    exclude: Sequence[str] = (),
 ) -> list[str]:
     """Mark the active memories derived from `source_id` stale because it was `cause`d; returns their ids.
 
-    A memory already stale keeps its first mark (it is on the review list already) and gets no new event.
+    A memory already stale keeps its first mark (it is on the review list already) and gets no new event;
+    those in `exclude` (going in the same transaction, e.g. pruned with it) are left alone.
     """
     if successor_id is not None:
         await conn.execute(
@@ -112,10 +114,11 @@ async def mark_derived_stale(
             FROM memory_derivations d
             WHERE d.derived_from_id = CAST(:source AS uuid) AND m.id = d.memory_id
               AND m.deprecated_at IS NULL AND m.stale_at IS NULL
+              AND NOT (m.id::text = ANY(CAST(:exclude AS text[])))
             RETURNING m.id::text AS id
             """
         ),
-        {"source": source_id, "note": note[:2000]},
+        {"source": source_id, "note": note[:2000], "exclude": list(exclude)},
     )
     marked = sorted(r.id for r in rows)
     await record_events(

@@ -19,7 +19,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql as pg
 
 revision = "0012_lifting"
-down_revision = "0009_learning"
+down_revision = "0010_retention"
 branch_labels = None
 depends_on = None
 

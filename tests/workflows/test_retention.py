@@ -16,17 +16,20 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 from temporalio.client import Client, ScheduleOverlapPolicy, ScheduleSpec
+from temporalio.converter import DataConverter
 from temporalio.worker import Worker
 
 from activities.retention import RetentionActivities
 from governance.config import Settings
+from governance.retention import RetentionPolicy
 from tests.utils.lifecycle_factories import Place, insert_memory, new_place
 from workflows.retention import RetentionInput, RetentionResult, RetentionWorkflow
 from workflows.schedules import RETENTION_SCHEDULE_ID, apply_schedules, retention_schedule
 
 
 async def _seed(engine: AsyncEngine, place: Place) -> dict[str, Any]:
-    """Task A: 8 old episodes (3 prunable) and 5 good + 1 failing skill; task B: 3 old episodes (all kept)."""
+    """Tasks A (8 old episodes) and B (3 older): one group of 11, the 6 oldest prunable; 5 good skills and
+    one that three principals judged unhelpful."""
     now = datetime.now(UTC)
     fixed = {"decay_policy": "manual_only"}
     async with engine.begin() as conn:
@@ -55,8 +58,17 @@ async def _seed(engine: AsyncEngine, place: Place) -> dict[str, Any]:
             task_id="A",
             usefulness=0.2,
             created_at=now - timedelta(days=20),
+            success=True,
             **fixed,
         )
+        for voter in ("p1", "p2", "p3"):
+            await conn.execute(
+                text(
+                    "INSERT INTO memory_votes (memory_id, actor_id, helpful) "
+                    "VALUES (CAST(:m AS uuid), :a, false)"
+                ),
+                {"m": bad_skill, "a": voter},
+            )
         expiring = await insert_memory(
             conn, place, memory_type="fact", expires_at=now - timedelta(hours=1), **fixed
         )
@@ -68,9 +80,8 @@ async def _seed(engine: AsyncEngine, place: Place) -> dict[str, Any]:
             last_validated_at=now - timedelta(days=60, hours=12),
         )
     return {
-        "prunable": set(a_eps[5:]) | {bad_skill},
-        "a_kept": set(a_eps[:5]),
-        "b": set(b_eps),
+        "prunable": set(a_eps[5:]) | set(b_eps) | {bad_skill},
+        "kept": set(a_eps[:5]),
         "expiring": expiring,
         "fading": fading,
     }
@@ -102,6 +113,11 @@ async def ts_worker(time_skipping_env: Any, engine: AsyncEngine) -> AsyncIterato
         yield time_skipping_env.client, queue
 
 
+# the time-skipping server's clock runs ahead of Postgres's over a session (by a year and more once other
+# tests skipped their timers): the rules of recent rows are measured here, not the age of inactive ones
+_NO_INACTIVE_AGE = RetentionPolicy(max_inactive_age_days=0)
+
+
 async def _run(client: Client, queue: str, params: RetentionInput) -> RetentionResult:
     return await client.execute_workflow(
         RetentionWorkflow.run, params, id=f"retention-{uuid.uuid4()}", task_queue=queue
@@ -114,9 +130,11 @@ async def test_retention_dry_run_reports_and_changes_nothing(
     place = new_place()
     seeded = await _seed(engine, place)
     before = await _snapshot(engine, place.org)
-    result = await _run(*ts_worker, RetentionInput(dry_run=True, orgs=[place.org]))
-    assert (result.decayed, result.expired, result.pruned) == (1, 1, 4)
+    result = await _run(*ts_worker, RetentionInput(dry_run=True, orgs=[place.org], policy=_NO_INACTIVE_AGE))
+    assert (result.decayed, result.expired, result.pruned) == (1, 1, 7)
     assert set(result.pruned_ids) == seeded["prunable"]
+    assert result.pruned_by_rule == {"episode_age": 6, "skill_success_rate": 1}
+    assert result.pruned_spared == 5  # all 11 episodes are old: the newest 5 stay
     assert await _snapshot(engine, place.org) == before
 
 
@@ -125,8 +143,8 @@ async def test_retention_run_prunes_exactly_the_expected_rows(
 ) -> None:
     place = new_place()
     seeded = await _seed(engine, place)
-    result = await _run(*ts_worker, RetentionInput(orgs=[place.org]))
-    assert (result.decayed, result.expired, result.pruned) == (1, 1, 4)
+    result = await _run(*ts_worker, RetentionInput(orgs=[place.org], policy=_NO_INACTIVE_AGE))
+    assert (result.decayed, result.expired, result.pruned) == (1, 1, 7)
     async with engine.connect() as conn:
         left = {
             str(r.id)
@@ -148,11 +166,12 @@ async def test_retention_run_prunes_exactly_the_expected_rows(
             )
         ).scalar_one()
     assert not left & seeded["prunable"]
-    assert seeded["a_kept"] <= left and seeded["b"] <= left
-    assert pruned_events == 4 and expired is not None
-    # a second run the same night finds nothing left to do
-    again = await _run(*ts_worker, RetentionInput(orgs=[place.org]))
-    assert (again.decayed, again.expired, again.pruned) == (0, 0, 0)
+    assert seeded["kept"] <= left
+    assert pruned_events == 7 and expired is not None
+    # a second run finds nothing left to prune (the time-skipping server's clock may have jumped ahead
+    # meanwhile, deciding another day of decay)
+    again = await _run(*ts_worker, RetentionInput(orgs=[place.org], policy=_NO_INACTIVE_AGE))
+    assert again.expired == 0 and again.pruned == 0
 
 
 async def test_retention_schedule_created_updated_and_fires(
@@ -199,3 +218,22 @@ async def test_retention_schedule_created_updated_and_fires(
     finally:
         await fired.delete()
     assert set(result.pruned_ids) == seeded["prunable"]
+
+
+def test_retention_input_of_an_old_schedule_keeps_its_keep_per_task() -> None:
+    # schedules applied before the rename carry `keep_per_task`: it is read as `keep_per_group`
+    converter = DataConverter.default.payload_converter
+    old = converter.to_payloads(
+        [{"dry_run": False, "policy": {"max_episode_age_days": 60, "keep_per_task": 3}}]
+    )
+    (params,) = converter.from_payloads(old, [RetentionInput])
+    assert params.policy.keep_per_group == 3 and params.policy.max_episode_age_days == 60
+    (again,) = converter.from_payloads(converter.to_payloads([params]), [RetentionInput])
+    assert again == params
+
+
+def test_settings_defaults_are_the_policy_defaults() -> None:
+    fields = Settings.model_fields
+    policy = RetentionPolicy()
+    for name in ("keep_per_group", "min_retrievals", "useless_below", "useful_from", "max_inactive_age_days"):
+        assert fields[f"retention_{name}"].default == getattr(policy, name), name

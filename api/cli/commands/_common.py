@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
@@ -61,9 +61,10 @@ def api_client(url: str | None, api_key: str | None) -> Iterator[LoregateClient]
         fail(f"{exc.error}: {exc.detail}")
 
 
-def print_json(answer: BaseModel) -> None:
-    """An API answer as indented JSON (`--json`), as the gateway sent it."""
-    console.print_json(json.dumps(answer.model_dump(mode="json"), ensure_ascii=False))
+def print_json(answer: BaseModel | Mapping[str, Any]) -> None:
+    """An API answer as indented JSON (`--json`), as the gateway sent it (or a report built here)."""
+    data = answer.model_dump(mode="json") if isinstance(answer, BaseModel) else answer
+    console.print_json(json.dumps(data, ensure_ascii=False, default=str))
 
 
 def load_settings(**overrides: Any) -> Settings:
