@@ -37,6 +37,7 @@ EventKind = Literal[
     "STAGING_ARCHIVED",
     "ERASED",
     "OBSERVED",
+    "DISTILLED",
 ]
 
 

@@ -70,6 +70,8 @@ class EventType(StrEnum):
     ERASED = "ERASED"
     # an orchestrator or human observed a code rule (followed and passed, violated, rejected): its EMA moved
     OBSERVED = "OBSERVED"
+    # an episode a reflection distilled into insights (storage/reflections.py): a retention candidate
+    DISTILLED = "DISTILLED"
 
 
 @dataclass(frozen=True)
