@@ -7,7 +7,8 @@ an insight naming the group's outcome rate:
 
 - **error** — the same error signature (governance/bug_signature.py) met in several tasks: which fixes held
   (the error did not come back after them, and the task succeeded) and which did not;
-- **decision** — the same decision (normalised text) taken in several tasks, and how often they succeeded;
+- **decision** — the same decision (normalised text) taken in several tasks, and how often they succeeded
+  (a decision that answered an error counts with that error instead, as a fix that held or not);
 - **approach** — the same approach recorded as failed in several tasks: avoid it, with the reasons given;
 - **tool** — tasks using the same tool (`tool_output` entries with a payload `tool`), and their success rate;
 - **similar** — tasks whose episodes are close in embedding space (cosine ≥ `similarity`), their success
@@ -168,6 +169,8 @@ def _facts(entries: Sequence[StagedEntry]) -> _Facts:
         text = _short(ordered[fix_at].content)
         if all(f.text != text for f in fixes):
             fixes.append(_Fix(text, held=not came_back))
+        # a decision that answered an error is judged with that error (did it hold?), not as a decision
+        facts.decisions.pop(normalise_text(title_of(ordered[fix_at].content, ordered[fix_at].payload)), None)
     return facts
 
 
@@ -350,12 +353,18 @@ def distil(
         group = [(e, f) for e, f in read if key in f.errors]
         if holds_new([e for e, _ in group]):
             insights.append(_error_insight(key, signatures[key], group))
-    decisions = {n: w for _, f in read for n, w in f.decisions.items()}
+    decisions: dict[str, str] = {}  # normalised -> as first written
+    for _, f in read:
+        for n, w in f.decisions.items():
+            decisions.setdefault(n, w)
     for normalised in sorted(decisions):
         members = [e for e, f in read if normalised in f.decisions]
         if holds_new(members):
             insights.append(_decision_insight(decisions[normalised], normalised, members))
-    approaches = {n: w for _, f in read for n, w in f.failed_written.items()}
+    approaches: dict[str, str] = {}
+    for _, f in read:
+        for n, w in f.failed_written.items():
+            approaches.setdefault(n, w)
     for normalised in sorted(approaches):
         failed_group = [(e, f.failed[normalised]) for e, f in read if normalised in f.failed]
         if holds_new([e for e, _ in failed_group]):

@@ -253,3 +253,39 @@ async def test_reflection_start_is_for_approvers_of_the_project(
     gone = await http.post("/v1/reflections", headers=revoked.headers, json={})
     assert gone.status_code == 401, gone.text
     assert await _reflections(http, team["human"]) == []  # none of these started anything
+
+
+async def test_reflection_again_updates_insights_by_key_without_duplicates(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
+) -> None:
+    human = team["human"]
+    org = human.principal.org
+    for n in range(1, 4):
+        await _task_meeting(http, team, n)
+    [first] = await _wait_reflection(http, human, "staged")
+    await wait_promotion_state(http, human.headers, first["task_id"], "awaiting_approval")
+    await http.post(f"/v1/promotions/{first['task_id']}/approve", headers=human.headers, json={"note": "ok"})
+    await _wait_reflection(http, human, "published")
+    before = await _active_insights(engine, org)
+
+    # three more tasks meet the error: the next reflection restates the same insights with the new counts
+    for n in range(4, 7):
+        await _task_meeting(http, team, n)
+    listed = await _wait_reflection(http, human, "staged")
+    second = next(r for r in listed if r["state"] == "staged")
+    assert second["episode_count"] == 3 and second["id"] != first["id"]
+    await wait_promotion_state(http, human.headers, second["task_id"], "awaiting_approval")
+    await http.post(f"/v1/promotions/{second['task_id']}/approve", headers=human.headers, json={"note": "ok"})
+    await _wait_reflection(http, human, "published", count=2)
+    after = await _active_insights(engine, org)
+    assert [i["canonical_key"] for i in after] == [i["canonical_key"] for i in before]  # one per key
+    error_insight = next(i for i in after if i["canonical_key"].startswith("insight.error."))
+    assert "recurred in 6 tasks (6 succeeded)" in error_insight["content"]
+    async with engine.connect() as conn:
+        linked = (
+            await conn.execute(
+                text("SELECT count(*) FROM memory_derivations WHERE memory_id = CAST(:i AS uuid)"),
+                {"i": error_insight["id"]},
+            )
+        ).scalar_one()
+    assert linked >= 6  # the new head is linked to all six episodes
