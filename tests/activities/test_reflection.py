@@ -1,0 +1,95 @@
+"""Reflection's activities on the real database: due, claim, stage and finish are each safe to retry.
+
+A retried claim finds the episodes it claimed; a second reflection finds none left; a retried stage finds
+its task staged and appends nothing; a reflection task's own episode never counts as pending.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+from temporalio.testing import ActivityEnvironment
+
+from activities.reflection import ClaimInput, DueInput, FinishInput, ReflectionActivities, StageInput
+from governance.config import Settings
+from governance.scopes import Scope
+from tests.utils.memory_factories import TaskRef, add_entries, add_memory, new_task
+
+
+async def _episodes(engine: AsyncEngine, n: int) -> TaskRef:
+    first: TaskRef | None = None
+    async with engine.begin() as conn:
+        for i in range(n):
+            task = await new_task(
+                conn, org=first.org if first else None, project=first.project if first else None
+            )
+            first = first or task
+            ids = await add_entries(conn, task, [f"KeyError: 'user_{i}'"], kind="error")
+            ids += await add_entries(conn, task, ["Guard the lookup with dict.get"], kind="result")
+            await add_memory(
+                conn,
+                task,
+                title=f"Episode: load the cache {i}",
+                content=f"Task {task.task_id}: load the cache\nOutcome: success",
+                embedding=None,
+                memory_type="episode",
+                scope=Scope.WORKTREE,
+                importance=0.7,
+                source_entry_ids=ids,
+                success=True,
+            )
+    assert first is not None
+    return first
+
+
+async def test_reflection_activities_are_idempotent(engine: AsyncEngine, settings: Settings) -> None:
+    tenant = await _episodes(engine, 3)
+    acts = ReflectionActivities(
+        engine=engine, settings=settings.model_copy(update={"reflection_importance_threshold": 2.0})
+    )
+    env = ActivityEnvironment()
+    due = await env.run(acts.due, DueInput(tenant.org, tenant.project, tenant.task_id))
+    assert due.due and due.episodes == 3 and due.importance == 2.1
+
+    claim = ClaimInput("r1-" + tenant.task_id, "wf", tenant.org, tenant.project, "manual", None)
+    first = await env.run(acts.claim, claim)
+    assert first.episodes == 3 and first.reflector is not None
+    assert (await env.run(acts.claim, claim)).episodes == 3  # a retry finds its claim
+    other = ClaimInput("r2-" + tenant.task_id, "wf2", tenant.org, tenant.project, "schedule", None)
+    assert (await env.run(acts.claim, other)).episodes == 0  # nothing is claimed twice
+    assert not (await env.run(acts.due, DueInput(tenant.org, tenant.project, tenant.task_id))).due
+
+    stage = StageInput(
+        claim.reflection_id,
+        tenant.org,
+        tenant.project,
+        first.reflector or "",
+        f"reflect-{tenant.task_id}",
+        "p",
+    )
+    staged = await env.run(acts.stage, stage)
+    assert staged.task_id == stage.task_id and staged.insights >= 1
+    again = await env.run(acts.stage, stage)
+    assert (again.task_id, again.insights) == (staged.task_id, staged.insights)
+    async with engine.connect() as conn:
+        rows: list[Any] = (
+            await conn.execute(
+                text("SELECT kind, payload FROM staging_entries WHERE task_id = :t"), {"t": stage.task_id}
+            )
+        ).all()
+    assert len(rows) == staged.insights and {r.kind for r in rows} == {"insight"}
+    assert all(len(r.payload["reflection"]["episodes"]) == 3 for r in rows)
+
+    finished = await env.run(
+        acts.finish, FinishInput(claim.reflection_id, "wf", staged.task_id, "rejected", first.reflector)
+    )
+    assert finished.linked == 0
+    async with engine.connect() as conn:
+        state = (
+            await conn.execute(
+                text("SELECT state FROM reflections WHERE id = :i"), {"i": claim.reflection_id}
+            )
+        ).scalar_one()
+    assert state == "rejected"
