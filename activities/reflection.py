@@ -86,9 +86,10 @@ class DueResult:
 
 @dataclass
 class ScopesInput:
-    """The sweep's request id (its workflow id)."""
+    """The sweep's request id (its workflow id) and the orgs it covers (None: every org)."""
 
     workflow_id: str
+    orgs: list[str] | None = None
 
 
 @dataclass
@@ -209,7 +210,9 @@ class ReflectionActivities:
     async def due_scopes(self, data: ScopesInput) -> list[DueScope]:
         """Every project with at least `reflection_min_episodes` pending episodes."""
         async with self._engine.connect() as conn:
-            scopes = await due_scopes(conn, min_episodes=self._settings.reflection_min_episodes)
+            scopes = await due_scopes(
+                conn, min_episodes=self._settings.reflection_min_episodes, orgs=data.orgs
+            )
         return [DueScope(s.org, s.project) for s in scopes]
 
     @activity.defn(name="reflection_claim")

@@ -92,9 +92,10 @@ class ReflectionResult:
 
 @dataclass
 class SweepInput:
-    """The scheduled sweep's input (fields may be added later)."""
+    """The scheduled sweep's input: `orgs` limits it to some orgs (None: every org)."""
 
     note: str = ""
+    orgs: list[str] | None = None
 
 
 @dataclass

@@ -36,7 +36,7 @@ class ReflectionSweepWorkflow:
     async def run(self, data: SweepInput) -> SweepResult:
         scopes: list[DueScope] = await workflow.execute_activity_method(
             ReflectionActivities.due_scopes,
-            ScopesInput(workflow.info().workflow_id),
+            ScopesInput(workflow.info().workflow_id, data.orgs),
             start_to_close_timeout=timedelta(seconds=60),
             retry_policy=REFLECTION_DB_RETRY,
         )

@@ -10,7 +10,7 @@ from api.schemas.text import Text
 
 __all__ = ["ReflectionStart", "ReflectionStarted", "ReflectionPublic", "ReflectionsPage"]
 
-_NAME = r"^[^\s/][^/]{0,127}$"
+_NAME = r"^[^/ \t\r\n][^/]{0,127}$"
 
 
 class ReflectionStart(BaseModel):

@@ -166,19 +166,23 @@ async def pending_scope(conn: AsyncConnection, org: str, project: str) -> Pendin
     return PendingScope(org, project, int(row.n), float(row.importance))
 
 
-async def due_scopes(conn: AsyncConnection, *, min_episodes: int, limit: int = 500) -> list[PendingScope]:
-    """Projects with at least `min_episodes` pending episodes, most pending importance first."""
+async def due_scopes(
+    conn: AsyncConnection, *, min_episodes: int, orgs: Sequence[str] | None = None, limit: int = 500
+) -> list[PendingScope]:
+    """Projects (of `orgs`, or every org) with at least `min_episodes` pending episodes, the most pending
+    importance first."""
     rows = await conn.execute(
         text(
             f"""
             SELECT m.org, m.project, count(*) AS n, sum(m.importance) AS importance FROM memories m
             WHERE m.memory_type = 'episode' AND m.project IS NOT NULL
+              AND (CAST(:orgs AS text[]) IS NULL OR m.org = ANY(CAST(:orgs AS text[])))
               AND {_ACTIVE} AND {_PENDING} AND {_NOT_REFLECTION}
             GROUP BY m.org, m.project HAVING count(*) >= :min
             ORDER BY sum(m.importance) DESC, m.org, m.project LIMIT :limit
             """
         ),
-        {"min": min_episodes, "limit": limit},
+        {"min": min_episodes, "limit": limit, "orgs": list(orgs) if orgs is not None else None},
     )
     return [PendingScope(r.org, r.project, int(r.n), float(r.importance)) for r in rows]
 

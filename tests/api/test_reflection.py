@@ -22,8 +22,8 @@ from governance.scopes import ActorType
 from governance.storage.identity import revoke_key
 from tests.utils.factories import Actor, make_actor
 from tests.utils.promotion_gateway import temporal_settings, wait_promotion_state
-from workflows.reflection_contract import ReflectionInput, ReflectionResult, workflow_id_for
-from workflows.schedules import reflection_schedule
+from workflows.reflection_contract import SweepInput, SweepResult, workflow_id_for
+from workflows.schedules import REFLECTION_SCHEDULE_ID, RETENTION_SCHEDULE_ID, apply_schedules
 
 FIX = "Guard the lookup with dict.get and a default"
 # three successful episodes (importance ~0.76 each) pass it; two do not
@@ -189,7 +189,7 @@ async def test_reflection_threshold_publishes_insights_through_the_gate(
     assert await _active_insights(engine, org) == insights
 
 
-async def test_reflection_scheduled_run_reflects_what_stayed_below_the_threshold(
+async def test_reflection_scheduled_sweep_reflects_what_stayed_below_the_threshold(
     http: httpx.AsyncClient,
     team: dict[str, Actor],
     engine: AsyncEngine,
@@ -200,15 +200,16 @@ async def test_reflection_scheduled_run_reflects_what_stayed_below_the_threshold
     org, project = human.principal.org, human.principal.project or ""
     await _task_meeting(http, team, 1)
     await _task_meeting(http, team, 2)
-    assert await _reflections(http, human) == []
-    # what the schedule starts for a project with pending episodes (the sweep's child), run directly
-    handle = await temporal.start_workflow(
-        "ReflectionWorkflow",
-        ReflectionInput(org, project, "schedule"),
-        id=workflow_id_for(org, project),
+    assert await _reflections(http, human) == []  # below the threshold: no reflection yet
+    # what the schedule starts (limited to this test's org: the database is shared by every test)
+    swept = await temporal.execute_workflow(
+        "ReflectionSweepWorkflow",
+        SweepInput(orgs=[org]),
+        id=f"sweep-{org}",
         task_queue=promo_settings.task_queue,
-        result_type=ReflectionResult,
+        result_type=SweepResult,
     )
+    assert (swept.due, swept.started) == (1, 1)
     [staged] = await _wait_reflection(http, human, "staged")
     assert staged["trigger"] == "schedule" and staged["episode_count"] == 2
     await wait_promotion_state(http, human.headers, staged["task_id"], "awaiting_approval")
@@ -216,13 +217,33 @@ async def test_reflection_scheduled_run_reflects_what_stayed_below_the_threshold
         f"/v1/promotions/{staged['task_id']}/reject", headers=human.headers, json={"note": "not yet"}
     )
     assert rejected.status_code == 200, rejected.text
-    ended = await handle.result()
-    assert ended.state == "rejected" and ended.episodes == 2
+    ended = await temporal.get_workflow_handle(workflow_id_for(org, project)).result()
+    assert ended["state"] == "rejected" and ended["episodes"] == 2
+    assert (await _reflections(http, human))[0]["state"] == "rejected"
     assert await _active_insights(engine, org) == []
-    # the schedule itself: the sweep workflow on the configured cron
-    schedule = reflection_schedule(promo_settings)
-    assert schedule.spec.cron_expressions == [promo_settings.reflection_cron]
-    assert schedule.action.workflow == "ReflectionSweepWorkflow"  # type: ignore[attr-defined]
+    # a second sweep finds nothing pending: the rejected reflection's episodes stay claimed
+    again = await temporal.execute_workflow(
+        "ReflectionSweepWorkflow",
+        SweepInput(orgs=[org]),
+        id=f"sweep-again-{org}",
+        task_queue=promo_settings.task_queue,
+        result_type=SweepResult,
+    )
+    assert (again.due, again.started) == (0, 0)
+
+    # `loregate schedules apply` creates the sweep's schedule on the configured cron
+    ours = promo_settings.model_copy(update={"reflection_cron": "17 4 * * *"})
+    await apply_schedules(temporal, ours)
+    handle = temporal.get_schedule_handle(REFLECTION_SCHEDULE_ID)
+    try:
+        described = await handle.describe()
+        # the server stores cron expressions as calendar specs
+        (calendar,) = described.schedule.spec.calendars
+        assert (calendar.hour[0].start, calendar.minute[0].start) == (4, 17)
+        assert described.schedule.action.workflow == "ReflectionSweepWorkflow"  # type: ignore[attr-defined]
+    finally:
+        await handle.delete()
+        await temporal.get_schedule_handle(RETENTION_SCHEDULE_ID).delete()
 
 
 async def test_reflection_start_is_for_approvers_of_the_project(

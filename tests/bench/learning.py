@@ -171,7 +171,7 @@ async def run(tasks: int, seed: int) -> None:
     team = {t: await make_actor(engine, t, org, project) for t in ActorType if t is not ActorType.SYSTEM}
     agent, orch, human = team[ActorType.AGENT], team[ActorType.ORCHESTRATOR], team[ActorType.HUMAN]
     rng = random.Random(seed)
-    rows: list[tuple[int, str, bool, bool, bool]] = []
+    rows: list[tuple[int, str, bool, bool, bool, bool]] = []
     approved_reflections: set[str] = set()
     started = time.monotonic()
     try:
@@ -182,7 +182,8 @@ async def run(tasks: int, seed: int) -> None:
             ):
                 seen: set[int] = set()
                 print(
-                    f"\n{'task':>4}  {'error kind':<16} {'recurring':<9} {'context':<7} {'search@5':<8} ratio"
+                    f"\n{'task':>4}  {'error kind':<16} {'recurring':<9} {'context':<7} {'insight':<7} "
+                    f"{'search@5':<8} ratio"
                 )
                 for n, (k, first_fails) in enumerate(_plan(tasks, seed), start=1):
                     kind = KINDS[k]
@@ -203,7 +204,12 @@ async def run(tasks: int, seed: int) -> None:
                         headers=agent.headers,
                         json={"task_id": task_id, "query": description, "k": 5},
                     )
-                    in_context = kind.fix in context.json()["context"]
+                    block = context.json()["context"]
+                    in_context = kind.fix in block
+                    # an insight of a reflection that states this fix (its counts line) is in the block
+                    from_insight = any(
+                        "recurred in" in line and kind.fix in line for line in block.split("[mem:")
+                    )
                     in_search = any(kind.fix in r["content"] for r in search.json()["results"])
                     recurring = k in seen
                     seen.add(k)
@@ -247,12 +253,13 @@ async def run(tasks: int, seed: int) -> None:
                                 f"from {reflection['episode_count']} episodes, approved",
                                 flush=True,
                             )
-                    rows.append((n, kind.name, recurring, in_context, in_search))
+                    rows.append((n, kind.name, recurring, in_context, in_search, from_insight))
                     late = [r for r in rows if r[0] >= 10 and r[2]]
                     ratio = sum(r[3] for r in late) / len(late) if late else float("nan")
                     print(
                         f"{n:>4}  {kind.name:<16} {'yes' if recurring else 'first':<9} "
-                        f"{'FIX' if in_context else '-':<7} {'FIX' if in_search else '-':<8} {ratio:.2f}",
+                        f"{'FIX' if in_context else '-':<7} {'yes' if from_insight else '-':<7} "
+                        f"{'FIX' if in_search else '-':<8} {ratio:.2f}",
                         flush=True,
                     )
     finally:
@@ -264,6 +271,7 @@ async def run(tasks: int, seed: int) -> None:
     ctx_all = sum(r[3] for r in recurring_rows) / max(1, len(recurring_rows))
     ctx_late = sum(r[3] for r in late) / max(1, len(late))
     search_late = sum(r[4] for r in late) / max(1, len(late))
+    insight_late = sum(r[5] for r in late) / max(1, len(late))
     print(
         f"\n{len(rows)} tasks in {time.monotonic() - started:.0f} s; "
         f"{len(recurring_rows)} met a recurring error"
@@ -272,6 +280,9 @@ async def run(tasks: int, seed: int) -> None:
         f"context block holds the fix: {ctx_all:.2f} of all recurring, {ctx_late:.2f} from the 10th task on"
     )
     print(f"baseline, plain search top 5: {search_late:.2f} from the 10th task on")
+    print(
+        f"a reflection's insight stating the fix was in the block: {insight_late:.2f} from the 10th task on"
+    )
     print(
         "ratio context / baseline (10th task on): "
         f"{ctx_late / search_late if search_late else float('inf'):.2f}"

@@ -14,7 +14,7 @@ __all__ = ["router"]
 
 router = APIRouter(prefix="/v1", tags=["learning"])
 
-_NAME = r"^[^\s/][^/]{0,127}$"
+_NAME = r"^[^/ \t\r\n][^/]{0,127}$"
 
 
 @router.post("/reflections", response_model=ReflectionStarted, status_code=202)
