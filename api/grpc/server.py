@@ -28,10 +28,20 @@ from api.schemas.approaches import ApproachIn, CheckIn
 from api.schemas.learning import BugMatchIn, ObservationIn
 from api.schemas.memories import FeedbackIn, ValidateIn
 from api.schemas.promotions import DecisionIn, PlanPageIn, PromotionStart, VerificationIn
+from api.schemas.reflections import ReflectionStart
 from api.schemas.search import ContextIn, SearchIn
 from api.schemas.staging import EntriesIn, TaskCreate
 from api.schemas.text import MAX_JSON_DEPTH
-from api.services import approaches, bug_patterns, code_rules, memories, promotions, search, staging
+from api.services import (
+    approaches,
+    bug_patterns,
+    code_rules,
+    memories,
+    promotions,
+    reflections,
+    search,
+    staging,
+)
 from api.services.gateway import GatewayResources, authorized_task, principal_from_authorization
 from governance import errors as ge
 from governance.adapters.tracing import instrument_engine, tracer_provider
@@ -328,6 +338,23 @@ class LoregateServicer(pb2_grpc.LoregateServicer):  # type: ignore[misc]
             ref = _memory_ref(request.memory_id)
             body = ObservationIn.model_validate(_json_object(request.json, "json"))
             return _reply(await code_rules.observe(self._state, principal, ref, body))
+
+        return await _guarded(context, work)
+
+    async def StartReflection(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802
+        async def work() -> Any:
+            principal = await self._principal(context)
+            body = ReflectionStart.model_validate(_json_object(request.json, "json"))
+            return _reply(await reflections.start_reflection(self._state, principal, body))
+
+        return await _guarded(context, work)
+
+    async def ListReflections(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802
+        async def work() -> Any:
+            principal = await self._principal(context)
+            # the same names, checked the same way, as the HTTP query parameters
+            body = ReflectionStart.model_validate(_json_object(request.json, "json"))
+            return _reply(await reflections.reflections(self._state, principal, body.org, body.project))
 
         return await _guarded(context, work)
 
