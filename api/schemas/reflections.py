@@ -3,23 +3,28 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field, StringConstraints
 
-from api.schemas.text import Text
+from api.schemas.text import refuse_lone_surrogates
 
-__all__ = ["ReflectionStart", "ReflectionStarted", "ReflectionPublic", "ReflectionsPage"]
+__all__ = ["Name", "ReflectionStart", "ReflectionStarted", "ReflectionPublic", "ReflectionsPage"]
 
-_NAME = r"^[^/ \t\r\n][^/]{0,127}$"
+# an org or project name: no slash (it separates them in ids), not starting with whitespace; the constraints
+# come before the validator, so the OpenAPI schema states the pattern even where the name is optional
+Name = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=128, pattern=r"^[^/ \t\r\n][^/]*$"),
+    BeforeValidator(refuse_lone_surrogates),
+]
 
 
 class ReflectionStart(BaseModel):
     """Which project to reflect on (the caller's own when left out)."""
 
-    org: Text | None = Field(default=None, max_length=128, pattern=_NAME, description="Default: the caller's")
-    project: Text | None = Field(
-        default=None, max_length=128, pattern=_NAME, description="Default: the caller's project"
-    )
+    org: Name | None = Field(default=None, description="Default: the caller's")
+    project: Name | None = Field(default=None, description="Default: the caller's project")
 
 
 class ReflectionStarted(BaseModel):
