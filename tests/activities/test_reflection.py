@@ -6,6 +6,7 @@ its task staged and appends nothing; a reflection task's own episode never count
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from sqlalchemy import text
@@ -13,8 +14,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from temporalio.testing import ActivityEnvironment
 
 from activities.reflection import ClaimInput, DueInput, FinishInput, ReflectionActivities, StageInput
+from governance.adapters.llm_reflector import make_reflector
 from governance.config import Settings
 from governance.scopes import Scope
+from tests.utils.fake_openai import FakeOpenAI, Reply, chat_reply
 from tests.utils.memory_factories import TaskRef, add_entries, add_memory, new_task
 
 
@@ -93,3 +96,56 @@ async def test_reflection_activities_are_idempotent(engine: AsyncEngine, setting
             )
         ).scalar_one()
     assert state == "rejected"
+
+
+async def test_reflection_stage_words_insights_with_the_configured_llm(
+    engine: AsyncEngine, settings: Settings
+) -> None:
+    tenant = await _episodes(engine, 2)
+    with FakeOpenAI() as fake:
+
+        def chat(body: dict[str, Any]) -> Reply:
+            groups = json.loads(body["messages"][1]["content"])["groups"]
+            worded = [
+                {"key": g["key"], "title": "Worded", "content": f"Worded: {g['facts']}"} for g in groups
+            ]
+            return chat_reply(json.dumps({"insights": worded}))
+
+        fake.chat = chat
+        llm_settings = settings.model_copy(
+            update={"llm_base_url": fake.base_url, "llm_model": "fake-reflector"}
+        )
+        acts = ReflectionActivities(engine=engine, settings=llm_settings, llm=make_reflector(llm_settings))
+        env = ActivityEnvironment()
+        claim = ClaimInput("r-llm-" + tenant.task_id, "wf", tenant.org, tenant.project, "manual", None)
+        claimed = await env.run(acts.claim, claim)
+        staged = await env.run(
+            acts.stage,
+            StageInput(
+                claim.reflection_id,
+                tenant.org,
+                tenant.project,
+                claimed.reflector or "",
+                f"reflect-llm-{tenant.task_id}",
+                "p",
+            ),
+        )
+        assert len(fake.chat_requests()) == 1
+    assert staged.engine == "llm:fake-reflector" and staged.fallback_reason is None
+    async with engine.connect() as conn:
+        contents = (
+            (
+                await conn.execute(
+                    text("SELECT content FROM staging_entries WHERE task_id = :t"), {"t": staged.task_id}
+                )
+            )
+            .scalars()
+            .all()
+        )
+        engine_used = (
+            await conn.execute(
+                text("SELECT engine FROM reflections WHERE id = :i"), {"i": claim.reflection_id}
+            )
+        ).scalar_one()
+    assert contents and all(c.startswith("Worded: ") for c in contents)
+    assert engine_used == "llm:fake-reflector"
