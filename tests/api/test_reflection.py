@@ -213,23 +213,39 @@ async def test_reflection_scheduled_sweep_reflects_what_stayed_below_the_thresho
     [staged] = await _wait_reflection(http, human, "staged")
     assert staged["trigger"] == "schedule" and staged["episode_count"] == 2
     await wait_promotion_state(http, human.headers, staged["task_id"], "awaiting_approval")
+
+    async def sweep(name: str) -> SweepResult:
+        result: SweepResult = await temporal.execute_workflow(
+            "ReflectionSweepWorkflow",
+            SweepInput(orgs=[org]),
+            id=f"{name}-{org}",
+            task_queue=promo_settings.task_queue,
+            result_type=SweepResult,
+        )
+        return result
+
+    # two more episodes while the project reflects: due, but one reflection per project at a time
+    await _task_meeting(http, team, 3)
+    await _task_meeting(http, team, 4)
+    busy = await sweep("sweep-busy")
+    assert (busy.due, busy.started) == (1, 0)
+
     rejected = await http.post(
         f"/v1/promotions/{staged['task_id']}/reject", headers=human.headers, json={"note": "not yet"}
     )
     assert rejected.status_code == 200, rejected.text
     ended = await temporal.get_workflow_handle(workflow_id_for(org, project)).result()
     assert ended["state"] == "rejected" and ended["episodes"] == 2
-    assert (await _reflections(http, human))[0]["state"] == "rejected"
     assert await _active_insights(engine, org) == []
-    # a second sweep finds nothing pending: the rejected reflection's episodes stay claimed
-    again = await temporal.execute_workflow(
-        "ReflectionSweepWorkflow",
-        SweepInput(orgs=[org]),
-        id=f"sweep-again-{org}",
-        task_queue=promo_settings.task_queue,
-        result_type=SweepResult,
-    )
-    assert (again.due, again.started) == (0, 0)
+    # once it ended, the next sweep reflects on the two new episodes only (the rejected ones stay claimed)
+    after = await sweep("sweep-after")
+    assert (after.due, after.started) == (1, 1)
+    listed = await _wait_reflection(http, human, "staged")
+    second = next(r for r in listed if r["state"] == "staged")
+    assert second["episode_count"] == 2 and second["id"] != staged["id"]
+    await wait_promotion_state(http, human.headers, second["task_id"], "awaiting_approval")
+    await http.post(f"/v1/promotions/{second['task_id']}/reject", headers=human.headers, json={"note": "no"})
+    await _wait_reflection(http, human, "rejected", count=2)
 
     # `loregate schedules apply` creates the sweep's schedule on the configured cron
     ours = promo_settings.model_copy(update={"reflection_cron": "17 4 * * *"})
