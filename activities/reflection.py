@@ -223,6 +223,8 @@ class ReflectionActivities:
                 "org and project are required", type=InvalidInput.__name__, non_retryable=True
             )
         async with self._engine.begin() as conn:
+            # a disabled reflector claims nothing: the episodes wait for a reflection that can publish
+            reflector = await ensure_reflector(conn, data.org)
             episodes = await claim_episodes(
                 conn,
                 reflection_id=data.reflection_id,
@@ -231,11 +233,11 @@ class ReflectionActivities:
                 project=data.project,
                 trigger=data.trigger,
                 requested_by=data.requested_by,
-                limit=self._settings.reflection_max_episodes,
+                limit=self._settings.reflection_max_episodes if reflector is not None else 0,
             )
-            reflector = await ensure_reflector(conn, data.org) if episodes else None
             if not episodes:
-                await update_reflection(conn, data.reflection_id, state="nothing", finished=True)
+                state = "nothing" if reflector is not None else "failed"
+                await update_reflection(conn, data.reflection_id, state=state, finished=True)
         return ClaimResult(
             episodes=len(episodes),
             reflector=reflector,

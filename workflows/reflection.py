@@ -99,12 +99,10 @@ class ReflectionWorkflow:
             retry_policy=REFLECTION_DB_RETRY,
         )
         self._result.episodes = claim.episodes
+        if claim.reflector is None:
+            return self._end(ReflectionState.FAILED, "the org's reflector is disabled: nothing was claimed")
         if claim.episodes == 0:
             return self._end(ReflectionState.NOTHING, "no pending episodes")
-        if claim.reflector is None:
-            return await self._finish(
-                None, ReflectionState.FAILED.value, None, "the org's reflector is disabled"
-            )
         task_id = f"reflect-{reflection_id}"
         promotion_id = workflow_id_for(task_id)
         staged: StageResult = await workflow.execute_activity_method(

@@ -17,6 +17,7 @@ from activities.reflection import ClaimInput, DueInput, FinishInput, ReflectionA
 from governance.adapters.llm_reflector import make_reflector
 from governance.config import Settings
 from governance.scopes import Scope
+from governance.storage.reflections import ensure_reflector, pending_scope, reflector_id
 from tests.utils.fake_openai import FakeOpenAI, Reply, chat_reply
 from tests.utils.memory_factories import TaskRef, add_entries, add_memory, new_task
 
@@ -149,3 +150,29 @@ async def test_reflection_stage_words_insights_with_the_configured_llm(
         ).scalar_one()
     assert contents and all(c.startswith("Worded: ") for c in contents)
     assert engine_used == "llm:fake-reflector"
+
+
+async def test_reflection_claims_nothing_while_the_reflector_is_disabled(
+    engine: AsyncEngine, settings: Settings
+) -> None:
+    tenant = await _episodes(engine, 2)
+    acts = ReflectionActivities(engine=engine, settings=settings)
+    env = ActivityEnvironment()
+    async with engine.begin() as conn:
+        reflector = await ensure_reflector(conn, tenant.org)
+        assert reflector == reflector_id(tenant.org)
+        await conn.execute(
+            text("UPDATE api_keys SET revoked_at = now() WHERE principal_id = :p"), {"p": reflector}
+        )
+    claim = ClaimInput("r-off-" + tenant.task_id, "wf", tenant.org, tenant.project, "manual", None)
+    refused = await env.run(acts.claim, claim)
+    assert (refused.reflector, refused.episodes) == (None, 0)
+    async with engine.connect() as conn:
+        assert (await ensure_reflector(conn, tenant.org)) is None  # never re-enabled
+        pending = await pending_scope(conn, tenant.org, tenant.project)
+        state = (
+            await conn.execute(
+                text("SELECT state FROM reflections WHERE id = :i"), {"i": claim.reflection_id}
+            )
+        ).scalar_one()
+    assert pending.episodes == 2 and state == "failed"
