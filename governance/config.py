@@ -92,7 +92,7 @@ class Settings(BaseSettings):
     reflection_min_episodes: int = Field(default=2, ge=1)  # the sweep skips projects with fewer pending
     reflection_max_episodes: int = Field(default=500, ge=2, le=5000)  # the window one reflection reads
     reflection_min_support: int = Field(default=2, ge=2)  # episodes an insight needs
-    reflection_similarity: float = Field(default=0.9, gt=0.0, le=1.0)  # cosine of "similar tasks"
+    reflection_similarity: float = Field(default=0.95, gt=0.0, le=1.0)  # cosine of "similar tasks" (e5: 0.95)
     reflection_target_scope: Literal["project", "org"] = "project"  # where insights publish (approved)
 
     # staging archive: the nightly retention moves ended promotions' staging to files (docs/scaling.md)
