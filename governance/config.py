@@ -90,6 +90,17 @@ class Settings(BaseSettings):
     retention_useful_from: float = Field(default=0.6, ge=0.0, le=1.0)  # retrieved and this useful: kept
     retention_max_inactive_age_days: int = Field(default=365, ge=0)  # since superseded/retired; 0: never
 
+    # reflection: distil a project's episodes into insights (docs/architecture.md, workflows/reflection.py)
+    # a promotion that leaves a project's pending (not yet reflected) episodes weighing at least this much
+    # importance (an episode weighs 0.4-0.8) starts its reflection; 0 turns the trigger off
+    reflection_importance_threshold: float = Field(default=8.0, ge=0.0)  # pending importance that starts one
+    reflection_cron: str = "30 3 * * *"  # the scheduled sweep: every project with pending episodes
+    reflection_min_episodes: int = Field(default=2, ge=1)  # the sweep skips projects with fewer pending
+    reflection_max_episodes: int = Field(default=500, ge=2, le=5000)  # the window one reflection reads
+    reflection_min_support: int = Field(default=2, ge=2)  # episodes an insight needs
+    reflection_similarity: float = Field(default=0.95, gt=0.0, le=1.0)  # cosine of "similar tasks" (e5: 0.95)
+    reflection_target_scope: Literal["project", "org"] = "project"  # where insights publish (approved)
+
     # staging archive: the nightly retention moves ended promotions' staging to files (docs/scaling.md)
     staging_archive_after_days: int = Field(default=30, ge=1)  # days since the promotion ended
     staging_archive_dir: Path | None = None  # unset: <data dir>/staging-archive; shared by every worker
@@ -98,7 +109,7 @@ class Settings(BaseSettings):
     search_weight_similarity: float = 1.0  # fused relevance; the three below sum to at most 0.1 of it
     search_weight_recency: float = 0.015
     search_weight_importance: float = 0.015  # importance x confidence (trust)
-    search_weight_usefulness: float = 0.01  # readers' feedback
+    search_weight_usefulness: float = 0.02  # readers' feedback, weighed by retrievals
     search_recency_half_life_hours: float = 24.0
     search_rrf_k: int = 60
     search_candidates: int = 50  # per retriever (vector, full text) before fusion

@@ -20,7 +20,8 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy, SearchAttributeKey
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, WorkflowAlreadyStartedError
+from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
     from activities.gate_checks import (
@@ -44,6 +45,7 @@ with workflow.unsafe.imports_passed_through():
         PublishInput,
         PublishResult,
     )
+    from activities.reflection import DueInput, DueResult, ReflectionActivities
     from governance.scopes import Scope, ValidationSource
     from workflows.promotion_contract import (
         STATE_ATTRIBUTE,
@@ -59,6 +61,9 @@ with workflow.unsafe.imports_passed_through():
         Refusal,
         Verification,
     )
+    from workflows.reflection_contract import WORKFLOW_TYPE as REFLECTION_WORKFLOW_TYPE
+    from workflows.reflection_contract import ReflectionInput, ReflectionTrigger
+    from workflows.reflection_contract import workflow_id_for as reflection_workflow_id
 
 __all__ = ["PromotionWorkflow", "LOREGATE_STATE", "DB_RETRY", "COMPUTE_RETRY"]
 
@@ -97,6 +102,11 @@ _HEARTBEAT_TIMEOUT = timedelta(seconds=10)
 # Runs that began before the gate checked its start and evidence by activity replay without those checks;
 # runs from then on record this patch marker and check every claim (requester, evidence giver, approver).
 GATE_CHECKS_PATCH = "gate-checks-start-and-evidence"
+# Runs from then on ask, once they published, whether the project's pending episodes now weigh enough for
+# a reflection, and start it (runs that began before replay without asking)
+REFLECTION_TRIGGER_PATCH = "reflection-trigger"
+# the question is best effort: a database that does not answer soon leaves it to the scheduled sweep
+_TRIGGER_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3)
 
 
 @dataclass
@@ -428,6 +438,7 @@ class PromotionWorkflow:
             published = await self._publish(collected, Scope.TASK.value, planned, False, None, None, summary)
             self._status.published, self._status.published_total = published.memories, published.total
             self._set_state(PromotionState.UNVERIFIED)
+            await self._maybe_reflect(collected)
             return PromotionResult(
                 data.task_id,
                 PromotionState.UNVERIFIED,
@@ -502,6 +513,7 @@ class PromotionWorkflow:
         )
         self._status.published, self._status.published_total = published.memories, published.total
         self._set_state(PromotionState.PUBLISHED)
+        await self._maybe_reflect(collected)
         return PromotionResult(
             data.task_id,
             PromotionState.PUBLISHED,
@@ -547,6 +559,37 @@ class PromotionWorkflow:
             )
         except ActivityError as err:
             workflow.logger.warning("could not record the end (%s) of %s: %s", status, task_id, err)
+
+    async def _maybe_reflect(self, collected: CollectResult) -> None:
+        """Start the project's reflection when the episodes waiting for one now weigh enough (best effort).
+
+        One reflection per project at a time: a project reflecting already is left alone (its id is taken),
+        and the scheduled sweep catches whatever a failed question here missed.
+        """
+        if not workflow.patched(REFLECTION_TRIGGER_PATCH):
+            return
+        try:
+            due: DueResult = await workflow.execute_local_activity_method(
+                ReflectionActivities.due,
+                DueInput(collected.org, collected.project, collected.task_id),
+                start_to_close_timeout=_DB_TIMEOUT,
+                retry_policy=_TRIGGER_RETRY,
+            )
+            if not due.due:
+                return
+            await workflow.start_child_workflow(
+                REFLECTION_WORKFLOW_TYPE,
+                ReflectionInput(collected.org, collected.project, ReflectionTrigger.THRESHOLD.value),
+                id=reflection_workflow_id(collected.org, collected.project),
+                task_queue=workflow.info().task_queue,
+                parent_close_policy=ParentClosePolicy.ABANDON,
+            )
+        except ActivityError as err:
+            workflow.logger.warning(
+                "could not ask whether %s/%s is due a reflection: %s", collected.org, collected.project, err
+            )
+        except WorkflowAlreadyStartedError:
+            return  # the project is reflecting already
 
     def _verified_commit(self) -> str | None:
         evidence = self._status.verification

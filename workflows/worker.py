@@ -18,9 +18,11 @@ from activities.approaches import ApproachActivities
 from activities.change_requests import ChangeRequestActivities
 from activities.gate_checks import GateCheckActivities
 from activities.promotion import PromotionActivities
+from activities.reflection import ReflectionActivities
 from activities.retention import RetentionActivities
 from governance.adapters.embedders import make_embedder
 from governance.adapters.llm_cognifier import make_llm
+from governance.adapters.llm_reflector import make_reflector
 from governance.adapters.tracing import instrument_engine
 from governance.config import Settings
 from governance.storage.engine import make_engine
@@ -28,6 +30,8 @@ from policy.enforcer import Authorizer, make_authorizer
 from workflows.change_request import ChangeRequestWorkflow
 from workflows.client import connect_temporal, tracing_interceptors
 from workflows.promotion import PromotionWorkflow
+from workflows.reflection import ReflectionWorkflow
+from workflows.reflection_schedule import ReflectionSweepWorkflow
 from workflows.retention import RetentionWorkflow
 
 __all__ = ["workflow_classes", "activity_functions", "build_worker", "run_worker"]
@@ -35,7 +39,13 @@ __all__ = ["workflow_classes", "activity_functions", "build_worker", "run_worker
 
 def workflow_classes() -> list[type]:
     """Every workflow this worker runs."""
-    return [PromotionWorkflow, ChangeRequestWorkflow, RetentionWorkflow]
+    return [
+        PromotionWorkflow,
+        ChangeRequestWorkflow,
+        RetentionWorkflow,
+        ReflectionWorkflow,
+        ReflectionSweepWorkflow,
+    ]
 
 
 def activity_functions(
@@ -54,7 +64,9 @@ def activity_functions(
     approaches = ApproachActivities(engine, embedder, settings)
     gate = GateCheckActivities(engine=engine, authorizer=authorizer, settings=settings)
     changes = ChangeRequestActivities(engine, settings)
+    reflection = ReflectionActivities(engine=engine, settings=settings, llm=make_reflector(settings))
     return [
+        *reflection.functions(),
         *retention.functions(),
         approaches.record,
         approaches.check,

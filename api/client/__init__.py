@@ -62,6 +62,7 @@ from api.schemas.promotions import (
     PromotionPublic,
     PromotionStarted,
 )
+from api.schemas.reflections import ReflectionsPage, ReflectionStarted
 from api.schemas.review import ConfirmPublic, ReviewPublic
 from api.schemas.search import ContextPublic, MemoryPublic, SearchPublic
 from api.schemas.staging import EntriesAck, EntriesPage, EntryPublic, TaskPublic
@@ -344,6 +345,18 @@ class _Api:
             }
         )
         return Request("POST", "/v1/memories/lift", body)
+
+    # reflection
+
+    @endpoint(ReflectionStarted)
+    def start_reflection(self, *, org: str | None = None, project: str | None = None) -> Request:
+        """Start the project's reflection (humans who may approve it): its insights go through the gate."""
+        return Request("POST", "/v1/reflections", drop_none({"org": org, "project": project}))
+
+    @endpoint(ReflectionsPage)
+    def reflections(self, *, org: str | None = None, project: str | None = None) -> Request:
+        """The project's newest reflections: trigger, state, episodes read and insights staged."""
+        return Request("GET", "/v1/reflections", params=drop_none({"org": org, "project": project}))
 
     # keeping memory true
 

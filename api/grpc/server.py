@@ -29,6 +29,7 @@ from api.schemas.change_requests import LiftIn
 from api.schemas.learning import BugMatchIn, ObservationIn
 from api.schemas.memories import FeedbackIn, ValidateIn
 from api.schemas.promotions import DecisionIn, PlanPageIn, PromotionStart, VerificationIn
+from api.schemas.reflections import ReflectionStart
 from api.schemas.search import ContextIn, SearchIn
 from api.schemas.staging import EntriesIn, TaskCreate
 from api.schemas.text import MAX_JSON_DEPTH
@@ -39,6 +40,7 @@ from api.services import (
     lifting,
     memories,
     promotions,
+    reflections,
     search,
     staging,
 )
@@ -346,6 +348,23 @@ class LoregateServicer(pb2_grpc.LoregateServicer):  # type: ignore[misc]
             principal = await self._principal(context)
             body = LiftIn.model_validate(_json_object(request.json, "json"))
             return _reply(await lifting.lift(self._state, principal, body))
+
+        return await _guarded(context, work)
+
+    async def StartReflection(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802
+        async def work() -> Any:
+            principal = await self._principal(context)
+            body = ReflectionStart.model_validate(_json_object(request.json, "json"))
+            return _reply(await reflections.start_reflection(self._state, principal, body))
+
+        return await _guarded(context, work)
+
+    async def ListReflections(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802
+        async def work() -> Any:
+            principal = await self._principal(context)
+            # the same names, checked the same way, as the HTTP query parameters
+            body = ReflectionStart.model_validate(_json_object(request.json, "json"))
+            return _reply(await reflections.reflections(self._state, principal, body.org, body.project))
 
         return await _guarded(context, work)
 

@@ -39,6 +39,7 @@ EventKind = Literal[
     "OBSERVED",
     "RESTORED",
     "LIFTED",
+    "DISTILLED",
 ]
 
 

@@ -62,7 +62,10 @@ class ScorePartsPublic(BaseModel):
     )
     recency: float
     importance: float = Field(description="importance x confidence")
-    usefulness: float = Field(default=0.5, description="From readers' feedback; 0.5 before any vote")
+    usefulness: float = Field(
+        default=0.5,
+        description="Readers' feedback weighed by retrievals (docs/retrieval.md); 0.5 before any vote",
+    )
     type_weight: float = Field(
         default=1.0, description="What the query's intent made of the relevance: 1.0 for a preferred type"
     )

@@ -74,6 +74,8 @@ class EventType(StrEnum):
     RESTORED = "RESTORED"
     # a memory was lifted to a wider scope: at the original (where it went) and at the copy (where from)
     LIFTED = "LIFTED"
+    # an episode a reflection distilled into insights (storage/reflections.py): a retention candidate
+    DISTILLED = "DISTILLED"
 
 
 @dataclass(frozen=True)

@@ -349,6 +349,7 @@ async def search(
                 importance=row["importance"],
                 confidence=row["confidence"],
                 usefulness=row["usefulness"],
+                retrievals=row["retrieval_count"],
                 memory_type=row["memory_type"],
                 params=params,
                 stale=row["stale_at"] is not None,

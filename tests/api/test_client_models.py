@@ -187,6 +187,16 @@ async def test_each_client_method_returns_its_declared_model(
     candidates = await call(orchestrator, "rule_candidates")
     assert rule["citation"] in [r.citation for r in candidates.rules]
 
+    # reflection: the project's episodes into insights, through the gate
+    started = await call(human, "start_reflection")
+    assert (started.org, started.project) == (org, project)
+    for _ in range(100):  # the workflow's first activity records it
+        listed_reflections = (await call(human, "reflections")).reflections
+        if listed_reflections:
+            break
+        await asyncio.sleep(0.1)
+    assert [r.workflow_id for r in listed_reflections] == [started.workflow_id]
+
     # change requests to validated memory
     validated = {"confidence": 1.0, "validation_source": "human_approved", "canonical_key": "db.pool"}
     fact = await _fact(engine, task, "db.pool: psycopg_pool", **validated)

@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from api.grpc.server import COMMITTED_METADATA
 from governance.config import Settings
 from governance.scopes import ActorType
+from governance.storage.identity import revoke_key
 from tests.utils.factories import Actor, make_actor, new_tenant
 from tests.utils.gateway import free_port
 from tests.utils.grpc_gateway import bearer, grpc_gateway, pb2, refusal
@@ -282,3 +283,28 @@ async def test_grpc_observe_code_rule_bad_outcome_is_invalid_argument(
     with pytest.raises(grpc.aio.AioRpcError) as caught:
         await stub.ObserveCodeRule(request, metadata=bearer(team["orchestrator"].key))
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+async def test_grpc_reflections_refuse_agents_other_tenants_and_bad_input(
+    stub: Any, team: dict[str, Actor], engine: AsyncEngine
+) -> None:
+    agent, outsider = team["agent"], team["outsider"]
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await stub.StartReflection(pb2.JsonRequest(json="{}"), metadata=bearer(agent.key))
+    assert caught.value.code() == grpc.StatusCode.PERMISSION_DENIED
+    theirs = json.dumps({"org": agent.principal.org, "project": agent.principal.project})
+    for call in (stub.StartReflection, stub.ListReflections):
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await call(pb2.JsonRequest(json=theirs), metadata=bearer(outsider.key))
+        assert caught.value.code() == grpc.StatusCode.NOT_FOUND
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await call(pb2.JsonRequest(json='{"org": "a/b"}'), metadata=bearer(agent.key))
+        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    human = await make_actor(engine, ActorType.HUMAN, agent.principal.org, agent.principal.project)
+    async with engine.begin() as conn:
+        await revoke_key(conn, human.key.split("_")[1])
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await stub.StartReflection(pb2.JsonRequest(json="{}"), metadata=bearer(human.key))
+    assert caught.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    listed = await stub.ListReflections(pb2.JsonRequest(json=""), metadata=bearer(agent.key))
+    assert json.loads(listed.json) == {"reflections": []}

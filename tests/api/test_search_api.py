@@ -100,7 +100,7 @@ async def test_search_returns_score_parts_and_citations(gateway_url: str, world:
         parts["type_weight"] * parts["similarity"]
         + 0.015 * parts["recency"]
         + 0.015 * parts["importance"]
-        + 0.01 * parts["usefulness"]
+        + 0.02 * parts["usefulness"]
     )
     assert len(results) <= 3
 

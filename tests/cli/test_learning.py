@@ -133,3 +133,13 @@ def test_rules_observe_refuses_what_the_api_refuses(world: dict[str, Any]) -> No
         assert refused.returncode == 1 and "forbidden" in refused.stderr, (who, refused.stderr)
     bad = run_cli("rules", "observe", world["rule"], "maybe", env=world["human"])
     assert bad.returncode == 2 and "maybe" in bad.stderr
+
+
+def test_reflections_list_and_start_refusals(world: dict[str, Any]) -> None:
+    listed = run_cli("reflections", "list", env=world["human"])
+    assert listed.returncode == 0, listed.stderr
+    assert "no reflection yet" in listed.stdout
+    refused = run_cli("reflections", "start", env=world["agent"])
+    assert refused.returncode == 1 and "forbidden" in refused.stderr, refused.stderr
+    other = run_cli("reflections", "list", "--org", "another-org", "--project", "p", env=world["human"])
+    assert other.returncode == 1 and "not_found" in other.stderr, other.stderr

@@ -12,6 +12,7 @@ from governance.ranking import (
     ScoreWeights,
     TypePreference,
     normalized_rrf,
+    observed_usefulness,
     recency,
     rrf_scores,
     score_parts,
@@ -59,7 +60,28 @@ def test_score_parts_default_is_relevance_plus_small_adjustments() -> None:
         (0.8, 0.5, 0.3, 0.7)
     )
     assert parts.type_weight == 1.0
-    assert parts.score == pytest.approx(0.8 + 0.015 * 0.5 + 0.015 * 0.3 + 0.01 * 0.7)
+    assert parts.score == pytest.approx(0.8 + 0.015 * 0.5 + 0.015 * 0.3 + 0.02 * 0.7)
+
+
+def test_score_parts_often_retrieved_useless_memory_sinks_below_an_equally_relevant_one() -> None:
+    common = {"similarity": 0.9, "when": NOW, "now": NOW, "importance": 0.6, "confidence": 0.8}
+    plain = score_parts(**common)  # type: ignore[arg-type]
+    judged_once = score_parts(**common, usefulness=0.35)  # type: ignore[arg-type]
+    judged_often = score_parts(**common, usefulness=0.35, retrievals=40)  # type: ignore[arg-type]
+    assert judged_often.score < judged_once.score < plain.score
+    # the feedback's distance from 0.5 counts 1 + 40/50 times after 40 retrievals
+    assert judged_often.usefulness == pytest.approx(0.5 - 0.15 * 1.8)
+    # retrievals alone move nothing, and liked memories rise the same way
+    assert score_parts(**common, retrievals=500).score == pytest.approx(plain.score)  # type: ignore[arg-type]
+    liked = score_parts(**common, usefulness=0.65, retrievals=40)  # type: ignore[arg-type]
+    assert liked.score > plain.score
+
+
+def test_observed_usefulness_stays_in_bounds() -> None:
+    assert observed_usefulness(0.0, 10**6) == 0.0
+    assert observed_usefulness(1.0, 10**6) == 1.0
+    assert observed_usefulness(0.2, 0) == pytest.approx(0.2)
+    assert observed_usefulness(0.2, 10) == pytest.approx(0.5 - 0.3 * 1.5)
 
 
 def test_score_parts_less_relevant_never_outranks_beyond_the_bound() -> None:

@@ -148,7 +148,7 @@ async def test_search_score_parts_add_up_to_score(engine: AsyncEngine, world: di
     for h in hits:
         p = h.parts
         assert p.score == pytest.approx(
-            p.similarity + 0.015 * p.recency + 0.015 * p.importance + 0.01 * p.usefulness
+            p.similarity + 0.015 * p.recency + 0.015 * p.importance + 0.02 * p.usefulness
         )
         assert p.importance == pytest.approx(h.importance * h.confidence)
         assert 0.0 < p.similarity <= 1.0 and 0.9 < p.recency <= 1.0

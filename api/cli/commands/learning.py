@@ -1,9 +1,11 @@
-"""`loregate patterns match` and `loregate rules observe|candidates`: memory that learns, from a shell.
+"""`loregate patterns match`, `loregate rules observe|candidates`, `loregate reflections list|start`.
 
 `patterns match` asks which published bug patterns an error matches (same signature first), with each
 pattern's solutions best first: what a person or a script does when a task meets an error. The error is an
 argument, or `-` to read it (a whole traceback) from standard input. `rules observe` reports how a code rule
 fared (its confidence moves by EMA); `rules candidates` lists the rules below 0.3, for a human to retire.
+`reflections list` shows a project's reflections; `reflections start` (a human who may approve the project)
+starts one now, instead of waiting for the importance threshold or the nightly sweep.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from api.cli.commands._common import print_json as _print_json
 from api.schemas.learning import BugPatternPublic
 from governance.trust import RuleOutcome
 
-__all__ = ["register", "match", "observe", "candidates"]
+__all__ = ["register", "match", "observe", "candidates", "list_reflections", "start_reflection"]
 
 UrlOption = Annotated[str | None, typer.Option("--url", help="Gateway URL (LOREGATE_URL).")]
 KeyOption = Annotated[
@@ -31,6 +33,9 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print the gateway's JS
 
 patterns_app = typer.Typer(help="Bug patterns: what an error matches, and the fixes that worked.")
 rules_app = typer.Typer(help="Code rules: observations that move their confidence, retirement candidates.")
+reflections_app = typer.Typer(help="Reflection: episodes distilled into insights, through the gate.")
+OrgOption = Annotated[str | None, typer.Option("--org", help="Default: your key's org.")]
+ProjectOption = Annotated[str | None, typer.Option("--project", help="Default: your key's project.")]
 
 
 def _solutions(pattern: BugPatternPublic) -> str:
@@ -115,6 +120,61 @@ def candidates(url: UrlOption = None, api_key: KeyOption = None, as_json: JsonOp
     console.print(table)
 
 
+@reflections_app.command("list")
+def list_reflections(
+    org: OrgOption = None,
+    project: ProjectOption = None,
+    url: UrlOption = None,
+    api_key: KeyOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """The project's newest reflections: what started each, its state, episodes read, insights staged."""
+    with _client(url, api_key) as client:
+        answer = client.reflections(org=org, project=project)
+    if as_json:
+        _print_json(answer)
+        return
+    if not answer.reflections:
+        console.print("no reflection yet")
+        return
+    table = Table(title=f"{len(answer.reflections)} reflections")
+    for name in ("started", "trigger", "state", "episodes", "insights", "reflection task"):
+        table.add_column(name, overflow="fold", no_wrap=name != "reflection task")
+    for r in answer.reflections:
+        table.add_row(
+            r.created_at.isoformat()[:19],
+            r.trigger,
+            r.state,
+            str(r.episode_count),
+            str(r.insight_count),
+            escape(r.task_id or ""),
+        )
+    console.print(table)
+
+
+@reflections_app.command("start")
+def start_reflection(
+    org: OrgOption = None,
+    project: ProjectOption = None,
+    url: UrlOption = None,
+    api_key: KeyOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Reflect on the project's pending episodes now (a human allowed to approve the project)."""
+    with _client(url, api_key) as client:
+        answer = client.start_reflection(org=org, project=project)
+    if as_json:
+        _print_json(answer)
+        return
+    verb = "started" if answer.started else "already running"
+    console.print(
+        f"reflection of {escape(answer.org)}/{escape(answer.project)} {verb}: workflow {answer.workflow_id} "
+        "(its insights wait for approval: loregate promotions --pending)",
+        highlight=False,
+    )
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(patterns_app, name="patterns")
     app.add_typer(rules_app, name="rules")
+    app.add_typer(reflections_app, name="reflections")
