@@ -6,7 +6,7 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from api.schemas.text import Text
+from api.schemas.text import SPACE, Text
 
 __all__ = [
     "ErasureKind",
@@ -44,7 +44,7 @@ class ErasureIn(BaseModel):
         default=None,
         min_length=3,
         max_length=500,
-        pattern=r"^[^\x00]*[^\s\x00][^\x00]*$",
+        pattern=f"^[^\\x00]*[^{SPACE}\\x00][^\\x00]*$",
         description="Erase every text containing this string (not blank)",
     )
     org: str | None = Field(default=None, min_length=1, max_length=200, description="A subject's tenant")

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
-from api.schemas.text import MAX_JSON_DEPTH, JsonPayload, Text
+from api.schemas.text import MAX_JSON_DEPTH, SPACE, JsonPayload, Text
 from governance.scopes import EntryKind
 from governance.staging import TASK_ID_PATTERN
 
@@ -22,7 +22,7 @@ __all__ = [
     "EntriesPage",
 ]
 
-_Name = Field(min_length=1, max_length=200, pattern=r"^[^/\s*][^/*]*$")
+_Name = Field(min_length=1, max_length=200, pattern=f"^[^/*{SPACE}][^/*]*$")
 
 
 class TaskCreate(BaseModel):

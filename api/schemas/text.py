@@ -14,8 +14,13 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator
 
+# whitespace for a regex character class: `\s` differs between engines (JSON Schema's, ECMAScript, has U+FEFF;
+# pydantic's, Rust's Unicode White_Space, has U+0085), so naming both makes the schema and the server agree
+SPACE = "\\s\x85\ufeff"
+
 __all__ = [
     "MAX_JSON_DEPTH",
+    "SPACE",
     "Text",
     "JsonPayload",
     "lone_surrogate",
