@@ -12,6 +12,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from api.cli.commands._common import api_client as _client
 from api.cli.commands._common import console, fail
@@ -150,6 +151,58 @@ def _plan_table(plan: list[dict[str, Any]]) -> Table:
     return table
 
 
+def _diff_line(ops: list[dict[str, str]]) -> Text:
+    """A word diff for a terminal: removed words struck through in red, added ones in green."""
+    line = Text()
+    for op in ops:
+        if op["op"] == "delete":
+            line.append(f"[-{op['text']}-]", style="red strike")
+        elif op["op"] == "insert":
+            line.append(f"{{+{op['text']}+}}", style="green")
+        else:
+            line.append(op["text"])
+    return line
+
+
+def _changes(plan: list[dict[str, Any]]) -> None:
+    """Under the table, what each item changes: the memory it replaces or merges into (trust, approver and
+    a word diff), or the nearest memories of a new one, so an approver never has to look an id up."""
+    for n, entry in enumerate(plan, start=1):
+        number = int(entry.get("index", n - 1)) + 1
+        if entry["decision"] in ("supersede", "duplicate") and entry.get("target_id"):
+            verb = "replaces" if entry["decision"] == "supersede" else "merges into"
+            if entry.get("target_withheld"):
+                console.print(f"#{number} {verb} a memory you may not read", style="yellow", highlight=False)
+                continue
+            trust = entry.get("target_trust")
+            approver = entry.get("target_approved_by")
+            facts = [
+                f"trust {trust:.2f}" if trust is not None else None,
+                f"approved by {approver}" if approver else "no approval recorded",
+                f"published by {entry['target_published_by']}" if entry.get("target_published_by") else None,
+            ]
+            console.print(
+                f"#{number} {verb} mem:{entry.get('target_citation') or entry['target_id']} "
+                f"“{entry.get('target_title') or ''}” ({', '.join(f for f in facts if f)})",
+                highlight=False,
+                markup=False,
+            )
+            if entry.get("diff") is not None:
+                console.print(Text("   ") + _diff_line(entry["diff"]), highlight=False)
+        elif entry["decision"] == "new":
+            near = entry.get("nearest") or []
+            listed = "; ".join(
+                f"mem:{m['citation']} “{m['title']}” "
+                f"(similarity {m['similarity']:.2f}, trust {m['trust']:.2f})"
+                for m in near
+            )
+            console.print(
+                f"#{number} new; nearest at the target scope: {listed or 'none'}",
+                highlight=False,
+                markup=False,
+            )
+
+
 def promotion(
     task: TaskArgument,
     show_all: Annotated[
@@ -190,6 +243,7 @@ def promotion(
     plan = answer.get("plan") or []
     if plan:
         console.print(_plan_table(plan))
+        _changes(plan)
     total = int(answer.get("plan_total") or len(plan))
     if total > len(plan):
         console.print(
