@@ -19,6 +19,7 @@ from governance.identity import Principal
 from governance.scopes import MemoryType, Scope
 from governance.storage.listing import MemoryState, list_memories
 from governance.storage.memory_links import DerivationLinks, LinkedMemory, derivation_links
+from governance.storage.plan_review import PublishedTarget, published_targets
 
 __all__ = [
     "MemoryFilter",
@@ -30,6 +31,7 @@ __all__ = [
     "TrustStep",
     "trust_history",
     "readable_links",
+    "publication",
 ]
 
 BROWSE_PAGE_MAX = 200
@@ -208,3 +210,9 @@ async def readable_links(state: GatewayResources, principal: Principal, memory_i
         sources=[m for m in links.sources if _readable(state, principal, m)],
         derived=[m for m in links.derived if _readable(state, principal, m)],
     )
+
+
+async def publication(state: GatewayResources, memory_id: str) -> PublishedTarget | None:
+    """Who published the memory and who approved it then (the caller may already read it)."""
+    async with state.engine.connect() as conn:
+        return (await published_targets(conn, [memory_id])).get(memory_id)

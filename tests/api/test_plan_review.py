@@ -191,8 +191,14 @@ async def test_plan_review_in_the_console_pending_page(scenario: Scenario) -> No
         pending = await console.get("/console/promotions")
         assert scenario.task_id in pending.text
         page = await console.get(f"/console/promotions/{scenario.task_id}")
+        plan = (await console.get(f"/v1/promotions/{scenario.task_id}/plan", headers=human.headers)).json()
+        target = next(i["target_id"] for i in plan["items"] if i["decision"] == "supersede")
+        memory = await console.get(f"/console/memories/{target}")
     assert page.status_code == 200 and csrf_of(page.text)
+    # the memory the supersede replaces names its approver and the approval's note on its own page
+    assert f"<code>{human.principal.id}</code>" in memory.text and "“checked”" in memory.text
     html = page.text
+    assert "Word diff: the same words as the published memory." in html  # the duplicate
     assert "<del>the async API</del><ins>its own pool</ins>" in html
     assert html.count(f"<code>{human.principal.id}</code>") >= 2  # the approver of both targets
     assert "Its trust" in html and "Nearest published memories at project scope" in html

@@ -299,6 +299,7 @@ async def memory_page(
         trail=trail,
         links=links,
         trust=browse.trust_history(trail),
+        published=await browse.publication(resources, str(shown.memory["id"])),
     )
 
 
