@@ -20,7 +20,12 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 from temporalio.client import Client
 
+from api.services.gateway import GatewayResources, load_task
+from api.services.plan_review import reviewed_entries, target_scope_key
+from governance.config import Settings
 from governance.scopes import ActorType
+from governance.storage.plans import PlanKey, latest_plan, plan_page
+from policy.enforcer import make_authorizer
 from tests.api.test_console import csrf_of, sign_in
 from tests.utils.cli import cli_env, run_cli
 from tests.utils.factories import Actor, make_actor, new_tenant
@@ -33,6 +38,10 @@ NEW_DRIVER = "db.driver: asyncpg with its own pool\nmarker-new-driver: chosen fo
 RUNNERS = "The CI runners have two CPU cores and 7 GB of memory.\nmarker-runners: measured in March"
 DEPLOYS = "Deploys go out from the main branch at noon.\nmarker-deploys: the runners build them"
 MARKERS = ("marker-old-driver", "marker-new-driver", "marker-runners", "marker-deploys")
+# a GitHub token staged with the old driver: staging keeps it, published memory (and so the plan) never has it
+SECRET = "ghp_" + "A1b2C3d4" * 4 + "Z9y8"
+OLD_DRIVER_STAGED = f"{OLD_DRIVER}\nread with {SECRET}"
+OLD_DRIVER_PUBLISHED = f"{OLD_DRIVER}\nread with [REDACTED]"
 
 
 @dataclass
@@ -94,7 +103,7 @@ async def scenario(engine: AsyncEngine, gateway: str, worker: None) -> Scenario:
             http,
             team,
             [
-                _entry("decision", OLD_DRIVER, "The db driver", "db.driver"),
+                _entry("decision", OLD_DRIVER_STAGED, "The db driver", "db.driver"),
                 _entry("fact", RUNNERS, "CI runner size"),
             ],
         )
@@ -136,11 +145,12 @@ async def test_plan_review_api_shows_targets_diffs_trust_approvers_and_nearest(s
     assert status.json()["plan"] == answer.json()["items"]  # the status's first page is the same review
 
     (supersede,) = items["supersede"]
-    assert supersede["content"] == NEW_DRIVER and supersede["target_content"] == OLD_DRIVER
+    assert supersede["content"] == NEW_DRIVER and supersede["target_content"] == OLD_DRIVER_PUBLISHED
     assert supersede["target_title"] == "The db driver" and supersede["target_citation"]
     assert supersede["target_approved_by"] == human.principal.id and supersede["target_approved_at"]
     assert supersede["target_published_by"] and 0.1 <= supersede["target_trust"] <= 1.0
-    assert _rebuilt(supersede["diff"], "delete") == OLD_DRIVER
+    assert _rebuilt(supersede["diff"], "delete") == OLD_DRIVER_PUBLISHED
+    assert SECRET not in answer.text and SECRET not in status.text
     assert _rebuilt(supersede["diff"], "insert") == NEW_DRIVER
     assert {"op": "delete", "text": "the async API"} in supersede["diff"]
     assert {"op": "insert", "text": "its own pool"} in supersede["diff"]
@@ -182,6 +192,7 @@ async def test_plan_review_in_the_cli_prints_diffs_approvers_and_nearest(scenari
     assert out.count(f"approved by {human.principal.id}") == 2
     assert "db.driver: [-psycopg 3-]{+asyncpg+} with [-the async API-]{+its own pool+}" in out
     assert "new; nearest at the target scope: mem:" in out and "similarity 0." in out
+    assert SECRET not in out and "[REDACTED]" in out
 
 
 async def test_plan_review_in_the_console_pending_page(scenario: Scenario) -> None:
@@ -203,6 +214,11 @@ async def test_plan_review_in_the_console_pending_page(scenario: Scenario) -> No
     assert html.count(f"<code>{human.principal.id}</code>") >= 2  # the approver of both targets
     assert "Its trust" in html and "Nearest published memories at project scope" in html
     assert "similarity 0." in html and 'href="/console/memories/' in html
+    assert SECRET not in html
+    # the memory's page: published content redacted; staging shown as written only in its provenance,
+    # to a reader of the task's staging (as GET /v1/memories/{id} does)
+    assert f'<pre class="content">{OLD_DRIVER_PUBLISHED}</pre>' in memory.text
+    assert SECRET not in memory.text.split('id="provenance"')[0]
 
 
 async def test_plan_review_leaves_no_content_in_the_workflows_history(
@@ -226,3 +242,33 @@ async def test_plan_review_leaves_no_content_in_the_workflows_history(
     assert any(b"The db driver" in blob for blob in blobs)  # the titles are there...
     for marker in MARKERS:  # ...and no content
         assert not any(marker.encode() in blob for blob in blobs), marker
+
+
+async def test_plan_review_withholds_targets_and_neighbours_the_reader_may_not_read(
+    scenario: Scenario, engine: AsyncEngine, promo_settings: Settings
+) -> None:
+    """The review judges every target and neighbour as GET /v1/memories/{id} would, with the real policy."""
+    state = GatewayResources(
+        settings=promo_settings,
+        engine=engine,
+        authorizer=make_authorizer(promo_settings.sqlalchemy_url(), watch=False),
+    )
+    async with engine.connect() as conn:
+        header = await latest_plan(conn, workflow_id_for(scenario.task_id))
+        assert header is not None
+        key = PlanKey(header.workflow_id, header.run_id)
+        rows = await plan_page(conn, key, offset=0, limit=10)
+    task = await load_task(state, scenario.task_id)
+    target_key = target_scope_key(task, "project")
+    assert target_key == f"project:{task.org}/{task.project}"
+
+    mine = await reviewed_entries(state, scenario.team["human"].principal, key, rows, target_key)
+    theirs = await reviewed_entries(state, scenario.team["outsider"].principal, key, rows, target_key)
+    changes = [e for e in mine if e.decision in ("supersede", "duplicate")]
+    assert changes and all(not e.target_withheld and e.diff for e in changes)
+    assert any(e.nearest for e in mine if e.decision == "new")
+    for entry in theirs:
+        if entry.decision in ("supersede", "duplicate"):
+            assert entry.target_withheld and entry.target_title is None and entry.target_content is None
+            assert entry.diff is None and entry.target_approved_by is None
+        assert entry.nearest == []
