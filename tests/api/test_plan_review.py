@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
+from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client
 
 from api.services.gateway import GatewayResources, load_task
@@ -235,6 +236,14 @@ async def test_plan_review_leaves_no_content_in_the_workflows_history(
     assert by_title["CI runner size, again"].target_title == "CI runner size"
     assert by_title["When deploys go out"].nearest and by_title["When deploys go out"].content == ""
 
+    # the current details the Temporal UI shows: what each change replaces or merges into, with its trust
+    # and approver, and each new item's nearest memories; where the contents and diffs are
+    meta = await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
+    details = meta.current_details
+    human = scenario.team["human"].principal.id
+    assert "replaces **The db driver**" in details and f"approved by `{human}`" in details
+    assert "merges into **CI runner size**" in details and "trust 1.00" in details
+    assert "nearest: " in details and f"loregate promotion {scenario.task_id}" in details
     # every event and the description (with the current details the Temporal UI shows), as raw bytes
     described = await handle.describe()
     blobs = [e.SerializeToString() for e in (await handle.fetch_history()).events]
