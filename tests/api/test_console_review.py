@@ -17,8 +17,10 @@ import httpx
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from governance.identity import key_id_of
 from governance.scopes import Scope
 from governance.storage.derivations import record_derivations
+from governance.storage.identity import revoke_key
 from tests.api.test_console import csrf_of, sign_in
 from tests.utils.factories import Actor
 from tests.utils.lifecycle_factories import Place, insert_memory
@@ -246,3 +248,38 @@ async def test_console_audit_trail_filters_by_type_and_actor_and_pages(
     await sign_in(console, team["outsider"])
     theirs = await console.get("/console/events", params={"type": "FEEDBACK"})
     assert theirs.status_code == 200 and not any(m in theirs.text for m in ids)
+
+
+async def test_console_revoked_key_ends_the_session_before_a_change_is_decided(
+    console: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
+) -> None:
+    request = await _change_request(console, team, engine)
+    await sign_in(console, team["human"])
+    page = await console.get(f"/console/changes/{request['id']}")
+    async with engine.begin() as conn:
+        assert await revoke_key(conn, key_id_of(team["human"].key) or "")
+    refused = await console.post(
+        f"/console/changes/{request['id']}/approve", data={"csrf_token": csrf_of(page.text)}
+    )
+    assert refused.status_code == 401
+    for path in (f"/console/changes/{request['id']}", "/console/events"):
+        again = await console.get(path, follow_redirects=False)
+        assert again.status_code == 303 and again.headers["location"] == "/console/signin"
+    after = await _state(console, team["orchestrator"], request["id"])
+    assert after["state"] == "awaiting_approval" and after["decided_by"] is None
+
+
+async def test_console_change_page_refuses_bad_ids_and_unknown_requests(
+    console: httpx.AsyncClient, team: dict[str, Actor]
+) -> None:
+    signed_in = await sign_in(console, team["human"])
+    for bad in ("not-a-hex-id!", "x" * 65):
+        refused = await console.get(f"/console/changes/{bad}")
+        assert refused.status_code == 422, bad
+    unknown = await console.get(f"/console/changes/{'0' * 8}-0000-0000-0000-{'0' * 12}")
+    assert unknown.status_code == 404
+    posted = await console.post(
+        f"/console/changes/{'0' * 8}-0000-0000-0000-{'0' * 12}/approve",
+        data={"csrf_token": csrf_of(signed_in.text), "note": "n" * 4001},
+    )
+    assert posted.status_code in (404, 422)
