@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -238,6 +239,21 @@ async def test_console_audit_trail_filters_by_type_and_actor_and_pages(
     assert second.text.count("<td>FEEDBACK</td>") == 1 and 'rel="next"' not in second.text
     shown = {m for page in (first.text, second.text) for m in ids if m in page}
     assert shown == set(ids)
+
+    # the time window (a datetime-local field's value, read as UTC)
+    now = datetime.now(UTC).replace(tzinfo=None)
+    window = {"type": "FEEDBACK", "actor": human.principal.id}
+    inside = await console.get(
+        "/console/events",
+        params={**window, "since": (now - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M")},
+    )
+    assert inside.text.count("<td>FEEDBACK</td>") == 3
+    for bounds in (
+        {"since": (now + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M")},
+        {"until": (now - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M")},
+    ):
+        outside = await console.get("/console/events", params={**window, **bounds})
+        assert outside.status_code == 200 and "No events match." in outside.text, bounds
 
     other = await console.get("/console/events", params={"type": "FEEDBACK", "actor": "nobody"})
     assert other.status_code == 200 and "No events match." in other.text

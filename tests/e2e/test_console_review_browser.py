@@ -9,10 +9,10 @@ approval of it refused (403 page); a forged CSRF token refused; the human's appr
 head's page (chain, trust history); the audit trail filtered; the task's staging, and a 404 for a reader
 of another project.
 
-Screenshots kept in tests/e2e/artifacts/: console-plan-diff.png, console-change.png,
-console-change-refused-agent.png, console-change-refused-csrf.png, console-change-applied.png,
-console-memory-links.png, console-audit.png, console-task.png, console-task-404.png (on a failure:
-console-review-failure.png).
+Screenshots kept in tests/e2e/artifacts/: console-pending-decisions.png, console-plan-diff.png,
+console-change.png, console-change-refused-agent.png, console-change-refused-csrf.png,
+console-change-applied.png, console-memory-links.png, console-audit.png, console-task.png,
+console-task-404.png (on a failure: console-review-failure.png).
 """
 
 from __future__ import annotations
@@ -126,6 +126,8 @@ async def _review(
     first, second, change_id = ids
     human = team["human"]
     await _sign_in(page, platform, human)
+    await expect(page.get_by_role("link", name=f"supersede {change_id[:8]}")).to_be_visible()
+    await _shot(page, "console-pending-decisions.png")
 
     # the pending plan: a supersede and a duplicate with their targets and diffs, a new item with neighbours
     await expect(page.get_by_role("link", name=second, exact=True)).to_be_visible()
