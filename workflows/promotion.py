@@ -117,10 +117,10 @@ def _what_it_changes(entry: PlanEntry) -> list[str]:
         if entry.target_approved_by:
             approver = f", approved by `{entry.target_approved_by}`"
         title = entry.target_title or entry.target_id
-        return [f"   - {verb} **{title}** (`{entry.target_id}`{similarity}{trust}{approver})"]
+        return [f"   ↳ {verb} **{title}** (`{entry.target_id}`{similarity}{trust}{approver})"]
     if entry.decision == "new" and entry.nearest:
         near = "; ".join(f"{n.title} (`mem:{n.citation}`, {n.similarity:.2f})" for n in entry.nearest)
-        return [f"   - nearest: {near}"]
+        return [f"   ↳ nearest: {near}"]
     return []
 
 
@@ -140,8 +140,10 @@ def _markdown(status: PromotionStatus, decisions: dict[str, int] | None = None) 
         lines += ["", f"**Plan** ({status.plan_total} memories{': ' + counts if counts else ''}):", ""]
         for n, entry in enumerate(status.plan, start=1):
             key = f", key `{entry.canonical_key}`" if entry.canonical_key else ""
-            lines.append(f"{n}. **{entry.title}** — {entry.memory_type}, {entry.decision}{key}")
-            lines += _what_it_changes(entry)
+            line = f"{n}. **{entry.title}** — {entry.memory_type}, {entry.decision}{key}"
+            below = _what_it_changes(entry)
+            # a hard line break (two trailing spaces): the Temporal UI runs a nested list into its parent
+            lines += [f"{line}  ", *below] if below else [line]
         lines += [
             "",
             f"Each change with its word diff: `loregate promotion {status.task_id}`, "

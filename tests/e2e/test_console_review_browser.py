@@ -12,7 +12,8 @@ of another project.
 Screenshots kept in tests/e2e/artifacts/: console-pending-decisions.png, console-plan-diff.png,
 console-change.png, console-change-refused-agent.png, console-change-refused-csrf.png,
 console-change-applied.png, console-memory-links.png, console-audit.png, console-task.png,
-console-task-404.png (on a failure: console-review-failure.png).
+console-task-404.png, and temporal-details-plan.png (the plan in the Temporal UI's current details;
+on a failure: console-review-failure.png).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -27,6 +29,7 @@ from playwright.async_api import Browser, Page, expect
 
 from tests.e2e.conftest import ARTIFACTS, UI_TIMEOUT_MS, Platform, Principal
 from workflows.change_request_contract import workflow_id_for
+from workflows.promotion_contract import workflow_id_for as promotion_id_for
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -215,6 +218,18 @@ async def _review(
     await expect(agent_page.get_by_role("heading", level=1)).to_contain_text("404")
     await expect(agent_page.get_by_text(OLD_DRIVER)).to_have_count(0)
     await _shot(agent_page, "console-task-404.png")
+
+    # the same plan in the Temporal UI's current details: targets, trust, approvers, neighbours; no content
+    await page.goto(
+        f"{platform.ui_url}/namespaces/{platform.namespace}/workflows/{quote(promotion_id_for(second))}"
+    )
+    await page.get_by_role("tab", name="User Metadata").click()
+    details = page.frame_locator("iframe#user-metadata-current-details")
+    await expect(details.get_by_text("replaces", exact=False).first).to_be_visible()
+    await expect(details.get_by_text(f"approved by {human.id}", exact=False).first).to_be_visible()
+    await expect(details.get_by_text("nearest:", exact=False).first).to_be_visible()
+    await expect(details.get_by_text("GB of memory.", exact=False).first).to_be_visible()  # titles only
+    await _shot(page, "temporal-details-plan.png")
 
 
 async def test_console_reviewer_sees_diffs_decides_a_change_and_reads_the_trail(
