@@ -160,8 +160,7 @@ async def _complete_plan(state: GatewayResources, task_id: str) -> PlanHeader | 
 async def _stored(
     state: GatewayResources, principal: Principal, task: TaskInfo, status: PromotionStatus, live: bool
 ) -> dict[str, Any]:
-    """The plan's first page (reviewed) and the publication's, from the database, as `PromotionPublic`
-    fields."""
+    """The plan's first page, reviewed for `principal`, and the publication's, as `PromotionPublic` fields."""
     header = await _complete_plan(state, task.id)
     if header is None or (live and not status.plan_total and not status.published_total):
         # no plan yet (a re-run after a failure has not planned: an older run's plan is not this one's)

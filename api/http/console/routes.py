@@ -1,5 +1,7 @@
 """The console's pages: sign in, pending decisions, the memory browser, a memory, a task's staging.
 
+(Change requests and the audit trail are in review.py, on the same router.)
+
 Each handler calls the same use case in api/services/ as the matching API route, as the principal whose
 API key opened the session; no permission is decided here. Every POST carries the session's CSRF token in
 a hidden field and must come from the console's own origin (`CheckedSession`).
@@ -82,6 +84,7 @@ CheckedSession = Annotated[ConsoleSession, Depends(_checked)]
 
 
 def see_other(path: str) -> RedirectResponse:
+    """A 303 to `path` with the console's security headers (after a form post, or to sign in)."""
     return RedirectResponse(path, status_code=303, headers=SECURITY_HEADERS)
 
 
@@ -173,6 +176,7 @@ async def promotion_list(
 
 
 def workflow_url(resources: Resources, workflow_id: str) -> str:
+    """The workflow's page in the Temporal UI (`LOREGATE_TEMPORAL_UI_URL`)."""
     settings = resources.settings
     namespace = quote(settings.temporal_namespace, safe="")
     return f"{settings.temporal_ui_base()}/namespaces/{namespace}/workflows/{quote(workflow_id, safe='')}"
