@@ -304,6 +304,9 @@ def _preview_item(
 ) -> PlanItem:
     """A plan item as Temporal's history may hold it: short titles, trust, approver, no content.
 
+    A target's title is there (an erasure of the target finds this workflow by `target_id`); the nearest
+    memories only by citation and similarity.
+
     The content stays in Postgres (the API serves it), so erasing it there leaves no copy in a history.
     """
     target = targets.get(row.target_id or "") if row.decision in ("supersede", "duplicate") else None
@@ -311,9 +314,10 @@ def _preview_item(
         target_title=preview(target.title, _NEAR_TITLE_CHARS) if target is not None else None,
         target_trust=target.confidence if target is not None else None,
         target_approved_by=target.approved_by if target is not None else None,
+        # the nearest by citation and similarity, not title: nothing records which histories named them,
+        # so an erasure receipt could not name those histories (a target's is found by target_id)
         nearest=[
-            NearbyMemory(n.id, n.citation, preview(n.title, _NEAR_TITLE_CHARS), round(n.similarity, 3))
-            for n in nearest.get(row.idx, [])
+            NearbyMemory(n.id, n.citation, "", round(n.similarity, 3)) for n in nearest.get(row.idx, [])
         ],
         index=row.idx,
         memory_type=row.memory_type,

@@ -22,7 +22,10 @@ class PublishedMemory:
 
 @dataclass
 class NearbyMemory:
-    """A published memory near a plan item (its nearest at the target scope): ids, short title, similarity."""
+    """A published memory near a plan item (its nearest at the target scope): ids and similarity.
+
+    `title` is empty where it travels through Temporal (workflows/promotion.py shows citations there).
+    """
 
     memory_id: str
     citation: str

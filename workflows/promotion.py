@@ -119,8 +119,13 @@ def _what_it_changes(entry: PlanEntry) -> list[str]:
         title = entry.target_title or entry.target_id
         return [f"   ↳ {verb} **{title}** (`{entry.target_id}`{similarity}{trust}{approver})"]
     if entry.decision == "new" and entry.nearest:
-        near = "; ".join(f"{n.title} (`mem:{n.citation}`, {n.similarity:.2f})" for n in entry.nearest)
-        return [f"   ↳ nearest: {near}"]
+        near = ", ".join(
+            f"{n.title} (`mem:{n.citation}`, {n.similarity:.2f})"
+            if n.title
+            else f"`mem:{n.citation}` {n.similarity:.2f}"
+            for n in entry.nearest
+        )
+        return [f"   ↳ nearest (titles in the console or the CLI): {near}"]
     return []
 
 

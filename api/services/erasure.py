@@ -9,9 +9,10 @@ A dry run lists what would go: ids, citations, titles and content hashes, never 
 deletes and scrubs everything in one transaction (governance/storage/erasure.py) and records the receipt in
 it: an ERASED event with ids, counts, sha256 of each erased content, who and when — no content, no subject
 (only its hash). Staging archive files of an erased task are removed after the commit. Temporal histories
-of the promotion workflows involved hold ids, counts and the short titles of the plan's first items (never
-their content: the plan is a claim check in Postgres): erasure cannot rewrite them, so the receipt names
-those workflows, whose histories go when Temporal's retention removes them.
+of the promotion workflows involved hold ids, counts and the short titles of the plan's first items and of
+the memories they merge into or replace (never their content: the plan is a claim check in Postgres):
+erasure cannot rewrite them, so the receipt names those workflows, whose histories go when Temporal's
+retention removes them.
 """
 
 from __future__ import annotations

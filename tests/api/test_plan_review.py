@@ -234,7 +234,10 @@ async def test_plan_review_leaves_no_content_in_the_workflows_history(
     assert supersede.target_approved_by == scenario.team["human"].principal.id
     assert supersede.target_trust is not None
     assert by_title["CI runner size, again"].target_title == "CI runner size"
-    assert by_title["When deploys go out"].nearest and by_title["When deploys go out"].content == ""
+    deploys = by_title["When deploys go out"]
+    assert deploys.nearest and deploys.content == ""
+    # the nearest by citation only: nothing records which histories named them, so no title goes there
+    assert all(n.citation and n.title == "" for n in deploys.nearest)
 
     # the current details the Temporal UI shows: what each change replaces or merges into, with its trust
     # and approver, and each new item's nearest memories; where the contents and diffs are
@@ -243,7 +246,8 @@ async def test_plan_review_leaves_no_content_in_the_workflows_history(
     human = scenario.team["human"].principal.id
     assert "replaces **The db driver**" in details and f"approved by `{human}`" in details
     assert "merges into **CI runner size**" in details and "trust 1.00" in details
-    assert "nearest: " in details and f"loregate promotion {scenario.task_id}" in details
+    assert "nearest (titles in the console or the CLI): `mem:" in details
+    assert f"loregate promotion {scenario.task_id}" in details
     # every event and the description (with the current details the Temporal UI shows), as raw bytes
     described = await handle.describe()
     blobs = [e.SerializeToString() for e in (await handle.fetch_history()).events]
@@ -281,3 +285,17 @@ async def test_plan_review_withholds_targets_and_neighbours_the_reader_may_not_r
             assert entry.target_withheld and entry.target_title is None and entry.target_content is None
             assert entry.diff is None and entry.target_approved_by is None
         assert entry.nearest == []
+
+
+async def test_plan_review_erasing_a_target_names_the_promotions_that_show_its_title(
+    scenario: Scenario,
+) -> None:
+    """The workflow's preview holds a target's title, so an erasure receipt names that workflow."""
+    human = scenario.team["human"]
+    async with httpx.AsyncClient(base_url=scenario.gateway, timeout=30) as http:
+        plan = (await http.get(f"/v1/promotions/{scenario.task_id}/plan", headers=human.headers)).json()
+        target = next(i["target_id"] for i in plan["items"] if i["decision"] == "supersede")
+        dry = await http.delete(f"/v1/memories/{target}", headers=human.headers, params={"dry_run": "true"})
+    assert dry.status_code == 200, dry.text
+    assert workflow_id_for(scenario.task_id) in dry.json()["temporal_workflows"]
+    assert workflow_id_for(scenario.first_task) in dry.json()["temporal_workflows"]

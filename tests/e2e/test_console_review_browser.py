@@ -227,7 +227,7 @@ async def _review(
     details = page.frame_locator("iframe#user-metadata-current-details")
     await expect(details.get_by_text("replaces", exact=False).first).to_be_visible()
     await expect(details.get_by_text(f"approved by {human.id}", exact=False).first).to_be_visible()
-    await expect(details.get_by_text("nearest:", exact=False).first).to_be_visible()
+    await expect(details.get_by_text("nearest (titles in the console", exact=False).first).to_be_visible()
     await expect(details.get_by_text("GB of memory.", exact=False).first).to_be_visible()  # titles only
     await _shot(page, "temporal-details-plan.png")
 
