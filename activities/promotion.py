@@ -30,12 +30,13 @@ from governance.cognify import Candidate, StagedEntry, episode_candidate, skill_
 from governance.config import Settings
 from governance.dedup import Decision, classify, content_hash
 from governance.errors import InvalidInput, NotFound
-from governance.publication import PublishedMemory
+from governance.publication import NearbyMemory, PublishedMemory
 from governance.redaction import redact, redact_json
 from governance.scopes import SCOPE_LEVEL, ActorType, Scope, scope_key
 from governance.storage.derivations import record_derivations
 from governance.storage.events import EventType, record_event
 from governance.storage.lifecycle import NewMemory, find_neighbours, publish_candidate
+from governance.storage.plan_review import NearMemory, PublishedTarget, nearest_memories, published_targets
 from governance.storage.plans import (
     PlanKey,
     PlannedItem,
@@ -96,6 +97,8 @@ PLAN_CHUNK = 64
 # plan is in the database, governance/storage/plans.py, and the API serves it page by page)
 PREVIEW_ITEMS = 20
 PREVIEW_CHARS = 200
+# the titles of targets and nearest memories in a preview: short, the Temporal UI shows them in a list
+_NEAR_TITLE_CHARS = 80
 _CRITIQUE_CHARS = 2000
 _PUBLISH_PAGE = 500  # plan items publish reads at a time
 _PUBLISH_JUDGE_TIMEOUT = (
@@ -218,6 +221,12 @@ class PlanItem:
     target_id: str | None
     similarity: float | None
     reason: str
+    # what an approver weighs, without content (Temporal's history never holds memory content): the
+    # target's title, trust and approver (supersede, duplicate), or the nearest memories (new)
+    target_title: str | None = None
+    target_trust: float | None = None
+    target_approved_by: str | None = None
+    nearest: list[NearbyMemory] = field(default_factory=list)
 
 
 @dataclass
@@ -290,12 +299,26 @@ def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _preview_item(row: PlanRow) -> PlanItem:
-    """A plan item as Temporal's history may hold it: a short title, no content.
+def _preview_item(
+    row: PlanRow, targets: dict[str, PublishedTarget], nearest: dict[int, list[NearMemory]]
+) -> PlanItem:
+    """A plan item as Temporal's history may hold it: short titles, trust, approver, no content.
+
+    A target's title is there (an erasure of the target finds this workflow by `target_id`); the nearest
+    memories only by citation and similarity.
 
     The content stays in Postgres (the API serves it), so erasing it there leaves no copy in a history.
     """
+    target = targets.get(row.target_id or "") if row.decision in ("supersede", "duplicate") else None
     return PlanItem(
+        target_title=preview(target.title, _NEAR_TITLE_CHARS) if target is not None else None,
+        target_trust=target.confidence if target is not None else None,
+        target_approved_by=target.approved_by if target is not None else None,
+        # the nearest by citation and similarity, not title: nothing records which histories named them,
+        # so an erasure receipt could not name those histories (a target's is found by target_id)
+        nearest=[
+            NearbyMemory(n.id, n.citation, "", round(n.similarity, 3)) for n in nearest.get(row.idx, [])
+        ],
         index=row.idx,
         memory_type=row.memory_type,
         title=preview(row.title),
@@ -528,13 +551,19 @@ class PromotionActivities:
                 await finish_plan(conn, key, len(indexes))
                 decisions = await plan_counts(conn, key)
                 first = await plan_page(conn, key, offset=0, limit=PREVIEW_ITEMS)
+                targets = await published_targets(
+                    conn, [r.target_id for r in first if r.target_id is not None]
+                )
+                nearest = await nearest_memories(
+                    conn, key, [r.idx for r in first if r.decision == "new"], data.scope_key
+                )
         finally:
             beating.cancel()
         return PlanResult(
             run_id=data.run_id,
             total=len(indexes),
             decisions=decisions,
-            preview=[_preview_item(row) for row in first],
+            preview=[_preview_item(row, targets, nearest) for row in first],
             embedded=progress.embedded,
             cached=progress.cached,
             resumed_from=resumed_from,

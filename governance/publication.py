@@ -1,10 +1,10 @@
-"""What publishing one planned memory did: the record the gate's publish step returns and its status shows."""
+"""What publishing one planned memory did, and what a plan item is near: records the gate's steps return."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["PublishedMemory"]
+__all__ = ["PublishedMemory", "NearbyMemory"]
 
 
 @dataclass
@@ -18,3 +18,16 @@ class PublishedMemory:
     title: str
     superseded_id: str | None
     replayed: bool
+
+
+@dataclass
+class NearbyMemory:
+    """A published memory near a plan item (its nearest at the target scope): ids and similarity.
+
+    `title` is empty where it travels through Temporal (workflows/promotion.py shows citations there).
+    """
+
+    memory_id: str
+    citation: str
+    title: str
+    similarity: float

@@ -117,6 +117,28 @@ class _Decision:
     note: str
 
 
+def _what_it_changes(entry: PlanEntry) -> list[str]:
+    """Sub-lines of a plan item: what it replaces or merges into, or its nearest memories (no content)."""
+    if entry.decision in ("supersede", "duplicate") and entry.target_id:
+        verb = "replaces" if entry.decision == "supersede" else "merges into"
+        similarity = f", similarity {entry.similarity:.2f}" if entry.similarity is not None else ""
+        trust = f", trust {entry.target_trust:.2f}" if entry.target_trust is not None else ""
+        approver = ", no approval recorded"
+        if entry.target_approved_by:
+            approver = f", approved by `{entry.target_approved_by}`"
+        title = entry.target_title or entry.target_id
+        return [f"   ↳ {verb} **{title}** (`{entry.target_id}`{similarity}{trust}{approver})"]
+    if entry.decision == "new" and entry.nearest:
+        near = ", ".join(
+            f"{n.title} (`mem:{n.citation}`, {n.similarity:.2f})"
+            if n.title
+            else f"`mem:{n.citation}` {n.similarity:.2f}"
+            for n in entry.nearest
+        )
+        return [f"   ↳ nearest (titles in the console or the CLI): {near}"]
+    return []
+
+
 def _markdown(status: PromotionStatus, decisions: dict[str, int] | None = None) -> str:
     lines = [
         f"**Promotion of task `{status.task_id}` into {status.target_scope} scope** — `{status.state}`",
@@ -133,7 +155,16 @@ def _markdown(status: PromotionStatus, decisions: dict[str, int] | None = None) 
         lines += ["", f"**Plan** ({status.plan_total} memories{': ' + counts if counts else ''}):", ""]
         for n, entry in enumerate(status.plan, start=1):
             key = f", key `{entry.canonical_key}`" if entry.canonical_key else ""
-            lines.append(f"{n}. **{entry.title}** — {entry.memory_type}, {entry.decision}{key}")
+            line = f"{n}. **{entry.title}** — {entry.memory_type}, {entry.decision}{key}"
+            below = _what_it_changes(entry)
+            # a hard line break (two trailing spaces): the Temporal UI runs a nested list into its parent
+            lines += [f"{line}  ", *below] if below else [line]
+        lines += [
+            "",
+            f"Each change with its word diff: `loregate promotion {status.task_id}`, "
+            f"`GET /v1/promotions/{status.task_id}/plan`, or the console's page of this promotion "
+            f"(`/console/promotions/{status.task_id}`).",
+        ]
         if status.plan_total > len(status.plan):
             lines += [
                 "",
@@ -468,6 +499,10 @@ class PromotionWorkflow:
                 i.target_id,
                 i.similarity,
                 i.reason,
+                i.target_title,
+                i.target_trust,
+                i.target_approved_by,
+                list(i.nearest),
             )
             for i in planned.preview
         ]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from governance.errors import Conflict, InvalidInput, NotFound
-from governance.publication import PublishedMemory
+from governance.publication import NearbyMemory, PublishedMemory
 
 __all__ = [
     "PromotionState",
@@ -33,6 +33,7 @@ __all__ = [
     "PromotionStatus",
     "PromotionResult",
     "PublishedMemory",
+    "NearbyMemory",
 ]
 
 
@@ -177,6 +178,12 @@ class PlanEntry:
     target_id: str | None
     similarity: float | None
     reason: str
+    # what an approver weighs in the Temporal UI, still without content: the target's short title, trust and
+    # the approver recorded when it was published (supersede, duplicate); the nearest memories (new)
+    target_title: str | None = None
+    target_trust: float | None = None
+    target_approved_by: str | None = None
+    nearest: list[NearbyMemory] = field(default_factory=list)
 
 
 @dataclass

@@ -18,6 +18,8 @@ __all__ = [
     "PromotionStarted",
     "VerificationPublic",
     "PlanEntryPublic",
+    "DiffOpPublic",
+    "NearestPublic",
     "PromotionPlanPage",
     "PLAN_PAGE_SIZE",
     "PLAN_PAGE_MAX",
@@ -96,6 +98,23 @@ class VerificationPublic(BaseModel):
     given_by: str | None = None
 
 
+class DiffOpPublic(BaseModel):
+    """One run of a word diff: `equal`, `delete` (only in the old text) or `insert` (only in the new)."""
+
+    op: str
+    text: str
+
+
+class NearestPublic(BaseModel):
+    """An active memory near a new plan item, at the promotion's target scope."""
+
+    id: str
+    citation: str
+    title: str
+    similarity: float
+    trust: float
+
+
 class PlanEntryPublic(BaseModel):
     """One memory the promotion will publish, and what it does to published memory."""
 
@@ -112,6 +131,36 @@ class PlanEntryPublic(BaseModel):
         default=None, description="The published memory a duplicate merges into or a supersede replaces"
     )
     target_content: str | None = Field(default=None, description="That memory's content, as published now")
+    target_citation: str | None = Field(default=None, description="That memory's citation (`mem:<this>`)")
+    target_trust: float | None = Field(default=None, description="That memory's confidence now (0.1..1.0)")
+    target_validation_count: int | None = Field(default=None, description="How often it was validated")
+    target_published_by: str | None = Field(
+        default=None, description="The principal that published it (its PROMOTED or SUPERSEDED event)"
+    )
+    target_approved_by: str | None = Field(
+        default=None,
+        description="The approver recorded when it was published (its APPROVED event); null when its scope "
+        "needed no approval",
+    )
+    target_approved_at: datetime | None = Field(default=None, description="When that approval was given")
+    target_withheld: bool = Field(
+        default=False,
+        description="True when the caller may not read the target memory: its title, content and diff are "
+        "left out (as GET /v1/memories/{id} would answer 404)",
+    )
+    diff: list[DiffOpPublic] | None = Field(
+        default=None,
+        description="Word-level diff from the target's content to this item's (supersede, duplicate): "
+        "runs of `equal`, `delete` (only in the published text) and `insert` (only in the new one)",
+    )
+    diff_text: str | None = Field(
+        default=None, description="The same diff as one text: `[-removed-]{+added+}` (git --word-diff=plain)"
+    )
+    nearest: list[NearestPublic] = Field(
+        default_factory=list,
+        description="For a `new` item: the nearest active memories at the target scope (at most 3), most "
+        "similar first",
+    )
 
 
 class RefusalPublic(BaseModel):

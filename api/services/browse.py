@@ -9,13 +9,17 @@ not: 404, the same for every scope it cannot see, so an outsider learns nothing 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
+from api.schemas.events import EventsPage
 from api.schemas.memories import MemoryListItemPublic, MemoryListPublic, MemoryStateName
 from api.services.gateway import GatewayResources, authorized_task, judged_project
 from governance.errors import InvalidInput, NotFound
 from governance.identity import Principal
 from governance.scopes import MemoryType, Scope
 from governance.storage.listing import MemoryState, list_memories
+from governance.storage.memory_links import DerivationLinks, LinkedMemory, derivation_links
+from governance.storage.plan_review import PublishedTarget, published_targets
 
 __all__ = [
     "MemoryFilter",
@@ -25,6 +29,10 @@ __all__ = [
     "BROWSE_PAGE_MAX",
     "SCOPE_KEY_PATTERN",
     "authorize_scope",
+    "TrustStep",
+    "trust_history",
+    "readable_links",
+    "publication",
 ]
 
 BROWSE_PAGE_MAX = 200
@@ -148,3 +156,64 @@ async def browse_memories(
             for r in page
         ],
     )
+
+
+@dataclass(frozen=True)
+class TrustStep:
+    """One change of a memory's confidence, read off its events: when, what, who, and the value after."""
+
+    at: datetime
+    event: str
+    actor_id: str | None
+    confidence: float | None
+    detail: str
+
+
+def _confidence_after(event: str, payload: dict[str, object]) -> float | None:
+    value = payload.get("to") if event == "DECAYED" else payload.get("confidence")
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def trust_history(trail: EventsPage) -> list[TrustStep]:
+    """The events of `trail` that moved the memory's trust (validations, merges, observations, decay)."""
+    steps: list[TrustStep] = []
+    for e in trail.events:
+        payload = e.payload or {}
+        after = _confidence_after(e.type, payload)
+        if e.type not in ("BOOSTED", "DECAYED", "MERGED", "OBSERVED") and after is None:
+            continue
+        if e.type == "DECAYED":
+            detail = f"decayed ({payload.get('policy', 'policy unknown')})"
+        elif e.type == "BOOSTED":
+            counted = "" if payload.get("counted", True) else ", not counted again"
+            detail = f"validated: {payload.get('source', '?')}{counted}"
+        elif e.type == "MERGED":
+            detail = "a duplicate merged into it"
+        else:
+            detail = e.reason or e.type.lower()
+        steps.append(TrustStep(e.created_at, e.type, e.actor_id, after, detail))
+    return steps
+
+
+def _readable(state: GatewayResources, principal: Principal, m: LinkedMemory) -> bool:
+    project = judged_project(principal, m.org, m.project)
+    return state.authorizer.allowed(principal, org=m.org, project=project, scope=m.scope, action="read")
+
+
+async def readable_links(state: GatewayResources, principal: Principal, memory_id: str) -> DerivationLinks:
+    """What the memory builds on and what builds on it, of the memories the caller may read.
+
+    The caller must already be allowed to read `memory_id` (the memory's page checks it first).
+    """
+    async with state.engine.connect() as conn:
+        links = await derivation_links(conn, memory_id)
+    return DerivationLinks(
+        sources=[m for m in links.sources if _readable(state, principal, m)],
+        derived=[m for m in links.derived if _readable(state, principal, m)],
+    )
+
+
+async def publication(state: GatewayResources, memory_id: str) -> PublishedTarget | None:
+    """Who published the memory and who approved it then (the caller may already read it)."""
+    async with state.engine.connect() as conn:
+        return (await published_targets(conn, [memory_id])).get(memory_id)

@@ -12,8 +12,9 @@ it: an ERASED event with ids, counts, sha256 of each erased content, who and whe
 entries are taken out of every archive file of the tenant that holds them (the file is rewritten without
 them, or removed when nothing is left), after the commit too, so a retried erasure finds what a crash left.
 Temporal histories of the promotion workflows involved hold ids, counts and the short titles of the plan's
-first items (never their content: the plan is a claim check in Postgres): erasure cannot rewrite them, so
-the receipt names those workflows, whose histories go when Temporal's retention removes them.
+first items and of the memories they merge into or replace (never their content: the plan is a claim check
+in Postgres): erasure cannot rewrite them, so the receipt names those workflows, whose histories go when
+Temporal's retention removes them.
 """
 
 from __future__ import annotations

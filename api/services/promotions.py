@@ -40,6 +40,7 @@ from api.schemas.promotions import (
     VerificationIn,
 )
 from api.services.gateway import GatewayResources, authorized_task, temporal_client
+from api.services.plan_review import reviewed_entries, target_scope_key
 from api.services.temporal_errors import temporal_errors
 from governance.errors import Conflict, GovernanceError, NotFound, Unavailable
 from governance.identity import Principal
@@ -149,22 +150,6 @@ async def _live_status(
             raise Unavailable(f"the promotion of task {task.id!r} cannot answer: {exc.message}") from exc
 
 
-def _entry(row: PlanRow) -> PlanEntryPublic:
-    return PlanEntryPublic(
-        index=row.idx,
-        memory_type=row.memory_type,
-        title=row.title,
-        content=row.content,
-        canonical_key=row.canonical_key,
-        decision=row.decision,
-        target_id=row.target_id,
-        similarity=row.similarity,
-        reason=row.reason,
-        target_title=row.target_title,
-        target_content=row.target_content,
-    )
-
-
 async def _complete_plan(state: GatewayResources, task_id: str) -> PlanHeader | None:
     """The newest run's plan of the task's promotion, once complete (the workflow only names it)."""
     async with state.engine.connect() as conn:
@@ -173,10 +158,10 @@ async def _complete_plan(state: GatewayResources, task_id: str) -> PlanHeader | 
 
 
 async def _stored(
-    state: GatewayResources, task_id: str, status: PromotionStatus, live: bool
+    state: GatewayResources, principal: Principal, task: TaskInfo, status: PromotionStatus, live: bool
 ) -> dict[str, Any]:
-    """The plan's first page and the publication's, from the database, as `PromotionPublic` fields."""
-    header = await _complete_plan(state, task_id)
+    """The plan's first page, reviewed for `principal`, and the publication's, as `PromotionPublic` fields."""
+    header = await _complete_plan(state, task.id)
     if header is None or (live and not status.plan_total and not status.published_total):
         # no plan yet (a re-run after a failure has not planned: an older run's plan is not this one's)
         return {"plan": [], "plan_total": 0, "published": [], "published_total": 0}
@@ -184,8 +169,9 @@ async def _stored(
     async with state.engine.connect() as conn:
         rows = await plan_page(conn, key, offset=0, limit=PLAN_PAGE_SIZE)
         published_total, published = await published_page(conn, key, offset=0, limit=PLAN_PAGE_SIZE)
+    target_key = target_scope_key(task, status.target_scope)
     return {
-        "plan": [_entry(row) for row in rows],
+        "plan": await reviewed_entries(state, principal, key, rows, target_key),
         "plan_total": header.plan_total or 0,
         "published": [
             PublishedPublic(
@@ -205,17 +191,18 @@ async def _stored(
 
 async def _public(
     state: GatewayResources,
-    task_id: str,
+    principal: Principal,
+    task: TaskInfo,
     desc: WorkflowExecutionDescription,
     status: PromotionStatus,
     live: bool,
 ) -> PromotionPublic:
     """The workflow's status, with the plan and the publication read from the database."""
-    fields = {**dataclasses.asdict(status), **await _stored(state, task_id, status, live)}
+    fields = {**dataclasses.asdict(status), **await _stored(state, principal, task, status, live)}
     return PromotionPublic.model_validate(
         {
             **fields,
-            "task_id": task_id,
+            "task_id": task.id,
             "workflow_id": desc.id,
             "run_id": desc.run_id,
             "workflow_status": desc.status.name if desc.status is not None else "UNKNOWN",
@@ -342,8 +329,8 @@ async def promotion_status(state: GatewayResources, principal: Principal, task_i
                 state=desc.typed_search_attributes.get(LOREGATE_STATE)
                 or PromotionState.AWAITING_VERIFICATION,
             )
-            return await _public(state, task.id, desc, fallback, live=False)
-    return await _public(state, task.id, desc, status, live=True)
+            return await _public(state, principal, task, desc, fallback, live=False)
+    return await _public(state, principal, task, desc, status, live=True)
 
 
 async def promotion_plan(
@@ -352,16 +339,20 @@ async def promotion_plan(
     """A page of the promotion's plan, full contents, from the database (the caller needs `read`).
 
     Empty (total 0) until the plan is complete; the newest run's plan when a failed promotion was re-run.
+    Each item says what it changes (plan_review.py); the nearest memories of new items need the target
+    scope, which the workflow's memo holds: when Temporal cannot say, they are left out.
     """
     task = await authorized_task(state, principal, task_id, "read")
     header = await _complete_plan(state, task.id)
     total = header.plan_total or 0 if header is not None else 0
     rows: list[PlanRow] = []
+    items: list[PlanEntryPublic] = []
     if header is not None and offset < total:
+        key = PlanKey(header.workflow_id, header.run_id)
         async with state.engine.connect() as conn:
-            rows = await plan_page(
-                conn, PlanKey(header.workflow_id, header.run_id), offset=offset, limit=limit
-            )
+            rows = await plan_page(conn, key, offset=offset, limit=limit)
+        target = await _memo_target_scope(state, task.id)
+        items = await reviewed_entries(state, principal, key, rows, target_scope_key(task, target))
     following = offset + len(rows)
     return PromotionPlanPage(
         task_id=task.id,
@@ -369,8 +360,17 @@ async def promotion_plan(
         offset=offset,
         limit=limit,
         next_offset=following if rows and following < total else None,
-        items=[_entry(row) for row in rows],
+        items=items,
     )
+
+
+async def _memo_target_scope(state: GatewayResources, task_id: str) -> str | None:
+    """The target scope the promotion was started with (its memo); None when Temporal does not answer."""
+    try:
+        desc = await _handle(await temporal_client(state), task_id).describe()
+        return str(await desc.memo_value("target_scope", "")) or None
+    except (RPCError, Unavailable):
+        return None
 
 
 async def verify_promotion(
@@ -400,7 +400,7 @@ async def verify_promotion(
             rpc_timeout=UPDATE_TIMEOUT,
         )
         desc = await handle.describe()
-    return await _public(state, task.id, desc, updated, live=True)
+    return await _public(state, principal, task, desc, updated, live=True)
 
 
 async def decide_promotion(

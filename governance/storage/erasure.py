@@ -157,7 +157,9 @@ async def _add_workflows(conn: AsyncConnection, found: ErasureSet) -> None:
     (their histories hold titles)."""
     rows = await conn.execute(
         text(
+            # a plan that published it, or merged into or superseded it (its preview holds the target's title)
             "SELECT DISTINCT workflow_id FROM promotion_plan_items WHERE memory_id = ANY(CAST(:m AS text[])) "
+            "OR target_id = ANY(CAST(:m AS text[])) "
             "UNION SELECT DISTINCT t.promotion_workflow_id FROM tasks t "
             "WHERE t.id = ANY(CAST(:t AS text[])) AND t.promotion_workflow_id IS NOT NULL "
             # change requests (a lift's history holds its memories' titles)

@@ -13,11 +13,12 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from api.cli.commands._common import api_client as _client
 from api.cli.commands._common import console, fail
 from api.cli.commands._common import print_json as _print_json
-from api.schemas.promotions import PlanEntryPublic
+from api.schemas.promotions import DiffOpPublic, PlanEntryPublic
 
 __all__ = ["register", "promote", "verify", "approve", "reject", "promotion", "promotions"]
 
@@ -157,6 +158,56 @@ def _when(moment: datetime | None) -> str:
     return moment.isoformat()[:19] if moment else ""
 
 
+def _diff_line(ops: list[DiffOpPublic]) -> Text:
+    """A word diff for a terminal: removed words struck through in red, added ones in green."""
+    line = Text()
+    for op in ops:
+        if op.op == "delete":
+            line.append(f"[-{op.text}-]", style="red strike")
+        elif op.op == "insert":
+            line.append(f"{{+{op.text}+}}", style="green")
+        else:
+            line.append(op.text)
+    return line
+
+
+def _changes(plan: list[PlanEntryPublic]) -> None:
+    """Under the table, what each item changes: the memory it replaces or merges into (trust, approver and
+    a word diff), or the nearest memories of a new one, so an approver never has to look an id up."""
+    for entry in plan:
+        number = entry.index + 1
+        if entry.decision in ("supersede", "duplicate") and entry.target_id:
+            verb = "replaces" if entry.decision == "supersede" else "merges into"
+            if entry.target_withheld:
+                console.print(f"#{number} {verb} a memory you may not read", style="yellow", highlight=False)
+                continue
+            trust = entry.target_trust
+            approver = entry.target_approved_by
+            facts = [
+                f"trust {trust:.2f}" if trust is not None else None,
+                f"approved by {approver}" if approver else "no approval recorded",
+                f"published by {entry.target_published_by}" if entry.target_published_by else None,
+            ]
+            console.print(
+                f"#{number} {verb} mem:{entry.target_citation or entry.target_id} "
+                f"“{entry.target_title or ''}” ({', '.join(f for f in facts if f)})",
+                highlight=False,
+                markup=False,
+            )
+            if entry.diff is not None:
+                console.print(Text("   ") + _diff_line(entry.diff), highlight=False)
+        elif entry.decision == "new":
+            listed = "; ".join(
+                f"mem:{m.citation} “{m.title}” (similarity {m.similarity:.2f}, trust {m.trust:.2f})"
+                for m in entry.nearest
+            )
+            console.print(
+                f"#{number} new; nearest at the target scope: {listed or 'none'}",
+                highlight=False,
+                markup=False,
+            )
+
+
 def promotion(
     task: TaskArgument,
     show_all: Annotated[
@@ -197,6 +248,7 @@ def promotion(
     plan = answer.plan
     if plan:
         console.print(_plan_table(plan))
+        _changes(plan)
     total = answer.plan_total or len(plan)
     if total > len(plan):
         console.print(

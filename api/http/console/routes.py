@@ -1,5 +1,7 @@
 """The console's pages: sign in, pending decisions, the memory browser, a memory, a task's staging.
 
+(Change requests and the audit trail are in review.py, on the same router.)
+
 Each handler calls the same use case in api/services/ as the matching API route, as the principal whose
 API key opened the session; no permission is decided here. Every POST carries the session's CSRF token in
 a hidden field and must come from the console's own origin (`CheckedSession`).
@@ -20,14 +22,22 @@ from api.http.deps import Resources, TaskId
 from api.schemas.events import MAX_EVENTS_PAGE
 from api.schemas.memories import MemoryStateName
 from api.schemas.promotions import DecisionIn, PromotionState
-from api.services import browse, events, memories, promotions, sessions, staging
+from api.services import browse, change_requests, events, memories, promotions, sessions, staging
 from api.services import search as reads
 from api.services.gateway import authorized_task
 from api.services.sessions import ConsoleSession, SessionBook
 from governance.errors import InvalidInput, PolicyDenied, Unauthenticated
 from governance.scopes import MemoryType
 
-__all__ = ["router", "SESSION_COOKIE", "SIGNIN_COOKIE"]
+__all__ = [
+    "router",
+    "SESSION_COOKIE",
+    "SIGNIN_COOKIE",
+    "Session",
+    "CheckedSession",
+    "see_other",
+    "workflow_url",
+]
 
 router = APIRouter(prefix=PREFIX, tags=["console"], route_class=ConsoleRoute, include_in_schema=False)
 
@@ -73,7 +83,8 @@ async def _checked(
 CheckedSession = Annotated[ConsoleSession, Depends(_checked)]
 
 
-def _see_other(path: str) -> RedirectResponse:
+def see_other(path: str) -> RedirectResponse:
+    """A 303 to `path` with the console's security headers (after a form post, or to sign in)."""
     return RedirectResponse(path, status_code=303, headers=SECURITY_HEADERS)
 
 
@@ -96,8 +107,8 @@ async def home(request: Request, resources: Resources) -> Response:
     try:
         await _session(request, resources)
     except Unauthenticated:
-        return _see_other(f"{PREFIX}/signin")
-    return _see_other(f"{PREFIX}/promotions")
+        return see_other(f"{PREFIX}/signin")
+    return see_other(f"{PREFIX}/promotions")
 
 
 def _signin_page(request: Request, status_code: int = 200, error: str | None = None) -> Response:
@@ -130,7 +141,7 @@ async def signin(
         session, token = await sessions.sign_in(resources, _book(request), client, api_key)
     except Unauthenticated as exc:
         return _signin_page(request, 401, exc.detail)
-    response = _see_other(f"{PREFIX}/promotions")
+    response = see_other(f"{PREFIX}/promotions")
     _cookie(
         request, response, SESSION_COOKIE, token, max_age=int(resources.settings.console_session_hours * 3600)
     )
@@ -142,7 +153,7 @@ async def signin(
 async def signout(request: Request, session: CheckedSession) -> Response:
     """End the session and clear its cookie."""
     sessions.sign_out(_book(request), session)
-    response = _see_other(f"{PREFIX}/signin")
+    response = see_other(f"{PREFIX}/signin")
     response.delete_cookie(SESSION_COOKIE, path=PREFIX, httponly=True, samesite="strict")
     return response
 
@@ -158,10 +169,14 @@ async def promotion_list(
     """Promotions awaiting a decision (or all recent ones) of the tasks this principal may read."""
     chosen = None if every else state
     listed = await promotions.list_promotions(resources, session.principal, chosen, 100)
-    return render(request, "promotions.html", listed=listed, state=chosen)
+    # change requests wait for the same people: awaiting approval beside the promotions, or all recent ones
+    waiting = "awaiting_approval" if chosen == PromotionState.AWAITING_APPROVAL else None
+    changes = await change_requests.list_requests(resources, session.principal, waiting, 100)
+    return render(request, "promotions.html", listed=listed, state=chosen, changes=changes.change_requests)
 
 
-def _workflow_url(resources: Resources, workflow_id: str) -> str:
+def workflow_url(resources: Resources, workflow_id: str) -> str:
+    """The workflow's page in the Temporal UI (`LOREGATE_TEMPORAL_UI_URL`)."""
     settings = resources.settings
     namespace = quote(settings.temporal_namespace, safe="")
     return f"{settings.temporal_ui_base()}/namespaces/{namespace}/workflows/{quote(workflow_id, safe='')}"
@@ -184,7 +199,7 @@ async def promotion_page(
         "promotion.html",
         status=status,
         plan=plan,
-        workflow_url=_workflow_url(resources, status.workflow_id),
+        workflow_url=workflow_url(resources, status.workflow_id),
         notice=DECIDED.get(decided or ""),
     )
 
@@ -197,7 +212,7 @@ async def _decide(
     except ValidationError as exc:
         raise InvalidInput("the note is too long (at most 4000 characters)") from exc
     await promotions.decide_promotion(resources, session.principal, task_id, decision, body)
-    return _see_other(f"{PREFIX}/promotions/{quote(task_id, safe='')}?decided={decision}")
+    return see_other(f"{PREFIX}/promotions/{quote(task_id, safe='')}?decided={decision}")
 
 
 @router.post("/promotions/{task_id}/approve", response_class=HTMLResponse)
@@ -278,7 +293,18 @@ async def memory_page(
     shown = await reads.show_memory(resources, session.principal, ref)
     chain = await memories.history(resources, session.principal, ref)
     trail = await events.memory_events(resources, session.principal, ref, cursor=None, limit=MAX_EVENTS_PAGE)
-    return render(request, "memory.html", shown=shown, memory=shown.memory, chain=chain, trail=trail)
+    links = await browse.readable_links(resources, session.principal, str(shown.memory.id))
+    return render(
+        request,
+        "memory.html",
+        shown=shown,
+        memory=shown.memory,
+        chain=chain,
+        trail=trail,
+        links=links,
+        trust=browse.trust_history(trail),
+        published=await browse.publication(resources, str(shown.memory.id)),
+    )
 
 
 @router.get("/tasks", response_class=HTMLResponse)
@@ -287,7 +313,7 @@ async def task_lookup(
 ) -> Response:
     """Open a task's staging by its id."""
     if task_id:
-        return _see_other(f"{PREFIX}/tasks/{quote(task_id.strip(), safe='')}")
+        return see_other(f"{PREFIX}/tasks/{quote(task_id.strip(), safe='')}")
     return render(request, "tasks.html")
 
 
