@@ -299,3 +299,46 @@ async def test_console_change_page_refuses_bad_ids_and_unknown_requests(
         data={"csrf_token": csrf_of(signed_in.text), "note": "n" * 4001},
     )
     assert posted.status_code in (404, 422)
+
+
+async def test_console_lift_request_lists_its_memories_and_applies_on_approval(
+    console: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
+) -> None:
+    place = _place(team["human"])
+    async with engine.begin() as conn:
+        memory_id = await insert_memory(
+            conn,
+            place,
+            memory_type="fact",
+            content="lint.config: ruff with the project's pyproject",
+            **{
+                "confidence": 0.6,
+                "validation_source": "tests_passed",
+                "scope": Scope.WORKTREE.value,
+                "scope_key": place.key(Scope.WORKTREE),
+            },
+        )
+    lifted = await console.post(
+        "/v1/memories/lift",
+        headers=team["orchestrator"].headers,
+        json={"memory_ids": [memory_id], "target_scope": {"scope": "project"}, "reason": "every worktree"},
+    )
+    assert lifted.status_code == 202, lifted.text
+    request = lifted.json()
+    await sign_in(console, team["human"])
+    page = await console.get(f"/console/changes/{request['id']}")
+    assert page.status_code == 200, page.text
+    assert f"lift to project scope: <code>{place.key(Scope.PROJECT)}</code>" in page.text
+    assert f"/console/memories/{memory_id}" in page.text and "not applied yet" in page.text
+    decided = await console.post(
+        f"/console/changes/{request['id']}/approve", data={"csrf_token": csrf_of(page.text), "note": "yes"}
+    )
+    assert decided.status_code in (200, 303), decided.text
+    for _ in range(100):
+        state = await _state(console, team["human"], request["id"])
+        if state["state"] == "applied":
+            break
+        await asyncio.sleep(0.2)
+    assert state["state"] == "applied" and state["items"][0]["outcome"] == "lifted"
+    after = await console.get(f"/console/changes/{request['id']}")
+    assert f"mem:{state['items'][0]['result_citation']}" in after.text
