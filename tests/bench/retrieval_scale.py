@@ -191,7 +191,8 @@ async def speed(engine: AsyncEngine, settings: Settings, raw: Embedder, queries:
 
     given = [(await timed(engine, hybrid(q, qv)))[0] for q, qv in zip(queries, qvecs, strict=True)]
     cache = QueryCachingEmbedder(raw, settings.query_embedding_cache_size or 1024)
-    first, repeated = [], []
+    first: list[float] = []
+    repeated: list[float] = []
     for timings in (first, repeated):  # the same queries twice: misses, then hits
         for q in queries:
             t0 = time.perf_counter()
@@ -252,27 +253,88 @@ async def speed(engine: AsyncEngine, settings: Settings, raw: Embedder, queries:
         "  ef_search sweep, 10 candidates: "
         + ", ".join(f"ef {ef}: {r:.3f} ({ms:.2f} ms)" for ef, r, ms in sweep)
     )
-    await explain(engine, qvecs[0])
+    await breakdown(engine, settings, queries, qvecs)
+    await explain(engine, queries[0], qvecs[0])
 
 
-async def explain(engine: AsyncEngine, qv: np.ndarray) -> None:
-    """EXPLAIN ANALYZE of the vector retriever's query shape: an index scan, or why not."""
-    vector = "[" + ",".join(f"{x:.6f}" for x in qv) + "]"
-    async with engine.begin() as conn:
-        await conn.execute(text("SELECT set_config('hnsw.ef_search', '400', true)"))
-        plan = (
-            await conn.execute(
-                text(
-                    "EXPLAIN (ANALYZE, BUFFERS) SELECT id FROM memories WHERE embedding IS NOT NULL "
-                    "AND scope_key = ANY(:keys) AND deprecated_at IS NULL "
-                    "ORDER BY embedding <=> CAST(:q AS vector) LIMIT 50"
-                ),
-                {"keys": KEYS, "q": vector},
+async def breakdown(engine: AsyncEngine, settings: Settings, queries: list[str], qvecs: np.ndarray) -> None:
+    """Where one hybrid search spends its time: each statement it sends (timed at the driver), the rest."""
+    from sqlalchemy import event
+
+    params = ranking_params(settings)
+    spent: dict[str, list[float]] = {}
+    current: dict[str, float] = {}
+    started: list[float] = []
+
+    def kind(statement: str) -> str:
+        head = statement.lstrip()[:40].upper()
+        if "SET_CONFIG" in head:
+            return "set ef_search"
+        if head.startswith("SELECT ID::TEXT"):
+            return "vector retriever"
+        if head.startswith("WITH HITS"):
+            return "full-text retriever"
+        if head.startswith("SELECT") and "MEMORIES WHERE ID = ANY" in statement.upper().replace("\n", " "):
+            return "fetch candidates"
+        return "other (" + head.split()[0].lower() + ")" if head else "other"
+
+    def before(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, many: bool) -> None:
+        started.append(time.perf_counter())
+
+    def after(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, many: bool) -> None:
+        name = kind(statement)
+        current[name] = current.get(name, 0.0) + (time.perf_counter() - started.pop()) * 1000
+
+    event.listen(engine.sync_engine, "before_cursor_execute", before)
+    event.listen(engine.sync_engine, "after_cursor_execute", after)
+    totals = []
+    try:
+        for q, qv in zip(queries, qvecs, strict=True):
+            current.clear()
+            t0 = time.perf_counter()
+            async with engine.begin() as conn:
+                await search(conn, q, qv, KEYS, 10, params=params, candidates=settings.search_candidates)
+            total = (time.perf_counter() - t0) * 1000
+            totals.append(total)
+            for name, ms in current.items():
+                spent.setdefault(name, []).append(ms)
+            spent.setdefault("everything else (pool, BEGIN/COMMIT, Python)", []).append(
+                total - sum(current.values())
             )
-        ).all()
-    log("EXPLAIN ANALYZE (vector retriever's shape):")
-    for (line,) in plan:
-        log(f"    {line if len(line) < 160 else line[:150] + ' ...'}")
+    finally:
+        event.remove(engine.sync_engine, "before_cursor_execute", before)
+        event.remove(engine.sync_engine, "after_cursor_execute", after)
+    log(f"one hybrid search, query vector given: p50 {pct(totals, 50):.2f} ms, of which (p50 of each part):")
+    for name, values in sorted(spent.items(), key=lambda kv: -statistics.fmean(kv[1])):
+        log(f"    {name:48s} p50 {pct(values, 50):7.2f} ms   mean {statistics.fmean(values):7.2f} ms")
+
+
+async def explain(engine: AsyncEngine, query: str, qv: np.ndarray) -> None:
+    """EXPLAIN ANALYZE of the statements the two retrievers send (captured as the driver sees them)."""
+    from sqlalchemy import event
+
+    captured: list[tuple[str, Any]] = []
+
+    def grab(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, many: bool) -> None:
+        captured.append((statement, parameters))
+
+    event.listen(engine.sync_engine, "before_cursor_execute", grab)
+    try:
+        async with engine.begin() as conn:
+            await vector_candidates(conn, qv, KEYS, limit=POOL)
+            await text_candidates(conn, query, KEYS, limit=POOL)
+    finally:
+        event.remove(engine.sync_engine, "before_cursor_execute", grab)
+    statements = [(s, p) for s, p in captured if s.lstrip().upper().startswith(("SELECT ID", "WITH HITS"))]
+    for name, (statement, parameters) in zip(("vector", "full-text"), statements, strict=False):
+        async with engine.begin() as conn:
+            await conn.exec_driver_sql("SELECT set_config('hnsw.ef_search', '400', true)")
+            plan = (await conn.exec_driver_sql("EXPLAIN (ANALYZE, BUFFERS) " + statement, parameters)).all()
+        log(f"EXPLAIN ANALYZE, {name} retriever ({query!r}):")
+        for (line,) in plan:
+            if "Buffers" in line or "Planning:" in line:
+                continue
+            log(f"    {line if len(line) < 150 else line[:140] + ' ...'}")
 
 
 # ---------------------------------------------------------------- the context endpoint over HTTP
