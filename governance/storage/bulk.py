@@ -2,8 +2,8 @@
 
 Publishing memory one row at a time (`storage/publish.py`) decides duplicates and supersession under a lock;
 an import of memories that were governed elsewhere, or a benchmark corpus of 100,000, needs none of that and
-would take minutes. `copy_memories` writes the rows and one PROMOTED event per memory (the event log stays
-complete) with binary COPY in the caller's transaction: ~100,000 memories with 384-d vectors in seconds.
+would take minutes. `copy_memories` writes the rows with binary COPY and one PROMOTED event per memory through
+`record_events` (the event log stays complete and keeps its one writer), in the caller's transaction.
 Growing the HNSW index row by row is far slower than building it once, so a large load drops the index
 first (`drop_embedding_index`), rebuilds it (`build_embedding_index`, the schema's parameters) and
 analyses the table (`analyze_memories`): without fresh statistics the planner may choose a sequential scan
@@ -12,7 +12,6 @@ over the new rows, and search falls from < 1 ms to tens of milliseconds.
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from governance.dedup import content_hash
+from governance.storage.events import Event, EventType, record_events
 
 __all__ = [
     "BulkMemory",
@@ -73,8 +73,8 @@ _TYPES = (
     "timestamptz",
     "timestamptz",
 )
-_EVENT_COLUMNS = ("memory_id", "event_type", "actor_id", "actor_type", "reason", "payload", "created_at")
-_EVENT_TYPES = ("uuid", "varchar", "varchar", "varchar", "text", "jsonb", "timestamptz")
+# events go in batches: one statement, many rows (psycopg pipelines them)
+_EVENT_BATCH = 5_000
 
 
 @dataclass(frozen=True)
@@ -107,8 +107,7 @@ async def copy_memories(
     raw = await conn.get_raw_connection()
     driver = cast(Any, raw.driver_connection)
     info = await TypeInfo.fetch(driver, "vector")
-    count = 0
-    events: list[tuple[uuid.UUID, datetime]] = []
+    ids: list[str] = []
     # the vector adapters are registered on this cursor only: pooled connections keep text vectors
     async with driver.cursor() as cur:
         register_vector_info(cur, info)
@@ -135,17 +134,16 @@ async def copy_memories(
                         row.updated_at,
                     ]
                 )
-                events.append((uuid.UUID(row.id), row.created_at))
-                count += 1
-        payload = json.dumps({"bulk": True})
-        event_columns = ", ".join(_EVENT_COLUMNS)
-        async with cur.copy(f"COPY memory_events ({event_columns}) FROM STDIN WITH (FORMAT BINARY)") as copy:
-            copy.set_types(list(_EVENT_TYPES))
-            for memory_id, created_at in events:
-                await copy.write_row(
-                    [memory_id, "PROMOTED", actor_id, actor_type, reason, payload, created_at]
-                )
-    return count
+                ids.append(row.id)
+    for start in range(0, len(ids), _EVENT_BATCH):
+        events = [
+            Event(
+                EventType.PROMOTED, actor_id, actor_type, memory_id=i, reason=reason, payload={"bulk": True}
+            )
+            for i in ids[start : start + _EVENT_BATCH]
+        ]
+        await record_events(conn, events)
+    return len(ids)
 
 
 async def drop_embedding_index(conn: AsyncConnection) -> None:
