@@ -74,8 +74,7 @@ class Settings(BaseSettings):
     approval_timeout_seconds: float = 7 * 24 * 3600
     # api_only: starts, evidence and decisions count only with a grant the gateway wrote for its caller
     approval_mode: Literal["ui_or_api", "api_only"] = "ui_or_api"
-    # the duplicate decision's cosine floor; above it the fitted model decides (docs/dedup-calibration.md)
-    dedup_similarity_threshold: float = 0.79
+    dedup_similarity_threshold: float = 0.79  # cosine floor; above it the fitted duplicate model decides
     related_similarity_threshold: float = 0.85
     # an error matches a bug pattern of another signature only this close (POST /v1/bug-patterns/match)
     bug_match_min_similarity: float = Field(default=0.75, ge=0.0, le=1.0)
