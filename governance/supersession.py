@@ -78,11 +78,16 @@ _KOREAN_OPPOSITES: tuple[tuple[str, str], ...] = (
     ("제외", "포함"),
     ("후에", "전에"),
     ("반드시", "선택"),
+    ("불가능", "가능"),
+    ("불필요", "필요"),
+    ("비공개", "공개"),
+    ("미지원", "지원"),
+    ("꺼져", "켜져"),
 )
 _WEEKDAYS_KO = ("월요일", "화요일", "수요일", "목요일", "금요일", "토요일", "일요일")
 _NUMBER_WORDS = {
     "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7", "eight": "8",
-    "nine": "9", "ten": "10", "twice": "2", "once": "1",
+    "nine": "9", "ten": "10", "twice": "2", "once": "1", "first": "1",
     # Korean native numerals before a counter ("두 명", "세 번")
     "한": "1", "두": "2", "세": "3", "네": "4", "다섯": "5", "여섯": "6",
     "일곱": "7", "여덟": "8", "아홉": "9",
@@ -110,6 +115,7 @@ _CHOICE_GROUPS: tuple[frozenset[str], ...] = (
 # an owner named before "team" / "팀" ("the billing team", "빌링 팀이")
 _TEAM = re.compile(r"(\S+)\s+(?:team|팀)", re.UNICODE)
 # words that only mark a contrast: the order of two names matters only next to one ("X, not Y", "Y 대신 X")
+_NEVER = re.compile(r"\b(?:never|only)\b|만\b")
 _CONTRAST = re.compile(r"\b(?:not|instead|rather|over|than|vs)\b|대신|아니라|아닌|말고")
 
 
@@ -261,6 +267,10 @@ _KOREAN_GLOSSES: tuple[tuple[str, str], ...] = (
     ("전에", "before"),
     ("후에", "after"),
     ("항상", "always"),
+    ("꺼져", "off"),
+    ("끈다", "off"),
+    ("켜져", "enabled"),
+    ("켠다", "enabled"),
 )
 # tools and libraries whose names are written in lower case (so capitalisation does not mark them as names);
 # words that are also common English words (black, make, go, node) are left out
@@ -552,6 +562,20 @@ def material_difference(a: str, b: str) -> str | None:
         contrast = bool(_CONTRAST.search(a.casefold())) or bool(_CONTRAST.search(b.casefold()))
         if contrast and len(shared) >= 2 and _name_order(a, shared) != _name_order(b, shared):
             return f"the same names in another order: {_name_order(a, shared)} vs {_name_order(b, shared)}"
+        tokens_a, tokens_b = _raw_tokens(a.casefold()), _raw_tokens(b.casefold())
+        polar = contrast or bool(_NEVER.search(a.casefold()))
+        if polar and tokens_a != tokens_b and sorted(tokens_a) == sorted(tokens_b):
+            # "on the server, never in the browser" / "in the browser, never on the server"
+            return "the same words in another order around a contrast"
+    else:
+        # an English text and a Korean one: a name on each side that the other does not write is a swap
+        # ("managed in Crowdin" / "Lokalise에서 관리한다"); a name on one side only is a translation's freedom
+        english, korean = (a, b) if _HANGUL.search(b) else (b, a)
+        latin_ko = {n for n in _names(korean) if n.isascii()} - _UNIT_WORDS
+        only_en = _names(english) - _latin_words(korean)
+        only_ko = latin_ko - _latin_words(english)
+        if only_en and only_ko:
+            return f"different named choices: {sorted(only_en)} vs {sorted(only_ko)}"
     na, nb = _normalise(a), _normalise(b)
     for spoken, plain in _KOREAN_SWITCHES:
         na, nb = na.replace(spoken, plain), nb.replace(spoken, plain)

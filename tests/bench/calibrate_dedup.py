@@ -28,7 +28,7 @@ import numpy as np
 from governance.dedup import DecisionKind, Neighbour, classify, content_hash
 from governance.dedup_model import DEDUP_MODEL, FEATURES, DedupModel, pair_features
 from governance.supersession import material_difference
-from tests.bench.dedup_pairs import Pair, cosines, load_pairs
+from tests.bench.dedup_pairs import UNSEEN_COSINES_FILE, UNSEEN_FILE, Pair, cosines, load_pairs
 
 __all__ = ["Metrics", "measure", "decide", "fit", "main", "NEVER_MERGE"]
 
@@ -218,6 +218,20 @@ def main() -> None:
             [(f"lang {lang}", [p for p in subset if p.lang == lang], shipped) for lang in langs]
             + [(f"category {c}", [p for p in subset if p.category == c], shipped) for c in cats],
         )
+    unseen = load_pairs(UNSEEN_FILE)
+    unseen_cos = {
+        id(p): float(s)
+        for p, s in zip(unseen, cosines(unseen, embedder, path=UNSEEN_COSINES_FILE), strict=True)
+    }
+    cos.update(unseen_cos)
+    table(
+        "### unseen pairs (written after the fit, tests/data/dedup_pairs_unseen.jsonl)",
+        [("cosine >= 0.92 alone", unseen, bare), ("shipped", unseen, shipped)]
+        + [
+            (f"shipped, lang {lang}", [p for p in unseen if p.lang == lang], shipped)
+            for lang in ("en", "ko", "mixed")
+        ],
+    )
     misses = [p for p in pairs if p.duplicate and not decide(p, cos[id(p)], floor, model)]
     merged = [p for p in pairs if not p.duplicate and decide(p, cos[id(p)], floor, model)]
     print(f"\nfalse merges ({len(merged)}):")

@@ -15,11 +15,24 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["PAIRS_FILE", "COSINES_FILE", "Pair", "load_pairs", "pair_key", "cosines", "cached_cosines"]
+__all__ = [
+    "PAIRS_FILE",
+    "COSINES_FILE",
+    "UNSEEN_FILE",
+    "UNSEEN_COSINES_FILE",
+    "Pair",
+    "load_pairs",
+    "pair_key",
+    "cosines",
+    "cached_cosines",
+]
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 PAIRS_FILE = DATA / "dedup_pairs.jsonl"
 COSINES_FILE = DATA / "dedup_cosines.json"
+# written by hand after the rules and the fit were done, to measure them on statements nobody tuned them on
+UNSEEN_FILE = DATA / "dedup_pairs_unseen.jsonl"
+UNSEEN_COSINES_FILE = DATA / "dedup_cosines_unseen.json"
 
 
 @dataclass(frozen=True)
