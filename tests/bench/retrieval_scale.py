@@ -61,7 +61,12 @@ from governance.storage.bulk import (  # noqa: E402
     drop_embedding_index,
 )
 from governance.storage.engine import make_engine  # noqa: E402
-from governance.storage.retrieval import search, text_candidates, vector_candidates  # noqa: E402
+from governance.storage.retrieval import (  # noqa: E402
+    is_identifier,
+    search,
+    text_candidates,
+    vector_candidates,
+)
 from tests.bench.retrieval import TENANT_A, TENANT_B, bench_database, log, pct, scope_key_of  # noqa: E402
 from tests.bench.retrieval_corpus import speed_corpus  # noqa: E402
 
@@ -228,6 +233,12 @@ async def speed(engine: AsyncEngine, settings: Settings, raw: Embedder, queries:
         (await timed(engine, lambda conn, q=q: text_candidates(conn, q, KEYS, limit=POOL)))[0]
         for q in queries
     ]
+    # an agent often asks by the identifier alone ("misty-checkout-3", "PS4OL-8252")
+    identifiers = [w.strip("?.,") for q in queries for w in q.split() if is_identifier(w.strip("?.,"))]
+    ident_ms = [
+        (await timed(engine, lambda conn, q=q: text_candidates(conn, q, KEYS, limit=POOL)))[0]
+        for q in identifiers
+    ]
 
     base = pct(exact_ms, 50)
     log(f"\nN = {n} memories ({n - n // 10} visible to the reader), {len(queries)} queries, k = 10")
@@ -248,6 +259,10 @@ async def speed(engine: AsyncEngine, settings: Settings, raw: Embedder, queries:
     log(f"  of which: query embedding alone        p50 {pct(embed_only, 50):7.2f} ms")
     log(f"  vector retriever (50 candidates)       p50 {vector_ms:7.2f} ms")
     log(f"  full-text retriever (50 candidates)    p50 {pct(text_ms, 50):7.2f} ms")
+    log(
+        f"  full-text retriever, identifier alone  p50 {pct(ident_ms, 50):7.2f} ms  "
+        f"p99 {pct(ident_ms, 99):7.2f} ms  ({len(identifiers)} queries)"
+    )
     log(f"HNSW recall@10 vs exact, as search uses it (50 candidates, ef_search 400): {as_searched:.3f}")
     log(
         "  ef_search sweep, 10 candidates: "
