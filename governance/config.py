@@ -63,6 +63,8 @@ class Settings(BaseSettings):
     embedding_base_url: str | None = None
     embedding_model: str = "text-embedding-3-small"
     embedding_api_key: str | None = None
+    # query vectors kept per process (LRU, by the query's exact text): a repeated query skips the embedder
+    query_embedding_cache_size: int = Field(default=1024, ge=0)  # 0: no cache
     llm_base_url: str | None = None
     llm_model: str | None = None
     llm_api_key: str | None = None
@@ -73,7 +75,7 @@ class Settings(BaseSettings):
     approval_timeout_seconds: float = 7 * 24 * 3600
     # api_only: starts, evidence and decisions count only with a grant the gateway wrote for its caller
     approval_mode: Literal["ui_or_api", "api_only"] = "ui_or_api"
-    dedup_similarity_threshold: float = 0.92
+    dedup_similarity_threshold: float = 0.79  # cosine floor; above it the fitted duplicate model decides
     related_similarity_threshold: float = 0.85
     # an error matches a bug pattern of another signature only this close (POST /v1/bug-patterns/match)
     bug_match_min_similarity: float = Field(default=0.75, ge=0.0, le=1.0)

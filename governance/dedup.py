@@ -7,12 +7,16 @@ neighbours (same hash, same canonical-key head, nearest embeddings) under a lock
 2. a bug pattern with the same error signature (its canonical key)  -> DUPLICATE (one pattern, counted)
    an active head with the same canonical key, other content     -> SUPERSEDE it
 3. same content hash in a wider visible scope                     -> DUPLICATE
-4. cosine >= dup_threshold, compatible keys, no material difference -> DUPLICATE
+4. cosine >= dup_threshold, compatible keys, no material difference, and the duplicate model
+   (`governance.dedup_model`: cosine, lexical similarity, named terms and numbers) says so -> DUPLICATE
 5. the contradiction judge says a close neighbour of the same memory type is contradicted -> SUPERSEDE it
 6. otherwise                                                      -> NEW, linked to close neighbours
 
-Step 4's "material difference" (a changed number or version, a negation, an opposite term) keeps
-near-misses like "timeout 30 s" / "timeout 60 s" apart even when the embedder puts them side by side.
+Step 4's "material difference" (a changed number, unit or version, another tool or owner, a negation, an
+opposite term) keeps near-misses like "timeout 30 s" / "timeout 60 s" apart even when the embedder puts them
+side by side; it is a veto. The model then separates paraphrases, abbreviations and translations from other
+statements of the same subject; `dup_threshold` is the cosine floor below which it is not asked
+(docs/dedup-calibration.md).
 Supersession only targets memories of the target scope: a project cannot deprecate org knowledge.
 A judged contradiction (step 5) needs the same memory type: a skill whose steps quote a decision is not
 a newer version of that decision's fact, and superseding it would hand the skill the fact's canonical key.
@@ -29,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from governance.dedup_model import DEDUP_MODEL, DedupModel, duplicate_probability
 from governance.supersession import ContradictionJudge, RuleBasedJudge, material_difference
 
 __all__ = [
@@ -108,13 +113,16 @@ def classify(
     judge: ContradictionJudge | None = None,
     scope_key: str | None = None,
     memory_type: str | None = None,
+    dedup_model: DedupModel | None = None,
 ) -> Decision:
     """Decide NEW, DUPLICATE or SUPERSEDE for a candidate (see the module docstring for the order).
 
     `scope_key` is the candidate's target scope; when given, only memories of that scope can be
     superseded and exact duplicates there win over those in wider scopes. `judge` defaults to the
     rule-based judge. `memory_type` (the candidate's) keeps step 5 to neighbours of the same type.
+    `dedup_model` defaults to the shipped `DEDUP_MODEL`.
     """
+    model = dedup_model if dedup_model is not None else DEDUP_MODEL
     ordered = sorted(neighbours, key=lambda n: (-n.similarity, n.id))
 
     def in_scope(n: Neighbour) -> bool:
@@ -156,10 +164,18 @@ def classify(
         if n.similarity < dup_threshold:
             break
         if (
-            _keys_compatible(canonical_key, n.canonical_key)
-            and material_difference(content, n.content) is None
+            not _keys_compatible(canonical_key, n.canonical_key)
+            or material_difference(content, n.content) is not None
         ):
-            return Decision(DecisionKind.DUPLICATE, n.id, n.similarity, f"similarity {n.similarity:.3f}")
+            continue
+        probability = duplicate_probability(content, n.content, n.similarity, model)
+        if probability >= model.cut:
+            return Decision(
+                DecisionKind.DUPLICATE,
+                n.id,
+                n.similarity,
+                f"similarity {n.similarity:.3f}, duplicate probability {probability:.2f}",
+            )
 
     active_judge = judge if judge is not None else RuleBasedJudge()
     for n in ordered:

