@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, Self
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, model_validator
 
-from api.schemas.text import SPACE, Text
+from api.schemas.text import SPACE, refuse_lone_surrogates
+from governance.staging import TASK_ID_PATTERN
 
 __all__ = [
     "ErasureKind",
@@ -18,6 +19,18 @@ __all__ = [
 ]
 
 ErasureKind = Literal["memory", "task", "subject"]
+
+# a memory (uuid, citation, `mem:` citation) and a task as their ids are spelt: anything else exists nowhere
+MemoryRef = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9:-]+$")]
+TaskRef = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=TASK_ID_PATTERN)]
+
+# a subject: no NUL (no stored text holds one) and not blank; the constraints come before the validator, so
+# the OpenAPI schema states them although the field is optional
+Subject = Annotated[
+    str,
+    StringConstraints(min_length=3, max_length=500, pattern=f"^[^\\x00]*[^{SPACE}\\x00][^\\x00]*$"),
+    BeforeValidator(refuse_lone_surrogates),
+]
 
 
 _TARGETS = ("memory", "task", "subject")
@@ -38,14 +51,10 @@ class ErasureIn(BaseModel):
         json_schema_extra={"oneOf": [_only("memory"), _only("task"), _only("subject", "org")]}
     )
 
-    memory: str | None = Field(default=None, min_length=1, max_length=64, description="uuid or citation")
-    task: str | None = Field(default=None, min_length=1, max_length=128)
-    subject: Text | None = Field(
-        default=None,
-        min_length=3,
-        max_length=500,
-        pattern=f"^[^\\x00]*[^{SPACE}\\x00][^\\x00]*$",
-        description="Erase every text containing this string (not blank)",
+    memory: MemoryRef | None = Field(default=None, description="uuid or citation")
+    task: TaskRef | None = Field(default=None, description="The task's id")
+    subject: Subject | None = Field(
+        default=None, description="Erase every text containing this string (not blank, no NUL)"
     )
     org: str | None = Field(default=None, min_length=1, max_length=200, description="A subject's tenant")
     project: str | None = Field(
@@ -60,8 +69,6 @@ class ErasureIn(BaseModel):
             raise ValueError("name exactly one of memory, task or subject")
         if self.subject is not None and self.org is None:
             raise ValueError("a subject erasure names its org (and optionally its project)")
-        if self.subject is not None and not self.subject.strip():
-            raise ValueError("subject must not be blank")
         return self
 
 
