@@ -23,7 +23,7 @@ from tests.utils.factories import Actor
 from tests.utils.gateway import running_gateway
 from tests.utils.memory_factories import add_entries, add_memory, new_task
 from tests.utils.promotion_factories import active_memories
-from tests.utils.promotion_gateway import wait_promotion_state
+from tests.utils.promotion_gateway import staged_promotion, wait_promotion_state
 
 ENTRIES = [
     {
@@ -63,29 +63,7 @@ async def console(gateway: str, worker: None) -> AsyncIterator[httpx.AsyncClient
 
 async def _pending(http: httpx.AsyncClient, team: dict[str, Actor]) -> str:
     """A task of the team, promoted into project scope and awaiting approval."""
-    orchestrator = team["orchestrator"]
-    opened = await http.post(
-        "/v1/tasks",
-        headers=orchestrator.headers,
-        json={
-            "org": orchestrator.principal.org,
-            "project": orchestrator.principal.project,
-            "worktree": "main",
-            "description": "pick the async db driver",
-        },
-    )
-    assert opened.status_code == 201, opened.text
-    task_id: str = opened.json()["task_id"]
-    written = await http.post(
-        f"/v1/tasks/{task_id}/entries", headers=team["agent"].headers, json={"entries": ENTRIES}
-    )
-    assert written.status_code == 201, written.text
-    started = await http.post(
-        f"/v1/tasks/{task_id}/promotion",
-        headers=orchestrator.headers,
-        json={"target_scope": "project", "verification": {"source": "tests_passed", "success": True}},
-    )
-    assert started.status_code == 202, started.text
+    task_id = await staged_promotion(http, team, "pick the async db driver", ENTRIES)
     await wait_promotion_state(http, team["human"].headers, task_id, "awaiting_approval")
     return task_id
 

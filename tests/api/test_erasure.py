@@ -25,7 +25,7 @@ from governance.config import Settings
 from governance.staging_archive import decode_chunk
 from governance.storage.staging import set_task_status
 from tests.utils.factories import Actor
-from tests.utils.promotion_gateway import wait_promotion_state
+from tests.utils.promotion_gateway import stage, start_promotion, wait_promotion_state
 
 
 def _content(marker: str) -> str:
@@ -53,12 +53,7 @@ async def _published(
         f"/v1/tasks/{task_id}/entries", headers=team["agent"].headers, json={"entries": [entry]}
     )
     assert appended.status_code == 201, appended.text
-    started = await http.post(
-        f"/v1/tasks/{task_id}/promotion",
-        headers=orchestrator.headers,
-        json={"target_scope": "project", "verification": {"source": "tests_passed", "success": True}},
-    )
-    assert started.status_code == 202, started.text
+    await start_promotion(http, orchestrator, task_id, "project")
     await wait_promotion_state(http, human.headers, task_id, "awaiting_approval")
     approved = await http.post(f"/v1/promotions/{task_id}/approve", headers=human.headers, json={})
     assert approved.status_code == 200, approved.text
@@ -235,10 +230,7 @@ async def test_erase_subject_takes_it_out_of_staging_archive_files(
         {"kind": "log", "content": "the runbook lives in the ops wiki", "payload": {"ref": marker}},
         {"kind": "log", "content": "nothing private here"},
     ]
-    appended = await http.post(
-        f"/v1/tasks/{task_id}/entries", headers=team["agent"].headers, json={"entries": entries}
-    )
-    assert appended.status_code == 201, appended.text
+    await stage(http, team["agent"], task_id, entries)
     async with engine.begin() as conn:
         await set_task_status(conn, task_id, "promoted")
         await conn.execute(

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from tests.utils.factories import Actor
-from tests.utils.promotion_gateway import wait_promotion_state
+from tests.utils.promotion_gateway import open_task, stage, start_promotion, wait_promotion_state
 
 FIX = "Guard the lookup with dict.get and a default"
 RETRY = "Retry the cache load once"
@@ -27,20 +27,7 @@ def _error(name: str, path: str, line: int) -> str:
 
 
 async def _open_task(http: httpx.AsyncClient, team: dict[str, Actor], description: str) -> str:
-    orchestrator = team["orchestrator"]
-    opened = await http.post(
-        "/v1/tasks",
-        headers=orchestrator.headers,
-        json={
-            "org": orchestrator.principal.org,
-            "project": orchestrator.principal.project,
-            "worktree": "main",
-            "description": description,
-        },
-    )
-    assert opened.status_code == 201, opened.text
-    task_id: str = opened.json()["task_id"]
-    return task_id
+    return await open_task(http, team["orchestrator"], description)
 
 
 async def _task_meeting(
@@ -55,16 +42,8 @@ async def _task_meeting(
             {"kind": "error", "content": retried},
             {"kind": "result", "content": FIX},
         ]
-    appended = await http.post(
-        f"/v1/tasks/{task_id}/entries", headers=team["agent"].headers, json={"entries": entries}
-    )
-    assert appended.status_code == 201, appended.text
-    started = await http.post(
-        f"/v1/tasks/{task_id}/promotion",
-        headers=team["orchestrator"].headers,
-        json={"target_scope": "worktree", "verification": {"source": "tests_passed", "success": True}},
-    )
-    assert started.status_code == 202, started.text
+    await stage(http, team["agent"], task_id, entries)
+    await start_promotion(http, team["orchestrator"], task_id, "worktree")
     done = await wait_promotion_state(http, team["human"].headers, task_id, "published")
     return {"task_id": task_id, "published": done["published"]}
 
@@ -151,12 +130,7 @@ async def _published_rule(http: httpx.AsyncClient, team: dict[str, Actor]) -> di
         json={"entries": [{"kind": "rule", "content": RULE}]},
     )
     assert appended.status_code == 201, appended.text
-    started = await http.post(
-        f"/v1/tasks/{task_id}/promotion",
-        headers=team["orchestrator"].headers,
-        json={"target_scope": "worktree", "verification": {"source": "tests_passed", "success": True}},
-    )
-    assert started.status_code == 202, started.text
+    await start_promotion(http, team["orchestrator"], task_id, "worktree")
     done = await wait_promotion_state(http, team["human"].headers, task_id, "published")
     [rule] = [p for p in done["published"] if p["memory_type"] == "code_rule"]
     return {"task_id": task_id, **rule}

@@ -30,7 +30,7 @@ from policy.enforcer import make_authorizer
 from tests.api.test_console import csrf_of, sign_in
 from tests.utils.cli import cli_env, run_cli
 from tests.utils.factories import Actor, make_actor, new_tenant
-from tests.utils.promotion_gateway import wait_promotion_state
+from tests.utils.promotion_gateway import stage, start_promotion, wait_promotion_state
 from workflows.promotion_contract import Names, PromotionStatus, workflow_id_for
 
 # every content's second line holds a marker no title carries: titles are payload titles or first lines
@@ -69,16 +69,8 @@ async def _promote(http: httpx.AsyncClient, team: dict[str, Actor], entries: lis
     )
     assert opened.status_code == 201, opened.text
     task_id: str = opened.json()["task_id"]
-    written = await http.post(
-        f"/v1/tasks/{task_id}/entries", headers=team["agent"].headers, json={"entries": entries}
-    )
-    assert written.status_code == 201, written.text
-    started = await http.post(
-        f"/v1/tasks/{task_id}/promotion",
-        headers=orchestrator.headers,
-        json={"target_scope": "project", "verification": {"source": "tests_passed", "success": True}},
-    )
-    assert started.status_code == 202, started.text
+    await stage(http, team["agent"], task_id, entries)
+    await start_promotion(http, orchestrator, task_id, "project")
     await wait_promotion_state(http, team["human"].headers, task_id, "awaiting_approval")
     return task_id
 

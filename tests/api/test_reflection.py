@@ -21,7 +21,13 @@ from governance.config import Settings
 from governance.scopes import ActorType
 from governance.storage.identity import revoke_key
 from tests.utils.factories import Actor, make_actor
-from tests.utils.promotion_gateway import temporal_settings, wait_promotion_state
+from tests.utils.promotion_gateway import (
+    open_task,
+    stage,
+    start_promotion,
+    temporal_settings,
+    wait_promotion_state,
+)
 from workflows.reflection_contract import SweepInput, SweepResult, workflow_id_for
 from workflows.schedules import REFLECTION_SCHEDULE_ID, RETENTION_SCHEDULE_ID, apply_schedules
 
@@ -43,20 +49,7 @@ def _error(name: str, path: str, line: int) -> str:
 
 
 async def _open_task(http: httpx.AsyncClient, team: dict[str, Actor], description: str) -> str:
-    orchestrator = team["orchestrator"]
-    opened = await http.post(
-        "/v1/tasks",
-        headers=orchestrator.headers,
-        json={
-            "org": orchestrator.principal.org,
-            "project": orchestrator.principal.project,
-            "worktree": "main",
-            "description": description,
-        },
-    )
-    assert opened.status_code == 201, opened.text
-    task_id: str = opened.json()["task_id"]
-    return task_id
+    return await open_task(http, team["orchestrator"], description)
 
 
 async def _task_meeting(http: httpx.AsyncClient, team: dict[str, Actor], n: int) -> str:
@@ -65,16 +58,8 @@ async def _task_meeting(http: httpx.AsyncClient, team: dict[str, Actor], n: int)
         {"kind": "error", "content": _error(f"user_{n}", f"/srv/build/{n}/cache.py", 40 + n)},
         {"kind": "result", "content": FIX},
     ]
-    appended = await http.post(
-        f"/v1/tasks/{task_id}/entries", headers=team["agent"].headers, json={"entries": entries}
-    )
-    assert appended.status_code == 201, appended.text
-    started = await http.post(
-        f"/v1/tasks/{task_id}/promotion",
-        headers=team["orchestrator"].headers,
-        json={"target_scope": "worktree", "verification": {"source": "tests_passed", "success": True}},
-    )
-    assert started.status_code == 202, started.text
+    await stage(http, team["agent"], task_id, entries)
+    await start_promotion(http, team["orchestrator"], task_id, "worktree")
     await wait_promotion_state(http, team["human"].headers, task_id, "published")
     return task_id
 

@@ -22,7 +22,7 @@ from governance.config import Settings
 from governance.retention import RetentionPolicy
 from tests.utils.factories import Actor
 from tests.utils.promotion_factories import active_memories
-from tests.utils.promotion_gateway import wait_promotion_state
+from tests.utils.promotion_gateway import staged_promotion, wait_promotion_state
 from tests.utils.retention_factories import add_insight, age_memories, pruned_events
 from workflows.retention import RetentionInput, RetentionResult, RetentionWorkflow
 
@@ -68,28 +68,7 @@ TASKS: dict[str, tuple[str, list[dict[str, Any]], bool]] = {
 async def _promote(http: httpx.AsyncClient, team: dict[str, Actor], name: str) -> str:
     description, entries, success = TASKS[name]
     orchestrator = team["orchestrator"]
-    opened = await http.post(
-        "/v1/tasks",
-        headers=orchestrator.headers,
-        json={
-            "org": orchestrator.principal.org,
-            "project": orchestrator.principal.project,
-            "worktree": "main",
-            "description": description,
-        },
-    )
-    assert opened.status_code == 201, opened.text
-    task_id: str = opened.json()["task_id"]
-    appended = await http.post(
-        f"/v1/tasks/{task_id}/entries", headers=team["agent"].headers, json={"entries": entries}
-    )
-    assert appended.status_code == 201, appended.text
-    started = await http.post(
-        f"/v1/tasks/{task_id}/promotion",
-        headers=orchestrator.headers,
-        json={"target_scope": "worktree", "verification": {"source": "tests_passed", "success": success}},
-    )
-    assert started.status_code == 202, started.text
+    task_id = await staged_promotion(http, team, description, entries, "worktree", success=success)
     await wait_promotion_state(http, orchestrator.headers, task_id, "published" if success else "unverified")
     return task_id
 

@@ -23,7 +23,7 @@ from governance.storage.engine import make_engine
 from governance.storage.migrate import upgrade_head
 from tests.utils.factories import Actor, make_actor
 from tests.utils.gateway import running_gateway
-from tests.utils.promotion_gateway import wait_promotion_state
+from tests.utils.promotion_gateway import stage, start_promotion, wait_promotion_state
 
 NDJSON = {"Content-Type": "application/x-ndjson"}
 
@@ -70,16 +70,8 @@ async def _promote(
         },
     )
     task_id: str = opened.json()["task_id"]
-    appended = await http.post(
-        f"/v1/tasks/{task_id}/entries", headers=team["agent"].headers, json={"entries": entries}
-    )
-    assert appended.status_code == 201, appended.text
-    started = await http.post(
-        f"/v1/tasks/{task_id}/promotion",
-        headers=orchestrator.headers,
-        json={"target_scope": "project", "verification": {"source": "tests_passed", "success": True}},
-    )
-    assert started.status_code == 202, started.text
+    await stage(http, team["agent"], task_id, entries)
+    await start_promotion(http, orchestrator, task_id, "project")
     await wait_promotion_state(http, human.headers, task_id, "awaiting_approval")
     approved = await http.post(f"/v1/promotions/{task_id}/approve", headers=human.headers, json={})
     assert approved.status_code == 200, approved.text

@@ -19,9 +19,18 @@ from temporalio.worker import Worker
 from governance.config import Settings
 from governance.storage.engine import make_engine
 from policy.enforcer import make_authorizer
+from tests.utils.factories import Actor
 from workflows.worker import build_worker
 
-__all__ = ["temporal_settings", "running_worker", "wait_promotion_state"]
+__all__ = [
+    "temporal_settings",
+    "running_worker",
+    "wait_promotion_state",
+    "open_task",
+    "stage",
+    "start_promotion",
+    "staged_promotion",
+]
 
 
 def temporal_settings(settings: Settings, client: Client, **overrides: Any) -> Settings:
@@ -64,3 +73,64 @@ async def wait_promotion_state(
             return answer
         await asyncio.sleep(0.2)
     raise AssertionError(f"promotion of {task_id} never reached {state}; last answer {answer}")
+
+
+async def open_task(
+    http: httpx.AsyncClient, opener: Actor, description: str, *, worktree: str = "main"
+) -> str:
+    """`POST /v1/tasks` in the opener's tenant (an orchestrator, as the policy asks); the new task's id."""
+    opened = await http.post(
+        "/v1/tasks",
+        headers=opener.headers,
+        json={
+            "org": opener.principal.org,
+            "project": opener.principal.project,
+            "worktree": worktree,
+            "description": description,
+        },
+    )
+    assert opened.status_code == 201, opened.text
+    task_id: str = opened.json()["task_id"]
+    return task_id
+
+
+async def stage(http: httpx.AsyncClient, writer: Actor, task_id: str, entries: list[dict[str, Any]]) -> None:
+    """`POST /v1/tasks/{task_id}/entries`: the entries are acknowledged."""
+    written = await http.post(
+        f"/v1/tasks/{task_id}/entries", headers=writer.headers, json={"entries": entries}
+    )
+    assert written.status_code == 201, written.text
+
+
+async def start_promotion(
+    http: httpx.AsyncClient,
+    starter: Actor,
+    task_id: str,
+    target_scope: str = "project",
+    *,
+    success: bool = True,
+    source: str = "tests_passed",
+) -> None:
+    """`POST /v1/tasks/{task_id}/promotion` with its verification evidence: accepted (202)."""
+    started = await http.post(
+        f"/v1/tasks/{task_id}/promotion",
+        headers=starter.headers,
+        json={"target_scope": target_scope, "verification": {"source": source, "success": success}},
+    )
+    assert started.status_code == 202, started.text
+
+
+async def staged_promotion(
+    http: httpx.AsyncClient,
+    team: dict[str, Actor],
+    description: str,
+    entries: list[dict[str, Any]],
+    target_scope: str = "project",
+    *,
+    success: bool = True,
+) -> str:
+    """A task of the team (opened by its orchestrator, written by its agent) whose promotion has started."""
+    task_id = await open_task(http, team["orchestrator"], description)
+    await stage(http, team["agent"], task_id, entries)
+    await start_promotion(http, team["orchestrator"], task_id, target_scope, success=success)
+    return task_id
