@@ -14,13 +14,11 @@ from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Form, Path, Query, Request
 from fastapi.responses import HTMLResponse, Response
-from pydantic import ValidationError
 
 from api.http.console.pages import PREFIX, ConsoleRoute, render
-from api.http.console.routes import CheckedSession, Session, see_other, workflow_url
+from api.http.console.routes import CheckedSession, Session, decision_note, see_other, workflow_url
 from api.http.deps import Resources
 from api.schemas.events import MAX_EVENTS_PAGE
-from api.schemas.promotions import DecisionIn
 from api.services import change_requests, events
 from governance.errors import InvalidInput
 from governance.storage.events import EventType
@@ -64,11 +62,7 @@ async def change_page(
 async def _decide(
     resources: Resources, session: CheckedSession, request_id: str, decision: str, note: str
 ) -> Response:
-    try:
-        body = DecisionIn(note=note)
-    except ValidationError as exc:
-        raise InvalidInput("the note is too long (at most 4000 characters)") from exc
-    await change_requests.decide(resources, session.principal, request_id, decision, body)
+    await change_requests.decide(resources, session.principal, request_id, decision, decision_note(note))
     return see_other(f"{PREFIX}/changes/{quote(request_id, safe='')}?decided={decision}")
 
 

@@ -37,6 +37,7 @@ __all__ = [
     "CheckedSession",
     "see_other",
     "workflow_url",
+    "decision_note",
 ]
 
 router = APIRouter(prefix=PREFIX, tags=["console"], route_class=ConsoleRoute, include_in_schema=False)
@@ -204,13 +205,18 @@ async def promotion_page(
     )
 
 
+def decision_note(note: str) -> DecisionIn:
+    """A decision form's note as the API's decision body; too long is a 422, as over the API."""
+    try:
+        return DecisionIn(note=note)
+    except ValidationError as exc:
+        raise InvalidInput("the note is too long (at most 4000 characters)") from exc
+
+
 async def _decide(
     resources: Resources, session: ConsoleSession, task_id: str, decision: str, note: str
 ) -> Response:
-    try:
-        body = DecisionIn(note=note)
-    except ValidationError as exc:
-        raise InvalidInput("the note is too long (at most 4000 characters)") from exc
+    body = decision_note(note)
     await promotions.decide_promotion(resources, session.principal, task_id, decision, body)
     return see_other(f"{PREFIX}/promotions/{quote(task_id, safe='')}?decided={decision}")
 
