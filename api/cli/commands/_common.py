@@ -11,7 +11,7 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 from pydantic import BaseModel
@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from api.client import LoregateClient
 
 __all__ = [
+    "UrlOption",
+    "KeyOption",
+    "JsonOption",
     "console",
     "err_console",
     "fail",
@@ -36,6 +39,13 @@ __all__ = [
     "in_transaction",
     "friendly_errors",
 ]
+
+# the options every command that talks to a gateway takes
+UrlOption = Annotated[str | None, typer.Option("--url", help="Gateway URL (LOREGATE_URL).")]
+KeyOption = Annotated[
+    str | None, typer.Option("--api-key", help="API key (LOREGATE_API_KEY).", envvar="LOREGATE_API_KEY")
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the gateway's JSON answer.")]
 
 T = TypeVar("T")
 

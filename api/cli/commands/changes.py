@@ -14,19 +14,14 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from api.cli.commands._common import JsonOption, KeyOption, UrlOption, console
 from api.cli.commands._common import api_client as _client
-from api.cli.commands._common import console
 from api.cli.commands._common import print_json as _print_json
 from api.cli.commands.lift import print_lift_items
 from api.schemas.change_requests import ChangeDecisionPublic
 
 __all__ = ["register", "list_changes", "show", "approve", "reject"]
 
-UrlOption = Annotated[str | None, typer.Option("--url", help="Gateway URL (LOREGATE_URL).")]
-KeyOption = Annotated[
-    str | None, typer.Option("--api-key", help="API key (LOREGATE_API_KEY).", envvar="LOREGATE_API_KEY")
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print the gateway's JSON answer.")]
 RequestArgument = Annotated[str, typer.Argument(help="The change request's id.")]
 NoteOption = Annotated[str | None, typer.Option("--note", "-n", help="Why; kept with the decision.")]
 

@@ -13,18 +13,13 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from api.cli.commands._common import JsonOption, KeyOption, UrlOption, console
 from api.cli.commands._common import api_client as _client
-from api.cli.commands._common import console
 from api.cli.commands._common import print_json as _print_json
 from api.schemas.erasure import ErasurePublic
 
 __all__ = ["register", "forget_memory", "forget_task", "forget_subject"]
 
-UrlOption = Annotated[str | None, typer.Option("--url", help="Gateway URL (LOREGATE_URL).")]
-KeyOption = Annotated[
-    str | None, typer.Option("--api-key", help="API key (LOREGATE_API_KEY).", envvar="LOREGATE_API_KEY")
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print the gateway's JSON answer.")]
 DryRun = Annotated[bool, typer.Option("--dry-run", help="List what would go; erase nothing.")]
 
 forget = typer.Typer(help="Erase a memory, a task or a subject, leaving a receipt (no content).")

@@ -17,19 +17,14 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from api.cli.commands._common import JsonOption, KeyOption, UrlOption, console, fail
 from api.cli.commands._common import api_client as _client
-from api.cli.commands._common import console, fail
 from api.cli.commands._common import print_json as _print_json
 from api.schemas.learning import BugPatternPublic
 from governance.trust import RuleOutcome
 
 __all__ = ["register", "match", "observe", "candidates", "list_reflections", "start_reflection"]
 
-UrlOption = Annotated[str | None, typer.Option("--url", help="Gateway URL (LOREGATE_URL).")]
-KeyOption = Annotated[
-    str | None, typer.Option("--api-key", help="API key (LOREGATE_API_KEY).", envvar="LOREGATE_API_KEY")
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print the gateway's JSON answer.")]
 
 patterns_app = typer.Typer(help="Bug patterns: what an error matches, and the fixes that worked.")
 rules_app = typer.Typer(help="Code rules: observations that move their confidence, retirement candidates.")

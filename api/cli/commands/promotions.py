@@ -15,18 +15,13 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from api.cli.commands._common import JsonOption, KeyOption, UrlOption, console, fail
 from api.cli.commands._common import api_client as _client
-from api.cli.commands._common import console, fail
 from api.cli.commands._common import print_json as _print_json
 from api.schemas.promotions import DiffOpPublic, PlanEntryPublic
 
 __all__ = ["register", "promote", "verify", "approve", "reject", "promotion", "promotions"]
 
-UrlOption = Annotated[str | None, typer.Option("--url", help="Gateway URL (LOREGATE_URL).")]
-KeyOption = Annotated[
-    str | None, typer.Option("--api-key", help="API key (LOREGATE_API_KEY).", envvar="LOREGATE_API_KEY")
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print the gateway's JSON answer.")]
 TaskArgument = Annotated[str, typer.Argument(help="The task whose promotion this is.")]
 NoteOption = Annotated[str | None, typer.Option("--note", "-n", help="Why; kept with the decision.")]
 SOURCES = "tests_passed, pr_merged, human_approved or repeated_success"

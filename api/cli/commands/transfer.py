@@ -19,16 +19,12 @@ from typing import Annotated, Any
 
 import typer
 
-from api.cli.commands._common import console, err_console, fail
+from api.cli.commands._common import KeyOption, UrlOption, console, err_console, fail
 from api.cli.commands._common import print_json as _print_json
 from api.schemas.transfer import ImportPublic
 
 __all__ = ["register", "export", "import_"]
 
-UrlOption = Annotated[str | None, typer.Option("--url", help="Gateway URL (LOREGATE_URL).")]
-KeyOption = Annotated[
-    str | None, typer.Option("--api-key", help="API key (LOREGATE_API_KEY).", envvar="LOREGATE_API_KEY")
-]
 # an export streams as long as it takes; an import may embed every memory (restore) or wait for Temporal
 TIMEOUT_SECONDS = 600.0
 

@@ -15,18 +15,12 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from api.cli.commands._common import JsonOption, KeyOption, UrlOption, console
 from api.cli.commands._common import api_client as _client
-from api.cli.commands._common import console
 from api.cli.commands._common import print_json as _print_json
 from api.schemas.events import EventPublic
 
 __all__ = ["register", "review", "confirm", "events"]
-
-UrlOption = Annotated[str | None, typer.Option("--url", help="Gateway URL (LOREGATE_URL).")]
-KeyOption = Annotated[
-    str | None, typer.Option("--api-key", help="API key (LOREGATE_API_KEY).", envvar="LOREGATE_API_KEY")
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print the gateway's JSON answer.")]
 
 
 def review(
