@@ -13,7 +13,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from api.schemas.reflections import ReflectionPublic, ReflectionsPage, ReflectionStart, ReflectionStarted
 from api.services.gateway import GatewayResources, temporal_client
 from api.services.temporal_errors import temporal_errors
-from governance.errors import NotFound, PolicyDenied
+from governance.errors import InvalidInput, NotFound, PolicyDenied
 from governance.identity import Principal
 from governance.storage.reflections import list_reflections
 from workflows.reflection_contract import WORKFLOW_TYPE, ReflectionInput, ReflectionTrigger, workflow_id_for
@@ -24,11 +24,11 @@ _LIST_LIMIT = 50
 
 
 def _project_of(principal: Principal, org: str | None, project: str | None) -> tuple[str, str]:
-    """The project named (or the caller's); another tenant's is NotFound, as if it did not exist."""
+    """The project named (or the caller's; an org-wide key must name one); another tenant's is NotFound."""
     org = org or principal.org
     project = project or principal.project
     if project is None:
-        raise NotFound("name the project to reflect on (your key is org-wide)")
+        raise InvalidInput("name the project to reflect on (your key is org-wide)")
     if not principal.is_admin and (org != principal.org or principal.project not in (None, project)):
         raise NotFound(f"project {org}/{project} does not exist")
     return org, project

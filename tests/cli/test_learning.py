@@ -41,6 +41,7 @@ async def world(engine: AsyncEngine, gateway: str) -> dict[str, Any]:
     human = await make_actor(engine, ActorType.HUMAN, org, project)
     agent = await make_actor(engine, ActorType.AGENT, org, project)
     orchestrator = await make_actor(engine, ActorType.ORCHESTRATOR, org, project)
+    org_human = await make_actor(engine, ActorType.HUMAN, org, None)
     signature = error_signature(ERROR)
     async with engine.begin() as conn:
         task = await new_task(conn, org=org, project=project)
@@ -86,6 +87,7 @@ async def world(engine: AsyncEngine, gateway: str) -> dict[str, Any]:
         "human": cli_env(LOREGATE_URL=gateway, LOREGATE_API_KEY=human.key),
         "agent": cli_env(LOREGATE_URL=gateway, LOREGATE_API_KEY=agent.key),
         "orchestrator": cli_env(LOREGATE_URL=gateway, LOREGATE_API_KEY=orchestrator.key),
+        "org_human": cli_env(LOREGATE_URL=gateway, LOREGATE_API_KEY=org_human.key),
         "task": task.task_id,
         "bug": bug["citation"],
         "rule": rule["citation"],
@@ -143,3 +145,10 @@ def test_reflections_list_and_start_refusals(world: dict[str, Any]) -> None:
     assert refused.returncode == 1 and "forbidden" in refused.stderr, refused.stderr
     other = run_cli("reflections", "list", "--org", "another-org", "--project", "p", env=world["human"])
     assert other.returncode == 1 and "not_found" in other.stderr, other.stderr
+
+
+def test_reflections_with_an_org_wide_key_must_name_the_project(world: dict[str, Any]) -> None:
+    unnamed = run_cli("reflections", "list", env=world["org_human"])
+    assert (
+        unnamed.returncode == 1 and "invalid_input" in unnamed.stderr and "name the project" in unnamed.stderr
+    )
