@@ -27,6 +27,7 @@ __all__ = [
     "ErrorSignature",
     "SolutionStats",
     "error_signature",
+    "error_headline",
     "signature_key",
     "split_bug_pattern",
     "failed_fixes",
@@ -93,16 +94,32 @@ def _mask(message: str) -> str:
     return normalise_text(masked)[:_MESSAGE_CHARS]
 
 
+def _headline(text: str) -> re.Match[str] | None:
+    """The line naming the error: a Python traceback's last `Type: message`, else the first one."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    matches = [m for m in (_HEADLINE.match(line) for line in lines) if m is not None]
+    if not matches:
+        return None
+    return matches[-1] if "Traceback (most recent call last)" in text else matches[0]
+
+
 def error_signature(error: str, stack: str | None = None) -> ErrorSignature:
     """The signature of an error text (a message, or a whole traceback); `stack` is searched too."""
     text = error if not stack else f"{error}\n{stack}"
-    lines = [line for line in text.splitlines() if line.strip()]
-    matches = [m for m in (_HEADLINE.match(line) for line in lines) if m is not None]
-    if matches:
-        python = "Traceback (most recent call last)" in text
-        chosen = matches[-1] if python else matches[0]
+    chosen = _headline(text)
+    if chosen is not None:
         return ErrorSignature(chosen.group("type"), _mask(chosen.group("msg")))
+    lines = [line for line in text.splitlines() if line.strip()]
     return ErrorSignature("error", _mask(lines[0] if lines else ""))
+
+
+def error_headline(error: str) -> str:
+    """The line of an error text a person names it by (`ImportError: no module named psycopg2`, unmasked),
+    else its first line: a bug pattern's title, not the `Traceback (most recent call last):` it opens with."""
+    chosen = _headline(error)
+    if chosen is not None:
+        return f"{chosen.group('type')}: {chosen.group('msg').strip()}".rstrip(": ")
+    return next((line.strip() for line in error.splitlines() if line.strip()), "")
 
 
 def split_bug_pattern(content: str) -> tuple[str, str | None]:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from governance.bug_signature import FAILED_MARKER, FIX_MARKER, error_signature
+from governance.bug_signature import FAILED_MARKER, FIX_MARKER, error_headline, error_signature
 from governance.scopes import EntryKind, MemoryType
 
 __all__ = [
@@ -173,7 +173,9 @@ def _bug_pattern(entries: list[StagedEntry], key: str, at: list[int]) -> Candida
     content += f"{FIX_MARKER}{entries[final].content.strip()}"
     bug = _candidate(MemoryType.BUG_PATTERN, first, content)
     ids = sorted({*(entries[i].id for i in at), *(entries[f].id for f in failed), entries[final].id})
-    return Candidate(**{**bug.__dict__, "canonical_key": key, "source_entry_ids": ids})
+    # named by the error's headline unless the entry names it (a traceback's first line names nothing)
+    title = title_of(error_headline(first.content) or first.content, first.payload)
+    return Candidate(**{**bug.__dict__, "title": title, "canonical_key": key, "source_entry_ids": ids})
 
 
 def _reward(success: bool, errors: int, failed_approaches: int) -> float:

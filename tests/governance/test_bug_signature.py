@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from governance.bug_signature import (
     FAILED_MARKER,
     FIX_MARKER,
     add_attempt,
+    error_headline,
     error_signature,
     failed_fixes,
     ranked_solutions,
@@ -224,3 +227,29 @@ def test_cognify_repeated_error_before_any_fix_is_not_a_failed_fix() -> None:
     ]
     (bug,) = [c for c in rule_based_analysis("t", entries, success=True).candidates]
     assert failed_fixes(bug.content) == [] and bug.content.endswith(f"{FIX_MARKER}Use dict.get")
+
+
+TRACEBACK = (
+    'Traceback (most recent call last):\n  File "/app/db.py", line 3\nImportError: no module named psycopg2'
+)
+
+
+def test_error_headline_names_a_traceback_by_its_exception_line() -> None:
+    traceback = TRACEBACK
+    assert error_headline(traceback) == "ImportError: no module named psycopg2"
+    assert error_headline("  \nsegfault in worker 3\n") == "segfault in worker 3"
+
+
+def _bug(entries: list[StagedEntry]) -> Any:
+    candidates = rule_based_analysis("t", entries, success=True).candidates
+    (bug,) = [c for c in candidates if c.memory_type == "bug_pattern"]
+    return bug
+
+
+def test_cognify_bug_pattern_is_titled_by_its_error_not_the_traceback_header() -> None:
+    traceback = TRACEBACK
+    entries = [_entry(1, "error", traceback), _entry(2, "result", "installed psycopg[binary]")]
+    bug = _bug(entries)
+    assert bug.title == "ImportError: no module named psycopg2"
+    named = StagedEntry(id=1, seq=1, kind="error", content=traceback, payload={"title": "psycopg2 missing"})
+    assert _bug([named, entries[1]]).title == "psycopg2 missing"
