@@ -409,22 +409,7 @@ async def apply_change_request(
         workflow_id=workflow_id,
         dedupe_key=f"change:{current.id}:approved",
     )
-    row = (
-        await conn.execute(
-            update(change_requests)
-            .where(change_requests.c.id == current.id)
-            .values(
-                state="applied",
-                decided_by=approver,
-                decided_by_type=approver_type,
-                decision_note=note,
-                decided_at=func.now(),
-                result_memory_id=result_id,
-            )
-            .returning(*_COLUMNS)
-        )
-    ).one()
-    return _applied(_request(row), citation)
+    return await _close_applied(conn, current.id, approver, approver_type, note, result_id, citation)
 
 
 async def _apply_lift(
@@ -479,22 +464,37 @@ async def _apply_lift(
             dedupe_key=f"change:{current.id}:approved",
             direct=workflow_id is None,  # a human approver's own lift, applied by the gateway
         )
+    return await _close_applied(
+        conn, current.id, approver, approver_type, note, first.result_memory_id, first.result_citation
+    )
+
+
+async def _close_applied(
+    conn: AsyncConnection,
+    request_id: str,
+    approver: str,
+    approver_type: str,
+    note: str,
+    result_id: str | None,
+    citation: str | None,
+) -> Applied:
+    """Close the request `applied` by its approver, naming the memory the change produced."""
     row = (
         await conn.execute(
             update(change_requests)
-            .where(change_requests.c.id == current.id)
+            .where(change_requests.c.id == request_id)
             .values(
                 state="applied",
                 decided_by=approver,
                 decided_by_type=approver_type,
                 decision_note=note,
                 decided_at=func.now(),
-                result_memory_id=first.result_memory_id,
+                result_memory_id=result_id,
             )
             .returning(*_COLUMNS)
         )
     ).one()
-    return _applied(_request(row), first.result_citation)
+    return _applied(_request(row), citation)
 
 
 async def _citation(conn: AsyncConnection, memory_id: str | None) -> str | None:
