@@ -7,11 +7,13 @@ input. Benchmarks call these functions directly.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+import numpy as np
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from governance.adapters.embedders import Embedder, embed_query_async
@@ -29,7 +31,13 @@ from governance.ranking import (
 )
 from governance.storage.bug_patterns import bug_pattern_stats
 from governance.storage.code_rules import established_rules
-from governance.storage.retrieval import SearchHit, record_retrievals, search
+from governance.storage.retrieval import (
+    SearchHit,
+    rank_candidates,
+    record_retrievals,
+    text_candidates,
+    vector_candidates,
+)
 from governance.trust import ESTABLISHED_RULE
 
 __all__ = [
@@ -140,27 +148,41 @@ async def search_memories(
     include_history: bool = False,
     now: datetime | None = None,
 ) -> SearchOutcome:
-    """Route, embed and search. An embedder failure degrades to full text only: reads must not stop."""
+    """Route, embed and search. An embedder failure degrades to full text only: reads must not stop.
+
+    The full-text retriever needs no vector, so it runs on its own connection while the query is embedded
+    and the vector retriever walks the HNSW index: a search costs the longer of the two paths, not their sum
+    (tests/bench/retrieval_scale.py).
+    """
     routing = resolve_types(query, types, intent)
-    vector = None
-    if embedder is not None:
-        try:
-            vector = await embed_query_async(embedder, query)
-        except Exception:  # an unreachable embedding endpoint; full text still answers
-            _log.warning("query embedding failed; searching by full text only", exc_info=True)
-    async with engine.begin() as conn:  # a transaction: SET LOCAL hnsw.ef_search lives inside it
-        hits = await search(
-            conn,
-            query,
-            vector,
-            list(scope_keys),
-            k,
-            routing.types,
-            include_history,
-            params=ranking_params(settings, routing.prefer),
-            candidates=max(settings.search_candidates, k),
-            now=now,
-        )
+    keys = list(scope_keys)
+    pool = max(settings.search_candidates, k)
+    if k <= 0:
+        hits: list[SearchHit] = []
+        vector = None
+    else:
+        async with asyncio.TaskGroup() as group:
+            by_text = group.create_task(
+                _text_candidates(engine, query, keys, pool, routing.types, include_history)
+            )
+            vector = await _embed(embedder, query)
+            async with engine.begin() as conn:  # a transaction: SET LOCAL hnsw.ef_search lives inside it
+                by_vector = (
+                    await vector_candidates(
+                        conn, vector, keys, limit=pool, types=routing.types, include_history=include_history
+                    )
+                    if vector is not None
+                    else []
+                )
+                hits = await rank_candidates(
+                    conn,
+                    by_vector,
+                    await by_text,
+                    vector,
+                    k,
+                    params=ranking_params(settings, routing.prefer),
+                    now=now,
+                )
     return SearchOutcome(
         hits=hits,
         intent=routing.intent,
@@ -168,6 +190,31 @@ async def search_memories(
         vector_used=vector is not None,
         preferred_types=routing.preferred_types,
     )
+
+
+async def _embed(embedder: Embedder | None, query: str) -> np.ndarray | None:
+    """The query's vector, or None without an embedder or when it fails (logged)."""
+    if embedder is None:
+        return None
+    try:
+        return await embed_query_async(embedder, query)
+    except Exception:  # an unreachable embedding endpoint; full text still answers
+        _log.warning("query embedding failed; searching by full text only", exc_info=True)
+        return None
+
+
+async def _text_candidates(
+    engine: AsyncEngine,
+    query: str,
+    keys: list[str],
+    limit: int,
+    types: Sequence[str] | None,
+    include_history: bool,
+) -> list[tuple[str, float]]:
+    async with engine.connect() as conn:
+        return await text_candidates(
+            conn, query, keys, limit=limit, types=types, include_history=include_history
+        )
 
 
 async def build_context(

