@@ -212,6 +212,8 @@ async def _text_candidates(
     include_history: bool,
 ) -> list[tuple[str, float]]:
     async with engine.connect() as conn:
+        # one read statement: no transaction to open and close around it
+        conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
         return await text_candidates(
             conn, query, keys, limit=limit, types=types, include_history=include_history
         )

@@ -86,6 +86,10 @@ _MEMORY_COLUMNS = """id::text AS id, citation, memory_type, scope, scope_key, or
     contradiction_note, expires_at, retrieval_count, usefulness, version, created_at, updated_at,
     valid_from_commit, valid_to_commit, stale_at, stale_reason"""
 
+# what `governance.ranking.score_parts` reads of every candidate (and the citation, the last tie-break)
+_SCORING_COLUMNS = """id::text AS id, citation, memory_type, importance, confidence, usefulness,
+    retrieval_count, updated_at, stale_at"""
+
 
 @dataclass(frozen=True)
 class ReaderScope:
@@ -350,58 +354,87 @@ async def rank_candidates(
     params: RankingParams = _DEFAULT_PARAMS,
     now: datetime | None = None,
 ) -> list[SearchHit]:
-    """The `k` best of the two retrievers' candidates: fused (`fuse`), fetched once, scored and sorted."""
+    """The `k` best of the retrievers' candidates: fused (`fuse`), scored and sorted, then the `k` fetched.
+
+    Scoring reads the few columns `governance.ranking` needs for every candidate (up to 100 rows); titles,
+    contents and the cosines the vector retriever did not give are fetched for the `k` kept only.
+    """
     relevance = fuse(by_vector, by_text, k=params.rrf_k)
     if not relevance or k <= 0:
         return []
-
-    vector_rank = {i: r for r, (i, _) in enumerate(by_vector, start=1)}
-    text_rank = {i: r for r, (i, _) in enumerate(by_text, start=1)}
-    rows = await _fetch(conn, list(relevance), query_vector)
     clock = now or datetime.now(UTC)
-    hits = [
-        SearchHit(
-            id=row["id"],
-            citation=row["citation"],
-            memory_type=row["memory_type"],
-            scope=row["scope"],
-            scope_key=row["scope_key"],
-            title=row["title"],
-            content=row["content"],
-            confidence=row["confidence"],
-            importance=row["importance"],
-            created_at=row["created_at"],
-            updated_at=row["updated_at"],
-            deprecated_at=row["deprecated_at"],
-            expires_at=row["expires_at"],
-            cosine=row["cosine"],
-            vector_rank=vector_rank.get(row["id"]),
-            text_rank=text_rank.get(row["id"]),
-            stale_at=row["stale_at"],
-            stale_reason=row["stale_reason"],
+    scored = [
+        (
+            row.id,
+            row.citation,
             # recency counts from the last change (a merge or validation refreshes a memory), not creation
-            parts=score_parts(
-                similarity=relevance[row["id"]],
-                when=row["updated_at"],
+            score_parts(
+                similarity=relevance[row.id],
+                when=row.updated_at,
                 now=clock,
-                importance=row["importance"],
-                confidence=row["confidence"],
-                usefulness=row["usefulness"],
-                retrievals=row["retrieval_count"],
-                memory_type=row["memory_type"],
+                importance=row.importance,
+                confidence=row.confidence,
+                usefulness=row.usefulness,
+                retrievals=row.retrieval_count,
+                memory_type=row.memory_type,
                 params=params,
-                stale=row["stale_at"] is not None,
+                stale=row.stale_at is not None,
             ),
         )
-        for row in rows
+        for row in (
+            await conn.execute(
+                text(f"SELECT {_SCORING_COLUMNS} FROM memories WHERE id = ANY(CAST(:ids AS uuid[]))"),
+                {"ids": list(relevance)},
+            )
+        ).all()
     ]
-    hits.sort(key=lambda h: (-h.parts.score, -h.parts.similarity, h.citation))
-    return hits[:k]
+    scored.sort(key=lambda s: (-s[2].score, -s[2].similarity, s[1]))
+    kept = scored[:k]
+    cosines = dict(by_vector)
+    rows = await _fetch(
+        conn,
+        [i for i, _, _ in kept],
+        query_vector if any(i not in cosines for i, _, _ in kept) else None,
+    )
+    vector_rank = {i: r for r, (i, _) in enumerate(by_vector, start=1)}
+    text_rank = {i: r for r, (i, _) in enumerate(by_text, start=1)}
+    hits = []
+    for memory_id, _, parts in kept:
+        row = rows.get(memory_id)
+        if row is None:  # pruned between the two reads
+            continue
+        hits.append(
+            SearchHit(
+                id=memory_id,
+                citation=row["citation"],
+                memory_type=row["memory_type"],
+                scope=row["scope"],
+                scope_key=row["scope_key"],
+                title=row["title"],
+                content=row["content"],
+                confidence=row["confidence"],
+                importance=row["importance"],
+                created_at=row["created_at"],
+                updated_at=row["updated_at"],
+                deprecated_at=row["deprecated_at"],
+                expires_at=row["expires_at"],
+                cosine=cosines.get(memory_id, row["cosine"]),
+                vector_rank=vector_rank.get(memory_id),
+                text_rank=text_rank.get(memory_id),
+                stale_at=row["stale_at"],
+                stale_reason=row["stale_reason"],
+                parts=parts,
+            )
+        )
+    return hits
 
 
 async def _fetch(
     conn: AsyncConnection, ids: list[str], query_vector: np.ndarray | Sequence[float] | None
-) -> list[dict[str, Any]]:
+) -> dict[str, dict[str, Any]]:
+    """Memories by id, with their cosine to `query_vector` (None: no cosine)."""
+    if not ids:
+        return {}
     cosine = "1 - (embedding <=> :q)" if query_vector is not None else "NULL::float8"
     sql = text(
         f"SELECT {_MEMORY_COLUMNS}, {cosine} AS cosine FROM memories WHERE id = ANY(CAST(:ids AS uuid[]))"
@@ -410,7 +443,7 @@ async def _fetch(
     if query_vector is not None:
         sql = sql.bindparams(_VECTOR)
         params["q"] = np.asarray(query_vector, dtype=np.float32)
-    return [dict(r._mapping) for r in (await conn.execute(sql, params)).all()]
+    return {r.id: dict(r._mapping) for r in (await conn.execute(sql, params)).all()}
 
 
 async def record_retrievals(conn: AsyncConnection, ids: Sequence[str]) -> int:

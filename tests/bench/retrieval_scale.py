@@ -62,6 +62,7 @@ from governance.storage.bulk import (  # noqa: E402
 )
 from governance.storage.engine import make_engine  # noqa: E402
 from governance.storage.retrieval import (  # noqa: E402
+    ef_search_for,
     is_identifier,
     search,
     text_candidates,
@@ -244,7 +245,7 @@ async def speed(engine: AsyncEngine, settings: Settings, raw: Embedder, queries:
             found.append(len({i for i, _ in got[:10]} & true) / max(1, len(true)))
         return statistics.fmean(found), pct(times, 50)
 
-    as_searched, vector_ms = await recall_at(min(1000, max(40, 8 * POOL)), POOL)
+    as_searched, vector_ms = await recall_at(ef_search_for(POOL), POOL)
     sweep = [(ef, *(await recall_at(ef, 10))) for ef in (40, 80, 160, 400)]
     text_ms = [
         (await timed(engine, lambda conn, q=q: text_candidates(conn, q, KEYS, limit=POOL)))[0]
@@ -284,7 +285,10 @@ async def speed(engine: AsyncEngine, settings: Settings, raw: Embedder, queries:
         f"  full-text retriever, identifier alone  p50 {pct(ident_ms, 50):7.2f} ms  "
         f"p99 {pct(ident_ms, 99):7.2f} ms  ({len(identifiers)} queries)"
     )
-    log(f"HNSW recall@10 vs exact, as search uses it (50 candidates, ef_search 400): {as_searched:.3f}")
+    log(
+        f"HNSW recall@10 vs exact, as search uses it ({POOL} candidates, ef_search {ef_search_for(POOL)}): "
+        f"{as_searched:.3f}"
+    )
     log(
         "  ef_search sweep, 10 candidates: "
         + ", ".join(f"ef {ef}: {r:.3f} ({ms:.2f} ms)" for ef, r, ms in sweep)
