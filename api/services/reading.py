@@ -161,11 +161,11 @@ async def search_memories(
         hits: list[SearchHit] = []
         vector = None
     else:
+        vector = await _embed(embedder, query)
         async with asyncio.TaskGroup() as group:
             by_text = group.create_task(
                 _text_candidates(engine, query, keys, pool, routing.types, include_history)
             )
-            vector = await _embed(embedder, query)
             async with engine.begin() as conn:  # a transaction: SET LOCAL hnsw.ef_search lives inside it
                 by_vector = (
                     await vector_candidates(

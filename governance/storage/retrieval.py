@@ -17,6 +17,7 @@ fusion; memories matching the same words tie, so full text never pretends to ord
 
 from __future__ import annotations
 
+import math
 import re
 import uuid
 from collections.abc import Sequence
@@ -47,6 +48,10 @@ __all__ = [
     "ef_search_for",
     "vector_candidates",
     "text_candidates",
+    "term_frequencies",
+    "driving_terms",
+    "expected_matches",
+    "MATCH_BUDGET",
     "fulltext_query",
     "fulltext_terms",
     "is_identifier",
@@ -74,6 +79,20 @@ TEXT_VOTE = 2.0
 
 EF_SEARCH_FLOOR = 200
 EF_SEARCH_MAX = 1000  # pgvector's maximum
+
+# memories the full-text retriever's plain words may bring in (`driving_terms`)
+MATCH_BUDGET = 1_000
+_TERM_FREQUENCIES = text(
+    """SELECT t.i AS i, min(coalesce(d.df, 0)) AS df
+    FROM unnest(CAST(:terms AS text[])) WITH ORDINALITY AS t(term, i)
+    CROSS JOIN LATERAL unnest(tsvector_to_array(to_tsvector('simple', t.term))) AS x(lexeme)
+    LEFT JOIN LATERAL (
+        SELECT sum(memories) AS df FROM memory_lexemes WHERE scope_key = ANY(:keys) AND lexeme = x.lexeme
+    ) AS d ON true
+    GROUP BY t.i
+    UNION ALL
+    SELECT 0, coalesce(sum(memories), 0) FROM memory_lexemes WHERE scope_key = ANY(:keys) AND lexeme = ''"""
+)
 
 _VECTOR = bindparam("q", type_=Vector(EMBEDDING_DIM))
 _KEYS = bindparam("keys", type_=ARRAY(Text))
@@ -233,6 +252,50 @@ async def vector_candidates(
     return [(r.id, float(r.cosine)) for r in rows]
 
 
+def driving_terms(terms: Sequence[tuple[str, float]], frequencies: Sequence[int], budget: int) -> list[int]:
+    """Indexes of the terms whose matches make up the full-text match set.
+
+    Identifiers (weight 1) always do. Plain words do rarest first, while the memories they bring in stay
+    within `budget`; the rarest word always does. A word left out still counts toward the coverage of the
+    memories the others brought in: "deploy" in 4,000 memories refines the order of the 30 that hold
+    `LG-7731`, and does not make the query visit the 4,000. Words no visible memory holds are left out.
+    """
+    present = [i for i, df in enumerate(frequencies) if df > 0]
+    chosen: list[int] = []
+    brought = 0
+    for i in sorted(present, key=lambda i: (frequencies[i], i)):
+        if terms[i][1] >= 1.0 or not chosen or brought + frequencies[i] <= budget:
+            chosen.append(i)
+            brought += frequencies[i]
+    return sorted(chosen)
+
+
+def expected_matches(memories: int, frequencies: Sequence[int]) -> float:
+    """How many of `memories` hold at least one of the terms, were the terms independent of each other.
+
+    The size of the query's match set, without visiting it: `N · (1 − Π (1 − df / N))`, at least the
+    largest df.
+    """
+    if memories <= 0:
+        return 0.0
+    missing = 1.0
+    for df in frequencies:
+        missing *= 1.0 - min(df, memories) / memories
+    return max(memories * (1.0 - missing), float(max(frequencies, default=0)))
+
+
+async def term_frequencies(
+    conn: AsyncConnection, terms: Sequence[str], scope_keys: Sequence[str]
+) -> tuple[int, list[int]]:
+    """(live memories, [memories holding each term]) under `scope_keys`, from the `memory_lexemes` counts.
+
+    A term of several lexemes (`misty-checkout-3`) counts as its rarest lexeme: no more memories hold it.
+    """
+    rows = (await conn.execute(_TERM_FREQUENCIES, {"terms": list(terms), "keys": list(scope_keys)})).all()
+    counts = {int(r.i): int(r.df) for r in rows}
+    return counts.pop(0, 0), [counts.get(i, 0) for i in range(1, len(terms) + 1)]
+
+
 async def text_candidates(
     conn: AsyncConnection,
     query_text: str,
@@ -244,22 +307,58 @@ async def text_candidates(
 ) -> list[tuple[str, float]]:
     """(id, coverage) best first, through the GIN index on the generated `tsv` column.
 
-    Coverage is the IDF-weighted share of the query's terms a memory contains. Document frequencies are
-    counted exactly over the match set (every visible memory holding any query term), so a rare identifier
-    weighs far more than a service name every memory repeats, and a query word no visible memory contains
-    (a Korean phrase against English memories, "mean") is left out instead of diluting the share.
+    Coverage is the IDF-weighted share of the query's terms a memory contains, each term weighed by
+    `ln(1 + n / df)` within the match set: n visible memories hold any of the query's terms, df of them this
+    one. A rare identifier thus weighs far more than a service name every memory repeats, and a query word
+    no visible memory contains (a Korean phrase against English memories, "mean") is left out instead of
+    diluting the share. The counts of `memory_lexemes` (kept by triggers on `memories`) say first how many
+    memories hold each term under the reader's scope keys:
+
+    - a match set of at most `MATCH_BUDGET` memories is visited whole and counted exactly (`_counted`);
+    - a larger one is not: n is estimated from those counts (`expected_matches`), and only the memories
+      holding a driving term are visited (`driving_terms`). At 100,000 memories, counting a match set of
+      ~4,600 memories for each query took 10-15 ms p50 (tests/bench/retrieval_scale.py).
+
     Coverage orders the hits, then the id: memories of equal coverage matched the same terms, and the fusion
-    gives them one shared rank (`governance.ranking.weighted_rrf`), so a finer tie-break (ts_rank, 13 % of
-    this query's time at 100,000 memories) would change nothing it returns. If `limit` falls inside a group
-    of equal coverage, that whole group is left out (see below).
-    The document frequencies and their IDFs (`df`) are MATERIALIZED, computed once: the planner cannot
-    estimate a phrase query's match set (an identifier alone, `misty-checkout-3`, is estimated at 1 row), and
-    inlined it recounted the whole match set for every hit — 118 ms p50 at 100,000 memories, 6 ms once
-    computed once (tests/bench/retrieval_scale.py).
+    gives them one shared rank (`governance.ranking.weighted_rrf`). If `limit` falls inside a group of equal
+    coverage, that whole group is left out (see below).
     """
     terms = fulltext_terms(query_text)
     if not terms:
         return []
+    memories, frequencies = await term_frequencies(conn, [t for t, _ in terms], scope_keys)
+    matching = expected_matches(memories, frequencies)
+    if matching <= 0:
+        return []
+    if matching <= MATCH_BUDGET:
+        sql, driving = _counted(terms, types, include_history), list(range(len(terms)))
+    else:
+        sql = _estimated(terms, frequencies, matching, types, include_history)
+        driving = driving_terms(terms, frequencies, MATCH_BUDGET)
+    params: dict[str, Any] = {
+        "query": " or ".join(terms[i][0] for i in driving),
+        "keys": list(scope_keys),
+        "limit": limit + 1,  # one more, to see whether the cut falls inside a tie
+        **{f"t{i}": t for i, (t, _) in enumerate(terms)},
+    }
+    if types:
+        params["types"] = list(types)
+    hits = [(r.id, float(r.coverage)) for r in (await conn.execute(sql, params)).all()]
+    if len(hits) > limit:
+        # memories matching the same terms are indistinguishable here: voting for an arbitrary part of
+        # their group would be noise, so a group the limit cuts is left out whole
+        cut = hits[limit][1]
+        hits = [h for h in hits[:limit] if h[1] != cut]
+    return hits
+
+
+def _counted(terms: Sequence[tuple[str, float]], types: Sequence[str] | None, include_history: bool) -> Any:
+    """Coverage with n and each df counted over the match set, visited whole.
+
+    The counts (`df`) are MATERIALIZED, computed once: the planner cannot estimate a phrase query's match
+    set (an identifier alone, `misty-checkout-3`, is estimated at 1 row), and inlined it recounted the
+    whole match set for every hit (118 ms p50 at 100,000 memories, 6 ms computed once).
+    """
     n = range(len(terms))
     sources = ", ".join(f"plainto_tsquery('simple', :t{i}) AS q{i}" for i in n)
     flags = ", ".join(f"tsv @@ q{i} AS h{i}" for i in n)
@@ -268,7 +367,7 @@ async def text_candidates(
     weights = [w for _, w in terms]
     matched = " + ".join(f"CASE WHEN h{i} THEN {weights[i]!r} * df.idf{i} ELSE 0 END" for i in n)
     possible = " + ".join(f"CASE WHEN df.d{i} > 0 THEN df.idf{i} ELSE 0 END" for i in n)
-    sql = text(
+    return text(
         f"""WITH hits AS (
             SELECT id, {flags}
             FROM memories, websearch_to_tsquery('simple', :query) AS q, {sources}
@@ -280,22 +379,27 @@ async def text_candidates(
         FROM hits, df
         ORDER BY coverage DESC, hits.id LIMIT :limit"""
     ).bindparams(_KEYS, *([_TYPES] if types else []))
-    params: dict[str, Any] = {
-        "query": " or ".join(t for t, _ in terms),
-        "keys": list(scope_keys),
-        "limit": limit,
-        **{f"t{i}": t for i, (t, _) in enumerate(terms)},
-    }
-    if types:
-        params["types"] = list(types)
-    params["limit"] = limit + 1  # one more, to see whether the cut falls inside a tie
-    hits = [(r.id, float(r.coverage)) for r in (await conn.execute(sql, params)).all()]
-    if len(hits) > limit:
-        # memories matching the same terms are indistinguishable here: voting for an arbitrary part of
-        # their group would be noise, so a group the limit cuts is left out whole
-        cut = hits[limit][1]
-        hits = [h for h in hits[:limit] if h[1] != cut]
-    return hits
+
+
+def _estimated(
+    terms: Sequence[tuple[str, float]],
+    frequencies: Sequence[int],
+    matching: float,
+    types: Sequence[str] | None,
+    include_history: bool,
+) -> Any:
+    """Coverage with n and each df from `memory_lexemes`: the shares are numbers before the query runs."""
+    idf = {i: math.log(1 + matching / df) for i, df in enumerate(frequencies) if df > 0}
+    possible = sum(idf.values())
+    sources = ", ".join(f"plainto_tsquery('simple', :t{i}) AS q{i}" for i in range(len(terms)))
+    share = {i: terms[i][1] * weight / possible for i, weight in idf.items()}
+    coverage = " + ".join(f"CASE WHEN tsv @@ q{i} THEN {share[i]!r}::float8 ELSE 0 END" for i in idf)
+    return text(
+        f"""SELECT id::text AS id, {coverage} AS coverage
+        FROM memories, websearch_to_tsquery('simple', :query) AS q, {sources}
+        WHERE tsv @@ q AND {_filters(types, include_history)}
+        ORDER BY coverage DESC, id LIMIT :limit"""
+    ).bindparams(_KEYS, *([_TYPES] if types else []))
 
 
 def fuse(

@@ -1,17 +1,18 @@
 """Retrieval quality and speed on real Postgres+pgvector with the real embedder (outside the pytest run).
 
-    python tests/bench/retrieval.py            # quality on the labelled set, then speed at N = 100,000
-    python tests/bench/retrieval.py --n 20000  # a smaller speed corpus (embedding 100k takes ~30 min)
+    python tests/bench/retrieval.py            # quality on the labelled sets, then speed at N = 100,000
     python tests/bench/retrieval.py --skip-speed
+    python tests/bench/retrieval.py --skip-quality --n 20000 --skip-http
 
 Quality: recall@5, recall@10 and MRR (over the top 50) of vector only, full text only, their plain RRF
 fusion, and the default search (`api.services.reading.search_memories`: intent detection, type weights,
 fusion, bounded recency / trust / usefulness adjustments) on every labelled set, tests/data/retrieval*/
 (`services`: the project's own set; `conversation` and `coding`: tests/bench/retrieval_sets.py). Target on
-every set: default >= max(vector, full text) and >= plain RRF - 0.01 (recall@5). Speed: hybrid search p50/p99
-with and without embedding the query, exact search (index scans off) as the baseline, and HNSW recall@10
-against that exact search, after a bulk COPY, index build and ANALYZE. Embeddings are cached on disk under
-tests/bench/.cache/ (not in git), keyed by the text, so a second run starts at once.
+every set: default >= max(vector, full text) and >= plain RRF - 0.01 (recall@5). Embeddings are cached on
+disk under tests/bench/.cache/ (not in git), keyed by the text, so a second run starts at once.
+Speed is tests/bench/retrieval_scale.py, run after the quality sets: 100,000 memories composed from 4,000
+real embeddings, hybrid search p50/p99 with the query vector given and with its embedding (first and
+repeated), exact search as the baseline, HNSW recall@10 against it, then the context endpoint over HTTP.
 """
 
 from __future__ import annotations
@@ -45,11 +46,9 @@ from governance.storage.engine import make_engine  # noqa: E402
 from governance.storage.migrate import upgrade_head  # noqa: E402
 from governance.storage.retrieval import (  # noqa: E402
     fuse,  # noqa: E402
-    search,
     text_candidates,
     vector_candidates,
 )
-from tests.bench.retrieval_corpus import speed_corpus  # noqa: E402
 
 CACHE = Path(__file__).resolve().parent / ".cache"
 CHUNK = 2000
@@ -302,75 +301,6 @@ def pct(values: list[float], p: float) -> float:
     return float(np.percentile(np.asarray(values), p))
 
 
-async def speed(engine: AsyncEngine, url: str, embedder: Embedder, settings: Settings, n: int) -> None:
-    log(f"speed: generating and embedding N = {n} memories (cached under {CACHE})")
-    corpus, query_texts = speed_corpus(n)
-    vectors = embed_cached(embedder, corpus, "speed corpus")
-    rng, now = np.random.default_rng(11), datetime.now(UTC)
-    rows = []
-    for i, t in enumerate(corpus):
-        title, _, content = t.partition(": ")
-        tenant = (
-            TENANT_B if i % 10 == 9 else TENANT_A
-        )  # a tenth belongs to another project: filtering is real
-        rows.append(memory_row(i, title, content, "fact", tenant, rng, now))
-    async with engine.begin() as conn:
-        await conn.execute(text("TRUNCATE memories CASCADE"))
-    copy_memories(url, rows, vectors)
-
-    keys = [
-        "task:bench-task",
-        f"worktree:{'/'.join(TENANT_A)}",
-        scope_key_of(TENANT_A),
-        f"org:{TENANT_A[0]}",
-    ]
-    params = ranking_params(settings)
-    qvecs = [embedder.embed_query(q) for q in query_texts]
-    for q, qv in list(zip(query_texts, qvecs, strict=True))[:20]:  # warm caches and the pool
-        async with engine.begin() as conn:
-            await search(conn, q, qv, keys, 10, params=params)
-
-    without, with_embed, exact_ms, recalls = [], [], [], []
-    for q, qv in zip(query_texts, qvecs, strict=True):
-        t0 = time.perf_counter()
-        async with engine.begin() as conn:
-            await search(conn, q, qv, keys, 10, params=params)
-        without.append((time.perf_counter() - t0) * 1000)
-    for q in query_texts:
-        t0 = time.perf_counter()
-        qv = embedder.embed_query(q)
-        async with engine.begin() as conn:
-            await search(conn, q, qv, keys, 10, params=params)
-        with_embed.append((time.perf_counter() - t0) * 1000)
-    for qv in qvecs:
-        async with engine.begin() as conn:
-            approx = [i for i, _ in await vector_candidates(conn, qv, keys, limit=POOL)][:10]
-        async with engine.begin() as conn:
-            await conn.execute(text("SET LOCAL enable_indexscan = off"))
-            t0 = time.perf_counter()
-            exact = [i for i, _ in await vector_candidates(conn, qv, keys, limit=10)]
-            exact_ms.append((time.perf_counter() - t0) * 1000)
-        recalls.append(len(set(approx) & set(exact)) / max(1, len(exact)))
-
-    log(f"\nN = {n} memories ({n - n // 10} visible to the reader), {len(query_texts)} queries, k = 10")
-    log(
-        f"hybrid search, query vector given : p50 {pct(without, 50):6.2f} ms   p99 {pct(without, 99):6.2f} ms"
-    )
-    log(
-        f"hybrid search, embedding included : p50 {pct(with_embed, 50):6.2f} ms   "
-        f"p99 {pct(with_embed, 99):6.2f} ms"
-    )
-    log(
-        f"exact vector search (baseline)    : p50 {pct(exact_ms, 50):6.2f} ms   "
-        f"→ hybrid is {pct(exact_ms, 50) / pct(without, 50):.1f}x faster at p50"
-    )
-    log(
-        f"HNSW recall@10 vs exact search    : {statistics.fmean(recalls):.3f} "
-        f"(ef_search {min(1000, max(40, 8 * POOL))}, m 16, ef_construction 64)"
-    )
-    log("targets: p50 < 15 ms without embedding, < 40 ms with; recall@10 >= 0.95")
-
-
 async def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -378,21 +308,25 @@ async def main() -> None:
     parser.add_argument("--n", type=int, default=100_000, help="memories in the speed corpus")
     parser.add_argument("--skip-speed", action="store_true")
     parser.add_argument("--skip-quality", action="store_true")
+    parser.add_argument(
+        "--skip-http", action="store_true", help="no context-endpoint run after the speed run"
+    )
     args = parser.parse_args()
 
-    url, server = bench_database()
-    settings = Settings(database_url=url, db_timeout_seconds=600, data_dir=CACHE / "data")
-    engine = make_engine(settings)
-    embedder = make_embedder(settings)
-    try:
-        if not args.skip_quality:
-            await quality(engine, url, embedder, settings)
-        if not args.skip_speed:
-            await speed(engine, url, embedder, settings, args.n)
-    finally:
-        await engine.dispose()
-        if server is not None:
-            server.cleanup()
+    if not args.skip_quality:
+        url, server = bench_database()
+        settings = Settings(database_url=url, db_timeout_seconds=600, data_dir=CACHE / "data")
+        engine = make_engine(settings)
+        try:
+            await quality(engine, url, make_embedder(settings), settings)
+        finally:
+            await engine.dispose()
+            if server is not None:
+                server.cleanup()
+    if not args.skip_speed:
+        from tests.bench.retrieval_scale import run
+
+        await run(n=args.n, skip_http=args.skip_http)
 
 
 if __name__ == "__main__":

@@ -307,16 +307,18 @@ async def breakdown(engine: AsyncEngine, settings: Settings, queries: list[str],
     started: list[float] = []
 
     def kind(statement: str) -> str:
-        head = statement.lstrip()[:40].upper()
-        if "SET_CONFIG" in head:
+        flat = " ".join(statement.upper().split())
+        if "SET_CONFIG" in flat:
             return "set ef_search"
-        if head.startswith("SELECT") and "MEMORIES WHERE ID = ANY" in statement.upper().replace("\n", " "):
-            return "fetch candidates"
-        if head.startswith("SELECT ID::TEXT"):
+        if "MEMORIES WHERE ID = ANY" in flat:
+            return "fetch candidates (scoring columns, then the k kept)"
+        if "EMBEDDING <=>" in flat:
             return "vector retriever"
-        if head.startswith("WITH HITS"):
-            return "full-text retriever"
-        return "other (" + head.split()[0].lower() + ")" if head else "other"
+        if "FROM MEMORY_LEXEMES" in flat:
+            return "full-text retriever: term counts"
+        if "TSV @@" in flat:
+            return "full-text retriever: the match set"
+        return "other (" + flat.split()[0].lower() + ")" if flat else "other"
 
     def before(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, many: bool) -> None:
         started.append(time.perf_counter())
@@ -365,7 +367,7 @@ async def explain(engine: AsyncEngine, query: str, qv: np.ndarray) -> None:
             await text_candidates(conn, query, KEYS, limit=POOL)
     finally:
         event.remove(engine.sync_engine, "before_cursor_execute", grab)
-    statements = [(s, p) for s, p in captured if s.lstrip().upper().startswith(("SELECT ID", "WITH HITS"))]
+    statements = [(s, p) for s, p in captured if "embedding <=>" in s or "tsv @@" in s]
     for name, (statement, parameters) in zip(("vector", "full-text"), statements, strict=False):
         async with engine.begin() as conn:
             await conn.exec_driver_sql("SELECT set_config('hnsw.ef_search', '400', true)")
@@ -431,6 +433,38 @@ async def http_context(
     )
 
 
+async def run(*, n: int = 100_000, base: int = 4_000, http_n: int = 10_000, skip_http: bool = False) -> None:
+    """The whole speed run on a fresh `loregate_bench` database (tests/bench/retrieval.py runs it too)."""
+    load_avg = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    log(f"load average at start: {load_avg} (2 cores: figures scale with it)")
+    url, server = bench_database()
+    settings = Settings(database_url=url, db_timeout_seconds=600, query_embedding_cache_size=0)
+    engine = make_engine(settings)
+    raw = make_embedder(settings)  # no query cache: the bench adds it where it measures it
+    try:
+        log(f"corpus: {base} real texts embedded (cached under {CACHE}), composed into {n} memories")
+        base_texts, queries = speed_corpus(base)
+        base_vectors = embed_cached(raw, base_texts)
+        texts, vectors = compose(n, base_texts, base_vectors)
+        t0 = time.perf_counter()
+        memories = rows(texts, vectors)
+        took = await load(engine, memories)
+        log(
+            f"load {n}: rows built {time.perf_counter() - t0 - sum(took.values()):.1f} s, "
+            f"COPY (with events) {took['copy']:.1f} s, HNSW build {took['hnsw']:.1f} s, "
+            f"ANALYZE {took['analyze']:.1f} s"
+        )
+        del memories
+        await speed(engine, Settings(database_url=url), raw, queries, n)
+        if not skip_http:
+            await http_context(url, engine, texts[:http_n], vectors[:http_n], queries)
+    finally:
+        log(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        await engine.dispose()
+        if server is not None:
+            server.cleanup()
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -440,37 +474,7 @@ async def main() -> None:
     parser.add_argument("--http-n", type=int, default=10_000, help="memories for the context endpoint run")
     parser.add_argument("--skip-http", action="store_true")
     args = parser.parse_args()
-
-    load_avg = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    log(f"load average at start: {load_avg} (2 cores: figures scale with it)")
-    url, server = bench_database()
-    settings = Settings(database_url=url, db_timeout_seconds=600, query_embedding_cache_size=0)
-    engine = make_engine(settings)
-    raw = make_embedder(settings)  # no query cache: the bench adds it where it measures it
-    try:
-        log(
-            f"corpus: {args.base} real texts embedded (cached under {CACHE}), composed into {args.n} memories"
-        )
-        base_texts, queries = speed_corpus(args.base)
-        base_vectors = embed_cached(raw, base_texts)
-        texts, vectors = compose(args.n, base_texts, base_vectors)
-        t0 = time.perf_counter()
-        memories = rows(texts, vectors)
-        took = await load(engine, memories)
-        log(
-            f"load {args.n}: rows built {time.perf_counter() - t0 - sum(took.values()):.1f} s, "
-            f"COPY (with events) {took['copy']:.1f} s, HNSW build {took['hnsw']:.1f} s, "
-            f"ANALYZE {took['analyze']:.1f} s"
-        )
-        del memories
-        await speed(engine, Settings(database_url=url), raw, queries, args.n)
-        if not args.skip_http:
-            await http_context(url, engine, texts[: args.http_n], vectors[: args.http_n], queries)
-    finally:
-        log(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-        await engine.dispose()
-        if server is not None:
-            server.cleanup()
+    await run(n=args.n, base=args.base, http_n=args.http_n, skip_http=args.skip_http)
 
 
 if __name__ == "__main__":
