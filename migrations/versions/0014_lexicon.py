@@ -5,9 +5,11 @@
   full-text retriever reads its document frequencies here instead of counting its whole match set at each
   query (governance/storage/retrieval.py).
 - Statement-level triggers on `memories` keep it true whoever writes: one grouped upsert per statement
-  (COPY and bulk inserts included), from the statement's transition tables. An UPDATE changes counts only
-  for rows whose liveness, text or scope changed, so retrieval counters cost nothing here. TRUNCATE
-  empties it.
+  (COPY and bulk inserts included), from the statement's transition tables, in (scope, lexeme) order, so
+  concurrent statements lock the rows they share in one order (each scope's `''` row first). An UPDATE
+  changes counts only for rows whose liveness, text or scope changed, so retrieval counters cost nothing
+  here. A lexeme no live memory of its scope holds any more is deleted in the same statement, so an
+  erased or pruned memory's words do not outlive it here. TRUNCATE empties it.
 
 Revision ID: 0014_lexicon
 Revises: 0013_reflection
@@ -28,6 +30,8 @@ _LEXEMES = "unnest(array_append(tsvector_to_array({row}.tsv), ''))"
 
 _FUNCTION = f"""
 CREATE FUNCTION memory_lexemes_track() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    touched bigint;
 BEGIN
     IF TG_OP = 'TRUNCATE' THEN
         DELETE FROM memory_lexemes;
@@ -41,14 +45,14 @@ BEGIN
         GROUP BY 1, 2 ORDER BY 1, 2
         ON CONFLICT (scope_key, lexeme) DO UPDATE SET memories = memory_lexemes.memories + EXCLUDED.memories;
     ELSIF TG_OP = 'DELETE' THEN
-        UPDATE memory_lexemes AS m SET memories = m.memories - gone.memories
-        FROM (
-            SELECT o.scope_key, lexeme, count(*) AS memories
-            FROM old_rows AS o, {_LEXEMES.format(row="o")} AS lexeme
-            WHERE o.deprecated_at IS NULL
-            GROUP BY 1, 2
-        ) AS gone
-        WHERE m.scope_key = gone.scope_key AND m.lexeme = gone.lexeme;
+        INSERT INTO memory_lexemes (scope_key, lexeme, memories)
+        SELECT o.scope_key, lexeme, -count(*)
+        FROM old_rows AS o, {_LEXEMES.format(row="o")} AS lexeme
+        WHERE o.deprecated_at IS NULL
+        GROUP BY 1, 2 ORDER BY 1, 2
+        ON CONFLICT (scope_key, lexeme) DO UPDATE SET memories = memory_lexemes.memories + EXCLUDED.memories;
+        DELETE FROM memory_lexemes
+        WHERE memories <= 0 AND scope_key IN (SELECT DISTINCT o.scope_key FROM old_rows AS o);
     ELSE
         WITH changed AS (
             SELECT o.scope_key AS old_scope, o.tsv AS old_tsv, o.deprecated_at IS NULL AS old_live,
@@ -67,6 +71,11 @@ BEGIN
         SELECT scope_key, lexeme, sum(d) FROM delta
         GROUP BY 1, 2 HAVING sum(d) <> 0 ORDER BY 1, 2
         ON CONFLICT (scope_key, lexeme) DO UPDATE SET memories = memory_lexemes.memories + EXCLUDED.memories;
+        GET DIAGNOSTICS touched = ROW_COUNT;
+        IF touched > 0 THEN
+            DELETE FROM memory_lexemes
+            WHERE memories <= 0 AND scope_key IN (SELECT DISTINCT o.scope_key FROM old_rows AS o);
+        END IF;
     END IF;
     RETURN NULL;
 END
@@ -83,6 +92,8 @@ def upgrade() -> None:
             PRIMARY KEY (scope_key, lexeme)
         )"""
     )
+    # a word no live memory holds any more is deleted at once: erased text must not survive as a lexeme
+    op.execute("CREATE INDEX memory_lexemes_unheld ON memory_lexemes (scope_key) WHERE memories <= 0")
     op.execute(_FUNCTION)
     for event, tables in (
         ("INSERT", "REFERENCING NEW TABLE AS new_rows"),

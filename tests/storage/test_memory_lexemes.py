@@ -29,7 +29,7 @@ from tests.utils.memory_factories import TaskRef, add_memory, new_task
 TRUTH = """SELECT m.scope_key, lexeme, count(*)::int AS memories
     FROM memories AS m, unnest(array_append(tsvector_to_array(m.tsv), '')) AS lexeme
     WHERE m.deprecated_at IS NULL GROUP BY 1, 2"""
-KEPT = "SELECT scope_key, lexeme, memories FROM memory_lexemes WHERE memories <> 0"
+KEPT = "SELECT scope_key, lexeme, memories FROM memory_lexemes"
 
 
 async def _assert_true(conn: AsyncConnection) -> None:
@@ -70,6 +70,31 @@ async def test_every_kind_of_write_keeps_the_counts_true(engine: AsyncEngine) ->
             conn, ["checkout", "lg-7731", "pipeline"], [task.key(Scope.PROJECT)]
         )
     assert (live, frequencies) == (1, [1, 0, 1])
+
+
+async def test_the_words_of_erased_text_do_not_outlive_it(engine: AsyncEngine) -> None:
+    """An erasure rewrites or deletes memories: a word no live memory holds leaves the counts at once."""
+    async with engine.begin() as conn:
+        task = await new_task(conn)
+        rewritten = await _memory(conn, task, "Escalate to quillon-marwick when the ledger drifts")
+        deleted = await _memory(conn, task, "Pager of vessarine-oyelowo rotates weekly")
+        await conn.execute(
+            text(
+                "UPDATE memories SET content = 'Escalate to [erased] when the ledger drifts' WHERE id = :id"
+            ),
+            {"id": rewritten},
+        )
+        await conn.execute(text("DELETE FROM memories WHERE id = CAST(:id AS uuid)"), {"id": deleted})
+        left = (
+            await conn.execute(
+                text(
+                    "SELECT lexeme FROM memory_lexemes "
+                    "WHERE lexeme LIKE ANY(ARRAY['%quillon%', '%vessarine%'])"
+                )
+            )
+        ).all()
+        await _assert_true(conn)
+    assert left == []
 
 
 async def test_parallel_writers_keep_the_counts_true(engine: AsyncEngine) -> None:
