@@ -314,7 +314,8 @@ async def text_candidates(
     diluting the share. The counts of `memory_lexemes` (kept by triggers on `memories`) say first how many
     memories hold each term under the reader's scope keys:
 
-    - a match set of at most `MATCH_BUDGET` memories is visited whole and counted exactly (`_counted`);
+    - a match set of at most `MATCH_BUDGET` memories is visited whole and counted exactly (`_counted`), and
+      so is every search that includes history (the counts are of live memories);
     - a larger one is not: n is estimated from those counts (`expected_matches`), and only the memories
       holding a driving term are visited (`driving_terms`). At 100,000 memories, counting a match set of
       ~4,600 memories for each query took 10-15 ms p50 (tests/bench/retrieval_scale.py).
@@ -326,11 +327,14 @@ async def text_candidates(
     terms = fulltext_terms(query_text)
     if not terms:
         return []
-    memories, frequencies = await term_frequencies(conn, [t for t, _ in terms], scope_keys)
+    if include_history:  # the counts are of live memories: history is counted as it is visited
+        memories, frequencies = 0, [0] * len(terms)
+    else:
+        memories, frequencies = await term_frequencies(conn, [t for t, _ in terms], scope_keys)
+        if memories == 0 or max(frequencies) == 0:
+            return []
     matching = expected_matches(memories, frequencies)
-    if matching <= 0:
-        return []
-    if matching <= MATCH_BUDGET:
+    if include_history or matching <= MATCH_BUDGET:
         sql, driving = _counted(terms, types, include_history), list(range(len(terms)))
     else:
         sql = _estimated(terms, frequencies, matching, types, include_history)

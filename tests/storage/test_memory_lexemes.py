@@ -175,3 +175,17 @@ def test_expected_matches_is_the_union_of_independent_terms() -> None:
     assert expected_matches(1000, [100, 100]) == pytest.approx(190)  # 1000 · (1 − 0.9²)
     assert expected_matches(1000, [1000, 5]) == pytest.approx(1000)
     assert expected_matches(0, [3]) == 0
+
+
+async def test_history_is_searched_by_words_only_deprecated_memories_hold(engine: AsyncEngine) -> None:
+    """The counts are of live memories; a search with history still finds a superseded memory's words."""
+    async with engine.begin() as conn:
+        task = await new_task(conn)
+        old = await _memory(
+            conn, task, "Deploys used the brindlewood runner", deprecated_at=datetime.now(UTC)
+        )
+        keys = [task.key(s) for s in Scope]
+        live = await text_candidates(conn, "brindlewood runner", keys, limit=10)
+        history = await text_candidates(conn, "brindlewood runner", keys, limit=10, include_history=True)
+    assert live == []
+    assert [i for i, _ in history] == [old]
