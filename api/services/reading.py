@@ -162,27 +162,18 @@ async def search_memories(
         vector = None
     else:
         vector = await _embed(embedder, query)
-        async with asyncio.TaskGroup() as group:
-            by_text = group.create_task(
-                _text_candidates(engine, query, keys, pool, routing.types, include_history)
-            )
-            async with engine.begin() as conn:  # a transaction: SET LOCAL hnsw.ef_search lives inside it
-                by_vector = (
-                    await vector_candidates(
-                        conn, vector, keys, limit=pool, types=routing.types, include_history=include_history
-                    )
-                    if vector is not None
-                    else []
-                )
-                hits = await rank_candidates(
-                    conn,
-                    by_vector,
-                    await by_text,
-                    vector,
-                    k,
-                    params=ranking_params(settings, routing.prefer),
-                    now=now,
-                )
+        hits = await _search_side_by_side(
+            engine,
+            query,
+            vector,
+            keys,
+            k,
+            pool,
+            routing.types,
+            include_history,
+            ranking_params(settings, routing.prefer),
+            now,
+        )
     return SearchOutcome(
         hits=hits,
         intent=routing.intent,
@@ -190,6 +181,41 @@ async def search_memories(
         vector_used=vector is not None,
         preferred_types=routing.preferred_types,
     )
+
+
+async def _search_side_by_side(
+    engine: AsyncEngine,
+    query: str,
+    vector: np.ndarray | None,
+    keys: list[str],
+    k: int,
+    pool: int,
+    types: Sequence[str] | None,
+    include_history: bool,
+    params: RankingParams,
+    now: datetime | None,
+) -> list[SearchHit]:
+    """Full text on a connection of its own while the vector retriever walks the index, then the ranking.
+
+    A failure of either (the database unreachable, a timeout) is raised as itself, not as the task group's
+    `ExceptionGroup`: the gateways map it to its status (503 for an unavailable database) like any other.
+    """
+    try:
+        async with asyncio.TaskGroup() as group:
+            by_text = group.create_task(_text_candidates(engine, query, keys, pool, types, include_history))
+            async with engine.begin() as conn:  # a transaction: SET LOCAL hnsw.ef_search lives inside it
+                by_vector = (
+                    await vector_candidates(
+                        conn, vector, keys, limit=pool, types=types, include_history=include_history
+                    )
+                    if vector is not None
+                    else []
+                )
+                return await rank_candidates(
+                    conn, by_vector, await by_text, vector, k, params=params, now=now
+                )
+    except ExceptionGroup as failed:  # the other retriever was cancelled: what failed is the first
+        raise failed.exceptions[0] from None
 
 
 async def _embed(embedder: Embedder | None, query: str) -> np.ndarray | None:
