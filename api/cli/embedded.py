@@ -97,13 +97,11 @@ def _postmaster_running(pgdata: Path) -> bool:
 
 def _want_shared_buffers(server: Any, megabytes: int) -> bool:
     """Make `shared_buffers` `megabytes` from the next start; True if that changes it (ALTER SYSTEM)."""
-    current = server.psql(
-        "SELECT 'shared_buffers=' || (setting::bigint * 8 / 1024) FROM pg_settings "
-        "WHERE name = 'shared_buffers';"
-    )
-    if f"shared_buffers={megabytes}\n" in current:
+    from governance.storage.server_settings import current_shared_buffers_mb, set_shared_buffers_mb
+
+    if current_shared_buffers_mb(server.psql) == megabytes:
         return False
-    server.psql(f"ALTER SYSTEM SET shared_buffers = '{int(megabytes)}MB';")
+    set_shared_buffers_mb(server.psql, megabytes)
     return True
 
 

@@ -1,0 +1,33 @@
+"""Settings of the Postgres server itself, read and written through a psql runner (the embedded server's).
+
+`api/cli/embedded.py` sizes the embedded server's buffer cache with these; the statements live here with
+the rest of the SQL.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+__all__ = ["current_shared_buffers_mb", "set_shared_buffers_mb"]
+
+Psql = Callable[[str], str]  # runs statements, returns psql's printed output
+
+_MEGABYTES = re.compile(r"shared_buffers_mb=(\d+)")
+
+
+def current_shared_buffers_mb(psql: Psql) -> int:
+    """The running server's `shared_buffers`, in megabytes."""
+    out = psql(
+        "SELECT 'shared_buffers_mb=' || (setting::bigint * 8 / 1024) FROM pg_settings "
+        "WHERE name = 'shared_buffers';"
+    )
+    found = _MEGABYTES.search(out)
+    if found is None:
+        raise RuntimeError(f"could not read shared_buffers from the server: {out!r}")
+    return int(found.group(1))
+
+
+def set_shared_buffers_mb(psql: Psql, megabytes: int) -> None:
+    """`shared_buffers` from the server's next start (ALTER SYSTEM: written to postgresql.auto.conf)."""
+    psql(f"ALTER SYSTEM SET shared_buffers = '{int(megabytes)}MB';")
