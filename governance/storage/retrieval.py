@@ -50,6 +50,7 @@ __all__ = [
     "text_candidates",
     "term_frequencies",
     "driving_terms",
+    "driving_clauses",
     "expected_matches",
     "MATCH_BUDGET",
     "fulltext_query",
@@ -284,6 +285,34 @@ def expected_matches(memories: int, frequencies: Sequence[int]) -> float:
     return max(memories * (1.0 - missing), float(max(frequencies, default=0)))
 
 
+def driving_clauses(
+    terms: Sequence[tuple[str, float]],
+    frequencies: Sequence[int],
+    driving: Sequence[int],
+    budget: int,
+    *,
+    limit: int,
+    typed: bool,
+) -> list[str]:
+    """The tsquery expressions (over `w<i>`) whose matches the full-text retriever visits.
+
+    Each driving term alone (`w1`), except an identifier held by more than `budget` memories: it is
+    visited together with any other term of the query (`(w1 && (w0 || w2))`). The memories holding such an
+    identifier and none of the other terms all have one coverage, and there are more of them than `limit`:
+    the retriever would leave their group out whole (`text_candidates`), so they are not visited at all
+    (an identifier every memory of a project repeats, a service name, would cost a visit of each).
+    Not under a `types` filter: the counts are of every type, and the group may be small.
+    """
+    clauses = []
+    for i in driving:
+        others = [j for j, df in enumerate(frequencies) if df > 0 and j != i]
+        if typed or terms[i][1] < 1.0 or frequencies[i] <= max(budget, limit + 1):
+            clauses.append(f"w{i}")
+        elif others:
+            clauses.append(f"(w{i} && ({' || '.join(f'w{j}' for j in others)}))")
+    return clauses
+
+
 async def term_frequencies(
     conn: AsyncConnection, terms: Sequence[str], scope_keys: Sequence[str]
 ) -> tuple[int, list[int]]:
@@ -337,8 +366,11 @@ async def text_candidates(
     if include_history or matching <= MATCH_BUDGET:
         sql, driving = _counted(terms, types, include_history), list(range(len(terms)))
     else:
-        sql = _estimated(terms, frequencies, matching, types, include_history)
         driving = driving_terms(terms, frequencies, MATCH_BUDGET)
+        clauses = driving_clauses(terms, frequencies, driving, MATCH_BUDGET, limit=limit, typed=bool(types))
+        if not clauses:
+            return []
+        sql = _estimated(terms, frequencies, matching, clauses, types, include_history)
     params: dict[str, Any] = {
         "query": " or ".join(terms[i][0] for i in driving),
         "keys": list(scope_keys),
@@ -389,10 +421,16 @@ def _estimated(
     terms: Sequence[tuple[str, float]],
     frequencies: Sequence[int],
     matching: float,
+    clauses: Sequence[str],
     types: Sequence[str] | None,
     include_history: bool,
 ) -> Any:
-    """Coverage with n and each df from `memory_lexemes`: the shares are numbers before the query runs."""
+    """Coverage with n and each df from `memory_lexemes`: the shares are numbers before the query runs.
+
+    The memories visited are those matching any of `clauses` (`driving_clauses`), over `w<i>`: term i as
+    `websearch_to_tsquery` reads it (an identifier as a phrase).
+    """
+    phrases = ", ".join(f"websearch_to_tsquery('simple', :t{i}) AS w{i}" for i in range(len(terms)))
     idf = {i: math.log(1 + matching / df) for i, df in enumerate(frequencies) if df > 0}
     possible = sum(idf.values())
     sources = ", ".join(f"plainto_tsquery('simple', :t{i}) AS q{i}" for i in range(len(terms)))
@@ -400,8 +438,8 @@ def _estimated(
     coverage = " + ".join(f"CASE WHEN tsv @@ q{i} THEN {share[i]!r}::float8 ELSE 0 END" for i in idf)
     return text(
         f"""SELECT id::text AS id, {coverage} AS coverage
-        FROM memories, websearch_to_tsquery('simple', :query) AS q, {sources}
-        WHERE tsv @@ q AND {_filters(types, include_history)}
+        FROM memories, {sources}, {phrases}
+        WHERE tsv @@ ({" || ".join(clauses)}) AND {_filters(types, include_history)}
         ORDER BY coverage DESC, id LIMIT :limit"""
     ).bindparams(_KEYS, *([_TYPES] if types else []))
 

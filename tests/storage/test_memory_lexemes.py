@@ -17,6 +17,7 @@ from governance.storage import retrieval
 from governance.storage.memory_rows import lock_scopes
 from governance.storage.migrate import upgrade_head
 from governance.storage.retrieval import (
+    driving_clauses,
     driving_terms,
     expected_matches,
     record_retrievals,
@@ -189,3 +190,33 @@ async def test_history_is_searched_by_words_only_deprecated_memories_hold(engine
         history = await text_candidates(conn, "brindlewood runner", keys, limit=10, include_history=True)
     assert live == []
     assert [i for i, _ in history] == [old]
+
+
+async def test_a_crowded_identifier_is_visited_only_beside_other_words(
+    engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Memories holding only an identifier many memories repeat tie, and their group is cut: not visited."""
+    async with engine.begin() as conn:
+        task = await new_task(conn)
+        both = await _memory(conn, task, "QV-2210 canary rollout halted by the health gate")
+        for i in range(7):
+            await _memory(conn, task, f"QV-2210 service note number {i}")
+        keys = [task.key(s) for s in Scope]
+        counted = [await text_candidates(conn, q, keys, limit=4) for q in ("QV-2210 canary", "QV-2210")]
+        monkeypatch.setattr(retrieval, "MATCH_BUDGET", 3)
+        estimated = [await text_candidates(conn, q, keys, limit=4) for q in ("QV-2210 canary", "QV-2210")]
+        wider = await text_candidates(conn, "QV-2210 canary", keys, limit=20)  # the group fits: visited
+    assert [[i for i, _ in hits] for hits in counted] == [[both], []]
+    assert [[i for i, _ in hits] for hits in estimated] == [[both], []]
+    assert len(wider) == 8 and wider[0][0] == both
+
+
+def test_driving_clauses_pair_a_crowded_identifier_with_the_other_words() -> None:
+    terms = [("qv-2210", 1.0), ("canary", 0.1), ("rollout", 0.1)]
+    assert driving_clauses(terms, [5000, 40, 0], [0, 1], 1000, limit=50, typed=False) == [
+        "(w0 && (w1))",
+        "w1",
+    ]
+    assert driving_clauses(terms, [500, 40, 0], [0, 1], 1000, limit=50, typed=False) == ["w0", "w1"]
+    assert driving_clauses(terms, [5000, 40, 0], [0, 1], 1000, limit=50, typed=True) == ["w0", "w1"]
+    assert driving_clauses(terms[:1], [5000], [0], 1000, limit=50, typed=False) == []
