@@ -346,8 +346,9 @@ async def text_candidates(
     - a match set of at most `MATCH_BUDGET` memories is visited whole and counted exactly (`_counted`), and
       so is every search that includes history (the counts are of live memories);
     - a larger one is not: n is estimated from those counts (`expected_matches`), and only the memories
-      holding a driving term are visited (`driving_terms`). At 100,000 memories, counting a match set of
-      ~4,600 memories for each query took 10-15 ms p50 (tests/bench/retrieval_scale.py).
+      holding a driving term are visited (`driving_terms`, `driving_clauses`). At 100,000 memories,
+      counting a match set of ~4,600 memories for each query took 10-15 ms p50
+      (tests/bench/retrieval_scale.py).
 
     Coverage orders the hits, then the id: memories of equal coverage matched the same terms, and the fusion
     gives them one shared rank (`governance.ranking.weighted_rrf`). If `limit` falls inside a group of equal
