@@ -55,6 +55,7 @@ _COLUMNS = (
     "importance",
     "created_at",
     "updated_at",
+    "deprecated_at",
 )
 _TYPES = (
     "uuid",
@@ -70,6 +71,7 @@ _TYPES = (
     "varchar",
     "float8",
     "float8",
+    "timestamptz",
     "timestamptz",
     "timestamptz",
 )
@@ -95,6 +97,7 @@ class BulkMemory:
     importance: float
     created_at: datetime
     updated_at: datetime
+    deprecated_at: datetime | None = None  # a superseded or retired memory, kept for history
 
 
 async def copy_memories(
@@ -132,6 +135,7 @@ async def copy_memories(
                         row.importance,
                         row.created_at,
                         row.updated_at,
+                        row.deprecated_at,
                     ]
                 )
                 ids.append(row.id)

@@ -39,7 +39,7 @@ from governance.storage.plans import (
     save_candidates,
     save_plan_items,
 )
-from tests.bench.retrieval import CACHE, bench_database, copy_memories, log, memory_row
+from tests.bench.retrieval import CACHE, bench_database, bulk_load, log, memory_row
 
 RUNS = 7
 EXACT = text(
@@ -87,18 +87,20 @@ async def main() -> None:
     now = datetime.now(UTC)
     url, server = bench_database()
     target, other = ("bench", "plans", "main"), ("bench", "elsewhere", "main")
+    vectors = _unit(rng, args.n + args.other)
     rows = [
-        memory_row(i, f"memory {i}", f"memory {i} of the target", "fact", target, rng, now)
+        memory_row(i, f"memory {i}", f"memory {i} of the target", "fact", target, rng, now, vectors[i])
         for i in range(args.n)
     ]
     rows += [
-        memory_row(args.n + i, f"other {i}", f"memory {i} elsewhere", "fact", other, rng, now)
+        memory_row(
+            args.n + i, f"other {i}", f"memory {i} elsewhere", "fact", other, rng, now, vectors[args.n + i]
+        )
         for i in range(args.other)
     ]
-    copy_memories(url, rows, _unit(rng, len(rows)))
-
     settings = Settings(database_url=url, db_timeout_seconds=600, data_dir=CACHE / "data")
     engine = make_engine(settings)
+    await bulk_load(engine, rows)
     key = PlanKey("promote-bench", "run-1")
     scope_key = "project:bench/plans"
     try:

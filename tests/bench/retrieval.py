@@ -27,6 +27,7 @@ import sys
 import time
 import uuid
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,13 @@ from sqlalchemy.ext.asyncio import AsyncEngine  # noqa: E402
 from api.services.reading import ranking_params, search_memories  # noqa: E402
 from governance.adapters.embedders import Embedder, make_embedder  # noqa: E402
 from governance.config import Settings  # noqa: E402
+from governance.storage.bulk import (  # noqa: E402
+    BulkMemory,
+    analyze_memories,
+    build_embedding_index,
+    copy_memories,
+    drop_embedding_index,
+)
 from governance.storage.engine import make_engine  # noqa: E402
 from governance.storage.migrate import upgrade_head  # noqa: E402
 from governance.storage.retrieval import (  # noqa: E402
@@ -109,68 +117,26 @@ def scope_key_of(tenant: tuple[str, str, str]) -> str:
     return f"project:{tenant[0]}/{tenant[1]}"
 
 
-def copy_memories(url: str, rows: list[dict[str, Any]], vectors: np.ndarray) -> None:
-    """Bulk load with binary COPY, the HNSW index dropped during the load and rebuilt after, then ANALYZE."""
-    import psycopg
-    from pgvector.psycopg import register_vector
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        register_vector(conn)
-        conn.execute("DROP INDEX IF EXISTS memories_embedding_hnsw")
-        cols = (
-            "id",
-            "citation",
-            "memory_type",
-            "scope",
-            "scope_key",
-            "org",
-            "project",
-            "title",
-            "content",
-            "embedding",
-            "content_hash",
-            "confidence",
-            "importance",
-            "created_at",
-            "updated_at",
-            "deprecated_at",
-        )
-        started = time.perf_counter()
-        with (
-            conn.cursor() as cur,
-            cur.copy(f"COPY memories ({', '.join(cols)}) FROM STDIN WITH (FORMAT BINARY)") as cp,
-        ):
-            cp.set_types(
-                [
-                    "uuid",
-                    "varchar",
-                    "varchar",
-                    "varchar",
-                    "text",
-                    "text",
-                    "text",
-                    "text",
-                    "text",
-                    "vector",
-                    "varchar",
-                    "float8",
-                    "float8",
-                    "timestamptz",
-                    "timestamptz",
-                    "timestamptz",
-                ]
-            )
-            for row, vector in zip(rows, vectors, strict=True):
-                cp.write_row([row[c] if c != "embedding" else vector for c in cols])
-        log(f"  COPY {len(rows)} rows in {time.perf_counter() - started:.1f} s")
-        started = time.perf_counter()
-        conn.execute("SET maintenance_work_mem = '512MB'")
-        conn.execute(
-            "CREATE INDEX memories_embedding_hnsw ON memories "
-            "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
-        )
-        log(f"  HNSW build {time.perf_counter() - started:.1f} s")
-        conn.execute("ANALYZE memories")
+async def bulk_load(engine: AsyncEngine, memories: list[BulkMemory]) -> dict[str, float]:
+    """Empty the table, COPY (`governance.storage.bulk`), build the HNSW index once, ANALYZE; seconds each."""
+    took: dict[str, float] = {}
+    async with engine.begin() as conn:
+        await conn.execute(text("TRUNCATE memories CASCADE"))
+        await conn.execute(text("TRUNCATE memory_events"))
+        await drop_embedding_index(conn)
+    t0 = time.perf_counter()
+    async with engine.begin() as conn:
+        await copy_memories(conn, memories, actor_id="bench", actor_type="system", reason="bench load")
+    took["copy"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    async with engine.begin() as conn:
+        await build_embedding_index(conn)
+    took["hnsw"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    async with engine.begin() as conn:
+        await analyze_memories(conn)
+    took["analyze"] = time.perf_counter() - t0
+    return took
 
 
 def memory_row(
@@ -181,24 +147,24 @@ def memory_row(
     tenant: tuple[str, str, str],
     rng: np.random.Generator,
     now: datetime,
-) -> dict[str, Any]:
-    return {
-        "id": uuid.UUID(int=(int(rng.integers(0, 2**62)) << 64) | i),
-        "citation": f"b{i:07d}",
-        "memory_type": mtype,
-        "scope": "project",
-        "scope_key": scope_key_of(tenant),
-        "org": tenant[0],
-        "project": tenant[1],
-        "title": title,
-        "content": content,
-        "content_hash": hashlib.sha256(content.encode()).hexdigest(),
-        "confidence": float(rng.uniform(0.3, 1.0)),
-        "importance": float(rng.uniform(0.2, 1.0)),
-        "created_at": now - timedelta(hours=float(rng.uniform(0, 24 * 30))),
-        "updated_at": now - timedelta(hours=float(rng.uniform(0, 24 * 30))),
-        "deprecated_at": None,
-    }
+    embedding: np.ndarray,
+) -> BulkMemory:
+    return BulkMemory(
+        id=str(uuid.UUID(int=(int(rng.integers(0, 2**62)) << 64) | i)),
+        citation=f"b{i:07d}",
+        memory_type=mtype,
+        scope="project",
+        scope_key=scope_key_of(tenant),
+        org=tenant[0],
+        project=tenant[1],
+        title=title,
+        content=content,
+        embedding=embedding,
+        confidence=float(rng.uniform(0.3, 1.0)),
+        importance=float(rng.uniform(0.2, 1.0)),
+        created_at=now - timedelta(hours=float(rng.uniform(0, 24 * 30))),
+        updated_at=now - timedelta(hours=float(rng.uniform(0, 24 * 30))),
+    )
 
 
 # ---------------------------------------------------------------- quality
@@ -235,16 +201,14 @@ async def rank_set(
     vectors = embed_cached(embedder, texts, f"{name} set")
     rng, now = np.random.default_rng(7), datetime.now(UTC)
     rows = []
-    for i, m in enumerate(memories):
-        row = memory_row(i, m["title"], m["content"], m["memory_type"], TENANT_A, rng, now)
+    for i, (m, vector) in enumerate(zip(memories, vectors, strict=True)):
+        row = memory_row(i, m["title"], m["content"], m["memory_type"], TENANT_A, rng, now, vector)
         if m.get("deprecated"):
-            row["deprecated_at"] = now - timedelta(days=1)
+            row = replace(row, deprecated_at=now - timedelta(days=1))
         rows.append(row)
-    label = {r["citation"]: m["id"] for r, m in zip(rows, memories, strict=True)}
-    by_uuid = {str(r["id"]): r["citation"] for r in rows}
-    async with engine.begin() as conn:
-        await conn.execute(text("TRUNCATE memories CASCADE"))
-    copy_memories(url, rows, vectors)
+    label = {r.citation: m["id"] for r, m in zip(rows, memories, strict=True)}
+    by_uuid = {r.id: r.citation for r in rows}
+    await bulk_load(engine, rows)
 
     keys = [scope_key_of(TENANT_A)]
     params = ranking_params(settings)

@@ -55,10 +55,6 @@ from governance.adapters.embedders import Embedder, QueryCachingEmbedder, make_e
 from governance.config import Settings  # noqa: E402
 from governance.storage.bulk import (  # noqa: E402
     BulkMemory,
-    analyze_memories,
-    build_embedding_index,
-    copy_memories,
-    drop_embedding_index,
 )
 from governance.storage.engine import make_engine  # noqa: E402
 from governance.storage.retrieval import (  # noqa: E402
@@ -68,7 +64,15 @@ from governance.storage.retrieval import (  # noqa: E402
     text_candidates,
     vector_candidates,
 )
-from tests.bench.retrieval import TENANT_A, TENANT_B, bench_database, log, pct, scope_key_of  # noqa: E402
+from tests.bench.retrieval import (  # noqa: E402
+    TENANT_A,
+    TENANT_B,
+    bench_database,
+    bulk_load,
+    log,
+    pct,
+    scope_key_of,
+)
 from tests.bench.retrieval_corpus import speed_corpus  # noqa: E402
 
 CACHE = Path(os.environ.get("LOREGATE_BENCH_CACHE", Path.home() / ".cache" / "loregate-bench"))
@@ -145,38 +149,16 @@ def rows(texts: list[str], vectors: np.ndarray, start: int = 0) -> list[BulkMemo
     return out
 
 
-async def load(engine: AsyncEngine, memories: list[BulkMemory]) -> dict[str, float]:
-    """Empty the table, COPY, build the HNSW index once, ANALYZE; seconds per step."""
-    took: dict[str, float] = {}
-    async with engine.begin() as conn:
-        await conn.execute(text("TRUNCATE memories CASCADE"))
-        await conn.execute(text("TRUNCATE memory_events"))
-        await drop_embedding_index(conn)
-    t0 = time.perf_counter()
-    async with engine.begin() as conn:
-        await copy_memories(conn, memories, actor_id="bench", actor_type="system", reason="bench load")
-    took["copy"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    async with engine.begin() as conn:
-        await build_embedding_index(conn)
-    took["hnsw"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    async with engine.begin() as conn:
-        await analyze_memories(conn)
-    took["analyze"] = time.perf_counter() - t0
-    return took
-
-
 # ---------------------------------------------------------------- search speed
 class GivenVectors:
     """An embedder whose query vectors were computed before: "the query vector given" on the read path."""
 
     def __init__(self, inner: Embedder, vectors: dict[str, np.ndarray]) -> None:
         self.dim, self.name, self.model_id = inner.dim, inner.name, inner.model_id
-        self._vectors = vectors
+        self._inner, self._vectors = inner, vectors
 
     def embed_passages(self, texts: list[str]) -> np.ndarray:
-        raise NotImplementedError("the bench embeds queries only")
+        return self._inner.embed_passages(texts)
 
     def embed_query(self, text: str) -> np.ndarray:
         return self._vectors[text]
@@ -391,7 +373,7 @@ async def http_context(
     from tests.utils.memory_factories import new_task
 
     n = len(texts)
-    took = await load(engine, rows(texts, vectors))
+    took = await bulk_load(engine, rows(texts, vectors))
     async with engine.begin() as conn:
         task = await new_task(conn, org=TENANT_A[0], project=TENANT_A[1], worktree=TENANT_A[2])
     agent = await make_actor(engine, ActorType.AGENT, TENANT_A[0], TENANT_A[1])
@@ -448,7 +430,7 @@ async def run(*, n: int = 100_000, base: int = 4_000, http_n: int = 10_000, skip
         texts, vectors = compose(n, base_texts, base_vectors)
         t0 = time.perf_counter()
         memories = rows(texts, vectors)
-        took = await load(engine, memories)
+        took = await bulk_load(engine, memories)
         log(
             f"load {n}: rows built {time.perf_counter() - t0 - sum(took.values()):.1f} s, "
             f"COPY (with events) {took['copy']:.1f} s, HNSW build {took['hnsw']:.1f} s, "
