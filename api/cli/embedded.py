@@ -3,6 +3,11 @@
 The data dir holds the database, Temporal's workflow histories (`temporal.db`, plain sqlite), the bootstrap
 admin key and the logs: it is the owner's alone (`secure_data_dir`: directories 0700, files 0600), and
 children started on it create their files owner-only (`CHILD_UMASK`).
+
+As root, pgserver runs Postgres as its own system user (`pgserver`), whose server opens files under the data
+dir by their full path for as long as it runs (the first checkpoint, five minutes after start, reads
+`global/pg_control`). The data dir is then the owner's plus *passable* by that user alone (an access ACL:
+mode 0710); nothing in it is listable or readable by anyone else (`data_dir_mode`).
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import struct
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,6 +24,9 @@ __all__ = [
     "PRIVATE_DIR_MODE",
     "PRIVATE_FILE_MODE",
     "CHILD_UMASK",
+    "PASSABLE_DIR_MODE",
+    "DATABASE_SYSTEM_USER",
+    "data_dir_mode",
     "secure_data_dir",
     "start_embedded_postgres",
     "stop_embedded_postgres",
@@ -29,9 +38,12 @@ PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
 # the umask of every child `loregate up` starts: the Temporal dev server creates its sqlite files with it
 CHILD_UMASK = 0o077
-# Running as root, pgserver runs Postgres as its own system user (`pgserver`), whose `pg_ctl stop` must
-# reach the data directory through the data dir: search permission only, nothing listable or readable.
+# as root: the owner's, and search permission (pass through, nothing listable) for the database user (ACL)
+PASSABLE_DIR_MODE = 0o710
+# as root with a database user whose group is not its own: search permission for all, nothing listable
 _TRAVERSE_ONLY_MODE = 0o711
+# the system user pgserver runs Postgres as when started by root
+DATABASE_SYSTEM_USER = "pgserver"
 # what Postgres manages itself (initdb makes it 0700 and the files in it 0600)
 _POSTGRES_DIR = "postgres"
 
@@ -47,8 +59,92 @@ def _chmod(path: Path, mode: int) -> None:
     path.chmod(mode)
 
 
+def _running_as_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def _database_user_id() -> int | None:
+    """As root, the uid of the system user pgserver runs Postgres as; None otherwise or before it exists."""
+    if not _running_as_root():
+        return None
+    import pwd
+
+    try:
+        return pwd.getpwnam(DATABASE_SYSTEM_USER).pw_uid
+    except KeyError:
+        return None
+
+
+# Linux' POSIX access ACL, as the kernel reads it from the `system.posix_acl_access` attribute:
+# a version word, then (tag, permissions, id) entries sorted by tag (linux/posix_acl_xattr.h)
+_ACL_XATTR = "system.posix_acl_access"
+_ACL_VERSION = 2
+_ACL_USER_OBJ, _ACL_USER, _ACL_GROUP_OBJ, _ACL_MASK, _ACL_OTHER = 0x01, 0x02, 0x04, 0x10, 0x20
+_ACL_UNDEFINED_ID = 0xFFFFFFFF
+_ACL_RWX, _ACL_X, _ACL_NONE = 7, 1, 0
+
+
+def passable_acl(uid: int) -> bytes:
+    """The access ACL `u::rwx, u:<uid>:--x, g::---, m::--x, o::---`: the owner's, passable by `uid` alone."""
+    entries = [
+        (_ACL_USER_OBJ, _ACL_RWX, _ACL_UNDEFINED_ID),
+        (_ACL_USER, _ACL_X, uid),
+        (_ACL_GROUP_OBJ, _ACL_NONE, _ACL_UNDEFINED_ID),
+        (_ACL_MASK, _ACL_X, _ACL_UNDEFINED_ID),
+        (_ACL_OTHER, _ACL_NONE, _ACL_UNDEFINED_ID),
+    ]
+    return struct.pack("<I", _ACL_VERSION) + b"".join(struct.pack("<HHI", *entry) for entry in entries)
+
+
+def _grant_passage(data_dir: Path, uid: int) -> bool:
+    """Let `uid` alone pass through `data_dir` (an access ACL); False where the file system has no ACLs."""
+    wanted = passable_acl(uid)
+    try:
+        if os.getxattr(data_dir, _ACL_XATTR) == wanted:
+            return True
+    except OSError:
+        pass
+    try:
+        os.setxattr(data_dir, _ACL_XATTR, wanted)
+    except OSError:
+        return False
+    return True
+
+
+def _secure_top(data_dir: Path) -> None:
+    """Make the data dir itself the owner's alone, and as root passable by the database's system user.
+
+    pgserver runs that user's processes with root's group (it changes the uid only), so neither a group
+    nor 0700 fits: an access ACL names the user (mode then reads 0710, the group bits being the ACL's
+    mask). Without ACL support in the file system, everyone may pass through (0711) and nobody else lists or
+    reads anything (every file in it is 0600, the database's directory 0700).
+    """
+    try:
+        info = data_dir.lstat()
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(info.st_mode):
+        return
+    uid = _database_user_id()
+    if uid is None:
+        _chmod(data_dir, PRIVATE_DIR_MODE)
+    elif not _grant_passage(data_dir, uid):
+        _chmod(data_dir, _TRAVERSE_ONLY_MODE)
+
+
+def data_dir_mode(data_dir: Path) -> int:
+    """The mode `secure_data_dir` gives the data dir itself: 0700; as root 0710 (ACL) or 0711 (no ACLs)."""
+    if _database_user_id() is None:
+        return PRIVATE_DIR_MODE
+    try:
+        os.getxattr(data_dir, _ACL_XATTR)
+    except OSError:
+        return _TRAVERSE_ONLY_MODE
+    return PASSABLE_DIR_MODE
+
+
 def secure_data_dir(data_dir: Path) -> None:
-    """Make the data dir the owner's alone: it and its directories 0700, the files in them 0600.
+    """Make the data dir the owner's alone: directories 0700, files 0600, itself as `_secure_top` says.
 
     Files directly in it (`temporal.db` and its `-wal`/`-shm`, the bootstrap key, `up.lock`) and in its
     subdirectories (the logs) become 0600; the Postgres data directory becomes 0700 and is not descended
@@ -56,7 +152,7 @@ def secure_data_dir(data_dir: Path) -> None:
     """
     if not data_dir.is_dir():
         return
-    _chmod(data_dir, PRIVATE_DIR_MODE)
+    _secure_top(data_dir)
     for entry in data_dir.iterdir():
         if entry.is_symlink():
             continue
@@ -120,7 +216,7 @@ def start_embedded_postgres(data_dir: Path, *, private: bool = False) -> tuple[A
     pgdata = data_dir / _POSTGRES_DIR
     pgdata.parent.mkdir(parents=True, exist_ok=True)
     if private:
-        _chmod(data_dir, PRIVATE_DIR_MODE)
+        _secure_top(data_dir)
     attached = _postmaster_running(pgdata)
     server = pgserver.get_server(pgdata, cleanup_mode="stop")  # type: ignore[attr-defined]
     if _want_shared_buffers(server, shared_buffers_mb()) and not attached:
@@ -135,18 +231,11 @@ def start_embedded_postgres(data_dir: Path, *, private: bool = False) -> tuple[A
 def stop_embedded_postgres(server: Any, data_dir: Path) -> None:
     """Drop this process's handle of a server started with `private`; the last handle stops the server.
 
-    As root, pgserver stops Postgres with `pg_ctl` run as its own system user, which must traverse the data
-    dir: for that moment the dir is search-only for others (0711: nothing in it listable, every file
-    0600), then the owner's alone again.
+    As root, pgserver stops Postgres with `pg_ctl` run as its own system user, which passes through the data
+    dir as the server itself does (`data_dir_mode`).
     """
-    as_root = hasattr(os, "geteuid") and os.geteuid() == 0
-    if as_root:
-        _chmod(data_dir, _TRAVERSE_ONLY_MODE)
-    try:
-        server.cleanup()
-    finally:
-        if as_root:
-            _chmod(data_dir, PRIVATE_DIR_MODE)
+    _secure_top(data_dir)
+    server.cleanup()
 
 
 def _bin(name: str) -> str:

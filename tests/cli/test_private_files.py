@@ -6,6 +6,7 @@ Before, `temporal.db` (every workflow history, in plain sqlite) was created 0644
 from __future__ import annotations
 
 import logging
+import os
 import stat
 import sys
 from pathlib import Path
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from api.cli.embedded import secure_data_dir, start_embedded_postgres, stop_embedded_postgres
+from api.cli.embedded import data_dir_mode, secure_data_dir, start_embedded_postgres, stop_embedded_postgres
 from api.cli.supervisor import Supervisor
 from governance.config import Settings
 from tests.utils.cli import alive
@@ -45,7 +46,7 @@ def test_secure_data_dir_makes_dirs_0700_and_files_0600(tmp_path: Path) -> None:
     secure_data_dir(data)
 
     assert {name: _mode(path) for name, path in files.items()} == dict.fromkeys(files, 0o600)
-    assert [_mode(d) for d in (data, data / "logs", data / "postgres")] == [0o700] * 3
+    assert [_mode(d) for d in (data, data / "logs", data / "postgres")] == [data_dir_mode(data), 0o700, 0o700]
     # Postgres keeps its own files; a symlink's target outside the data dir is not touched
     assert _mode(data / "postgres" / "PG_VERSION") == 0o644
     assert _mode(outside) == 0o644
@@ -68,16 +69,16 @@ def test_supervisor_children_create_owner_only_files(tmp_path: Path) -> None:
 def test_private_embedded_postgres_is_owner_only_and_stops_cleanly(
     up_data_dir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Also as root, where pgserver opens the path to its system user at start and stops as that user."""
+    """Also as root, where pgserver runs Postgres as its own user, who alone may pass through the data dir."""
     caplog.set_level(logging.WARNING, logger="pgserver")
     server, _ = start_embedded_postgres(up_data_dir, private=True)
     try:
-        assert _mode(up_data_dir) == 0o700
+        assert _mode(up_data_dir) == data_dir_mode(up_data_dir) == (0o710 if os.geteuid() == 0 else 0o700)
         assert _mode(up_data_dir / "postgres") == 0o700
         postmaster = server.get_postmaster_info().process
     finally:
         stop_embedded_postgres(server, up_data_dir)
     assert alive([postmaster]) == []
-    assert _mode(up_data_dir) == 0o700
+    assert _mode(up_data_dir) == data_dir_mode(up_data_dir)
     # pg_ctl stop succeeded: pgserver did not have to kill the server
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []

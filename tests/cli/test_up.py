@@ -15,6 +15,7 @@ import httpx
 import psutil
 import pytest
 
+from api.cli.embedded import data_dir_mode
 from tests.utils.cli import (
     KEY_PATTERN,
     UpLauncher,
@@ -47,8 +48,8 @@ def test_up_starts_empty_accepts_writes_stops_cleanly_and_restarts_with_data(
     # the data dir is the owner's alone: the database, the workflow histories (temporal.db), the logs
     private = {p.name: stat.S_IMODE(p.stat().st_mode) for p in [data_dir, *data_dir.iterdir()]}
     assert "temporal.db" in private and private == {
-        name: 0o700 if (data_dir / name).is_dir() or name == data_dir.name else 0o600 for name in private
-    }, private
+        name: 0o700 if (data_dir / name).is_dir() else 0o600 for name in private if name != data_dir.name
+    } | {data_dir.name: data_dir_mode(data_dir)}, private
     assert first.base_url in first.output()
     assert f"http://127.0.0.1:{first.ui_port}" in first.output()
 
