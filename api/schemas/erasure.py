@@ -113,7 +113,7 @@ class ErasurePublic(BaseModel):
     archive_files: list[str]
     counts: dict[str, int] = Field(description="Rows deleted or scrubbed, per kind (empty in a dry run)")
     temporal_workflows: list[str] = Field(
-        description="Promotion workflows involved: their Temporal histories keep ids, counts and the "
-        "short titles of the plan's first items (no content) until Temporal's retention removes them"
+        description="Workflows involved (promotions, change requests): erasure deletes their Temporal "
+        "histories (a running one is terminated first); a dry run lists those it would delete"
     )
     receipt_event_id: int | None = None

@@ -11,10 +11,11 @@ it: an ERASED event with ids, counts, sha256 of each erased content, who and whe
 (only its hash). Staging archive files of an erased task are removed after the commit; a subject's
 entries are taken out of every archive file of the tenant that holds them (the file is rewritten without
 them, or removed when nothing is left), after the commit too, so a retried erasure finds what a crash left.
-Temporal histories of the promotion workflows involved hold ids, counts and the short titles of the plan's
-first items and of the memories they merge into or replace (never their content: the plan is a claim check
-in Postgres): erasure cannot rewrite them, so the receipt names those workflows, whose histories go when
-Temporal's retention removes them.
+Temporal histories of the workflows involved (the promotions that staged, planned or published what goes,
+the change requests about it) may hold what they showed while they ran (titles, a critique, an approval
+note): erasure cannot rewrite a history, so it deletes them through Temporal's API before it touches the
+database (a running one is terminated first; workflows/histories.py) and the receipt names them. With
+Temporal unreachable the erasure is refused (503) and nothing changes; a retry finishes it.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sqlalchemy.ext.asyncio import AsyncConnection
+from temporalio.service import RPCError
 
 from api.schemas.erasure import (
     ErasedCandidatePublic,
@@ -34,8 +36,8 @@ from api.schemas.erasure import (
     ErasureKind,
     ErasurePublic,
 )
-from api.services.gateway import GatewayResources, authorize_memory, authorized_task
-from governance.errors import NotFound
+from api.services.gateway import GatewayResources, authorize_memory, authorized_task, temporal_client
+from governance.errors import NotFound, Unavailable
 from governance.identity import Principal
 from governance.scopes import Scope
 from governance.staging_archive import ArchivedEntry, decode_chunk, encode_chunk, holds
@@ -53,13 +55,14 @@ from governance.storage.erasure import (
 )
 from governance.storage.events import Event, EventType
 from governance.storage.memory_changes import memory_tenant
+from workflows.histories import delete_histories
 
 __all__ = ["ERASE_ACTION", "erase_memory", "erase_task", "erase_subject", "erasure"]
 
 ERASE_ACTION = "erase"
 TEMPORAL_NOTE = (
-    "Temporal histories of these promotion workflows keep ids, counts and the short titles of their plan's "
-    "first items (no content); they go with Temporal's retention of closed workflows"
+    "Temporal histories of these workflows were deleted (a running one was terminated first): "
+    "their promotion or change request pages are gone with them"
 )
 
 
@@ -147,6 +150,7 @@ async def _run(
     if dry_run:
         found = _with_archives(found, archives)
     else:
+        histories = await _delete_histories(state, found.workflows)
         async with state.engine.begin() as conn:
             found = _with_archives(await _fresh(conn, kind, found), archives)
             erased = set(found.memory_ids)
@@ -160,6 +164,7 @@ async def _run(
                     actor_type=principal.actor_type.value,
                 )
             counts = await erase(conn, found)
+            counts["temporal_histories"] = len(histories)
             if archives:
                 counts["archived_entries"] = sum(len(a.removed) for a in archives)
                 counts["archive_files_rewritten"] = len(archives)
@@ -175,10 +180,25 @@ async def _run(
                     payload=_receipt(kind, found, counts, tenant),
                 ),
             )
+        # workflows that arrived between the first read and the transaction
+        await _delete_histories(state, sorted(set(found.workflows) - set(histories)))
         if kind == "task":
             await asyncio.to_thread(_remove_archives, state.settings.archive_dir(), found.archive_files)
         await asyncio.to_thread(_rewrite_archives, state.settings.archive_dir(), archives)
     return _public(kind, found, counts, dry_run=dry_run, receipt_id=receipt_id)
+
+
+async def _delete_histories(state: GatewayResources, workflow_ids: list[str]) -> list[str]:
+    """Delete the Temporal histories of `workflow_ids`; Temporal unreachable is a 503 (nothing erased)."""
+    if not workflow_ids:
+        return []
+    try:
+        return await delete_histories(await temporal_client(state), workflow_ids)
+    except RPCError as err:
+        raise Unavailable(
+            f"Temporal did not delete the workflow histories involved ({err.message}); nothing was erased, "
+            "retry when Temporal answers"
+        ) from err
 
 
 async def _fresh(conn: AsyncConnection, kind: ErasureKind, found: ErasureSet) -> ErasureSet:

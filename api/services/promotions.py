@@ -47,7 +47,7 @@ from governance.identity import Principal
 from governance.scopes import Scope, ValidationSource
 from governance.storage.plans import PlanHeader, PlanKey, PlanRow, latest_plan, plan_page, published_page
 from governance.storage.promotions import record_approval_grant
-from governance.storage.staging import TaskInfo, get_tasks, set_promotion_workflow
+from governance.storage.staging import TaskInfo, get_task, get_tasks, set_promotion_workflow
 from workflows.promotion_contract import (
     STATE_ATTRIBUTE,
     WORKFLOW_TYPE,
@@ -234,12 +234,23 @@ def _static_details(task_id: str, target: Scope) -> str:
     )
 
 
+# how a task's promotion ended, stamped on the task (a failed one may be started again)
+ENDED_TASK_STATES = frozenset({"promoted", "unverified", "rejected"})
+
+
 async def start_promotion(
     state: GatewayResources, principal: Principal, task_id: str, body: PromotionStart
 ) -> PromotionStarted:
     """Start (or find running) the task's PromotionWorkflow; the caller needs `promote` at the scope."""
     target = Scope(body.target_scope)
     task = await authorized_task(state, principal, task_id, "promote", target)
+    async with state.engine.connect() as conn:
+        current = await get_task(conn, task.id)  # the cached task's status may be stale
+    if current is not None and current.status in ENDED_TASK_STATES:
+        # also when its history is gone (an erasure deletes it): a new run would publish the staging again
+        raise Conflict(
+            f"the promotion of task {task.id!r} already ended ({current.status}); a task is promoted once"
+        )
     _check_evidence(state, principal, task, target.value, body.verification)
     client = await temporal_client(state)
     settings = state.settings

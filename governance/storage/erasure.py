@@ -9,7 +9,9 @@ answer); `erase` deletes it in the caller's transaction, which also records the 
   `related_ids`, `supersedes_id`, `source_entry_ids` and `source_task_ids`;
 - staging entries and their idempotency keys; a task's approaches and subtasks; its description;
 - promotion plans (candidates and plan items cascade) of the task, and candidates holding the subject;
-- change requests about an erased memory or holding the subject (a lift: any of its memories or titles);
+- change requests about an erased memory or holding the subject in any text, its reason and decision note
+  included (a lift: any of its memories or titles);
+- a subject's subtasks (a task erasure takes all of the task's);
 - `embedding_cache` rows keyed by the sha256 of an erased text;
 - events about erased memories, of the erased task, or holding an erased text are scrubbed (reason and
   payload replaced), not deleted: the trail keeps that something happened, not what it said.
@@ -162,13 +164,20 @@ async def _add_workflows(conn: AsyncConnection, found: ErasureSet) -> None:
             "OR target_id = ANY(CAST(:m AS text[])) "
             "UNION SELECT DISTINCT t.promotion_workflow_id FROM tasks t "
             "WHERE t.id = ANY(CAST(:t AS text[])) AND t.promotion_workflow_id IS NOT NULL "
-            # change requests (a lift's history holds its memories' titles)
+            # change requests (a lift's history holds its memories' titles), and those quoting the subject
             "UNION SELECT DISTINCT c.workflow_id FROM change_requests c "
             "LEFT JOIN change_request_items i ON i.request_id = c.id "
             "WHERE c.workflow_id IS NOT NULL AND (c.memory_id::text = ANY(CAST(:m AS text[])) "
-            "OR i.memory_id::text = ANY(CAST(:m AS text[])))"
+            "OR i.memory_id::text = ANY(CAST(:m AS text[])) OR (CAST(:s AS text) IS NOT NULL AND ("
+            "strpos(coalesce(c.content, ''), :s) > 0 OR strpos(coalesce(c.title, ''), :s) > 0 "
+            "OR strpos(c.reason, :s) > 0 OR strpos(coalesce(c.decision_note, ''), :s) > 0 "
+            "OR strpos(coalesce(i.title, ''), :s) > 0)))"
         ),
-        {"m": found.memory_ids, "t": sorted({e.task_id for e in found.entries} | _tasks(found.task_id))},
+        {
+            "m": found.memory_ids,
+            "t": sorted({e.task_id for e in found.entries} | _tasks(found.task_id)),
+            "s": found.subject,
+        },
     )
     found.workflows = sorted(
         {*found.workflows, *(r[0] for r in rows)} | {c.workflow_id for c in found.candidates}
@@ -337,7 +346,8 @@ async def erase(conn: AsyncConnection, found: ErasureSet) -> dict[str, int]:
         "DELETE FROM change_requests WHERE memory_id::text = ANY(CAST(:ids AS text[])) "
         "OR result_memory_id::text = ANY(CAST(:ids AS text[])) "
         "OR EXISTS (SELECT 1 FROM unnest(CAST(:needles AS text[])) n "
-        "WHERE strpos(coalesce(content, ''), n) > 0 OR strpos(coalesce(title, ''), n) > 0) "
+        "WHERE strpos(coalesce(content, ''), n) > 0 OR strpos(coalesce(title, ''), n) > 0 "
+        "OR strpos(reason, n) > 0 OR strpos(coalesce(decision_note, ''), n) > 0) "
         # a lift's other memories and their titles (its items go with it)
         "OR EXISTS (SELECT 1 FROM change_request_items i WHERE i.request_id = change_requests.id "
         "AND (i.memory_id::text = ANY(CAST(:ids AS text[])) "
@@ -404,6 +414,11 @@ async def erase(conn: AsyncConnection, found: ErasureSet) -> dict[str, int]:
         await run(
             "approaches",
             f"DELETE FROM approaches WHERE strpos(text, :s) > 0 AND task_id IN ({in_tenant})",
+            tenant,
+        )
+        await run(
+            "subtasks",
+            f"DELETE FROM subtasks WHERE strpos(subtask, :s) > 0 AND task_id IN ({in_tenant})",
             tenant,
         )
         await run(

@@ -7,6 +7,7 @@ or the promotion plan API, and an ERASED receipt with ids, counts and hashes onl
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import hashlib
 import stat
@@ -18,6 +19,8 @@ from typing import Any
 import httpx
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
+from temporalio.client import Client
+from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import ActivityEnvironment
 
 from activities.retention import ArchiveInput, RetentionActivities
@@ -138,7 +141,7 @@ async def test_erase_memory_leaves_receipt_and_no_content(
     receipt = await _receipt(http, team["human"].headers, body["receipt_event_id"])
     assert receipt["actor_id"] == team["human"].principal.id and marker not in str(receipt)
     assert receipt["payload"]["memories"][0]["id"] == fact["memory_id"]
-    assert "Temporal" in receipt["payload"]["temporal_note"]
+    assert "Temporal" in receipt["payload"]["temporal_note"] and body["counts"]["temporal_histories"] >= 1
     # the memory's content is gone everywhere; the staging entry is the task's (not erased with a memory)
     query = {"query": f"bastion host {marker}", "task_id": task_id}
     found = await http.post("/v1/search", headers=team["human"].headers, json=query)
@@ -186,6 +189,59 @@ async def test_erase_subject_takes_every_text_holding_it(
     receipt = await _receipt(http, human.headers, body["receipt_event_id"])
     assert receipt["payload"]["subject_sha256"] == hashlib.sha256(marker.encode()).hexdigest()
     assert marker not in str(receipt)
+
+
+async def _history_gone(temporal: Client, workflow_id: str, timeout: float = 300.0) -> None:
+    """Temporal no longer knows `workflow_id`.
+
+    The server deletes asynchronously: ~35 s on an idle dev server, up to ~3 min behind earlier deletions.
+    """
+    handle = temporal.get_workflow_handle(workflow_id)
+    deadline = asyncio.get_running_loop().time() + timeout
+    while asyncio.get_running_loop().time() < deadline:
+        try:
+            await handle.describe()
+        except RPCError as err:
+            assert err.status == RPCStatusCode.NOT_FOUND, err
+            return
+        await asyncio.sleep(0.3)
+    raise AssertionError(f"the history of {workflow_id} is still in Temporal")
+
+
+async def test_erase_subject_deletes_temporal_histories_and_running_change_requests(
+    http: httpx.AsyncClient, team: dict[str, Actor], temporal: Client
+) -> None:
+    """Before, the promotion's history (critique, approval note, titles) and a pending change request's
+    workflow (old and new content, reason) kept the subject; the change request kept running."""
+    marker = _marker()
+    task_id, fact = await _published(http, team, marker)
+    proposed = await http.post(
+        f"/v1/memories/{fact['memory_id']}/supersede",
+        headers=team["orchestrator"].headers,
+        json={"content": f"Deploys go through the new bastion {marker}.", "reason": f"moved {marker}"},
+    )
+    assert proposed.status_code == 202, proposed.text
+    change_workflow = proposed.json()["workflow_id"]
+    assert (await temporal.get_workflow_handle(change_workflow).describe()).status is not None
+
+    human = team["human"]
+    tenant = {"org": human.principal.org, "project": human.principal.project}
+    erased = await http.post("/v1/erasures", headers=human.headers, json={"subject": marker, **tenant})
+    assert erased.status_code == 200, erased.text
+    body = erased.json()
+    promotion_workflow = f"promote-{task_id}"
+    assert {promotion_workflow, change_workflow} <= set(body["temporal_workflows"])
+    assert body["counts"]["temporal_histories"] >= 2 and body["counts"]["change_requests"] == 1
+    await _history_gone(temporal, promotion_workflow)
+    await _history_gone(temporal, change_workflow)
+    # the task's staging survived elsewhere is not published again by a new run of its promotion
+    again = await http.post(
+        f"/v1/tasks/{task_id}/promotion",
+        headers=team["orchestrator"].headers,
+        json={"target_scope": "project", "verification": {"source": "tests_passed", "success": True}},
+    )
+    assert again.status_code == 409, again.text
+    assert "promoted once" in again.json()["detail"]
 
 
 async def test_erase_refused_to_agents_outsiders_and_bad_input(

@@ -1,0 +1,55 @@
+"""Deleting workflow histories from Temporal: what erasure does to every workflow involved in what it takes.
+
+A history may hold what a workflow showed while it ran (titles, a critique, an approval note). Erasure cannot
+rewrite a history, so it deletes it: Temporal's DeleteWorkflowExecution terminates a running workflow first
+(a change request still waiting for a human, a promotion still waiting for evidence) and removes its history
+and visibility record. A workflow Temporal no longer knows counts as already gone.
+"""
+
+from __future__ import annotations
+
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.workflowservice.v1 import DeleteWorkflowExecutionRequest
+from temporalio.client import Client
+from temporalio.service import RPCError, RPCStatusCode
+
+__all__ = ["delete_histories"]
+
+
+async def delete_histories(client: Client, workflow_ids: list[str]) -> list[str]:
+    """Delete the histories of `workflow_ids` (every run); the ids Temporal still held.
+
+    Raises `RPCError` when Temporal cannot be reached or refuses: the caller then changes nothing else.
+    """
+    deleted: list[str] = []
+    for workflow_id in workflow_ids:
+        # every run (a failed promotion may have been started again), and the current one by id alone in
+        # case visibility has not caught up with it
+        runs = [w.run_id async for w in client.list_workflows(f'WorkflowId = "{_quoted(workflow_id)}"')]
+        held = False
+        for run_id in ["", *runs]:
+            held = await _delete(client, workflow_id, run_id) or held
+        if held:
+            deleted.append(workflow_id)
+    return deleted
+
+
+def _quoted(workflow_id: str) -> str:
+    """`workflow_id` inside a double-quoted visibility query literal."""
+    return workflow_id.replace("\\", "\\\\").replace('"', '\\"')
+
+
+async def _delete(client: Client, workflow_id: str, run_id: str) -> bool:
+    """Delete one run (`run_id` empty: the current one); False if Temporal did not hold it."""
+    try:
+        await client.workflow_service.delete_workflow_execution(
+            DeleteWorkflowExecutionRequest(
+                namespace=client.namespace,
+                workflow_execution=WorkflowExecution(workflow_id=workflow_id, run_id=run_id),
+            )
+        )
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            return False
+        raise
+    return True
