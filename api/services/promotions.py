@@ -234,8 +234,8 @@ def _static_details(task_id: str, target: Scope) -> str:
     )
 
 
-# how a task's promotion ended, stamped on the task (a failed one may be started again)
-ENDED_TASK_STATES = frozenset({"promoted", "unverified", "rejected"})
+# how a task's promotion ended, stamped on the task → the promotion's state (a failed one may start again)
+ENDED_TASK_STATES = {"promoted": "published", "unverified": "unverified", "rejected": "rejected"}
 
 
 async def start_promotion(
@@ -249,7 +249,8 @@ async def start_promotion(
     if current is not None and current.status in ENDED_TASK_STATES:
         # also when its history is gone (an erasure deletes it): a new run would publish the staging again
         raise Conflict(
-            f"the promotion of task {task.id!r} already ended ({current.status}); a task is promoted once"
+            f"the promotion of task {task.id!r} already ended ({ENDED_TASK_STATES[current.status]}); "
+            "a task is promoted once"
         )
     _check_evidence(state, principal, task, target.value, body.verification)
     client = await temporal_client(state)
