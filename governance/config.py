@@ -103,6 +103,14 @@ class Settings(BaseSettings):
     reflection_similarity: float = Field(default=0.95, gt=0.0, le=1.0)  # cosine of "similar tasks" (e5: 0.95)
     reflection_target_scope: Literal["project", "org"] = "project"  # where insights publish (approved)
 
+    # notifications: webhooks an admin registers per tenant (governance/webhooks.py, workflows/notifications)
+    notification_interval_seconds: int = Field(default=60, ge=5)  # how often the sweep looks for new events
+    webhook_max_attempts: int = Field(default=5, ge=1, le=50)  # tries of one delivery before it is failed
+    webhook_timeout_seconds: float = Field(default=10.0, gt=0.0, le=120.0)  # one try's HTTP timeout
+    webhook_first_retry_seconds: float = Field(default=5.0, gt=0.0)  # backoff doubles from here
+    # loopback, private and link-local destinations are refused unless allowed (a single local setup, tests)
+    webhook_allow_private: bool = False
+
     # staging archive: the nightly retention moves ended promotions' staging to files (docs/scaling.md)
     staging_archive_after_days: int = Field(default=30, ge=1)  # days since the promotion ended
     staging_archive_dir: Path | None = None  # unset: <data dir>/staging-archive; shared by every worker

@@ -17,6 +17,7 @@ from temporalio.worker import Worker
 from activities.approaches import ApproachActivities
 from activities.change_requests import ChangeRequestActivities
 from activities.gate_checks import GateCheckActivities
+from activities.notifications import NotificationActivities
 from activities.promotion import PromotionActivities
 from activities.reflection import ReflectionActivities
 from activities.retention import RetentionActivities
@@ -29,6 +30,7 @@ from governance.storage.engine import make_engine
 from policy.enforcer import Authorizer, make_authorizer
 from workflows.change_request import ChangeRequestWorkflow
 from workflows.client import connect_temporal, tracing_interceptors
+from workflows.notifications import NotificationWorkflow
 from workflows.promotion import PromotionWorkflow
 from workflows.reflection import ReflectionWorkflow
 from workflows.reflection_schedule import ReflectionSweepWorkflow
@@ -45,6 +47,7 @@ def workflow_classes() -> list[type]:
         RetentionWorkflow,
         ReflectionWorkflow,
         ReflectionSweepWorkflow,
+        NotificationWorkflow,
     ]
 
 
@@ -65,8 +68,10 @@ def activity_functions(
     gate = GateCheckActivities(engine=engine, authorizer=authorizer, settings=settings)
     changes = ChangeRequestActivities(engine, settings)
     reflection = ReflectionActivities(engine=engine, settings=settings, llm=make_reflector(settings))
+    notifications = NotificationActivities(engine, settings)
     return [
         *reflection.functions(),
+        *notifications.functions(),
         *retention.functions(),
         approaches.record,
         approaches.check,

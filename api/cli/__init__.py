@@ -26,6 +26,7 @@ from api.cli.commands import (
     transfer,
     truth,
     up,
+    webhooks,
 )
 
 __all__ = ["app", "main"]
@@ -56,6 +57,7 @@ for group in (
     transfer,
     backup,
     mcp,
+    webhooks,
 ):
     group.register(app)
 

@@ -66,6 +66,7 @@ from api.schemas.reflections import ReflectionsPage, ReflectionStarted
 from api.schemas.review import ConfirmPublic, ReviewPublic
 from api.schemas.search import ContextPublic, MemoryPublic, SearchPublic
 from api.schemas.staging import EntriesAck, EntriesPage, EntryPublic, TaskPublic
+from api.schemas.webhooks import DeliveryList, WebhookCreated, WebhookList, WebhookPublic
 
 __all__ = [
     "DEFAULT_URL",
@@ -405,6 +406,33 @@ class _Api:
         """Erase a memory, a task or a subject (with its org, maybe project): the receipt, or a dry run."""
         target = {"memory": memory, "task": task, "subject": subject, "org": org, "project": project}
         return Request("POST", "/v1/erasures", {**drop_none(target), "dry_run": dry_run})
+
+    # webhooks (admins)
+
+    @endpoint(WebhookCreated)
+    def add_webhook(
+        self, *, org: str, url: str, project: str | None = None, events: Sequence[str] | None = None
+    ) -> Request:
+        """Register a webhook for a tenant; the answer holds its signing secret, shown only now."""
+        body = drop_none(
+            {"org": org, "project": project, "url": url, "events": list(events) if events else None}
+        )
+        return Request("POST", "/v1/webhooks", body)
+
+    @endpoint(WebhookList)
+    def webhooks(self, *, org: str | None = None) -> Request:
+        """The registered webhooks (of one org when given)."""
+        return Request("GET", "/v1/webhooks", params=drop_none({"org": org}))
+
+    @endpoint(WebhookPublic)
+    def remove_webhook(self, webhook_id: str) -> Request:
+        """Remove a webhook and its delivery records."""
+        return Request("DELETE", f"/v1/webhooks/{_seg(webhook_id)}")
+
+    @endpoint(DeliveryList)
+    def webhook_deliveries(self, webhook_id: str) -> Request:
+        """A webhook's deliveries, newest first."""
+        return Request("GET", f"/v1/webhooks/{_seg(webhook_id)}/deliveries")
 
 
 class LoregateClient(_Api, SyncTransport):

@@ -26,6 +26,7 @@ from api.http.routes import (
     tasks,
     transfer,
     truth,
+    webhooks,
 )
 from api.services.gateway import GatewayResources
 from api.services.sessions import SessionBook
@@ -93,6 +94,7 @@ def create_app(settings: Settings | None = None, *, grpc_port: int | None = None
         promotions.router,
         change_requests.router,
         transfer.router,
+        webhooks.router,
     ):
         app.include_router(router, responses=ERROR_RESPONSES)
     # the web console (api/http/console): server-rendered pages over the same services

@@ -10,11 +10,13 @@ from sqlalchemy import (
     DateTime,
     Float,
     ForeignKey,
+    Identity,
     Integer,
     MetaData,
     String,
     Table,
     Text,
+    UniqueConstraint,
     func,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSON, JSONB, TSVECTOR, UUID
@@ -38,6 +40,8 @@ __all__ = [
     "subtasks",
     "change_requests",
     "change_request_items",
+    "webhooks",
+    "webhook_deliveries",
     "EMBEDDING_DIM",
 ]
 
@@ -300,4 +304,36 @@ change_request_items = Table(
     Column("title", Text, nullable=False),
     Column("outcome", String(16), nullable=True),
     Column("result_memory_id", UUID(as_uuid=False), nullable=True),
+)
+
+# notifications an admin registers per tenant, and each delivery (storage/webhooks.py, governance/webhooks.py)
+webhooks = Table(
+    "webhooks",
+    metadata,
+    Column("id", UUID(as_uuid=False), primary_key=True),
+    Column("org", Text, nullable=False),
+    Column("project", Text, nullable=True),
+    Column("url", Text, nullable=False),
+    Column("secret", Text, nullable=False),
+    Column("events", ARRAY(Text), nullable=False),
+    Column("created_by", String(64), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+)
+
+webhook_deliveries = Table(
+    "webhook_deliveries",
+    metadata,
+    Column("id", BigInteger, Identity(), primary_key=True),
+    Column("webhook_id", UUID(as_uuid=False), ForeignKey("webhooks.id", ondelete="CASCADE"), nullable=False),
+    Column("event", String(64), nullable=False),
+    Column("event_key", Text, nullable=False),
+    Column("facts", JSONB, nullable=False, server_default="{}"),
+    Column("state", String(16), nullable=False, server_default="pending"),
+    Column("attempts", Integer, nullable=False, server_default="0"),
+    Column("last_status", Integer, nullable=True),
+    Column("last_error", Text, nullable=True),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("last_attempt_at", DateTime(timezone=True), nullable=True),
+    Column("delivered_at", DateTime(timezone=True), nullable=True),
+    UniqueConstraint("webhook_id", "event_key", name="webhook_deliveries_once"),
 )
