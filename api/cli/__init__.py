@@ -11,6 +11,7 @@ from api.cli.commands import (
     backup,
     changes,
     forget,
+    hook,
     keys,
     learning,
     lift,
@@ -58,6 +59,7 @@ for group in (
     backup,
     mcp,
     webhooks,
+    hook,
 ):
     group.register(app)
 
