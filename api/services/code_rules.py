@@ -1,8 +1,9 @@
 """Code rules that learn: observations move their confidence (EMA, governance/trust.py); weak ones are offered
 for retirement.
 
-An observation needs a caller who may write at the rule's scope (else 403; NotFound, as for any memory, when
-it may not even read it) and is an orchestrator or a human; only a human reports `rejected_by_human`
+An observation needs a caller who may write where the rule binds (at its scope; a human, who writes from
+project scope up, also in the project of a task or worktree rule; else 403; NotFound, as for any memory,
+when it may not even read it) and is an orchestrator or a human; only a human reports `rejected_by_human`
 (`trust.rule_observer_refusal`). A principal involved in the rule (it wrote, published or superseded it) is
 refused (403 `self_endorsement`). One observation counts per principal, rule and task (`task_id`, a task
 of the rule's tenant the caller may read; none is one more task): a repeat answers `counted: false`. The
@@ -17,8 +18,9 @@ from api.services.gateway import GatewayResources, authorize_memory, authorized_
 from api.services.memories import refuse_self_endorsement
 from governance.errors import InvalidInput, PolicyDenied
 from governance.identity import Principal
+from governance.scopes import ActorType, Scope
 from governance.storage.code_rules import observe_rule, retirement_candidates
-from governance.storage.lifecycle import memory_tenant
+from governance.storage.lifecycle import MemoryTenant, memory_tenant
 from governance.trust import is_established_rule, is_retirement_candidate, rule_observer_refusal
 
 __all__ = ["observe", "candidates"]
@@ -35,8 +37,13 @@ async def observe(
     async with state.engine.connect() as conn:
         memory = await memory_tenant(conn, ref)
     authorize_memory(
-        state, principal, ref, org=memory.org, project=memory.project, scope=memory.scope, action="write"
+        state, principal, ref, org=memory.org, project=memory.project, scope=memory.scope, action="read"
     )
+    if not _may_observe(state, principal, memory):
+        raise PolicyDenied(
+            f"{principal.actor_type.value} {principal.id} may not write at the rule's {memory.scope} scope: "
+            "observations of a rule come from those who work where it binds"
+        )
     refusal = rule_observer_refusal(principal.actor_type, body.outcome, admin=principal.is_admin)
     if refusal is not None:
         raise PolicyDenied(refusal)
@@ -66,6 +73,27 @@ async def observe(
         established=is_established_rule(seen.after),
         retirement_candidate=is_retirement_candidate(seen.after),
         counted=seen.counted,
+    )
+
+
+def _may_observe(state: GatewayResources, principal: Principal, memory: MemoryTenant) -> bool:
+    """Whether the caller may write where the rule binds: at its scope, or (a human, who writes from project
+    scope up) in the project a task or worktree rule belongs to."""
+    if state.authorizer.allowed(
+        principal,
+        org=memory.org,
+        project=judged_project(principal, memory.org, memory.project),
+        scope=memory.scope,
+        action="write",
+    ):
+        return True
+    return (
+        principal.actor_type is ActorType.HUMAN
+        and memory.project is not None
+        and memory.scope in (Scope.TASK.value, Scope.WORKTREE.value)
+        and state.authorizer.allowed(
+            principal, org=memory.org, project=memory.project, scope=Scope.PROJECT, action="write"
+        )
     )
 
 
