@@ -247,16 +247,18 @@ STANDING_LABELS: dict[Standing, str] = {
 }
 
 
-def standing_of(validation_source: str | None, confidence: float) -> Standing:
-    """A memory's standing from its stored trust.
+def standing_of(validation_source: str | None, confidence: float, confirmers: int = 0) -> Standing:
+    """A memory's standing from its stored trust and the principals who confirmed it.
 
     `validation_source = human_approved` is sticky (a later non-human boost never overwrites it), so it
-    says a human approved the memory. Above `UNREVIEWED_CEILING` without it, only independent principals'
-    evidence can have lifted the confidence (every other path stops at the ceiling): verified.
+    says a human approved the memory. Verified: `INDEPENDENT_CONFIRMATIONS` distinct principals confirmed
+    it (counted validations, counted `followed_passed` observations; an involved principal's are refused)
+    and their evidence lifted it past `UNREVIEWED_CEILING`. A memory that is merely confident (published at
+    0.9 on its own task's word before the ceiling existed) stays unreviewed.
     """
     if validation_source == ValidationSource.HUMAN_APPROVED.value:
         return Standing.HUMAN
-    if confidence > UNREVIEWED_CEILING:
+    if confidence > UNREVIEWED_CEILING and confirmers >= INDEPENDENT_CONFIRMATIONS:
         return Standing.VERIFIED
     return Standing.UNREVIEWED
 

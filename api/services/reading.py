@@ -323,7 +323,7 @@ async def _guidance(
     lines = [
         g
         for r in rules
-        if is_earned(held := standing_of(r.validation_source, r.confidence))
+        if is_earned(held := standing_of(r.validation_source, r.confidence, r.confirmers))
         and (g := rule_guidance(r.citation, r.content, r.confidence, standing=held)) is not None
     ]
     lines += [

@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from governance.errors import InvalidInput, NotFound
 from governance.scopes import ActorType, MemoryType, ValidationSource
 from governance.storage.events import EventType, record_event
+from governance.storage.trust import CONFIRMERS
 from governance.trust import RETIREMENT_CANDIDATE, RuleOutcome, capped_rule_confidence
 
 __all__ = ["RuleRow", "Observation", "observe_rule", "retirement_candidates", "established_rules"]
@@ -34,6 +35,7 @@ class RuleRow:
     created_at: datetime
     updated_at: datetime
     validation_source: str | None = None
+    confirmers: int = 0
 
 
 @dataclass(frozen=True)
@@ -144,6 +146,7 @@ def _rows(result: object) -> list[RuleRow]:
             created_at=r.created_at,
             updated_at=r.updated_at,
             validation_source=r.validation_source,
+            confirmers=int(r.confirmers),
         )
         for r in result  # type: ignore[attr-defined]
     ]
@@ -151,7 +154,7 @@ def _rows(result: object) -> list[RuleRow]:
 
 _COLUMNS = (
     "id::text AS id, citation, scope, scope_key, org, project, title, content, confidence, "
-    "created_at, updated_at, validation_source"
+    "created_at, updated_at, validation_source, " + CONFIRMERS + " AS confirmers"
 )
 
 
@@ -163,7 +166,7 @@ async def retirement_candidates(
     result = await conn.execute(
         text(
             f"""
-            SELECT {_COLUMNS} FROM memories
+            SELECT {_COLUMNS} FROM memories m
             WHERE org = :org AND memory_type = 'code_rule' AND deprecated_at IS NULL
               AND confidence < :threshold
               AND (CAST(:project AS text) IS NULL OR project IS NULL OR project = :project)
@@ -182,7 +185,7 @@ async def established_rules(
     result = await conn.execute(
         text(
             f"""
-            SELECT {_COLUMNS} FROM memories
+            SELECT {_COLUMNS} FROM memories m
             WHERE scope_key = ANY(:keys) AND memory_type = 'code_rule' AND deprecated_at IS NULL
               AND (expires_at IS NULL OR expires_at > now()) AND confidence > :threshold
             ORDER BY confidence DESC, updated_at DESC, id LIMIT :limit

@@ -19,9 +19,20 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from governance.trust import Involvement, Standing, standing_of
 
-__all__ = ["MemoryStanding", "involvement_of", "standings_of", "independent_validators"]
+__all__ = ["CONFIRMERS", "MemoryStanding", "involvement_of", "standings_of", "independent_validators"]
 
 _PUBLISHING_EVENTS = ("PROMOTED", "MERGED", "SUPERSEDED", "LIFTED", "RESTORED")
+# the distinct principals who confirmed memory `m`: counted validations and counted followed_passed
+# observations (a column expression over the alias `m`)
+CONFIRMERS = """(
+    SELECT count(DISTINCT c.actor_id) FROM (
+        SELECT v.actor_id FROM memory_validations v WHERE v.memory_id = m.id
+        UNION
+        SELECT e.actor_id FROM memory_events e
+        WHERE e.memory_id = m.id AND e.event_type = 'OBSERVED'
+          AND e.payload->>'outcome' = 'followed_passed' AND e.payload->>'counted' = 'true'
+    ) c
+)"""
 
 
 @dataclass(frozen=True)
@@ -31,11 +42,12 @@ class MemoryStanding:
     id: str
     confidence: float
     validation_source: str | None
+    confirmers: int = 0
 
     @property
     def standing(self) -> Standing:
         """human-approved, verified or unreviewed (`trust.standing_of`)."""
-        return standing_of(self.validation_source, self.confidence)
+        return standing_of(self.validation_source, self.confidence, self.confirmers)
 
 
 async def involvement_of(conn: AsyncConnection, memory_id: str) -> Involvement:
@@ -85,12 +97,14 @@ async def standings_of(conn: AsyncConnection, ids: Sequence[str]) -> dict[str, M
         return {}
     rows = await conn.execute(
         text(
-            "SELECT id::text AS id, confidence, validation_source FROM memories "
-            "WHERE id = ANY(CAST(:ids AS uuid[]))"
+            f"SELECT m.id::text AS id, m.confidence, m.validation_source, {CONFIRMERS} AS confirmers "
+            "FROM memories m WHERE m.id = ANY(CAST(:ids AS uuid[]))"
         ),
         {"ids": list(ids)},
     )
-    return {r.id: MemoryStanding(r.id, float(r.confidence), r.validation_source) for r in rows}
+    return {
+        r.id: MemoryStanding(r.id, float(r.confidence), r.validation_source, int(r.confirmers)) for r in rows
+    }
 
 
 async def independent_validators(conn: AsyncConnection, memory_id: str, *, besides: str) -> int:

@@ -132,8 +132,10 @@ def test_standing_human_approval_is_sticky_verified_only_past_the_ceiling() -> N
     from governance.trust import Standing, is_earned, standing_of
 
     assert standing_of("human_approved", 0.4) is Standing.HUMAN
-    assert standing_of("pr_merged", 0.75) is Standing.UNREVIEWED
-    assert standing_of("tests_passed", 0.8) is Standing.VERIFIED
+    assert standing_of("pr_merged", 0.75, 2) is Standing.UNREVIEWED
+    assert standing_of("tests_passed", 0.8, 2) is Standing.VERIFIED
+    # confident on its own task's word alone (published at 0.9 before the ceiling): not verified
+    assert standing_of("pr_merged", 0.9, 1) is Standing.UNREVIEWED
     assert standing_of(None, 0.3) is Standing.UNREVIEWED
     assert is_earned("human") and is_earned("verified") and not is_earned("unreviewed")
 
