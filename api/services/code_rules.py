@@ -22,8 +22,9 @@ from governance.scopes import ActorType, Scope
 from governance.storage.code_rules import observe_rule, retirement_candidates
 from governance.storage.lifecycle import MemoryTenant, memory_tenant
 from governance.trust import is_established_rule, is_retirement_candidate, rule_observer_refusal
+from policy.enforcer import Authorizer
 
-__all__ = ["observe", "candidates"]
+__all__ = ["observe", "may_observe", "candidates"]
 
 
 async def observe(
@@ -39,7 +40,7 @@ async def observe(
     authorize_memory(
         state, principal, ref, org=memory.org, project=memory.project, scope=memory.scope, action="read"
     )
-    if not _may_observe(state, principal, memory):
+    if not may_observe(state.authorizer, principal, memory):
         raise PolicyDenied(
             f"{principal.actor_type.value} {principal.id} may not write at the rule's {memory.scope} scope: "
             "observations of a rule come from those who work where it binds"
@@ -76,10 +77,10 @@ async def observe(
     )
 
 
-def _may_observe(state: GatewayResources, principal: Principal, memory: MemoryTenant) -> bool:
+def may_observe(authorizer: Authorizer, principal: Principal, memory: MemoryTenant) -> bool:
     """Whether the caller may write where the rule binds: at its scope, or (a human, who writes from project
     scope up) in the project a task or worktree rule belongs to."""
-    if state.authorizer.allowed(
+    if authorizer.allowed(
         principal,
         org=memory.org,
         project=judged_project(principal, memory.org, memory.project),
@@ -91,7 +92,7 @@ def _may_observe(state: GatewayResources, principal: Principal, memory: MemoryTe
         principal.actor_type is ActorType.HUMAN
         and memory.project is not None
         and memory.scope in (Scope.TASK.value, Scope.WORKTREE.value)
-        and state.authorizer.allowed(
+        and authorizer.allowed(
             principal, org=memory.org, project=memory.project, scope=Scope.PROJECT, action="write"
         )
     )
