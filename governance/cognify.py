@@ -5,6 +5,13 @@ configured but fails. It reads entry kinds:
 
 - `fact`, `preference`, `insight`, `skill` entries become candidates of that memory type, `rule` entries
   `code_rule` candidates (their confidence then follows observations, governance/trust.py);
+- **insights come from reflection only**: an `insight` entry written by anyone but the system (the org's
+  reflector, which stages what reflection distilled) is a `fact` candidate: an agent that calls its own
+  note an insight does not make it one. An entry whose author is not known (`actor_type` None, callers that
+  do not pass it yet) keeps its kind;
+- **a rule is a proposal**: a `code_rule` candidate not written by a human carries
+  `needs_human_approval`; `needs_human_approval(candidates, scope)` says a plan holding one must wait for a
+  human's approval at every scope above task (an agent's rule binds others only once a human agrees);
 - `decision` entries are the key decisions; a decision that names a canonical key also becomes a fact;
 - `error` entries of a successful task become `bug_pattern` candidates, paired with the first later
   `result` or `decision` (what fixed it), keyed by the error's signature (`governance/bug_signature.py`;
@@ -24,12 +31,13 @@ and is deduplicated by content similarity only. Optional payload fields: `title`
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from governance.bug_signature import FAILED_MARKER, FIX_MARKER, error_headline, error_signature
-from governance.scopes import EntryKind, MemoryType
+from governance.scopes import SCOPE_LEVEL, ActorType, EntryKind, MemoryType, Scope
 
 __all__ = [
     "StagedEntry",
@@ -37,6 +45,8 @@ __all__ = [
     "Analysis",
     "canonical_key_of",
     "title_of",
+    "entry_memory_type",
+    "needs_human_approval",
     "rule_based_analysis",
     "episode_candidate",
     "skill_candidate",
@@ -74,6 +84,7 @@ class StagedEntry:
     content: str
     payload: dict[str, Any] | None = None
     created_at: datetime | None = None  # when it was appended: a `ttl_seconds` counts from here
+    actor_type: str | None = None  # who wrote it (agent, orchestrator, human, system); None: not known
 
 
 @dataclass(frozen=True)
@@ -87,6 +98,8 @@ class Candidate:
     importance: float = 0.5
     source_entry_ids: list[int] = field(default_factory=list)
     expires_at: datetime | None = None  # the earliest expiry of its source entries (governance/validity.py)
+    # a rule nobody but a non-human wrote: published above task scope only with a human's approval
+    needs_human_approval: bool = False
 
 
 @dataclass(frozen=True)
@@ -128,6 +141,22 @@ def _importance(memory_type: MemoryType, payload: dict[str, Any] | None) -> floa
     return _DEFAULT_IMPORTANCE.get(memory_type, 0.5)
 
 
+def entry_memory_type(entry: StagedEntry) -> MemoryType | None:
+    """The memory type an entry of a direct kind becomes (module docstring), or None for other kinds."""
+    memory_type = _DIRECT_TYPES.get(entry.kind)
+    if memory_type is MemoryType.INSIGHT and entry.actor_type not in (None, ActorType.SYSTEM.value):
+        return MemoryType.FACT  # insights come from reflection only
+    return memory_type
+
+
+def needs_human_approval(candidates: Sequence[Candidate], scope: Scope | str) -> bool:
+    """A plan of these candidates at `scope` waits for a human: it holds a rule a non-human proposed and the
+    scope is above task."""
+    return SCOPE_LEVEL[Scope(scope)] > SCOPE_LEVEL[Scope.TASK] and any(
+        c.needs_human_approval for c in candidates
+    )
+
+
 def _candidate(memory_type: MemoryType, entry: StagedEntry, content: str | None = None) -> Candidate:
     text = content if content is not None else entry.content
     return Candidate(
@@ -137,6 +166,8 @@ def _candidate(memory_type: MemoryType, entry: StagedEntry, content: str | None 
         canonical_key=canonical_key_of(entry.content, entry.payload),
         importance=_importance(memory_type, entry.payload),
         source_entry_ids=[entry.id],
+        needs_human_approval=memory_type is MemoryType.CODE_RULE
+        and entry.actor_type != ActorType.HUMAN.value,
     )
 
 
@@ -199,8 +230,7 @@ def rule_based_analysis(task_description: str, entries: list[StagedEntry], *, su
             continue
         payload = entry.payload or {}
         repeatable = repeatable or payload.get("repeatable") is True
-        if entry.kind in _DIRECT_TYPES:
-            memory_type = _DIRECT_TYPES[entry.kind]
+        if (memory_type := entry_memory_type(entry)) is not None:
             if memory_type is not MemoryType.SKILL or success:
                 candidates.append(_candidate(memory_type, entry))
         elif entry.kind == EntryKind.DECISION:

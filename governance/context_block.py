@@ -4,13 +4,28 @@
     <how to use these memories>
 
     ### Bug patterns
-    - [mem:a7Bc3x] (2026-01-30, trust 0.80) Title: content
+    - [mem:a7Bc3x] (2026-01-30, verified, trust 0.80) Title: content
 
     <prefer the current request on conflict>
     [/MEMORY CONTEXT]
 
 Groups follow memory types, ordered by their best-ranked memory; items keep their rank order inside a group.
-Every item carries its citation, date and trust, so an agent can cite it and weigh it.
+Every item carries its citation, date, **standing** and trust, so an agent can cite it and weigh it: the
+standing (governance/trust.py `standing_of`) says in a word who stands behind it — `human-approved` (a human
+approved it), `verified` (independent principals' evidence lifted it past the 0.75 ceiling), `unreviewed`
+(only its authors' word, however confident they were).
+
+**Guidance is earned.** Guidance lines and code rules (the lines that tell an agent what to do) come only from
+human-approved or verified memories: a guidance line of an unreviewed memory is dropped, and a code rule is
+shown only when it is established *and* earned. An unreviewed memory still appears as a memory line, marked.
+
+**Markers are folded before they are neutralised.** A memory must not close the block early and speak as
+the user. Before `[MEMORY CONTEXT]` / `[/MEMORY CONTEXT]` look-alikes are replaced, every text is folded:
+NFKC (full-width brackets and letters become ASCII), format characters (zero-width space, joiners, BOM,
+soft hyphen: Unicode category Cf) removed, and confusable letters (Cyrillic and Greek look-alikes of
+M E O R Y C N T X) read as their Latin twins; a marker may then be spelled with `_`, `-`, `.` or spaces
+between its words and inside its brackets. The folded text is what the block shows (only the confusable
+mapping is used for matching alone, so Cyrillic or Greek content stays as written).
 
 **Stale memories are marked, not left out.** A memory whose source was superseded or retired since (a skill
 quoting a replaced decision) keeps its place in rank order (ranking already lowers it) and its line says so:
@@ -38,12 +53,13 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from governance.guidance import GuidanceLine
-from governance.trust import is_established_rule
+from governance.trust import STANDING_LABELS, Standing, is_earned, is_established_rule
 
 __all__ = [
     "ContextItem",
@@ -54,6 +70,8 @@ __all__ = [
     "HEADER",
     "FOOTER",
     "estimate_tokens",
+    "fold",
+    "neutralise_markers",
     "build_context_block",
 ]
 
@@ -80,8 +98,29 @@ TYPE_HEADINGS: dict[str, str] = {
 STALE_MARK = "STALE: a memory it builds on changed; check before use"
 _MIN_CONTENT_CHARS = 24  # a shorter cut says nothing useful; leave the item out instead
 _WHITESPACE = re.compile(r"\s+")
-# A memory must not be able to close the block early and speak as the user (prompt injection).
-_MARKERS = re.compile(r"\[/?MEMORY CONTEXT\]", re.IGNORECASE)
+# A memory must not be able to close the block early and speak as the user (prompt injection): markers are
+# matched on the folded text (`fold`), spelled with any separators
+_SEP = r"[\s_\-.·]*"
+_MARKERS = re.compile(
+    r"\[\s*/?\s*" + _SEP.join("MEMORY") + _SEP + _SEP.join("CONTEXT") + r"\s*\]", re.IGNORECASE
+)
+# Cyrillic and Greek letters that look like the Latin letters of the markers (Unicode confusables.txt)
+_CONFUSABLES = str.maketrans(
+    {
+        **dict.fromkeys("МмΜμ", "M"),  # noqa: RUF001
+        **dict.fromkeys("ЕеΕε", "E"),  # noqa: RUF001
+        **dict.fromkeys("ОоΟοσ0", "O"),  # noqa: RUF001
+        **dict.fromkeys("РрΡρ", "R"),  # noqa: RUF001
+        **dict.fromkeys("УуΥυ", "Y"),  # noqa: RUF001
+        **dict.fromkeys("СсϹϲ", "C"),  # noqa: RUF001
+        **dict.fromkeys("НΝ", "N"),  # noqa: RUF001
+        **dict.fromkeys("ТтΤτ", "T"),  # noqa: RUF001
+        **dict.fromkeys("ХхΧχ", "X"),  # noqa: RUF001
+        **dict.fromkeys("⟦〔【❲⁅〖", "["),  # noqa: RUF001
+        **dict.fromkeys("⟧〕】❳⁆〗", "]"),  # noqa: RUF001
+        **dict.fromkeys("∕⁄⧸╱", "/"),  # noqa: RUF001
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -95,6 +134,7 @@ class ContextItem:
     created_at: datetime
     confidence: float
     stale: bool = False
+    standing: str = Standing.UNREVIEWED.value
 
 
 @dataclass(frozen=True)
@@ -115,15 +155,41 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(ascii_chars / 4) + (len(text) - ascii_chars)
 
 
+def fold(text: str) -> str:
+    """NFKC, without format characters (zero-width space and joiners, BOM, soft hyphen: category Cf)."""
+    return "".join(c for c in unicodedata.normalize("NFKC", text) if unicodedata.category(c) != "Cf")
+
+
+def neutralise_markers(text: str) -> str:
+    """`text` folded, with every look-alike of the block's markers replaced by `(memory context)`.
+
+    The confusable mapping is one character to one character, so a match in the mapped text is the same
+    span of the folded text, which keeps its own letters elsewhere.
+    """
+    folded = fold(text)
+    skeleton = folded.translate(_CONFUSABLES)
+    if len(skeleton) != len(folded):  # never: the table maps characters to single characters
+        raise AssertionError("the confusable mapping must keep lengths")
+    parts: list[str] = []
+    last = 0
+    for match in _MARKERS.finditer(skeleton):
+        parts.append(folded[last : match.start()])
+        parts.append("(memory context)")
+        last = match.end()
+    parts.append(folded[last:])
+    return "".join(parts)
+
+
 def _clean(text: str) -> str:
-    return _MARKERS.sub("(memory context)", _WHITESPACE.sub(" ", text).strip())
+    return neutralise_markers(_WHITESPACE.sub(" ", fold(text)).strip())
 
 
 def _line(item: ContextItem, content: str) -> str:
     title = _clean(item.title)
     date = item.created_at.date().isoformat()
     mark = f", {STALE_MARK}" if item.stale else ""
-    head = f"- [mem:{item.citation}] ({date}, trust {item.confidence:.2f}{mark})"
+    label = STANDING_LABELS[Standing(item.standing)]
+    head = f"- [mem:{item.citation}] ({date}, {label}, trust {item.confidence:.2f}{mark})"
     if title and not content.startswith(title):
         return f"{head} {title}: {content}"
     return f"{head} {content}"
@@ -172,15 +238,19 @@ def build_context_block(
     placed: dict[str, list[str]] = {}  # citations per group, in group order
     omitted = 0
     for advice in guidance:
+        if not is_earned(advice.standing):
+            continue  # an unreviewed memory's word is no guidance
         lines = groups.setdefault(GUIDANCE, [])
-        lines.append(_MARKERS.sub("(memory context)", advice.render()))
+        lines.append(neutralise_markers(advice.render()))
         if estimate_tokens(_render(groups)) > max_tokens:
             lines.pop()
             continue
         placed.setdefault(GUIDANCE, []).append(advice.citation)
     for item in items:
-        if item.memory_type == "code_rule" and not is_established_rule(item.confidence):
-            continue  # not established (yet, or any more): not guidance the agent should follow
+        if item.memory_type == "code_rule" and not (
+            is_established_rule(item.confidence) and is_earned(item.standing)
+        ):
+            continue  # not established (yet, or any more) or not earned: no rule the agent should follow
         line = _fit(groups, item, _clean(item.content), max_tokens)
         if line is None:
             omitted += 1

@@ -3,6 +3,7 @@
 GovernanceError                  any refusal a client can act on
 ├── Unauthenticated  (401)       no key, unknown or revoked key
 ├── PolicyDenied     (403)       Casbin said no; nothing was written
+│   └── SelfEndorsement (403)    a principal's evidence on a memory it wrote, published or superseded
 ├── NotFound         (404)       unknown task, memory, promotion
 ├── Conflict         (409)       idempotency key reused with another body, state clash
 ├── LimitExceeded    (413)       entry, batch or request over the configured limits
@@ -18,6 +19,7 @@ __all__ = [
     "GovernanceError",
     "Unauthenticated",
     "PolicyDenied",
+    "SelfEndorsement",
     "NotFound",
     "Conflict",
     "LimitExceeded",
@@ -48,6 +50,12 @@ class PolicyDenied(GovernanceError):
     """The authorisation policy does not let this principal do this."""
 
     kind = "forbidden"
+
+
+class SelfEndorsement(PolicyDenied):
+    """A principal's validation, vote or observation of a memory it is involved in (others give trust)."""
+
+    kind = "self_endorsement"
 
 
 class NotFound(GovernanceError):

@@ -9,7 +9,9 @@ Two sources, both evidence of what works here:
   ("never …", "do not …", "don't …", "avoid …") becomes `avoid: …`, any other `try: …`.
 
 Lines are short (`LINE_CHARS`), deduplicated, and at most `MAX_LINES`: rules first (they bind all work),
-then fixes by success rate.
+then fixes by success rate. Each line carries its memory's standing and trust (`- try: … [mem:x]
+(human-approved, trust 1.00)`), and only lines of human-approved or verified memories reach the block
+(governance/context_block.py): guidance is earned, never an author's own word.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any, Literal
 
 from governance.bug_signature import ranked_solutions
 from governance.dedup import normalise_text
-from governance.trust import is_established_rule
+from governance.trust import STANDING_LABELS, Standing, is_established_rule
 
 __all__ = [
     "TRY_MIN_RATE",
@@ -52,10 +54,15 @@ class GuidanceLine:
     text: str
     citation: str
     weight: float  # order: rules (their confidence + 1), then fixes by success rate
+    # who stands behind the memory and its trust (governance/trust.py): only earned lines are shown
+    standing: str = Standing.UNREVIEWED.value
+    trust: float | None = None
 
     def render(self) -> str:
-        """`- try: <text> [mem:<citation>]`."""
-        return f"- {self.verb}: {self.text} [mem:{self.citation}]"
+        """`- try: <text> [mem:<citation>] (<standing>, trust 0.80)`."""
+        label = STANDING_LABELS[Standing(self.standing)]
+        trust = f", trust {self.trust:.2f}" if self.trust is not None else ""
+        return f"- {self.verb}: {self.text} [mem:{self.citation}] ({label}{trust})"
 
 
 def _short(text: str, limit: int = LINE_CHARS) -> str:
@@ -64,9 +71,15 @@ def _short(text: str, limit: int = LINE_CHARS) -> str:
 
 
 def bug_pattern_guidance(
-    citation: str, signature: str | None, solutions: Sequence[Any]
+    citation: str,
+    signature: str | None,
+    solutions: Sequence[Any],
+    *,
+    standing: Standing | str = Standing.UNREVIEWED,
+    trust: float | None = None,
 ) -> list[GuidanceLine]:
     """Try the fixes that worked, avoid those that kept failing, for one bug pattern."""
+    held = Standing(standing).value
     lines: list[GuidanceLine] = []
     about = f" (for {_short(signature, 80)}" if signature else " ("
     for s in ranked_solutions(solutions):
@@ -74,26 +87,38 @@ def bug_pattern_guidance(
         sep = ", " if signature else ""
         if s.attempts and s.success_rate >= TRY_MIN_RATE:
             lines.append(
-                GuidanceLine("try", _short(f"{s.solution}{about}{sep}{tally}"), citation, s.success_rate)
+                GuidanceLine(
+                    "try", _short(f"{s.solution}{about}{sep}{tally}"), citation, s.success_rate, held, trust
+                )
             )
         elif s.attempts >= AVOID_MIN_ATTEMPTS and s.success_rate <= AVOID_MAX_RATE:
             lines.append(
                 GuidanceLine(
-                    "avoid", _short(f"{s.solution}{about}{sep}{tally}"), citation, 1 - s.success_rate
+                    "avoid",
+                    _short(f"{s.solution}{about}{sep}{tally}"),
+                    citation,
+                    1 - s.success_rate,
+                    held,
+                    trust,
                 )
             )
     return lines
 
 
-def rule_guidance(citation: str, content: str, confidence: float) -> GuidanceLine | None:
+def rule_guidance(
+    citation: str, content: str, confidence: float, *, standing: Standing | str = Standing.UNREVIEWED
+) -> GuidanceLine | None:
     """An established code rule as a line (`avoid` for a prohibition), or None if it is not established."""
     if not is_established_rule(confidence):
         return None
+    held = Standing(standing).value
     match = _PROHIBITION.match(content)
     if match is not None and content[match.end() :].strip():
         rest = content[match.end() :].strip()
-        return GuidanceLine("avoid", _short(rest[0].lower() + rest[1:]), citation, 1.0 + confidence)
-    return GuidanceLine("try", _short(content), citation, 1.0 + confidence)
+        return GuidanceLine(
+            "avoid", _short(rest[0].lower() + rest[1:]), citation, 1.0 + confidence, held, confidence
+        )
+    return GuidanceLine("try", _short(content), citation, 1.0 + confidence, held, confidence)
 
 
 def select_guidance(lines: Sequence[GuidanceLine], max_lines: int = MAX_LINES) -> list[GuidanceLine]:

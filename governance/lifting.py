@@ -41,6 +41,7 @@ __all__ = [
     "target_project",
     "lifted_text",
     "lifted_trust",
+    "lift_refusal",
 ]
 
 # how many memories one lift request may carry
@@ -127,3 +128,26 @@ def lifted_trust(
     if approval is ChangeTrust.HUMAN_VALIDATED or granted >= confidence:
         return granted, source
     return confidence, validation_source
+
+
+def lift_refusal(
+    *, reads_every_source: bool, deciding: bool = False, human: bool = False, approves_target: bool = False
+) -> str | None:
+    """Why a principal may not see (or, `deciding`, decide) a lift request, or None.
+
+    A lift request shows its source memories (titles, and the first one's content), so it is visible only
+    to a principal who may read **every** source memory, whatever it may do at the target: a project's
+    memory lifted to org scope stays out of other projects' sight until it is published there. Deciding it
+    takes a **human** who may read every source and approve at the target scope: a human of another project
+    approves only what it can see, and no agent or orchestrator approves a lift (visibility at the target
+    alone let both through).
+    """
+    if not reads_every_source:
+        return "may not read every memory this lift carries"
+    if not deciding:
+        return None
+    if not human:
+        return "only a human decides a lift"
+    if not approves_target:
+        return "may not approve at the lift's target scope"
+    return None

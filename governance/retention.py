@@ -9,7 +9,9 @@ active memory is checked against these rules, the first that applies choosing it
 2. `useless`: retrieved often (`retrieval_count` >= `min_retrievals`) and judged useless (at least one vote
    and usefulness < `useless_below`; usefulness is the smoothed mean of one vote per principal, so one
    principal alone cannot get there). This rule wins over the source protection below: what builds on such
-   a memory is marked stale for a human's review.
+   a memory is marked stale for a human's review. Votes never prune a **human-approved** memory (this rule
+   and `skill_success_rate` pass it by): what a human approved leaves only through a change request or a
+   human's retire, whatever agents vote.
 3. A memory that other active memories are derived from (`memory_derivations`) is kept, except:
    `distilled_episode`: an episode whose derived memories are all active insights (reflection distilled it)
    is a candidate at any age: the insight carries what it taught. Its insights are not marked stale.
@@ -123,6 +125,9 @@ class RetentionRow:
     # the types of the active memories derived from it
     derived_types: frozenset[str] = field(default_factory=frozenset)
     open_change_request: bool = False
+    # a human approved it (`validation_source = human_approved`, which later boosts keep): votes never
+    # prune it; it leaves through a change request or a human's retire
+    human_approved: bool = False
 
     @property
     def group(self) -> tuple[str, str, str, str]:
@@ -160,7 +165,8 @@ def _active_rule(row: RetentionRow, policy: RetentionPolicy, now: datetime) -> t
     if row.retrieval_count >= 1 and row.usefulness >= policy.useful_from:
         return None
     if (
-        row.retrieval_count >= policy.min_retrievals
+        not row.human_approved
+        and row.retrieval_count >= policy.min_retrievals
         and row.votes > 0
         and row.usefulness < policy.useless_below
     ):
@@ -177,7 +183,7 @@ def _active_rule(row: RetentionRow, policy: RetentionPolicy, now: datetime) -> t
             return PruneRule.EPISODE_AGE, f"episode older than {policy.max_episode_age_days} days"
         if row.reward is not None and row.reward < policy.min_reward:
             return PruneRule.EPISODE_REWARD, f"episode reward {row.reward:.2f} below {policy.min_reward:.2f}"
-    elif row.memory_type == MemoryType.SKILL:
+    elif row.memory_type == MemoryType.SKILL and not row.human_approved:
         rate = skill_success_rate(row)
         if rate is not None and rate < policy.min_skill_success_rate:
             return PruneRule.SKILL_SUCCESS_RATE, (

@@ -11,6 +11,7 @@ days since then, so running the nightly decay twice (or ten times) on the same d
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
@@ -44,6 +45,17 @@ __all__ = [
     "is_established_rule",
     "is_retirement_candidate",
     "rule_observer_refusal",
+    "UNREVIEWED_CEILING",
+    "INDEPENDENT_CONFIRMATIONS",
+    "Standing",
+    "STANDING_LABELS",
+    "standing_of",
+    "is_earned",
+    "boost_ceiling",
+    "capped_boost",
+    "capped_rule_confidence",
+    "Involvement",
+    "self_endorsement_refusal",
 ]
 
 
@@ -69,6 +81,11 @@ DECAY_RATES_PER_MONTH: dict[DecayPolicy, float] = {
 }
 
 MIN_CONFIDENCE = 0.1
+# non-human evidence stops here until a human approves or independent principals confirm (docs/trust.md):
+# below ESTABLISHED_RULE (0.8), so nobody's own word makes guidance
+UNREVIEWED_CEILING = 0.75
+# distinct principals, none involved in the memory, whose counted evidence lifts the ceiling
+INDEPENDENT_CONFIRMATIONS = 2
 MAX_CONFIDENCE = 1.0
 INITIAL_DRAFT = 0.3
 INITIAL_VERIFIED = 0.6
@@ -97,7 +114,8 @@ def published_trust(
 
     Verified work starts at 0.6 and is boosted once by its evidence; a human's approval of the plan is a
     validation of its own (`human_approved`, +0.4), so it boosts again and becomes the source.
-    A draft (unverified) gets neither.
+    A draft (unverified) gets neither. Without a human's approval the evidence is the task's own (its
+    orchestrator's): it stops at `UNREVIEWED_CEILING`, below what guidance and established rules need.
     """
     if not verified:
         return INITIAL_DRAFT, None
@@ -110,6 +128,9 @@ def published_trust(
             boost(confidence, ValidationSource.HUMAN_APPROVED),
             ValidationSource.HUMAN_APPROVED.value,
         )
+    else:
+        # the evidence comes from the task's own orchestrator: involved, not independent
+        confidence = min(confidence, UNREVIEWED_CEILING)
     return confidence, source
 
 
@@ -207,4 +228,102 @@ def rule_observer_refusal(
         return f"only a human may reject a code rule; this caller is {kind.value}"
     if kind not in (ActorType.ORCHESTRATOR, ActorType.HUMAN):
         return f"observations of code rules come from orchestrators and humans; this caller is {kind.value}"
+    return None
+
+
+class Standing(StrEnum):
+    """Who stands behind a memory: a human approved it, independent evidence verified it, or neither."""
+
+    HUMAN = "human"
+    VERIFIED = "verified"
+    UNREVIEWED = "unreviewed"
+
+
+# what a context block line says, in a few characters
+STANDING_LABELS: dict[Standing, str] = {
+    Standing.HUMAN: "human-approved",
+    Standing.VERIFIED: "verified",
+    Standing.UNREVIEWED: "unreviewed",
+}
+
+
+def standing_of(validation_source: str | None, confidence: float, confirmers: int = 0) -> Standing:
+    """A memory's standing from its stored trust and the principals who confirmed it.
+
+    `validation_source = human_approved` is sticky (a later non-human boost never overwrites it), so it
+    says a human approved the memory. Verified: `INDEPENDENT_CONFIRMATIONS` distinct principals confirmed
+    it (counted validations, counted `followed_passed` observations; an involved principal's are refused)
+    and their evidence lifted it past `UNREVIEWED_CEILING`. A memory that is merely confident (published at
+    0.9 on its own task's word before the ceiling existed) stays unreviewed.
+    """
+    if validation_source == ValidationSource.HUMAN_APPROVED.value:
+        return Standing.HUMAN
+    if confidence > UNREVIEWED_CEILING and confirmers >= INDEPENDENT_CONFIRMATIONS:
+        return Standing.VERIFIED
+    return Standing.UNREVIEWED
+
+
+def is_earned(standing: Standing | str) -> bool:
+    """Guidance (try / avoid lines, established rules) comes only from human-approved or verified memories."""
+    return Standing(standing) in (Standing.HUMAN, Standing.VERIFIED)
+
+
+def boost_ceiling(current: float, *, human: bool, human_approved: bool, confirmers: int) -> float:
+    """How high one validation may take a memory at `current`.
+
+    A human's evidence, a human-approved memory, or `INDEPENDENT_CONFIRMATIONS` distinct independent
+    principals (this one included): up to 1.0. Anything else: up to `UNREVIEWED_CEILING`, and never lower
+    than the memory already is (a capped boost does not take trust away).
+    """
+    if human or human_approved or confirmers >= INDEPENDENT_CONFIRMATIONS:
+        return MAX_CONFIDENCE
+    return max(current, UNREVIEWED_CEILING)
+
+
+def capped_boost(
+    confidence: float, source: ValidationSource | str, *, human: bool, human_approved: bool, confirmers: int
+) -> float:
+    """`boost` under `boost_ceiling`: the reference for the single SQL statement that applies it."""
+    ceiling = boost_ceiling(confidence, human=human, human_approved=human_approved, confirmers=confirmers)
+    return min(ceiling, boost(confidence, source))
+
+
+def capped_rule_confidence(
+    old: float, outcome: RuleOutcome | str, *, human: bool, human_approved: bool, confirmers: int
+) -> float:
+    """`rule_confidence` where non-human observations stop at the ceiling (as validations do)."""
+    after = rule_confidence(old, outcome)
+    ceiling = boost_ceiling(old, human=human, human_approved=human_approved, confirmers=confirmers)
+    return round(min(after, ceiling), 6)
+
+
+@dataclass(frozen=True)
+class Involvement:
+    """The principals involved in a memory, each set named by how (storage/trust.py reads them)."""
+
+    authors: frozenset[str] = frozenset()  # wrote its source staging, or opened its source tasks
+    publishers: frozenset[str] = frozenset()  # published, merged, lifted or superseded it (or asked to)
+
+    @property
+    def everyone(self) -> frozenset[str]:
+        """Every involved principal."""
+        return self.authors | self.publishers
+
+
+def self_endorsement_refusal(principal_id: str, involvement: Involvement, what: str) -> str | None:
+    """Why `principal_id` may not give `what` (a validation, a vote, an observation) on this memory, or None.
+
+    Trust comes from someone other than the author: whoever wrote a memory's source staging, opened its
+    tasks, published, merged, lifted or superseded it is involved, and its word on it does not count.
+    """
+    if principal_id in involvement.authors:
+        return (
+            f"{what} refused: {principal_id} wrote this memory's source (its staging or its task); "
+            "trust comes from someone other than the author"
+        )
+    if principal_id in involvement.publishers:
+        return (
+            f"{what} refused: {principal_id} published or superseded this memory; "
+            "trust comes from someone other than the author"
+        )
     return None

@@ -255,9 +255,12 @@ class _Api:
         return Request("POST", "/v1/bug-patterns/match", body)
 
     @endpoint(ObservationPublic)
-    def observe_rule(self, memory: str, outcome: str, *, note: str | None = None) -> Request:
-        """How a code rule fared (`followed_passed`, `violated`, `rejected_by_human`): its EMA moves."""
-        body = drop_none({"outcome": outcome, "note": note})
+    def observe_rule(
+        self, memory: str, outcome: str, *, note: str | None = None, task_id: str | None = None
+    ) -> Request:
+        """How a code rule fared (`followed_passed`, `violated`, `rejected_by_human`): its EMA moves, once
+        per principal, rule and task."""
+        body = drop_none({"outcome": outcome, "note": note, "task_id": task_id})
         return Request("POST", f"/v1/memories/{_seg(memory)}/observations", body)
 
     @endpoint(RuleCandidatesPublic)

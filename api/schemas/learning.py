@@ -72,6 +72,12 @@ class ObservationIn(BaseModel):
         description="`followed_passed` (EMA towards 1), `violated` or `rejected_by_human` (towards 0)"
     )
     note: Text | None = Field(default=None, max_length=2000, description="Why, for the audit trail")
+    task_id: Text | None = Field(
+        default=None,
+        min_length=1,
+        max_length=128,
+        description="The task the rule met; one observation counts per principal, rule and task",
+    )
 
 
 class ObservationPublic(BaseModel):
@@ -84,6 +90,9 @@ class ObservationPublic(BaseModel):
     confidence: float
     established: bool = Field(description="Above 0.8: shown in the context block")
     retirement_candidate: bool = Field(description="Below 0.3: listed at GET /v1/code-rules/candidates")
+    counted: bool = Field(
+        default=True, description="False when this principal already observed the rule in this task"
+    )
 
 
 class CodeRulePublic(BaseModel):

@@ -7,8 +7,11 @@ caller's project) is proposed here: the request is stored (content redacted, emb
 Nothing changes until an approver decides, through `decide` (an update with the gateway's grant row) or a
 signal from the Temporal UI.
 
-A request is visible to whoever may read its memory; to anyone else it does not exist (404). Deciding needs
-`approve` at the memory's scope (403 otherwise); a request no longer awaiting approval is a 409.
+A request is visible to whoever may read its memory; to anyone else it does not exist (404). A lift request
+is visible only to a principal who may read every memory it carries (`governance/lifting.lift_refusal`),
+whatever it may do at the target. Deciding needs `approve` at the memory's scope (403 otherwise), and a
+lift's decider must be a human who may read every source and approve at the target; a request no longer
+awaiting approval is a 409.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from governance.adapters.embedders import embed_one, make_embedder
 from governance.changes import ChangeOperation, ProposedContent
 from governance.errors import Conflict, GovernanceError, NotFound, PolicyDenied, Unavailable
 from governance.identity import Principal, judged_project
+from governance.lifting import lift_refusal
 from governance.scopes import ActorType
 from governance.storage.change_requests import (
     ChangeRequest,
@@ -48,7 +52,7 @@ from governance.storage.change_requests import (
     set_change_workflow,
 )
 from governance.storage.lifecycle import MemoryTenant
-from governance.storage.lifting import lift_items
+from governance.storage.lifting import lift_items, lift_source_tenants
 from governance.storage.promotions import record_approval_grant
 from workflows.change_request_contract import (
     WORKFLOW_TYPE,
@@ -118,6 +122,32 @@ def _visible(state: GatewayResources, principal: Principal, request: ChangeReque
         scope=request.scope,
         action=action,
     )
+
+
+def _reads(state: GatewayResources, principal: Principal, memory: MemoryTenant) -> bool:
+    return state.authorizer.allowed(
+        principal,
+        org=memory.org,
+        project=judged_project(principal, memory.org, memory.project),
+        scope=memory.scope,
+        action="read",
+    )
+
+
+async def _lifts_hidden(
+    state: GatewayResources, principal: Principal, requests: list[ChangeRequest]
+) -> set[str]:
+    """The ids of the lift requests among `requests` that carry a memory the caller may not read."""
+    lifts = [r.id for r in requests if r.operation == ChangeOperation.LIFT]
+    if not lifts:
+        return set()
+    async with state.engine.connect() as conn:
+        sources = await lift_source_tenants(conn, lifts)
+    return {
+        request_id
+        for request_id, tenants in sources.items()
+        if lift_refusal(reads_every_source=all(_reads(state, principal, t) for t in tenants)) is not None
+    }
 
 
 async def public_request(state: GatewayResources, request: ChangeRequest) -> ChangeRequestPublic:
@@ -266,7 +296,7 @@ async def _readable(state: GatewayResources, principal: Principal, request_id: s
     """The request if the caller may read its memory; NotFound (as for an unknown id) otherwise."""
     async with state.engine.connect() as conn:
         request = await get_change_request(conn, request_id)
-    if not _visible(state, principal, request, "read"):
+    if not _visible(state, principal, request, "read") or await _lifts_hidden(state, principal, [request]):
         raise NotFound(f"change request {request_id!r} does not exist")
     return request
 
@@ -284,7 +314,9 @@ async def list_requests(
         rows = await list_change_requests(
             conn, org=principal.org, state=request_state, limit=limit * LIST_SCAN_FACTOR
         )
-    readable = [r for r in rows if _visible(state, principal, r, "read")][:limit]
+    visible = [r for r in rows if _visible(state, principal, r, "read")]
+    hidden = await _lifts_hidden(state, principal, visible)
+    readable = [r for r in visible if r.id not in hidden][:limit]
     return ChangeRequestList(change_requests=[await public_request(state, r) for r in readable])
 
 
@@ -302,6 +334,16 @@ async def decide(
             f"{principal.actor_type} '{principal.name}' ({principal.id}) may not approve changes at "
             f"{request.scope} scope"
         )
+    if request.operation == ChangeOperation.LIFT:
+        # the caller reads every source (`_readable`); a lift also needs a human approver of the target
+        refusal = lift_refusal(
+            reads_every_source=True,
+            deciding=True,
+            human=principal.actor_type is ActorType.HUMAN,
+            approves_target=True,
+        )
+        if refusal is not None:
+            raise PolicyDenied(f"{principal.actor_type} {principal.id} {refusal}")
     if request.state != ChangeRequestState.AWAITING_APPROVAL or request.workflow_id is None:
         raise Conflict(f"change request {request.id!r} is {request.state}, not awaiting approval")
     grant = uuid.uuid4().hex

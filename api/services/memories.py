@@ -14,6 +14,12 @@ and is recorded as the approval it is (an APPROVED event naming them). A superse
 redacted, its title is its own, and its trust is what its author's word gives: a human validation from an
 approver, a draft from anyone else.
 
+Trust comes from someone other than the author (docs/trust.md): a principal involved in a memory (it wrote
+its source staging or opened its task, published, merged, lifted or superseded it: storage/trust.py) is
+refused its validation and its feedback vote (403 `self_endorsement`, nothing written). A non-human's
+validation raises trust only up to 0.75 unless a human approved the memory or two independent principals
+confirmed it (`trust.boost_ceiling`).
+
 A principal's repeated validation of a memory with the same source counts once (`counted` is False in the
 answer), and its feedback is one vote, its latest. An idempotency key is bound to its request: the principal,
 the operation (the key's namespace), the memory and the body (a hash kept in the event); the same key with
@@ -45,6 +51,7 @@ from api.schemas.memories import (
 from api.services.change_requests import embedding_of, is_approver, needs_change_request, propose
 from api.services.gateway import GatewayResources, authorize_memory
 from governance.changes import ChangeOperation, ChangeTrust, proposed_content
+from governance.errors import SelfEndorsement
 from governance.identity import Principal
 from governance.scopes import ValidationSource
 from governance.storage.change_requests import NewChangeRequest, record_change_approval
@@ -57,8 +64,18 @@ from governance.storage.lifecycle import (
     retire_memory,
     supersede_memory,
 )
+from governance.storage.trust import involvement_of
+from governance.trust import self_endorsement_refusal
 
-__all__ = ["VALIDATION_ACTION", "validate", "feedback", "supersede", "retire", "history"]
+__all__ = [
+    "VALIDATION_ACTION",
+    "refuse_self_endorsement",
+    "validate",
+    "feedback",
+    "supersede",
+    "retire",
+    "history",
+]
 
 # which Casbin action reporting each validation source needs
 VALIDATION_ACTION: dict[ValidationSource, str] = {
@@ -88,6 +105,15 @@ async def _authorized(state: GatewayResources, principal: Principal, ref: str, a
     return memory
 
 
+async def refuse_self_endorsement(
+    conn: AsyncConnection, principal: Principal, memory_id: str, what: str
+) -> None:
+    """SelfEndorsement (403) when `principal` is involved in the memory (`trust.self_endorsement_refusal`)."""
+    refusal = self_endorsement_refusal(principal.id, await involvement_of(conn, memory_id), what)
+    if refusal is not None:
+        raise SelfEndorsement(refusal)
+
+
 def _dedupe(principal: Principal, verb: str, key: str | None) -> str | None:
     return f"http:{principal.id}:{verb}:{key}" if key else None
 
@@ -108,6 +134,7 @@ async def validate(
     """Boost a memory's confidence by the validation source's amount, once per principal and source."""
     memory = await _authorized(state, principal, ref, VALIDATION_ACTION[body.source])
     async with state.engine.begin() as conn:
+        await refuse_self_endorsement(conn, principal, memory.id, "validation")
         outcome = await boost_memory(
             conn,
             memory.id,
@@ -133,6 +160,7 @@ async def feedback(
     """Record whether a memory helped: one vote per principal (its latest); usefulness follows the votes."""
     memory = await _authorized(state, principal, ref, "read")
     async with state.engine.begin() as conn:
+        await refuse_self_endorsement(conn, principal, memory.id, "feedback")
         usefulness = await record_feedback(
             conn,
             memory.id,

@@ -38,7 +38,8 @@ from governance.storage.retrieval import (
     text_candidates,
     vector_candidates,
 )
-from governance.trust import ESTABLISHED_RULE
+from governance.storage.trust import MemoryStanding, standings_of
+from governance.trust import ESTABLISHED_RULE, Standing, is_earned, standing_of
 
 __all__ = [
     "SearchOutcome",
@@ -267,6 +268,8 @@ async def build_context(
         types=types,
         intent=intent,
     )
+    async with engine.connect() as conn:
+        standings = await standings_of(conn, [h.id for h in outcome.hits])
     items = [
         ContextItem(
             citation=h.citation,
@@ -276,11 +279,12 @@ async def build_context(
             created_at=h.created_at,
             confidence=h.confidence,
             stale=h.stale,
+            standing=_standing(standings, h).value,
         )
         for h in outcome.hits
     ]
     guidance = await _guidance(
-        engine, outcome.hits, scope_keys, with_rules=types is None or "code_rule" in types
+        engine, outcome.hits, scope_keys, standings, with_rules=types is None or "code_rule" in types
     )
     # an established rule speaks as a guidance line; its own line would only repeat it
     advised = {g.citation for g in guidance}
@@ -290,10 +294,22 @@ async def build_context(
     )
 
 
+def _standing(standings: dict[str, MemoryStanding], hit: SearchHit) -> Standing:
+    found = standings.get(hit.id)
+    return found.standing if found is not None else standing_of(None, hit.confidence)
+
+
 async def _guidance(
-    engine: AsyncEngine, hits: Sequence[SearchHit], scope_keys: Sequence[str], *, with_rules: bool
+    engine: AsyncEngine,
+    hits: Sequence[SearchHit],
+    scope_keys: Sequence[str],
+    standings: dict[str, MemoryStanding],
+    *,
+    with_rules: bool,
 ) -> list[GuidanceLine]:
-    """Try/avoid lines: the established code rules of the scopes, and the fixes of the bug patterns found."""
+    """Try/avoid lines: the established code rules of the scopes, and the fixes of the bug patterns found,
+    each from a human-approved or verified memory only (guidance is earned, governance/trust.py)."""
+    hits = [h for h in hits if is_earned(_standing(standings, h))]
     bug_ids = [h.id for h in hits if h.memory_type == "bug_pattern"]
     async with engine.connect() as conn:
         rules = (
@@ -304,16 +320,24 @@ async def _guidance(
             else []
         )
         stats = await bug_pattern_stats(conn, bug_ids)
-    lines = [g for r in rules if (g := rule_guidance(r.citation, r.content, r.confidence)) is not None]
+    lines = [
+        g
+        for r in rules
+        if is_earned(held := standing_of(r.validation_source, r.confidence, r.confirmers))
+        and (g := rule_guidance(r.citation, r.content, r.confidence, standing=held)) is not None
+    ]
     lines += [
         g
         for h in hits
-        if h.memory_type == "code_rule" and (g := rule_guidance(h.citation, h.content, h.confidence))
+        if h.memory_type == "code_rule"
+        and (g := rule_guidance(h.citation, h.content, h.confidence, standing=_standing(standings, h)))
     ]
     for h in hits:
         if h.id in stats:
             signature, solutions = stats[h.id]
-            lines += bug_pattern_guidance(h.citation, signature, solutions)
+            lines += bug_pattern_guidance(
+                h.citation, signature, solutions, standing=_standing(standings, h), trust=h.confidence
+            )
     return select_guidance(lines)
 
 

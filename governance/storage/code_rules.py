@@ -9,11 +9,12 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from governance.errors import InvalidInput, NotFound
-from governance.scopes import MemoryType
+from governance.scopes import ActorType, MemoryType, ValidationSource
 from governance.storage.events import EventType, record_event
-from governance.trust import RETIREMENT_CANDIDATE, RuleOutcome, rule_confidence
+from governance.storage.trust import CONFIRMERS
+from governance.trust import RETIREMENT_CANDIDATE, RuleOutcome, capped_rule_confidence
 
-__all__ = ["RuleRow", "observe_rule", "retirement_candidates", "established_rules"]
+__all__ = ["RuleRow", "Observation", "observe_rule", "retirement_candidates", "established_rules"]
 
 _LIMIT = 200
 
@@ -33,6 +34,17 @@ class RuleRow:
     confidence: float
     created_at: datetime
     updated_at: datetime
+    validation_source: str | None = None
+    confirmers: int = 0
+
+
+@dataclass(frozen=True)
+class Observation:
+    """A code rule's confidence before and after one observation, and whether the observation counted."""
+
+    before: float
+    after: float
+    counted: bool
 
 
 async def observe_rule(
@@ -43,16 +55,21 @@ async def observe_rule(
     actor_id: str,
     actor_type: str,
     note: str | None = None,
-) -> tuple[float, float]:
+    task_id: str | None = None,
+) -> Observation:
     """Move the rule's confidence one EMA step towards the outcome's target, with an OBSERVED event.
 
+    One observation counts per (principal, rule, task) (`task_id` None is one more "task"): a repeat is
+    recorded with `counted: false` and moves nothing. A non-human's observation raises the rule only up to
+    the unreviewed ceiling unless a human approved the rule or `INDEPENDENT_CONFIRMATIONS` distinct
+    principals observed it (`trust.capped_rule_confidence`). A counted observation is a validation: it
+    stamps `last_validated_at` and `base_confidence`, so the nightly decay starts again from it.
     The row is locked first, so parallel observations of one rule are applied one after the other.
-    Returns (confidence before, confidence after).
     """
     row = (
         await conn.execute(
             text(
-                "SELECT memory_type, confidence FROM memories "
+                "SELECT memory_type, confidence, validation_source FROM memories "
                 "WHERE id = CAST(:id AS uuid) AND deprecated_at IS NULL FOR UPDATE"
             ),
             {"id": memory_id},
@@ -65,14 +82,37 @@ async def observe_rule(
             f"memory {memory_id} is a {row.memory_type}, not a code_rule: it takes no observations"
         )
     before = float(row.confidence)
-    after = rule_confidence(before, outcome)
-    await conn.execute(
-        text(
-            "UPDATE memories SET confidence = :c, base_confidence = :c, updated_at = now() "
-            "WHERE id = CAST(:id AS uuid)"
-        ),
-        {"id": memory_id, "c": after},
-    )
+    seen = (
+        await conn.execute(
+            text(
+                """
+                SELECT count(DISTINCT actor_id) FILTER (WHERE actor_id <> :actor) AS others,
+                       bool_or(actor_id = :actor AND COALESCE(payload->>'task', '') = :task) AS repeat
+                FROM memory_events
+                WHERE memory_id = CAST(:id AS uuid) AND event_type = 'OBSERVED'
+                  AND COALESCE(payload->>'counted', 'true') = 'true'
+                """
+            ),
+            {"id": memory_id, "actor": actor_id, "task": task_id or ""},
+        )
+    ).one()
+    counted = not seen.repeat
+    after = before
+    if counted:
+        after = capped_rule_confidence(
+            before,
+            outcome,
+            human=actor_type == ActorType.HUMAN.value,
+            human_approved=row.validation_source == ValidationSource.HUMAN_APPROVED.value,
+            confirmers=int(seen.others) + 1,
+        )
+        await conn.execute(
+            text(
+                "UPDATE memories SET confidence = :c, base_confidence = :c, last_validated_at = now(), "
+                "updated_at = now() WHERE id = CAST(:id AS uuid)"
+            ),
+            {"id": memory_id, "c": after},
+        )
     await record_event(
         conn,
         memory_id=memory_id,
@@ -80,9 +120,15 @@ async def observe_rule(
         actor_id=actor_id,
         actor_type=actor_type,
         reason=note,
-        payload={"outcome": outcome.value, "confidence_before": before, "confidence": after},
+        payload={
+            "outcome": outcome.value,
+            "confidence_before": before,
+            "confidence": after,
+            "task": task_id,
+            "counted": counted,
+        },
     )
-    return before, after
+    return Observation(before, after, counted)
 
 
 def _rows(result: object) -> list[RuleRow]:
@@ -99,6 +145,8 @@ def _rows(result: object) -> list[RuleRow]:
             confidence=float(r.confidence),
             created_at=r.created_at,
             updated_at=r.updated_at,
+            validation_source=r.validation_source,
+            confirmers=int(r.confirmers),
         )
         for r in result  # type: ignore[attr-defined]
     ]
@@ -106,7 +154,7 @@ def _rows(result: object) -> list[RuleRow]:
 
 _COLUMNS = (
     "id::text AS id, citation, scope, scope_key, org, project, title, content, confidence, "
-    "created_at, updated_at"
+    "created_at, updated_at, validation_source, " + CONFIRMERS + " AS confirmers"
 )
 
 
@@ -118,7 +166,7 @@ async def retirement_candidates(
     result = await conn.execute(
         text(
             f"""
-            SELECT {_COLUMNS} FROM memories
+            SELECT {_COLUMNS} FROM memories m
             WHERE org = :org AND memory_type = 'code_rule' AND deprecated_at IS NULL
               AND confidence < :threshold
               AND (CAST(:project AS text) IS NULL OR project IS NULL OR project = :project)
@@ -137,7 +185,7 @@ async def established_rules(
     result = await conn.execute(
         text(
             f"""
-            SELECT {_COLUMNS} FROM memories
+            SELECT {_COLUMNS} FROM memories m
             WHERE scope_key = ANY(:keys) AND memory_type = 'code_rule' AND deprecated_at IS NULL
               AND (expires_at IS NULL OR expires_at > now()) AND confidence > :threshold
             ORDER BY confidence DESC, updated_at DESC, id LIMIT :limit

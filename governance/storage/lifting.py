@@ -35,12 +35,13 @@ from governance.lifting import LiftOutcome, lifted_text, lifted_trust
 from governance.scopes import SCOPE_LEVEL, Scope
 from governance.storage.derivations import record_derivations
 from governance.storage.events import EventType, record_event
-from governance.storage.memory_changes import resolve_memory_id
+from governance.storage.memory_changes import MemoryTenant, resolve_memory_id
 from governance.storage.memory_rows import NewMemory, lock_scopes
 from governance.storage.publish import lock_for_publication, publish_candidate
 from governance.storage.tables import change_request_items, memories
 
 __all__ = [
+    "lift_source_tenants",
     "LiftRules",
     "LiftSource",
     "LiftItem",
@@ -177,6 +178,33 @@ async def lift_items(conn: AsyncConnection, request_id: str) -> list[LiftItem]:
         )
         for r in rows
     ]
+
+
+async def lift_source_tenants(
+    conn: AsyncConnection, request_ids: Sequence[str]
+) -> dict[str, list[MemoryTenant]]:
+    """The tenant and scope of every source memory of each lift request (erased ones are gone: left out).
+
+    What a lift's visibility and its approver are judged on (governance/lifting.py `lift_refusal`): a lift
+    request shows its sources' content, so only a reader of every source may see it.
+    """
+    found: dict[str, list[MemoryTenant]] = {r: [] for r in request_ids}
+    if not request_ids:
+        return found
+    rows = await conn.execute(
+        text(
+            """
+            SELECT i.request_id::text AS request_id, m.id::text AS id, m.citation, m.org, m.project, m.scope
+            FROM change_request_items i JOIN memories m ON m.id = i.memory_id
+            WHERE i.request_id = ANY(CAST(:r AS uuid[]))
+            ORDER BY i.request_id, i.position
+            """
+        ),
+        {"r": list(request_ids)},
+    )
+    for r in rows:
+        found[r.request_id].append(MemoryTenant(r.id, r.citation, r.org, r.project, r.scope))
+    return found
 
 
 def line_above(target_scope: str, org: str, project: str | None) -> list[str]:

@@ -22,7 +22,7 @@ from governance.changes import ChangeTrust, change_trust
 from governance.cognify import title_of
 from governance.dedup import content_hash
 from governance.errors import InvalidInput, NotFound
-from governance.scopes import ValidationSource
+from governance.scopes import ActorType, ValidationSource
 from governance.storage.derivations import mark_derived_stale
 from governance.storage.events import REQUEST_HASH, EventType, record_event, recorded_payload
 from governance.storage.memory_rows import (
@@ -37,9 +37,11 @@ from governance.storage.memory_rows import (
     scope_key_of,
 )
 from governance.trust import (
+    INDEPENDENT_CONFIRMATIONS,
     MAX_CONFIDENCE,
     MIN_CONFIDENCE,
     PRIOR_VOTES,
+    UNREVIEWED_CEILING,
     USEFULNESS_PRIOR,
     VALIDATION_BOOSTS,
 )
@@ -130,7 +132,10 @@ async def boost_memory(
     """Add the boost of `source` to an active memory (capped at 1.0), once per (memory, actor, source).
 
     The first validation of a memory by an actor with a source claims its row in `memory_validations` and
-    boosts in the same statement; concurrent boosts by different actors add up (`confidence + boost` on
+    boosts in the same statement, up to `trust.boost_ceiling`: a non-human's boost stops at the unreviewed
+    ceiling (0.75) unless the memory is human-approved or `INDEPENDENT_CONFIRMATIONS` distinct principals
+    have validated it; `human_approved` as the validation source is sticky (a later boost keeps it);
+    concurrent boosts by different actors add up (`confidence + boost` on
     the locked row). The same actor validating again with the same source changes nothing: the answer is
     the current confidence with `counted=False`, and the event records the attempt. Concurrent repeats are
     serialised by the claim's primary key, so exactly one of them counts.
@@ -149,11 +154,24 @@ async def boost_memory(
                     WHERE id = CAST(:id AS uuid) AND deprecated_at IS NULL
                     ON CONFLICT DO NOTHING
                     RETURNING memory_id
+                ), confirmers AS (
+                    SELECT count(DISTINCT actor_id) + 1 AS n FROM memory_validations
+                    WHERE memory_id = CAST(:id AS uuid) AND actor_id <> :actor
+                ), ceiling AS (
+                    SELECT CASE WHEN :human OR m.validation_source = 'human_approved'
+                                     OR (SELECT n FROM confirmers) >= :confirmations
+                                THEN CAST(:max AS double precision)
+                                ELSE GREATEST(m.confidence, :ceiling) END AS value
+                    FROM memories m WHERE m.id = CAST(:id AS uuid)
                 ), boosted AS (
                     UPDATE memories SET
-                        confidence = LEAST(:max, GREATEST(:min, confidence + :boost)),
-                        base_confidence = LEAST(:max, GREATEST(:min, confidence + :boost)),
-                        validation_source = CAST(:source AS text), validation_count = validation_count + 1,
+                        confidence = LEAST(:max, (SELECT value FROM ceiling),
+                                           GREATEST(:min, confidence + :boost)),
+                        base_confidence = LEAST(:max, (SELECT value FROM ceiling),
+                                                GREATEST(:min, confidence + :boost)),
+                        validation_source = CASE WHEN validation_source = 'human_approved'
+                                                 THEN validation_source ELSE CAST(:source AS text) END,
+                        validation_count = validation_count + 1,
                         last_validated_at = now(), updated_at = now()
                     WHERE id IN (SELECT memory_id FROM claim) AND deprecated_at IS NULL
                     RETURNING confidence
@@ -168,6 +186,9 @@ async def boost_memory(
                 "source": src.value,
                 "max": MAX_CONFIDENCE,
                 "min": MIN_CONFIDENCE,
+                "human": actor_type == ActorType.HUMAN.value,
+                "ceiling": UNREVIEWED_CEILING,
+                "confirmations": INDEPENDENT_CONFIRMATIONS,
             },
         )
     ).one()

@@ -33,7 +33,7 @@ from governance.storage.memory_rows import (
     wider_scope_keys,
 )
 from governance.supersession import ContradictionJudge
-from governance.trust import MAX_CONFIDENCE, MIN_CONFIDENCE, VALIDATION_BOOSTS
+from governance.trust import MAX_CONFIDENCE, MIN_CONFIDENCE, UNREVIEWED_CEILING, VALIDATION_BOOSTS
 
 __all__ = ["find_neighbours", "lock_for_publication", "publish_candidate"]
 
@@ -253,9 +253,14 @@ async def _merge(
             text(
                 """
                 UPDATE memories SET
-                    confidence = LEAST(:max, GREATEST(:min, confidence + :boost)),
-                    base_confidence = LEAST(:max, GREATEST(:min, confidence + :boost)),
-                    validation_source = 'repeated_success',
+                    confidence = LEAST(:max, GREATEST(:min, confidence + :boost),
+                                       CASE WHEN :approved OR validation_source = 'human_approved'
+                                            THEN :max ELSE GREATEST(confidence, :ceiling) END),
+                    base_confidence = LEAST(:max, GREATEST(:min, confidence + :boost),
+                                            CASE WHEN :approved OR validation_source = 'human_approved'
+                                                 THEN :max ELSE GREATEST(confidence, :ceiling) END),
+                    validation_source = CASE WHEN validation_source = 'human_approved'
+                                             THEN validation_source ELSE 'repeated_success' END,
                     validation_count = validation_count + 1,
                     last_validated_at = now(),
                     source_task_ids = ARRAY(SELECT DISTINCT unnest(source_task_ids || CAST(:tasks AS text[]))
@@ -271,6 +276,10 @@ async def _merge(
             {
                 "id": target.id,
                 "boost": boost,
+                # a recurrence is the gate's own evidence: past the unreviewed ceiling only with a
+                # human's approval (of this plan, or of the memory before: `human_approved` is kept)
+                "approved": mem.validation_source == "human_approved",
+                "ceiling": UNREVIEWED_CEILING,
                 "max": MAX_CONFIDENCE,
                 "min": MIN_CONFIDENCE,
                 "tasks": list(mem.source_task_ids),

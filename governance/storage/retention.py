@@ -174,6 +174,7 @@ _LOAD = """
            CASE WHEN m.deprecated_at IS NOT NULL THEN m.deprecated_at
                 WHEN m.expires_at <= CAST(:now AS timestamptz) THEN m.expires_at END AS inactive_since,
            m.retrieval_count, m.usefulness, cardinality(m.source_task_ids) AS source_tasks,
+           m.validation_source = 'human_approved' AS human_approved,
            v.votes, v.helpful, d.types AS derived_types,
            EXISTS (SELECT 1 FROM change_requests c WHERE c.memory_id = m.id
                    AND c.state IN ('awaiting_approval', 'applying')) AS open_change
@@ -213,6 +214,7 @@ def _row(r: Any) -> tuple[RetentionRow, MemoryLabel]:
         retrieval_count=int(r.retrieval_count),
         usefulness=float(r.usefulness),
         votes=int(r.votes),
+        human_approved=bool(r.human_approved),
         helpful_votes=int(r.helpful),
         source_tasks=int(r.source_tasks or 0),
         derived_types=frozenset(r.derived_types or ()),

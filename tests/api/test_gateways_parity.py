@@ -253,6 +253,7 @@ async def _team(engine: AsyncEngine) -> dict[str, Actor]:
     return {
         "orchestrator": await make_actor(engine, ActorType.ORCHESTRATOR, org, project),
         "agent": await make_actor(engine, ActorType.AGENT, org, project),
+        "reader": await make_actor(engine, ActorType.AGENT, org, project),  # not involved in the task
         "human": await make_actor(engine, ActorType.HUMAN, org, project),
         "outsider": await make_actor(engine, ActorType.HUMAN, org, new_tenant()[1]),
     }
@@ -309,6 +310,7 @@ async def _transcript(gateway: Any, http: httpx.AsyncClient, engine: AsyncEngine
     """Every answer of the scenario through `gateway`, normalised."""
     team = await _team(engine)
     orchestrator, agent, outsider = (team[name].key for name in ("orchestrator", "agent", "outsider"))
+    reader = team["reader"].key
     task_id = await _staged_task(http, team)
     answers: dict[str, Any] = {}
     answers["approach_recorded"] = await gateway.record_approach(agent, task_id, APPROACH)
@@ -336,12 +338,14 @@ async def _transcript(gateway: Any, http: httpx.AsyncClient, engine: AsyncEngine
     answers["plan_by_outsider"] = await gateway.plan(outsider, task_id, 0, 10)
     answers["status_by_outsider"] = await gateway.promotion(outsider, task_id)
     citation = published["published"][0]["citation"]
+    answers["validated_by_author"] = await gateway.validate(agent, citation, {"source": "tests_passed"})
+    answers["feedback_by_author"] = await gateway.feedback(agent, citation, {"helpful": True})
     answers["validated"] = await gateway.validate(
-        agent, citation, {"source": "tests_passed", "reason": "ci green"}
+        reader, citation, {"source": "tests_passed", "reason": "ci green"}
     )
-    answers["validated_again"] = await gateway.validate(agent, citation, {"source": "tests_passed"})
-    answers["validated_as_human"] = await gateway.validate(agent, citation, {"source": "human_approved"})
-    answers["feedback"] = await gateway.feedback(agent, citation, {"helpful": True})
+    answers["validated_again"] = await gateway.validate(reader, citation, {"source": "tests_passed"})
+    answers["validated_as_human"] = await gateway.validate(reader, citation, {"source": "human_approved"})
+    answers["feedback"] = await gateway.feedback(reader, citation, {"helpful": True})
     answers["feedback_by_outsider"] = await gateway.feedback(outsider, citation, {"helpful": False})
     names = {task_id: "<task>", citation: "<citation>"}
     for role, actor in team.items():
@@ -376,6 +380,8 @@ async def test_reference_shows_what_a_caller_relies_on(reference: dict[str, Any]
     assert reference["plan_page"]["offset"] == 1 and len(reference["plan_page"]["items"]) <= 2
     assert reference["plan_by_outsider"] == {"error": "not_found", "detail": "task '<task>' does not exist"}
     assert reference["status_by_outsider"]["error"] == "not_found"
+    assert reference["validated_by_author"]["error"] == "self_endorsement"
+    assert reference["feedback_by_author"]["error"] == "self_endorsement"
     assert reference["validated"]["counted"] is True and reference["validated_again"]["counted"] is False
     assert reference["validated_as_human"]["error"] == "forbidden"
     assert reference["feedback"]["usefulness"] > 0.5

@@ -11,8 +11,10 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
 
-from tests.utils.factories import Actor
+from governance.scopes import ActorType
+from tests.utils.factories import Actor, make_actor
 from tests.utils.promotion_gateway import open_task, stage, start_promotion, wait_promotion_state
 
 FIX = "Guard the lookup with dict.get and a default"
@@ -55,7 +57,7 @@ async def _match(http: httpx.AsyncClient, actor: Actor, task_id: str, error: str
 
 
 async def test_bug_patterns_same_error_varied_messages_merge_and_match(
-    http: httpx.AsyncClient, team: dict[str, Actor]
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
 ) -> None:
     first = await _task_meeting(http, team, _error("user_42", "/app/src/cache.py", 42))
     second = await _task_meeting(
@@ -82,16 +84,30 @@ async def test_bug_patterns_same_error_varied_messages_merge_and_match(
         {"solution": RETRY, "successes": 0, "attempts": 1, "success_rate": 0.0},
     ]
 
-    # the context block of a task about to meet it again says what to try, citing the pattern
-    context = await http.post(
-        "/v1/context",
-        headers=team["agent"].headers,
-        json={"task_id": reader, "query": "KeyError loading the user cache", "max_tokens": 2000},
-    )
+    # published on its own task's evidence (trust 0.75 at most): no guidance yet, its line says unreviewed
+    line = f"- try: {FIX} (for KeyError: <q>, 2/2 passed) [mem:{top['citation']}]"
+    ask = {"task_id": reader, "query": "KeyError loading the user cache", "max_tokens": 2000}
+    context = await http.post("/v1/context", headers=team["agent"].headers, json=ask)
     assert context.status_code == 200, context.text
-    assert (
-        f"- try: {FIX} (for KeyError: <q>, 2/2 passed) [mem:{top['citation']}]" in context.json()["context"]
+    assert line not in context.json()["context"]
+    assert f"[mem:{top['citation']}] (" in context.json()["context"]
+    assert "unreviewed, trust 0.75" in context.json()["context"]
+    # the agent that wrote it cannot vouch for it; two principals not involved in its tasks can
+    own = await http.post(
+        f"/v1/memories/{top['id']}/validate", headers=team["agent"].headers, json={"source": "tests_passed"}
     )
+    assert own.status_code == 403 and own.json()["error"] == "self_endorsement", own.text
+    org, project = team["agent"].principal.org, team["agent"].principal.project
+    for kind, trust in [(ActorType.AGENT, 0.75), (ActorType.ORCHESTRATOR, 0.95)]:
+        confirmer = await make_actor(engine, kind, org, project)
+        confirmed = await http.post(
+            f"/v1/memories/{top['id']}/validate", headers=confirmer.headers, json={"source": "tests_passed"}
+        )
+        assert confirmed.status_code == 200, confirmed.text
+        assert confirmed.json()["confidence"] == pytest.approx(trust)
+    # verified now: the block of a task about to meet it again says what to try, citing it
+    context = await http.post("/v1/context", headers=team["agent"].headers, json=ask)
+    assert f"{line} (verified, trust 0.95)" in context.json()["context"]
 
     outsider_task = await http.post(
         "/v1/tasks",
@@ -136,10 +152,11 @@ async def _published_rule(http: httpx.AsyncClient, team: dict[str, Actor]) -> di
     return {"task_id": task_id, **rule}
 
 
-async def _observe(http: httpx.AsyncClient, actor: Actor, memory_id: str, outcome: str) -> httpx.Response:
-    return await http.post(
-        f"/v1/memories/{memory_id}/observations", headers=actor.headers, json={"outcome": outcome}
-    )
+async def _observe(
+    http: httpx.AsyncClient, actor: Actor, memory_id: str, outcome: str, task_id: str | None = None
+) -> httpx.Response:
+    body = {"outcome": outcome} if task_id is None else {"outcome": outcome, "task_id": task_id}
+    return await http.post(f"/v1/memories/{memory_id}/observations", headers=actor.headers, json=body)
 
 
 async def _context(http: httpx.AsyncClient, team: dict[str, Actor], task_id: str) -> dict[str, Any]:
@@ -154,29 +171,44 @@ async def _context(http: httpx.AsyncClient, team: dict[str, Actor], task_id: str
 
 
 async def test_code_rules_observations_move_confidence_by_ema(
-    http: httpx.AsyncClient, team: dict[str, Actor]
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
 ) -> None:
     rule = await _published_rule(http, team)
     rule_id, task_id = rule["memory_id"], rule["task_id"]
-    expected = 0.8  # verified (0.6) + tests_passed (0.2)
+    expected = 0.75  # verified (0.6) + tests_passed (0.2), stopped at the unreviewed ceiling
     assert RULE not in (await _context(http, team, task_id))["context"]
-
-    followed = await _observe(http, team["orchestrator"], rule_id, "followed_passed")
+    tasks = [await _open_task(http, team, f"work {i} under the rule") for i in range(6)]
+    # the orchestrator that opened the rule's task is involved: its word on the rule does not count
+    own = await _observe(http, team["orchestrator"], rule_id, "followed_passed", tasks[0])
+    assert own.status_code == 403 and own.json()["error"] == "self_endorsement", own.text
+    independent = await make_actor(
+        engine, ActorType.ORCHESTRATOR, team["agent"].principal.org, team["agent"].principal.project
+    )
+    # one non-human observer alone stops at the ceiling
+    followed = await _observe(http, independent, rule_id, "followed_passed", tasks[0])
     assert followed.status_code == 200, followed.text
-    expected = 0.8 * expected + 0.2
-    assert followed.json()["confidence"] == pytest.approx(expected)
+    assert followed.json()["confidence"] == pytest.approx(expected) and followed.json()["counted"] is True
+    # a human's observations count, once per task
+    for task, counted in [(tasks[1], True), (tasks[1], False), (tasks[2], True)]:
+        followed = await _observe(http, team["human"], rule_id, "followed_passed", task)
+        assert followed.status_code == 200, followed.text
+        expected = 0.8 * expected + 0.2 if counted else expected
+        assert followed.json()["counted"] is counted
+        assert followed.json()["confidence"] == pytest.approx(expected)
     assert followed.json()["established"] is True
-    # established: in the context block whatever the query
-    assert RULE in (await _context(http, team, task_id))["context"]
+    # established and earned: in the context block whatever the query, with its standing
+    context = (await _context(http, team, task_id))["context"]
+    assert RULE in context and f"(verified, trust {expected:.2f})" in context
 
-    for actor, outcome in [
-        (team["orchestrator"], "violated"),
-        (team["human"], "rejected_by_human"),
-        (team["orchestrator"], "violated"),
-        (team["orchestrator"], "violated"),
-        (team["human"], "violated"),
+    for actor, outcome, task in [
+        (independent, "violated", tasks[1]),
+        (team["human"], "rejected_by_human", tasks[3]),
+        (independent, "violated", tasks[2]),
+        (independent, "violated", tasks[3]),
+        (team["human"], "violated", tasks[4]),
+        (team["human"], "violated", tasks[5]),
     ]:
-        answer = await _observe(http, actor, rule_id, outcome)
+        answer = await _observe(http, actor, rule_id, outcome, task)
         assert answer.status_code == 200, answer.text
         expected = 0.8 * expected
         assert answer.json()["confidence"] == pytest.approx(expected)
@@ -192,7 +224,8 @@ async def test_code_rules_observations_move_confidence_by_ema(
     events = await http.get(f"/v1/memories/{rule_id}/events", headers=team["human"].headers)
     assert events.status_code == 200, events.text
     observed = [e for e in events.json()["events"] if e["type"] == "OBSERVED"]
-    assert len(observed) == 6
+    assert len(observed) == 10  # the refused one wrote nothing; the repeat is recorded, not counted
+    assert [e["payload"]["counted"] for e in observed].count(False) == 1
     assert observed[-1]["payload"]["outcome"] == "violated"
 
 
@@ -202,6 +235,8 @@ async def test_code_rules_observations_refused_to_agents_and_bad_input(
     rule = await _published_rule(http, team)
     rule_id = rule["memory_id"]
     assert (await _observe(http, team["agent"], rule_id, "followed_passed")).status_code == 403
+    foreign = await _observe(http, team["human"], rule_id, "violated", "no-such-task")
+    assert foreign.status_code == 404, foreign.text
     assert (await _observe(http, team["orchestrator"], rule_id, "rejected_by_human")).status_code == 403
     assert (await _observe(http, team["outsider"], rule_id, "violated")).status_code == 404
     assert (await _observe(http, team["human"], rule_id, "ignored")).status_code == 422

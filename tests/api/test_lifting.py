@@ -512,19 +512,41 @@ async def test_lifted_copy_builds_on_what_its_original_built_on_and_goes_stale_w
     assert stale["stale_at"] is not None and fact_citation in stale["stale_reason"]
 
 
-async def test_lift_into_org_by_the_system_principal_waits_for_a_human_of_any_project_of_the_org(
+async def test_a_lift_into_org_is_seen_and_decided_only_by_readers_of_its_sources(
     http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
 ) -> None:
-    org, project = team["human"].principal.org, team["human"].principal.project
+    """A project memory lifted to org scope: other projects of the org neither see the request (its old
+    content included) nor approve it; a human of the memory's project decides it (issue 26, item 5)."""
+    human = team["human"]
+    org, project = human.principal.org, human.principal.project
     system = await make_actor(engine, ActorType.SYSTEM, org, project)
-    elsewhere = await make_actor(engine, ActorType.HUMAN, org, f"other-{uuid.uuid4().hex[:8]}")
+    other = f"other-{uuid.uuid4().hex[:8]}"
+    foreign_human = await make_actor(engine, ActorType.HUMAN, org, other)
+    foreign_agent = await make_actor(engine, ActorType.AGENT, org, other)
     original = await _memory_at(engine, _place(system), Scope.PROJECT)
     request = (await _lift(http, system, [original], "org", 202)).json()
     assert request["scope"] == "org" and request["target_scope_key"] == f"org:{org}"
-    decided = await http.post(f"/v1/change-requests/{request['id']}/approve", headers=elsewhere.headers)
+    url = f"/v1/change-requests/{request['id']}"
+    for outsider in (foreign_human, foreign_agent):
+        shown = await http.get(url, headers=outsider.headers)
+        assert shown.status_code == 404, shown.text
+        listed = await http.get("/v1/change-requests", headers=outsider.headers)
+        assert listed.status_code == 200 and request["id"] not in {
+            r["id"] for r in listed.json()["change_requests"]
+        }
+        assert FACT not in listed.text
+    refused = await http.post(f"{url}/approve", headers=foreign_human.headers)
+    assert refused.status_code == 404, refused.text
+    # the project's own agent reads its memory, so it sees the request, but only a human decides it
+    seen = await http.get(url, headers=team["agent"].headers)
+    assert seen.status_code == 200 and seen.json()["old"]["content"] == FACT
+    assert (await http.post(f"{url}/approve", headers=team["agent"].headers)).status_code == 403
+    listed = await http.get("/v1/change-requests", headers=human.headers)
+    assert request["id"] in {r["id"] for r in listed.json()["change_requests"]}
+    decided = await http.post(f"{url}/approve", headers=human.headers)
     assert decided.status_code == 200, decided.text
-    done = await _wait_state(http, elsewhere, request["id"], "applied")
-    copy = await _memory(http, elsewhere, done["items"][0]["result_memory_id"])
+    done = await _wait_state(http, human, request["id"], "applied")
+    copy = await _memory(http, human, done["items"][0]["result_memory_id"])
     assert copy["scope_key"] == f"org:{org}" and copy["confidence"] == 1.0
 
 

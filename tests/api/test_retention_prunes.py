@@ -20,7 +20,8 @@ from temporalio.client import Client
 
 from governance.config import Settings
 from governance.retention import RetentionPolicy
-from tests.utils.factories import Actor
+from governance.scopes import ActorType
+from tests.utils.factories import Actor, make_actor
 from tests.utils.promotion_factories import active_memories
 from tests.utils.promotion_gateway import staged_promotion, wait_promotion_state
 from tests.utils.retention_factories import add_insight, age_memories, pruned_events
@@ -125,14 +126,16 @@ async def test_retention_prunes_promoted_memory_by_every_rule(
     insight = await add_insight(engine, str(mem["EE"].id), "Thumbnails: measure before tuning")
 
     # readers at work: facts retrieved five times, episodes once; two principals find FA and SD useless,
-    # one finds EB useful
+    # one finds EB useful (readers not involved in those tasks: the authors' own votes do not count)
+    reader = await make_actor(engine, ActorType.AGENT, org, orchestrator.principal.project)
+    other = await make_actor(engine, ActorType.ORCHESTRATOR, org, orchestrator.principal.project)
     for _ in range(5):
         assert mem["FA"].citation in await _search(http, agent, tasks["F"], "cache backend redis", ["fact"])
     assert mem["EB"].citation in await _search(http, agent, tasks["F"], "billing export columns", ["episode"])
-    for actor in (agent, human):
+    for actor in (reader, human):
         await _vote(http, actor, mem["FA"].citation, False)
         await _vote(http, actor, mem["SD"].citation, False)
-    await _vote(http, orchestrator, mem["EB"].citation, True)
+    await _vote(http, other, mem["EB"].citation, True)
     assert (
         await age_memories(engine, tasks["A"], 120) == 3 and await age_memories(engine, tasks["B"], 120) == 1
     )

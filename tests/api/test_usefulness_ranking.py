@@ -86,9 +86,10 @@ async def test_search_often_retrieved_useless_memory_sinks(
     assert [r["citation"] for r in before[:2]] == [project_copy, worktree_copy]
     assert before[0]["score_parts"]["similarity"] == before[1]["score_parts"]["similarity"]
 
-    # readers keep meeting the project copy and say it did not help (one vote each)
-    voters = [team["agent"], team["human"]] + [
-        await make_actor(engine, ActorType.AGENT, orchestrator.org, orchestrator.project) for _ in range(2)
+    # readers keep meeting the project copy and say it did not help (one vote each; its author and its
+    # approver are involved, so the voters are others)
+    voters = [
+        await make_actor(engine, ActorType.AGENT, orchestrator.org, orchestrator.project) for _ in range(4)
     ]
     for voter in voters:
         voted = await http.post(

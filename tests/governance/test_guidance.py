@@ -25,9 +25,11 @@ def test_bug_pattern_guidance_tries_what_worked_and_avoids_what_kept_failing() -
         ("try", "Use dict.get with a default (for KeyError: <q>, 2/2 passed)"),
         ("avoid", "Retry the request (for KeyError: <q>, 0/2 passed)"),
     ]
-    assert (
-        lines[0].render() == "- try: Use dict.get with a default (for KeyError: <q>, 2/2 passed) [mem:abc123]"
+    assert lines[0].render() == (
+        "- try: Use dict.get with a default (for KeyError: <q>, 2/2 passed) [mem:abc123] (unreviewed)"
     )
+    held = bug_pattern_guidance("abc123", "KeyError: <q>", _solutions(), standing="human", trust=1.0)
+    assert held[0].render().endswith("[mem:abc123] (human-approved, trust 1.00)")
 
 
 def test_rule_guidance_established_only_prohibitions_are_avoid() -> None:
@@ -47,13 +49,17 @@ def test_select_guidance_rules_first_deduplicated_and_bounded() -> None:
 
 
 def test_build_context_block_guidance_opens_the_block_within_budget() -> None:
-    guidance = [GuidanceLine("try", "Use dict.get (for KeyError: <q>, 2/2 passed)", "abc123", 1.0)]
+    guidance = [
+        GuidanceLine("try", "Use dict.get (for KeyError: <q>, 2/2 passed)", "abc123", 1.0, "verified", 0.8)
+    ]
     item = ContextItem(
         "abc123", "bug_pattern", "KeyError", "KeyError: 'x' Resolved by: Use dict.get", WHEN, 0.8
     )
     block = build_context_block([item], max_tokens=500, guidance=guidance)
     assert block.text.index("### Guidance") < block.text.index("### Bug patterns")
-    assert "- try: Use dict.get (for KeyError: <q>, 2/2 passed) [mem:abc123]" in block.text
+    assert "- try: Use dict.get (for KeyError: <q>, 2/2 passed) [mem:abc123] (verified, trust 0.80)" in (
+        block.text
+    )
     assert block.citations == ["abc123"]
     tight = build_context_block([], max_tokens=60, guidance=guidance * 20)
     assert tight.tokens <= 60

@@ -104,6 +104,17 @@ def test_retrieved_and_judged_useless_goes_even_as_a_source() -> None:
     assert rules([replace(fact, usefulness=0.35, votes=1), *fresh(5, "fact")]) == {}
 
 
+def test_votes_never_prune_a_human_approved_memory() -> None:
+    approved = row(
+        "h", "fact", retrieval_count=6, votes=2, usefulness=0.27, human_approved=True
+    )  # two agents' helpful: false on a human-approved fact
+    assert rules([approved, *fresh(5, "fact")]) == {}
+    assert rules([replace(approved, human_approved=False), *fresh(5, "fact")]) == {"h": "useless"}
+    skill = row("s", "skill", votes=4, helpful_votes=0, success=False, human_approved=True)
+    assert rules([skill, *fresh(5, "skill")]) == {}
+    assert rules([replace(skill, human_approved=False), *fresh(5, "skill")]) == {"s": "skill_success_rate"}
+
+
 def test_retrieved_and_judged_useful_is_protected_from_every_rule() -> None:
     useful = dict(retrieval_count=1, usefulness=0.65, votes=1, helpful_votes=1)
     old = row("old", days_old=400, reward=0.0, **useful)

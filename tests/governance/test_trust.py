@@ -108,9 +108,12 @@ def test_published_trust_draft_gets_no_boost_even_when_approved() -> None:
     assert published_trust(False, ValidationSource.TESTS_PASSED, human_approved=True) == (0.3, None)
 
 
-def test_published_trust_verified_is_boosted_by_its_evidence() -> None:
-    confidence, source = published_trust(True, "tests_passed", human_approved=False)
-    assert confidence == pytest.approx(0.8) and source == "tests_passed"
+def test_published_trust_verified_is_boosted_by_its_evidence_up_to_the_unreviewed_ceiling() -> None:
+    confidence, source = published_trust(True, "repeated_success", human_approved=False)
+    assert confidence == pytest.approx(0.75) and source == "repeated_success"
+    # the task's own evidence (its orchestrator's pr_merged) stops below "established": 0.9 before
+    confidence, source = published_trust(True, "pr_merged", human_approved=False)
+    assert confidence == pytest.approx(0.75) and source == "pr_merged"
 
 
 def test_published_trust_human_approval_boosts_again_and_becomes_the_source() -> None:
@@ -123,3 +126,57 @@ def test_published_trust_human_approval_boosts_again_and_becomes_the_source() ->
 def test_published_trust_stays_within_bounds(source: ValidationSource, approved: bool) -> None:
     confidence, _ = published_trust(True, source, human_approved=approved)
     assert 0.1 <= confidence <= 1.0
+
+
+def test_standing_human_approval_is_sticky_verified_only_past_the_ceiling() -> None:
+    from governance.trust import Standing, is_earned, standing_of
+
+    assert standing_of("human_approved", 0.4) is Standing.HUMAN
+    assert standing_of("pr_merged", 0.75, 2) is Standing.UNREVIEWED
+    assert standing_of("tests_passed", 0.8, 2) is Standing.VERIFIED
+    # confident on its own task's word alone (published at 0.9 before the ceiling): not verified
+    assert standing_of("pr_merged", 0.9, 1) is Standing.UNREVIEWED
+    assert standing_of(None, 0.3) is Standing.UNREVIEWED
+    assert is_earned("human") and is_earned("verified") and not is_earned("unreviewed")
+
+
+def test_non_human_evidence_stops_below_established_until_independent_principals_confirm() -> None:
+    from governance.trust import ESTABLISHED_RULE, UNREVIEWED_CEILING, capped_boost
+
+    assert UNREVIEWED_CEILING < ESTABLISHED_RULE
+    # one principal's pr_merged on a draft: 0.3 -> 0.6, then repeated_success stops at the ceiling
+    one = capped_boost(0.3, "pr_merged", human=False, human_approved=False, confirmers=1)
+    assert one == pytest.approx(0.6)
+    assert capped_boost(one, "tests_passed", human=False, human_approved=False, confirmers=1) == 0.75
+    # a second independent principal lifts the ceiling; a human, or a human-approved memory, never had one
+    assert capped_boost(0.75, "tests_passed", human=False, human_approved=False, confirmers=2) == 0.95
+    assert capped_boost(0.75, "tests_passed", human=True, human_approved=False, confirmers=1) == 0.95
+    assert capped_boost(0.9, "repeated_success", human=False, human_approved=True, confirmers=1) == 1.0
+    # a capped boost never takes trust away from a memory already above the ceiling
+    assert capped_boost(0.8, "repeated_success", human=False, human_approved=False, confirmers=1) == 0.8
+
+
+def test_rule_observations_from_one_non_human_stop_at_the_ceiling() -> None:
+    from governance.trust import capped_rule_confidence, is_established_rule
+
+    confidence = 0.6
+    for _ in range(20):
+        confidence = capped_rule_confidence(
+            confidence, "followed_passed", human=False, human_approved=False, confirmers=1
+        )
+    assert confidence == 0.75 and not is_established_rule(confidence)
+    confirmed = capped_rule_confidence(
+        0.75, "followed_passed", human=False, human_approved=False, confirmers=2
+    )
+    assert confirmed == pytest.approx(0.8)
+    assert capped_rule_confidence(1.0, "violated", human=False, human_approved=True, confirmers=1) == 0.8
+
+
+def test_self_endorsement_refusal_names_how_the_principal_is_involved() -> None:
+    from governance.trust import Involvement, self_endorsement_refusal
+
+    involved = Involvement(authors=frozenset({"agent-a"}), publishers=frozenset({"orch-1"}))
+    assert "wrote this memory's source" in (self_endorsement_refusal("agent-a", involved, "validation") or "")
+    assert "published or superseded" in (self_endorsement_refusal("orch-1", involved, "feedback") or "")
+    assert self_endorsement_refusal("agent-b", involved, "validation") is None
+    assert involved.everyone == {"agent-a", "orch-1"}
