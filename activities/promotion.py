@@ -417,6 +417,7 @@ class PromotionActivities:
                     content=cleaned.text,
                     payload=payload,
                     created_at=row.created_at,
+                    actor_type=row.actor_type,  # an agent's insight is a fact; its rule needs a human
                 )
             )
         return entries, counts
