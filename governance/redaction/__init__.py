@@ -34,6 +34,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from governance.redaction.catalogue import _PLACEHOLDER_BODY, reversed_spans
 from governance.redaction.detectors import _spans
 from governance.redaction.kinds import _KEEP_EXACT, _KINDS, PLACEHOLDER, Span
 from governance.redaction.names import _benign, _looks_random, _name_class, is_secret_name
@@ -43,6 +44,8 @@ __all__ = ["Redaction", "redact", "redact_json", "is_secret_name", "PLACEHOLDER"
 _ZERO_WIDTH = re.compile("[\u200b\u200c\u200d\u2060\ufeff]")
 _LEFT_SET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+/-")
 _EXTEND_RIGHT = re.compile(r"[A-Za-z0-9_+/=-]+")
+_HAS_FULL_WIDTH = re.compile("[\uff01-\uff5e\u3000]")
+_FULL_WIDTH = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)} | {0x3000: 0x20}
 
 # ---------------------------------------------------------------------------------------------------------
 # secrets wrapped over lines
@@ -132,16 +135,26 @@ def _widen(text: str, start: int, end: int, priority: int) -> tuple[int, int]:
 def redact(text: str) -> Redaction:
     """Remove `<private>…</private>` spans (an unclosed one runs to the end) and secret-shaped strings."""
     normal = _ZERO_WIDTH.sub("", text) if _ZERO_WIDTH.search(text) else text
-    spans = _spans(normal)
-    if "\n" in normal:
-        spans.extend(_wrapped(normal))
+    # full-width forms (`ｇｈｐ＿…`, `パスワード：x`) are scanned as the ASCII they stand for; the fold keeps
+    # every index, so spans found in it cut the text as written
+    scanned = normal.translate(_FULL_WIDTH) if _HAS_FULL_WIDTH.search(normal) else normal
+    spans = _spans(scanned)
+    if "\n" in scanned:
+        spans.extend(_wrapped(scanned))
+    spans.extend(reversed_spans(scanned))
     if spans and PLACEHOLDER in normal:  # redacting redacted text again finds nothing new
         done = [(m.start(), m.end()) for m in re.finditer(re.escape(PLACEHOLDER), normal)]
         spans = [(s, e, p) for s, e, p in spans if not any(a <= s and e <= b for a, b in done)]
+    # a documented example (`AKIAIOSFODNN7EXAMPLE`) or a template (`sk_live_xxxxxxxx`) is no credential
+    spans = [
+        (s, e, p)
+        for s, e, p in spans
+        if _KINDS[p] == "private" or not _PLACEHOLDER_BODY.search(scanned, s, e)
+    ]
     if not spans:
         return Redaction(text=text, counts={})
 
-    widened = sorted((*_widen(normal, s, e, p), p) for s, e, p in spans)
+    widened = sorted((*_widen(scanned, s, e, p), p) for s, e, p in spans)
     counts: Counter[str] = Counter()
     out: list[str] = []
     cursor = 0

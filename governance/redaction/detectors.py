@@ -37,6 +37,7 @@ from detect_secrets.plugins.stripe import StripeDetector
 from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
 
+from governance.redaction.catalogue import catalogue_spans
 from governance.redaction.kinds import _PRIORITY, Detector, Span
 from governance.redaction.names import (
     _HANGUL,
@@ -47,6 +48,7 @@ from governance.redaction.names import (
     _password_like,
     _strong_password_like,
 )
+from governance.redaction.prose import multilingual_prose, passphrases
 
 __all__ = ["_spans"]
 
@@ -389,6 +391,48 @@ def _encoded(text: str, depth: int) -> Iterator[Span]:
             yield match.start(), match.end(), priority
 
 
+# `<password>x</password>` (Maven settings.xml, Tomcat, Jenkins, any XML config): the element names the secret
+_XML_ELEMENT = re.compile(
+    r"<(?P<tag>[A-Za-z_][\w:.-]{1,60})(?:[^\S\n][^<>]*)?>(?P<v>[^<>\n]{1,300})</(?P=tag)>"
+)
+
+
+def _xml_elements(text: str, depth: int) -> Iterator[Span]:
+    strong, generic = _PRIORITY["password"], _PRIORITY["generic_secret"]
+    for match in _XML_ELEMENT.finditer(text):
+        tag = match.group("tag").rsplit(":", 1)[-1]
+        cls = _name_class(tag)
+        if cls == 0:
+            continue
+        start, end = match.span("v")
+        value = match.group("v").strip()
+        start += len(match.group("v")) - len(match.group("v").lstrip())
+        end = start + len(value)
+        if value and cls == 2 and not _benign(value):
+            yield start, end, strong
+        elif value and cls == 1 and _looks_random(value):
+            yield start, end, generic
+
+
+# `-p` after a login subcommand (`docker login -u x -p y`, `az login -p`, `oc login -p`, `cf login -p`)
+_CLI_LOGIN = re.compile(
+    r"\b(?:docker|podman|buildah|nerdctl|skopeo|oras|helm[^\S\n]+registry|az|oc|cf)[^\S\n]+login\b"
+    r"[^\n|;&]*?[^\S\n]-p(?:[^\S\n]+|=)(?!-)" + _VALUE
+)
+# `aws configure set aws_secret_access_key x`, `infracost configure set api_key x`, `config set token x`
+_CLI_SET = re.compile(
+    r"\b(?:configure|config)[^\S\n]+set[^\S\n]+(?P<name>[\w.-]{2,80})(?:[^\S\n]+|=)(?!-)" + _VALUE
+)
+
+
+def _cli_set(text: str, depth: int) -> Iterator[Span]:
+    for match in _CLI_SET.finditer(text):
+        start, end, value = _value_span(match)
+        cls = _name_class(match.group("name").rsplit(".", 1)[-1])
+        if start < end and ((cls == 2 and not _benign(value)) or (cls == 1 and _looks_random(value))):
+            yield start, end, _PRIORITY["password" if cls == 2 else "generic_secret"]
+
+
 _PRIVATE_TAG = re.compile(
     r"<[^\S\n]*private(?:\s[^<>]*)?>.*?(?:<[^\S\n]*/[^\S\n]*private[^\S\n]*>|\Z)", re.IGNORECASE | re.DOTALL
 )
@@ -581,6 +625,53 @@ _DETECTORS: list[tuple[_Gate, Detector]] = [
             "v",
         ),
     ),
+    (_gate("</"), _xml_elements),
+    (_gate("login"), _cli(_CLI_LOGIN)),
+    (_gate(lower=("config",)), _cli_set),
+    (
+        _gate(
+            "パス",
+            "暗証",
+            "合言葉",
+            "トークン",
+            "秘密",
+            "シークレット",
+            "キー",
+            "密",
+            "口令",
+            "令牌",
+            "金鑰",
+            "私钥",
+            "비밀",
+            "비번",
+            "패스",
+            "암호",
+            "토큰",
+            "시크릿",
+            "키",
+            lower=(
+                "pass",
+                "pwd",
+                "secret",
+                "token",
+                "key",
+                "pin",
+                "kennwort",
+                "zugang",
+                "geheim",
+                "schlüssel",
+                "contrase",
+                "clave",
+                "mdp",
+                "clé",
+                "clef",
+                "jeton",
+            ),
+        ),
+        multilingual_prose,
+    ),
+    (_gate(lower=("phrase", "パスフレーズ", "口令")), passphrases),
+    (_ALWAYS, catalogue_spans),
     (_ALWAYS, _cards),
     (_gate("-", "–", "주민"), _rrn),
     (_ALWAYS, _encoded),

@@ -41,6 +41,8 @@ _KINDS = (
     "square_token",
     "huggingface_token",
     "digitalocean_token",
+    "vendor_token",
+    "vendor_secret",
     "url_credentials",
     "password",
     "aws_secret_key",
@@ -57,6 +59,7 @@ _KEEP_EXACT = frozenset(
     {
         "private",
         "private_key",
+        "vendor_secret",
         "url_credentials",
         "password",
         "generic_secret",

@@ -24,8 +24,12 @@ _KEYWORDS = "|".join(KEYWORD_DENYLIST)  # detect-secrets' secret-sounding names 
 # `passwords` do not, `pgpassword`, `db_pass`, `client_secret_value` and `github_token` do
 _STRONG_NAME = re.compile(
     rf"(?:{_KEYWORDS}|passphrase|passcode|access_?key|access_?token|auth_?token|refresh_?token"
-    r"|admin_?pass|root_?pass|user_?pass|_pass|_pw|_token|^pw|^pass_?word)(?:_[a-z0-9]+)*$"
+    r"|admin_?pass|root_?pass|user_?pass|_pass|_pw|_token|^pw|^pass_?word|^pass|^pwd"
+    # the same words in other languages (German, Spanish, French, Portuguese, Italian)
+    r"|passwort|kennwort|contrase\w*|clave|mot_de_passe|mdp|senha|parola_?d_?ordine)(?:_[a-z0-9]+)*$"
 )
+# names whose value is a credential whatever their suffix (`private_key_id` names a key of a service account)
+_ALWAYS_SECRET = frozenset({"private_key_id", "private_key", "client_secret", "client_secret_key"})
 # names that hold a secret only when the value looks random (`token: 5` is a count, `key: id` a column)
 _AMBIGUOUS_NAME = re.compile(
     r"(?:^|_)(?:token|key|auth|authorization|credentials?|creds?|signature|sig|salt|hmac|cookie|session"
@@ -45,6 +49,8 @@ _METADATA_SUFFIX = re.compile(
 def _name_class(name: str) -> int:
     """2 for a name that holds a secret, 1 for one that does when the value looks random, 0 otherwise."""
     snake = _snake(name)
+    if snake in _ALWAYS_SECRET:
+        return 2
     if not snake or _METADATA_SUFFIX.search(snake):
         return 0
     if _STRONG_NAME.search(snake):
@@ -65,12 +71,18 @@ def is_secret_name(name: str) -> bool:
 
 _PLACEHOLDER_VALUE = re.compile(
     r"(?i)\[REDACTED\].*|REDACTED|true|false|null|nil|none|yes|no|on|off|n/a|tbd|todo|empty|unset|\d{1,3}"
+    # words that stand for a value in documentation and templates
+    r"|change_?me|replace_?me|placeholder|dummy|example|sample|secret|password|foo|bar|foobar"
+    r"|(?:your|my|insert|enter|put)[_-].*|.*[_-](?:here|goes_here)|x{4,}.*|.*x{6,}|\*{3,}.*"
     r"|<[^<>]*>|\*+|x{3,}|\.{3}|…|\?+|-+|_+"
     r"|[\[{(]"  # a structure opens: the value is on the next lines or in a list
     # references: ${DB_PASSWORD}, $DB_PASSWORD, $(cat file), {{ vault_pw }}, {% ... %}, %(password)s, %s,
     # !vault (a YAML tag), $1 and :password (SQL parameters)
     r"|\$\{[^}]*\}|\$[A-Z_][A-Z0-9_]*|\$\(.*|\$?\{\{.*|\{%.*|%\([A-Za-z_]\w*\)s|%s|![A-Za-z]\w*|\$\d+"
     r"|:[a-z_]\w*"
+    # more reference syntaxes (the ones gitleaks' global allowlist names): ${{ secrets.X }}, %VAR%, @VAR@,
+    # a run of one character
+    r"|\$\{\{.*|%[A-Za-z_]+%|@[A-Za-z_]+@|(.)\1*"
     # code, not a value: `password = get_password()`, `password: str`, `password = settings.DB_PASSWORD`
     r"|(?-i:[a-z_][A-Za-z0-9_.]{2,}[(\[].*)"
     r"|(?:str|bytes|string|SecretStr|(?:Optional|Secret)\[[^\]]*\])(?:\|None)?"
@@ -82,7 +94,10 @@ _STOPWORDS = frozenset(
     "a an the at is are was were be been must should will can cannot could may not no never only see set"
     " reset rotated rotate changed change required optional missing invalid incorrect wrong expired stored"
     " saved updated same too ok none unchanged via from for to of in on and or with without by if when then"
-    " it this that please use using enter entered type typed prompt prompted ask asked asks".split()
+    " it this that please use using enter entered type typed prompt prompted ask asked asks"
+    # a keyword of code after `secret_key:` (`if not secret_key: raise ...`)
+    " raise return await yield lambda del assert continue break pass import def class elif else try"
+    " except finally while".split()
 )
 _HANGUL = re.compile(r"[\uac00-\ud7a3\u3131-\u318e]")
 _NEAR_MISS_VALUE = re.compile(

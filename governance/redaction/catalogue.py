@@ -1,0 +1,89 @@
+"""The catalogue of vendor token formats (catalogue.toml) as detectors, run forwards and on reversed text.
+
+Each rule runs only when one of its keywords is in the text, so a text that names no vendor prefix costs
+one substring search per keyword. `reversed_spans` finds tokens written backwards (`ks_evil_...` for
+`sk_live_...`): it reverses the text only when a reversed keyword is there, and maps spans back.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from governance.redaction.kinds import _PRIORITY, Span
+
+__all__ = ["Rule", "rules", "catalogue_spans", "reversed_spans"]
+
+_PATH = Path(__file__).with_name("catalogue.toml")
+_START = r"(?<![A-Za-z0-9])"
+_END = r"(?![A-Za-z0-9])"
+# a token whose random part is a run of one character, or that says it is a placeholder, is a template.
+# AWS's documented example keys (`AKIA…EXAMPLE`) are still redacted: the project's tests plant them as the
+# stand-in for a real key, and removing a public example costs a reader nothing.
+_PLACEHOLDER_BODY = re.compile(r"(?i)x{6,}|\*{4,}|0{12,}|placeholder|your[_-]")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One documented token format."""
+
+    id: str
+    pattern: re.Pattern[str]
+    keywords: tuple[str, ...]
+    group: str | None
+    example: str
+    source: str
+
+
+@cache
+def rules() -> tuple[Rule, ...]:
+    """The catalogue, compiled once."""
+    data = tomllib.loads(_PATH.read_text(encoding="utf-8"))
+    out: list[Rule] = []
+    for entry in data["rule"]:
+        body = str(entry["regex"])
+        end = "" if entry.get("open_end") else _END
+        out.append(
+            Rule(
+                id=str(entry["id"]),
+                pattern=re.compile(f"{_START}(?:{body}){end}"),
+                keywords=tuple(str(k) for k in entry["keywords"]),
+                group=str(entry["group"]) if "group" in entry else None,
+                example=str(entry["example"]),
+                source=str(entry["source"]),
+            )
+        )
+    return tuple(out)
+
+
+@cache
+def _reversed_keywords() -> tuple[str, ...]:
+    return tuple(sorted({k[::-1] for rule in rules() for k in rule.keywords if len(k) >= 3}))
+
+
+def _rule_spans(rule: Rule, text: str) -> Iterator[Span]:
+    token, secret = _PRIORITY["vendor_token"], _PRIORITY["vendor_secret"]
+    for match in rule.pattern.finditer(text):
+        start, end = match.span(rule.group) if rule.group else match.span()
+        if start < end and not _PLACEHOLDER_BODY.search(text, start, end):
+            yield start, end, secret if rule.group else token
+
+
+def catalogue_spans(text: str, depth: int = 0) -> Iterator[Span]:
+    """Spans of every catalogue token in `text`."""
+    for rule in rules():
+        if any(keyword in text for keyword in rule.keywords):
+            yield from _rule_spans(rule, text)
+
+
+def reversed_spans(text: str) -> list[Span]:
+    """Spans (in `text`) of catalogue tokens written backwards."""
+    if not any(keyword in text for keyword in _reversed_keywords()):
+        return []
+    backwards = text[::-1]
+    size = len(text)
+    return [(size - end, size - start, priority) for start, end, priority in catalogue_spans(backwards)]
