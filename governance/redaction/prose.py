@@ -42,6 +42,11 @@ _PROSE = re.compile(
     rf"[^\S\n]*(?:[:=：]|(?<![A-Za-zÀ-ÿ])(?:{_SEPARATORS})(?![A-Za-zÀ-ÿ]))[^\S\n]*:?[^\S\n]*"
     rf"{_OPEN}(?P<value>[\x21-\x7e]{{6,}})"
 )
+# where a word naming a secret starts, found in the lower-cased text (a case-sensitive scan is ~3x faster)
+_WORD_LOWER = re.compile(
+    rf"(?:(?<![a-zà-ÿ])(?:{_LATIN_WORDS})(?![a-zà-ÿ])|{_CJK_WORDS.replace('API', 'api')})"
+)
+_WORD_ANY_CASE = re.compile(rf"(?i){_WORD}")
 # no separator: "the api key X for staging", "토큰 X"
 _PROSE_BARE = re.compile(rf"(?i){_WORD}[^\S\n]+{_OPEN}(?P<value>[\x21-\x7e]{{12,}})")
 _LATIN_LETTER = re.compile("[À-ÖØ-öø-ÿ]")
@@ -50,8 +55,13 @@ _TRAILING = ".,;:)]}'\"`”’」』）"
 
 def multilingual_prose(text: str, depth: int) -> Iterator[Span]:
     priority = _PRIORITY["password"]
-    for pattern in (_PROSE, _PROSE_BARE):
-        for match in pattern.finditer(text):
+    lower = text.lower()
+    words = _WORD_LOWER.finditer(lower) if len(lower) == len(text) else _WORD_ANY_CASE.finditer(text)
+    for word in words:
+        for pattern in (_PROSE, _PROSE_BARE):
+            match = pattern.match(text, word.start())
+            if match is None:
+                continue
             # an ASCII value stops at the first non-ASCII character ("X です", "X입니다")
             value = match.group("value").rstrip(_TRAILING)
             start = match.start("value")
@@ -59,7 +69,6 @@ def multilingual_prose(text: str, depth: int) -> Iterator[Span]:
                 continue  # `<your-password>` opens a template
             if _LATIN_LETTER.match(text, match.end("value")):
                 continue  # the word goes on past ASCII ("<tu-contraseña>"): not an ASCII password
-
             if _looks_random(value) or (pattern is _PROSE and _password_like(value)):
                 yield start, start + len(value), priority
 
