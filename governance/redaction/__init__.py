@@ -39,7 +39,7 @@ from governance.redaction.detectors import _spans
 from governance.redaction.kinds import _KEEP_EXACT, _KINDS, PLACEHOLDER, Span
 from governance.redaction.names import _benign, _looks_random, _name_class, is_secret_name
 
-__all__ = ["Redaction", "redact", "redact_json", "is_secret_name", "PLACEHOLDER"]
+__all__ = ["Redaction", "redact", "redact_json", "redact_free_text", "is_secret_name", "PLACEHOLDER"]
 
 _ZERO_WIDTH = re.compile("[\u200b\u200c\u200d\u2060\ufeff]")
 _LEFT_SET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+/-")
@@ -212,3 +212,16 @@ def redact_json(value: Any) -> tuple[Any, dict[str, int]]:
         return node
 
     return walk(value), dict(counts)
+
+
+def redact_free_text(text: str | None) -> str | None:
+    """The one rule for free text written beside memory: notes, reasons, descriptions, approaches, titles.
+
+    Observation notes, validation reasons, approval and decision notes, change-request and lift reasons,
+    task descriptions and approach records are shown to readers who may not read the task's staging (events,
+    exports, promotion and change-request answers), so they are cleaned as promoted content is, before they
+    are stored: the same detectors, `<private>` spans removed. `None` stays `None`.
+    """
+    if text is None:
+        return None
+    return redact(text).text

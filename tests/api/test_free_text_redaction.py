@@ -1,0 +1,164 @@
+"""Free text is redacted like content: secrets written into a task description, an approval note, a
+change-request reason and its decision note never reach a reader of another project.
+
+Through the real gateway, the Temporal dev server and a worker: a task whose description plants a GitHub
+token and a password is promoted to org scope, approved with a note planting them again; an orchestrator
+asks to supersede the org memory with a reason planting them, and a human approves with a note doing the
+same. An agent and a human of another project of the org read the memory's events and the org's export;
+the project's own human reads the promotion and the change request. None of them gets a planted secret.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from governance.scopes import ActorType, Scope
+from tests.utils.factories import Actor, make_actor
+from tests.utils.lifecycle_factories import Place, insert_memory
+from tests.utils.promotion_gateway import wait_promotion_state
+
+TOKEN = "ghp_" + "Wd3kP8zQ1xN6vB4mT9rY2cL7hJ5sF0aG8eUi"
+PASSWORD = "Tr0ub4dor&3xyz"
+PLANTED = f"GITHUB_TOKEN={TOKEN} and password={PASSWORD}"
+
+
+def _clean(text: str) -> None:
+    assert TOKEN not in text and PASSWORD not in text, text
+
+
+async def _promote_org_fact(http: httpx.AsyncClient, team: dict[str, Actor]) -> tuple[str, str]:
+    orchestrator, human = team["orchestrator"], team["human"]
+    opened = await http.post(
+        "/v1/tasks",
+        headers=orchestrator.headers,
+        json={
+            "org": orchestrator.principal.org,
+            "project": orchestrator.principal.project,
+            "worktree": "main",
+            "description": f"wire the deploy key; {PLANTED}",
+        },
+    )
+    assert opened.status_code in (200, 201), opened.text
+    task_id: str = opened.json()["task_id"]
+    entry = {"kind": "fact", "content": "Deploys go through the bastion host and rotate weekly."}
+    appended = await http.post(
+        f"/v1/tasks/{task_id}/entries", headers=team["agent"].headers, json={"entries": [entry]}
+    )
+    assert appended.status_code == 201, appended.text
+    started = await http.post(
+        f"/v1/tasks/{task_id}/promotion",
+        headers=orchestrator.headers,
+        json={"target_scope": "org", "verification": {"source": "tests_passed", "success": True}},
+    )
+    assert started.status_code == 202, started.text
+    await wait_promotion_state(http, human.headers, task_id, "awaiting_approval")
+    approved = await http.post(
+        f"/v1/promotions/{task_id}/approve", headers=human.headers, json={"note": f"ok; {PLANTED}"}
+    )
+    assert approved.status_code == 200, approved.text
+    done = await wait_promotion_state(http, human.headers, task_id, "published")
+    _clean(str(done))
+    [fact] = [p for p in done["published"] if p["memory_type"] == "fact"]
+    return task_id, str(fact["memory_id"])
+
+
+async def _project_fact(engine: AsyncEngine, actor: Actor) -> str:
+    """A human-approved project fact, as a promotion approved by a human leaves it."""
+    project = actor.principal.project or ""
+    place = Place(org=actor.principal.org, project=project, worktree="main", task_id=f"task-{project}")
+    async with engine.begin() as conn:
+        return await insert_memory(
+            conn,
+            place,
+            memory_type="fact",
+            content="db.driver: psycopg 3 with the async API",
+            canonical_key="db.driver",
+            confidence=1.0,
+            validation_source="human_approved",
+            scope=Scope.PROJECT.value,
+            scope_key=place.key(Scope.PROJECT),
+        )
+
+
+async def _change_request_applied(http: httpx.AsyncClient, team: dict[str, Actor], memory_id: str) -> str:
+    """An orchestrator's supersede request (a reason planting secrets), approved with a note planting them."""
+    proposed = await http.post(
+        f"/v1/memories/{memory_id}/supersede",
+        headers=team["orchestrator"].headers,
+        json={"content": "db.driver: asyncpg", "reason": f"moved; {PLANTED}"},
+    )
+    assert proposed.status_code == 202, proposed.text
+    request_id = proposed.json()["id"]
+    _clean(proposed.text)
+    decided = await http.post(
+        f"/v1/change-requests/{request_id}/approve",
+        headers=team["human"].headers,
+        json={"note": f"fine; {PLANTED}"},
+    )
+    assert decided.status_code == 200, decided.text
+    deadline = asyncio.get_running_loop().time() + 60
+    answer: dict[str, Any] = {}
+    while asyncio.get_running_loop().time() < deadline:
+        shown = await http.get(f"/v1/change-requests/{request_id}", headers=team["human"].headers)
+        answer = shown.json()
+        if answer.get("state") == "applied":
+            break
+        await asyncio.sleep(0.2)
+    assert answer.get("state") == "applied", answer
+    _clean(str(answer))
+    assert "moved" in answer["reason"] and "fine" in (answer["decision_note"] or "")
+    return str(answer["result_memory_id"])
+
+
+async def test_free_text_secrets_never_reach_readers_of_another_project(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
+) -> None:
+    task_id, memory_id = await _promote_org_fact(http, team)
+    superseded = await http.post(
+        f"/v1/memories/{memory_id}/supersede",
+        headers=team["human"].headers,
+        json={"content": "Deploys go through the new bastion host.", "reason": f"moved; {PLANTED}"},
+    )
+    assert superseded.status_code == 201, superseded.text
+    _clean(superseded.text)
+    org = team["orchestrator"].principal.org
+    neighbour = await make_actor(engine, ActorType.AGENT, org, "another-project")
+    neighbour_human = await make_actor(engine, ActorType.HUMAN, org, "another-project")
+
+    reasons = []
+    for shown in (memory_id, superseded.json()["id"]):
+        events = await http.get(f"/v1/memories/{shown}/events", headers=neighbour.headers)
+        assert events.status_code == 200, events.text
+        _clean(events.text)
+        reasons += [str(e.get("reason")) for e in events.json()["events"]]
+    assert any("moved" in r for r in reasons), reasons  # the reason is there, cleaned
+
+    exported = await http.get(
+        "/v1/exports", params={"scope_key": f"org:{org}"}, headers=neighbour_human.headers
+    )
+    assert exported.status_code == 200, exported.text
+    _clean(exported.text)
+    assert memory_id in exported.text
+
+    promotion = await http.get(f"/v1/promotions/{task_id}", headers=team["human"].headers)
+    assert promotion.status_code == 200, promotion.text
+    _clean(promotion.text)
+    task = await http.get(f"/v1/tasks/{task_id}", headers=team["human"].headers)
+    if task.status_code == 200:
+        _clean(task.text)
+        assert "wire the deploy key" in task.text
+
+
+async def test_change_request_reason_and_decision_note_are_redacted(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
+) -> None:
+    memory_id = await _project_fact(engine, team["orchestrator"])
+    result_id = await _change_request_applied(http, team, memory_id)
+    for shown in (memory_id, result_id):
+        events = await http.get(f"/v1/memories/{shown}/events", headers=team["agent"].headers)
+        assert events.status_code == 200, events.text
+        _clean(events.text)
