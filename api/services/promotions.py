@@ -210,6 +210,9 @@ async def _public(
             "live": live,
             "started_at": desc.start_time,
             "closed_at": desc.close_time,
+            # a note sent by signal (Temporal UI) reached the workflow as written: cleaned for every reader
+            "decision_note": redact_free_text(status.decision_note),
+            "critique": redact_free_text(status.critique),
         }
     )
 

@@ -15,11 +15,13 @@ from typing import Any
 
 import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine
+from temporalio.client import Client
 
 from governance.scopes import ActorType, Scope
 from tests.utils.factories import Actor, make_actor
 from tests.utils.lifecycle_factories import Place, insert_memory
 from tests.utils.promotion_gateway import wait_promotion_state
+from workflows.promotion_contract import workflow_id_for
 
 TOKEN = "ghp_" + "Wd3kP8zQ1xN6vB4mT9rY2cL7hJ5sF0aG8eUi"
 PASSWORD = "Tr0ub4dor&3xyz"
@@ -30,7 +32,11 @@ def _clean(text: str) -> None:
     assert TOKEN not in text and PASSWORD not in text, text
 
 
-async def _promote_org_fact(http: httpx.AsyncClient, team: dict[str, Actor]) -> tuple[str, str]:
+async def _promote_org_fact(
+    http: httpx.AsyncClient, team: dict[str, Actor], temporal: Client | None = None
+) -> tuple[str, str]:
+    """An org fact promoted from a task whose description plants secrets, approved with a note planting
+    them: through the API, or by the Temporal UI's signal when `temporal` is given."""
     orchestrator, human = team["orchestrator"], team["human"]
     opened = await http.post(
         "/v1/tasks",
@@ -56,12 +62,18 @@ async def _promote_org_fact(http: httpx.AsyncClient, team: dict[str, Actor]) -> 
     )
     assert started.status_code == 202, started.text
     await wait_promotion_state(http, human.headers, task_id, "awaiting_approval")
-    approved = await http.post(
-        f"/v1/promotions/{task_id}/approve", headers=human.headers, json={"note": f"ok; {PLANTED}"}
-    )
-    assert approved.status_code == 200, approved.text
+    if temporal is not None:
+        await temporal.get_workflow_handle(workflow_id_for(task_id)).signal(
+            "approve", {"approver": human.principal.id, "note": f"ok; {PLANTED}"}
+        )
+    else:
+        approved = await http.post(
+            f"/v1/promotions/{task_id}/approve", headers=human.headers, json={"note": f"ok; {PLANTED}"}
+        )
+        assert approved.status_code == 200, approved.text
     done = await wait_promotion_state(http, human.headers, task_id, "published")
     _clean(str(done))
+    assert done["decision_note"].startswith("ok; ")
     [fact] = [p for p in done["published"] if p["memory_type"] == "fact"]
     return task_id, str(fact["memory_id"])
 
@@ -162,3 +174,16 @@ async def test_change_request_reason_and_decision_note_are_redacted(
         events = await http.get(f"/v1/memories/{shown}/events", headers=team["agent"].headers)
         assert events.status_code == 200, events.text
         _clean(events.text)
+
+
+async def test_approval_note_sent_by_signal_is_redacted_for_readers(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine, temporal: Client
+) -> None:
+    task_id, memory_id = await _promote_org_fact(http, team, temporal)
+    org = team["orchestrator"].principal.org
+    neighbour = await make_actor(engine, ActorType.AGENT, org, "another-project")
+    events = await http.get(f"/v1/memories/{memory_id}/events", headers=neighbour.headers)
+    assert events.status_code == 200, events.text
+    _clean(events.text)
+    promotion = await http.get(f"/v1/promotions/{task_id}", headers=team["human"].headers)
+    _clean(promotion.text)
