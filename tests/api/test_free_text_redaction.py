@@ -187,3 +187,35 @@ async def test_approval_note_sent_by_signal_is_redacted_for_readers(
     _clean(events.text)
     promotion = await http.get(f"/v1/promotions/{task_id}", headers=team["human"].headers)
     _clean(promotion.text)
+
+
+async def test_observation_note_is_redacted_for_readers_of_another_project(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
+) -> None:
+    orchestrator = team["orchestrator"]
+    project = orchestrator.principal.project or ""
+    place = Place(org=orchestrator.principal.org, project=project, worktree="main", task_id=f"task-{project}")
+    async with engine.begin() as conn:
+        rule_id = await insert_memory(
+            conn,
+            place,
+            memory_type="code_rule",
+            content="Always set a timeout on outbound HTTP calls in the billing service.",
+            confidence=0.8,
+            validation_source="tests_passed",
+            scope=Scope.ORG.value,
+            scope_key=place.key(Scope.ORG),
+            project=None,
+        )
+    observed = await http.post(
+        f"/v1/memories/{rule_id}/observations",
+        headers=orchestrator.headers,
+        json={"outcome": "violated", "note": f"broke prod; {PLANTED}"},
+    )
+    assert observed.status_code == 200, observed.text
+    _clean(observed.text)
+    neighbour = await make_actor(engine, ActorType.AGENT, orchestrator.principal.org, "another-project")
+    events = await http.get(f"/v1/memories/{rule_id}/events", headers=neighbour.headers)
+    assert events.status_code == 200, events.text
+    _clean(events.text)
+    assert "broke prod" in events.text
