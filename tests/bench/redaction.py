@@ -1,17 +1,22 @@
 """Redaction against the evaluation corpus (tests/data/redaction_eval): tune and held-out tables, and speed.
 
-    python tests/bench/redaction.py [--families] [--misses] [--heldout-misses] [--kb 256]
+    python tests/bench/redaction.py [--families] [--misses] [--heldout-misses] [--kb 256] [--unseen DIR]
 
 Prints, for the tune half and the held-out half: secret samples, recall, near-miss samples, the share of
 near-misses left unchanged; with `--families`, the same per family; with `--misses`, each missed secret
 and each altered near-miss. Then the time `redact` takes per KB on three texts of `--kb` KB each (prose with
 no secret, a mixed config file, every corpus text joined), against a same-run baseline: the time a single
 `str.lower()` plus a regex scan for whitespace takes on the same text (a floor any scanner pays).
+
+`--unseen DIR` also counts the texts of real, public writing that redaction alters (none should hold a
+secret): every `*.jsonl` of commit records (`subject` and `body`) and every `*.tsv` of sentences (second
+column) found under DIR.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 import time
@@ -61,6 +66,26 @@ def _table(name: str, corpus: redaction_eval.Corpus, split: str, families: bool,
             print(f"  ALTERED [{family}] {text!r}\n      -> {output!r}")
 
 
+def _unseen(root: Path) -> None:
+    for path in sorted(root.rglob("*.jsonl")) + sorted(root.rglob("*.tsv")):
+        texts: list[str] = []
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            if path.suffix == ".jsonl":
+                record = json.loads(line)
+                if "subject" in record:
+                    texts.append(f"{record['subject']}\n\n{record.get('body', '')}".strip())
+            else:
+                parts = line.split("\t")
+                if len(parts) >= 3 and parts[0] != "id":
+                    texts.append(parts[1])
+        if not texts:
+            continue
+        altered = [t for t in texts if redact(t).text != t]
+        print(f"    {path.name:<24} altered {len(altered)}/{len(texts)}")
+        for text in altered[:5]:
+            print(f"      {text[:160]!r}")
+
+
 def _per_kb(text: str, fn: object, rounds: int) -> float:
     assert callable(fn)
     start = time.perf_counter()
@@ -86,11 +111,16 @@ def main() -> None:
         help="the held-out half's too (look only after tuning is done)",
     )
     parser.add_argument("--kb", type=int, default=256)
+    parser.add_argument("--unseen", type=Path, help="a directory of public text (commit logs, sentences)")
     args = parser.parse_args()
 
     corpus = redaction_eval.load()
     _table("tune", corpus, "tune", args.families, args.misses)
     _table("held-out", corpus, "heldout", args.families, args.heldout_misses)
+
+    if args.unseen is not None:
+        print("unseen public text (no secrets expected):")
+        _unseen(args.unseen)
 
     size = args.kb * 1024
     joined = "\n".join(s.text for s in corpus.secrets + corpus.near_misses) + "\n"
