@@ -30,8 +30,10 @@ from __future__ import annotations
 
 import bisect
 import re
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from governance.redaction.catalogue import _PLACEHOLDER_BODY, reversed_spans
@@ -44,8 +46,23 @@ __all__ = ["Redaction", "redact", "redact_json", "redact_free_text", "is_secret_
 _ZERO_WIDTH = re.compile("[\u200b\u200c\u200d\u2060\ufeff]")
 _LEFT_SET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+/-")
 _EXTEND_RIGHT = re.compile(r"[A-Za-z0-9_+/=-]+")
-_HAS_FULL_WIDTH = re.compile("[\uff01-\uff5e\u3000]")
-_FULL_WIDTH = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)} | {0x3000: 0x20}
+
+
+@cache
+def _ascii_form(char: str) -> str | None:
+    """The ASCII character NFKC makes of `char` (`ｇ`, `２`, `：`, `𝐠`, `ⓖ`), if it makes exactly one."""
+    folded = unicodedata.normalize("NFKC", char)
+    return folded if len(folded) == 1 and folded.isascii() and folded != char else None
+
+
+def _fold(text: str) -> str:
+    """`text` with every character NFKC turns into one ASCII character replaced by it: indices are kept,
+    so spans found in the folded text cut the text as written."""
+    if text.isascii():
+        return text
+    table = {ord(c): f for c in set(text) if not c.isascii() and (f := _ascii_form(c)) is not None}
+    return text.translate(table) if table else text
+
 
 # ---------------------------------------------------------------------------------------------------------
 # secrets wrapped over lines
@@ -135,9 +152,9 @@ def _widen(text: str, start: int, end: int, priority: int) -> tuple[int, int]:
 def redact(text: str) -> Redaction:
     """Remove `<private>…</private>` spans (an unclosed one runs to the end) and secret-shaped strings."""
     normal = _ZERO_WIDTH.sub("", text) if _ZERO_WIDTH.search(text) else text
-    # full-width forms (`ｇｈｐ＿…`, `パスワード：x`) are scanned as the ASCII they stand for; the fold keeps
-    # every index, so spans found in it cut the text as written
-    scanned = normal.translate(_FULL_WIDTH) if _HAS_FULL_WIDTH.search(normal) else normal
+    # full-width and other compatibility forms (`ｇｈｐ＿…`, `パスワード：x`, `𝐠𝐡𝐩_…`) are scanned as the
+    # ASCII they stand for (NFKC, character by character)
+    scanned = _fold(normal)
     spans = _spans(scanned)
     if "\n" in scanned:
         spans.extend(_wrapped(scanned))

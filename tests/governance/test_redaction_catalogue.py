@@ -81,3 +81,13 @@ def test_catalogue_rule_example_is_redacted_in_other_forms(rule: Rule, form: str
 )
 def test_catalogue_placeholders_and_lookalikes_are_kept(text: str) -> None:
     assert redact(text).text == text
+
+
+def test_compatibility_forms_are_folded_before_matching() -> None:
+    """NFKC, character by character: mathematical bold, circled and full-width letters are the ASCII."""
+    token = "ghp_" + "Zq8vN3xK7mW2pL9tR4yB6cD1fH5jS0aE3uGi"
+    bold = "".join(chr(0x1D41A + ord(c) - ord("a")) if c.islower() else c for c in token)
+    for written in (bold, token.translate({c: c + 0xFEE0 for c in range(0x21, 0x7F)})):
+        text = f"トークン：{written} です"
+        out = redact(text).text
+        assert written not in out and PLACEHOLDER in out and out.endswith(" です"), (text, out)
