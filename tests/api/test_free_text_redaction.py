@@ -18,8 +18,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from temporalio.client import Client
 
 from governance.scopes import ActorType, Scope
+from tests.api.test_keeping_memory_true import FIRST, _memory, _promoted
 from tests.utils.factories import Actor, make_actor
 from tests.utils.lifecycle_factories import Place, insert_memory
+from tests.utils.promotion_factories import active_memories
 from tests.utils.promotion_gateway import wait_promotion_state
 from workflows.promotion_contract import workflow_id_for
 
@@ -219,3 +221,21 @@ async def test_observation_note_is_redacted_for_readers_of_another_project(
     assert events.status_code == 200, events.text
     _clean(events.text)
     assert "broke prod" in events.text
+
+
+async def test_stale_reason_of_a_derived_memory_is_redacted(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
+) -> None:
+    """A supersede reason is repeated in the stale mark of what was derived from the old memory."""
+    first = await _promoted(http, team, FIRST)
+    by_type = {m.memory_type: m for m in await active_memories(engine, task_id=first)}
+    fact, skill = by_type["fact"], by_type["skill"]
+    superseded = await http.post(
+        f"/v1/memories/{fact.id}/supersede",
+        headers=team["orchestrator"].headers,
+        json={"content": "db.driver: asyncpg", "reason": f"benchmarked; {PLANTED}"},
+    )
+    assert superseded.status_code == 201, superseded.text
+    shown = await _memory(http, team["agent"], skill.citation)
+    assert shown["stale_at"] is not None and "benchmarked" in shown["stale_reason"]
+    _clean(str(shown))
