@@ -239,3 +239,23 @@ async def test_stale_reason_of_a_derived_memory_is_redacted(
     shown = await _memory(http, team["agent"], skill.citation)
     assert shown["stale_at"] is not None and "benchmarked" in shown["stale_reason"]
     _clean(str(shown))
+
+
+async def test_lift_reason_is_redacted_for_readers_of_another_project(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
+) -> None:
+    human = team["human"]
+    original = await _project_fact(engine, human)
+    lifted = await http.post(
+        "/v1/memories/lift",
+        headers=human.headers,
+        json={"memory_ids": [original], "target_scope": {"scope": "org"}, "reason": f"for all; {PLANTED}"},
+    )
+    assert lifted.status_code == 201, lifted.text
+    _clean(lifted.text)
+    (item,) = lifted.json()["items"]
+    neighbour = await make_actor(engine, ActorType.AGENT, human.principal.org, "another-project")
+    events = await http.get(f"/v1/memories/{item['result_memory_id']}/events", headers=neighbour.headers)
+    assert events.status_code == 200, events.text
+    _clean(events.text)
+    assert "for all" in events.text
