@@ -3,13 +3,16 @@
 Staging keeps the raw text for audit; only the promoted copy is cleaned. The report says which kinds were
 removed and how many times, never the removed text itself, so it can be stored in a `memory_events` row.
 A false negative leaks a credential to every reader of the scope; a false positive costs a word in a
-memory. Both are measured against labelled corpora in tests/governance/test_redaction.py.
+memory. Both are measured against labelled corpora in tests/governance/test_redaction.py and against the
+evaluation corpus written from vendors' documentation (tests/data/redaction_eval, docs/redaction.md).
+Free text written beside memory (notes, reasons, descriptions) goes through `redact_free_text`.
 
 How a text is scanned:
 
 * Zero-width characters (U+200B..U+200D, U+2060, U+FEFF) are dropped before matching, so a key broken by
   invisible characters is still one key. When nothing is found the text comes back untouched (with them);
-  otherwise the cleaned text is the one without them.
+  otherwise the cleaned text is the one without them. Characters NFKC turns into one ASCII character
+  (full-width `ｇｈｐ＿`, `：`) are matched as that character.
 * Every detector reports spans; overlapping spans are merged and each merged span counts once, under the
   kind of its most specific detector (the order of `_KINDS`).
 * Shapes come from the maintained `detect-secrets` scanner: the compiled `denylist` regexes of its
@@ -20,7 +23,11 @@ How a text is scanned:
 * Own rules cover what it lacks or matches too narrowly: newer token prefixes (GitLab, npm, PyPI, Vault,
   Shopify, Google OAuth, Hugging Face...), Azure connection strings and SAS signatures, credentials in
   URLs, `key=value` assignments, CLI flags (`--password x`, `mysql -p x`, `curl -u user:x`), passwords in
-  English and Korean prose, Luhn-valid card numbers and Korean resident registration numbers.
+  English and Korean prose, Luhn-valid card numbers and Korean resident registration numbers; a secret
+  named in German, Spanish, French, Japanese or Chinese prose, passphrases, XML elements, `docker login
+  -p`, `configure set <name> <value>` (prose.py, detectors.py).
+* 79 vendor token formats are data (catalogue.toml): each runs when its keyword is in the text, and once
+  more on the reversed text when a reversed keyword is there (`ks_evil_...`).
 * A secret wrapped over several lines is found in a second pass over the text with its line breaks
   removed (only where the next line starts with something that does not look like a word), and a base64
   run is decoded and scanned again: when the decoded text holds a secret, the whole run goes.
