@@ -17,9 +17,12 @@ import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine
 from temporalio.client import Client
 
+from governance.config import Settings
 from governance.scopes import ActorType, Scope
+from governance.storage.staging import get_task
 from tests.api.test_keeping_memory_true import FIRST, _memory, _promoted
 from tests.utils.factories import Actor, make_actor
+from tests.utils.grpc_gateway import bearer, grpc_gateway, pb2
 from tests.utils.lifecycle_factories import Place, insert_memory
 from tests.utils.promotion_factories import active_memories
 from tests.utils.promotion_gateway import wait_promotion_state
@@ -259,3 +262,25 @@ async def test_lift_reason_is_redacted_for_readers_of_another_project(
     assert events.status_code == 200, events.text
     _clean(events.text)
     assert "for all" in events.text
+
+
+async def test_task_description_opened_over_grpc_is_stored_redacted(
+    settings: Settings, team: dict[str, Actor], engine: AsyncEngine
+) -> None:
+    """Another channel, the same rule: the description is cleaned where it is stored."""
+    orchestrator = team["orchestrator"]
+    async with grpc_gateway(settings) as stub:
+        task = await stub.OpenTask(
+            pb2.OpenTaskRequest(
+                org=orchestrator.principal.org,
+                project=orchestrator.principal.project,
+                worktree="main",
+                description=f"rotate the deploy key; {PLANTED}",
+            ),
+            metadata=bearer(orchestrator.key),
+        )
+    _clean(str(task))
+    async with engine.connect() as conn:
+        stored = await get_task(conn, task.task_id)
+    assert stored is not None and stored.description.startswith("rotate the deploy key; GITHUB_TOKEN=")
+    _clean(stored.description)
