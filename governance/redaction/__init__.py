@@ -55,6 +55,11 @@ _LEFT_SET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01234
 _EXTEND_RIGHT = re.compile(r"[A-Za-z0-9_+/=-]+")
 
 
+# a character that may have an ASCII compatibility form: not ASCII, and not one of the letters of Korean,
+# Japanese or Chinese text (Hangul syllables, kana, CJK ideographs), which NFKC leaves as they are
+_FOLDABLE = re.compile("[^\x00-\x7f\uac00-\ud7a3\u3040-\u30ff\u4e00-\u9fff]")
+
+
 @cache
 def _ascii_form(char: str) -> str | None:
     """The ASCII character NFKC makes of `char` (`ｇ`, `２`, `：`, `𝐠`, `ⓖ`), if it makes exactly one."""
@@ -65,7 +70,7 @@ def _ascii_form(char: str) -> str | None:
 def _fold(text: str) -> str:
     """`text` with every character NFKC turns into one ASCII character replaced by it: indices are kept,
     so spans found in the folded text cut the text as written."""
-    if text.isascii():
+    if text.isascii() or _FOLDABLE.search(text) is None:
         return text
     table = {ord(c): f for c in set(text) if not c.isascii() and (f := _ascii_form(c)) is not None}
     return text.translate(table) if table else text
