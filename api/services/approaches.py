@@ -11,6 +11,7 @@ from api.schemas.approaches import ApproachIn, ApproachPublic, CheckIn, CheckPub
 from api.services.gateway import GatewayResources
 from governance.adapters.embedders import embed_one, make_embedder
 from governance.identity import Principal
+from governance.redaction import redact_free_text
 from governance.storage.approaches import check_proposal, record_attempt
 from governance.storage.staging import TaskInfo
 
@@ -21,6 +22,8 @@ async def record_approach(
     state: GatewayResources, principal: Principal, task: TaskInfo, body: ApproachIn
 ) -> ApproachPublic:
     """Record an attempted approach and its outcome (failures keep their reason)."""
+    approach, reason = redact_free_text(body.approach) or "", redact_free_text(body.reason)  # free text
+    body = body.model_copy(update={"approach": approach, "reason": reason})
     embedding = await embed_one(make_embedder(state.settings), body.approach)
     async with state.engine.begin() as conn:
         past = await record_attempt(

@@ -40,6 +40,7 @@ from governance.changes import ChangeOperation, ProposedContent
 from governance.errors import Conflict, GovernanceError, NotFound, PolicyDenied, Unavailable
 from governance.identity import Principal, judged_project
 from governance.lifting import lift_refusal
+from governance.redaction import redact_free_text
 from governance.scopes import ActorType
 from governance.storage.change_requests import (
     ChangeRequest,
@@ -363,7 +364,7 @@ async def decide(
     async with _temporal_errors(request.id):
         ack: ApprovalAck = await handle.execute_update(
             decision,
-            ApprovalRequest(approver=principal.id, note=body.note, grant=grant),
+            ApprovalRequest(approver=principal.id, note=redact_free_text(body.note) or "", grant=grant),
             result_type=ApprovalAck,
             rpc_timeout=UPDATE_TIMEOUT,
         )

@@ -44,6 +44,7 @@ from api.services.plan_review import reviewed_entries, target_scope_key
 from api.services.temporal_errors import temporal_errors
 from governance.errors import Conflict, GovernanceError, NotFound, Unavailable
 from governance.identity import Principal
+from governance.redaction import redact_free_text
 from governance.scopes import Scope, ValidationSource
 from governance.storage.plans import PlanHeader, PlanKey, PlanRow, latest_plan, plan_page, published_page
 from governance.storage.promotions import record_approval_grant
@@ -209,6 +210,9 @@ async def _public(
             "live": live,
             "started_at": desc.start_time,
             "closed_at": desc.close_time,
+            # a note sent by signal (Temporal UI) reached the workflow as written: cleaned for every reader
+            "decision_note": redact_free_text(status.decision_note),
+            "critique": redact_free_text(status.critique),
         }
     )
 
@@ -444,7 +448,7 @@ async def decide_promotion(
     async with _temporal_errors(task.id):
         ack: ApprovalAck = await handle.execute_update(
             decision,
-            ApprovalRequest(approver=principal.id, note=body.note, grant=grant),
+            ApprovalRequest(approver=principal.id, note=redact_free_text(body.note) or "", grant=grant),
             result_type=ApprovalAck,
             rpc_timeout=UPDATE_TIMEOUT,
         )

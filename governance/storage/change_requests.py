@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from governance.changes import ChangeOperation, ChangeTrust
 from governance.errors import Conflict, InvalidInput, NotFound
+from governance.redaction import redact_free_text
 from governance.storage.events import EventType, record_event
 from governance.storage.lifting import LiftRules, apply_lift
 from governance.storage.memory_changes import retire_memory, supersede_memory
@@ -167,7 +168,7 @@ async def create_change_request(conn: AsyncConnection, new: NewChangeRequest) ->
         "content": new.content,
         "title": new.title,
         "canonical_key": new.canonical_key,
-        "reason": new.reason,
+        "reason": redact_free_text(new.reason),
         "valid_from_commit": new.valid_from_commit,
         "embedding": list(new.embedding) if new.embedding is not None else None,
         "redaction_counts": new.redaction_counts,
@@ -267,7 +268,7 @@ async def close_change_request(
                 state=state,
                 decided_by=decided_by,
                 decided_by_type=decided_by_type,
-                decision_note=note,
+                decision_note=redact_free_text(note),
                 decided_at=func.now(),
             )
             .returning(*_COLUMNS)
@@ -487,7 +488,7 @@ async def _close_applied(
                 state="applied",
                 decided_by=approver,
                 decided_by_type=approver_type,
-                decision_note=note,
+                decision_note=redact_free_text(note),
                 decided_at=func.now(),
                 result_memory_id=result_id,
             )

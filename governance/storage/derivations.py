@@ -19,6 +19,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from governance.errors import Conflict, NotFound
+from governance.redaction import redact_free_text
 from governance.storage.events import Event, EventType, record_event, record_events
 
 __all__ = [
@@ -118,7 +119,7 @@ async def mark_derived_stale(
             RETURNING m.id::text AS id
             """
         ),
-        {"source": source_id, "note": note[:2000], "exclude": list(exclude)},
+        {"source": source_id, "note": (redact_free_text(note) or "")[:2000], "exclude": list(exclude)},
     )
     marked = sorted(r.id for r in rows)
     await record_events(

@@ -24,6 +24,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from governance.errors import Conflict
+from governance.redaction import redact_free_text
 from governance.storage.tables import memory_events
 
 __all__ = [
@@ -98,6 +99,10 @@ async def record_events(conn: AsyncConnection, events: Sequence[Event], *, if_ab
     if not events:
         return
     rows = [{**asdict(e), "event_type": e.event_type.value} for e in events]
+    for row in rows:  # a reason or a note is free text: shown to other projects' readers, so cleaned first
+        row["reason"] = redact_free_text(row["reason"])
+        if isinstance(row["payload"], dict) and isinstance(row["payload"].get("note"), str):
+            row["payload"] = {**row["payload"], "note": redact_free_text(row["payload"]["note"])}
     if if_absent:
         await conn.execute(
             pg_insert(memory_events).values(rows).on_conflict_do_nothing(index_elements=["dedupe_key"])

@@ -22,6 +22,7 @@ from governance.changes import ChangeTrust, change_trust
 from governance.cognify import title_of
 from governance.dedup import content_hash
 from governance.errors import InvalidInput, NotFound
+from governance.redaction import redact_free_text
 from governance.scopes import ActorType, ValidationSource
 from governance.storage.derivations import mark_derived_stale
 from governance.storage.events import REQUEST_HASH, EventType, record_event, recorded_payload
@@ -363,7 +364,7 @@ async def supersede_memory(
                 RETURNING *
                 """
             ),
-            {"id": old_id, "commit": valid_from_commit, "note": reason},
+            {"id": old_id, "commit": valid_from_commit, "note": redact_free_text(reason)},
         )
     ).first()
     if old is None:
@@ -457,7 +458,7 @@ async def retire_memory(
                 RETURNING id
                 """
             ),
-            {"id": memory_id, "reason": reason},
+            {"id": memory_id, "reason": redact_free_text(reason)},
         )
     ).first()
     if row is None:

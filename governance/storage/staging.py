@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from governance.errors import Conflict, NotFound
 from governance.identity import Principal
+from governance.redaction import redact_free_text
 from governance.staging import EntryDraft, request_hash
 from governance.storage.tables import staging_entries, staging_idempotency, tasks
 
@@ -119,6 +120,7 @@ async def open_task(
     created_by: str,
 ) -> tuple[TaskInfo, bool]:
     """Create the task; reopening with identical attributes returns it (retry-safe): (task, created)."""
+    description = redact_free_text(description) or ""  # free text, shown beside published memory
     async with engine.begin() as conn:
         row = (
             await conn.execute(

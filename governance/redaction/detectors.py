@@ -1,40 +1,17 @@
-"""Redaction of what must never reach published memory: `<private>` spans and secret-shaped strings.
+"""Detectors: each reports the spans of one kind of secret in a text; `_spans` runs them all behind gates.
 
-Staging keeps the raw text for audit; only the promoted copy is cleaned. The report says which kinds were
-removed and how many times, never the removed text itself, so it can be stored in a `memory_events` row.
-A false negative leaks a credential to every reader of the scope; a false positive costs a word in a
-memory. Both are measured against labelled corpora in tests/governance/test_redaction.py.
-
-How a text is scanned:
-
-* Zero-width characters (U+200B..U+200D, U+2060, U+FEFF) are dropped before matching, so a key broken by
-  invisible characters is still one key. When nothing is found the text comes back untouched (with them);
-  otherwise the cleaned text is the one without them.
-* Every detector reports spans; overlapping spans are merged and each merged span counts once, under the
-  kind of its most specific detector (the order of `_KINDS`).
-* Shapes come from the maintained `detect-secrets` scanner: the compiled `denylist` regexes of its
-  plugins (Stripe, Twilio, SendGrid, Discord, Telegram, GitLab, npm, PyPI, Mailchimp, Square, Azure
-  storage keys, JWT, private keys...) are run directly on the text, without its baseline and file
-  machinery; its keyword list widens the secret names; its Shannon entropy decides whether a value under
-  an ambiguous name (`token`, `key`, `session`...) is random enough to be a credential.
-* Own rules cover what it lacks or matches too narrowly: newer token prefixes (GitLab, npm, PyPI, Vault,
-  Shopify, Google OAuth, Hugging Face...), Azure connection strings and SAS signatures, credentials in
-  URLs, `key=value` assignments, CLI flags (`--password x`, `mysql -p x`, `curl -u user:x`), passwords in
-  English and Korean prose, Luhn-valid card numbers and Korean resident registration numbers.
-* A secret wrapped over several lines is found in a second pass over the text with its line breaks
-  removed (only where the next line starts with something that does not look like a word), and a base64
-  run is decoded and scanned again: when the decoded text holds a secret, the whole run goes.
+Shapes come from the maintained `detect-secrets` scanner (the compiled `denylist` regexes of its plugins, run
+directly on the text), from the catalogue of vendor token formats (`catalogue.toml`, see `catalogue.py`) and
+from own rules: assignments, CLI flags, prose in several languages, URLs, cards, resident numbers, base64.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import bisect
 import re
-from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from detect_secrets.plugins.aws import AWSKeyDetector
@@ -44,11 +21,9 @@ from detect_secrets.plugins.cloudant import CloudantDetector
 from detect_secrets.plugins.discord import DiscordBotTokenDetector
 from detect_secrets.plugins.github_token import GitHubTokenDetector
 from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
-from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString, HexHighEntropyString
 from detect_secrets.plugins.ibm_cloud_iam import IbmCloudIamDetector
 from detect_secrets.plugins.ibm_cos_hmac import IbmCosHmacDetector
 from detect_secrets.plugins.jwt import JwtTokenDetector
-from detect_secrets.plugins.keyword import DENYLIST as KEYWORD_DENYLIST
 from detect_secrets.plugins.mailchimp import MailchimpDetector
 from detect_secrets.plugins.npm import NpmDetector
 from detect_secrets.plugins.openai import OpenAIDetector
@@ -62,227 +37,21 @@ from detect_secrets.plugins.stripe import StripeDetector
 from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
 
-__all__ = ["Redaction", "redact", "redact_json", "is_secret_name", "PLACEHOLDER"]
-
-PLACEHOLDER = "[REDACTED]"
-
-# Most specific first: when spans of several kinds overlap, the merged span counts under the first.
-# Kinds found by a *name* (password, generic_secret) come after the shapes, so `OPENAI_API_KEY=sk-...`
-# counts as an OpenAI key, and after them the heuristics that need a context word.
-_KINDS = (
-    "private",
-    "private_key",
-    "jwt",
-    "bearer_token",
-    "basic_auth",
-    "openai_key",
-    "github_token",
-    "aws_access_key",
-    "slack_token",
-    "slack_webhook",
-    "google_api_key",
-    "loregate_key",
-    "stripe_key",
-    "gitlab_token",
-    "npm_token",
-    "pypi_token",
-    "sendgrid_key",
-    "twilio_key",
-    "discord_token",
-    "telegram_token",
-    "vault_token",
-    "shopify_token",
-    "azure_key",
-    "azure_sas",
-    "google_oauth_secret",
-    "mailchimp_key",
-    "square_token",
-    "huggingface_token",
-    "digitalocean_token",
-    "url_credentials",
-    "password",
-    "aws_secret_key",
-    "cloud_credentials",
-    "generic_secret",
-    "card_number",
-    "resident_number",
-    "encoded_secret",
+from governance.redaction.catalogue import catalogue_spans
+from governance.redaction.kinds import _PRIORITY, Detector, Span
+from governance.redaction.names import (
+    _HANGUL,
+    _NEAR_MISS_VALUE,
+    _benign,
+    _looks_random,
+    _name_class,
+    _password_like,
+    _strong_password_like,
 )
-_PRIORITY = {kind: index for index, kind in enumerate(_KINDS)}
-# these spans are a value after a name or a number: widening them to the surrounding token would eat the
-# name (`-pSecret`) or the separator
-_KEEP_EXACT = frozenset(
-    {
-        "private",
-        "private_key",
-        "url_credentials",
-        "password",
-        "generic_secret",
-        "card_number",
-        "resident_number",
-    }
-)
+from governance.redaction.prose import multilingual_prose, passphrases
 
-Span = tuple[int, int, int]  # start, end, priority of the kind
-Detector = Callable[[str, int], Iterator[Span]]
+__all__ = ["_spans"]
 
-_ZERO_WIDTH = re.compile("[\u200b\u200c\u200d\u2060\ufeff]")
-_LEFT_SET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+/-")
-_EXTEND_RIGHT = re.compile(r"[A-Za-z0-9_+/=-]+")
-
-_ENTROPY = Base64HighEntropyString()
-_HEX_ENTROPY = HexHighEntropyString()
-
-# ---------------------------------------------------------------------------------------------------------
-# names
-
-
-def _snake(name: str) -> str:
-    """`dbPassword` and `DB-PASSWORD` and `db.password` all become `db_password`."""
-    name = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name.strip())
-    return re.sub(r"[^a-z0-9ñ]+", "_", name.lower()).strip("_")
-
-
-_KEYWORDS = "|".join(KEYWORD_DENYLIST)  # detect-secrets' secret-sounding names (api_?key, db_?pass...)
-# a name *ending* in one of these (optionally followed by more segments) names a secret; `secretary` and
-# `passwords` do not, `pgpassword`, `db_pass`, `client_secret_value` and `github_token` do
-_STRONG_NAME = re.compile(
-    rf"(?:{_KEYWORDS}|passphrase|passcode|access_?key|access_?token|auth_?token|refresh_?token"
-    r"|admin_?pass|root_?pass|user_?pass|_pass|_pw|_token|^pw|^pass_?word)(?:_[a-z0-9]+)*$"
-)
-# names that hold a secret only when the value looks random (`token: 5` is a count, `key: id` a column)
-_AMBIGUOUS_NAME = re.compile(
-    r"(?:^|_)(?:token|key|auth|authorization|credentials?|creds?|signature|sig|salt|hmac|cookie|session"
-    r"|sessionid|sid|pin|otp|bearer|apikey|refresh|access|jwt|nonce)(?:_[a-z0-9]+)*$"
-)
-# names whose value is about a secret, not the secret (`password_file`, `secret_name`, `token_ttl`)
-_METADATA_SUFFIX = re.compile(
-    r"_(?:name|names|id|ids|arn|ref|path|file|dir|url|uri|type|kind|len|length|count|min|max|version"
-    r"|policy|rotation|ttl|expiry|expires|expires_at|expires_in|expiration|hint|field|env|label|prompt"
-    r"|required|enabled|disabled|changed|reset|algo|algorithm|format|header|param|location|mount|store"
-    r"|provider|source|manager|backend|scope|scopes|usage|limit|size|bits|strength|mode|age|regex"
-    r"|pattern|rule|rules|endpoint|enforced|issuer|audience|lifetime|period|interval|timeout|hasher|hashers"
-    r"|validator|validators|checker|days|hours|minutes|seconds|retries|attempts)$"
-)
-
-
-def _name_class(name: str) -> int:
-    """2 for a name that holds a secret, 1 for one that does when the value looks random, 0 otherwise."""
-    snake = _snake(name)
-    if not snake or _METADATA_SUFFIX.search(snake):
-        return 0
-    if _STRONG_NAME.search(snake):
-        return 2
-    if _AMBIGUOUS_NAME.search(snake):
-        return 1
-    return 0
-
-
-def is_secret_name(name: str) -> bool:
-    """Whether a field called `name` holds a secret (`password`, `DB_PASSWORD`, `aws_secret_access_key`)."""
-    # a JSON field may be called just "token"; in prose "token: 5" is too often not a credential
-    return _name_class(name) == 2 or _snake(name) == "token"
-
-
-# ---------------------------------------------------------------------------------------------------------
-# values
-
-_PLACEHOLDER_VALUE = re.compile(
-    r"(?i)\[REDACTED\].*|REDACTED|true|false|null|nil|none|yes|no|on|off|n/a|tbd|todo|empty|unset|\d{1,3}"
-    r"|<[^<>]*>|\*+|x{3,}|\.{3}|…|\?+|-+|_+"
-    r"|[\[{(]"  # a structure opens: the value is on the next lines or in a list
-    # references: ${DB_PASSWORD}, $DB_PASSWORD, $(cat file), {{ vault_pw }}, {% ... %}, %(password)s, %s,
-    # !vault (a YAML tag), $1 and :password (SQL parameters)
-    r"|\$\{[^}]*\}|\$[A-Z_][A-Z0-9_]*|\$\(.*|\$?\{\{.*|\{%.*|%\([A-Za-z_]\w*\)s|%s|![A-Za-z]\w*|\$\d+"
-    r"|:[a-z_]\w*"
-    # code, not a value: `password = get_password()`, `password: str`, `password = settings.DB_PASSWORD`
-    r"|(?-i:[a-z_][A-Za-z0-9_.]{2,}[(\[].*)"
-    r"|(?:str|bytes|string|SecretStr|(?:Optional|Secret)\[[^\]]*\])(?:\|None)?"
-    r"|(?:self|cls|args|opts|options|config|cfg|conf|settings|env|os|params|request|req|ctx|kwargs|creds"
-    r"|credentials|secrets|vault|process|this|props|data|user|values)\.[\w.]+"
-)
-# words that follow "password:" in prose about passwords rather than before a password
-_STOPWORDS = frozenset(
-    "a an the at is are was were be been must should will can cannot could may not no never only see set"
-    " reset rotated rotate changed change required optional missing invalid incorrect wrong expired stored"
-    " saved updated same too ok none unchanged via from for to of in on and or with without by if when then"
-    " it this that please use using enter entered type typed prompt prompted ask asked asks".split()
-)
-_HANGUL = re.compile(r"[\uac00-\ud7a3\u3131-\u318e]")
-_NEAR_MISS_VALUE = re.compile(
-    r"(?i)[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"  # UUID
-    r"|[0-9a-f]{7,12}|[0-9a-f]{40}|[0-9a-f]{64}"  # git SHAs, sha256
-    r"|(?:sha(?:1|256|384|512)|md5)[:-][0-9a-f=+/]+"
-    r"|[v=^~<>]*\d+(?:\.\d+)+(?:[-+][0-9a-z.-]+)?"  # versions
-    r"|\d{4}-\d{2}-\d{2}(?:[t ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:z|[+-]\d{2}:?\d{2})?)?"  # ISO dates
-    r"|[+\d][\d -]*"  # numbers, phone-like ids
-    r"|(?:\.{0,2}/|~/|[a-z]:\\)[^\s]*"  # paths
-    r"|[a-z][a-z0-9+.-]*://[^\s]*"  # URLs (credentials in them are a rule of their own)
-)
-
-
-# a variable named after what it holds: `password = password`, `token=access_token` (letters only, so
-# `monkey123` is still a password)
-_IDENTIFIER_VALUE = re.compile(
-    r"(?:[a-z]+_)*(?:password|passwd|pwd|passphrase|secret|token|key|api_key|credentials?|creds)(?:_[a-z]+)*"
-)
-
-
-def _benign(value: str) -> bool:
-    """A value after a secret name that is no secret: a placeholder, a flag word, a prose word."""
-    if _PLACEHOLDER_VALUE.fullmatch(value):
-        return True
-    value = value.rstrip(")]}")
-    if not value.strip() or _PLACEHOLDER_VALUE.fullmatch(value):
-        return True
-    if value.lower().rstrip(".,:;!?") in _STOPWORDS:
-        return True
-    if _IDENTIFIER_VALUE.fullmatch(value):
-        return True  # `self.password = password`, `token=access_token`: a variable, not a value
-    return bool(_HANGUL.match(value))  # "비밀번호: 재설정 필요" is prose, not a password
-
-
-def _looks_random(value: str) -> bool:
-    """Whether a value under an ambiguous name (`token`, `key`, `session`) is random enough to be a key."""
-    if len(value) < 12 or _NEAR_MISS_VALUE.fullmatch(value) or _benign(value):
-        return False
-    if re.fullmatch(r"[0-9a-fA-F]+", value):
-        return len(value) >= 16 and _HEX_ENTROPY.calculate_shannon_entropy(value) > 3.0
-    has_digit = any(c.isdigit() for c in value)
-    has_upper = any(c.isupper() for c in value[1:])
-    has_lower = any(c.islower() for c in value)
-    if not has_digit and not (has_upper and has_lower and len(value) >= 20):
-        return False
-    if not (has_upper and has_lower) and len(value) < 20:
-        return False
-    return _ENTROPY.calculate_shannon_entropy(value) > 3.2
-
-
-def _password_like(value: str) -> bool:
-    """Whether a word met in prose ("the password is X") looks like a password rather than a word."""
-    if len(value) < 6 or _benign(value) or _NEAR_MISS_VALUE.fullmatch(value):
-        return False
-    has_letter = any(c.isalpha() for c in value)
-    has_digit = any(c.isdigit() for c in value)
-    has_symbol = any(not c.isalnum() for c in value)
-    mixed_case = any(c.isupper() for c in value[1:]) and any(c.islower() for c in value)
-    return has_letter and (has_digit or has_symbol or mixed_case)
-
-
-def _strong_password_like(value: str) -> bool:
-    """Stricter, for a word right after "password" with no "is" between: digits, and case or symbols."""
-    return (
-        len(value) >= 8
-        and _password_like(value)
-        and any(c.isdigit() for c in value)
-        and any(c.islower() for c in value)
-        and (any(c.isupper() for c in value) or any(not c.isalnum() for c in value))
-    )
-
-
-# ---------------------------------------------------------------------------------------------------------
-# detectors
-#
 # A detector runs only when its gate passes: a few substrings one of which any match must contain, looked up
 # in the text (or in its lower-case copy). Most texts hold none of them, which keeps `redact` cheap.
 
@@ -622,6 +391,48 @@ def _encoded(text: str, depth: int) -> Iterator[Span]:
             yield match.start(), match.end(), priority
 
 
+# `<password>x</password>` (Maven settings.xml, Tomcat, Jenkins, any XML config): the element names the secret
+_XML_ELEMENT = re.compile(
+    r"<(?P<tag>[A-Za-z_][\w:.-]{1,60})(?:[^\S\n][^<>]*)?>(?P<v>[^<>\n]{1,300})</(?P=tag)>"
+)
+
+
+def _xml_elements(text: str, depth: int) -> Iterator[Span]:
+    strong, generic = _PRIORITY["password"], _PRIORITY["generic_secret"]
+    for match in _XML_ELEMENT.finditer(text):
+        tag = match.group("tag").rsplit(":", 1)[-1]
+        cls = _name_class(tag)
+        if cls == 0:
+            continue
+        start, end = match.span("v")
+        value = match.group("v").strip()
+        start += len(match.group("v")) - len(match.group("v").lstrip())
+        end = start + len(value)
+        if value and cls == 2 and not _benign(value):
+            yield start, end, strong
+        elif value and cls == 1 and _looks_random(value):
+            yield start, end, generic
+
+
+# `-p` after a login subcommand (`docker login -u x -p y`, `az login -p`, `oc login -p`, `cf login -p`)
+_CLI_LOGIN = re.compile(
+    r"\b(?:docker|podman|buildah|nerdctl|skopeo|oras|helm[^\S\n]+registry|az|oc|cf)[^\S\n]+login\b"
+    r"[^\n|;&]*?[^\S\n]-p(?:[^\S\n]+|=)(?!-)" + _VALUE
+)
+# `aws configure set aws_secret_access_key x`, `infracost configure set api_key x`, `config set token x`
+_CLI_SET = re.compile(
+    r"\b(?:configure|config)[^\S\n]+set[^\S\n]+(?P<name>[\w.-]{2,80})(?:[^\S\n]+|=)(?!-)" + _VALUE
+)
+
+
+def _cli_set(text: str, depth: int) -> Iterator[Span]:
+    for match in _CLI_SET.finditer(text):
+        start, end, value = _value_span(match)
+        cls = _name_class(match.group("name").rsplit(".", 1)[-1])
+        if start < end and ((cls == 2 and not _benign(value)) or (cls == 1 and _looks_random(value))):
+            yield start, end, _PRIORITY["password" if cls == 2 else "generic_secret"]
+
+
 _PRIVATE_TAG = re.compile(
     r"<[^\S\n]*private(?:\s[^<>]*)?>.*?(?:<[^\S\n]*/[^\S\n]*private[^\S\n]*>|\Z)", re.IGNORECASE | re.DOTALL
 )
@@ -814,6 +625,53 @@ _DETECTORS: list[tuple[_Gate, Detector]] = [
             "v",
         ),
     ),
+    (_gate("</"), _xml_elements),
+    (_gate("login"), _cli(_CLI_LOGIN)),
+    (_gate(lower=("config",)), _cli_set),
+    (
+        _gate(
+            "パス",
+            "暗証",
+            "合言葉",
+            "トークン",
+            "秘密",
+            "シークレット",
+            "キー",
+            "密",
+            "口令",
+            "令牌",
+            "金鑰",
+            "私钥",
+            "비밀",
+            "비번",
+            "패스",
+            "암호",
+            "토큰",
+            "시크릿",
+            "키",
+            lower=(
+                "pass",
+                "pwd",
+                "secret",
+                "token",
+                "key",
+                "pin",
+                "kennwort",
+                "zugang",
+                "geheim",
+                "schlüssel",
+                "contrase",
+                "clave",
+                "mdp",
+                "clé",
+                "clef",
+                "jeton",
+            ),
+        ),
+        multilingual_prose,
+    ),
+    (_gate(lower=("phrase", "パスフレーズ", "口令")), passphrases),
+    (_ALWAYS, catalogue_spans),
     (_ALWAYS, _cards),
     (_gate("-", "–", "주민"), _rrn),
     (_ALWAYS, _encoded),
@@ -827,160 +685,3 @@ def _spans(text: str, depth: int = 0) -> list[Span]:
         if gate.passes(text, lower):
             found.extend(detect(text, depth))
     return found
-
-
-# ---------------------------------------------------------------------------------------------------------
-# secrets wrapped over lines
-
-_BREAK = re.compile(r"(?<=[A-Za-z0-9+/=_-])[^\S\n]*\r?\n[^\S\n]*(?=[A-Za-z0-9+/=_-])")
-_TOKEN_AFTER = re.compile(r"[A-Za-z0-9+/=_-]+")
-_TOKEN_SET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-")
-
-
-def _token_before(text: str, index: int, limit: int) -> int:
-    """How many token characters end at `index` (counting stops at `limit`)."""
-    count = 0
-    while count < limit and index - count > 0 and text[index - count - 1] in _TOKEN_SET:
-        count += 1
-    return count
-
-
-# what a line usually starts with: a word, a number, a date; a wrapped secret goes on with none of these
-_WORDISH = re.compile(r"[A-Za-z][a-z]*|[A-Z]{1,7}|\d{1,6}(?:[./:-]\d+)*|\d{4}-\d{2}-\d{2}T[\d:.]*|-+|=+")
-
-
-def _wrapped(text: str) -> list[Span]:
-    """Spans of secrets that run across a line break, found in the text with those breaks removed."""
-    pieces: list[str] = []
-    starts_c: list[int] = []  # where each piece starts in the collapsed text
-    starts_n: list[int] = []  # and in the original
-    joints: list[int] = []
-    last, length = 0, 0
-    for match in _BREAK.finditer(text):
-        after = _TOKEN_AFTER.match(text, match.end())
-        if after is None or _token_before(text, match.start(), 6) < 6 or _WORDISH.fullmatch(after.group()):
-            continue
-        pieces.append(text[last : match.start()])
-        starts_c.append(length)
-        starts_n.append(last)
-        length += match.start() - last
-        joints.append(length)
-        last = match.end()
-    if not joints:
-        return []
-    pieces.append(text[last:])
-    starts_c.append(length)
-    starts_n.append(last)
-    collapsed = "".join(pieces)
-
-    def to_original(index: int) -> int:
-        piece = bisect.bisect_right(starts_c, index) - 1
-        return starts_n[piece] + index - starts_c[piece]
-
-    out: list[Span] = []
-    for start, end, priority in _spans(collapsed):
-        joint = bisect.bisect_right(joints, start)
-        if joint < len(joints) and joints[joint] < end:
-            out.append((to_original(start), to_original(end - 1) + 1, priority))
-    return out
-
-
-# ---------------------------------------------------------------------------------------------------------
-# the public API
-
-
-@dataclass(frozen=True)
-class Redaction:
-    """Cleaned text and a count per kind of what was removed (never the removed text)."""
-
-    text: str
-    counts: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def redacted(self) -> bool:
-        """Whether anything was removed."""
-        return bool(self.counts)
-
-
-def _widen(text: str, start: int, end: int, priority: int) -> tuple[int, int]:
-    """A shape found inside a longer token takes the whole token, so no piece of it is left behind."""
-    if _KINDS[priority] in _KEEP_EXACT:
-        return start, end
-    while start > 0 and text[start - 1] in _LEFT_SET:
-        start -= 1
-    right = _EXTEND_RIGHT.match(text, end)
-    if right is not None:
-        end = right.end()
-    return start, end
-
-
-def redact(text: str) -> Redaction:
-    """Remove `<private>…</private>` spans (an unclosed one runs to the end) and secret-shaped strings."""
-    normal = _ZERO_WIDTH.sub("", text) if _ZERO_WIDTH.search(text) else text
-    spans = _spans(normal)
-    if "\n" in normal:
-        spans.extend(_wrapped(normal))
-    if spans and PLACEHOLDER in normal:  # redacting redacted text again finds nothing new
-        done = [(m.start(), m.end()) for m in re.finditer(re.escape(PLACEHOLDER), normal)]
-        spans = [(s, e, p) for s, e, p in spans if not any(a <= s and e <= b for a, b in done)]
-    if not spans:
-        return Redaction(text=text, counts={})
-
-    widened = sorted((*_widen(normal, s, e, p), p) for s, e, p in spans)
-    counts: Counter[str] = Counter()
-    out: list[str] = []
-    cursor = 0
-    index = 0
-    while index < len(widened):
-        start, end, priority = widened[index]
-        index += 1
-        while index < len(widened) and widened[index][0] < end:
-            end = max(end, widened[index][1])
-            priority = min(priority, widened[index][2])
-            index += 1
-        kind = _KINDS[priority]
-        counts[kind] += 1
-        out.append(normal[cursor:start])
-        out.append("" if kind == "private" else PLACEHOLDER)
-        cursor = end
-    out.append(normal[cursor:])
-    return Redaction(text="".join(out).strip(), counts=dict(counts))
-
-
-def redact_json(value: Any) -> tuple[Any, dict[str, int]]:
-    """Redact a JSON value: every string as `redact` does, and the whole value of a secret-named key.
-
-    `{"password": "hunter2"}` has no secret *shape* in its value; only the key says what it is. Under an
-    ambiguous key (`"key"`, `"session"`) a string goes when it looks random; a boolean is never a secret.
-    A `"value"` goes when its sibling `"name"` or `"key"` names a secret (`{"name": "DB_PASSWORD", ...}`).
-    """
-    counts: Counter[str] = Counter()
-
-    def walk(node: Any) -> Any:
-        if isinstance(node, str):
-            cleaned = redact(node)
-            counts.update(cleaned.counts)
-            return cleaned.text
-        if isinstance(node, dict):
-            out: dict[Any, Any] = {}
-            label = node.get("name", node.get("key"))
-            named = isinstance(label, str) and is_secret_name(label)
-            for key, item in node.items():
-                if isinstance(item, bool) or item in (None, "", PLACEHOLDER) or not isinstance(key, str):
-                    out[key] = walk(item)
-                elif is_secret_name(key) or (
-                    named and key == "value" and not (isinstance(item, str) and _benign(item))
-                ):
-                    counts["password"] += 1
-                    out[key] = PLACEHOLDER
-                elif isinstance(item, str) and _name_class(key) == 1 and _looks_random(item):
-                    counts["generic_secret"] += 1
-                    out[key] = PLACEHOLDER
-                else:
-                    out[key] = walk(item)
-            return out
-        if isinstance(node, list):
-            return [walk(item) for item in node]
-        return node
-
-    return walk(value), dict(counts)

@@ -1,0 +1,171 @@
+"""Names that hold secrets and values that look like them (or like placeholders, prose and ids)."""
+
+from __future__ import annotations
+
+import re
+
+from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString, HexHighEntropyString
+from detect_secrets.plugins.keyword import DENYLIST as KEYWORD_DENYLIST
+
+__all__ = ["is_secret_name"]
+
+_ENTROPY = Base64HighEntropyString()
+_HEX_ENTROPY = HexHighEntropyString()
+
+
+def _snake(name: str) -> str:
+    """`dbPassword` and `DB-PASSWORD` and `db.password` all become `db_password`."""
+    name = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name.strip())
+    return re.sub(r"[^a-z0-9ñ]+", "_", name.lower()).strip("_")
+
+
+_KEYWORDS = "|".join(KEYWORD_DENYLIST)  # detect-secrets' secret-sounding names (api_?key, db_?pass...)
+# a name *ending* in one of these (optionally followed by more segments) names a secret; `secretary` and
+# `passwords` do not, `pgpassword`, `db_pass`, `client_secret_value` and `github_token` do
+_STRONG_NAME = re.compile(
+    rf"(?:{_KEYWORDS}|passphrase|passcode|access_?key|access_?token|auth_?token|refresh_?token"
+    r"|admin_?pass|root_?pass|user_?pass|_pass|_pw|_token|^pw|^pass_?word|^pass|^pwd"
+    # the same words in other languages (German, Spanish, French, Portuguese, Italian)
+    r"|passwort|kennwort|contrase\w*|clave|mot_de_passe|mdp|senha|parola_?d_?ordine)(?:_[a-z0-9]+)*$"
+)
+# names whose value is a credential whatever their suffix (`private_key_id` names a key of a service account)
+_ALWAYS_SECRET = frozenset({"private_key_id", "private_key", "client_secret", "client_secret_key"})
+# names that hold a secret only when the value looks random (`token: 5` is a count, `key: id` a column)
+_AMBIGUOUS_NAME = re.compile(
+    r"(?:^|_)(?:token|key|auth|authorization|credentials?|creds?|signature|sig|salt|hmac|cookie|session"
+    r"|sessionid|sid|pin|otp|bearer|apikey|refresh|access|jwt|nonce)(?:_[a-z0-9]+)*$"
+)
+# names whose value is about a secret, not the secret (`password_file`, `secret_name`, `token_ttl`)
+_METADATA_SUFFIX = re.compile(
+    r"_(?:name|names|id|ids|arn|ref|path|file|dir|url|uri|type|kind|len|length|count|min|max|version"
+    r"|policy|rotation|ttl|expiry|expires|expires_at|expires_in|expiration|hint|field|env|label|prompt"
+    r"|required|enabled|disabled|changed|reset|algo|algorithm|format|header|param|location|mount|store"
+    r"|provider|source|manager|backend|scope|scopes|usage|limit|size|bits|strength|mode|age|regex"
+    r"|pattern|rule|rules|endpoint|enforced|issuer|audience|lifetime|period|interval|timeout|hasher|hashers"
+    r"|validator|validators|checker|days|hours|minutes|seconds|retries|attempts)$"
+)
+
+
+def _name_class(name: str) -> int:
+    """2 for a name that holds a secret, 1 for one that does when the value looks random, 0 otherwise."""
+    snake = _snake(name)
+    if snake in _ALWAYS_SECRET:
+        return 2
+    if not snake or _METADATA_SUFFIX.search(snake):
+        return 0
+    if _STRONG_NAME.search(snake):
+        return 2
+    if _AMBIGUOUS_NAME.search(snake):
+        return 1
+    return 0
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a field called `name` holds a secret (`password`, `DB_PASSWORD`, `aws_secret_access_key`)."""
+    # a JSON field may be called just "token"; in prose "token: 5" is too often not a credential
+    return _name_class(name) == 2 or _snake(name) == "token"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# values
+
+_PLACEHOLDER_VALUE = re.compile(
+    r"(?i)\[REDACTED\].*|REDACTED|true|false|null|nil|none|yes|no|on|off|n/a|tbd|todo|empty|unset|\d{1,3}"
+    # words that stand for a value in documentation and templates
+    r"|change_?me|replace_?me|placeholder|dummy|example|sample|secret|password|foo|bar|foobar"
+    r"|(?:your|my|insert|enter|put)[_-].*|.*[_-](?:here|goes_here)|x{4,}.*|.*x{6,}|\*{3,}.*"
+    r"|<[^<>]*>|\*+|x{3,}|\.{3}|…|\?+|-+|_+"
+    r"|[\[{(]"  # a structure opens: the value is on the next lines or in a list
+    # references: ${DB_PASSWORD}, $DB_PASSWORD, $(cat file), {{ vault_pw }}, {% ... %}, %(password)s, %s,
+    # !vault (a YAML tag), $1 and :password (SQL parameters)
+    r"|\$\{[^}]*\}|\$[A-Z_][A-Z0-9_]*|\$\(.*|\$?\{\{.*|\{%.*|%\([A-Za-z_]\w*\)s|%s|![A-Za-z]\w*|\$\d+"
+    r"|:[a-z_]\w*"
+    # more reference syntaxes (the ones gitleaks' global allowlist names): ${{ secrets.X }}, %VAR%, @VAR@,
+    # a run of one character
+    r"|\$\{\{.*|%[A-Za-z_]+%|@[A-Za-z_]+@|(.)\1*"
+    # code, not a value: `password = get_password()`, `password: str`, `password = settings.DB_PASSWORD`
+    r"|(?-i:[a-z_][A-Za-z0-9_.]{2,}[(\[].*)"
+    r"|(?:str|bytes|string|SecretStr|(?:Optional|Secret)\[[^\]]*\])(?:\|None)?"
+    r"|(?:self|cls|args|opts|options|config|cfg|conf|settings|env|os|params|request|req|ctx|kwargs|creds"
+    r"|credentials|secrets|vault|process|this|props|data|user|values)\.[\w.]+"
+)
+# words that follow "password:" in prose about passwords rather than before a password
+_STOPWORDS = frozenset(
+    "a an the at is are was were be been must should will can cannot could may not no never only see set"
+    " reset rotated rotate changed change required optional missing invalid incorrect wrong expired stored"
+    " saved updated same too ok none unchanged via from for to of in on and or with without by if when then"
+    " it this that please use using enter entered type typed prompt prompted ask asked asks"
+    # a keyword of code after `secret_key:` (`if not secret_key: raise ...`)
+    " raise return await yield lambda del assert continue break pass import def class elif else try"
+    " except finally while".split()
+)
+_HANGUL = re.compile(r"[\uac00-\ud7a3\u3131-\u318e]")
+_NEAR_MISS_VALUE = re.compile(
+    r"(?i)[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"  # UUID
+    r"|[0-9a-f]{7,12}|[0-9a-f]{40}|[0-9a-f]{64}"  # git SHAs, sha256
+    r"|(?:sha(?:1|256|384|512)|md5)[:-][0-9a-f=+/]+"
+    r"|[v=^~<>]*\d+(?:\.\d+)+(?:[-+][0-9a-z.-]+)?"  # versions
+    r"|\d{4}-\d{2}-\d{2}(?:[t ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:z|[+-]\d{2}:?\d{2})?)?"  # ISO dates
+    r"|[+\d][\d -]*"  # numbers, phone-like ids
+    r"|(?:\.{0,2}/|~/|[a-z]:\\)[^\s]*"  # paths
+    r"|[a-z][a-z0-9+.-]*://[^\s]*"  # URLs (credentials in them are a rule of their own)
+)
+
+
+# a variable named after what it holds: `password = password`, `token=access_token` (letters only, so
+# `monkey123` is still a password)
+_IDENTIFIER_VALUE = re.compile(
+    r"(?:[a-z]+_)*(?:password|passwd|pwd|passphrase|secret|token|key|api_key|credentials?|creds)(?:_[a-z]+)*"
+)
+
+
+def _benign(value: str) -> bool:
+    """A value after a secret name that is no secret: a placeholder, a flag word, a prose word."""
+    if _PLACEHOLDER_VALUE.fullmatch(value):
+        return True
+    value = value.rstrip(")]}")
+    if not value.strip() or _PLACEHOLDER_VALUE.fullmatch(value):
+        return True
+    if value.lower().rstrip(".,:;!?") in _STOPWORDS:
+        return True
+    if _IDENTIFIER_VALUE.fullmatch(value):
+        return True  # `self.password = password`, `token=access_token`: a variable, not a value
+    return bool(_HANGUL.match(value))  # "비밀번호: 재설정 필요" is prose, not a password
+
+
+def _looks_random(value: str) -> bool:
+    """Whether a value under an ambiguous name (`token`, `key`, `session`) is random enough to be a key."""
+    if len(value) < 12 or _NEAR_MISS_VALUE.fullmatch(value) or _benign(value):
+        return False
+    if re.fullmatch(r"[0-9a-fA-F]+", value):
+        return len(value) >= 16 and _HEX_ENTROPY.calculate_shannon_entropy(value) > 3.0
+    has_digit = any(c.isdigit() for c in value)
+    has_upper = any(c.isupper() for c in value[1:])
+    has_lower = any(c.islower() for c in value)
+    if not has_digit and not (has_upper and has_lower and len(value) >= 20):
+        return False
+    if not (has_upper and has_lower) and len(value) < 20:
+        return False
+    return _ENTROPY.calculate_shannon_entropy(value) > 3.2
+
+
+def _password_like(value: str) -> bool:
+    """Whether a word met in prose ("the password is X") looks like a password rather than a word."""
+    if len(value) < 6 or _benign(value) or _NEAR_MISS_VALUE.fullmatch(value):
+        return False
+    has_letter = any(c.isalpha() for c in value)
+    has_digit = any(c.isdigit() for c in value)
+    has_symbol = any(not c.isalnum() for c in value)
+    mixed_case = any(c.isupper() for c in value[1:]) and any(c.islower() for c in value)
+    return has_letter and (has_digit or has_symbol or mixed_case)
+
+
+def _strong_password_like(value: str) -> bool:
+    """Stricter, for a word right after "password" with no "is" between: digits, and case or symbols."""
+    return (
+        len(value) >= 8
+        and _password_like(value)
+        and any(c.isdigit() for c in value)
+        and any(c.islower() for c in value)
+        and (any(c.isupper() for c in value) or any(not c.isalnum() for c in value))
+    )
