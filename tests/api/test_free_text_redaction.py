@@ -212,9 +212,11 @@ async def test_observation_note_is_redacted_for_readers_of_another_project(
             scope_key=place.key(Scope.ORG),
             project=None,
         )
+    # observations of an org rule come from those who may write where it binds: an org-wide human
+    observer = await make_actor(engine, ActorType.HUMAN, orchestrator.principal.org, None)
     observed = await http.post(
         f"/v1/memories/{rule_id}/observations",
-        headers=orchestrator.headers,
+        headers=observer.headers,
         json={"outcome": "violated", "note": f"broke prod; {PLANTED}"},
     )
     assert observed.status_code == 200, observed.text
