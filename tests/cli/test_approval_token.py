@@ -88,3 +88,20 @@ async def test_approval_token_printed_by_the_cli_approves_through_a_ui_signal(
         status = await wait_promotion_state(http, team["human"].headers, task_id, "published")
     assert status["decided_by"] == team["human"].principal.id
     assert await active_memories(engine, task_id=task_id)
+
+
+@pytest.mark.parametrize(
+    ("mode", "said"),
+    [
+        ("authenticated", "needs a token from `loregate approval-token`"),
+        ("api_only", "Temporal UI signals are refused"),
+        ("trusting", "single local operator only"),
+        ("ui_or_api", "single local operator only"),
+    ],
+)
+def test_up_says_which_approval_mode_it_runs_in(mode: str, said: str, tmp_path: Any) -> None:
+    from api.cli.supervisor import approval_mode_line
+
+    line = approval_mode_line(Settings(data_dir=tmp_path, approval_mode=mode))  # type: ignore[arg-type]
+    shown = line.removeprefix("[bold yellow]").replace("[/]", "")
+    assert said in line and shown.startswith(mode.replace("ui_or_api", "trusting") + ":")
