@@ -79,14 +79,10 @@ class Settings(BaseSettings):
     # promotion gate
     verify_timeout_seconds: float = VERIFY_TIMEOUT_SECONDS
     approval_timeout_seconds: float = APPROVAL_TIMEOUT_SECONDS
-    # what proves who sent a start or a decision arriving through Temporal (governance/approval.py):
-    # authenticated (a gateway grant, or a UI signal's approval token), api_only (grants only), or
-    # trusting (no proof: a single local operator; `ui_or_api` is its old name)
-    approval_mode: ApprovalMode = ApprovalMode.AUTHENTICATED
-    # the HMAC key of approval tokens; unset: a 0600 file in the data dir, made on first use (every gateway
-    # and worker must share it: set it when they do not share a data dir)
-    approval_secret: SecretStr | None = None
-    approval_token_ttl_seconds: float = Field(default=TOKEN_TTL_SECONDS, gt=0, le=24 * 3600)
+    # what proves who sent a start or decision through Temporal: authenticated, api_only or trusting (README)
+    approval_mode: ApprovalMode = ApprovalMode.AUTHENTICATED  # `ui_or_api`, the old name of trusting, is read
+    approval_secret: SecretStr | None = None  # signs approval tokens; unset: a 0600 file in the data dir
+    approval_token_ttl_seconds: float = Field(default=TOKEN_TTL_SECONDS, gt=0, le=24 * 3600)  # a token's life
     dedup_similarity_threshold: float = 0.79  # cosine floor; above it the fitted duplicate model decides
     related_similarity_threshold: float = 0.85
     # an error matches a bug pattern of another signature only this close (POST /v1/bug-patterns/match)

@@ -27,7 +27,15 @@ with workflow.unsafe.imports_passed_through():
     from activities.gate_checks import ApproverCheckInput, ApproverCheckResult, GateCheckActivities
     from workflows.approval_contract import ApprovalAck, ApprovalRequest, DecisionNames, ErrorTypes, Refusal
 
-__all__ = ["ApprovalGate", "GatedStatus", "Decision", "DecidedScope", "DB_RETRY", "DB_TIMEOUT"]
+__all__ = [
+    "ApprovalGate",
+    "GatedStatus",
+    "Decision",
+    "DecidedScope",
+    "DB_RETRY",
+    "DB_TIMEOUT",
+    "how_to_decide",
+]
 
 # Short database steps: retry quickly, give up after a while (a down database surfaces as `failed`).
 DB_RETRY = RetryPolicy(
@@ -63,6 +71,16 @@ class DecidedScope:
     task_id: str = ""
     memory_id: str | None = None
     change_request_id: str | None = None
+
+
+def how_to_decide(token_command: str, api_command: str) -> str:
+    """The current details' line telling a human how to decide from the Temporal UI (or the CLI)."""
+    return (
+        f"Approve: `{token_command}` prints your signal's input (a token bound to you and to what you "
+        "decide, valid 15 minutes); then *More Actions → Send a Signal*, name `approve`, input "
+        '`{"approver": "<your principal id>", "note": "...", "token": "<the token>"}`; '
+        f"reject: signal `reject` with the same input. Or `{api_command}`."
+    )
 
 
 class GatedStatus(Protocol):

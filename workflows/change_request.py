@@ -43,7 +43,14 @@ with workflow.unsafe.imports_passed_through():
         Names,
     )
 
-from workflows.approval import DB_RETRY, DB_TIMEOUT, ApprovalGate, DecidedScope, Decision
+from workflows.approval import (
+    DB_RETRY,
+    DB_TIMEOUT,
+    ApprovalGate,
+    DecidedScope,
+    Decision,
+    how_to_decide,
+)
 
 __all__ = ["ChangeRequestWorkflow", "LOREGATE_STATE", "DB_RETRY"]
 
@@ -91,10 +98,10 @@ def _markdown(status: ChangeRequestStatus) -> str:
     if status.state == ChangeRequestState.AWAITING_APPROVAL:
         lines += [
             "",
-            "Approve: *More Actions → Send a Signal*, name `approve`, input "
-            '`{"approver": "<your principal id, as loregate keys list shows it>", "note": "..."}`; '
-            "reject: signal `reject` with the same input. Or `loregate changes approve "
-            f"{status.request_id}`.",
+            how_to_decide(
+                f"loregate approval-token --change {status.request_id}",
+                f"loregate changes approve {status.request_id}",
+            ),
         ]
     if status.refusals:
         lines += ["", f"Refused decisions: {len(status.refusals)} (last: {status.refusals[-1].reason})"]

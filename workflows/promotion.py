@@ -60,7 +60,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.reflection_contract import ReflectionInput, ReflectionTrigger
     from workflows.reflection_contract import workflow_id_for as reflection_workflow_id
 
-from workflows.approval import DB_RETRY, ApprovalGate, DecidedScope, Decision
+from workflows.approval import DB_RETRY, ApprovalGate, DecidedScope, Decision, how_to_decide
 
 __all__ = ["PromotionWorkflow", "LOREGATE_STATE", "DB_RETRY", "COMPUTE_RETRY"]
 
@@ -193,9 +193,7 @@ def _markdown(status: PromotionStatus, decisions: dict[str, int] | None = None) 
     if status.state == PromotionState.AWAITING_APPROVAL:
         lines += [
             "",
-            "Approve: *More Actions → Send a Signal*, name `approve`, input "
-            '`{"approver": "<your principal id, as loregate keys list shows it>", "note": "..."}`; '
-            "reject: signal `reject` with the same input.",
+            how_to_decide(f"loregate approval-token {status.task_id}", f"loregate approve {status.task_id}"),
         ]
     if status.refusals:
         lines += ["", f"Refused approvals: {len(status.refusals)} (last: {status.refusals[-1].reason})"]
