@@ -239,8 +239,13 @@ class GateCheckActivities:
         reason, principal, request = await self._change_refusal(data)
         if reason is None:
             return _result(reason, principal)
-        if request is not None and request.requested_by == data.requested_by:
-            # its own author was refused (disabled, or may no longer write there): the request ends
+        if (
+            request is not None
+            and request.requested_by == data.requested_by
+            and await self._proven_start(data)
+        ):
+            # its own author was refused (disabled, or may no longer write there): the request ends. An
+            # unproven start (a raw one, naming the author) leaves the request alone: it proves no author
             async with self._engine.begin() as conn:
                 await close_change_request(
                     conn,
@@ -264,6 +269,21 @@ class GateCheckActivities:
             principal,
         )
         return _result(reason, principal)
+
+    async def _proven_start(self, data: ChangeCheckInput) -> bool:
+        """Whether the start came from the gateway (or need not prove it): only then may it end a request."""
+        if not self._proof:
+            return True
+        if data.grant is None or not data.requested_by:
+            return False
+        async with self._engine.connect() as conn:
+            return await approval_grant_exists(
+                conn,
+                workflow_id=data.workflow_id,
+                grant=data.grant,
+                principal_id=data.requested_by,
+                decision="start",
+            )
 
     # ---- the rules -----------------------------------------------------------------------------
     async def _start_refusal(self, data: StartCheckInput) -> tuple[str | None, Principal | None]:
@@ -314,7 +334,8 @@ class GateCheckActivities:
                 return f"unknown or disabled principal {data.requested_by!r}", None, request
             if self._proof and not await _granted(conn, data.workflow_id, data.grant, principal, "start"):
                 return (
-                    f"approval_mode is {self._mode}: changes must be requested through the API",
+                    f"approval_mode is {self._mode}: changes must be requested through the API "
+                    "(a start without the gateway's grant proves no requester)",
                     principal,
                     request,
                 )

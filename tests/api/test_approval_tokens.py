@@ -249,9 +249,10 @@ async def test_raw_start_naming_a_real_orchestrator_without_proof_publishes_noth
     assert await active_memories(engine, task_id=task.task_id) == []
 
 
-async def test_change_request_is_approved_by_a_ui_signal_with_its_token_only(
-    auth_http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine, temporal: Client
-) -> None:
+async def _pending_change(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine, temporal: Client
+) -> tuple[dict[str, Any], Any]:
+    """An orchestrator's supersede of a human-approved project fact: a change request awaiting approval."""
     orchestrator, human = team["orchestrator"], team["human"]
     project = orchestrator.principal.project or ""
     place = Place(org=orchestrator.principal.org, project=project, worktree="main", task_id=f"task-{project}")
@@ -267,20 +268,28 @@ async def test_change_request_is_approved_by_a_ui_signal_with_its_token_only(
             scope=Scope.PROJECT.value,
             scope_key=place.key(Scope.PROJECT),
         )
-    proposed = await auth_http.post(
+    proposed = await http.post(
         f"/v1/memories/{memory_id}/supersede",
         headers=orchestrator.headers,
         json={"content": "db.driver: asyncpg", "reason": "faster"},
     )
     assert proposed.status_code == 202, proposed.text
-    request = proposed.json()
+    request: dict[str, Any] = proposed.json()
     workflow = temporal.get_workflow_handle(request["workflow_id"])
     for _ in range(150):
         if (await workflow.query("state"))["state"] == "awaiting_approval" and (
-            await auth_http.get(f"/v1/change-requests/{request['id']}", headers=human.headers)
+            await http.get(f"/v1/change-requests/{request['id']}", headers=human.headers)
         ).json()["state"] == "awaiting_approval":
             break
         await asyncio.sleep(0.2)
+    return request, workflow
+
+
+async def test_change_request_is_approved_by_a_ui_signal_with_its_token_only(
+    auth_http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine, temporal: Client
+) -> None:
+    human = team["human"]
+    request, workflow = await _pending_change(auth_http, team, engine, temporal)
     await workflow.signal("approve", {"approver": human.principal.id})
     for _ in range(150):
         status = await workflow.query("state")
@@ -299,3 +308,27 @@ async def test_change_request_is_approved_by_a_ui_signal_with_its_token_only(
             break
         await asyncio.sleep(0.2)
     assert shown["state"] == "applied" and shown["decided_by"] == human.principal.id
+
+
+async def test_raw_change_request_start_naming_its_real_requester_is_refused_and_ends_nothing(
+    auth_http: httpx.AsyncClient,
+    team: dict[str, Actor],
+    engine: AsyncEngine,
+    temporal: Client,
+    auth_settings: Settings,
+) -> None:
+    """`temporal workflow start --type ChangeRequestWorkflow` naming the request's own author, no grant."""
+    request, _ = await _pending_change(auth_http, team, engine, temporal)
+    handle = await temporal.start_workflow(
+        "ChangeRequestWorkflow",
+        {"request_id": request["id"], "requested_by": team["orchestrator"].principal.id},
+        id=f"forged-{request['id']}",
+        task_queue=auth_settings.task_queue,
+    )
+    with pytest.raises(WorkflowFailureError):
+        await handle.result()
+    refused = await handle.query("state")
+    assert refused["state"] == "refused" and "grant" in refused["error"]
+    # the real request still waits for a human: an unproven start named its author, it did not prove them
+    shown = await auth_http.get(f"/v1/change-requests/{request['id']}", headers=team["human"].headers)
+    assert shown.json()["state"] == "awaiting_approval" and shown.json()["decided_by"] is None
