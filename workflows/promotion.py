@@ -350,7 +350,7 @@ class PromotionWorkflow(ApprovalGate[PromotionStatus]):
             return await self._keep_failure(data, collected, analysis, summary)
         planned = await self._plan(data, collected, analysis)
         decision: Decision | None = None
-        if self._needs_approval(collected):
+        if self._needs_approval(collected, planned):
             decision = await self._await_approval(data)
             if not decision.approved:
                 return await self._reject(data, decision, summary)
@@ -444,8 +444,8 @@ class PromotionWorkflow(ApprovalGate[PromotionStatus]):
         )
         return planned
 
-    def _needs_approval(self, collected: CollectResult) -> bool:
-        """Whether a human must decide before anything is published (the target scope's policy)."""
+    def _needs_approval(self, collected: CollectResult, planned: PlanResult) -> bool:
+        """Whether a human must decide before anything is published: the target scope's policy asks."""
         return collected.requires_approval
 
     async def _await_approval(self, data: PromotionInput) -> Decision:
