@@ -5,8 +5,9 @@ default), or a lift of memories into such a scope (governance/lifting.py: its `s
 asked by anyone but a human allowed to approve that scope, is stored as a change request
 (governance/storage/change_requests.py) and decided here, one workflow per request, id `change-<id>`.
 The requester is checked by activity first (exists, enabled, still may write there); then the workflow
-waits for `approve` or `reject`, as a signal (the Temporal UI: the approver named in the payload is only a
-claim, checked by the same `check_approver` activity as a promotion's) or as an update (the API, with the
+waits for `approve` or `reject` at the approval gate it shares with promotions (workflows/approval.py), as
+a signal (the Temporal UI: the approver named in the payload is only a claim, proven by an approval token
+and checked by the same `check_approver` activity as a promotion's) or as an update (the API, with the
 gateway's grant row). On approval one activity applies the change in one transaction, re-checking that
 the memory is still the head of its chain (else the request ends `conflict` and nothing changes).
 

@@ -2,9 +2,11 @@
 
 One workflow per task, id `promote-<task id>`. It waits for verification evidence, distils the task's
 redacted staging into a plan (new / duplicate / supersede per candidate), waits for a human approval
-when the policy says the target scope needs one, and publishes the plan in one transaction. Approvers
-arrive by signal (the Temporal UI: the approver named in the payload is only a claim, checked by an
-activity against the principals table and Casbin) or by update (the API: the caller learns at once).
+when the policy says the target scope needs one, and publishes the plan in one transaction. The wait for
+a decision is the approval gate every human-decided workflow shares (workflows/approval.py): approvers
+arrive by signal (the Temporal UI: the approver named in the payload is only a claim, proven by an approval
+token and checked by an activity against the principals table and Casbin) or by update (the API: the
+caller learns at once). `_run` reads as the gate's steps, each a short method.
 The `LoregateState` search attribute and the workflow's current details always show where it stands.
 
 The history carries ids, counts and the first few plan items only: the candidates, the plan and its
