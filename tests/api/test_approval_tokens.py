@@ -14,6 +14,9 @@ paths are signals and starts sent with the Temporal client, with the JSON the UI
 from __future__ import annotations
 
 import asyncio
+import html
+import json
+import re
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -29,6 +32,7 @@ from governance.config import Settings
 from governance.scopes import ActorType, Scope
 from governance.storage.approval_proofs import approval_secret, plan_digest
 from governance.storage.plans import promotion_candidates
+from tests.api.test_console import csrf_of, sign_in
 from tests.utils.factories import Actor, make_actor
 from tests.utils.gateway import running_gateway
 from tests.utils.lifecycle_factories import Place, insert_memory
@@ -332,3 +336,36 @@ async def test_raw_change_request_start_naming_its_real_requester_is_refused_and
     # the real request still waits for a human: an unproven start named its author, it did not prove them
     shown = await auth_http.get(f"/v1/change-requests/{request['id']}", headers=team["human"].headers)
     assert shown.json()["state"] == "awaiting_approval" and shown.json()["decided_by"] is None
+
+
+async def test_console_gives_the_signal_input_that_approves_from_the_temporal_ui(
+    auth_gateway: str,
+    auth_http: httpx.AsyncClient,
+    team: dict[str, Actor],
+    engine: AsyncEngine,
+    temporal: Client,
+) -> None:
+    task_id = await _awaiting(auth_http, team)
+    async with httpx.AsyncClient(base_url=auth_gateway, timeout=60) as browser:  # keeps the session's cookie
+        await sign_in(browser, team["human"])
+        page = await browser.get(f"/console/promotions/{task_id}")
+        assert "Token for the Temporal UI" in page.text
+        shown = await browser.post(
+            f"/console/promotions/{task_id}/approval-token", data={"csrf_token": csrf_of(page.text)}
+        )
+        assert shown.status_code == 200, shown.text
+    found = re.search(r'<pre class="signal-input">(.*?)</pre>', shown.text, flags=re.S)
+    assert found is not None, shown.text
+    signal_input = json.loads(html.unescape(found.group(1)))
+    assert signal_input["approver"] == team["human"].principal.id
+    await _signal(temporal, task_id, signal_input)
+    status = await wait_promotion_state(auth_http, team["orchestrator"].headers, task_id, "published")
+    assert status["decided_by"] == team["human"].principal.id
+    async with httpx.AsyncClient(base_url=auth_gateway, timeout=60) as browser:
+        await sign_in(browser, team["agent"])
+        other = await _awaiting(auth_http, team)
+        page = await browser.get(f"/console/promotions/{other}")
+        refused = await browser.post(
+            f"/console/promotions/{other}/approval-token", data={"csrf_token": csrf_of(page.text)}
+        )
+        assert refused.status_code == 403, refused.text
