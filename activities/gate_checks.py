@@ -14,8 +14,12 @@ channel meets the same rules:
   as the gateway judges it);
 - a change request runs only for the enabled principal that asked for it, still allowed to `write` the
   memory's scope in its tenant (`promote` into the target scope, for a lift) (`check_change_request`);
-- with `approval_mode=api_only`, starts, evidence and decisions must carry a grant the gateway wrote for
-  the authenticated caller (governance/storage/promotions.py); signals are refused outright.
+- unless `approval_mode=trusting`, a claim must also prove its sender (governance/approval.py): starts,
+  evidence and API decisions carry a grant the gateway wrote for the authenticated caller
+  (governance/storage/promotions.py); a decision from the Temporal UI carries an approval token the human
+  minted with their own key, checked here (signature, expiry, principal, workflow, and the digest of the
+  plan or change request, governance/storage/approval_proofs.py); evidence signals are refused. With
+  `approval_mode=api_only`, tokens do not count either: every signal is refused.
 
 *Enabled* means holding at least one unrevoked API key (`loregate principals disable` revokes them all),
 checked at the moment of each claim. A refusal is recorded as a REJECTED event, so the audit trail shows
@@ -24,16 +28,19 @@ who tried what.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from temporalio import activity
 
+from governance.approval import TokenRefused, check_token
 from governance.config import Settings
 from governance.errors import NotFound
 from governance.identity import Principal, judged_project
 from governance.scopes import ActorType, ValidationSource
+from governance.storage.approval_proofs import approval_secret, change_request_digest, plan_digest
 from governance.storage.change_requests import ChangeRequest, close_change_request, get_change_request
 from governance.storage.events import EventType, record_event
 from governance.storage.identity import get_enabled_principal
@@ -110,6 +117,10 @@ class ApproverCheckInput:
     grant: str | None = None
     note: str = ""
     memory_id: str | None = None
+    # a Temporal UI decision's proof: the approval token the human minted with their own key
+    token: str | None = None
+    # a change request's id (its content's digest is what the token binds)
+    change_request_id: str | None = None
 
 
 @dataclass
@@ -151,7 +162,10 @@ class GateCheckActivities:
     def __init__(self, *, engine: AsyncEngine, authorizer: Authorizer, settings: Settings) -> None:
         self._engine = engine
         self._authorizer = authorizer
+        self._settings = settings
+        self._mode = settings.gate_mode.value
         self._api_only = settings.api_only
+        self._proof = settings.proof_required
 
     @activity.defn(name="promotion_check_start")
     async def check_start(self, data: StartCheckInput) -> CheckResult:
@@ -225,8 +239,13 @@ class GateCheckActivities:
         reason, principal, request = await self._change_refusal(data)
         if reason is None:
             return _result(reason, principal)
-        if request is not None and request.requested_by == data.requested_by:
-            # its own author was refused (disabled, or may no longer write there): the request ends
+        if (
+            request is not None
+            and request.requested_by == data.requested_by
+            and await self._proven_start(data)
+        ):
+            # its own author was refused (disabled, or may no longer write there): the request ends. An
+            # unproven start (a raw one, naming the author) leaves the request alone: it proves no author
             async with self._engine.begin() as conn:
                 await close_change_request(
                     conn,
@@ -251,6 +270,21 @@ class GateCheckActivities:
         )
         return _result(reason, principal)
 
+    async def _proven_start(self, data: ChangeCheckInput) -> bool:
+        """Whether the start came from the gateway (or need not prove it): only then may it end a request."""
+        if not self._proof:
+            return True
+        if data.grant is None or not data.requested_by:
+            return False
+        async with self._engine.connect() as conn:
+            return await approval_grant_exists(
+                conn,
+                workflow_id=data.workflow_id,
+                grant=data.grant,
+                principal_id=data.requested_by,
+                decision="start",
+            )
+
     # ---- the rules -----------------------------------------------------------------------------
     async def _start_refusal(self, data: StartCheckInput) -> tuple[str | None, Principal | None]:
         if not data.requested_by:
@@ -262,8 +296,12 @@ class GateCheckActivities:
             principal = await get_enabled_principal(conn, data.requested_by)
             if principal is None:
                 return f"unknown or disabled principal {data.requested_by!r}", None
-            if self._api_only and not await _granted(conn, data.workflow_id, data.grant, principal, "start"):
-                return "approval_mode is api_only: promotions must be started through the API", principal
+            if self._proof and not await _granted(conn, data.workflow_id, data.grant, principal, "start"):
+                return (
+                    f"approval_mode is {self._mode}: promotions must be started through the API "
+                    "(a start without the gateway's grant proves no requester)",
+                    principal,
+                )
         if not self._authorizer.allowed(
             principal, org=task.org, project=task.project, scope=data.target_scope, action="promote"
         ):
@@ -294,9 +332,10 @@ class GateCheckActivities:
             principal = await get_enabled_principal(conn, data.requested_by)
             if principal is None:
                 return f"unknown or disabled principal {data.requested_by!r}", None, request
-            if self._api_only and not await _granted(conn, data.workflow_id, data.grant, principal, "start"):
+            if self._proof and not await _granted(conn, data.workflow_id, data.grant, principal, "start"):
                 return (
-                    "approval_mode is api_only: changes must be requested through the API",
+                    f"approval_mode is {self._mode}: changes must be requested through the API "
+                    "(a start without the gateway's grant proves no requester)",
                     principal,
                     request,
                 )
@@ -316,10 +355,10 @@ class GateCheckActivities:
 
     async def _evidence_refusal(self, data: EvidenceCheckInput) -> tuple[str | None, Principal | None]:
         human_word = data.source == ValidationSource.HUMAN_APPROVED.value
-        if not human_word and not self._api_only:
-            return None, None  # tests passed, PR merged…: what the orchestrator reports, as before
-        if data.channel == SIGNAL and self._api_only:
-            return "approval_mode is api_only: evidence must come through the authenticated API", None
+        if not human_word and not self._proof:
+            return None, None  # tests passed, PR merged…: what the orchestrator reports, trusted
+        if data.channel == SIGNAL and self._proof:
+            return f"approval_mode is {self._mode}: evidence must come through the authenticated API", None
         if not data.given_by:
             return "human_approved evidence must name the human who gives it (given_by)", None
         async with self._engine.connect() as conn:
@@ -329,8 +368,8 @@ class GateCheckActivities:
             task = await get_task(conn, data.task_id)
             if task is None:
                 return f"task {data.task_id!r} does not exist", principal
-            if self._api_only and not await _granted(conn, data.workflow_id, data.grant, principal, "verify"):
-                return "approval_mode is api_only and no API-authenticated grant matches", principal
+            if self._proof and not await _granted(conn, data.workflow_id, data.grant, principal, "verify"):
+                return f"approval_mode is {self._mode} and no API-authenticated grant matches", principal
         if human_word and not self._may_approve(principal, task.org, task.project, data.target_scope):
             return (
                 f"human_approved evidence needs a human allowed to approve {data.target_scope} scope "
@@ -348,10 +387,9 @@ class GateCheckActivities:
             principal = await get_enabled_principal(conn, data.approver)
             if principal is None:
                 return f"unknown or disabled principal {data.approver!r}", None
-            if self._api_only and not await _granted(
-                conn, data.workflow_id, data.grant, principal, data.decision
-            ):
-                return "approval_mode is api_only and no API-authenticated grant matches", principal
+            unproven = await self._unproven_decision(conn, data, principal)
+            if unproven is not None:
+                return unproven, principal
         project = judged_project(principal, data.org, data.project)
         if not self._authorizer.allowed(
             principal, org=data.org, project=project, scope=data.target_scope, action="approve"
@@ -362,6 +400,41 @@ class GateCheckActivities:
                 principal,
             )
         return None, principal
+
+    async def _unproven_decision(
+        self, conn: AsyncConnection, data: ApproverCheckInput, principal: Principal
+    ) -> str | None:
+        """Why the decision does not prove its sender is `principal`, or None when it does (or need not)."""
+        if not self._proof:
+            return None
+        if data.token and not self._api_only:
+            return await self._token_refusal(conn, data, data.token)
+        if await _granted(conn, data.workflow_id, data.grant, principal, data.decision):
+            return None
+        if self._api_only:
+            return "approval_mode is api_only and no API-authenticated grant matches"
+        return (
+            f"approval_mode is {self._mode}: a decision from the Temporal UI needs an approval token "
+            f'(`loregate approval-token`, pasted as "token" beside "approver")'
+        )
+
+    async def _token_refusal(self, conn: AsyncConnection, data: ApproverCheckInput, token: str) -> str | None:
+        if data.change_request_id is not None:
+            digest: str | None = await change_request_digest(conn, data.change_request_id)
+        else:
+            digest = await plan_digest(conn, data.workflow_id)
+        try:
+            check_token(
+                approval_secret(self._settings),
+                token,
+                principal=data.approver,
+                workflow_id=data.workflow_id,
+                digest=digest,
+                now=time.time(),
+            )
+        except TokenRefused as refused:
+            return str(refused)
+        return None
 
     def _may_approve(self, principal: Principal, org: str, project: str, scope: str) -> bool:
         return principal.actor_type is ActorType.HUMAN and self._authorizer.allowed(

@@ -7,9 +7,15 @@ from pathlib import Path
 from typing import Literal
 
 import platformdirs
-from pydantic import Field
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from governance.approval import (
+    APPROVAL_TIMEOUT_SECONDS,
+    TOKEN_TTL_SECONDS,
+    VERIFY_TIMEOUT_SECONDS,
+    ApprovalMode,
+)
 from governance.retention import RetentionPolicy
 
 __all__ = ["EMBEDDING_DIM", "Settings", "get_settings"]
@@ -71,10 +77,12 @@ class Settings(BaseSettings):
     llm_timeout_seconds: float = 60.0
 
     # promotion gate
-    verify_timeout_seconds: float = 7 * 24 * 3600
-    approval_timeout_seconds: float = 7 * 24 * 3600
-    # api_only: starts, evidence and decisions count only with a grant the gateway wrote for its caller
-    approval_mode: Literal["ui_or_api", "api_only"] = "ui_or_api"
+    verify_timeout_seconds: float = VERIFY_TIMEOUT_SECONDS
+    approval_timeout_seconds: float = APPROVAL_TIMEOUT_SECONDS
+    # what proves who sent a start or decision through Temporal: authenticated, api_only or trusting (README)
+    approval_mode: ApprovalMode = ApprovalMode.AUTHENTICATED  # `ui_or_api`, the old name of trusting, is read
+    approval_secret: SecretStr | None = None  # signs approval tokens; unset: a 0600 file in the data dir
+    approval_token_ttl_seconds: float = Field(default=TOKEN_TTL_SECONDS, gt=0, le=24 * 3600)  # a token's life
     dedup_similarity_threshold: float = 0.79  # cosine floor; above it the fitted duplicate model decides
     related_similarity_threshold: float = 0.85
     # an error matches a bug pattern of another signature only this close (POST /v1/bug-patterns/match)
@@ -136,10 +144,25 @@ class Settings(BaseSettings):
     supervisor_max_restarts: int = 5  # per child within the window; one more stops the platform
     supervisor_restart_window_seconds: float = 300.0
 
+    @field_validator("approval_mode", mode="before")
+    @classmethod
+    def _old_mode_name(cls, value: object) -> object:
+        return ApprovalMode.TRUSTING if value == "ui_or_api" else value
+
+    @property
+    def gate_mode(self) -> ApprovalMode:
+        """The approval mode (also when a copy was made with the old name or a plain string)."""
+        return ApprovalMode(str(self._old_mode_name(self.approval_mode)))
+
     @property
     def api_only(self) -> bool:
         """Whether only the authenticated API may start, give evidence to and decide promotions."""
-        return self.approval_mode == "api_only"
+        return self.gate_mode is ApprovalMode.API_ONLY
+
+    @property
+    def proof_required(self) -> bool:
+        """Whether starts, evidence and decisions arriving through Temporal must prove their sender."""
+        return self.gate_mode is not ApprovalMode.TRUSTING
 
     def temporal_ui_base(self) -> str:
         """Where people open the Temporal UI (no trailing slash)."""

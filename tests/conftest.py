@@ -49,7 +49,13 @@ def database_url(pg_server: Any) -> str:
 
 @pytest.fixture(scope="session")
 def settings(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Settings:
-    """Settings pointing at the test database, with a data dir of its own."""
+    """Settings pointing at the test database, with a data dir of its own.
+
+    The suite starts most workflows raw, as their own single operator: `approval_mode=trusting` unless the
+    run sets LOREGATE_APPROVAL_MODE (child processes inherit it); tests/api/test_approval_tokens.py runs
+    the default, authenticated mode.
+    """
+    os.environ.setdefault("LOREGATE_APPROVAL_MODE", "trusting")
     return Settings(database_url=database_url, data_dir=tmp_path_factory.mktemp("data"))
 
 

@@ -5,8 +5,9 @@ default), or a lift of memories into such a scope (governance/lifting.py: its `s
 asked by anyone but a human allowed to approve that scope, is stored as a change request
 (governance/storage/change_requests.py) and decided here, one workflow per request, id `change-<id>`.
 The requester is checked by activity first (exists, enabled, still may write there); then the workflow
-waits for `approve` or `reject`, as a signal (the Temporal UI: the approver named in the payload is only a
-claim, checked by the same `check_approver` activity as a promotion's) or as an update (the API, with the
+waits for `approve` or `reject` at the approval gate it shares with promotions (workflows/approval.py), as
+a signal (the Temporal UI: the approver named in the payload is only a claim, proven by an approval token
+and checked by the same `check_approver` activity as a promotion's) or as an update (the API, with the
 gateway's grant row). On approval one activity applies the change in one transaction, re-checking that
 the memory is still the head of its chain (else the request ends `conflict` and nothing changes).
 
@@ -19,11 +20,8 @@ always show where it stands.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import timedelta
-
 from temporalio import workflow
-from temporalio.common import RetryPolicy, SearchAttributeKey
+from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
@@ -35,47 +33,29 @@ with workflow.unsafe.imports_passed_through():
         CloseChangeInput,
         DescribeChangeInput,
     )
-    from activities.gate_checks import (
-        ApproverCheckInput,
-        ApproverCheckResult,
-        ChangeCheckInput,
-        CheckResult,
-        GateCheckActivities,
-    )
+    from activities.gate_checks import ChangeCheckInput, CheckResult, GateCheckActivities
     from workflows.change_request_contract import (
         STATE_ATTRIBUTE,
-        ApprovalAck,
-        ApprovalRequest,
         ChangeRequestInput,
         ChangeRequestResult,
         ChangeRequestState,
         ChangeRequestStatus,
         ErrorTypes,
         Names,
-        Refusal,
     )
+
+from workflows.approval import (
+    DB_RETRY,
+    DB_TIMEOUT,
+    ApprovalGate,
+    DecidedScope,
+    Decision,
+    how_to_decide,
+)
 
 __all__ = ["ChangeRequestWorkflow", "LOREGATE_STATE", "DB_RETRY"]
 
 LOREGATE_STATE = SearchAttributeKey.for_keyword(STATE_ATTRIBUTE)
-
-# Short database steps: retry quickly, give up after a while (a down database surfaces as `failed`).
-DB_RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=1),
-    backoff_coefficient=2.0,
-    maximum_interval=timedelta(seconds=30),
-    maximum_attempts=20,
-    non_retryable_error_types=[ErrorTypes.NOT_FOUND, ErrorTypes.INVALID_INPUT],
-)
-_DB_TIMEOUT = timedelta(seconds=30)
-
-
-@dataclass
-class _Decision:
-    approved: bool
-    approver: str
-    approver_type: str | None
-    note: str
 
 
 def _quote(text: str | None) -> list[str]:
@@ -119,10 +99,10 @@ def _markdown(status: ChangeRequestStatus) -> str:
     if status.state == ChangeRequestState.AWAITING_APPROVAL:
         lines += [
             "",
-            "Approve: *More Actions → Send a Signal*, name `approve`, input "
-            '`{"approver": "<your principal id, as loregate keys list shows it>", "note": "..."}`; '
-            "reject: signal `reject` with the same input. Or `loregate changes approve "
-            f"{status.request_id}`.",
+            how_to_decide(
+                f"loregate approval-token --change {status.request_id}",
+                f"loregate changes approve {status.request_id}",
+            ),
         ]
     if status.refusals:
         lines += ["", f"Refused decisions: {len(status.refusals)} (last: {status.refusals[-1].reason})"]
@@ -134,7 +114,7 @@ def _markdown(status: ChangeRequestStatus) -> str:
 
 
 @workflow.defn
-class ChangeRequestWorkflow:
+class ChangeRequestWorkflow(ApprovalGate[ChangeRequestStatus]):
     """Check the requester → wait for a decision → apply (or close) one change request."""
 
     @workflow.init
@@ -145,7 +125,7 @@ class ChangeRequestWorkflow:
             requested_by=data.requested_by,
         )
         self._described: ChangeDescription | None = None
-        self._decision: _Decision | None = None
+        self._decision: Decision | None = None
 
     # ---- queries -------------------------------------------------------------------------------
     @workflow.query(name=Names.STATE)
@@ -153,90 +133,24 @@ class ChangeRequestWorkflow:
         """Where the request stands, old and new side by side, with refused decisions."""
         return self._status
 
-    # ---- decisions -----------------------------------------------------------------------------
-    @workflow.signal(name=Names.APPROVE)
-    async def approve_signal(self, request: ApprovalRequest) -> None:
-        """Approval from the Temporal UI: the approver is a claim, checked before it counts."""
-        await self._decide(True, request, "signal")
+    # ---- the approval gate (workflows/approval.py) ---------------------------------------------
+    def _awaiting_approval(self) -> bool:
+        return self._status.state == ChangeRequestState.AWAITING_APPROVAL
 
-    @workflow.signal(name=Names.REJECT)
-    async def reject_signal(self, request: ApprovalRequest) -> None:
-        """Rejection from the Temporal UI, checked like an approval."""
-        await self._decide(False, request, "signal")
-
-    @workflow.update(name=Names.APPROVE)
-    async def approve_update(self, request: ApprovalRequest) -> ApprovalAck:
-        """Approval through the API (or the UI's Update action); answers accepted or refused at once."""
-        return await self._decide(True, request, "update")
-
-    @approve_update.validator
-    def _validate_approve(self, request: ApprovalRequest) -> None:
-        self._validate_decision(request)
-
-    @workflow.update(name=Names.REJECT)
-    async def reject_update(self, request: ApprovalRequest) -> ApprovalAck:
-        """Rejection through the API; answers accepted or refused at once."""
-        return await self._decide(False, request, "update")
-
-    @reject_update.validator
-    def _validate_reject(self, request: ApprovalRequest) -> None:
-        self._validate_decision(request)
-
-    def _validate_decision(self, request: ApprovalRequest) -> None:
-        if not request.approver:
-            raise ApplicationError("approver is required", type=ErrorTypes.INVALID_INPUT)
-        if self._status.state != ChangeRequestState.AWAITING_APPROVAL or self._decision is not None:
-            raise ApplicationError(
-                f"change request is {self._status.state}, not awaiting approval", type=ErrorTypes.CONFLICT
-            )
-
-    async def _decide(self, approved: bool, request: ApprovalRequest, channel: str) -> ApprovalAck:
-        verb = "approve" if approved else "reject"
-        # a decision arriving while the requester is still being checked waits for that check
-        await workflow.wait_condition(
-            lambda: self._described is not None or self._status.state != ChangeRequestState.AWAITING_APPROVAL
-        )
+    def _decided_scope(self) -> DecidedScope | None:
         described = self._described
-        if (
-            self._status.state != ChangeRequestState.AWAITING_APPROVAL
-            or self._decision is not None
-            or described is None
-        ):
-            # only signals get here (validators stop updates); keep the attempt visible to approvers
-            self._refuse(request.approver, verb, channel, "not awaiting approval")
-            return ApprovalAck(False, self._status.state, "not awaiting approval")
-        check: ApproverCheckResult = await workflow.execute_local_activity_method(
-            GateCheckActivities.check_approver,
-            ApproverCheckInput(
-                request_id=str(workflow.uuid4()),
-                workflow_id=workflow.info().workflow_id,
-                task_id="",
-                approver=request.approver,
-                decision=verb,
-                channel=channel,
-                org=described.org,
-                project=described.project,
-                target_scope=described.scope,
-                grant=request.grant,
-                note=request.note,
-                memory_id=described.memory_id,
-            ),
-            start_to_close_timeout=_DB_TIMEOUT,
-            retry_policy=DB_RETRY,
+        if described is None:
+            return None
+        return DecidedScope(
+            described.org,
+            described.project,
+            described.scope,
+            memory_id=described.memory_id,
+            change_request_id=self._status.request_id,
         )
-        if not check.accepted:
-            self._refuse(request.approver, verb, channel, check.reason)
-            if channel == "update":
-                raise ApplicationError(check.reason, type=ErrorTypes.APPROVAL_REFUSED, non_retryable=True)
-            return ApprovalAck(False, self._status.state, check.reason)
-        if self._decision is not None:  # another approver won while this one was being checked
-            return ApprovalAck(False, self._status.state, "already decided")
-        self._decision = _Decision(approved, request.approver, check.approver_type, request.note)
-        return ApprovalAck(True, self._status.state, "accepted")
 
-    def _refuse(self, who: str | None, decision: str, channel: str, reason: str) -> None:
-        self._status.refusals.append(Refusal(who or "", decision, channel, reason))
-        self._show()
+    def _noun(self) -> str:
+        return "change request"
 
     # ---- the run -------------------------------------------------------------------------------
     def _set_state(self, state: ChangeRequestState) -> None:
@@ -264,7 +178,7 @@ class ChangeRequestWorkflow:
         described: ChangeDescription = await workflow.execute_local_activity_method(
             ChangeRequestActivities.describe,
             DescribeChangeInput(data.request_id),
-            start_to_close_timeout=_DB_TIMEOUT,
+            start_to_close_timeout=DB_TIMEOUT,
             retry_policy=DB_RETRY,
         )
         status = self._status
@@ -288,19 +202,10 @@ class ChangeRequestWorkflow:
             self._set_state(ChangeRequestState(described.state))
             return ChangeRequestResult(data.request_id, described.state, reason=self._status.error)
         self._described = described
-        self._set_state(ChangeRequestState.AWAITING_APPROVAL)
-        try:
-            await workflow.wait_condition(
-                lambda: self._decision is not None,
-                timeout=timedelta(seconds=data.approval_timeout_seconds),
-            )
-        except TimeoutError:
-            await self._close(wf_id, ChangeRequestState.EXPIRED, "system", "system", "approval timed out")
-            return ChangeRequestResult(
-                data.request_id, ChangeRequestState.EXPIRED, reason="approval timed out"
-            )
-        decision = self._decision
-        assert decision is not None
+        decision = await self._await_approval(data)
+        if decision.timed_out:
+            await self._close(wf_id, ChangeRequestState.EXPIRED, "system", "system", decision.note)
+            return ChangeRequestResult(data.request_id, ChangeRequestState.EXPIRED, reason=decision.note)
         status.decided_by, status.decision_note = decision.approver, decision.note
         if not decision.approved:
             note = decision.note or "rejected"
@@ -316,7 +221,7 @@ class ChangeRequestWorkflow:
             ApplyChangeInput(
                 data.request_id, wf_id, decision.approver, decision.approver_type, decision.note
             ),
-            start_to_close_timeout=_DB_TIMEOUT,
+            start_to_close_timeout=DB_TIMEOUT,
             retry_policy=DB_RETRY,
         )
         status.result_memory_id = applied.result_memory_id
@@ -331,6 +236,11 @@ class ChangeRequestWorkflow:
             reason=applied.reason,
         )
 
+    async def _await_approval(self, data: ChangeRequestInput) -> Decision:
+        """Show the request as awaiting approval and wait for an accepted decision (or the timeout's)."""
+        self._set_state(ChangeRequestState.AWAITING_APPROVAL)
+        return await self._wait_for_decision(data.approval_timeout_seconds)
+
     async def _check_requester(self, data: ChangeRequestInput) -> None:
         """Refuse (fail) a request whose requester is not its author, unknown, disabled or may not write."""
         check: CheckResult = await workflow.execute_local_activity_method(
@@ -341,7 +251,7 @@ class ChangeRequestWorkflow:
                 requested_by=data.requested_by,
                 grant=data.grant,
             ),
-            start_to_close_timeout=_DB_TIMEOUT,
+            start_to_close_timeout=DB_TIMEOUT,
             retry_policy=DB_RETRY,
         )
         if not check.accepted:
@@ -356,7 +266,7 @@ class ChangeRequestWorkflow:
         closed: str = await workflow.execute_local_activity_method(
             ChangeRequestActivities.close,
             CloseChangeInput(self._status.request_id, wf_id, state.value, who, kind, note),
-            start_to_close_timeout=_DB_TIMEOUT,
+            start_to_close_timeout=DB_TIMEOUT,
             retry_policy=DB_RETRY,
         )
         self._set_state(ChangeRequestState(closed))

@@ -12,7 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from workflows.promotion_contract import STATE_ATTRIBUTE, ApprovalAck, ApprovalRequest, ErrorTypes, Refusal
+from workflows.approval_contract import (
+    APPROVAL_TIMEOUT_SECONDS,
+    ApprovalAck,
+    ApprovalRequest,
+    DecisionNames,
+    ErrorTypes,
+    Refusal,
+)
+from workflows.promotion_contract import STATE_ATTRIBUTE
 
 __all__ = [
     "ChangeRequestState",
@@ -71,8 +79,8 @@ def workflow_id_for(request_id: str) -> str:
 class Names:
     """Signal, update and query names (the Temporal UI's *Send a Signal* uses these)."""
 
-    APPROVE = "approve"  # signal and update
-    REJECT = "reject"  # signal and update
+    APPROVE = DecisionNames.APPROVE  # signal and update
+    REJECT = DecisionNames.REJECT  # signal and update
     STATE = "state"  # query: ChangeRequestStatus
 
 
@@ -82,8 +90,8 @@ class ChangeRequestInput:
 
     request_id: str
     requested_by: str | None = None
-    approval_timeout_seconds: float = 7 * 24 * 3600
-    # the gateway's proof that the start came through the API (`approval_mode=api_only` requires it)
+    approval_timeout_seconds: float = APPROVAL_TIMEOUT_SECONDS
+    # the gateway's proof that the start came through the API (required unless `approval_mode=trusting`)
     grant: str | None = None
 
 

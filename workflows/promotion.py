@@ -2,9 +2,11 @@
 
 One workflow per task, id `promote-<task id>`. It waits for verification evidence, distils the task's
 redacted staging into a plan (new / duplicate / supersede per candidate), waits for a human approval
-when the policy says the target scope needs one, and publishes the plan in one transaction. Approvers
-arrive by signal (the Temporal UI: the approver named in the payload is only a claim, checked by an
-activity against the principals table and Casbin) or by update (the API: the caller learns at once).
+when the policy says the target scope needs one, and publishes the plan in one transaction. The wait for
+a decision is the approval gate every human-decided workflow shares (workflows/approval.py): approvers
+arrive by signal (the Temporal UI: the approver named in the payload is only a claim, proven by an approval
+token and checked by an activity against the principals table and Casbin) or by update (the API: the
+caller learns at once). `_run` reads as the gate's steps, each a short method.
 The `LoregateState` search attribute and the workflow's current details always show where it stands.
 
 The history carries ids, counts and the first few plan items only: the candidates, the plan and its
@@ -14,7 +16,6 @@ cognify wrote them, which cognify's result names and plan and publish are given.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -25,8 +26,6 @@ from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
     from activities.gate_checks import (
-        ApproverCheckInput,
-        ApproverCheckResult,
         CheckResult,
         EvidenceCheckInput,
         GateCheckActivities,
@@ -40,6 +39,7 @@ with workflow.unsafe.imports_passed_through():
         DecisionRecordInput,
         OutcomeInput,
         PlanInput,
+        PlanItem,
         PlanResult,
         PromotionActivities,
         PublishInput,
@@ -49,8 +49,6 @@ with workflow.unsafe.imports_passed_through():
     from governance.scopes import Scope, ValidationSource
     from workflows.promotion_contract import (
         STATE_ATTRIBUTE,
-        ApprovalAck,
-        ApprovalRequest,
         ErrorTypes,
         Names,
         PlanEntry,
@@ -58,25 +56,18 @@ with workflow.unsafe.imports_passed_through():
         PromotionResult,
         PromotionState,
         PromotionStatus,
-        Refusal,
         Verification,
     )
     from workflows.reflection_contract import WORKFLOW_TYPE as REFLECTION_WORKFLOW_TYPE
     from workflows.reflection_contract import ReflectionInput, ReflectionTrigger
     from workflows.reflection_contract import workflow_id_for as reflection_workflow_id
 
+from workflows.approval import DB_RETRY, ApprovalGate, DecidedScope, Decision, how_to_decide
+
 __all__ = ["PromotionWorkflow", "LOREGATE_STATE", "DB_RETRY", "COMPUTE_RETRY"]
 
 LOREGATE_STATE = SearchAttributeKey.for_keyword(STATE_ATTRIBUTE)
 
-# Short database steps: retry quickly, give up after a while (a down database surfaces as `failed`).
-DB_RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=1),
-    backoff_coefficient=2.0,
-    maximum_interval=timedelta(seconds=30),
-    maximum_attempts=20,
-    non_retryable_error_types=[ErrorTypes.NOT_FOUND, ErrorTypes.INVALID_INPUT],
-)
 # Embedding and LLM calls: slower backoff; cognify itself falls back to rules instead of failing.
 COMPUTE_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=2),
@@ -109,12 +100,42 @@ REFLECTION_TRIGGER_PATCH = "reflection-trigger"
 _TRIGGER_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3)
 
 
-@dataclass
-class _Decision:
-    approved: bool
-    approver: str
-    approver_type: str | None
-    note: str
+def _check_scope(target_scope: str) -> None:
+    if target_scope not in {s.value for s in Scope}:
+        raise ApplicationError(
+            f"unknown target scope {target_scope!r}", type=ErrorTypes.INVALID_INPUT, non_retryable=True
+        )
+
+
+def _summary(data: PromotionInput, evidence: Verification, analysis: CognifyResult) -> dict[str, Any]:
+    """What the task's episode and the decision record keep of this run (counts and short texts)."""
+    return {
+        "reward": analysis.reward,
+        "success": analysis.success,
+        "critique": analysis.critique,
+        "cognify_engine": analysis.engine,
+        "cognify_fallback": analysis.fallback_reason,
+        "redaction": analysis.redaction_counts,
+        "verification": evidence.source,
+        "target_scope": data.target_scope,
+    }
+
+
+def _plan_entry(i: PlanItem) -> PlanEntry:
+    return PlanEntry(
+        i.memory_type,
+        i.title,
+        i.content,
+        i.canonical_key,
+        i.decision,
+        i.target_id,
+        i.similarity,
+        i.reason,
+        i.target_title,
+        i.target_trust,
+        i.target_approved_by,
+        list(i.nearest),
+    )
 
 
 def _what_it_changes(entry: PlanEntry) -> list[str]:
@@ -174,9 +195,7 @@ def _markdown(status: PromotionStatus, decisions: dict[str, int] | None = None) 
     if status.state == PromotionState.AWAITING_APPROVAL:
         lines += [
             "",
-            "Approve: *More Actions → Send a Signal*, name `approve`, input "
-            '`{"approver": "<your principal id, as loregate keys list shows it>", "note": "..."}`; '
-            "reject: signal `reject` with the same input.",
+            how_to_decide(f"loregate approval-token {status.task_id}", f"loregate approve {status.task_id}"),
         ]
     if status.refusals:
         lines += ["", f"Refused approvals: {len(status.refusals)} (last: {status.refusals[-1].reason})"]
@@ -188,7 +207,7 @@ def _markdown(status: PromotionStatus, decisions: dict[str, int] | None = None) 
 
 
 @workflow.defn
-class PromotionWorkflow:
+class PromotionWorkflow(ApprovalGate[PromotionStatus]):
     """Verify → collect → cognify → plan → (approval) → publish, for one task."""
 
     @workflow.init
@@ -201,7 +220,7 @@ class PromotionWorkflow:
         )
         self._planned: PlanResult | None = None
         self._collected: CollectResult | None = None
-        self._decision: _Decision | None = None
+        self._decision: Decision | None = None
 
     # ---- queries -------------------------------------------------------------------------------
     @workflow.query(name=Names.STATE)
@@ -264,10 +283,6 @@ class PromotionWorkflow:
         )
         return result
 
-    def _refuse(self, who: str | None, decision: str, channel: str, reason: str) -> None:
-        self._status.refusals.append(Refusal(who or "", decision, channel, reason))
-        self._show()
-
     @verify_update.validator
     def _validate_verify(self, evidence: Verification) -> None:
         if evidence.source not in ValidationSource.__members__.values():
@@ -282,83 +297,21 @@ class PromotionWorkflow:
                 f"promotion is {self._status.state}, verification already given", type=ErrorTypes.CONFLICT
             )
 
-    # ---- approval ------------------------------------------------------------------------------
-    @workflow.signal(name=Names.APPROVE)
-    async def approve_signal(self, request: ApprovalRequest) -> None:
-        """Approval from the Temporal UI: the approver is a claim, checked before it counts."""
-        await self._decide(True, request, "signal")
+    # ---- the approval gate (workflows/approval.py) ---------------------------------------------
+    def _awaiting_approval(self) -> bool:
+        return self._status.state == PromotionState.AWAITING_APPROVAL
 
-    @workflow.signal(name=Names.REJECT)
-    async def reject_signal(self, request: ApprovalRequest) -> None:
-        """Rejection from the Temporal UI, checked like an approval."""
-        await self._decide(False, request, "signal")
-
-    @workflow.update(name=Names.APPROVE)
-    async def approve_update(self, request: ApprovalRequest) -> ApprovalAck:
-        """Approval through the API (or the UI's Update action); answers accepted or refused at once."""
-        return await self._decide(True, request, "update")
-
-    @approve_update.validator
-    def _validate_approve(self, request: ApprovalRequest) -> None:
-        self._validate_decision(request)
-
-    @workflow.update(name=Names.REJECT)
-    async def reject_update(self, request: ApprovalRequest) -> ApprovalAck:
-        """Rejection through the API; answers accepted or refused at once."""
-        return await self._decide(False, request, "update")
-
-    @reject_update.validator
-    def _validate_reject(self, request: ApprovalRequest) -> None:
-        self._validate_decision(request)
-
-    def _validate_decision(self, request: ApprovalRequest) -> None:
-        if not request.approver:
-            raise ApplicationError("approver is required", type=ErrorTypes.INVALID_INPUT)
-        if self._status.state != PromotionState.AWAITING_APPROVAL or self._decision is not None:
-            raise ApplicationError(
-                f"promotion is {self._status.state}, not awaiting approval", type=ErrorTypes.CONFLICT
-            )
-
-    async def _decide(self, approved: bool, request: ApprovalRequest, channel: str) -> ApprovalAck:
-        verb = "approve" if approved else "reject"
-        if (
-            self._status.state != PromotionState.AWAITING_APPROVAL
-            or self._decision is not None
-            or self._collected is None
-        ):
-            # only signals get here (validators stop updates); keep the attempt visible to approvers
-            self._status.refusals.append(Refusal(request.approver, verb, channel, "not awaiting approval"))
-            return ApprovalAck(False, self._status.state, "not awaiting approval")
+    def _decided_scope(self) -> DecidedScope | None:
         collected = self._collected
-        check: ApproverCheckResult = await workflow.execute_local_activity_method(
-            GateCheckActivities.check_approver,
-            ApproverCheckInput(
-                request_id=str(workflow.uuid4()),
-                workflow_id=workflow.info().workflow_id,
-                task_id=collected.task_id,
-                approver=request.approver,
-                decision=verb,
-                channel=channel,
-                org=collected.org,
-                project=collected.project,
-                target_scope=self._status.target_scope,
-                grant=request.grant,
-                note=request.note,
-            ),
-            start_to_close_timeout=_DB_TIMEOUT,
-            retry_policy=DB_RETRY,
+        if collected is None:
+            return None
+        return DecidedScope(
+            collected.org, collected.project, self._status.target_scope, task_id=collected.task_id
         )
-        if not check.accepted:
-            self._refuse(request.approver, verb, channel, check.reason)
-            if channel == "update":
-                raise ApplicationError(check.reason, type=ErrorTypes.APPROVAL_REFUSED, non_retryable=True)
-            return ApprovalAck(False, self._status.state, check.reason)
-        if self._decision is not None:  # another approver won while this one was being checked
-            return ApprovalAck(False, self._status.state, "already decided")
-        self._decision = _Decision(approved, request.approver, check.approver_type, request.note)
-        return ApprovalAck(True, self._status.state, "accepted")
 
-    # ---- the run -------------------------------------------------------------------------------
+    def _noun(self) -> str:
+        return "promotion"
+
     def _set_state(self, state: PromotionState) -> None:
         self._status.state = state
         workflow.upsert_search_attributes([LOREGATE_STATE.value_set(state)])
@@ -368,6 +321,7 @@ class PromotionWorkflow:
         planned = self._planned
         workflow.set_current_details(_markdown(self._status, planned.decisions if planned else None))
 
+    # ---- the run: the steps of the gate --------------------------------------------------------
     @workflow.run
     async def run(self, data: PromotionInput) -> PromotionResult:
         try:
@@ -382,14 +336,30 @@ class PromotionWorkflow:
         return result
 
     async def _run(self, data: PromotionInput) -> PromotionResult:
-        if data.target_scope not in {s.value for s in Scope}:
-            raise ApplicationError(
-                f"unknown target scope {data.target_scope!r}",
-                type=ErrorTypes.INVALID_INPUT,
-                non_retryable=True,
-            )
+        _check_scope(data.target_scope)
         if workflow.patched(GATE_CHECKS_PATCH):
             await self._check_start(data)
+        evidence = await self._wait_for_verification(data)
+        if evidence is None:
+            await self._record_outcome(data.task_id, "unverified")
+            return PromotionResult(
+                data.task_id, PromotionState.UNVERIFIED, reason="no verification before the timeout"
+            )
+        collected = await self._collect(data)
+        analysis = await self._cognify(data, collected, evidence)
+        summary = _summary(data, evidence, analysis)
+        if not evidence.success:
+            return await self._keep_failure(data, collected, analysis, summary)
+        planned = await self._plan(data, collected, analysis)
+        decision: Decision | None = None
+        if self._needs_approval(collected, planned):
+            decision = await self._await_approval(data)
+            if not decision.approved:
+                return await self._reject(data, decision, summary)
+        return await self._publish_plan(data, collected, planned, evidence, decision, summary)
+
+    async def _wait_for_verification(self, data: PromotionInput) -> Verification | None:
+        """The evidence (from the start, a signal or an update), or None when none came in time."""
         self._set_state(PromotionState.AWAITING_VERIFICATION)
         try:
             await workflow.wait_condition(
@@ -398,26 +368,33 @@ class PromotionWorkflow:
             )
         except TimeoutError:
             self._set_state(PromotionState.UNVERIFIED)
-            await self._record_outcome(data.task_id, "unverified")
-            return PromotionResult(
-                data.task_id, PromotionState.UNVERIFIED, reason="no verification before the timeout"
-            )
-        evidence = self._status.verification
-        assert evidence is not None
-        wf_id = workflow.info().workflow_id
+            return None
+        return self._status.verification
 
+    async def _collect(self, data: PromotionInput) -> CollectResult:
+        """The task's redacted staging, its tenant, and whether its target scope needs an approval."""
         self._set_state(PromotionState.PLANNING)
         collected: CollectResult = await workflow.execute_local_activity_method(
             PromotionActivities.collect_staging,
-            CollectInput(data.task_id, wf_id, data.target_scope),
+            CollectInput(data.task_id, workflow.info().workflow_id, data.target_scope),
             start_to_close_timeout=_DB_TIMEOUT,
             retry_policy=DB_RETRY,
         )
         self._collected = collected
         self._status.requires_approval = collected.requires_approval
         self._status.redaction_counts = collected.redaction_counts
+        return collected
+
+    async def _cognify(
+        self, data: PromotionInput, collected: CollectResult, evidence: Verification
+    ) -> CognifyResult:
+        """Candidates, critique and reward from the staging (rule-based locally, an LLM as an activity)."""
         cognify_input = CognifyInput(
-            data.task_id, wf_id, collected.description, collected.last_seq, evidence.success
+            data.task_id,
+            workflow.info().workflow_id,
+            collected.description,
+            collected.last_seq,
+            evidence.success,
         )
         analysis: CognifyResult
         if collected.cognify_local and workflow.patched(_LOCAL_COGNIFY_PATCH):
@@ -438,110 +415,83 @@ class PromotionWorkflow:
         self._status.critique, self._status.reward = analysis.critique, analysis.reward
         self._status.redaction_counts = analysis.redaction_counts or collected.redaction_counts
         self._status.cognify_engine, self._status.cognify_fallback = analysis.engine, analysis.fallback_reason
-        summary: dict[str, Any] = {
-            "reward": analysis.reward,
-            "success": analysis.success,
-            "critique": analysis.critique,
-            "cognify_engine": analysis.engine,
-            "cognify_fallback": analysis.fallback_reason,
-            "redaction": analysis.redaction_counts,
-            "verification": evidence.source,
-            "target_scope": data.target_scope,
-        }
+        return analysis
 
-        plan_timeout = _COMPUTE_TIMEOUT + _PLAN_TIME_PER_CANDIDATE * analysis.candidate_count
-        if not evidence.success:
-            # a failed task teaches through its Reflexion episode only, kept at task scope, as a draft
-            planned: PlanResult = await workflow.execute_activity_method(
-                PromotionActivities.plan,
-                PlanInput(
-                    data.task_id,
-                    wf_id,
-                    analysis.run_id,
-                    f"task:{data.task_id}",
-                    [f"task:{data.task_id}"],
-                    memory_types=["episode"],
-                ),
-                start_to_close_timeout=plan_timeout,
-                heartbeat_timeout=_HEARTBEAT_TIMEOUT,
-                retry_policy=COMPUTE_RETRY,
-            )
-            published = await self._publish(collected, Scope.TASK.value, planned, False, None, None, summary)
-            self._status.published, self._status.published_total = published.memories, published.total
-            self._set_state(PromotionState.UNVERIFIED)
-            await self._maybe_reflect(collected)
-            return PromotionResult(
-                data.task_id,
-                PromotionState.UNVERIFIED,
-                published.memories,
-                reason="verification failed",
-                published_total=published.total,
-            )
-
-        planned = await workflow.execute_activity_method(
-            PromotionActivities.plan,
+    async def _plan(
+        self, data: PromotionInput, collected: CollectResult, analysis: CognifyResult
+    ) -> PlanResult:
+        """Each candidate against published memory (new, duplicate, supersede); the first items shown."""
+        planned = await self._run_plan(
             PlanInput(
-                data.task_id, wf_id, analysis.run_id, collected.scope_key, collected.visible_scope_keys
+                data.task_id,
+                workflow.info().workflow_id,
+                analysis.run_id,
+                collected.scope_key,
+                collected.visible_scope_keys,
             ),
-            start_to_close_timeout=plan_timeout,
-            heartbeat_timeout=_HEARTBEAT_TIMEOUT,
-            retry_policy=COMPUTE_RETRY,
+            analysis,
         )
         self._planned = planned
         self._status.plan_total = planned.total
-        self._status.plan = [
-            PlanEntry(
-                i.memory_type,
-                i.title,
-                i.content,
-                i.canonical_key,
-                i.decision,
-                i.target_id,
-                i.similarity,
-                i.reason,
-                i.target_title,
-                i.target_trust,
-                i.target_approved_by,
-                list(i.nearest),
-            )
-            for i in planned.preview
-        ]
+        self._status.plan = [_plan_entry(i) for i in planned.preview]
+        return planned
 
-        decision: _Decision | None = None
-        if collected.requires_approval:
-            self._set_state(PromotionState.AWAITING_APPROVAL)
-            try:
-                await workflow.wait_condition(
-                    lambda: self._decision is not None,
-                    timeout=timedelta(seconds=data.approval_timeout_seconds),
-                )
-            except TimeoutError:
-                self._decision = _Decision(False, "system", "system", "approval timed out")
-            decision = self._decision
-            assert decision is not None
-            self._status.decided_by, self._status.decision_note = decision.approver, decision.note
-            if not decision.approved:
-                await workflow.execute_local_activity_method(
-                    PromotionActivities.record_decision,
-                    DecisionRecordInput(
-                        wf_id,
-                        data.task_id,
-                        decision.approver,
-                        decision.approver_type,
-                        decision.note or "rejected",
-                        summary,
-                    ),
-                    start_to_close_timeout=_DB_TIMEOUT,
-                    retry_policy=DB_RETRY,
-                )
-                self._set_state(PromotionState.REJECTED)
-                return PromotionResult(
-                    data.task_id,
-                    PromotionState.REJECTED,
-                    decided_by=decision.approver,
-                    reason=decision.note or "rejected",
-                )
+    async def _run_plan(self, plan: PlanInput, analysis: CognifyResult) -> PlanResult:
+        planned: PlanResult = await workflow.execute_activity_method(
+            PromotionActivities.plan,
+            plan,
+            start_to_close_timeout=_COMPUTE_TIMEOUT + _PLAN_TIME_PER_CANDIDATE * analysis.candidate_count,
+            heartbeat_timeout=_HEARTBEAT_TIMEOUT,
+            retry_policy=COMPUTE_RETRY,
+        )
+        return planned
 
+    def _needs_approval(self, collected: CollectResult, planned: PlanResult) -> bool:
+        """Whether a human must decide before anything is published: the target scope's policy asks."""
+        return collected.requires_approval
+
+    async def _await_approval(self, data: PromotionInput) -> Decision:
+        """Show the plan as awaiting approval and wait for an accepted decision (or the timeout's)."""
+        self._set_state(PromotionState.AWAITING_APPROVAL)
+        decision = await self._wait_for_decision(data.approval_timeout_seconds)
+        self._status.decided_by, self._status.decision_note = decision.approver, decision.note
+        return decision
+
+    async def _reject(
+        self, data: PromotionInput, decision: Decision, summary: dict[str, Any]
+    ) -> PromotionResult:
+        """Record the rejection (or the timeout) on the task and end the promotion without publishing."""
+        await workflow.execute_local_activity_method(
+            PromotionActivities.record_decision,
+            DecisionRecordInput(
+                workflow.info().workflow_id,
+                data.task_id,
+                decision.approver,
+                decision.approver_type,
+                decision.note or "rejected",
+                summary,
+            ),
+            start_to_close_timeout=_DB_TIMEOUT,
+            retry_policy=DB_RETRY,
+        )
+        self._set_state(PromotionState.REJECTED)
+        return PromotionResult(
+            data.task_id,
+            PromotionState.REJECTED,
+            decided_by=decision.approver,
+            reason=decision.note or "rejected",
+        )
+
+    async def _publish_plan(
+        self,
+        data: PromotionInput,
+        collected: CollectResult,
+        planned: PlanResult,
+        evidence: Verification,
+        decision: Decision | None,
+        summary: dict[str, Any],
+    ) -> PromotionResult:
+        """Publish the (approved) plan into the target scope in one transaction; maybe start a reflection."""
         self._set_state(PromotionState.PUBLISHING)
         published = await self._publish(
             collected, data.target_scope, planned, True, evidence.source, decision, summary
@@ -554,6 +504,34 @@ class PromotionWorkflow:
             PromotionState.PUBLISHED,
             published.memories,
             decided_by=decision.approver if decision else None,
+            published_total=published.total,
+        )
+
+    async def _keep_failure(
+        self, data: PromotionInput, collected: CollectResult, analysis: CognifyResult, summary: dict[str, Any]
+    ) -> PromotionResult:
+        """A failed task teaches through its Reflexion episode only, kept at task scope, as a draft."""
+        task_scope = f"task:{data.task_id}"
+        planned = await self._run_plan(
+            PlanInput(
+                data.task_id,
+                workflow.info().workflow_id,
+                analysis.run_id,
+                task_scope,
+                [task_scope],
+                memory_types=["episode"],
+            ),
+            analysis,
+        )
+        published = await self._publish(collected, Scope.TASK.value, planned, False, None, None, summary)
+        self._status.published, self._status.published_total = published.memories, published.total
+        self._set_state(PromotionState.UNVERIFIED)
+        await self._maybe_reflect(collected)
+        return PromotionResult(
+            data.task_id,
+            PromotionState.UNVERIFIED,
+            published.memories,
+            reason="verification failed",
             published_total=published.total,
         )
 
@@ -637,7 +615,7 @@ class PromotionWorkflow:
         planned: PlanResult,
         verified: bool,
         source: str | None,
-        decision: _Decision | None,
+        decision: Decision | None,
         summary: dict[str, Any],
     ) -> PublishResult:
         result: PublishResult = await workflow.execute_local_activity_method(

@@ -11,8 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from governance.errors import Conflict, InvalidInput, NotFound
 from governance.publication import NearbyMemory, PublishedMemory
+from workflows.approval_contract import (
+    APPROVAL_TIMEOUT_SECONDS,
+    VERIFY_TIMEOUT_SECONDS,
+    ApprovalAck,
+    ApprovalRequest,
+    DecisionNames,
+    ErrorTypes,
+    Refusal,
+)
 
 __all__ = [
     "PromotionState",
@@ -83,27 +91,10 @@ class Names:
     """Signal, update and query names (the Temporal UI's *Send a Signal* uses these)."""
 
     VERIFY = "verify"  # signal and update
-    APPROVE = "approve"  # signal and update
-    REJECT = "reject"  # signal and update
+    APPROVE = DecisionNames.APPROVE  # signal and update
+    REJECT = DecisionNames.REJECT  # signal and update
     STATE = "state"  # query: PromotionStatus
     PLAN = "plan"  # query: list[PlanEntry]
-
-
-class ErrorTypes:
-    """`ApplicationError.type` values the workflow's validators and activities raise.
-
-    The domain's errors keep their class names (governance/errors.py), so a gateway maps them back.
-    """
-
-    CONFLICT = Conflict.__name__
-    INVALID_INPUT = InvalidInput.__name__
-    NOT_FOUND = NotFound.__name__
-    # a claimed approver the policy or the principals table refuses (a 403 for the API caller)
-    APPROVAL_REFUSED = "ApprovalRefused"
-    # a start whose requester the gate refuses (the workflow fails with it)
-    START_REFUSED = "StartRefused"
-    # the embedding endpoint's vectors do not fit the schema: retrying cannot help
-    EMBEDDING_DIMENSION_MISMATCH = "EmbeddingDimensionMismatch"
 
 
 @dataclass
@@ -112,9 +103,9 @@ class Verification:
 
     `given_by` names who gives it (the API sets the caller; through the Temporal UI it is a claim the
     workflow checks: `human_approved` counts only from an enabled human allowed to approve the scope).
-    `grant` is set only by the API gateway (`approval_mode=api_only`). `commit` names the commit the
-    evidence verified (what is published is valid from it); `branch` where it was. Both default to None, so
-    histories written before they existed still deserialize.
+    `grant` is set only by the API gateway (its proof unless `approval_mode=trusting`). `commit` names the
+    commit the evidence verified (what is published is valid from it); `branch` where it was. Both default
+    to None, so histories written before they existed still deserialize.
     """
 
     source: str
@@ -132,33 +123,12 @@ class PromotionInput:
     task_id: str
     target_scope: str
     verification: Verification | None = None
-    verify_timeout_seconds: float = 7 * 24 * 3600
-    approval_timeout_seconds: float = 7 * 24 * 3600
+    verify_timeout_seconds: float = VERIFY_TIMEOUT_SECONDS
+    approval_timeout_seconds: float = APPROVAL_TIMEOUT_SECONDS
     # who asks: checked by an activity before anything runs (exists, enabled, may promote into the scope)
     requested_by: str | None = None
-    # the gateway's proof that the start came through the API (`approval_mode=api_only` requires it)
+    # the gateway's proof that the start came through the API (required unless `approval_mode=trusting`)
     grant: str | None = None
-
-
-@dataclass
-class ApprovalRequest:
-    """Payload of `approve`/`reject` (signal or update): `{"approver": "<principal id>", "note": "..."}`.
-
-    `grant` is set only by the API gateway (a row it wrote for the authenticated caller).
-    """
-
-    approver: str
-    note: str = ""
-    grant: str | None = None
-
-
-@dataclass
-class ApprovalAck:
-    """Answer of the `approve`/`reject` update."""
-
-    accepted: bool
-    state: str
-    reason: str
 
 
 @dataclass
@@ -184,16 +154,6 @@ class PlanEntry:
     target_trust: float | None = None
     target_approved_by: str | None = None
     nearest: list[NearbyMemory] = field(default_factory=list)
-
-
-@dataclass
-class Refusal:
-    """A decision (approve, reject) or evidence (verify) that was not accepted, and why."""
-
-    approver: str
-    decision: str
-    channel: str
-    reason: str
 
 
 @dataclass

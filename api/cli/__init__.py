@@ -8,6 +8,7 @@ import typer
 from platformdirs.api import RuntimeDirWarning
 
 from api.cli.commands import (
+    approval_token,
     backup,
     changes,
     forget,
@@ -51,6 +52,7 @@ for group in (
     read,
     truth,
     promotions,
+    approval_token,
     changes,
     lift,
     forget,

@@ -42,9 +42,10 @@ from api.cli.embedded import (
     temporal_dev_server_command,
 )
 from api.cli.restarts import RestartBudget, RestartPolicy
+from governance.approval import ApprovalMode
 from governance.config import Settings
 
-__all__ = ["Supervisor", "StartupFailed", "SEARCH_ATTRIBUTES", "BOOTSTRAP_KEY_FILE"]
+__all__ = ["Supervisor", "StartupFailed", "SEARCH_ATTRIBUTES", "BOOTSTRAP_KEY_FILE", "approval_mode_line"]
 
 SEARCH_ATTRIBUTES = {"LoregateState": "Keyword"}
 BOOTSTRAP_KEY_FILE = "bootstrap-admin.key"
@@ -426,6 +427,7 @@ class Supervisor:
         )
         self.console.print(f"  data          {self.data_dir}", highlight=False)
         self.console.print(f"  logs          {self.log_dir}", highlight=False)
+        self.console.print(f"  approvals     {approval_mode_line(settings)}", highlight=False)
         key_file = self.data_dir / BOOTSTRAP_KEY_FILE
         if bootstrap_key is not None:
             self.console.print()
@@ -530,3 +532,19 @@ def _answers(url: str) -> bool:
         return httpx.get(url, timeout=2.0).status_code == 200
     except httpx.HTTPError:
         return False
+
+
+def approval_mode_line(settings: Settings) -> str:
+    """What `loregate up` says about who may decide through Temporal (governance/approval.py)."""
+    mode = settings.gate_mode
+    if mode is ApprovalMode.TRUSTING:
+        return (
+            "[bold yellow]trusting[/]: a Temporal UI signal or raw start is believed as it names its sender; "
+            "for a single local operator only (LOREGATE_APPROVAL_MODE=authenticated asks for proof)"
+        )
+    if mode is ApprovalMode.API_ONLY:
+        return "api_only: decisions only through the API, CLI or console; Temporal UI signals are refused"
+    return (
+        "authenticated: a Temporal UI decision needs a token from `loregate approval-token`; "
+        "raw starts need the gateway's grant"
+    )

@@ -48,6 +48,7 @@ from api.client.transport import (
     pages,
 )
 from api.schemas.approaches import ApproachPublic, CheckPublic
+from api.schemas.approvals import ApprovalTokenPublic
 from api.schemas.change_requests import ChangeDecisionPublic, ChangeRequestList, ChangeRequestPublic
 from api.schemas.erasure import ErasurePublic
 from api.schemas.events import EventsPage
@@ -212,6 +213,11 @@ class _Api:
         """Reject a promotion awaiting approval; the approver is this key's principal."""
         return Request("POST", f"/v1/promotions/{_seg(task_id)}/reject", drop_none({"note": note}))
 
+    @endpoint(ApprovalTokenPublic)
+    def approval_token(self, task_id: str) -> Request:
+        """A short-lived token to decide this promotion as this key's principal from the Temporal UI."""
+        return Request("POST", f"/v1/promotions/{_seg(task_id)}/approval-token")
+
     # the read path
 
     @endpoint(SearchPublic)
@@ -329,6 +335,11 @@ class _Api:
     def reject_change(self, request_id: str, note: str | None = None) -> Request:
         """Reject a change request; the approver is this key's principal."""
         return Request("POST", f"/v1/change-requests/{_seg(request_id)}/reject", drop_none({"note": note}))
+
+    @endpoint(ApprovalTokenPublic)
+    def change_approval_token(self, request_id: str) -> Request:
+        """A short-lived token to decide this change request as this key's principal from the Temporal UI."""
+        return Request("POST", f"/v1/change-requests/{_seg(request_id)}/approval-token")
 
     @endpoint(ChangeRequestPublic)
     def lift_memories(

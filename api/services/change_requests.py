@@ -17,14 +17,13 @@ awaiting approval is a 409.
 from __future__ import annotations
 
 import asyncio
-import uuid
 from contextlib import AbstractAsyncContextManager
-from datetime import timedelta
 
 from temporalio.client import (
     RPCError,
 )
 
+from api.schemas.approvals import ApprovalTokenPublic
 from api.schemas.change_requests import (
     ChangeDecisionPublic,
     ChangeRequestList,
@@ -33,6 +32,7 @@ from api.schemas.change_requests import (
     MemorySide,
 )
 from api.schemas.promotions import DecisionIn
+from api.services.approvals import mint_approval_token, proof_grant, send_decision
 from api.services.gateway import GatewayResources, temporal_client
 from api.services.temporal_errors import temporal_errors
 from governance.adapters.embedders import embed_one, make_embedder
@@ -40,8 +40,8 @@ from governance.changes import ChangeOperation, ProposedContent
 from governance.errors import Conflict, GovernanceError, NotFound, PolicyDenied, Unavailable
 from governance.identity import Principal, judged_project
 from governance.lifting import lift_refusal
-from governance.redaction import redact_free_text
 from governance.scopes import ActorType
+from governance.storage.approval_proofs import change_request_digest
 from governance.storage.change_requests import (
     ChangeRequest,
     NewChangeRequest,
@@ -54,11 +54,8 @@ from governance.storage.change_requests import (
 )
 from governance.storage.lifecycle import MemoryTenant
 from governance.storage.lifting import lift_items, lift_source_tenants
-from governance.storage.promotions import record_approval_grant
 from workflows.change_request_contract import (
     WORKFLOW_TYPE,
-    ApprovalAck,
-    ApprovalRequest,
     ChangeRequestInput,
     ChangeRequestResult,
     ChangeRequestState,
@@ -75,10 +72,9 @@ __all__ = [
     "list_requests",
     "show_request",
     "decide",
+    "change_approval_token",
 ]
 
-# An approval update runs the approver check (one database activity) before it answers.
-UPDATE_TIMEOUT = timedelta(seconds=60)
 # After an accepted approval, how long the answer waits for the change to be applied (one transaction).
 APPLY_WAIT_SECONDS = 30.0
 # Listing reads one org's requests and keeps what the caller may read; this bounds the scan per request.
@@ -205,24 +201,6 @@ async def public_request(state: GatewayResources, request: ChangeRequest) -> Cha
     )
 
 
-async def _grant(state: GatewayResources, principal: Principal, workflow_id: str, what: str) -> str | None:
-    """In `approval_mode=api_only`, the gateway's proof that the start came from this authenticated caller."""
-    if not state.settings.api_only:
-        return None
-    grant = uuid.uuid4().hex
-    async with state.engine.begin() as conn:
-        await record_approval_grant(
-            conn,
-            workflow_id=workflow_id,
-            task_id="",
-            grant=grant,
-            principal=principal,
-            decision=what,
-            note="",
-        )
-    return grant
-
-
 async def propose(
     state: GatewayResources, principal: Principal, new: NewChangeRequest
 ) -> ChangeRequestPublic:
@@ -256,7 +234,7 @@ async def start_change_workflow(
         request_id=request.id,
         requested_by=principal.id,
         approval_timeout_seconds=state.settings.approval_timeout_seconds,
-        grant=await _grant(state, principal, workflow_id, "start"),
+        grant=await proof_grant(state, principal, workflow_id, "", "start"),
     )
     try:
         await client.start_workflow(
@@ -321,14 +299,8 @@ async def list_requests(
     return ChangeRequestList(change_requests=[await public_request(state, r) for r in readable])
 
 
-async def decide(
-    state: GatewayResources, principal: Principal, request_id: str, decision: str, body: DecisionIn
-) -> ChangeDecisionPublic:
-    """Approve or reject as the caller: a grant row for them, then the workflow's `approve`/`reject` update.
-
-    The caller needs `approve` at the memory's scope; the workflow checks it again (and, in
-    `approval_mode=api_only`, finds the grant row), and its refusal is a 403 with its reason.
-    """
+async def _awaiting_decision(state: GatewayResources, principal: Principal, request_id: str) -> ChangeRequest:
+    """The request, once the caller may `approve` its scope and it awaits approval."""
     request = await _readable(state, principal, request_id)
     if not _visible(state, principal, request, "approve"):
         raise PolicyDenied(
@@ -347,29 +319,32 @@ async def decide(
             raise PolicyDenied(f"{principal.actor_type} {principal.id} {refusal}")
     if request.state != ChangeRequestState.AWAITING_APPROVAL or request.workflow_id is None:
         raise Conflict(f"change request {request.id!r} is {request.state}, not awaiting approval")
-    grant = uuid.uuid4().hex
-    async with state.engine.begin() as conn:
-        await record_approval_grant(
-            conn,
-            workflow_id=request.workflow_id,
-            task_id="",
-            grant=grant,
-            principal=principal,
-            decision=decision,
-            note=body.note,
-        )
+    return request
+
+
+async def decide(
+    state: GatewayResources, principal: Principal, request_id: str, decision: str, body: DecisionIn
+) -> ChangeDecisionPublic:
+    """Approve or reject as the caller: a grant row for them, then the workflow's `approve`/`reject` update.
+
+    The caller needs `approve` at the memory's scope; the workflow checks it again (and finds the grant
+    row), and its refusal is a 403 with its reason.
+    """
+    request = await _awaiting_decision(state, principal, request_id)
+    assert request.workflow_id is not None
     handle = (await temporal_client(state)).get_workflow_handle(
         request.workflow_id, result_type=ChangeRequestResult
     )
-    async with _temporal_errors(request.id):
-        ack: ApprovalAck = await handle.execute_update(
-            decision,
-            ApprovalRequest(approver=principal.id, note=redact_free_text(body.note) or "", grant=grant),
-            result_type=ApprovalAck,
-            rpc_timeout=UPDATE_TIMEOUT,
-        )
-    if not ack.accepted:  # another approver's decision was accepted first
-        raise Conflict(f"change request {request.id!r} was {ack.reason}")
+    ack = await send_decision(
+        state,
+        principal,
+        handle,
+        task_id="",
+        decision=decision,
+        note=body.note,
+        errors=_temporal_errors(request.id),
+        what=f"change request {request.id!r}",
+    )
     final_state, reason, result_id = ack.state, ack.reason, None
     try:  # the decision is in; the change (or the closing) follows in one activity: answer with its outcome
         result: ChangeRequestResult = await asyncio.wait_for(handle.result(), APPLY_WAIT_SECONDS)
@@ -387,3 +362,14 @@ async def decide(
         reason=reason,
         result_memory_id=result_id,
     )
+
+
+async def change_approval_token(
+    state: GatewayResources, principal: Principal, request_id: str
+) -> ApprovalTokenPublic:
+    """A short-lived token for the caller to approve or reject this change request in the Temporal UI."""
+    request = await _awaiting_decision(state, principal, request_id)
+    assert request.workflow_id is not None
+    async with state.engine.connect() as conn:
+        digest = await change_request_digest(conn, request.id)
+    return mint_approval_token(state, principal, request.workflow_id, digest)

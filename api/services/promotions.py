@@ -10,7 +10,6 @@ refuses → PolicyDenied, Temporal or the worker not answering → Unavailable.
 from __future__ import annotations
 
 import dataclasses
-import uuid
 from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
 from typing import Any
@@ -25,6 +24,7 @@ from temporalio.client import (
 from temporalio.common import SearchAttributeKey, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
+from api.schemas.approvals import ApprovalTokenPublic
 from api.schemas.promotions import (
     PLAN_PAGE_SIZE,
     DecisionIn,
@@ -39,6 +39,7 @@ from api.schemas.promotions import (
     PublishedPublic,
     VerificationIn,
 )
+from api.services.approvals import UPDATE_TIMEOUT, mint_approval_token, proof_grant, send_decision
 from api.services.gateway import GatewayResources, authorized_task, temporal_client
 from api.services.plan_review import reviewed_entries, target_scope_key
 from api.services.temporal_errors import temporal_errors
@@ -46,14 +47,12 @@ from governance.errors import Conflict, GovernanceError, NotFound, Unavailable
 from governance.identity import Principal
 from governance.redaction import redact_free_text
 from governance.scopes import Scope, ValidationSource
+from governance.storage.approval_proofs import plan_digest
 from governance.storage.plans import PlanHeader, PlanKey, PlanRow, latest_plan, plan_page, published_page
-from governance.storage.promotions import record_approval_grant
 from governance.storage.staging import TaskInfo, get_task, get_tasks, set_promotion_workflow
 from workflows.promotion_contract import (
     STATE_ATTRIBUTE,
     WORKFLOW_TYPE,
-    ApprovalAck,
-    ApprovalRequest,
     Names,
     PromotionInput,
     PromotionState,
@@ -69,13 +68,13 @@ __all__ = [
     "promotion_plan",
     "verify_promotion",
     "decide_promotion",
+    "promotion_approval_token",
     "list_promotions",
 ]
 
 # A query is answered by a worker replaying the workflow: quick, or the worker is not there.
 QUERY_TIMEOUT = timedelta(seconds=5)
 # An approval update runs the approver check (one database activity) before it answers.
-UPDATE_TIMEOUT = timedelta(seconds=60)
 # Listing scans visibility and keeps what the caller may read; this bounds the scan per request.
 LIST_SCAN_FACTOR = 20
 
@@ -101,30 +100,6 @@ def _check_evidence(
     """`human_approved` is a human's word: only who may `approve` the scope may give it (as for memories)."""
     if evidence is not None and evidence.source is ValidationSource.HUMAN_APPROVED:
         state.authorizer.check(principal, org=task.org, project=task.project, scope=scope, action="approve")
-
-
-async def _grant(
-    state: GatewayResources, principal: Principal, workflow_id: str, task_id: str, what: str
-) -> str | None:
-    """In `approval_mode=api_only`, the gateway's proof that `what` came from this authenticated caller.
-
-    The workflow's gate checks accept a start or evidence in that mode only with a grant row naming the
-    caller (the Temporal UI and `temporal workflow start` cannot write one); otherwise none is needed.
-    """
-    if not state.settings.api_only:
-        return None
-    grant = uuid.uuid4().hex
-    async with state.engine.begin() as conn:
-        await record_approval_grant(
-            conn,
-            workflow_id=workflow_id,
-            task_id=task_id,
-            grant=grant,
-            principal=principal,
-            decision=what,
-            note="",
-        )
-    return grant
 
 
 def _handle(client: Client, task_id: str) -> WorkflowHandle[Any, Any]:
@@ -276,7 +251,7 @@ async def start_promotion(
         verify_timeout_seconds=settings.verify_timeout_seconds,
         approval_timeout_seconds=settings.approval_timeout_seconds,
         requested_by=principal.id,
-        grant=await _grant(state, principal, workflow_id, task.id, "start"),
+        grant=await proof_grant(state, principal, workflow_id, task.id, "start"),
     )
     async with _temporal_errors(task.id):
         try:
@@ -400,7 +375,7 @@ async def verify_promotion(
         principal, org=task.org, project=task.project, scope=status.target_scope, action="promote"
     )
     _check_evidence(state, principal, task, status.target_scope, body)
-    grant = await _grant(state, principal, handle.id, task.id, "verify")
+    grant = await proof_grant(state, principal, handle.id, task.id, "verify")
     async with _temporal_errors(task.id):
         updated: PromotionStatus = await handle.execute_update(
             Names.VERIFY,
@@ -419,14 +394,10 @@ async def verify_promotion(
     return await _public(state, principal, task, desc, updated, live=True)
 
 
-async def decide_promotion(
-    state: GatewayResources, principal: Principal, task_id: str, decision: str, body: DecisionIn
-) -> DecisionPublic:
-    """Approve or reject as the caller: a grant row for them, then the workflow's `approve`/`reject` update.
-
-    The caller needs `approve` at the target scope in the task's tenant; the workflow checks it again
-    (and, in `approval_mode=api_only`, finds the grant row), and its refusal is a 403 with its reason.
-    """
+async def _awaiting_decision(
+    state: GatewayResources, principal: Principal, task_id: str
+) -> tuple[TaskInfo, WorkflowHandle[Any, Any]]:
+    """The task and its promotion, once the caller may `approve` its target scope and it awaits approval."""
     task = await authorized_task(state, principal, task_id, "read")
     handle, status = await _live_status(state, task)
     state.authorizer.check(
@@ -434,26 +405,28 @@ async def decide_promotion(
     )
     if status.state != PromotionState.AWAITING_APPROVAL or status.decided_by is not None:
         raise Conflict(f"the promotion of task {task.id!r} is {status.state}, not awaiting approval")
-    grant = uuid.uuid4().hex
-    async with state.engine.begin() as conn:
-        await record_approval_grant(
-            conn,
-            workflow_id=handle.id,
-            task_id=task.id,
-            grant=grant,
-            principal=principal,
-            decision=decision,
-            note=body.note,
-        )
-    async with _temporal_errors(task.id):
-        ack: ApprovalAck = await handle.execute_update(
-            decision,
-            ApprovalRequest(approver=principal.id, note=redact_free_text(body.note) or "", grant=grant),
-            result_type=ApprovalAck,
-            rpc_timeout=UPDATE_TIMEOUT,
-        )
-    if not ack.accepted:  # another approver's decision was accepted first
-        raise Conflict(f"the promotion of task {task.id!r} was {ack.reason}")
+    return task, handle
+
+
+async def decide_promotion(
+    state: GatewayResources, principal: Principal, task_id: str, decision: str, body: DecisionIn
+) -> DecisionPublic:
+    """Approve or reject as the caller: a grant row for them, then the workflow's `approve`/`reject` update.
+
+    The caller needs `approve` at the target scope in the task's tenant; the workflow checks it again
+    (and finds the grant row), and its refusal is a 403 with its reason.
+    """
+    task, handle = await _awaiting_decision(state, principal, task_id)
+    ack = await send_decision(
+        state,
+        principal,
+        handle,
+        task_id=task.id,
+        decision=decision,
+        note=body.note,
+        errors=_temporal_errors(task.id),
+        what=f"the promotion of task {task.id!r}",
+    )
     return DecisionPublic(
         task_id=task.id,
         workflow_id=handle.id,
@@ -463,6 +436,18 @@ async def decide_promotion(
         state=ack.state,
         reason=ack.reason,
     )
+
+
+async def promotion_approval_token(
+    state: GatewayResources, principal: Principal, task_id: str
+) -> ApprovalTokenPublic:
+    """A short-lived token for the caller to approve or reject this promotion's current plan in the UI."""
+    task, handle = await _awaiting_decision(state, principal, task_id)
+    async with state.engine.connect() as conn:
+        digest = await plan_digest(conn, handle.id)
+    if digest is None:
+        raise Conflict(f"the promotion of task {task.id!r} has no complete plan yet")
+    return mint_approval_token(state, principal, handle.id, digest)
 
 
 async def list_promotions(

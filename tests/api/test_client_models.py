@@ -159,6 +159,8 @@ async def test_each_client_method_returns_its_declared_model(
     assert [e.index for e in plan] == list(range(waiting.plan_total))
     pending = await call(human, "promotions", state="awaiting_approval")
     assert task_id in [p.task_id for p in pending.promotions]
+    token = await call(human, "approval_token", task_id)  # what a Temporal UI signal would carry
+    assert token.principal == human.principal.id and token.token in token.signal_input
     assert (await call(human, "approve", task_id, "right")).accepted
     done = await call.until(human, "promotion", task_id, "published")
     fact_id = next(m.citation for m in done.published if m.memory_type == "fact")
@@ -209,6 +211,7 @@ async def test_each_client_method_returns_its_declared_model(
     listed = await call(human, "change_requests", state="awaiting_approval")
     assert {approved_id, rejected_id} <= {r.id for r in listed.change_requests}
     assert (await call(human, "change_request", approved_id)).old.id == fact["id"]
+    assert (await call(human, "change_approval_token", approved_id)).workflow_id.endswith(approved_id)
     assert (await call(human, "approve_change", approved_id)).accepted
     assert (await call(human, "reject_change", rejected_id, "keep it")).accepted
     local = await _fact(engine, task, "worktree: run the linters before pushing", scope=Scope.WORKTREE)

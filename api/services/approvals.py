@@ -1,0 +1,116 @@
+"""The approval gate's gateway side, shared by promotions and change requests.
+
+- `proof_grant`: the gateway's proof that a start or evidence came from its authenticated caller (a grant
+  row the workflow's gate checks look up; not written in `approval_mode=trusting`, where none is asked);
+- `send_decision`: approve or reject as the caller: a grant row for them, then the workflow's update;
+- `mint_approval_token`: the token a human pastes into a Temporal UI signal, bound to them, the workflow
+  and the digest of what they decide (governance/approval.py), signed under the server's secret.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from contextlib import AbstractAsyncContextManager
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from temporalio.client import WorkflowHandle
+
+from api.schemas.approvals import ApprovalTokenPublic
+from api.services.gateway import GatewayResources
+from governance.approval import TokenClaims, mint_token
+from governance.errors import Conflict
+from governance.identity import Principal
+from governance.redaction import redact_free_text
+from governance.storage.approval_proofs import approval_secret
+from governance.storage.promotions import record_approval_grant
+from workflows.approval_contract import ApprovalAck, ApprovalRequest
+
+__all__ = ["UPDATE_TIMEOUT", "proof_grant", "send_decision", "mint_approval_token"]
+
+UPDATE_TIMEOUT = timedelta(seconds=60)
+
+
+async def _record_grant(
+    state: GatewayResources, principal: Principal, workflow_id: str, task_id: str, what: str, note: str
+) -> str:
+    grant = uuid.uuid4().hex
+    async with state.engine.begin() as conn:
+        await record_approval_grant(
+            conn,
+            workflow_id=workflow_id,
+            task_id=task_id,
+            grant=grant,
+            principal=principal,
+            decision=what,
+            note=note,
+        )
+    return grant
+
+
+async def proof_grant(
+    state: GatewayResources, principal: Principal, workflow_id: str, task_id: str, what: str
+) -> str | None:
+    """The gateway's grant proving `what` ("start", "verify") came from this caller; None when trusting.
+
+    The workflow's gate checks accept a start or evidence only with a grant row naming the caller (the
+    Temporal UI and `temporal workflow start` cannot write one) unless `approval_mode=trusting`.
+    """
+    if not state.settings.proof_required:
+        return None
+    return await _record_grant(state, principal, workflow_id, task_id, what, "")
+
+
+async def send_decision(
+    state: GatewayResources,
+    principal: Principal,
+    handle: WorkflowHandle[Any, Any],
+    *,
+    task_id: str,
+    decision: str,
+    note: str,
+    errors: AbstractAsyncContextManager[None],
+    what: str,
+) -> ApprovalAck:
+    """Approve or reject `what` as the caller: a grant row, then the `approve`/`reject` update.
+
+    The workflow checks the caller again (and the grant); its refusal is PolicyDenied (a 403), another
+    decision accepted first a Conflict.
+    """
+    note = redact_free_text(note) or ""  # the note reaches the workflow's history and the trail
+    grant = await _record_grant(state, principal, handle.id, task_id, decision, note)
+    async with errors:
+        ack: ApprovalAck = await handle.execute_update(
+            decision,
+            ApprovalRequest(approver=principal.id, note=note, grant=grant),
+            result_type=ApprovalAck,
+            rpc_timeout=UPDATE_TIMEOUT,
+        )
+    if not ack.accepted:  # another approver's decision was accepted first
+        raise Conflict(f"{what} was {ack.reason}")
+    return ack
+
+
+def mint_approval_token(
+    state: GatewayResources, principal: Principal, workflow_id: str, digest: str
+) -> ApprovalTokenPublic:
+    """A token for the caller to decide `workflow_id` in the state `digest`, from the Temporal UI."""
+    if state.settings.api_only:
+        raise Conflict(
+            "approval_mode is api_only: the Temporal UI's decisions are refused; decide through the API"
+        )
+    expires = time.time() + state.settings.approval_token_ttl_seconds
+    token = mint_token(
+        approval_secret(state.settings), TokenClaims(principal.id, workflow_id, digest, expires)
+    )
+    return ApprovalTokenPublic(
+        token=token,
+        principal=principal.id,
+        workflow_id=workflow_id,
+        digest=digest,
+        expires_at=datetime.fromtimestamp(int(expires), UTC),
+        approval_mode=state.settings.gate_mode.value,
+        signal_input=json.dumps({"approver": principal.id, "note": "", "token": token}),
+    )

@@ -1,0 +1,221 @@
+"""The approval gate: how every workflow that waits for a human takes a decision.
+
+`ApprovalGate` is the base of `PromotionWorkflow` and `ChangeRequestWorkflow`. It holds the decision's
+handlers once — `approve` and `reject`, each as a signal (the Temporal UI) and as an update with a
+validator (the API: the caller learns at once whether the decision counted) — the approver check (one
+activity, `check_approver`: the approver named in the payload is a claim until the activity finds it is an
+enabled principal allowed to approve the scope, proven by the gateway's grant or by the human's approval
+token, see activities/gate_checks.py), the record of refused decisions, and the wait for a decision with
+its timeout (the default lives in governance/approval.py).
+
+A gated workflow says what is decided (`_decided_scope`: org, project, scope, the task or memory), in
+which state it waits (`_awaiting_approval`), and how it shows itself (`_show`); it keeps its status
+(with `state` and `refusals`) in `self._status`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Generic, Protocol, TypeVar
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from activities.gate_checks import ApproverCheckInput, ApproverCheckResult, GateCheckActivities
+    from workflows.approval_contract import ApprovalAck, ApprovalRequest, DecisionNames, ErrorTypes, Refusal
+
+__all__ = [
+    "ApprovalGate",
+    "GatedStatus",
+    "Decision",
+    "DecidedScope",
+    "DB_RETRY",
+    "DB_TIMEOUT",
+    "how_to_decide",
+]
+
+# Short database steps: retry quickly, give up after a while (a down database surfaces as `failed`).
+DB_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=30),
+    maximum_attempts=20,
+    non_retryable_error_types=[ErrorTypes.NOT_FOUND, ErrorTypes.INVALID_INPUT],
+)
+DB_TIMEOUT = timedelta(seconds=30)
+SIGNAL, UPDATE = "signal", "update"
+TIMED_OUT = "approval timed out"
+
+
+@dataclass
+class Decision:
+    """An accepted decision (or the system's, when nobody decided in time)."""
+
+    approved: bool
+    approver: str
+    approver_type: str | None
+    note: str
+    timed_out: bool = False
+
+
+@dataclass(frozen=True)
+class DecidedScope:
+    """What the approver check judges: the tenant, the scope, and the task or memory decided."""
+
+    org: str
+    project: str | None
+    target_scope: str
+    task_id: str = ""
+    memory_id: str | None = None
+    change_request_id: str | None = None
+
+
+def how_to_decide(token_command: str, api_command: str) -> str:
+    """The current details' line telling a human how to decide from the Temporal UI (or the CLI)."""
+    return (
+        f"Approve: `{token_command}` prints your signal's input (a token bound to you and to what you "
+        "decide, valid 15 minutes); then *More Actions → Send a Signal*, name `approve`, input "
+        '`{"approver": "<your principal id>", "note": "...", "token": "<the token>"}`; '
+        f"reject: signal `reject` with the same input. Or `{api_command}`."
+    )
+
+
+class GatedStatus(Protocol):
+    """What a gated workflow's status holds for the gate: its state and the refused decisions."""
+
+    state: str
+    refusals: list[Refusal]
+
+
+StatusT = TypeVar("StatusT", bound=GatedStatus)
+
+
+class ApprovalGate(Generic[StatusT]):
+    """The decision handlers, the approver check and the wait, shared by every human-gated workflow."""
+
+    _status: StatusT
+    _decision: Decision | None = None
+
+    # ---- what the gated workflow says ----------------------------------------------------------
+    def _awaiting_approval(self) -> bool:
+        """Whether the workflow is in its awaiting-approval state."""
+        raise NotImplementedError
+
+    def _decided_scope(self) -> DecidedScope | None:
+        """What is decided, once known (None while the workflow still prepares it)."""
+        raise NotImplementedError
+
+    def _noun(self) -> str:
+        """What the workflow is, in refusals ("promotion", "change request")."""
+        raise NotImplementedError
+
+    def _show(self) -> None:
+        """Refresh the workflow's current details."""
+        raise NotImplementedError
+
+    # ---- the handlers --------------------------------------------------------------------------
+    @workflow.signal(name=DecisionNames.APPROVE)
+    async def approve_signal(self, request: ApprovalRequest) -> None:
+        """Approval from the Temporal UI: the approver is a claim, checked with its token before it counts."""
+        await self._decide(True, request, SIGNAL)
+
+    @workflow.signal(name=DecisionNames.REJECT)
+    async def reject_signal(self, request: ApprovalRequest) -> None:
+        """Rejection from the Temporal UI, checked like an approval."""
+        await self._decide(False, request, SIGNAL)
+
+    @workflow.update(name=DecisionNames.APPROVE)
+    async def approve_update(self, request: ApprovalRequest) -> ApprovalAck:
+        """Approval through the API (or the UI's Update action); answers accepted or refused at once."""
+        return await self._decide(True, request, UPDATE)
+
+    @approve_update.validator
+    def _validate_approve(self, request: ApprovalRequest) -> None:
+        self._validate_decision(request)
+
+    @workflow.update(name=DecisionNames.REJECT)
+    async def reject_update(self, request: ApprovalRequest) -> ApprovalAck:
+        """Rejection through the API; answers accepted or refused at once."""
+        return await self._decide(False, request, UPDATE)
+
+    @reject_update.validator
+    def _validate_reject(self, request: ApprovalRequest) -> None:
+        self._validate_decision(request)
+
+    def _validate_decision(self, request: ApprovalRequest) -> None:
+        if not request.approver:
+            raise ApplicationError("approver is required", type=ErrorTypes.INVALID_INPUT)
+        if not self._awaiting_approval() or self._decision is not None:
+            raise ApplicationError(
+                f"{self._noun()} is {self._status.state}, not awaiting approval", type=ErrorTypes.CONFLICT
+            )
+
+    # ---- the decision --------------------------------------------------------------------------
+    async def _decide(self, approved: bool, request: ApprovalRequest, channel: str) -> ApprovalAck:
+        verb = DecisionNames.APPROVE if approved else DecisionNames.REJECT
+        if self._decided_scope() is None and self._awaiting_approval():
+            # a decision arriving while the workflow still prepares what is decided waits for it
+            await workflow.wait_condition(
+                lambda: self._decided_scope() is not None or not self._awaiting_approval()
+            )
+        scope = self._decided_scope()
+        if not self._awaiting_approval() or self._decision is not None or scope is None:
+            # only signals get here (validators stop updates); keep the attempt visible to approvers
+            self._refuse(request.approver, verb, channel, "not awaiting approval")
+            return ApprovalAck(False, self._status.state, "not awaiting approval")
+        check = await self._check_approver(verb, request, channel, scope)
+        if not check.accepted:
+            self._refuse(request.approver, verb, channel, check.reason)
+            if channel == UPDATE:
+                raise ApplicationError(check.reason, type=ErrorTypes.APPROVAL_REFUSED, non_retryable=True)
+            return ApprovalAck(False, self._status.state, check.reason)
+        if self._decision is not None:  # another approver won while this one was being checked
+            return ApprovalAck(False, self._status.state, "already decided")
+        self._decision = Decision(approved, request.approver, check.approver_type, request.note)
+        return ApprovalAck(True, self._status.state, "accepted")
+
+    async def _check_approver(
+        self, verb: str, request: ApprovalRequest, channel: str, scope: DecidedScope
+    ) -> ApproverCheckResult:
+        result: ApproverCheckResult = await workflow.execute_local_activity_method(
+            GateCheckActivities.check_approver,
+            ApproverCheckInput(
+                request_id=str(workflow.uuid4()),
+                workflow_id=workflow.info().workflow_id,
+                task_id=scope.task_id,
+                approver=request.approver,
+                decision=verb,
+                channel=channel,
+                org=scope.org,
+                project=scope.project,
+                target_scope=scope.target_scope,
+                grant=request.grant,
+                note=request.note,
+                memory_id=scope.memory_id,
+                token=request.token,
+                change_request_id=scope.change_request_id,
+            ),
+            start_to_close_timeout=DB_TIMEOUT,
+            retry_policy=DB_RETRY,
+        )
+        return result
+
+    def _refuse(self, who: str | None, decision: str, channel: str, reason: str) -> None:
+        """Record a refused decision or evidence where approvers see it (state query, current details)."""
+        self._status.refusals.append(Refusal(who or "", decision, channel, reason))
+        self._show()
+
+    async def _wait_for_decision(self, timeout_seconds: float) -> Decision:
+        """The accepted decision, or the system's rejection when nobody decided within `timeout_seconds`
+        (decisions arriving after it are refused as not awaiting approval)."""
+        try:
+            await workflow.wait_condition(
+                lambda: self._decision is not None, timeout=timedelta(seconds=timeout_seconds)
+            )
+        except TimeoutError:
+            self._decision = Decision(False, "system", "system", TIMED_OUT, timed_out=True)
+        assert self._decision is not None
+        return self._decision
