@@ -9,8 +9,8 @@ and stops Postgres last. A worker, gateway or Temporal dev server that dies on i
 backoff (restarts.py); past its restart budget, or if Postgres dies, the rest is stopped and the exit code
 is 1.
 The data dir holds the database, the workflow histories, the bootstrap key and the logs: it is made the
-owner's alone (0700, files 0600; as root 0710, passable by the database's system user alone; api/cli/embedded.py
-`secure_data_dir`) and every child runs with umask 077.
+owner's alone (0700, files 0600; as root 0710, passable by the database's system user alone;
+api/cli/embedded.py `secure_data_dir`) and every child runs with umask 077.
 """
 
 from __future__ import annotations

