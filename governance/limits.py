@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "task_quota_refusal",
     "tenant_quota_refusal",
     "seconds_to_utc_midnight",
+    "FairGate",
 ]
 
 
@@ -186,3 +187,48 @@ def tenant_quota_refusal(
 def seconds_to_utc_midnight(now_epoch: float) -> float:
     """Seconds until the next UTC day starts (when a daily quota refills)."""
     return 86400.0 - (now_epoch % 86400.0)
+
+
+class FairGate:
+    """At most `capacity` holders at once; waiters are let in tenant by tenant, least recently served first.
+
+    The embedding engine is one thread working through a queue: in arrival order, one tenant's six clients
+    sending long queries put six queries ahead of every other tenant's. Behind this gate, a tenant that
+    was not served lately goes next whatever another tenant has queued, so a flood waits behind itself.
+    Blocking (threads): the embedders are called from worker threads.
+    """
+
+    def __init__(self, capacity: int = 1) -> None:
+        self._cond = threading.Condition()
+        self._free = capacity
+        self._waiting: dict[str, deque[object]] = {}
+        self._served: dict[str, int] = {}  # tenant -> turn it was last let in
+        self._turn = 0
+
+    def _chosen(self) -> object | None:
+        if not self._waiting:
+            return None
+        tenant = min(self._waiting, key=lambda t: self._served.get(t, -1))
+        return self._waiting[tenant][0]
+
+    def acquire(self, tenant: str) -> None:
+        ticket = object()
+        with self._cond:
+            self._waiting.setdefault(tenant, deque()).append(ticket)
+            while not (self._free > 0 and self._chosen() is ticket):
+                self._cond.wait()
+            self._free -= 1
+            queue = self._waiting[tenant]
+            queue.popleft()
+            if not queue:
+                del self._waiting[tenant]
+            self._turn += 1
+            self._served[tenant] = self._turn
+            if len(self._served) > 10_000:  # forget tenants not waiting now: they count as never served
+                self._served = {t: n for t, n in self._served.items() if t in self._waiting}
+            self._cond.notify_all()
+
+    def release(self) -> None:
+        with self._cond:
+            self._free += 1
+            self._cond.notify_all()

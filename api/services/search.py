@@ -22,7 +22,7 @@ from api.schemas.search import (
 from api.services import reading
 from api.services.gateway import GatewayResources, admit, authorize_memory, authorized_task
 from api.services.metrics import SEARCH_SECONDS
-from governance.adapters.embedders import make_embedder
+from governance.adapters.embedders import EMBEDDING_TENANT, make_embedder
 from governance.config import Settings
 from governance.errors import InvalidInput
 from governance.identity import Principal
@@ -86,6 +86,7 @@ async def search(
     """Hybrid search over what the task sees; returns the answer and the ids whose retrieval count rises."""
     keys = await readable_scope_keys(state, principal, body.task_id)
     admit(state, principal, "search")
+    EMBEDDING_TENANT.set(principal.org)  # the embedder takes tenants in turn (FairEmbedder)
     settings = state.settings
     with SEARCH_SECONDS.labels("search").time():
         outcome = await reading.search_memories(
@@ -130,6 +131,7 @@ async def context(
         raise InvalidInput(f"max_tokens must be at most {settings.context_max_tokens_limit}")
     keys = await readable_scope_keys(state, principal, body.task_id)
     admit(state, principal, "search")
+    EMBEDDING_TENANT.set(principal.org)
     with SEARCH_SECONDS.labels("context").time():
         outcome = await reading.build_context(
             state.engine,

