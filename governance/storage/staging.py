@@ -202,15 +202,17 @@ async def _existing_by_key(conn: AsyncConnection, principal: Principal, keys: li
 async def _check_quota(
     conn: AsyncConnection, task_id: str, org: str, quota: StagingQuota, fresh: list[EntryDraft]
 ) -> None:
-    """Refuse the batch (nothing written: the caller's transaction rolls back) if it passes a quota."""
+    """Count the batch; refuse it (nothing written: the caller's transaction rolls back) past a quota.
+
+    The task's bytes are counted on every append, quota or not, so a quota set later counts what came before.
+    """
     size = sum(len(d.content.encode()) + len((d.payload_json or "").encode()) for d in fresh)
-    if quota.counts_task:
-        used = await quotas.lock_task_usage(conn, task_id)
-        refusal = None if used is None else task_quota_refusal(quota, task_id, used, len(fresh), size)
-        if refusal:
-            raise TaskQuotaExceeded(refusal[1], quota=refusal[0])
+    used = await quotas.count_task(conn, task_id, size)
+    refusal = None if used is None else task_quota_refusal(quota, task_id, used, len(fresh), size)
+    if refusal:
+        raise TaskQuotaExceeded(refusal[1], quota=refusal[0])
     if quota.counts_tenant:
-        today = await quotas.tenant_usage_today(conn, org)
+        today = await quotas.count_tenant_day(conn, org, task_id, len(fresh), size)
         refusal = tenant_quota_refusal(quota, org, today, len(fresh), size)
         if refusal:
             wait = seconds_to_utc_midnight(time.time())
@@ -247,8 +249,9 @@ async def _append_once(
             if d.idempotency_key is None or d.idempotency_key not in existing
         ]
         inserted: list[Any] = []
-        if fresh and quota is not None:
-            await _check_quota(conn, task_id, quota[0], quota[1], [d for d, _ in fresh])
+        if fresh:  # counted (and checked, with a quota) in this transaction: a refusal undoes the count
+            org, limits = quota if quota is not None else ("", StagingQuota())
+            await _check_quota(conn, task_id, org, limits, [d for d, _ in fresh])
         if fresh:
             inserted = list(
                 (
