@@ -27,6 +27,7 @@ from governance.errors import Conflict, DailyQuotaExceeded, NotFound, TaskQuotaE
 from governance.identity import Principal
 from governance.limits import (
     StagingQuota,
+    StagingUsage,
     seconds_to_utc_midnight,
     task_quota_refusal,
     tenant_quota_refusal,
@@ -207,12 +208,16 @@ async def _check_quota(
     The task's bytes are counted on every append, quota or not, so a quota set later counts what came before.
     """
     size = sum(len(d.content.encode()) + len((d.payload_json or "").encode()) for d in fresh)
-    used = await quotas.count_task(conn, task_id, size)
+    today: StagingUsage | None = None
+    if quota.counts_tenant:
+        counted = await quotas.count_task_and_day(conn, task_id, org, len(fresh), size)
+        used, today = counted if counted is not None else (None, None)
+    else:
+        used = await quotas.count_task(conn, task_id, size)
     refusal = None if used is None else task_quota_refusal(quota, task_id, used, len(fresh), size)
     if refusal:
         raise TaskQuotaExceeded(refusal[1], quota=refusal[0])
-    if quota.counts_tenant:
-        today = await quotas.count_tenant_day(conn, org, task_id, len(fresh), size)
+    if today is not None:
         refusal = tenant_quota_refusal(quota, org, today, len(fresh), size)
         if refusal:
             wait = seconds_to_utc_midnight(time.time())

@@ -193,9 +193,12 @@ async def test_task_byte_quota_counts_content(engine: AsyncEngine, quota_url: st
     async with httpx.AsyncClient(base_url=quota_url, headers=agent.headers) as http:
         assert (await http.post(f"/v1/tasks/{task_id}/entries", json=_entries(1, 2000))).status_code == 201
         refused = await http.post(f"/v1/tasks/{task_id}/entries", json=_entries(1, 1500))
+        # the refused batch was not counted either: 2,000 + 900 bytes fit the 3,000
+        fits = await http.post(f"/v1/tasks/{task_id}/entries", json=_entries(1, 900))
     assert refused.status_code == 413
     assert "LOREGATE_STAGING_MAX_TASK_BYTES" in refused.json()["detail"]
-    assert await _count(engine, task_id) == 1
+    assert fits.status_code == 201, fits.text
+    assert await _count(engine, task_id) == 2
 
 
 async def test_tenant_daily_quota_is_429_until_midnight(engine: AsyncEngine, quota_url: str) -> None:
