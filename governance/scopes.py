@@ -77,7 +77,7 @@ class ValidationSource(StrEnum):
 
 SCOPE_LEVEL: dict[Scope, int] = {Scope.TASK: 1, Scope.WORKTREE: 2, Scope.PROJECT: 3, Scope.ORG: 4}
 
-# Seed 003: project and org knowledge needs validation (a human approval) before it is published.
+# project and org knowledge needs validation (a human approval) before it is published.
 _VALIDATION_REQUIRED = {Scope.PROJECT, Scope.ORG}
 
 

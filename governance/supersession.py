@@ -1,6 +1,6 @@
 """Contradiction judges: does a new statement contradict an old one about the same subject?
 
-Seed 003's supersession needs a decision the canonical key cannot give (two memories about the same thing
+Supersession needs a decision the canonical key cannot give (two memories about the same thing
 without a shared key). Two judges share one protocol:
 
 - `RuleBasedJudge` (default, deterministic, offline): only speaks when the texts are nearly the same

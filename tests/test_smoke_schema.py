@@ -1,4 +1,4 @@
-"""The migrated schema holds DESIGN.md's invariants."""
+"""The migrated schema holds the invariants of docs/architecture.md."""
 
 from __future__ import annotations
 

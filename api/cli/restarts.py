@@ -7,10 +7,32 @@ the supervisor stops the platform with the child's log instead of looping.
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from dataclasses import dataclass, field
 
-__all__ = ["RestartPolicy", "RestartBudget"]
+__all__ = ["RestartPolicy", "RestartBudget", "BIND_ATTEMPTS", "bind_failure"]
+
+# how many times `loregate up` starts the Temporal dev server when a port it picked itself was taken
+BIND_ATTEMPTS = 3
+_IN_USE = re.compile(r"address already in use|EADDRINUSE", re.IGNORECASE)
+_PORT = re.compile(r":(\d{2,5})\b")
+
+
+def bind_failure(log_tail: str, configured: dict[int, str]) -> tuple[bool, str | None]:
+    """Whether a child's log ends on a port already in use, and the setting that names that port.
+
+    `configured` maps the ports the user chose (settings) to their variables. A clash on one of them is the
+    user's to fix (the setting is named); a clash on a port the child picked for itself (the dev server's
+    internal ports, say) goes away when it starts again and picks anew.
+    """
+    for line in reversed(log_tail.splitlines()):
+        if _IN_USE.search(line):
+            for port in (int(p) for p in _PORT.findall(line)):
+                if port in configured:
+                    return True, configured[port]
+            return True, None
+    return False, None
 
 
 @dataclass(frozen=True)

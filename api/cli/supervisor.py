@@ -41,7 +41,7 @@ from api.cli.embedded import (
     stop_embedded_postgres,
     temporal_dev_server_command,
 )
-from api.cli.restarts import RestartBudget, RestartPolicy
+from api.cli.restarts import BIND_ATTEMPTS, RestartBudget, RestartPolicy, bind_failure
 from governance.approval import ApprovalMode
 from governance.config import Settings
 
@@ -294,7 +294,6 @@ class Supervisor:
             ui_port=settings.temporal_ui_port,
             search_attributes=SEARCH_ATTRIBUTES,
         )
-        self._temporal = self._spawn("temporal", command, env=dict(os.environ))
         # the local dev server speaks plain gRPC whatever credentials are configured for a remote cluster
         local = settings.model_copy(
             update={
@@ -305,8 +304,28 @@ class Supervisor:
                 "temporal_tls_key": None,
             }
         )
-        with self.console.status(f"starting Temporal dev server on {address} …"):
-            self._wait_for_temporal(local, self._temporal)
+        configured = {
+            settings.temporal_port: "LOREGATE_TEMPORAL_PORT",
+            settings.temporal_ui_port: "LOREGATE_TEMPORAL_UI_PORT",
+        }
+        for attempt in range(1, BIND_ATTEMPTS + 1):
+            self._temporal = self._spawn("temporal", command, env=dict(os.environ))
+            try:
+                with self.console.status(f"starting Temporal dev server on {address} …"):
+                    self._wait_for_temporal(local, self._temporal)
+                break
+            except StartupFailed as failed:
+                in_use, setting = bind_failure(self._temporal.tail(), configured)
+                if not in_use:
+                    raise
+                if setting is not None:
+                    raise StartupFailed(
+                        f"{failed}\nthe port is taken: choose another with {setting}"
+                    ) from None
+                if attempt == BIND_ATTEMPTS:
+                    raise
+                # a port the dev server picked for itself was taken meanwhile: it picks anew
+                self._step(f"Temporal dev server: a port it picked was taken; starting it again ({attempt})")
         secure_data_dir(self.data_dir)  # temporal.db (workflow histories) from before the umask, too
         self._step(f"Temporal dev server: {address}, UI on port {settings.temporal_ui_port}")
         return address

@@ -86,7 +86,7 @@ class InvalidInputError(LoregateError, ge.InvalidInput):
 
 
 class RateLimitedError(LoregateError, ge.RateLimited):
-    """Too many requests (429); retry later."""
+    """Too many requests, or a staging quota reached (429); retry after `retry_after` seconds."""
 
 
 class ApprovalRequiredError(LoregateError, ge.ApprovalRequired):
@@ -144,7 +144,13 @@ def error_from_response(response: httpx.Response) -> LoregateError:
         problem = ErrorBody(error="error", detail=response.text.strip() or response.reason_phrase)
         body = problem.model_dump()
     cls = _BY_KIND.get(problem.error) or _BY_STATUS.get(response.status_code) or ServerError
-    return cls(problem.error, problem.detail, response.status_code, body)
+    error = cls(problem.error, problem.detail, response.status_code, body)
+    if isinstance(error, ge.RateLimited):
+        try:  # the seconds the gateway asks to wait (rate limits, the day's staging quota)
+            error.retry_after = float(response.headers.get("retry-after", "1"))
+        except ValueError:
+            error.retry_after = 1.0
+    return error
 
 
 def unreachable(base_url: str, exc: httpx.TransportError) -> UnavailableError:

@@ -49,6 +49,7 @@ from governance import errors as ge
 from governance.adapters.tracing import instrument_engine, tracer_provider
 from governance.config import Settings
 from governance.identity import Principal
+from governance.limits import retry_after_header
 from governance.storage.engine import make_engine
 from policy.enforcer import make_authorizer
 
@@ -57,6 +58,7 @@ __all__ = [
     "start_grpc_server",
     "running_grpc_server",
     "COMMITTED_METADATA",
+    "RETRY_AFTER_METADATA",
 ]
 
 _log = logging.getLogger("loregate.grpc")
@@ -64,6 +66,8 @@ T = TypeVar("T")
 
 # Trailing metadata of a failed AppendEntries stream: how many of its messages were stored before the error.
 COMMITTED_METADATA = "loregate-committed-batches"
+# Trailing metadata of a call refused by a rate limit or quota: the seconds to wait (HTTP's Retry-After).
+RETRY_AFTER_METADATA = "retry-after"
 # The longest memory reference (uuid or citation) the HTTP path accepts.
 MEMORY_REF_MAX_LENGTH = 64
 
@@ -95,6 +99,12 @@ async def _guarded(context: grpc.aio.ServicerContext, work: Callable[[], Awaitab
         raise
     except Exception as exc:
         code, body = _refusal(exc)
+        if isinstance(exc, ge.RateLimited):
+            # HTTP's Retry-After header, as trailing metadata (kept beside any trailer the call set)
+            kept = tuple(context.trailing_metadata() or ())
+            context.set_trailing_metadata(
+                (*kept, (RETRY_AFTER_METADATA, retry_after_header(exc.retry_after)))
+            )
     await context.abort(code, json.dumps(body))
     raise AssertionError("unreachable: abort raises")
 

@@ -17,6 +17,7 @@ from api.errors import error_body, is_unavailable, status_of, validation_detail,
 from api.schemas.errors import ErrorBody
 from api.schemas.text import MAX_JSON_DEPTH
 from governance import errors as ge
+from governance.limits import retry_after_header
 
 __all__ = ["ERROR_RESPONSES", "install_error_handlers"]
 
@@ -30,6 +31,10 @@ ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
     409: {"model": ErrorBody, "description": "Conflicts with what is stored (e.g. idempotency key reuse)"},
     413: {"model": ErrorBody, "description": "Entry, batch or request over the configured limits"},
     422: {"model": ErrorBody, "description": "Malformed input or a broken domain rule"},
+    429: {
+        "model": ErrorBody,
+        "description": "A rate limit or the day's staging quota is reached; retry after Retry-After seconds",
+    },
     503: {"model": ErrorBody, "description": "Database or Temporal unavailable; retry later"},
 }
 
@@ -70,6 +75,8 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _governance(_: Request, exc: ge.GovernanceError) -> JSONResponse:
         status = status_of(exc)
         headers = {"Retry-After": "1"} if status == 503 else None
+        if isinstance(exc, ge.RateLimited):
+            headers = {"Retry-After": retry_after_header(exc.retry_after)}
         if status == 401:
             headers = {"WWW-Authenticate": "Bearer"}
         return JSONResponse(error_body(exc.kind, exc.detail), status_code=status, headers=headers)

@@ -1,20 +1,32 @@
-"""Prometheus metrics of the gateway (per process) and the middleware that records them."""
+"""Prometheus metrics of the gateway and the middleware that records them.
+
+Counters and histograms count what this process did; `PlatformCollector` adds, at each scrape, what the
+platform holds (api/services/platform_metrics.py: Postgres aggregates and Temporal's pending approvals).
+Names follow Prometheus' conventions: `loregate_` prefix, `_total` counters, base units (`_seconds`).
+"""
 
 from __future__ import annotations
 
 import time
-from collections.abc import MutableMapping
+from collections.abc import Iterator, MutableMapping
 from typing import Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, Counter, Histogram, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from api.services.platform_metrics import PlatformSnapshot, platform_snapshot
+from governance.adapters.embedders import query_cache_stats
 
 __all__ = [
     "REQUESTS",
     "LATENCY",
     "MetricsMiddleware",
+    "PlatformCollector",
     "metrics_response",
 ]
 
@@ -55,5 +67,96 @@ class MetricsMiddleware:
             LATENCY.labels(scope["method"], name).observe(time.perf_counter() - start)
 
 
-async def metrics_response(_: Request) -> Response:
+class PlatformCollector(Collector):
+    """The platform's gauges and totals from the latest snapshot, and the query cache's hits and misses."""
+
+    def __init__(self) -> None:
+        self.snapshot: PlatformSnapshot | None = None
+
+    def collect(self) -> Iterator[Metric]:
+        hits, misses = query_cache_stats()
+        yield CounterMetricFamily(
+            "loregate_query_embedding_cache_hits", "Query vectors answered from the cache", value=hits
+        )
+        yield CounterMetricFamily(
+            "loregate_query_embedding_cache_misses", "Query vectors the embedder computed", value=misses
+        )
+        snap = self.snapshot
+        if snap is None:
+            return
+        counts = snap.counts
+        up = GaugeMetricFamily(
+            "loregate_metrics_source_up", "Whether the scrape could read a source", labels=["source"]
+        )
+        up.add_metric(["postgres"], 1)
+        up.add_metric(["temporal"], 0 if snap.promotions_pending is None else 1)
+        yield up
+        yield GaugeMetricFamily(
+            "loregate_change_requests_pending",
+            "Change requests awaiting approval",
+            value=counts.change_requests_pending,
+        )
+        yield GaugeMetricFamily(
+            "loregate_change_requests_oldest_pending_seconds",
+            "Age of the oldest change request awaiting approval (0: none)",
+            value=counts.change_requests_oldest_seconds,
+        )
+        if snap.promotions_pending is not None:
+            yield GaugeMetricFamily(
+                "loregate_promotions_pending_approval",
+                "Promotions awaiting a human approval",
+                value=snap.promotions_pending,
+            )
+            yield GaugeMetricFamily(
+                "loregate_promotions_oldest_pending_approval_seconds",
+                "Age (since its start) of the oldest promotion awaiting approval (0: none)",
+                value=snap.promotions_oldest_seconds or 0.0,
+            )
+        outcomes = CounterMetricFamily("loregate_promotions", "Promotions by outcome", labels=["outcome"])
+        for outcome, n in sorted(counts.promotions_by_outcome.items()):
+            outcomes.add_metric([outcome], n)
+        yield outcomes
+        decisions = CounterMetricFamily(
+            "loregate_plan_decisions", "Promotion plan items by decision", labels=["decision"]
+        )
+        for decision, n in sorted(counts.plan_decisions.items()):
+            decisions.add_metric([decision], n)
+        yield decisions
+        redactions = CounterMetricFamily(
+            "loregate_redactions", "Redactions in published promotions and change requests", labels=["rule"]
+        )
+        for rule, n in sorted(counts.redactions_by_rule.items()):
+            redactions.add_metric([rule], n)
+        yield redactions
+        yield CounterMetricFamily(
+            "loregate_retention_prunes", "Memories the retention pruned", value=counts.retention_prunes
+        )
+        latency = HistogramMetricFamily(
+            "loregate_approval_latency_seconds",
+            "From a plan or change request to its approval or rejection",
+            labels=["kind"],
+        )
+        for kind, hist in sorted(counts.approval_latency.items()):
+            buckets = [(_bound(b), n) for b, n in hist.buckets] + [("+Inf", hist.count)]
+            latency.add_metric([kind], buckets, sum_value=hist.total_seconds)
+        yield latency
+
+
+def _bound(value: float) -> str:
+    return repr(float(value))  # "900.0", as prometheus_client writes its own histograms' bounds
+
+
+PLATFORM = PlatformCollector()
+REGISTRY.register(PLATFORM)
+
+
+async def metrics_response(request: Request) -> Response:
+    """Every metric of this process, with the platform's snapshot refreshed first (at most 15 s old)."""
+    resources = getattr(request.app.state, "resources", None)
+    if resources is not None:
+        cache = request.app.state.__dict__.setdefault("_metrics_cache", {})
+        try:
+            PLATFORM.snapshot = await platform_snapshot(resources, cache)
+        except Exception:  # the database is down: process metrics still go out, the platform's do not
+            PLATFORM.snapshot = None
     return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)

@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 
 from api.schemas.text import Text
 from governance.scopes import ValidationSource
+from governance.trust import DecayPolicy
 
 __all__ = [
     "ValidateIn",
@@ -169,3 +170,19 @@ class MemoryListPublic(BaseModel):
     limit: int
     next_offset: int | None
     memories: list[MemoryListItemPublic]
+
+
+class DecayPolicyIn(BaseModel):
+    """How the memory's confidence should fade without new validation (`manual_only`: it never does)."""
+
+    decay_policy: DecayPolicy
+    reason: str | None = Field(default=None, max_length=2000)
+
+
+class DecayPolicyPublic(BaseModel):
+    """The memory's decay policy after the request; `changed` is false when it already was this."""
+
+    id: str
+    citation: str
+    decay_policy: DecayPolicy
+    changed: bool

@@ -120,7 +120,12 @@ class SearchPublic(BaseModel):
         default=None, description="The types the intent weights up; a weight, never a filter"
     )
     widened: bool = Field(
-        default=False, description="Always false: an intent weights memory types and never narrows a search"
+        default=False,
+        deprecated=True,
+        description=(
+            "Deprecated, always false: an intent weights memory types and never narrows a search, so "
+            "nothing is widened. Kept because released clients' models read it; it will be removed."
+        ),
     )
     results: list[SearchResultPublic] | list[CompactResultPublic]
 
@@ -185,6 +190,10 @@ class MemoryDetailPublic(BaseModel):
     stale_at: datetime | None
     stale_reason: str | None
     derived_from: list[str] = Field(description="Citations of the memories it builds on")
+    related_ids: list[str] = Field(
+        default_factory=list,
+        description="Ids of memories found close to it when it was published, yet distinct from it",
+    )
 
 
 class ProvenanceEntryPublic(BaseModel):

@@ -10,9 +10,9 @@ from __future__ import annotations
 import logging
 
 from api.schemas.learning import BugMatchIn, BugMatchPublic, BugPatternPublic, SolutionPublic
-from api.services.gateway import GatewayResources
+from api.services.gateway import GatewayResources, admit
 from api.services.search import readable_scope_keys
-from governance.adapters.embedders import embed_query_async, make_embedder
+from governance.adapters.embedders import EMBEDDING_TENANT, embed_query_async, make_embedder
 from governance.bug_signature import error_signature, ranked_solutions
 from governance.identity import Principal
 from governance.storage.bug_patterns import match_bug_patterns
@@ -26,6 +26,8 @@ _DEFAULT_K = 5
 async def match(state: GatewayResources, principal: Principal, body: BugMatchIn) -> BugMatchPublic:
     """Bug patterns matching the error, the same signature first, best solutions first."""
     keys = await readable_scope_keys(state, principal, body.task_id)
+    admit(state, principal, "search")  # it embeds the error text, as a search embeds its query
+    EMBEDDING_TENANT.set(principal.org)
     signature = error_signature(body.error, body.stack)
     vector: list[float] | None = None
     try:

@@ -20,9 +20,11 @@ from dataclasses import dataclass, field
 from sqlalchemy.ext.asyncio import AsyncEngine
 from temporalio.client import Client
 
+from api.services.metrics import RATE_LIMITED
 from governance.config import Settings
-from governance.errors import NotFound, Unauthenticated, Unavailable
+from governance.errors import NotFound, RateLimited, Unauthenticated, Unavailable
 from governance.identity import Principal, judged_project, key_id_of
+from governance.limits import BucketRule, Limiter
 from governance.scopes import Scope
 from governance.staging import TASK_ID_PATTERN
 from governance.storage import staging
@@ -36,6 +38,7 @@ __all__ = [
     "TaskCache",
     "GatewayResources",
     "principal_from_authorization",
+    "admit",
     "load_task",
     "authorized_task",
     "judged_project",
@@ -93,6 +96,7 @@ class GatewayResources:
     authorizer: Authorizer
     key_cache: KeyCache = field(default_factory=KeyCache)
     task_cache: TaskCache = field(default_factory=TaskCache)
+    limiter: Limiter = field(default_factory=Limiter)
     temporal: Client | None = None
 
 
@@ -113,7 +117,41 @@ async def principal_from_authorization(state: GatewayResources, authorization: s
         if principal is None:
             raise Unauthenticated("unknown or revoked API key")
         state.key_cache.put(key, principal)
+    admit(state, principal, "requests")
     return principal
+
+
+def _rules(settings: Settings, budget: str) -> tuple[BucketRule, BucketRule]:
+    """The (principal, tenant) bucket rules of a budget: `requests` (every call) or `search` (embedding)."""
+    if budget == "search":
+        return (
+            BucketRule(settings.search_rate_principal_per_second, settings.search_rate_principal_burst),
+            BucketRule(settings.search_rate_tenant_per_second, settings.search_rate_tenant_burst),
+        )
+    return (
+        BucketRule(settings.rate_limit_principal_per_second, settings.rate_limit_principal_burst),
+        BucketRule(settings.rate_limit_tenant_per_second, settings.rate_limit_tenant_burst),
+    )
+
+
+def admit(state: GatewayResources, principal: Principal, budget: str) -> None:
+    """Take one token of `budget` from the caller's key and tenant buckets, or RateLimited (nothing done).
+
+    Every authenticated call takes from `requests` (here, on authentication, whatever the transport);
+    reads that embed their text (search, context, bug-pattern match) take from `search` as well.
+    """
+    mine, tenants = _rules(state.settings, budget)
+    wait, refusing = state.limiter.admit(
+        [(f"principal:{principal.id}:{budget}", mine), (f"tenant:{principal.org}:{budget}", tenants)],
+        time.monotonic(),
+    )
+    if refusing is None:
+        return
+    whose = "this API key" if refusing.startswith("principal:") else f"tenant {principal.org!r}"
+    RATE_LIMITED.labels(refusing.partition(":")[0], budget).inc()
+    raise RateLimited(
+        f"rate limit of {budget} for {whose} reached; retry after {wait:.1f} s", retry_after=wait
+    )
 
 
 async def load_task(state: GatewayResources, task_id: str) -> TaskInfo:

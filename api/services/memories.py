@@ -37,6 +37,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from api.schemas.change_requests import ChangeRequestPublic
 from api.schemas.memories import (
+    DecayPolicyIn,
+    DecayPolicyPublic,
     FeedbackIn,
     FeedbackPublic,
     HistoryPublic,
@@ -55,6 +57,7 @@ from governance.errors import SelfEndorsement
 from governance.identity import Principal
 from governance.scopes import ValidationSource
 from governance.storage.change_requests import NewChangeRequest, record_change_approval
+from governance.storage.decay_policy import set_decay_policy as store_decay_policy
 from governance.storage.lifecycle import (
     MemoryTenant,
     boost_memory,
@@ -72,6 +75,7 @@ __all__ = [
     "refuse_self_endorsement",
     "validate",
     "feedback",
+    "set_decay_policy",
     "supersede",
     "retire",
     "history",
@@ -171,6 +175,25 @@ async def feedback(
             request_hash=_request_hash(memory, "feedback", body),
         )
     return FeedbackPublic(id=memory.id, citation=memory.citation, usefulness=usefulness)
+
+
+async def set_decay_policy(
+    state: GatewayResources, principal: Principal, ref: str, body: DecayPolicyIn
+) -> DecayPolicyPublic:
+    """Set how a memory's confidence decays; deciding it takes `approve` at the memory's scope."""
+    memory = await _authorized(state, principal, ref, "approve")
+    async with state.engine.begin() as conn:
+        changed = await store_decay_policy(
+            conn,
+            memory.id,
+            body.decay_policy.value,
+            actor_id=principal.id,
+            actor_type=principal.actor_type.value,
+            reason=body.reason,
+        )
+    return DecayPolicyPublic(
+        id=memory.id, citation=memory.citation, decay_policy=body.decay_policy, changed=changed
+    )
 
 
 async def supersede(

@@ -20,8 +20,9 @@ from api.schemas.search import (
     SearchResultPublic,
 )
 from api.services import reading
-from api.services.gateway import GatewayResources, authorize_memory, authorized_task
-from governance.adapters.embedders import make_embedder
+from api.services.gateway import GatewayResources, admit, authorize_memory, authorized_task
+from api.services.metrics import SEARCH_SECONDS
+from governance.adapters.embedders import EMBEDDING_TENANT, make_embedder
 from governance.config import Settings
 from governance.errors import InvalidInput
 from governance.identity import Principal
@@ -84,18 +85,21 @@ async def search(
 ) -> tuple[SearchPublic, list[str]]:
     """Hybrid search over what the task sees; returns the answer and the ids whose retrieval count rises."""
     keys = await readable_scope_keys(state, principal, body.task_id)
+    admit(state, principal, "search")
+    EMBEDDING_TENANT.set(principal.org)  # the embedder takes tenants in turn (FairEmbedder)
     settings = state.settings
-    outcome = await reading.search_memories(
-        state.engine,
-        make_embedder(settings),
-        settings,
-        query=body.query,
-        scope_keys=keys,
-        k=_k(body.k, settings),
-        types=[t.value for t in body.types] if body.types else None,
-        intent=body.intent,
-        include_history=body.include_history,
-    )
+    with SEARCH_SECONDS.labels("search").time():
+        outcome = await reading.search_memories(
+            state.engine,
+            make_embedder(settings),
+            settings,
+            query=body.query,
+            scope_keys=keys,
+            k=_k(body.k, settings),
+            types=[t.value for t in body.types] if body.types else None,
+            intent=body.intent,
+            include_history=body.include_history,
+        )
     results: list[SearchResultPublic] | list[CompactResultPublic]
     if compact or body.compact:
         results = [
@@ -126,16 +130,19 @@ async def context(
     if max_tokens > settings.context_max_tokens_limit:
         raise InvalidInput(f"max_tokens must be at most {settings.context_max_tokens_limit}")
     keys = await readable_scope_keys(state, principal, body.task_id)
-    outcome = await reading.build_context(
-        state.engine,
-        make_embedder(settings),
-        settings,
-        query=body.query,
-        scope_keys=keys,
-        max_tokens=max_tokens,
-        types=[t.value for t in body.types] if body.types else None,
-        intent=body.intent,
-    )
+    admit(state, principal, "search")
+    EMBEDDING_TENANT.set(principal.org)
+    with SEARCH_SECONDS.labels("context").time():
+        outcome = await reading.build_context(
+            state.engine,
+            make_embedder(settings),
+            settings,
+            query=body.query,
+            scope_keys=keys,
+            max_tokens=max_tokens,
+            types=[t.value for t in body.types] if body.types else None,
+            intent=body.intent,
+        )
     cited = set(outcome.block.citations)
     answer = ContextPublic(
         context=outcome.block.text,

@@ -66,7 +66,9 @@ class SessionBook:
         recent = self._recent(client)
         if len(recent) >= SIGN_IN_FAILURES_ALLOWED:
             wait = int(recent[0] + SIGN_IN_WINDOW_SECONDS - time.monotonic()) + 1
-            raise RateLimited(f"too many failed sign-ins from this address; try again in {wait} s")
+            raise RateLimited(
+                f"too many failed sign-ins from this address; try again in {wait} s", retry_after=wait
+            )
 
     def failed(self, client: str) -> None:
         if len(self.failures) > 10_000:

@@ -20,8 +20,10 @@ from api.schemas.staging import (
     TaskPublic,
 )
 from api.services.gateway import GatewayResources
-from api.services.metrics import ENTRIES_APPENDED, ENTRIES_REPLAYED
+from api.services.metrics import ENTRIES_APPENDED, ENTRIES_REPLAYED, QUOTA_REFUSED
+from governance.errors import DailyQuotaExceeded, TaskQuotaExceeded
 from governance.identity import Principal
+from governance.limits import StagingQuota
 from governance.scopes import Scope
 from governance.staging import EntryDraft, validate_batch
 from governance.storage import staging
@@ -73,7 +75,17 @@ async def append_entries(
     now = datetime.now(UTC)
     for index, draft in enumerate(drafts):
         check_entry_expiry(draft.payload, now=now, where=f"entries[{index}].payload")
-    results = await staging.append_entries(state.engine, task.id, principal, drafts)
+    quota = StagingQuota(
+        task_entries=limits.staging_max_task_entries,
+        task_bytes=limits.staging_max_task_bytes,
+        tenant_entries_per_day=limits.staging_max_tenant_entries_per_day,
+        tenant_bytes_per_day=limits.staging_max_tenant_bytes_per_day,
+    )
+    try:
+        results = await staging.append_entries(state.engine, task.id, principal, drafts, (task.org, quota))
+    except (TaskQuotaExceeded, DailyQuotaExceeded) as exc:
+        QUOTA_REFUSED.labels(exc.quota).inc()
+        raise
     replayed = sum(r.replayed for r in results)
     ENTRIES_APPENDED.inc(len(results) - replayed)
     ENTRIES_REPLAYED.inc(replayed)

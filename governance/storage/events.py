@@ -77,6 +77,8 @@ class EventType(StrEnum):
     LIFTED = "LIFTED"
     # an episode a reflection distilled into insights (storage/reflections.py): a retention candidate
     DISTILLED = "DISTILLED"
+    # a memory's decay policy was set (storage/decay_policy.py): from what, to what
+    DECAY_POLICY = "DECAY_POLICY"
 
 
 @dataclass(frozen=True)

@@ -627,7 +627,13 @@ async def get_memory(conn: AsyncConnection, ref: str) -> MemoryDetail:
     column, value = parse_memory_ref(ref)
     where = "id = CAST(:v AS uuid)" if column == "id" else "citation = :v"
     row = (
-        await conn.execute(text(f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE {where}"), {"v": value})
+        await conn.execute(
+            text(
+                f"SELECT {_MEMORY_COLUMNS}, CAST(related_ids AS text[]) AS related_ids "
+                f"FROM memories WHERE {where}"
+            ),
+            {"v": value},
+        )
     ).first()
     if row is None:
         raise NotFound(f"memory {ref!r} does not exist")

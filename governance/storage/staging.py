@@ -13,6 +13,7 @@ statement (reserve + insert in one CTE), so an append costs one round trip.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -22,10 +23,18 @@ from sqlalchemy import func, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from governance.errors import Conflict, NotFound
+from governance.errors import Conflict, DailyQuotaExceeded, NotFound, TaskQuotaExceeded
 from governance.identity import Principal
+from governance.limits import (
+    StagingQuota,
+    StagingUsage,
+    seconds_to_utc_midnight,
+    task_quota_refusal,
+    tenant_quota_refusal,
+)
 from governance.redaction import redact_free_text
 from governance.staging import EntryDraft, request_hash
+from governance.storage import quotas
 from governance.storage.tables import staging_entries, staging_idempotency, tasks
 
 __all__ = [
@@ -193,8 +202,36 @@ async def _existing_by_key(conn: AsyncConnection, principal: Principal, keys: li
     return {row.idempotency_key: row for row in rows}
 
 
+async def _check_quota(
+    conn: AsyncConnection, task_id: str, org: str, quota: StagingQuota, fresh: list[EntryDraft]
+) -> None:
+    """Count the batch; refuse it (nothing written: the caller's transaction rolls back) past a quota.
+
+    The task's bytes are counted on every append, quota or not, so a quota set later counts what came before.
+    """
+    size = sum(len(d.content.encode()) + len((d.payload_json or "").encode()) for d in fresh)
+    today: StagingUsage | None = None
+    if quota.counts_tenant:
+        counted = await quotas.count_task_and_day(conn, task_id, org, len(fresh), size)
+        used, today = counted if counted is not None else (None, None)
+    else:
+        used = await quotas.count_task(conn, task_id, size)
+    refusal = None if used is None else task_quota_refusal(quota, task_id, used, len(fresh), size)
+    if refusal:
+        raise TaskQuotaExceeded(refusal[1], quota=refusal[0])
+    if today is not None:
+        refusal = tenant_quota_refusal(quota, org, today, len(fresh), size)
+        if refusal:
+            wait = seconds_to_utc_midnight(time.time())
+            raise DailyQuotaExceeded(refusal[1], quota=refusal[0], retry_after=wait)
+
+
 async def _append_once(
-    engine: AsyncEngine, task_id: str, principal: Principal, drafts: list[EntryDraft]
+    engine: AsyncEngine,
+    task_id: str,
+    principal: Principal,
+    drafts: list[EntryDraft],
+    quota: tuple[str, StagingQuota] | None = None,
 ) -> list[AppendedEntry]:
     hashes = [request_hash(d) for d in drafts]
     async with engine.begin() as conn:
@@ -219,6 +256,9 @@ async def _append_once(
             if d.idempotency_key is None or d.idempotency_key not in existing
         ]
         inserted: list[Any] = []
+        if fresh:  # counted (and checked, with a quota) in this transaction: a refusal undoes the count
+            org, limits = quota if quota is not None else ("", StagingQuota())
+            await _check_quota(conn, task_id, org, limits, [d for d, _ in fresh])
         if fresh:
             inserted = list(
                 (
@@ -259,19 +299,25 @@ async def _append_once(
 
 
 async def append_entries(
-    engine: AsyncEngine, task_id: str, principal: Principal, drafts: list[EntryDraft]
+    engine: AsyncEngine,
+    task_id: str,
+    principal: Principal,
+    drafts: list[EntryDraft],
+    quota: tuple[str, StagingQuota] | None = None,
 ) -> list[AppendedEntry]:
     """Append a batch, all or nothing; entries whose idempotency key was seen return the first result.
+
+    With `quota` (the task's org and the quotas), a batch whose new entries would pass one is refused whole.
 
     Two concurrent requests carrying the same new key race on the unique index: the loser's transaction
     (and its sequence reservation) rolls back, and it runs again to find the winner's rows.
     """
     try:
-        return await _append_once(engine, task_id, principal, drafts)
+        return await _append_once(engine, task_id, principal, drafts, quota)
     except IntegrityError as exc:
         if "staging_idempotency_pkey" not in str(exc.orig):
             raise
-        return await _append_once(engine, task_id, principal, drafts)
+        return await _append_once(engine, task_id, principal, drafts, quota)
 
 
 async def read_entries(

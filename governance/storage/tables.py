@@ -7,12 +7,14 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     Column,
+    Date,
     DateTime,
     Float,
     ForeignKey,
     Identity,
     Integer,
     MetaData,
+    SmallInteger,
     String,
     Table,
     Text,
@@ -29,6 +31,7 @@ __all__ = [
     "api_keys",
     "tasks",
     "staging_entries",
+    "staging_daily_usage",
     "staging_idempotency",
     "memories",
     "memory_events",
@@ -86,6 +89,19 @@ tasks = Table(
     Column("ended_at", DateTime(timezone=True), nullable=True),  # when its promotion ended
     # entries with a lower seq were archived to a file (governance/storage/staging_archive.py)
     Column("archived_next_seq", BigInteger, nullable=False, server_default="0"),
+    # content and payload bytes ever appended (the staging quota's count: governance/storage/quotas.py)
+    Column("staged_bytes", BigInteger, nullable=False, server_default="0"),
+)
+
+# a tenant's staging appends per UTC day, in a few rows (shards) so concurrent tasks rarely share one
+staging_daily_usage = Table(
+    "staging_daily_usage",
+    metadata,
+    Column("org", Text, primary_key=True),
+    Column("day", Date, primary_key=True),
+    Column("shard", SmallInteger, primary_key=True),
+    Column("entries", BigInteger, nullable=False, server_default="0"),
+    Column("bytes", BigInteger, nullable=False, server_default="0"),
 )
 
 staging_entries = Table(

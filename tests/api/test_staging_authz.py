@@ -1,4 +1,4 @@
-"""Who may write what: seed 003's scope rules and tenant isolation, through HTTP and the real Authorizer.
+"""Who may write what: the scope rules (policy/) and tenant isolation, through HTTP and the real Authorizer.
 
 Every HTTP refusal of a caller who may read the task is a 403 `forbidden` whose detail names the principal,
 the action and the tenant; a caller who may not even read it gets the 404 an unknown task gets. Either way

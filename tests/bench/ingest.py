@@ -109,6 +109,13 @@ async def _prepare(database_url: str, clients: int, same_task: bool) -> Fixture:
 
 def _start_gateway(database_url: str, port: int, workers: int, pool: int) -> subprocess.Popen[bytes]:
     env = {**os.environ, "LOREGATE_DATABASE_URL": database_url, "LOREGATE_DB_POOL_SIZE": str(pool)}
+    # throughput is measured here, not limits: one tenant's 16 keys would pass its request rate and quota
+    env |= {
+        "LOREGATE_RATE_LIMIT_PRINCIPAL_PER_SECOND": "0",
+        "LOREGATE_RATE_LIMIT_TENANT_PER_SECOND": "0",
+        "LOREGATE_STAGING_MAX_TENANT_ENTRIES_PER_DAY": "0",
+        "LOREGATE_STAGING_MAX_TENANT_BYTES_PER_DAY": "0",
+    }
     # what a user runs: `loregate serve` (its HTTP protocol, no access log), gRPC off
     cmd = [
         sys.executable,

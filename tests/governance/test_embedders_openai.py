@@ -69,3 +69,41 @@ def test_make_embedder_dimension_other_than_schema_is_refused() -> None:
 
     with pytest.raises(EmbeddingDimensionMismatch, match="LOREGATE_EMBEDDING_DIM=1536 .* 384-d"):
         make_embedder(settings)
+
+
+def _like_openai(fake: FakeOpenAI) -> None:
+    """Answer as OpenAI's text-embedding-3-small does: 1,536-d unless the request names `dimensions`."""
+
+    def embed(texts: list[str]) -> list[list[float]]:
+        asked = fake.embedding_requests()[-1].get("dimensions") or 1536
+        return [_vector(t, dim=int(asked)) for t in texts]
+
+    fake.embed = embed
+
+
+def test_default_openai_model_gets_the_schema_dimension(fake_openai: FakeOpenAI) -> None:
+    _like_openai(fake_openai)
+    settings = Settings(
+        embedder="openai",
+        embedding_base_url=fake_openai.base_url,
+        query_embedding_cache_size=0,
+        embedding_model=f"text-embedding-3-small#{uuid.uuid4().hex[:6]}",  # a fresh shared embedder
+    )
+    embedder = make_embedder(settings)
+
+    assert embedder.embed_passages(["a text"]).shape == (1, DIM)
+    assert embedder.embed_query("a query").shape == (DIM,)
+    assert [r["dimensions"] for r in fake_openai.embedding_requests()] == [DIM, DIM]
+
+
+def test_other_models_are_not_sent_dimensions_unless_asked(fake_openai: FakeOpenAI) -> None:
+    _like_openai(fake_openai)
+    plain = OpenAIEmbedder(base_url=fake_openai.base_url, model="fake-embed", api_key=None, dim=DIM)
+    asked = OpenAIEmbedder(
+        base_url=fake_openai.base_url, model="fake-embed", api_key=None, dim=DIM, send_dimensions="always"
+    )
+
+    with pytest.raises(EmbeddingDimensionMismatch, match="LOREGATE_EMBEDDING_SEND_DIMENSIONS=always"):
+        plain.embed_passages(["a text"])
+    assert asked.embed_passages(["a text"]).shape == (1, DIM)
+    assert [r.get("dimensions") for r in fake_openai.embedding_requests()] == [None, DIM]

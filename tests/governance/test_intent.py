@@ -1,4 +1,4 @@
-"""Rule-based intent routing (seed 001's table), English and Korean."""
+"""Rule-based intent routing (governance/intent.py's table), English and Korean."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seed 003's trust arithmetic: bounds hold, boosts add up to the cap, decay is idempotent within a day."""
+"""Trust arithmetic: bounds hold, boosts add up to the cap, decay is idempotent within a day."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Twenty promotions into one project at once (seed 003's parallel agents): no duplicates, no forked heads.
+"""Twenty promotions into one project at once (parallel agents): no duplicates, no forked heads.
 
 Every task stages the same shared fact, one of two values for each of two canonical keys, and facts of
 its own. All twenty wait for approval, then a human approves them all at the same moment, so the

@@ -14,6 +14,8 @@ from fastapi import APIRouter, Path, Query, Response
 from api.http.deps import CurrentPrincipal, Resources
 from api.schemas.change_requests import ChangeRequestPublic, LiftIn
 from api.schemas.memories import (
+    DecayPolicyIn,
+    DecayPolicyPublic,
     FeedbackIn,
     FeedbackPublic,
     HistoryPublic,
@@ -88,6 +90,14 @@ async def memory_feedback(
 ) -> FeedbackPublic:
     """Record whether a memory helped: one vote per principal, the latest counts; usefulness follows them."""
     return await memories.feedback(resources, principal, memory_id, body)
+
+
+@router.put("/{memory_id}/decay-policy", response_model=DecayPolicyPublic)
+async def set_decay_policy(
+    body: DecayPolicyIn, memory_id: MemoryRef, principal: CurrentPrincipal, resources: Resources
+) -> DecayPolicyPublic:
+    """Set how the memory's confidence decays (`manual_only`: never by age); needs `approve` at its scope."""
+    return await memories.set_decay_policy(resources, principal, memory_id, body)
 
 
 # a change that waits for an approval answers 202 with the change request

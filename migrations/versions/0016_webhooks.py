@@ -6,8 +6,8 @@
   attempts, the last HTTP status or error, delivered or failed. The unique key makes each event reach each
   webhook once, whichever worker found it.
 
-Revision ID: 0015_webhooks
-Revises: 0014_lexicon
+Revision ID: 0016_webhooks
+Revises: 0015_staging_quotas
 Create Date: 2026-11-27
 """
 
@@ -17,8 +17,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql as pg
 
-revision = "0015_webhooks"
-down_revision = "0014_lexicon"
+revision = "0016_webhooks"
+down_revision = "0015_staging_quotas"
 branch_labels = None
 depends_on = None
 
