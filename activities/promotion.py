@@ -30,12 +30,13 @@ from governance.cognify import Candidate, StagedEntry, episode_candidate, skill_
 from governance.config import Settings
 from governance.dedup import Decision, classify, content_hash
 from governance.errors import InvalidInput, NotFound
+from governance.operations.publishing import publish_candidate
 from governance.publication import NearbyMemory, PublishedMemory
 from governance.redaction import redact, redact_json
 from governance.scopes import SCOPE_LEVEL, ActorType, Scope, scope_key
 from governance.storage.derivations import record_derivations
 from governance.storage.events import EventType, record_event
-from governance.storage.lifecycle import NewMemory, find_neighbours, publish_candidate
+from governance.storage.lifecycle import NewMemory, find_neighbours
 from governance.storage.plan_review import NearMemory, PublishedTarget, nearest_memories, published_targets
 from governance.storage.plans import (
     PlanKey,

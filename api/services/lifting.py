@@ -32,15 +32,16 @@ from governance.changes import ChangeOperation, ChangeTrust
 from governance.errors import Conflict, InvalidInput
 from governance.identity import Principal, judged_project
 from governance.lifting import Place, lift_target, target_project
+from governance.operations.changes import apply_change_request
+from governance.operations.lifting import LiftRules
 from governance.scopes import Scope
 from governance.storage.change_requests import (
     NewChangeRequest,
-    apply_change_request,
     create_change_request,
     get_change_request,
 )
 from governance.storage.lifecycle import MemoryTenant
-from governance.storage.lifting import LiftRules, LiftSource, add_lift_items, lift_sources
+from governance.storage.lifting import LiftSource, add_lift_items, lift_sources
 
 __all__ = ["lift"]
 

@@ -5,7 +5,8 @@
 `approve` to report human_approved, `read` to give feedback or read the history. An org-scope memory is
 judged in the caller's own project when the caller belongs to its org, and a caller who may not even read
 the memory is told it does not exist (`authorize_memory`, api/services/gateway.py, as for GET /v1/memories).
-Each change is one statement with its event, in one transaction (governance/storage/lifecycle.py).
+Each change is one statement with its event, in one transaction (governance/storage/lifecycle.py); a
+supersede or retire is applied by governance/operations/changes.py, as an approved change request is.
 
 Supersede and retire pass the gate (governance/changes.py): at a scope whose policy requires validation,
 a caller who is not a human allowed to approve that scope gets a change request (202, api/services/
@@ -27,7 +28,6 @@ import json
 from dataclasses import asdict
 
 from pydantic import BaseModel
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from api.schemas.change_requests import ChangeRequestPublic
 from api.schemas.memories import (
@@ -46,16 +46,15 @@ from api.services.change_requests import embedding_of, is_approver, needs_change
 from api.services.gateway import GatewayResources, authorize_memory
 from governance.changes import ChangeOperation, ChangeTrust, proposed_content
 from governance.identity import Principal
+from governance.operations import changes
 from governance.scopes import ValidationSource
-from governance.storage.change_requests import NewChangeRequest, record_change_approval
+from governance.storage.change_requests import NewChangeRequest
 from governance.storage.lifecycle import (
     MemoryTenant,
     boost_memory,
     memory_history,
     memory_tenant,
     record_feedback,
-    retire_memory,
-    supersede_memory,
 )
 
 __all__ = ["VALIDATION_ACTION", "validate", "feedback", "supersede", "retire", "history"]
@@ -183,48 +182,25 @@ async def supersede(
             ),
         )
     approver = is_approver(state, principal, memory)
-    async with state.engine.begin() as conn:
-        outcome = await supersede_memory(
-            conn,
-            memory.id,
+    outcome = await changes.supersede(
+        state.engine,
+        changes.Supersession(
+            memory_id=memory.id,
             content=proposed.content,
-            reason=body.reason,
             title=proposed.title,
+            reason=body.reason,
+            actor_id=principal.id,
+            actor_type=principal.actor_type.value,
             canonical_key=body.canonical_key,
             embedding=embedding,
             valid_from_commit=body.valid_from_commit,
-            actor_id=principal.id,
-            actor_type=principal.actor_type.value,
-            dedupe_key=dedupe,
+            idempotency_key=dedupe,
             request_hash=request_hash,
-            trust=ChangeTrust.HUMAN_VALIDATED if approver else ChangeTrust.DRAFT,
-        )
-        if state.authorizer.requires_validation(memory.scope):
-            await _record_direct_approval(
-                conn, principal, memory, ChangeOperation.SUPERSEDE, outcome.memory_id, dedupe
-            )
-    return SupersedePublic(id=outcome.memory_id, citation=outcome.citation, superseded_id=memory.id)
-
-
-async def _record_direct_approval(
-    conn: AsyncConnection,
-    principal: Principal,
-    memory: MemoryTenant,
-    operation: ChangeOperation,
-    result: str,
-    dedupe: str | None,
-) -> None:
-    """A human approver's own change is its approval: an APPROVED event naming them, with the operation."""
-    await record_change_approval(
-        conn,
-        memory_id=memory.id,
-        operation=operation.value,
-        approver_id=principal.id,
-        approver_type=principal.actor_type.value,
-        note=f"{operation.value} by an approver of {memory.scope} scope",
-        result_memory_id=result,
-        dedupe_key=f"{dedupe}:approved" if dedupe else None,
+        ),
+        trust=ChangeTrust.HUMAN_VALIDATED if approver else ChangeTrust.DRAFT,
+        approved_at=memory.scope if state.authorizer.requires_validation(memory.scope) else None,
     )
+    return SupersedePublic(id=outcome.memory_id, citation=outcome.citation, superseded_id=memory.id)
 
 
 async def retire(
@@ -253,18 +229,18 @@ async def retire(
                 request_hash=request_hash,
             ),
         )
-    async with state.engine.begin() as conn:
-        await retire_memory(
-            conn,
-            memory.id,
+    await changes.retire(
+        state.engine,
+        changes.Retirement(
+            memory_id=memory.id,
             reason=body.reason,
             actor_id=principal.id,
             actor_type=principal.actor_type.value,
-            dedupe_key=dedupe,
+            idempotency_key=dedupe,
             request_hash=request_hash,
-        )
-        if state.authorizer.requires_validation(memory.scope):
-            await _record_direct_approval(conn, principal, memory, ChangeOperation.RETIRE, memory.id, dedupe)
+        ),
+        approved_at=memory.scope if state.authorizer.requires_validation(memory.scope) else None,
+    )
     return RetirePublic(id=memory.id, citation=memory.citation)
 
 

@@ -14,7 +14,8 @@ Why it looks like this (docs/architecture.md, "Governance rules"):
   instead of writing twice; with a `request_hash`, the key is bound to one request (another is a Conflict).
 
 This module is the public face; the code lives in memory_rows.py (types, locks, events), publish.py
-(publish_candidate) and memory_changes.py (boost, feedback, supersede, retire, history).
+(neighbours, merge) and memory_changes.py (boost, feedback, supersede, retire, history); publishing a
+candidate is governance/operations/publishing.py.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from governance.storage.memory_rows import (
     make_citation,
     vector_literal,
 )
-from governance.storage.publish import find_neighbours, publish_candidate
+from governance.storage.publish import find_neighbours
 
 __all__ = [
     "MemoryTenant",
@@ -55,7 +56,6 @@ __all__ = [
     "lock_scopes",
     "expire_in_scope",
     "find_neighbours",
-    "publish_candidate",
     "resolve_memory_id",
     "boost_memory",
     "record_feedback",

@@ -12,13 +12,13 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from governance.errors import Conflict, NotFound
+from governance.operations.publishing import publish_candidate
 from governance.scopes import Scope
 from governance.storage.lifecycle import (
     NewMemory,
     PublishOutcome,
     boost_memory,
     memory_history,
-    publish_candidate,
     record_feedback,
     resolve_memory_id,
     retire_memory,

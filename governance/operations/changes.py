@@ -1,0 +1,304 @@
+"""Apply a change to published memory: supersede, retire or lift, directly or once approved.
+
+One home for each path. A change request approved in its workflow is applied by `apply_approved` (the
+`change_request_apply` activity); the gateway's lift, recorded and applied in one transaction where no
+approval is due, calls `apply_change_request` in its own transaction; a direct supersede or retire by a
+caller who needs no approval is `supersede` / `retire`, which record an approver's own call as the
+approval it is. Applying re-checks the target under its scope's lock (else the request ends `conflict`,
+nothing changed) and writes the APPROVED event naming the approver; the trust of what it writes is
+`governance/changes.py`'s and `governance/lifting.py`'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from governance.changes import ChangeOperation, ChangeTrust
+from governance.errors import InvalidInput
+from governance.operations.lifting import LiftRules, apply_lift
+from governance.scopes import ActorType
+from governance.storage.change_requests import (
+    AWAITING,
+    Applied,
+    ChangeRequest,
+    applied_as,
+    citation_of,
+    close_applied,
+    close_change_request,
+    get_change_request,
+    is_head,
+    proposed_embedding,
+    record_change_approval,
+)
+from governance.storage.memory_changes import retire_memory, supersede_memory
+from governance.storage.memory_rows import PublishOutcome, lock_scopes, scope_key_of
+
+__all__ = [
+    "Supersession",
+    "Retirement",
+    "apply_approved",
+    "apply_change_request",
+    "supersede",
+    "retire",
+]
+
+
+@dataclass(frozen=True)
+class Supersession:
+    """A new head for a memory (content redacted and titled already) and who writes it."""
+
+    memory_id: str
+    content: str
+    title: str | None
+    reason: str
+    actor_id: str
+    actor_type: str
+    canonical_key: str | None = None
+    embedding: Sequence[float] | None = None
+    valid_from_commit: str | None = None
+    idempotency_key: str | None = None
+    request_hash: str | None = None
+
+
+@dataclass(frozen=True)
+class Retirement:
+    """A memory deprecated without a successor, and who retires it."""
+
+    memory_id: str
+    reason: str
+    actor_id: str
+    actor_type: str
+    idempotency_key: str | None = None
+    request_hash: str | None = None
+
+
+async def supersede(
+    engine: AsyncEngine, change: Supersession, *, trust: ChangeTrust, approved_at: str | None
+) -> PublishOutcome:
+    """Replace a head at once; `approved_at` (the memory's scope): the writer approves there, and says so."""
+    async with engine.begin() as conn:
+        outcome = await supersede_memory(
+            conn,
+            change.memory_id,
+            content=change.content,
+            reason=change.reason,
+            title=change.title,
+            canonical_key=change.canonical_key,
+            embedding=change.embedding,
+            valid_from_commit=change.valid_from_commit,
+            actor_id=change.actor_id,
+            actor_type=change.actor_type,
+            dedupe_key=change.idempotency_key,
+            request_hash=change.request_hash,
+            trust=trust,
+        )
+        if approved_at is not None:
+            await _record_direct_approval(
+                conn, change.memory_id, ChangeOperation.SUPERSEDE, outcome.memory_id, approved_at, change
+            )
+    return outcome
+
+
+async def retire(engine: AsyncEngine, change: Retirement, *, approved_at: str | None) -> None:
+    """Retire a memory at once; `approved_at` (the memory's scope): the writer approves there, and says so."""
+    async with engine.begin() as conn:
+        await retire_memory(
+            conn,
+            change.memory_id,
+            reason=change.reason,
+            actor_id=change.actor_id,
+            actor_type=change.actor_type,
+            dedupe_key=change.idempotency_key,
+            request_hash=change.request_hash,
+        )
+        if approved_at is not None:
+            await _record_direct_approval(
+                conn, change.memory_id, ChangeOperation.RETIRE, change.memory_id, approved_at, change
+            )
+
+
+async def _record_direct_approval(
+    conn: AsyncConnection,
+    memory_id: str,
+    operation: ChangeOperation,
+    result: str,
+    scope: str,
+    change: Supersession | Retirement,
+) -> None:
+    """An approver's own change is its approval: an APPROVED event naming them, with the operation."""
+    await record_change_approval(
+        conn,
+        memory_id=memory_id,
+        operation=operation.value,
+        approver_id=change.actor_id,
+        approver_type=change.actor_type,
+        note=f"{operation.value} by an approver of {scope} scope",
+        result_memory_id=result,
+        dedupe_key=f"{change.idempotency_key}:approved" if change.idempotency_key else None,
+    )
+
+
+async def apply_approved(
+    engine: AsyncEngine,
+    request_id: str,
+    *,
+    approver: str,
+    approver_type: str | None,
+    note: str,
+    workflow_id: str,
+    lift_rules: LiftRules,
+) -> Applied:
+    """Apply a request its workflow saw approved, in one transaction (a human's approval validates it)."""
+    trust = ChangeTrust.HUMAN_VALIDATED if approver_type == ActorType.HUMAN else ChangeTrust.APPROVED
+    async with engine.begin() as conn:
+        return await apply_change_request(
+            conn,
+            request_id,
+            approver=approver,
+            approver_type=approver_type or "",
+            note=note,
+            workflow_id=workflow_id,
+            trust=trust,
+            lift_rules=lift_rules,
+        )
+
+
+async def apply_change_request(
+    conn: AsyncConnection,
+    request_id: str,
+    *,
+    approver: str,
+    approver_type: str,
+    note: str,
+    workflow_id: str | None,
+    trust: ChangeTrust | None,
+    lift_rules: LiftRules | None = None,
+) -> Applied:
+    """Apply an approved request in the caller's transaction, or end it `conflict` if its target moved on.
+
+    The scope's lock is taken first, so no other change to that scope can slip between the head check and
+    the change; the request's row lock makes a retried or concurrent apply see the first one's outcome.
+    A lift (`lift_rules` required) is applied by governance/operations/lifting.py; `trust` None means no
+    approval was needed (a lift into a scope without validation), so no APPROVED event is written.
+    """
+    current = await get_change_request(conn, request_id, lock=True)
+    if current.state != AWAITING:
+        return applied_as(current, await citation_of(conn, current.result_memory_id))
+    if current.operation == ChangeOperation.LIFT:
+        if lift_rules is None:
+            raise InvalidInput("applying a lift needs the dedup thresholds (lift_rules)")
+        return await _apply_lift(conn, current, approver, approver_type, note, workflow_id, trust, lift_rules)
+    await lock_scopes(conn, await scope_key_of(conn, current.memory_id))
+    if not await is_head(conn, current.memory_id):
+        closed = await close_change_request(
+            conn,
+            current.id,
+            state="conflict",
+            decided_by=approver,
+            decided_by_type=approver_type,
+            note=f"approved, but memory {current.memory_id} is no longer the head of its chain: "
+            "nothing applied",
+            workflow_id=workflow_id,
+        )
+        return applied_as(closed, None)
+    result_id, citation = current.memory_id, None
+    if current.operation == ChangeOperation.SUPERSEDE:
+        outcome = await supersede_memory(
+            conn,
+            current.memory_id,
+            content=current.content or "",
+            reason=current.reason,
+            title=current.title,
+            canonical_key=current.canonical_key,
+            embedding=await proposed_embedding(conn, current.id),
+            valid_from_commit=current.valid_from_commit,
+            actor_id=current.requested_by,
+            actor_type=current.actor_type,
+            trust=trust,
+            workflow_id=workflow_id,
+            dedupe_key=f"change:{current.id}:apply",
+        )
+        result_id, citation = outcome.memory_id, outcome.citation
+    else:
+        await retire_memory(
+            conn,
+            current.memory_id,
+            reason=current.reason,
+            actor_id=current.requested_by,
+            actor_type=current.actor_type,
+            workflow_id=workflow_id,
+            dedupe_key=f"change:{current.id}:apply",
+        )
+    await record_change_approval(
+        conn,
+        memory_id=current.memory_id,
+        operation=current.operation,
+        approver_id=approver,
+        approver_type=approver_type,
+        note=note,
+        result_memory_id=result_id,
+        change_request=current.id,
+        workflow_id=workflow_id,
+        dedupe_key=f"change:{current.id}:approved",
+    )
+    return await close_applied(conn, current.id, approver, approver_type, note, result_id, citation)
+
+
+async def _apply_lift(
+    conn: AsyncConnection,
+    current: ChangeRequest,
+    approver: str,
+    approver_type: str,
+    note: str,
+    workflow_id: str | None,
+    trust: ChangeTrust | None,
+    rules: LiftRules,
+) -> Applied:
+    """Apply a lift (governance/operations/lifting.py) and close the request `applied` or `conflict`."""
+    assert current.target_scope is not None and current.target_scope_key is not None
+    lifted = await apply_lift(
+        conn,
+        current.id,
+        target_scope=current.target_scope,
+        target_scope_key=current.target_scope_key,
+        org=current.org,
+        project=current.project,
+        actor_id=current.requested_by,
+        actor_type=current.actor_type,
+        reason=current.reason,
+        approval=trust,
+        workflow_id=workflow_id,
+        rules=rules,
+    )
+    if lifted.state == "conflict":
+        closed = await close_change_request(
+            conn,
+            current.id,
+            state="conflict",
+            decided_by=approver,
+            decided_by_type=approver_type,
+            note=lifted.reason,
+            workflow_id=workflow_id,
+        )
+        return applied_as(closed, None)
+    first = lifted.items[0]
+    if trust is not None:
+        await record_change_approval(
+            conn,
+            memory_id=current.memory_id,
+            operation=current.operation,
+            approver_id=approver,
+            approver_type=approver_type,
+            note=note,
+            result_memory_id=first.result_memory_id,
+            change_request=current.id,
+            workflow_id=workflow_id,
+            dedupe_key=f"change:{current.id}:approved",
+            direct=workflow_id is None,  # a human approver's own lift, applied by the gateway
+        )
+    return await close_applied(
+        conn, current.id, approver, approver_type, note, first.result_memory_id, first.result_citation
+    )
