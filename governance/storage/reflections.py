@@ -25,7 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from governance.identity import hash_api_key, new_api_key, tenant_domain
 from governance.storage.derivations import record_derivations
 from governance.storage.events import Event, EventType, record_events
-from governance.storage.identity import notify_policy_change
+from governance.storage.identity import grant_role, notify_policy_change
 
 __all__ = [
     "PendingScope",
@@ -134,10 +134,7 @@ async def ensure_reflector(conn: AsyncConnection, org: str) -> str | None:
             text("INSERT INTO api_keys (id, principal_id, key_hash) VALUES (:id, :principal, :hash)"),
             {"id": key_id, "principal": principal_id, "hash": hash_api_key(key)},
         )
-        await conn.execute(
-            text("INSERT INTO casbin_rule (ptype, v0, v1, v2) VALUES ('g', :sub, 'system', :dom)"),
-            {"sub": principal_id, "dom": tenant_domain(org, None)},
-        )
+        await grant_role(conn, principal_id, "system", tenant_domain(org, None))
         await notify_policy_change(conn)
         return principal_id
     enabled = (
