@@ -126,6 +126,32 @@ def test_import_contracts_catch_a_cycle(tmp_path: Path) -> None:
     assert result.returncode != 0 and "BROKEN" in result.stdout, result.stdout + result.stderr
 
 
+def test_import_contracts_keep_storage_below_operations(tmp_path: Path) -> None:
+    """The operations' layer contract is not vacuous: a storage module importing an operation breaks it."""
+    contract = next(c for c in _contracts() if str(c["name"]).startswith("Operations compose"))
+    for package in ("governance", "governance/operations", "governance/storage", "governance/adapters"):
+        (tmp_path / package).mkdir(parents=True)
+        (tmp_path / package / "__init__.py").write_text("")
+    (tmp_path / "governance/operations/publishing.py").write_text("")
+    (tmp_path / "governance/storage/publish.py").write_text("from governance.operations import publishing\n")
+    config = tmp_path / "pyproject.toml"
+    config.write_text(
+        '[tool.importlinter]\nroot_packages = ["governance"]\n\n[[tool.importlinter.contracts]]\n'
+        f'name = "layers"\ntype = "layers"\ncontainers = {contract["containers"]!r}\n'
+        f"layers = {contract['layers']!r}\n".replace("'", '"')
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", _LINT_IMPORTS, "--config", str(config), "--no-cache"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
+    )
+    assert result.returncode != 0 and "governance.storage.publish" in result.stdout, (
+        result.stdout + result.stderr
+    )
+
+
 def _product_files() -> list[Path]:
     return sorted(p for top in PRODUCT for p in (ROOT / top).rglob("*.py"))
 
