@@ -104,75 +104,43 @@ async def publish_candidate(
         "task_id": task_id,
         "workflow_id": workflow_id,
     }
-    by_id = {n.id: n for n in neighbours}
-
-    if decision.kind is DecisionKind.DUPLICATE and decision.target_id is not None:
-        merged = await _merge(conn, mem, decision, by_id[decision.target_id], chash, dedupe_key, common)
-        await _count_bug_occurrence(conn, mem, merged.memory_id)
-        return merged
-    if decision.kind is DecisionKind.SUPERSEDE and decision.target_id is not None:
-        superseding = await _supersede_by_publish(
-            conn, mem, decision, by_id[decision.target_id], chash, dedupe_key, common
+    target = next((n for n in neighbours if n.id == decision.target_id), None)
+    if decision.kind is DecisionKind.DUPLICATE and target is not None:
+        outcome, event = await _merge(conn, mem, decision, target, chash)
+    else:
+        outcome, event = await _insert(
+            conn, mem, decision, target if decision.kind is DecisionKind.SUPERSEDE else None, chash
         )
-        await _count_bug_occurrence(conn, mem, superseding.memory_id)
-        return superseding
-
-    memory_id = str(uuid.uuid4())
-    citation = await insert_memory(
-        conn,
-        mem,
-        memory_id=memory_id,
-        chash=chash,
-        supersedes_id=None,
-        canonical_key=mem.canonical_key,
-        version=1,
-        related_ids=decision.related_ids,
-    )
-    outcome = PublishOutcome(memory_id, citation, "promoted")
-    await record_event(
-        conn,
-        memory_id=memory_id,
-        event_type=EventType.PROMOTED,
-        reason=decision.reason,
-        payload={
-            "outcome": outcome_dict(outcome),
-            "related_ids": list(decision.related_ids),
-            "scope_key": mem.scope_key,
-            "source_entry_ids": list(mem.source_entry_ids),
-        },
-        dedupe_key=dedupe_key,
-        **common,
-    )
-    await _count_bug_occurrence(conn, mem, memory_id)
+    await record_event(conn, dedupe_key=dedupe_key, **event, **common)
+    if outcome.superseded_id is not None:
+        await mark_derived_stale(
+            conn,
+            outcome.superseded_id,
+            cause="superseded",
+            reason=decision.reason,
+            successor_id=outcome.memory_id,
+            **common,
+        )
+    if mem.memory_type == BUG_PATTERN:
+        # one more occurrence of its signature, with the fix tried
+        error, fix = split_bug_pattern(mem.content)
+        await record_occurrence(
+            conn,
+            memory_id=outcome.memory_id,
+            scope_key=mem.scope_key,
+            signature=error_signature(error),
+            solution=fix,
+            failed=failed_fixes(mem.content),
+            # bug patterns come from verified tasks (cognify); an unknown outcome is not a success
+            succeeded=mem.success is True,
+        )
     return outcome
 
 
-async def _count_bug_occurrence(conn: AsyncConnection, mem: NewMemory, memory_id: str) -> None:
-    """A bug pattern published or merged: one more occurrence of its signature, with the fix tried."""
-    if mem.memory_type != BUG_PATTERN:
-        return
-    error, fix = split_bug_pattern(mem.content)
-    await record_occurrence(
-        conn,
-        memory_id=memory_id,
-        scope_key=mem.scope_key,
-        signature=error_signature(error),
-        solution=fix,
-        failed=failed_fixes(mem.content),
-        # bug patterns come from verified tasks (cognify); an unknown outcome is not a success
-        succeeded=mem.success is True,
-    )
-
-
 async def _merge(
-    conn: AsyncConnection,
-    mem: NewMemory,
-    decision: Decision,
-    target: Neighbour,
-    chash: str,
-    dedupe_key: str,
-    common: dict[str, Any],
-) -> PublishOutcome:
+    conn: AsyncConnection, mem: NewMemory, decision: Decision, target: Neighbour, chash: str
+) -> tuple[PublishOutcome, dict[str, Any]]:
+    """Merge into the duplicate `target` (its trust boosted as a repeated success): the outcome, its event."""
     row = await merge_into(
         conn,
         target.id,
@@ -183,12 +151,11 @@ async def _merge(
     if row is None:
         raise Conflict(f"memory {target.id} was deprecated while merging; retry the publication")
     outcome = PublishOutcome(target.id, row.citation, "merged")
-    await record_event(
-        conn,
-        memory_id=target.id,
-        event_type=EventType.MERGED,
-        reason=decision.reason,
-        payload={
+    return outcome, {
+        "memory_id": target.id,
+        "event_type": EventType.MERGED,
+        "reason": decision.reason,
+        "payload": {
             "outcome": outcome_dict(outcome),
             "duplicate_of": target.id,
             "candidate": {
@@ -201,52 +168,63 @@ async def _merge(
             "similarity": decision.similarity,
             "confidence": row.confidence,
         },
-        dedupe_key=dedupe_key,
-        **common,
-    )
-    return outcome
+    }
 
 
-async def _supersede_by_publish(
-    conn: AsyncConnection,
-    mem: NewMemory,
-    decision: Decision,
-    target: Neighbour,
-    chash: str,
-    dedupe_key: str,
-    common: dict[str, Any],
-) -> PublishOutcome:
-    old = await deprecate_head(conn, target.id, note=decision.reason, valid_to_commit=mem.valid_from_commit)
-    if old is None:
-        raise Conflict(f"memory {target.id} is no longer the head of its chain; retry the publication")
+async def _insert(
+    conn: AsyncConnection, mem: NewMemory, decision: Decision, superseded: Neighbour | None, chash: str
+) -> tuple[PublishOutcome, dict[str, Any]]:
+    """Insert the candidate as a new memory, superseding the contradicted head `superseded` if any."""
     memory_id = str(uuid.uuid4())
+    if superseded is None:
+        citation = await insert_memory(
+            conn,
+            mem,
+            memory_id=memory_id,
+            chash=chash,
+            supersedes_id=None,
+            canonical_key=mem.canonical_key,
+            version=1,
+            related_ids=decision.related_ids,
+        )
+        outcome = PublishOutcome(memory_id, citation, "promoted")
+        payload = {
+            "outcome": outcome_dict(outcome),
+            "related_ids": list(decision.related_ids),
+            "scope_key": mem.scope_key,
+            "source_entry_ids": list(mem.source_entry_ids),
+        }
+        return outcome, {
+            "memory_id": memory_id,
+            "event_type": EventType.PROMOTED,
+            "reason": decision.reason,
+            "payload": payload,
+        }
+    old = await deprecate_head(
+        conn, superseded.id, note=decision.reason, valid_to_commit=mem.valid_from_commit
+    )
+    if old is None:
+        raise Conflict(f"memory {superseded.id} is no longer the head of its chain; retry the publication")
     citation = await insert_memory(
         conn,
         mem,
         memory_id=memory_id,
         chash=chash,
-        supersedes_id=target.id,
+        supersedes_id=superseded.id,
         canonical_key=mem.canonical_key or old.canonical_key,
         version=old.version + 1,
         related_ids=(),
     )
-    outcome = PublishOutcome(memory_id, citation, "superseded", superseded_id=target.id)
-    await record_event(
-        conn,
-        memory_id=memory_id,
-        event_type=EventType.SUPERSEDED,
-        reason=decision.reason,
-        payload={
+    outcome = PublishOutcome(memory_id, citation, "superseded", superseded_id=superseded.id)
+    return outcome, {
+        "memory_id": memory_id,
+        "event_type": EventType.SUPERSEDED,
+        "reason": decision.reason,
+        "payload": {
             "outcome": outcome_dict(outcome),
-            "old": target.id,
+            "old": superseded.id,
             "new": memory_id,
             "old_citation": old.citation,
             "similarity": decision.similarity,
         },
-        dedupe_key=dedupe_key,
-        **common,
-    )
-    await mark_derived_stale(
-        conn, target.id, cause="superseded", reason=decision.reason, successor_id=memory_id, **common
-    )
-    return outcome
+    }
