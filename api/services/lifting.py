@@ -113,7 +113,7 @@ async def lift(state: GatewayResources, principal: Principal, body: LiftIn) -> C
         reason=body.reason,
         requested_by=principal.id,
         actor_type=principal.actor_type.value,
-        dedupe_key=f"http:{principal.id}:lift:{body.idempotency_key}" if body.idempotency_key else None,
+        idempotency_key=f"http:{principal.id}:lift:{body.idempotency_key}" if body.idempotency_key else None,
         request_hash=_request_hash(sources, body),
         target_scope=target.value,
         target_scope_key=target_key,

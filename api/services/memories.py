@@ -87,7 +87,7 @@ async def _authorized(state: GatewayResources, principal: Principal, ref: str, a
     return memory
 
 
-def _dedupe(principal: Principal, verb: str, key: str | None) -> str | None:
+def _idempotency_key(principal: Principal, verb: str, key: str | None) -> str | None:
     return f"http:{principal.id}:{verb}:{key}" if key else None
 
 
@@ -114,7 +114,7 @@ async def validate(
             actor_id=principal.id,
             actor_type=principal.actor_type.value,
             reason=body.reason,
-            dedupe_key=_dedupe(principal, "validate", body.idempotency_key),
+            idempotency_key=_idempotency_key(principal, "validate", body.idempotency_key),
             request_hash=_request_hash(memory, "validate", body),
         )
     return ValidatePublic(
@@ -138,7 +138,7 @@ async def feedback(
             body.helpful,
             actor_id=principal.id,
             actor_type=principal.actor_type.value,
-            dedupe_key=_dedupe(principal, "feedback", body.idempotency_key),
+            idempotency_key=_idempotency_key(principal, "feedback", body.idempotency_key),
             request_hash=_request_hash(memory, "feedback", body),
         )
     return FeedbackPublic(id=memory.id, citation=memory.citation, usefulness=usefulness)
@@ -154,8 +154,8 @@ async def supersede(
     memory = await _authorized(state, principal, ref, "write")
     proposed = proposed_content(body.content, body.title)
     embedding = await embedding_of(state, proposed, body.title is not None and bool(body.title.strip()))
-    dedupe, request_hash = (
-        _dedupe(principal, "supersede", body.idempotency_key),
+    key, request_hash = (
+        _idempotency_key(principal, "supersede", body.idempotency_key),
         _request_hash(memory, "supersede", body),
     )
     if needs_change_request(state, principal, memory):
@@ -177,7 +177,7 @@ async def supersede(
                 valid_from_commit=body.valid_from_commit,
                 embedding=embedding,
                 redaction_counts=proposed.redaction_counts,
-                dedupe_key=dedupe,
+                idempotency_key=key,
                 request_hash=request_hash,
             ),
         )
@@ -194,7 +194,7 @@ async def supersede(
             canonical_key=body.canonical_key,
             embedding=embedding,
             valid_from_commit=body.valid_from_commit,
-            idempotency_key=dedupe,
+            idempotency_key=key,
             request_hash=request_hash,
         ),
         trust=ChangeTrust.HUMAN_VALIDATED if approver else ChangeTrust.DRAFT,
@@ -208,8 +208,8 @@ async def retire(
 ) -> RetirePublic | ChangeRequestPublic:
     """Deprecate a memory without a successor, or propose it where approval is due; Conflict if deprecated."""
     memory = await _authorized(state, principal, ref, "write")
-    dedupe, request_hash = (
-        _dedupe(principal, "retire", body.idempotency_key),
+    key, request_hash = (
+        _idempotency_key(principal, "retire", body.idempotency_key),
         _request_hash(memory, "retire", body),
     )
     if needs_change_request(state, principal, memory):
@@ -225,7 +225,7 @@ async def retire(
                 reason=body.reason,
                 requested_by=principal.id,
                 actor_type=principal.actor_type.value,
-                dedupe_key=dedupe,
+                idempotency_key=key,
                 request_hash=request_hash,
             ),
         )
@@ -236,7 +236,7 @@ async def retire(
             reason=body.reason,
             actor_id=principal.id,
             actor_type=principal.actor_type.value,
-            idempotency_key=dedupe,
+            idempotency_key=key,
             request_hash=request_hash,
         ),
         approved_at=memory.scope if state.authorizer.requires_validation(memory.scope) else None,

@@ -91,7 +91,7 @@ async def supersede(
             valid_from_commit=change.valid_from_commit,
             actor_id=change.actor_id,
             actor_type=change.actor_type,
-            dedupe_key=change.idempotency_key,
+            idempotency_key=change.idempotency_key,
             request_hash=change.request_hash,
             trust=trust,
         )
@@ -111,7 +111,7 @@ async def retire(engine: AsyncEngine, change: Retirement, *, approved_at: str | 
             reason=change.reason,
             actor_id=change.actor_id,
             actor_type=change.actor_type,
-            dedupe_key=change.idempotency_key,
+            idempotency_key=change.idempotency_key,
             request_hash=change.request_hash,
         )
         if approved_at is not None:
@@ -137,7 +137,7 @@ async def _record_direct_approval(
         approver_type=change.actor_type,
         note=f"{operation.value} by an approver of {scope} scope",
         result_memory_id=result,
-        dedupe_key=f"{change.idempotency_key}:approved" if change.idempotency_key else None,
+        idempotency_key=f"{change.idempotency_key}:approved" if change.idempotency_key else None,
     )
 
 
@@ -219,7 +219,7 @@ async def apply_change_request(
             actor_type=current.actor_type,
             trust=trust,
             workflow_id=workflow_id,
-            dedupe_key=f"change:{current.id}:apply",
+            idempotency_key=f"change:{current.id}:apply",
         )
         result_id, citation = outcome.memory_id, outcome.citation
     else:
@@ -230,7 +230,7 @@ async def apply_change_request(
             actor_id=current.requested_by,
             actor_type=current.actor_type,
             workflow_id=workflow_id,
-            dedupe_key=f"change:{current.id}:apply",
+            idempotency_key=f"change:{current.id}:apply",
         )
     await record_change_approval(
         conn,
@@ -242,7 +242,7 @@ async def apply_change_request(
         result_memory_id=result_id,
         change_request=current.id,
         workflow_id=workflow_id,
-        dedupe_key=f"change:{current.id}:approved",
+        idempotency_key=f"change:{current.id}:approved",
     )
     return await close_applied(conn, current.id, approver, approver_type, note, result_id, citation)
 
@@ -296,7 +296,7 @@ async def _apply_lift(
             result_memory_id=first.result_memory_id,
             change_request=current.id,
             workflow_id=workflow_id,
-            dedupe_key=f"change:{current.id}:approved",
+            idempotency_key=f"change:{current.id}:approved",
             direct=workflow_id is None,  # a human approver's own lift, applied by the gateway
         )
     return await close_applied(

@@ -196,7 +196,7 @@ async def _lift_one(
         actor_type=actor_type,
         task_id=None,
         workflow_id=workflow_id,
-        dedupe_key=key,
+        idempotency_key=key,
         dup_threshold=rules.dup_threshold,
         related_threshold=rules.related_threshold,
         locked=True,

@@ -48,7 +48,7 @@ async def publish_candidate(
     actor_type: str,
     task_id: str | None,
     workflow_id: str | None,
-    dedupe_key: str,
+    idempotency_key: str,
     dup_threshold: float,
     related_threshold: float,
     judge: ContradictionJudge | None = None,
@@ -56,10 +56,10 @@ async def publish_candidate(
 ) -> PublishOutcome:
     """Publish one candidate: merge into a duplicate, supersede a contradicted head, or insert it new.
 
-    Runs inside the caller's transaction; idempotent on `dedupe_key` (a replay writes nothing). `locked`:
+    Runs inside the caller's transaction; idempotent on `idempotency_key` (a replay writes nothing). `locked`:
     the transaction already ran `lock_for_publication` for this scope key (a whole plan publishing).
     """
-    recorded = await recorded_payload(conn, dedupe_key)
+    recorded = await recorded_payload(conn, idempotency_key)
     if recorded is not None:
         return replay_outcome(recorded)
     if mem.scope_key not in visible_scope_keys:
@@ -68,7 +68,7 @@ async def publish_candidate(
     if not locked:
         await lock_scopes(conn, mem.scope_key, wider)
         # a concurrent attempt with the same key may have committed while we waited for the lock
-        recorded = await recorded_payload(conn, dedupe_key)
+        recorded = await recorded_payload(conn, idempotency_key)
         if recorded is not None:
             return replay_outcome(recorded)
         await expire_in_scope(conn, mem.scope_key)
@@ -111,7 +111,7 @@ async def publish_candidate(
         outcome, event = await _insert(
             conn, mem, decision, target if decision.kind is DecisionKind.SUPERSEDE else None, chash
         )
-    await record_event(conn, dedupe_key=dedupe_key, **event, **common)
+    await record_event(conn, dedupe_key=idempotency_key, **event, **common)
     if outcome.superseded_id is not None:
         await mark_derived_stale(
             conn,

@@ -65,7 +65,7 @@ class NewChangeRequest:
     valid_from_commit: str | None = None
     embedding: Sequence[float] | None = None
     redaction_counts: dict[str, int] = field(default_factory=dict)
-    dedupe_key: str | None = None
+    idempotency_key: str | None = None
     request_hash: str | None = None
     # a lift's wider scope; its `scope`/`project` above are the target's (storage/lifting.py)
     target_scope: str | None = None
@@ -142,11 +142,11 @@ async def create_change_request(conn: AsyncConnection, new: NewChangeRequest) ->
     The same key with another request (another memory, operation or body: another `request_hash`) is a
     Conflict, as for every idempotency key.
     """
-    if new.dedupe_key is not None:
+    if new.idempotency_key is not None:
         seen = (
             await conn.execute(
                 select(*_COLUMNS, change_requests.c.request_hash).where(
-                    change_requests.c.dedupe_key == new.dedupe_key
+                    change_requests.c.dedupe_key == new.idempotency_key
                 )
             )
         ).first()
@@ -174,7 +174,7 @@ async def create_change_request(conn: AsyncConnection, new: NewChangeRequest) ->
         "requested_by": new.requested_by,
         "actor_type": new.actor_type,
         "state": AWAITING,
-        "dedupe_key": new.dedupe_key,
+        "dedupe_key": new.idempotency_key,
         "request_hash": new.request_hash,
         "target_scope": new.target_scope,
         "target_scope_key": new.target_scope_key,
@@ -299,7 +299,7 @@ async def record_change_approval(
     result_memory_id: str | None = None,
     change_request: str | None = None,
     workflow_id: str | None = None,
-    dedupe_key: str | None = None,
+    idempotency_key: str | None = None,
     direct: bool | None = None,
 ) -> None:
     """The APPROVED event of a change: who approved which operation (a direct call by an approver, too).
@@ -320,7 +320,7 @@ async def record_change_approval(
             "result": result_memory_id,
             "direct": change_request is None if direct is None else direct,
         },
-        dedupe_key=dedupe_key,
+        dedupe_key=idempotency_key,
         if_absent=True,
     )
 

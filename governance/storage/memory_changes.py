@@ -4,8 +4,8 @@ Each is one SQL statement with its event (or, for supersession, two statements u
 feedback, a few under the memory's row lock) in the caller's transaction; see governance/storage/lifecycle.py.
 Trust cannot be spammed: a principal's validation of a memory counts once per source (`memory_validations`),
 and its feedback is one vote, its latest (`memory_votes`), from which usefulness is computed.
-A `request_hash` binds an idempotency key (`dedupe_key`) to its request: the same key with another request
-is a Conflict (events.recorded_payload).
+A `request_hash` binds an idempotency key (`idempotency_key`, kept in the event's `dedupe_key` column) to
+its request: the same key with another request is a Conflict (events.recorded_payload).
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ async def boost_memory(
     task_id: str | None = None,
     workflow_id: str | None = None,
     reason: str | None = None,
-    dedupe_key: str | None = None,
+    idempotency_key: str | None = None,
     request_hash: str | None = None,
 ) -> Validation:
     """Add the boost of `source` to an active memory (capped at 1.0), once per (memory, actor, source).
@@ -136,7 +136,7 @@ async def boost_memory(
     serialised by the claim's primary key, so exactly one of them counts.
     """
     src = ValidationSource(source)
-    recorded = await recorded_payload(conn, dedupe_key, request_hash)
+    recorded = await recorded_payload(conn, idempotency_key, request_hash)
     if recorded is not None:
         return Validation(float(recorded["confidence"]), bool(recorded.get("counted", True)))
     row = (
@@ -205,7 +205,7 @@ async def boost_memory(
             },
             request_hash,
         ),
-        dedupe_key=dedupe_key,
+        dedupe_key=idempotency_key,
     )
     return outcome
 
@@ -218,7 +218,7 @@ async def record_feedback(
     actor_id: str,
     actor_type: str,
     task_id: str | None = None,
-    dedupe_key: str | None = None,
+    idempotency_key: str | None = None,
     request_hash: str | None = None,
 ) -> float:
     """Record `actor_id`'s vote on a memory and return its usefulness, computed from the votes.
@@ -230,7 +230,7 @@ async def record_feedback(
     The memory's row is locked first, so votes on one memory are serialised: each later statement sees
     every vote committed before it, and parallel voters all count (no read-modify-write race).
     """
-    recorded = await recorded_payload(conn, dedupe_key, request_hash)
+    recorded = await recorded_payload(conn, idempotency_key, request_hash)
     if recorded is not None:
         return float(recorded["usefulness"])
     locked = (
@@ -297,7 +297,7 @@ async def record_feedback(
             },
             request_hash,
         ),
-        dedupe_key=dedupe_key,
+        dedupe_key=idempotency_key,
     )
     return usefulness
 
@@ -315,7 +315,7 @@ async def supersede_memory(
     embedding: Sequence[float] | None = None,
     valid_from_commit: str | None = None,
     task_id: str | None = None,
-    dedupe_key: str | None = None,
+    idempotency_key: str | None = None,
     request_hash: str | None = None,
     trust: ChangeTrust | str | None = None,
     workflow_id: str | None = None,
@@ -326,7 +326,7 @@ async def supersede_memory(
     by default a human's supersede is a human validation and anyone else's a draft), and its title is
     `title` or the first line of its own content. The caller redacts the content (`proposed_content`).
     """
-    recorded = await recorded_payload(conn, dedupe_key, request_hash)
+    recorded = await recorded_payload(conn, idempotency_key, request_hash)
     if recorded is not None:
         return replay_outcome(recorded)
     if not content.strip():
@@ -397,7 +397,7 @@ async def supersede_memory(
             },
             request_hash,
         ),
-        dedupe_key=dedupe_key,
+        dedupe_key=idempotency_key,
     )
     await mark_derived_stale(
         conn,
@@ -419,12 +419,12 @@ async def retire_memory(
     reason: str,
     actor_id: str,
     actor_type: str,
-    dedupe_key: str | None = None,
+    idempotency_key: str | None = None,
     request_hash: str | None = None,
     workflow_id: str | None = None,
 ) -> None:
     """Deprecate an active memory without a successor (it was wrong or is no longer relevant)."""
-    if await recorded_payload(conn, dedupe_key, request_hash) is not None:
+    if await recorded_payload(conn, idempotency_key, request_hash) is not None:
         return
     await lock_scopes(conn, await scope_key_of(conn, memory_id))
     row = (
@@ -450,7 +450,7 @@ async def retire_memory(
         workflow_id=workflow_id,
         reason=reason,
         payload=_payload({}, request_hash),
-        dedupe_key=dedupe_key,
+        dedupe_key=idempotency_key,
     )
     await mark_derived_stale(
         conn, memory_id, cause="retired", reason=reason, actor_id=actor_id, actor_type=actor_type
