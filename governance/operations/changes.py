@@ -78,66 +78,120 @@ class Retirement:
 async def supersede(
     engine: AsyncEngine, change: Supersession, *, trust: ChangeTrust, approved_at: str | None
 ) -> PublishOutcome:
-    """Replace a head at once; `approved_at` (the memory's scope): the writer approves there, and says so."""
+    """Replace a head at once, in one transaction (`approved_at`: see `_approved_directly`)."""
     async with engine.begin() as conn:
-        outcome = await supersede_memory(
-            conn,
-            change.memory_id,
-            content=change.content,
-            reason=change.reason,
-            title=change.title,
-            canonical_key=change.canonical_key,
-            embedding=change.embedding,
-            valid_from_commit=change.valid_from_commit,
-            actor_id=change.actor_id,
-            actor_type=change.actor_type,
-            idempotency_key=change.idempotency_key,
-            request_hash=change.request_hash,
-            trust=trust,
-        )
-        if approved_at is not None:
-            await _record_direct_approval(
-                conn, change.memory_id, ChangeOperation.SUPERSEDE, outcome.memory_id, approved_at, change
-            )
+        outcome = await _supersede(conn, change, trust=trust, workflow_id=None)
+        await _approved_directly(conn, change, outcome.memory_id, approved_at)
     return outcome
 
 
 async def retire(engine: AsyncEngine, change: Retirement, *, approved_at: str | None) -> None:
-    """Retire a memory at once; `approved_at` (the memory's scope): the writer approves there, and says so."""
+    """Retire a memory at once, in one transaction (`approved_at`: see `_approved_directly`)."""
     async with engine.begin() as conn:
-        await retire_memory(
-            conn,
-            change.memory_id,
-            reason=change.reason,
-            actor_id=change.actor_id,
-            actor_type=change.actor_type,
-            idempotency_key=change.idempotency_key,
-            request_hash=change.request_hash,
-        )
-        if approved_at is not None:
-            await _record_direct_approval(
-                conn, change.memory_id, ChangeOperation.RETIRE, change.memory_id, approved_at, change
-            )
+        await _retire(conn, change, workflow_id=None)
+        await _approved_directly(conn, change, change.memory_id, approved_at)
 
 
-async def _record_direct_approval(
-    conn: AsyncConnection,
-    memory_id: str,
-    operation: ChangeOperation,
-    result: str,
-    scope: str,
-    change: Supersession | Retirement,
+async def _approved_directly(
+    conn: AsyncConnection, change: Supersession | Retirement, result_id: str, approved_at: str | None
 ) -> None:
-    """An approver's own change is its approval: an APPROVED event naming them, with the operation."""
+    """`approved_at` (the memory's scope): the writer approves there, and its call is the approval it is."""
+    if approved_at is None:
+        return
+    operation = ChangeOperation.SUPERSEDE if isinstance(change, Supersession) else ChangeOperation.RETIRE
     await record_change_approval(
         conn,
-        memory_id=memory_id,
+        memory_id=change.memory_id,
         operation=operation.value,
         approver_id=change.actor_id,
         approver_type=change.actor_type,
-        note=f"{operation.value} by an approver of {scope} scope",
-        result_memory_id=result,
+        note=f"{operation.value} by an approver of {approved_at} scope",
+        result_memory_id=result_id,
         idempotency_key=f"{change.idempotency_key}:approved" if change.idempotency_key else None,
+    )
+
+
+async def _supersede(
+    conn: AsyncConnection, change: Supersession, *, trust: ChangeTrust | None, workflow_id: str | None
+) -> PublishOutcome:
+    """The one place a supersede is written, directly or for a request."""
+    return await supersede_memory(
+        conn,
+        change.memory_id,
+        content=change.content,
+        reason=change.reason,
+        title=change.title,
+        canonical_key=change.canonical_key,
+        embedding=change.embedding,
+        valid_from_commit=change.valid_from_commit,
+        actor_id=change.actor_id,
+        actor_type=change.actor_type,
+        idempotency_key=change.idempotency_key,
+        request_hash=change.request_hash,
+        trust=trust,
+        workflow_id=workflow_id,
+    )
+
+
+async def _retire(conn: AsyncConnection, change: Retirement, *, workflow_id: str | None) -> None:
+    """The one place a retire is written, directly or for a request."""
+    await retire_memory(
+        conn,
+        change.memory_id,
+        reason=change.reason,
+        actor_id=change.actor_id,
+        actor_type=change.actor_type,
+        idempotency_key=change.idempotency_key,
+        request_hash=change.request_hash,
+        workflow_id=workflow_id,
+    )
+
+
+async def _requested(conn: AsyncConnection, request: ChangeRequest) -> Supersession | Retirement:
+    """The change a stored request asks for, written under the request's own key."""
+    key = f"change:{request.id}:apply"
+    if request.operation == ChangeOperation.RETIRE:
+        return Retirement(
+            request.memory_id, request.reason, request.requested_by, request.actor_type, idempotency_key=key
+        )
+    return Supersession(
+        memory_id=request.memory_id,
+        content=request.content or "",
+        title=request.title,
+        reason=request.reason,
+        actor_id=request.requested_by,
+        actor_type=request.actor_type,
+        canonical_key=request.canonical_key,
+        embedding=await proposed_embedding(conn, request.id),
+        valid_from_commit=request.valid_from_commit,
+        idempotency_key=key,
+    )
+
+
+async def _approved(
+    conn: AsyncConnection,
+    request: ChangeRequest,
+    approver: str,
+    approver_type: str,
+    note: str,
+    result_id: str | None,
+    workflow_id: str | None,
+    *,
+    direct: bool | None = None,
+) -> None:
+    """The APPROVED event of a request, once per request."""
+    await record_change_approval(
+        conn,
+        memory_id=request.memory_id,
+        operation=request.operation,
+        approver_id=approver,
+        approver_type=approver_type,
+        note=note,
+        result_memory_id=result_id,
+        change_request=request.id,
+        workflow_id=workflow_id,
+        idempotency_key=f"change:{request.id}:approved",
+        direct=direct,
     )
 
 
@@ -204,46 +258,14 @@ async def apply_change_request(
             workflow_id=workflow_id,
         )
         return applied_as(closed, None)
+    change = await _requested(conn, current)
     result_id, citation = current.memory_id, None
-    if current.operation == ChangeOperation.SUPERSEDE:
-        outcome = await supersede_memory(
-            conn,
-            current.memory_id,
-            content=current.content or "",
-            reason=current.reason,
-            title=current.title,
-            canonical_key=current.canonical_key,
-            embedding=await proposed_embedding(conn, current.id),
-            valid_from_commit=current.valid_from_commit,
-            actor_id=current.requested_by,
-            actor_type=current.actor_type,
-            trust=trust,
-            workflow_id=workflow_id,
-            idempotency_key=f"change:{current.id}:apply",
-        )
+    if isinstance(change, Supersession):
+        outcome = await _supersede(conn, change, trust=trust, workflow_id=workflow_id)
         result_id, citation = outcome.memory_id, outcome.citation
     else:
-        await retire_memory(
-            conn,
-            current.memory_id,
-            reason=current.reason,
-            actor_id=current.requested_by,
-            actor_type=current.actor_type,
-            workflow_id=workflow_id,
-            idempotency_key=f"change:{current.id}:apply",
-        )
-    await record_change_approval(
-        conn,
-        memory_id=current.memory_id,
-        operation=current.operation,
-        approver_id=approver,
-        approver_type=approver_type,
-        note=note,
-        result_memory_id=result_id,
-        change_request=current.id,
-        workflow_id=workflow_id,
-        idempotency_key=f"change:{current.id}:approved",
-    )
+        await _retire(conn, change, workflow_id=workflow_id)
+    await _approved(conn, current, approver, approver_type, note, result_id, workflow_id)
     return await close_applied(conn, current.id, approver, approver_type, note, result_id, citation)
 
 
@@ -286,18 +308,10 @@ async def _apply_lift(
         return applied_as(closed, None)
     first = lifted.items[0]
     if trust is not None:
-        await record_change_approval(
-            conn,
-            memory_id=current.memory_id,
-            operation=current.operation,
-            approver_id=approver,
-            approver_type=approver_type,
-            note=note,
-            result_memory_id=first.result_memory_id,
-            change_request=current.id,
-            workflow_id=workflow_id,
-            idempotency_key=f"change:{current.id}:approved",
-            direct=workflow_id is None,  # a human approver's own lift, applied by the gateway
+        # workflow None: a human approver's own lift, applied by the gateway
+        direct = workflow_id is None
+        await _approved(
+            conn, current, approver, approver_type, note, first.result_memory_id, workflow_id, direct=direct
         )
     return await close_applied(
         conn, current.id, approver, approver_type, note, first.result_memory_id, first.result_citation
