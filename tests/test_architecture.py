@@ -87,6 +87,17 @@ def _contracts() -> list[dict[str, object]]:
     return contracts
 
 
+def _lint_imports_in(tmp_path: Path, config: Path) -> subprocess.CompletedProcess[str]:
+    """`lint-imports` over a package tree made for a test, with its own config."""
+    return subprocess.run(
+        [sys.executable, "-c", _LINT_IMPORTS, "--config", str(config), "--no-cache"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
+    )
+
+
 def test_import_contracts_are_all_kept(capsys: pytest.CaptureFixture[str]) -> None:
     """Layers, no cycles, pure rules, independent adapters, gateways through the contract, a light client."""
     exit_code = lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True, no_logo=True)
@@ -116,13 +127,7 @@ def test_import_contracts_catch_a_cycle(tmp_path: Path) -> None:
         '[[tool.importlinter.contracts]]\nname = "acyclic"\ntype = "acyclic_siblings"\n'
         'ancestors = ["circle"]\n'
     )
-    result = subprocess.run(
-        [sys.executable, "-c", _LINT_IMPORTS, "--config", str(config), "--no-cache"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
-    )
+    result = _lint_imports_in(tmp_path, config)
     assert result.returncode != 0 and "BROKEN" in result.stdout, result.stdout + result.stderr
 
 
@@ -140,13 +145,7 @@ def test_import_contracts_keep_storage_below_operations(tmp_path: Path) -> None:
         f'name = "layers"\ntype = "layers"\ncontainers = {contract["containers"]!r}\n'
         f"layers = {contract['layers']!r}\n".replace("'", '"')
     )
-    result = subprocess.run(
-        [sys.executable, "-c", _LINT_IMPORTS, "--config", str(config), "--no-cache"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
-    )
+    result = _lint_imports_in(tmp_path, config)
     assert result.returncode != 0 and "governance.storage.publish" in result.stdout, (
         result.stdout + result.stderr
     )

@@ -280,21 +280,7 @@ async def _apply_lift(
     rules: LiftRules,
 ) -> Applied:
     """Apply a lift (governance/operations/lifting.py) and close the request `applied` or `conflict`."""
-    assert current.target_scope is not None and current.target_scope_key is not None
-    lifted = await apply_lift(
-        conn,
-        current.id,
-        target_scope=current.target_scope,
-        target_scope_key=current.target_scope_key,
-        org=current.org,
-        project=current.project,
-        actor_id=current.requested_by,
-        actor_type=current.actor_type,
-        reason=current.reason,
-        approval=trust,
-        workflow_id=workflow_id,
-        rules=rules,
-    )
+    lifted = await apply_lift(conn, current, approval=trust, workflow_id=workflow_id, rules=rules)
     if lifted.state == "conflict":
         closed = await close_change_request(
             conn,

@@ -29,6 +29,7 @@ from governance.changes import ChangeTrust
 from governance.lifting import LiftOutcome, lifted_text, lifted_trust
 from governance.operations.publishing import lock_for_publication, publish_candidate
 from governance.scopes import SCOPE_LEVEL, Scope
+from governance.storage.change_requests import ChangeRequest
 from governance.storage.derivations import record_derivations
 from governance.storage.events import EventType, record_event
 from governance.storage.lifting import (
@@ -88,27 +89,23 @@ def _level(key: str) -> int:
 
 async def apply_lift(
     conn: AsyncConnection,
-    request_id: str,
+    request: ChangeRequest,
     *,
-    target_scope: str,
-    target_scope_key: str,
-    org: str,
-    project: str | None,
-    actor_id: str,
-    actor_type: str,
-    reason: str,
     approval: ChangeTrust | None,
     workflow_id: str | None,
     rules: LiftRules,
 ) -> LiftApplied:
     """Publish the lift's copies at the target scope and mark the originals lifted (module docstring).
 
-    `project` is the target's (None at org scope); `approval` says whose word stands behind the copies
-    (None: no approval was needed, the copies keep the originals' trust).
+    The request's `scope`, `project` and `target_scope_key` are the target's (`project` None at org
+    scope); `approval` says whose word stands behind the copies (None: no approval was needed, the copies
+    keep the originals' trust).
     """
-    items = await lift_items(conn, request_id)
-    wider = line_above(target_scope, org, project)
-    await lock_for_publication(conn, target_scope, target_scope_key, [target_scope_key, *wider])
+    assert request.target_scope is not None and request.target_scope_key is not None
+    items = await lift_items(conn, request.id)
+    target_key = request.target_scope_key
+    visible = [target_key, *line_above(request.target_scope, request.org, request.project)]
+    await lock_for_publication(conn, request.target_scope, target_key, visible)
     found = await originals(conn, [i.memory_id for i in items])
     for key in sorted({o.scope_key for o in found.values()}, key=lambda k: (-_level(k), k)):
         await lock_scopes(conn, key)
@@ -127,50 +124,41 @@ async def apply_lift(
         done.append(
             await _lift_one(
                 conn,
-                request_id,
+                request,
                 item,
                 found[item.memory_id],
-                target_scope=target_scope,
-                target_scope_key=target_scope_key,
-                visible=[target_scope_key, *wider],
-                project=project,
-                actor_id=actor_id,
-                actor_type=actor_type,
-                reason=reason,
+                visible=visible,
                 approval=approval,
                 workflow_id=workflow_id,
                 rules=rules,
             )
         )
-    return LiftApplied("applied", reason, done)
+    return LiftApplied("applied", request.reason, done)
 
 
 async def _lift_one(
     conn: AsyncConnection,
-    request_id: str,
+    request: ChangeRequest,
     item: LiftItem,
     original: Original,
     *,
-    target_scope: str,
-    target_scope_key: str,
     visible: list[str],
-    project: str | None,
-    actor_id: str,
-    actor_type: str,
-    reason: str,
     approval: ChangeTrust | None,
     workflow_id: str | None,
     rules: LiftRules,
 ) -> LiftItem:
+    assert request.target_scope is not None and request.target_scope_key is not None
+    request_id, target_scope_key = request.id, request.target_scope_key
+    actor_id, actor_type, reason = request.requested_by, request.actor_type, request.reason
     row = original.row
     copy_text = lifted_text(row.title, row.content)
     confidence, source = lifted_trust(float(row.confidence), row.validation_source, approval)
     mem = NewMemory(
         memory_type=row.memory_type,
-        scope=target_scope,
+        scope=request.target_scope,
         scope_key=target_scope_key,
         org=row.org,
-        project=project,
+        project=request.project,
         title=copy_text.title,
         content=copy_text.content,
         confidence=confidence,
