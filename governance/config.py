@@ -10,13 +10,10 @@ import platformdirs
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from governance.embedding import EMBEDDING_DIM
 from governance.retention import RetentionPolicy
 
 __all__ = ["EMBEDDING_DIM", "Settings", "get_settings"]
-
-# The dimension of every stored vector (the default embedder's). Switching embedders to another dimension
-# needs a migration and re-embedding every memory; it is never mixed silently.
-EMBEDDING_DIM = 384
 
 
 def _default_data_dir() -> Path:

@@ -11,12 +11,16 @@ nothing changed) and writes the APPROVED event naming the approver; the trust of
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from governance.changes import ChangeOperation, ChangeTrust
+from governance.changes import ChangeOperation, ChangeTrust, change_trust
+from governance.cognify import title_of
+from governance.dedup import content_hash
 from governance.errors import InvalidInput
 from governance.operations.lifting import LiftRules, apply_lift
 from governance.scopes import ActorType
@@ -33,8 +37,20 @@ from governance.storage.change_requests import (
     proposed_embedding,
     record_change_approval,
 )
-from governance.storage.memory_changes import retire_memory, supersede_memory
-from governance.storage.memory_rows import PublishOutcome, lock_scopes, scope_key_of
+from governance.storage.derivations import mark_derived_stale
+from governance.storage.events import REQUEST_HASH, EventType, record_event, recorded_payload
+from governance.storage.memory_changes import retire_head
+from governance.storage.memory_rows import (
+    NewMemory,
+    PublishOutcome,
+    insert_memory,
+    lock_scopes,
+    not_found_or_conflict,
+    outcome_dict,
+    replay_outcome,
+    scope_key_of,
+)
+from governance.storage.publish import deprecate_head
 
 __all__ = [
     "Supersession",
@@ -43,6 +59,8 @@ __all__ = [
     "apply_change_request",
     "supersede",
     "retire",
+    "supersede_memory",
+    "retire_memory",
 ]
 
 
@@ -301,4 +319,140 @@ async def _apply_lift(
         )
     return await close_applied(
         conn, current.id, approver, approver_type, note, first.result_memory_id, first.result_citation
+    )
+
+
+def _with_request_hash(payload: dict[str, Any], request_hash: str | None) -> dict[str, Any]:
+    return {**payload, REQUEST_HASH: request_hash} if request_hash is not None else payload
+
+
+async def supersede_memory(
+    conn: AsyncConnection,
+    old_id: str,
+    *,
+    content: str,
+    reason: str,
+    actor_id: str,
+    actor_type: str,
+    title: str | None = None,
+    canonical_key: str | None = None,
+    embedding: Sequence[float] | None = None,
+    valid_from_commit: str | None = None,
+    task_id: str | None = None,
+    idempotency_key: str | None = None,
+    request_hash: str | None = None,
+    trust: ChangeTrust | str | None = None,
+    workflow_id: str | None = None,
+) -> PublishOutcome:
+    """Replace the head `old_id` with new content, in the caller's transaction; Conflict if it is not a head.
+
+    The new head never inherits the old one's trust or title: it starts with `trust` (governance/changes.py;
+    by default a human's supersede is a human validation and anyone else's a draft), and its title is
+    `title` or the first line of its own content. The caller redacts the content (`proposed_content`).
+    """
+    recorded = await recorded_payload(conn, idempotency_key, request_hash)
+    if recorded is not None:
+        return replay_outcome(recorded)
+    if not content.strip():
+        raise InvalidInput("the superseding content is empty")
+    await lock_scopes(conn, await scope_key_of(conn, old_id))
+    old = await deprecate_head(conn, old_id, note=reason, valid_to_commit=valid_from_commit)
+    if old is None:
+        raise await not_found_or_conflict(conn, old_id, "supersession")
+    if trust is None:
+        trust = ChangeTrust.HUMAN_VALIDATED if actor_type == "human" else ChangeTrust.DRAFT
+    confidence, validation_source = change_trust(trust)
+    mem = NewMemory(
+        memory_type=old.memory_type,
+        scope=old.scope,
+        scope_key=old.scope_key,
+        org=old.org,
+        project=old.project,
+        title=title or title_of(content),
+        content=content,
+        confidence=confidence,
+        embedding=list(embedding) if embedding is not None else None,
+        validation_source=validation_source,
+        importance=old.importance,
+        source_task_ids=[task_id] if task_id else [],
+        decay_policy=old.decay_policy,
+        valid_from_commit=valid_from_commit,
+    )
+    memory_id = str(uuid.uuid4())
+    citation = await insert_memory(
+        conn,
+        mem,
+        memory_id=memory_id,
+        chash=content_hash(content),
+        supersedes_id=str(old.id),
+        canonical_key=canonical_key or old.canonical_key,
+        version=old.version + 1,
+        related_ids=(),
+    )
+    outcome = PublishOutcome(memory_id, citation, "superseded", superseded_id=str(old.id))
+    await record_event(
+        conn,
+        memory_id=memory_id,
+        event_type=EventType.SUPERSEDED,
+        actor_id=actor_id,
+        actor_type=actor_type,
+        task_id=task_id,
+        workflow_id=workflow_id,
+        reason=reason,
+        payload=_with_request_hash(
+            {
+                "outcome": outcome_dict(outcome),
+                "old": str(old.id),
+                "new": memory_id,
+                "old_citation": old.citation,
+                "explicit": True,
+            },
+            request_hash,
+        ),
+        dedupe_key=idempotency_key,
+    )
+    await mark_derived_stale(
+        conn,
+        str(old.id),
+        cause="superseded",
+        reason=reason,
+        successor_id=memory_id,
+        actor_id=actor_id,
+        actor_type=actor_type,
+        task_id=task_id,
+    )
+    return outcome
+
+
+async def retire_memory(
+    conn: AsyncConnection,
+    memory_id: str,
+    *,
+    reason: str,
+    actor_id: str,
+    actor_type: str,
+    idempotency_key: str | None = None,
+    request_hash: str | None = None,
+    workflow_id: str | None = None,
+) -> None:
+    """Deprecate an active memory without a successor (it was wrong or is no longer relevant), in the caller's
+    transaction; NotFound or Conflict if it is not there or not active."""
+    if await recorded_payload(conn, idempotency_key, request_hash) is not None:
+        return
+    await lock_scopes(conn, await scope_key_of(conn, memory_id))
+    if not await retire_head(conn, memory_id, reason):
+        raise await not_found_or_conflict(conn, memory_id, "retirement")
+    await record_event(
+        conn,
+        memory_id=memory_id,
+        event_type=EventType.RETIRED,
+        actor_id=actor_id,
+        actor_type=actor_type,
+        workflow_id=workflow_id,
+        reason=reason,
+        payload=_with_request_hash({}, request_hash),
+        dedupe_key=idempotency_key,
+    )
+    await mark_derived_stale(
+        conn, memory_id, cause="retired", reason=reason, actor_id=actor_id, actor_type=actor_type
     )

@@ -16,7 +16,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from governance.approaches import PastApproach
-from governance.storage.memory_rows import vector_literal
+from governance.storage.tables import vector_literal
 
 __all__ = [
     "Refusal",

@@ -14,8 +14,8 @@ Why it looks like this (docs/architecture.md, "Governance rules"):
   instead of writing twice; with a `request_hash`, the key is bound to one request (another is a Conflict).
 
 This module is the public face; the code lives in memory_rows.py (types, locks, events), publish.py
-(neighbours, merge) and memory_changes.py (boost, feedback, supersede, retire, history); publishing a
-candidate is governance/operations/publishing.py.
+(neighbours, merge) and memory_changes.py (boost, feedback, history); publishing a candidate is
+governance/operations/publishing.py, superseding and retiring governance/operations/changes.py.
 """
 
 from __future__ import annotations
@@ -28,9 +28,6 @@ from governance.storage.memory_changes import (
     memory_history,
     memory_tenant,
     record_feedback,
-    resolve_memory_id,
-    retire_memory,
-    supersede_memory,
 )
 from governance.storage.memory_rows import (
     MemoryVersion,
@@ -39,9 +36,10 @@ from governance.storage.memory_rows import (
     expire_in_scope,
     lock_scopes,
     make_citation,
-    vector_literal,
+    resolve_memory_id,
 )
 from governance.storage.publish import find_neighbours
+from governance.storage.tables import vector_literal
 
 __all__ = [
     "MemoryTenant",
@@ -59,8 +57,6 @@ __all__ = [
     "resolve_memory_id",
     "boost_memory",
     "record_feedback",
-    "supersede_memory",
-    "retire_memory",
     "memory_history",
     "record_event",
 ]

@@ -10,31 +10,19 @@ its request: the same key with another request is a Conflict (events.recorded_pa
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from governance.changes import ChangeTrust, change_trust
-from governance.cognify import title_of
-from governance.dedup import content_hash
-from governance.errors import InvalidInput, NotFound
+from governance.errors import NotFound
 from governance.scopes import ValidationSource
-from governance.storage.derivations import mark_derived_stale
 from governance.storage.events import REQUEST_HASH, EventType, record_event, recorded_payload
 from governance.storage.memory_rows import (
     MemoryVersion,
-    NewMemory,
-    PublishOutcome,
-    insert_memory,
-    lock_scopes,
     not_found_or_conflict,
-    outcome_dict,
-    replay_outcome,
-    scope_key_of,
+    resolve_memory_id,
 )
 from governance.trust import (
     MAX_CONFIDENCE,
@@ -48,11 +36,9 @@ __all__ = [
     "MemoryTenant",
     "Validation",
     "memory_tenant",
-    "resolve_memory_id",
     "boost_memory",
     "record_feedback",
-    "supersede_memory",
-    "retire_memory",
+    "retire_head",
     "memory_history",
 ]
 
@@ -83,23 +69,6 @@ async def memory_tenant(conn: AsyncConnection, ref: str) -> MemoryTenant:
     if row is None:
         raise NotFound(f"memory {ref!r} does not exist")
     return MemoryTenant(row.id, row.citation, row.org, row.project, row.scope)
-
-
-async def resolve_memory_id(conn: AsyncConnection, ref: str) -> str:
-    """The uuid of a memory named by uuid or citation; NotFound otherwise."""
-    try:
-        as_uuid: str | None = str(uuid.UUID(ref))
-    except ValueError:
-        as_uuid = None
-    row = (
-        await conn.execute(
-            text("SELECT id::text AS id FROM memories WHERE id = CAST(:u AS uuid) OR citation = :c"),
-            {"u": as_uuid, "c": ref.lower()},
-        )
-    ).first()
-    if row is None:
-        raise NotFound(f"memory {ref!r} does not exist")
-    return str(row.id)
 
 
 @dataclass(frozen=True)
@@ -302,131 +271,8 @@ async def record_feedback(
     return usefulness
 
 
-async def supersede_memory(
-    conn: AsyncConnection,
-    old_id: str,
-    *,
-    content: str,
-    reason: str,
-    actor_id: str,
-    actor_type: str,
-    title: str | None = None,
-    canonical_key: str | None = None,
-    embedding: Sequence[float] | None = None,
-    valid_from_commit: str | None = None,
-    task_id: str | None = None,
-    idempotency_key: str | None = None,
-    request_hash: str | None = None,
-    trust: ChangeTrust | str | None = None,
-    workflow_id: str | None = None,
-) -> PublishOutcome:
-    """Replace the head `old_id` with new content; Conflict if it is not a head.
-
-    The new head never inherits the old one's trust or title: it starts with `trust` (governance/changes.py;
-    by default a human's supersede is a human validation and anyone else's a draft), and its title is
-    `title` or the first line of its own content. The caller redacts the content (`proposed_content`).
-    """
-    recorded = await recorded_payload(conn, idempotency_key, request_hash)
-    if recorded is not None:
-        return replay_outcome(recorded)
-    if not content.strip():
-        raise InvalidInput("the superseding content is empty")
-    await lock_scopes(conn, await scope_key_of(conn, old_id))
-    old = (
-        await conn.execute(
-            text(
-                """
-                UPDATE memories SET deprecated_at = now(), valid_to_commit = :commit,
-                       contradiction_note = :note, updated_at = now()
-                WHERE id = CAST(:id AS uuid) AND deprecated_at IS NULL
-                RETURNING *
-                """
-            ),
-            {"id": old_id, "commit": valid_from_commit, "note": reason},
-        )
-    ).first()
-    if old is None:
-        raise await not_found_or_conflict(conn, old_id, "supersession")
-    if trust is None:
-        trust = ChangeTrust.HUMAN_VALIDATED if actor_type == "human" else ChangeTrust.DRAFT
-    confidence, validation_source = change_trust(trust)
-    mem = NewMemory(
-        memory_type=old.memory_type,
-        scope=old.scope,
-        scope_key=old.scope_key,
-        org=old.org,
-        project=old.project,
-        title=title or title_of(content),
-        content=content,
-        confidence=confidence,
-        embedding=list(embedding) if embedding is not None else None,
-        validation_source=validation_source,
-        importance=old.importance,
-        source_task_ids=[task_id] if task_id else [],
-        decay_policy=old.decay_policy,
-        valid_from_commit=valid_from_commit,
-    )
-    memory_id = str(uuid.uuid4())
-    citation = await insert_memory(
-        conn,
-        mem,
-        memory_id=memory_id,
-        chash=content_hash(content),
-        supersedes_id=str(old.id),
-        canonical_key=canonical_key or old.canonical_key,
-        version=old.version + 1,
-        related_ids=(),
-    )
-    outcome = PublishOutcome(memory_id, citation, "superseded", superseded_id=str(old.id))
-    await record_event(
-        conn,
-        memory_id=memory_id,
-        event_type=EventType.SUPERSEDED,
-        actor_id=actor_id,
-        actor_type=actor_type,
-        task_id=task_id,
-        workflow_id=workflow_id,
-        reason=reason,
-        payload=_payload(
-            {
-                "outcome": outcome_dict(outcome),
-                "old": str(old.id),
-                "new": memory_id,
-                "old_citation": old.citation,
-                "explicit": True,
-            },
-            request_hash,
-        ),
-        dedupe_key=idempotency_key,
-    )
-    await mark_derived_stale(
-        conn,
-        str(old.id),
-        cause="superseded",
-        reason=reason,
-        successor_id=memory_id,
-        actor_id=actor_id,
-        actor_type=actor_type,
-        task_id=task_id,
-    )
-    return outcome
-
-
-async def retire_memory(
-    conn: AsyncConnection,
-    memory_id: str,
-    *,
-    reason: str,
-    actor_id: str,
-    actor_type: str,
-    idempotency_key: str | None = None,
-    request_hash: str | None = None,
-    workflow_id: str | None = None,
-) -> None:
-    """Deprecate an active memory without a successor (it was wrong or is no longer relevant)."""
-    if await recorded_payload(conn, idempotency_key, request_hash) is not None:
-        return
-    await lock_scopes(conn, await scope_key_of(conn, memory_id))
+async def retire_head(conn: AsyncConnection, memory_id: str, reason: str) -> bool:
+    """Deprecate an active memory without a successor; False where it is not active (or not there)."""
     row = (
         await conn.execute(
             text(
@@ -439,22 +285,7 @@ async def retire_memory(
             {"id": memory_id, "reason": reason},
         )
     ).first()
-    if row is None:
-        raise await not_found_or_conflict(conn, memory_id, "retirement")
-    await record_event(
-        conn,
-        memory_id=memory_id,
-        event_type=EventType.RETIRED,
-        actor_id=actor_id,
-        actor_type=actor_type,
-        workflow_id=workflow_id,
-        reason=reason,
-        payload=_payload({}, request_hash),
-        dedupe_key=idempotency_key,
-    )
-    await mark_derived_stale(
-        conn, memory_id, cause="retired", reason=reason, actor_id=actor_id, actor_type=actor_type
-    )
+    return row is not None
 
 
 async def memory_history(conn: AsyncConnection, memory_id: str) -> list[MemoryVersion]:

@@ -24,12 +24,12 @@ from governance.storage.tables import memories
 from governance.trust import MAX_CONFIDENCE, MIN_CONFIDENCE
 
 __all__ = [
+    "resolve_memory_id",
     "NEIGHBOURS_K",
     "NewMemory",
     "PublishOutcome",
     "MemoryVersion",
     "make_citation",
-    "vector_literal",
     "wider_scope_keys",
     "lock_scopes",
     "replay_outcome",
@@ -104,13 +104,6 @@ class MemoryVersion:
 def make_citation(memory_id: str) -> str:
     """A short citation: the first 10 base32 characters of the uuid (50 bits; unique index backs it)."""
     return base64.b32encode(uuid.UUID(memory_id).bytes).decode("ascii")[:10].lower()
-
-
-def vector_literal(vector: Sequence[float] | None) -> str | None:
-    """pgvector's text form, for `CAST(:v AS vector)` in hand-written statements."""
-    if vector is None:
-        return None
-    return "[" + ",".join(f"{float(x):.7g}" for x in vector) + "]"
 
 
 def _scope_of(key: str) -> Scope | None:
@@ -260,3 +253,20 @@ async def scope_key_of(conn: AsyncConnection, memory_id: str) -> str:
     if row is None:
         raise NotFound(f"memory {memory_id} not found")
     return str(row.scope_key)
+
+
+async def resolve_memory_id(conn: AsyncConnection, ref: str) -> str:
+    """The uuid of a memory named by uuid or citation; NotFound otherwise."""
+    try:
+        as_uuid: str | None = str(uuid.UUID(ref))
+    except ValueError:
+        as_uuid = None
+    row = (
+        await conn.execute(
+            text("SELECT id::text AS id FROM memories WHERE id = CAST(:u AS uuid) OR citation = :c"),
+            {"u": as_uuid, "c": ref.lower()},
+        )
+    ).first()
+    if row is None:
+        raise NotFound(f"memory {ref!r} does not exist")
+    return str(row.id)

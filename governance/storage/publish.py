@@ -18,9 +18,9 @@ from governance.storage.memory_rows import (
     NEIGHBOURS_K,
     expire_in_scope,
     lock_scopes,
-    vector_literal,
     wider_scope_keys,
 )
+from governance.storage.tables import vector_literal
 from governance.trust import MAX_CONFIDENCE, MIN_CONFIDENCE
 
 __all__ = ["find_neighbours", "lock_for_publication", "merge_into", "deprecate_head"]
@@ -149,7 +149,7 @@ async def merge_into(
 async def deprecate_head(
     conn: AsyncConnection, old_id: str, *, note: str, valid_to_commit: str | None
 ) -> Any:
-    """Deprecate an active head (None where it is no longer one): its citation, version and key."""
+    """Deprecate an active head, noting why (None where it is no longer one): its row as it was."""
     return (
         await conn.execute(
             text(
@@ -157,7 +157,7 @@ async def deprecate_head(
                 UPDATE memories SET deprecated_at = now(), valid_to_commit = :commit,
                        contradiction_note = :note, updated_at = now()
                 WHERE id = CAST(:id AS uuid) AND deprecated_at IS NULL
-                RETURNING citation, version, canonical_key
+                RETURNING *
                 """
             ),
             {"id": old_id, "commit": valid_to_commit, "note": note},

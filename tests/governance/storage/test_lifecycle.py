@@ -12,6 +12,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from governance.errors import Conflict, NotFound
+from governance.operations.changes import retire_memory, supersede_memory
 from governance.operations.publishing import publish_candidate
 from governance.scopes import Scope
 from governance.storage.lifecycle import (
@@ -21,8 +22,6 @@ from governance.storage.lifecycle import (
     memory_history,
     record_feedback,
     resolve_memory_id,
-    retire_memory,
-    supersede_memory,
 )
 from governance.trust import usefulness_from_votes
 from tests.utils.lifecycle_factories import Place
