@@ -25,14 +25,19 @@ from governance.storage.events import EventType, record_event, recorded_payload
 from governance.storage.memory_rows import (
     NewMemory,
     PublishOutcome,
-    expire_in_scope,
     insert_memory,
     lock_scopes,
     outcome_dict,
     replay_outcome,
     wider_scope_keys,
 )
-from governance.storage.publish import deprecate_head, find_neighbours, lock_for_publication, merge_into
+from governance.storage.publish import (
+    deprecate_head,
+    expire_in_scope,
+    find_neighbours,
+    lock_for_publication,
+    merge_into,
+)
 from governance.supersession import ContradictionJudge
 from governance.trust import VALIDATION_BOOSTS
 

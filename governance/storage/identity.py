@@ -16,10 +16,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from governance.identity import Principal, hash_api_key, new_api_key, tenant_domain
 from governance.scopes import ActorType
-from governance.storage.policy_watcher import POLICY_CHANNEL
 from governance.storage.tables import api_keys, principals
 
 __all__ = [
+    "POLICY_CHANNEL",
     "bootstrap_admin",
     "get_enabled_principal",
     "disable_principal",
@@ -35,6 +35,9 @@ __all__ = [
     "notify_policy_change",
     "grant_role",
 ]
+
+# the channel a policy change is announced on; every process's watcher (storage/policy_watcher.py) listens
+POLICY_CHANNEL = "loregate_policy"
 
 _CASBIN_INSERT = text("INSERT INTO casbin_rule (ptype, v0, v1, v2) VALUES ('g', :sub, :role, :dom)")
 

@@ -33,12 +33,11 @@ from governance.storage.memory_rows import (
     MemoryVersion,
     NewMemory,
     PublishOutcome,
-    expire_in_scope,
     lock_scopes,
     make_citation,
     resolve_memory_id,
 )
-from governance.storage.publish import find_neighbours
+from governance.storage.publish import expire_in_scope, find_neighbours
 from governance.storage.tables import vector_literal
 
 __all__ = [

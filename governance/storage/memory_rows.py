@@ -19,7 +19,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from governance.errors import Conflict, NotFound
 from governance.scopes import SCOPE_LEVEL, Scope
-from governance.storage.events import Event, EventType, record_events
 from governance.storage.tables import memories
 from governance.trust import MAX_CONFIDENCE, MIN_CONFIDENCE
 
@@ -33,8 +32,6 @@ __all__ = [
     "wider_scope_keys",
     "lock_scopes",
     "replay_outcome",
-    "expire_in_scope",
-    "expired_event",
     "insert_memory",
     "outcome_dict",
     "not_found_or_conflict",
@@ -142,33 +139,6 @@ def replay_outcome(payload: dict[str, Any]) -> PublishOutcome:
         action=outcome["action"],
         superseded_id=outcome.get("superseded_id"),
         replayed=True,
-    )
-
-
-async def expire_in_scope(conn: AsyncConnection, scope_key: str) -> None:
-    """Expire memories of one scope whose `expires_at` passed (a publisher must not see them as heads)."""
-    expired = await conn.execute(
-        text(
-            """
-            UPDATE memories SET deprecated_at = now(), updated_at = now()
-            WHERE scope_key = :k AND deprecated_at IS NULL AND expires_at <= now()
-            RETURNING id::text AS id, expires_at
-            """
-        ),
-        {"k": scope_key},
-    )
-    await record_events(conn, [expired_event(r.id, r.expires_at) for r in expired])
-
-
-def expired_event(memory_id: str, expires_at: datetime) -> Event:
-    """The EXPIRED event of a memory whose `expires_at` passed."""
-    return Event(
-        event_type=EventType.EXPIRED,
-        actor_id="system",
-        actor_type="system",
-        memory_id=memory_id,
-        reason="past expires_at",
-        payload={"expires_at": expires_at.isoformat()},
     )
 
 

@@ -14,16 +14,16 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from governance.dedup import Neighbour
+from governance.storage.events import expired_event, record_events
 from governance.storage.memory_rows import (
     NEIGHBOURS_K,
-    expire_in_scope,
     lock_scopes,
     wider_scope_keys,
 )
 from governance.storage.tables import vector_literal
 from governance.trust import MAX_CONFIDENCE, MIN_CONFIDENCE
 
-__all__ = ["find_neighbours", "lock_for_publication", "merge_into", "deprecate_head"]
+__all__ = ["find_neighbours", "expire_in_scope", "lock_for_publication", "merge_into", "deprecate_head"]
 
 
 async def find_neighbours(
@@ -86,6 +86,21 @@ async def find_neighbours(
         )
         for r in rows
     ]
+
+
+async def expire_in_scope(conn: AsyncConnection, scope_key: str) -> None:
+    """Expire memories of one scope whose `expires_at` passed (a publisher must not see them as heads)."""
+    expired = await conn.execute(
+        text(
+            """
+            UPDATE memories SET deprecated_at = now(), updated_at = now()
+            WHERE scope_key = :k AND deprecated_at IS NULL AND expires_at <= now()
+            RETURNING id::text AS id, expires_at
+            """
+        ),
+        {"k": scope_key},
+    )
+    await record_events(conn, [expired_event(r.id, r.expires_at) for r in expired])
 
 
 async def lock_for_publication(

@@ -29,8 +29,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from governance.retention import MARKS_DERIVED_STALE, PruneChoice, RetentionRow
 from governance.scopes import SCOPE_LEVEL, Scope
 from governance.storage.derivations import mark_derived_stale
-from governance.storage.events import Event, EventType, record_events
-from governance.storage.memory_rows import expired_event
+from governance.storage.events import Event, EventType, expired_event, record_events
 from governance.trust import DAYS_PER_MONTH, DECAY_RATES_PER_MONTH, MIN_CONFIDENCE, DecayPolicy
 
 __all__ = [
