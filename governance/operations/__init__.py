@@ -10,6 +10,7 @@ Temporal's, then call the same operation. So each use case has one home:
 - `lifting`: a lift's copies published at the wider scope, its originals marked lifted;
 - `publishing`: publish one candidate against its scope's heads (dedup, supersession, bug patterns);
 - `retention`: prune what the retention rules choose, a batch per transaction;
+- `reflection`: link published insights to the episodes they distil;
 
 and, by the same pattern, `trust` (votes, boosts, decay) and `erasure` (forgetting a principal's or a
 task's traces) as their use cases move out of the services and activities that hold them today.
