@@ -36,7 +36,7 @@ from governance.redaction import redact, redact_json
 from governance.scopes import SCOPE_LEVEL, ActorType, Scope, scope_key
 from governance.storage.derivations import record_derivations
 from governance.storage.events import EventType, record_event
-from governance.storage.lifecycle import NewMemory, find_neighbours
+from governance.storage.memory_rows import NewMemory
 from governance.storage.plan_review import NearMemory, PublishedTarget, nearest_memories, published_targets
 from governance.storage.plans import (
     PlanKey,
@@ -59,7 +59,7 @@ from governance.storage.plans import (
     save_plan_items,
     text_digest,
 )
-from governance.storage.publish import lock_for_publication
+from governance.storage.publish import find_neighbours, lock_for_publication
 from governance.storage.staging import (
     ENDED_STATUSES,
     get_task,

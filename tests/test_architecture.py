@@ -7,6 +7,7 @@ docs/architecture.md explains the layers.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import subprocess
 import sys
@@ -149,6 +150,21 @@ def test_import_contracts_keep_storage_below_operations(tmp_path: Path) -> None:
     assert result.returncode != 0 and "governance.storage.publish" in result.stdout, (
         result.stdout + result.stderr
     )
+
+
+def test_storage_is_at_most_three_floors_deep() -> None:
+    """Storage holds statements: a module imports at most two floors of storage below it (tables, events)."""
+    import grimp
+
+    graph = grimp.build_graph("governance", cache_dir=None)
+    storage = {m for m in graph.modules if m.startswith("governance.storage.")}
+
+    @functools.cache
+    def floor(module: str) -> int:
+        below = graph.find_modules_directly_imported_by(module) & storage
+        return 1 + max((floor(m) for m in below - {module}), default=0)
+
+    assert {m: floor(m) for m in storage if floor(m) > 3} == {}
 
 
 def _product_files() -> list[Path]:

@@ -14,7 +14,7 @@ from api.services.gateway import GatewayResources, authorize_memory, judged_proj
 from governance.errors import PolicyDenied
 from governance.identity import Principal
 from governance.storage.code_rules import observe_rule, retirement_candidates
-from governance.storage.lifecycle import memory_tenant
+from governance.storage.memory_changes import memory_tenant
 from governance.trust import is_established_rule, is_retirement_candidate, rule_observer_refusal
 
 __all__ = ["observe", "candidates"]

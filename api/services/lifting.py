@@ -40,8 +40,8 @@ from governance.storage.change_requests import (
     create_change_request,
     get_change_request,
 )
-from governance.storage.lifecycle import MemoryTenant
 from governance.storage.lifting import LiftSource, add_lift_items, lift_sources
+from governance.storage.memory_changes import MemoryTenant
 
 __all__ = ["lift"]
 

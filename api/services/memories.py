@@ -5,7 +5,7 @@
 `approve` to report human_approved, `read` to give feedback or read the history. An org-scope memory is
 judged in the caller's own project when the caller belongs to its org, and a caller who may not even read
 the memory is told it does not exist (`authorize_memory`, api/services/gateway.py, as for GET /v1/memories).
-Each change is one statement with its event, in one transaction (governance/storage/lifecycle.py); a
+Each change is one statement with its event, in one transaction (governance/storage/memory_changes.py); a
 supersede or retire is applied by governance/operations/changes.py, as an approved change request is.
 
 Supersede and retire pass the gate (governance/changes.py): at a scope whose policy requires validation,
@@ -49,7 +49,7 @@ from governance.identity import Principal
 from governance.operations import changes
 from governance.scopes import ValidationSource
 from governance.storage.change_requests import NewChangeRequest
-from governance.storage.lifecycle import (
+from governance.storage.memory_changes import (
     MemoryTenant,
     boost_memory,
     memory_history,

@@ -1,7 +1,8 @@
 """Changes to a published memory after publication: trust boosts, feedback, supersession, retirement, history.
 
-Each is one SQL statement with its event (or, for supersession, two statements under the scope's lock; for
-feedback, a few under the memory's row lock) in the caller's transaction; see governance/storage/lifecycle.py.
+Each is one SQL statement with its event (feedback: a few under the memory's row lock) in the caller's
+transaction; see governance/storage/memory_rows.py. Supersession is composed by
+governance/operations/changes.py.
 Trust cannot be spammed: a principal's validation of a memory counts once per source (`memory_validations`),
 and its feedback is one vote, its latest (`memory_votes`), from which usefulness is computed.
 A `request_hash` binds an idempotency key (`idempotency_key`, kept in the event's `dedupe_key` column) to

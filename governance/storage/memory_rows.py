@@ -1,7 +1,21 @@
-"""Rows and events of published memory: the types, citations, advisory locks and the insert every change uses.
+"""Rows of published memory: the types, citations, advisory locks and the insert every change uses.
 
-Split from governance/storage/lifecycle.py (the public face) to keep modules small; see its docstring for why
-changes look the way they do.
+Why changes to published memory look the way they do (docs/architecture.md, "Governance rules"):
+- Parallel promotions must not leave two copies of one fact or two heads of one canonical key. Publishers
+  take a transaction-scoped advisory lock: EXCLUSIVE on the target scope key, SHARED on the wider scope
+  keys they may reinforce. Publishers into one scope are serialised; the partial unique index
+  `memories_one_active_head` (and the unique `supersedes_id` index, which keeps chains linear) stay the
+  last line of defence.
+- Trust and usefulness change through single SQL statements (`confidence = LEAST(1, confidence + b)`),
+  never read-modify-write in Python, so concurrent boosts add up. A principal's validation counts once per
+  (memory, source), and its feedback is one vote (its latest), so neither can be spammed.
+- Every function takes the caller's `AsyncConnection` and runs inside its transaction: the promotion
+  publishes a whole plan atomically, and every change writes its `memory_events` row in the same
+  transaction. An idempotency key makes a retried activity return the recorded outcome instead of writing
+  twice; with a `request_hash`, the key is bound to one request (another is a Conflict).
+
+The statements of publishing are in publish.py, of later changes in memory_changes.py; what composes them
+is governance/operations/ (publishing, changes).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Statements of publishing: the scopes' locks, a candidate's neighbours, a merge, a head deprecated.
 
 What a candidate becomes (merge, supersede or insert) is decided and composed by
-governance/operations/publishing.py; see governance/storage/lifecycle.py for the concurrency design
+governance/operations/publishing.py; see governance/storage/memory_rows.py for the concurrency design
 (advisory locks, unique indexes).
 """
 

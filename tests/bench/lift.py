@@ -46,7 +46,7 @@ async def _seed(engine: Any, org: str, project: str, n: int) -> list[str]:
     from sqlalchemy import insert
 
     from governance.dedup import content_hash
-    from governance.storage.lifecycle import make_citation
+    from governance.storage.memory_rows import make_citation
     from governance.storage.tables import memories
 
     rng = random.Random(zlib.crc32(project.encode()))
@@ -81,7 +81,7 @@ async def _publish(engine: Any, ids: list[str], org: str, project: str, batch: i
     from sqlalchemy import select
 
     from governance.operations.publishing import lock_for_publication, publish_candidate
-    from governance.storage.lifecycle import NewMemory
+    from governance.storage.memory_rows import NewMemory
     from governance.storage.tables import memories
 
     target, visible = f"project:{org}/{project}", [f"project:{org}/{project}", f"org:{org}"]

@@ -15,14 +15,8 @@ from governance.errors import Conflict, NotFound
 from governance.operations.changes import retire_memory, supersede_memory
 from governance.operations.publishing import publish_candidate
 from governance.scopes import Scope
-from governance.storage.lifecycle import (
-    NewMemory,
-    PublishOutcome,
-    boost_memory,
-    memory_history,
-    record_feedback,
-    resolve_memory_id,
-)
+from governance.storage.memory_changes import boost_memory, memory_history, record_feedback
+from governance.storage.memory_rows import NewMemory, PublishOutcome, resolve_memory_id
 from governance.trust import usefulness_from_votes
 from tests.utils.lifecycle_factories import Place
 
