@@ -43,6 +43,7 @@ from governance.storage.memory_changes import retire_head
 from governance.storage.memory_rows import (
     NewMemory,
     PublishOutcome,
+    deprecate_head,
     insert_memory,
     lock_scopes,
     not_found_or_conflict,
@@ -50,7 +51,6 @@ from governance.storage.memory_rows import (
     replay_outcome,
     scope_key_of,
 )
-from governance.storage.publish import deprecate_head
 
 __all__ = [
     "Supersession",

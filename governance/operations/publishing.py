@@ -25,19 +25,15 @@ from governance.storage.events import EventType, record_event, recorded_payload
 from governance.storage.memory_rows import (
     NewMemory,
     PublishOutcome,
+    deprecate_head,
     insert_memory,
     lock_scopes,
+    merge_into,
     outcome_dict,
     replay_outcome,
     wider_scope_keys,
 )
-from governance.storage.publish import (
-    deprecate_head,
-    expire_in_scope,
-    find_neighbours,
-    lock_for_publication,
-    merge_into,
-)
+from governance.storage.publish import expire_in_scope, find_neighbours, lock_for_publication
 from governance.supersession import ContradictionJudge
 from governance.trust import VALIDATION_BOOSTS
 
@@ -180,18 +176,27 @@ async def _insert(
     conn: AsyncConnection, mem: NewMemory, decision: Decision, superseded: Neighbour | None, chash: str
 ) -> tuple[PublishOutcome, dict[str, Any]]:
     """Insert the candidate as a new memory, superseding the contradicted head `superseded` if any."""
-    memory_id = str(uuid.uuid4())
-    if superseded is None:
-        citation = await insert_memory(
-            conn,
-            mem,
-            memory_id=memory_id,
-            chash=chash,
-            supersedes_id=None,
-            canonical_key=mem.canonical_key,
-            version=1,
-            related_ids=decision.related_ids,
+    old = None
+    if superseded is not None:
+        old = await deprecate_head(
+            conn, superseded.id, note=decision.reason, valid_to_commit=mem.valid_from_commit
         )
+        if old is None:
+            raise Conflict(
+                f"memory {superseded.id} is no longer the head of its chain; retry the publication"
+            )
+    memory_id = str(uuid.uuid4())
+    citation = await insert_memory(
+        conn,
+        mem,
+        memory_id=memory_id,
+        chash=chash,
+        supersedes_id=superseded.id if superseded is not None else None,
+        canonical_key=mem.canonical_key if old is None else (mem.canonical_key or old.canonical_key),
+        version=old.version + 1 if old is not None else 1,
+        related_ids=decision.related_ids if superseded is None else (),
+    )
+    if superseded is None or old is None:
         outcome = PublishOutcome(memory_id, citation, "promoted")
         payload = {
             "outcome": outcome_dict(outcome),
@@ -205,21 +210,6 @@ async def _insert(
             "reason": decision.reason,
             "payload": payload,
         }
-    old = await deprecate_head(
-        conn, superseded.id, note=decision.reason, valid_to_commit=mem.valid_from_commit
-    )
-    if old is None:
-        raise Conflict(f"memory {superseded.id} is no longer the head of its chain; retry the publication")
-    citation = await insert_memory(
-        conn,
-        mem,
-        memory_id=memory_id,
-        chash=chash,
-        supersedes_id=superseded.id,
-        canonical_key=mem.canonical_key or old.canonical_key,
-        version=old.version + 1,
-        related_ids=(),
-    )
     outcome = PublishOutcome(memory_id, citation, "superseded", superseded_id=superseded.id)
     return outcome, {
         "memory_id": memory_id,

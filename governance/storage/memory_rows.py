@@ -37,6 +37,8 @@ from governance.storage.tables import memories
 from governance.trust import MAX_CONFIDENCE, MIN_CONFIDENCE
 
 __all__ = [
+    "merge_into",
+    "deprecate_head",
     "resolve_memory_id",
     "NEIGHBOURS_K",
     "NewMemory",
@@ -254,3 +256,67 @@ async def resolve_memory_id(conn: AsyncConnection, ref: str) -> str:
     if row is None:
         raise NotFound(f"memory {ref!r} does not exist")
     return str(row.id)
+
+
+async def merge_into(
+    conn: AsyncConnection,
+    target_id: str,
+    *,
+    boost: float,
+    source_task_ids: Sequence[str],
+    source_entry_ids: Sequence[int],
+) -> Any:
+    """Merge a duplicate into its active target: boost its trust (within bounds), union the sources.
+
+    Answers the target's citation and new confidence, or None where it was deprecated meanwhile.
+    """
+    row = (
+        await conn.execute(
+            text(
+                """
+                UPDATE memories SET
+                    confidence = LEAST(:max, GREATEST(:min, confidence + :boost)),
+                    base_confidence = LEAST(:max, GREATEST(:min, confidence + :boost)),
+                    validation_source = 'repeated_success',
+                    validation_count = validation_count + 1,
+                    last_validated_at = now(),
+                    source_task_ids = ARRAY(SELECT DISTINCT unnest(source_task_ids || CAST(:tasks AS text[]))
+                                            ORDER BY 1),
+                    source_entry_ids = ARRAY(SELECT DISTINCT unnest(source_entry_ids || CAST(:entries AS
+                        bigint[]))
+                                             ORDER BY 1),
+                    updated_at = now()
+                WHERE id = CAST(:id AS uuid) AND deprecated_at IS NULL
+                RETURNING citation, confidence
+                """
+            ),
+            {
+                "id": target_id,
+                "boost": boost,
+                "max": MAX_CONFIDENCE,
+                "min": MIN_CONFIDENCE,
+                "tasks": list(source_task_ids),
+                "entries": list(source_entry_ids),
+            },
+        )
+    ).first()
+    return row
+
+
+async def deprecate_head(
+    conn: AsyncConnection, old_id: str, *, note: str, valid_to_commit: str | None
+) -> Any:
+    """Deprecate an active head, noting why (None where it is no longer one): its row as it was."""
+    return (
+        await conn.execute(
+            text(
+                """
+                UPDATE memories SET deprecated_at = now(), valid_to_commit = :commit,
+                       contradiction_note = :note, updated_at = now()
+                WHERE id = CAST(:id AS uuid) AND deprecated_at IS NULL
+                RETURNING *
+                """
+            ),
+            {"id": old_id, "commit": valid_to_commit, "note": note},
+        )
+    ).first()

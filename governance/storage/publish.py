@@ -1,4 +1,4 @@
-"""Statements of publishing: the scopes' locks, a candidate's neighbours, a merge, a head deprecated.
+"""Statements of publishing: the scopes' locks and expiry, and a candidate's neighbours.
 
 What a candidate becomes (merge, supersede or insert) is decided and composed by
 governance/operations/publishing.py; see governance/storage/memory_rows.py for the concurrency design
@@ -8,7 +8,6 @@ governance/operations/publishing.py; see governance/storage/memory_rows.py for t
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -21,9 +20,8 @@ from governance.storage.memory_rows import (
     wider_scope_keys,
 )
 from governance.storage.tables import vector_literal
-from governance.trust import MAX_CONFIDENCE, MIN_CONFIDENCE
 
-__all__ = ["find_neighbours", "expire_in_scope", "lock_for_publication", "merge_into", "deprecate_head"]
+__all__ = ["find_neighbours", "expire_in_scope", "lock_for_publication"]
 
 
 async def find_neighbours(
@@ -114,67 +112,3 @@ async def lock_for_publication(
     """
     await lock_scopes(conn, scope_key, wider_scope_keys(scope, visible_scope_keys, scope_key))
     await expire_in_scope(conn, scope_key)
-
-
-async def merge_into(
-    conn: AsyncConnection,
-    target_id: str,
-    *,
-    boost: float,
-    source_task_ids: Sequence[str],
-    source_entry_ids: Sequence[int],
-) -> Any:
-    """Merge a duplicate into its active target: boost its trust (within bounds), union the sources.
-
-    Answers the target's citation and new confidence, or None where it was deprecated meanwhile.
-    """
-    row = (
-        await conn.execute(
-            text(
-                """
-                UPDATE memories SET
-                    confidence = LEAST(:max, GREATEST(:min, confidence + :boost)),
-                    base_confidence = LEAST(:max, GREATEST(:min, confidence + :boost)),
-                    validation_source = 'repeated_success',
-                    validation_count = validation_count + 1,
-                    last_validated_at = now(),
-                    source_task_ids = ARRAY(SELECT DISTINCT unnest(source_task_ids || CAST(:tasks AS text[]))
-                                            ORDER BY 1),
-                    source_entry_ids = ARRAY(SELECT DISTINCT unnest(source_entry_ids || CAST(:entries AS
-                        bigint[]))
-                                             ORDER BY 1),
-                    updated_at = now()
-                WHERE id = CAST(:id AS uuid) AND deprecated_at IS NULL
-                RETURNING citation, confidence
-                """
-            ),
-            {
-                "id": target_id,
-                "boost": boost,
-                "max": MAX_CONFIDENCE,
-                "min": MIN_CONFIDENCE,
-                "tasks": list(source_task_ids),
-                "entries": list(source_entry_ids),
-            },
-        )
-    ).first()
-    return row
-
-
-async def deprecate_head(
-    conn: AsyncConnection, old_id: str, *, note: str, valid_to_commit: str | None
-) -> Any:
-    """Deprecate an active head, noting why (None where it is no longer one): its row as it was."""
-    return (
-        await conn.execute(
-            text(
-                """
-                UPDATE memories SET deprecated_at = now(), valid_to_commit = :commit,
-                       contradiction_note = :note, updated_at = now()
-                WHERE id = CAST(:id AS uuid) AND deprecated_at IS NULL
-                RETURNING *
-                """
-            ),
-            {"id": old_id, "commit": valid_to_commit, "note": note},
-        )
-    ).first()
