@@ -1,7 +1,8 @@
 """Activities of circular-fix detection, so workflows (and agents driven by them) can ask before trying.
 
-Thin wrappers over governance/storage/approaches: the embedder and engine come from `__init__`, each call
-carries an idempotency key so a Temporal retry neither counts an attempt twice nor a refusal twice.
+The use case is governance/operations/approaches.py, as for the gateway's routes: the embedder and engine
+come from `__init__`, each call carries an idempotency key so a Temporal retry neither counts an attempt
+twice nor a refusal twice, and a refusal of the input is a non-retryable failure.
 """
 
 from __future__ import annotations
@@ -13,11 +14,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from governance.adapters.embedders import Embedder, embed_one
+from governance.adapters.embedders import Embedder
 from governance.approaches import PastApproach
 from governance.config import Settings
 from governance.errors import InvalidInput, NotFound
-from governance.storage.approaches import check_proposal, record_attempt
+from governance.operations.approaches import Attempt, Proposal, check_proposal, record_approach
 
 __all__ = [
     "ApproachActivities",
@@ -101,54 +102,40 @@ class ApproachActivities:
     def __init__(self, engine: AsyncEngine, embedder: Embedder, settings: Settings) -> None:
         self._engine = engine
         self._embedder = embedder
-        self._threshold = settings.approach_similarity_threshold
-        self._refusals_before_stuck = settings.approach_refusals_before_stuck
-
-    async def _embed(self, approach: str) -> list[float]:
-        return await embed_one(self._embedder, approach)
+        self._settings = settings
 
     @activity.defn(name="approach_record")
     async def record(self, params: RecordApproachInput) -> FailedAttempt:
         """Count one attempt with its outcome."""
-        embedding = await self._embed(params.approach)
+        attempt = Attempt(
+            task_id=params.task_id,
+            subtask=params.subtask,
+            approach=params.approach,
+            outcome=params.outcome,
+            reason=params.reason,
+            actor_id=params.actor_id,
+            actor_type=params.actor_type,
+            idempotency_key=params.idempotency_key,
+        )
         try:
-            async with self._engine.begin() as conn:
-                past = await record_attempt(
-                    conn,
-                    task_id=params.task_id,
-                    subtask=params.subtask,
-                    approach=params.approach,
-                    outcome=params.outcome,
-                    reason=params.reason,
-                    embedding=embedding,
-                    actor_id=params.actor_id,
-                    actor_type=params.actor_type,
-                    idempotency_key=params.idempotency_key,
-                )
+            past = await record_approach(self._engine, self._embedder, attempt)
         except (NotFound, InvalidInput) as exc:
             raise _permanent(exc) from exc
-        except ValueError as exc:  # an unknown outcome
-            raise ApplicationError(str(exc), type="InvalidInput", non_retryable=True) from exc
         return attempt_view(past)
 
     @activity.defn(name="approach_check")
     async def check(self, params: CheckApproachInput) -> ApproachVerdict:
         """Refuse a repeat of a failed approach (same or near-duplicate), with history and a suggestion."""
-        embedding = await self._embed(params.approach)
+        proposal = Proposal(
+            task_id=params.task_id,
+            subtask=params.subtask,
+            approach=params.approach,
+            actor_id=params.actor_id,
+            actor_type=params.actor_type,
+            idempotency_key=params.idempotency_key,
+        )
         try:
-            async with self._engine.begin() as conn:
-                answer = await check_proposal(
-                    conn,
-                    task_id=params.task_id,
-                    subtask=params.subtask,
-                    approach=params.approach,
-                    embedding=embedding,
-                    similarity_threshold=self._threshold,
-                    refusals_before_stuck=self._refusals_before_stuck,
-                    actor_id=params.actor_id,
-                    actor_type=params.actor_type,
-                    idempotency_key=params.idempotency_key,
-                )
+            answer = await check_proposal(self._engine, self._embedder, self._settings, proposal)
         except (NotFound, InvalidInput) as exc:
             raise _permanent(exc) from exc
         return ApproachVerdict(

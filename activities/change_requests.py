@@ -1,7 +1,7 @@
 """Activities of `ChangeRequestWorkflow`: describe a stored request, apply it once approved, or close it.
 
-A lift is described by its scopes and its memories' titles only (never their content); see
-governance/storage/lifting.py for how it is applied.
+A lift is described by its scopes and its memories' titles only (never their content). Applying a request
+is governance/operations/changes.py, the same use case the gateway applies a change through.
 
 The request's content, title and embedding stay in Postgres (governance/storage/change_requests.py); these
 activities take its id and return shortened texts and states only. Applying is one transaction that
@@ -17,18 +17,18 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from governance.changes import ChangeOperation, ChangeTrust
+from governance.changes import ChangeOperation
 from governance.config import Settings
 from governance.errors import NotFound
-from governance.scopes import ActorType
+from governance.operations.changes import apply_approved
+from governance.operations.lifting import LiftRules
 from governance.storage.change_requests import (
     ChangeRequest,
-    apply_change_request,
     change_target,
     close_change_request,
     get_change_request,
 )
-from governance.storage.lifting import LiftRules, lift_items, lift_sources
+from governance.storage.lifting import lift_items, lift_sources
 
 __all__ = [
     "ChangeRequestActivities",
@@ -181,18 +181,15 @@ class ChangeRequestActivities:
     @activity.defn(name="change_request_apply")
     async def apply(self, data: ApplyChangeInput) -> ApplyChangeResult:
         """Apply the approved change in one transaction, or end the request `conflict`."""
-        trust = ChangeTrust.HUMAN_VALIDATED if data.approver_type == ActorType.HUMAN else ChangeTrust.APPROVED
-        async with self._engine.begin() as conn:
-            applied = await apply_change_request(
-                conn,
-                data.request_id,
-                approver=data.approver,
-                approver_type=data.approver_type or "",
-                note=data.note,
-                workflow_id=data.workflow_id,
-                trust=trust,
-                lift_rules=self._lift_rules,
-            )
+        applied = await apply_approved(
+            self._engine,
+            data.request_id,
+            approver=data.approver,
+            approver_type=data.approver_type,
+            note=data.note,
+            workflow_id=data.workflow_id,
+            lift_rules=self._lift_rules,
+        )
         return ApplyChangeResult(applied.state, applied.result_memory_id, applied.citation, applied.reason)
 
     @activity.defn(name="change_request_close")

@@ -30,12 +30,13 @@ from governance.cognify import Candidate, StagedEntry, episode_candidate, skill_
 from governance.config import Settings
 from governance.dedup import Decision, classify, content_hash
 from governance.errors import InvalidInput, NotFound
+from governance.operations.publishing import publish_candidate
 from governance.publication import NearbyMemory, PublishedMemory
 from governance.redaction import redact, redact_json
 from governance.scopes import SCOPE_LEVEL, ActorType, Scope, scope_key
 from governance.storage.derivations import record_derivations
 from governance.storage.events import EventType, record_event
-from governance.storage.lifecycle import NewMemory, find_neighbours, publish_candidate
+from governance.storage.memory_rows import NewMemory
 from governance.storage.plan_review import NearMemory, PublishedTarget, nearest_memories, published_targets
 from governance.storage.plans import (
     PlanKey,
@@ -58,7 +59,7 @@ from governance.storage.plans import (
     save_plan_items,
     text_digest,
 )
-from governance.storage.publish import lock_for_publication
+from governance.storage.publish import find_neighbours, lock_for_publication
 from governance.storage.staging import (
     ENDED_STATUSES,
     get_task,
@@ -723,7 +724,7 @@ class PromotionActivities:
                         task_id=data.task_id,
                         workflow_id=data.workflow_id,
                         # by plan index, as before the plan moved to the database: one event per item
-                        dedupe_key=f"{data.workflow_id}:publish:{row.idx}",
+                        idempotency_key=f"{data.workflow_id}:publish:{row.idx}",
                         dup_threshold=self._settings.dedup_similarity_threshold,
                         related_threshold=self._settings.related_similarity_threshold,
                         judge=self._publish_judge,

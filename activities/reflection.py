@@ -27,6 +27,7 @@ from governance.cognify import StagedEntry
 from governance.config import Settings
 from governance.errors import InvalidInput
 from governance.identity import Principal
+from governance.operations.reflection import link_distilled
 from governance.redaction import redact, redact_json
 from governance.reflection import EpisodeEvidence, ReflectionParams, distil
 from governance.scopes import ActorType, EntryKind
@@ -41,7 +42,6 @@ from governance.storage.reflections import (
     episode_window,
     get_reflection,
     insight_links,
-    link_distilled,
     pending_scope,
     update_reflection,
 )

@@ -30,18 +30,11 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from governance.errors import InvalidInput
-from governance.retention import PruneChoice, RetentionPolicy, recheck, select_for_pruning
+from governance.operations.retention import PrunedItem, PruneReport, prune
+from governance.retention import RetentionPolicy
 from governance.staging_archive import archive_path, encode_chunk
 from governance.storage.events import EventType, record_event
-from governance.storage.retention import (
-    MemoryLabel,
-    active_group_counts,
-    decay_confidences,
-    expire_due,
-    load_retention_rows,
-    lock_prune_scopes,
-    prune_memories,
-)
+from governance.storage.retention import decay_confidences, expire_due
 from governance.storage.staging_archive import (
     archivable_tasks,
     delete_archived,
@@ -110,60 +103,6 @@ class PruneResult:
     stale_marked: int = 0
 
 
-@dataclass(frozen=True)
-class PrunedItem:
-    """One memory a pruning pass removed (or would): how a report lists it, without content."""
-
-    id: str
-    citation: str
-    memory_type: str
-    scope: str
-    scope_key: str
-    title: str
-    rule: str
-    reason: str
-
-
-@dataclass
-class PruneReport:
-    """A pruning pass in full, for `loregate retention run` (the activity returns the short PruneResult)."""
-
-    dry_run: bool
-    items: list[PrunedItem] = field(default_factory=list)
-    spared: int = 0
-    stale_marked: int = 0
-
-    def by_rule(self) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for item in self.items:
-            counts[item.rule] = counts.get(item.rule, 0) + 1
-        return dict(sorted(counts.items()))
-
-    def result(self) -> PruneResult:
-        first = self.items[:RESULT_IDS]
-        return PruneResult(
-            pruned=len(self.items),
-            ids=[i.id for i in first],
-            reasons={i.id: i.reason for i in first},
-            by_rule=self.by_rule(),
-            spared=self.spared,
-            stale_marked=self.stale_marked,
-        )
-
-
-def _item(label: MemoryLabel, choice: PruneChoice) -> PrunedItem:
-    return PrunedItem(
-        label.id,
-        label.citation,
-        label.memory_type,
-        label.scope,
-        label.scope_key,
-        label.title,
-        choice.rule,
-        choice.reason,
-    )
-
-
 @dataclass
 class PartitionsResult:
     """The staging partitions this run created (this month and the next two) and the empty ones it dropped."""
@@ -191,6 +130,24 @@ class ArchiveResult:
     entries: int
     files: list[str] = field(default_factory=list)
     more: bool = False
+
+
+def _result(report: PruneReport) -> PruneResult:
+    """The short result the workflow's history holds: counts and the first `RESULT_IDS` ids."""
+    first = report.items[:RESULT_IDS]
+    return PruneResult(
+        pruned=len(report.items),
+        ids=[i.id for i in first],
+        reasons={i.id: i.reason for i in first},
+        by_rule=report.by_rule(),
+        spared=report.spared,
+        stale_marked=report.stale_marked,
+    )
+
+
+def _heartbeat(done: int) -> None:
+    if activity.in_activity():  # `loregate retention run` runs it outside a worker
+        activity.heartbeat(done)
 
 
 def months_ahead(now: datetime, count: int = 3) -> list[datetime]:
@@ -254,41 +211,19 @@ class RetentionActivities:
     @activity.defn(name="retention_prune")
     async def prune(self, step: PruneInput) -> PruneResult:
         """Prune what the retention rules choose (governance/retention.py), a batch per transaction."""
-        return (await self.prune_report(step)).result()
+        return _result(await self.prune_report(step))
 
     async def prune_report(self, step: PruneInput) -> PruneReport:
-        """Choose from every memory of `orgs`, then (unless a dry run) delete the choice a batch at a time.
-
-        Each batch locks the scopes it deletes from and checks its choice again on the rows as they are
-        now (`governance.retention.recheck`), so what changed since the first reading (a vote, a new
-        derivation, a retirement in the group) is respected; when nothing did, the run deletes exactly
-        what a dry run lists. A retry after a crash resumes: committed batches are gone.
-        """
-        async with self._engine.connect() as conn:
-            rows, labels = await load_retention_rows(conn, now=step.now, orgs=step.orgs)
-        selection = select_for_pruning(rows, step.policy, step.now)
-        report = PruneReport(dry_run=step.dry_run, spared=selection.spared)
-        if step.dry_run:
-            report.items = [_item(labels[c.id], c) for c in selection.chosen]
-            return report
-        group_of = {r.id: r.group for r in rows}
-        ordered = sorted(selection.chosen, key=lambda c: (group_of[c.id], c.id))
-        size = max(1, step.batch_size)
-        for start in range(0, len(ordered), size):
-            batch = ordered[start : start + size]
-            async with self._engine.begin() as conn:
-                await lock_prune_scopes(conn, [labels[c.id].scope_key for c in batch])
-                fresh, _ = await load_retention_rows(conn, now=step.now, ids=[c.id for c in batch])
-                active = await active_group_counts(
-                    conn, now=step.now, groups=sorted({r.group for r in fresh})
-                )
-                done = await prune_memories(conn, recheck(batch, fresh, active, step.policy, step.now))
-            report.items += [_item(p.label, PruneChoice(p.label.id, p.reason, p.rule)) for p in done.pruned]
-            report.stale_marked += len(done.stale_marked)
-            if activity.in_activity():
-                activity.heartbeat(len(report.items))
-        report.items.sort(key=lambda i: i.id)
-        return report
+        """The pruning pass in full (governance/operations/retention.py), heartbeating after each batch."""
+        return await prune(
+            self._engine,
+            now=step.now,
+            policy=step.policy,
+            orgs=step.orgs,
+            dry_run=step.dry_run,
+            batch_size=step.batch_size,
+            on_batch=_heartbeat,
+        )
 
     @activity.defn(name="retention_staging_partitions")
     async def staging_partitions(self, step: RetentionStepInput) -> PartitionsResult:

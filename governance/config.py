@@ -16,13 +16,10 @@ from governance.approval import (
     VERIFY_TIMEOUT_SECONDS,
     ApprovalMode,
 )
+from governance.embedding import EMBEDDING_DIM
 from governance.retention import RetentionPolicy
 
 __all__ = ["EMBEDDING_DIM", "Settings", "get_settings"]
-
-# The dimension of every stored vector (the default embedder's). Switching embedders to another dimension
-# needs a migration and re-embedding every memory; it is never mixed silently.
-EMBEDDING_DIM = 384
 
 
 def _default_data_dir() -> Path:

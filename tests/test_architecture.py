@@ -7,6 +7,7 @@ docs/architecture.md explains the layers.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import subprocess
 import sys
@@ -23,9 +24,57 @@ PRODUCT = ("api", "workflows", "activities", "policy", "governance", "migrations
 # The only homes of SQL: the data-access layer and the schema's migrations.
 SQL_HOMES = (ROOT / "governance" / "storage", ROOT / "migrations")
 _SQL_BUILDERS = {"text", "select", "insert", "update", "delete"}
-_RAW_SQL = re.compile(
-    r"^\s*(SELECT\s|INSERT\s+INTO\s|UPDATE\s+\w+\s+SET\s|DELETE\s+FROM\s|WITH\s+\w+\s+AS\s*\()", re.I
+# Every statement SQL has, queries and DDL alike. Words that are English too (SET, SHOW, GRANT, COPY ...)
+# count in capitals only; the phrases that are SQL alone (`CREATE EXTENSION`, `DELETE FROM` ...) in any case.
+_SQL_OBJECTS = (
+    r"(TABLE|INDEX|EXTENSION|SCHEMA|ROLE|USER|DATABASE|VIEW|MATERIALIZED\s+VIEW|FUNCTION|PROCEDURE|TRIGGER"
+    r"|SEQUENCE|TYPE|POLICY|PUBLICATION|SUBSCRIPTION|SERVER|TABLESPACE|DOMAIN|RULE|AGGREGATE)"
 )
+_SQL_PHRASES = (
+    r"SELECT\s[^;]*?\sFROM\s",
+    r"INSERT\s+INTO\s",
+    r"UPDATE\s+\w+\s+SET\s",
+    r"DELETE\s+FROM\s",
+    r"MERGE\s+INTO\s",
+    r"WITH\s+(RECURSIVE\s+)?\w+\s+AS\s*\(",
+    rf"CREATE\s+(OR\s+REPLACE\s+|UNIQUE\s+|TEMP(ORARY)?\s+|UNLOGGED\s+)*{_SQL_OBJECTS}\b",
+    rf"(ALTER|DROP)\s+{_SQL_OBJECTS}\b",
+    r"ALTER\s+SYSTEM\s",
+    r"COMMENT\s+ON\s",
+    r"REFRESH\s+MATERIALIZED\s+VIEW\s",
+    r"LOCK\s+TABLE\s",
+    r"DO\s+\$",
+)
+_SQL_CAPITALS = (
+    r"SELECT\s",
+    r"TRUNCATE\s",
+    r"GRANT\s",
+    r"REVOKE\s",
+    r"COPY\s",
+    r"VACUUM\b",
+    r"ANALYZE\b",
+    r"CHECKPOINT\b",
+    r"REINDEX\s",
+    r"CLUSTER\b",
+    r"SET\s",
+    r"RESET\s",
+    r"SHOW\s",
+    r"LISTEN\s",
+    r"UNLISTEN\s",
+    r"NOTIFY\s",
+    r"EXPLAIN\s",
+    r"PREPARE\s",
+    r"EXECUTE\s",
+    r"DEALLOCATE\s",
+    r"DISCARD\s",
+    r"CALL\s",
+    r"BEGIN\b",
+    r"COMMIT\b",
+    r"ROLLBACK\b",
+    r"SAVEPOINT\s",
+    r"SECURITY\s+LABEL\s",
+)
+_RAW_SQL = re.compile(rf"^\s*(?i:{'|'.join(_SQL_PHRASES)})|^\s*({'|'.join(_SQL_CAPITALS)})", re.S)
 
 
 _LINT_IMPORTS = (
@@ -37,6 +86,17 @@ def _contracts() -> list[dict[str, object]]:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
     contracts: list[dict[str, object]] = config["tool"]["importlinter"]["contracts"]
     return contracts
+
+
+def _lint_imports_in(tmp_path: Path, config: Path) -> subprocess.CompletedProcess[str]:
+    """`lint-imports` over a package tree made for a test, with its own config."""
+    return subprocess.run(
+        [sys.executable, "-c", _LINT_IMPORTS, "--config", str(config), "--no-cache"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
+    )
 
 
 def test_import_contracts_are_all_kept(capsys: pytest.CaptureFixture[str]) -> None:
@@ -74,14 +134,43 @@ def test_import_contracts_catch_a_cycle(tmp_path: Path) -> None:
         '[[tool.importlinter.contracts]]\nname = "acyclic"\ntype = "acyclic_siblings"\n'
         'ancestors = ["circle"]\n'
     )
-    result = subprocess.run(
-        [sys.executable, "-c", _LINT_IMPORTS, "--config", str(config), "--no-cache"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
-    )
+    result = _lint_imports_in(tmp_path, config)
     assert result.returncode != 0 and "BROKEN" in result.stdout, result.stdout + result.stderr
+
+
+def test_import_contracts_keep_storage_below_operations(tmp_path: Path) -> None:
+    """The operations' layer contract is not vacuous: a storage module importing an operation breaks it."""
+    contract = next(c for c in _contracts() if str(c["name"]).startswith("Operations compose"))
+    for package in ("governance", "governance/operations", "governance/storage", "governance/adapters"):
+        (tmp_path / package).mkdir(parents=True)
+        (tmp_path / package / "__init__.py").write_text("")
+    (tmp_path / "governance/operations/publishing.py").write_text("")
+    (tmp_path / "governance/storage/publish.py").write_text("from governance.operations import publishing\n")
+    config = tmp_path / "pyproject.toml"
+    config.write_text(
+        '[tool.importlinter]\nroot_packages = ["governance"]\n\n[[tool.importlinter.contracts]]\n'
+        f'name = "layers"\ntype = "layers"\ncontainers = {contract["containers"]!r}\n'
+        f"layers = {contract['layers']!r}\n".replace("'", '"')
+    )
+    result = _lint_imports_in(tmp_path, config)
+    assert result.returncode != 0 and "governance.storage.publish" in result.stdout, (
+        result.stdout + result.stderr
+    )
+
+
+def test_storage_is_at_most_three_floors_deep() -> None:
+    """Storage holds statements: a module imports at most two floors of storage below it (tables, events)."""
+    import grimp
+
+    graph = grimp.build_graph("governance", cache_dir=None)
+    storage = {m for m in graph.modules if m.startswith("governance.storage.")}
+
+    @functools.cache
+    def floor(module: str) -> int:
+        below = graph.find_modules_directly_imported_by(module) & storage
+        return 1 + max((floor(m) for m in below - {module}), default=0)
+
+    assert {m: floor(m) for m in storage if floor(m) > 3} == {}
 
 
 def _product_files() -> list[Path]:
@@ -139,6 +228,23 @@ def test_sql_lives_only_in_storage_and_migrations() -> None:
         "async def f(conn):\n    await conn.execute(q)\n",
         "Q = 'SELECT id FROM memories WHERE org = :o'\n",
         "from sqlalchemy.dialects.postgresql import insert\n",
+        "server.psql('SET client_min_messages = warning; CREATE EXTENSION IF NOT EXISTS vector;')\n",
+        "Q = 'create extension if not exists vector'\n",
+        "args = ['-c', 'DROP SCHEMA IF EXISTS public CASCADE; CREATE SCHEMA public;']\n",
+        "psql(f\"ALTER SYSTEM SET shared_buffers = '{mb}MB';\")\n",
+        "Q = 'ALTER TABLE memories ADD COLUMN x int'\n",
+        "Q = 'CREATE UNIQUE INDEX one_head ON memories (scope_key)'\n",
+        "Q = 'TRUNCATE memories'\n",
+        "Q = 'GRANT SELECT ON memories TO reader'\n",
+        "Q = 'COPY memories FROM STDIN (FORMAT binary)'\n",
+        "Q = 'VACUUM ANALYZE memories'\n",
+        "Q = 'ANALYZE memories'\n",
+        "Q = 'CHECKPOINT'\n",
+        "Q = 'SHOW shared_buffers'\n",
+        "Q = f'LISTEN {channel}'\n",
+        "Q = \"NOTIFY casbin, 'reload'\"\n",
+        "Q = 'select id from memories where org = :o'\n",
+        "Q = 'WITH RECURSIVE chain AS (SELECT 1) SELECT * FROM chain'\n",
     ],
 )
 def test_sql_check_catches_sql(tmp_path: Path, source: str) -> None:
@@ -146,6 +252,65 @@ def test_sql_check_catches_sql(tmp_path: Path, source: str) -> None:
     path = tmp_path / "route.py"
     path.write_text(source)
     assert _sql_outside_storage(path)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "MESSAGE = 'Set the scope first, then show the plan'\n",
+        "HELP = 'analyze the staging entries and copy the result'\n",
+        "NOTE = 'select a memory to supersede'\n",
+        "LABEL = 'Create a task'\n",
+    ],
+)
+def test_sql_check_passes_prose(tmp_path: Path, source: str) -> None:
+    """English that shares a word with SQL is not SQL: the check stays usable on messages and help text."""
+    path = tmp_path / "route.py"
+    path.write_text(source)
+    assert _sql_outside_storage(path) == []
+
+
+def test_casbin_rows_have_one_writer_in_storage() -> None:
+    """Besides Casbin's adapter (and the migrations' defaults), one storage function writes `casbin_rule`."""
+    writers = [
+        path.relative_to(ROOT).as_posix()
+        for path in _product_files()
+        if not path.is_relative_to(ROOT / "migrations")
+        and re.search(
+            r"INSERT\s+INTO\s+casbin_rule|UPDATE\s+casbin_rule|DELETE\s+FROM\s+casbin_rule",
+            path.read_text(),
+            re.I,
+        )
+    ]
+    assert writers == ["governance/storage/identity.py"]
+
+
+_DOCUMENTED = ("activities", "workflows", "policy", "governance")
+
+
+def _architecture_page() -> str:
+    return (ROOT / "docs" / "architecture.md").read_text()
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for top in _DOCUMENTED for p in sorted((ROOT / top).rglob("*.py")) if p.name != "__init__.py"],
+    ids=lambda p: p.relative_to(ROOT).as_posix(),
+)
+def test_every_module_is_named_in_the_architecture_page(path: Path) -> None:
+    """The architecture page names each module with its folder (`storage/events.py`)."""
+    named = path.relative_to(path.parent.parent).as_posix()
+    assert re.search(rf"(?<![\w/]){re.escape(named)}", _architecture_page()), f"{named} is not on the page"
+
+
+def test_the_diagram_names_every_activity_workflow_and_operation_module() -> None:
+    """The layers' drawing lists each module of `activities/`, `workflows/` and `governance/operations/`."""
+    page = _architecture_page()
+    start = page.index("## Layers")
+    drawing = page[page.index("```", start) : page.index("```", page.index("```", start) + 3)]
+    folders = (ROOT / "activities", ROOT / "workflows", ROOT / "governance" / "operations")
+    modules = sorted(p.stem for folder in folders for p in folder.glob("*.py") if p.name != "__init__.py")
+    assert [m for m in modules if not re.search(rf"\b{m}\b", drawing)] == []
 
 
 def test_client_imports_no_server_dependency() -> None:

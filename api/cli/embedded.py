@@ -213,6 +213,8 @@ def start_embedded_postgres(data_dir: Path, *, private: bool = False) -> tuple[A
     """
     import pgserver
 
+    from governance.storage.server_settings import enable_vector
+
     pgdata = data_dir / _POSTGRES_DIR
     pgdata.parent.mkdir(parents=True, exist_ok=True)
     if private:
@@ -224,7 +226,7 @@ def start_embedded_postgres(data_dir: Path, *, private: bool = False) -> tuple[A
         server = pgserver.get_server(pgdata, cleanup_mode="stop")  # type: ignore[attr-defined]
     if private:
         secure_data_dir(data_dir)
-    server.psql("SET client_min_messages = warning; CREATE EXTENSION IF NOT EXISTS vector;")
+    enable_vector(server.psql)
     return server, server.get_uri()
 
 

@@ -52,8 +52,8 @@ from governance.storage.change_requests import (
     list_change_requests,
     set_change_workflow,
 )
-from governance.storage.lifecycle import MemoryTenant
 from governance.storage.lifting import lift_items, lift_source_tenants
+from governance.storage.memory_changes import MemoryTenant
 from workflows.change_request_contract import (
     WORKFLOW_TYPE,
     ChangeRequestInput,

@@ -20,7 +20,7 @@ from governance.errors import InvalidInput, PolicyDenied
 from governance.identity import Principal
 from governance.scopes import ActorType, Scope
 from governance.storage.code_rules import observe_rule, retirement_candidates
-from governance.storage.lifecycle import MemoryTenant, memory_tenant
+from governance.storage.memory_changes import MemoryTenant, memory_tenant
 from governance.trust import is_established_rule, is_retirement_candidate, rule_observer_refusal
 from policy.enforcer import Authorizer
 

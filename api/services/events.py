@@ -18,7 +18,7 @@ from governance.identity import Principal
 from governance.scopes import Scope
 from governance.storage.audit import EventFilter, EventRow, memory_events_page, tenant_events_page
 from governance.storage.events import EventType
-from governance.storage.lifecycle import memory_tenant
+from governance.storage.memory_changes import memory_tenant
 
 __all__ = ["memory_events", "tenant_events"]
 

@@ -32,15 +32,16 @@ from governance.changes import ChangeOperation, ChangeTrust
 from governance.errors import Conflict, InvalidInput
 from governance.identity import Principal, judged_project
 from governance.lifting import Place, lift_target, target_project
+from governance.operations.changes import apply_change_request
+from governance.operations.lifting import LiftRules
 from governance.scopes import Scope
 from governance.storage.change_requests import (
     NewChangeRequest,
-    apply_change_request,
     create_change_request,
     get_change_request,
 )
-from governance.storage.lifecycle import MemoryTenant
-from governance.storage.lifting import LiftRules, LiftSource, add_lift_items, lift_sources
+from governance.storage.lifting import LiftSource, add_lift_items, lift_sources
+from governance.storage.memory_changes import MemoryTenant
 
 __all__ = ["lift"]
 
@@ -112,7 +113,7 @@ async def lift(state: GatewayResources, principal: Principal, body: LiftIn) -> C
         reason=body.reason,
         requested_by=principal.id,
         actor_type=principal.actor_type.value,
-        dedupe_key=f"http:{principal.id}:lift:{body.idempotency_key}" if body.idempotency_key else None,
+        idempotency_key=f"http:{principal.id}:lift:{body.idempotency_key}" if body.idempotency_key else None,
         request_hash=_request_hash(sources, body),
         target_scope=target.value,
         target_scope_key=target_key,

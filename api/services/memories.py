@@ -5,7 +5,8 @@
 `approve` to report human_approved, `read` to give feedback or read the history. An org-scope memory is
 judged in the caller's own project when the caller belongs to its org, and a caller who may not even read
 the memory is told it does not exist (`authorize_memory`, api/services/gateway.py, as for GET /v1/memories).
-Each change is one statement with its event, in one transaction (governance/storage/lifecycle.py).
+Each change is one statement with its event, in one transaction (governance/storage/memory_changes.py); a
+supersede or retire is applied by governance/operations/changes.py, as an approved change request is.
 
 Supersede and retire pass the gate (governance/changes.py): at a scope whose policy requires validation,
 a caller who is not a human allowed to approve that scope gets a change request (202, api/services/
@@ -55,17 +56,16 @@ from api.services.gateway import GatewayResources, authorize_memory
 from governance.changes import ChangeOperation, ChangeTrust, proposed_content
 from governance.errors import SelfEndorsement
 from governance.identity import Principal
+from governance.operations import changes
 from governance.scopes import ValidationSource
-from governance.storage.change_requests import NewChangeRequest, record_change_approval
+from governance.storage.change_requests import NewChangeRequest
 from governance.storage.decay_policy import set_decay_policy as store_decay_policy
-from governance.storage.lifecycle import (
+from governance.storage.memory_changes import (
     MemoryTenant,
     boost_memory,
     memory_history,
     memory_tenant,
     record_feedback,
-    retire_memory,
-    supersede_memory,
 )
 from governance.storage.trust import involvement_of
 from governance.trust import self_endorsement_refusal
@@ -118,7 +118,7 @@ async def refuse_self_endorsement(
         raise SelfEndorsement(refusal)
 
 
-def _dedupe(principal: Principal, verb: str, key: str | None) -> str | None:
+def _idempotency_key(principal: Principal, verb: str, key: str | None) -> str | None:
     return f"http:{principal.id}:{verb}:{key}" if key else None
 
 
@@ -146,7 +146,7 @@ async def validate(
             actor_id=principal.id,
             actor_type=principal.actor_type.value,
             reason=body.reason,
-            dedupe_key=_dedupe(principal, "validate", body.idempotency_key),
+            idempotency_key=_idempotency_key(principal, "validate", body.idempotency_key),
             request_hash=_request_hash(memory, "validate", body),
         )
     return ValidatePublic(
@@ -171,7 +171,7 @@ async def feedback(
             body.helpful,
             actor_id=principal.id,
             actor_type=principal.actor_type.value,
-            dedupe_key=_dedupe(principal, "feedback", body.idempotency_key),
+            idempotency_key=_idempotency_key(principal, "feedback", body.idempotency_key),
             request_hash=_request_hash(memory, "feedback", body),
         )
     return FeedbackPublic(id=memory.id, citation=memory.citation, usefulness=usefulness)
@@ -206,8 +206,8 @@ async def supersede(
     memory = await _authorized(state, principal, ref, "write")
     proposed = proposed_content(body.content, body.title)
     embedding = await embedding_of(state, proposed, body.title is not None and bool(body.title.strip()))
-    dedupe, request_hash = (
-        _dedupe(principal, "supersede", body.idempotency_key),
+    key, request_hash = (
+        _idempotency_key(principal, "supersede", body.idempotency_key),
         _request_hash(memory, "supersede", body),
     )
     if needs_change_request(state, principal, memory):
@@ -229,53 +229,30 @@ async def supersede(
                 valid_from_commit=body.valid_from_commit,
                 embedding=embedding,
                 redaction_counts=proposed.redaction_counts,
-                dedupe_key=dedupe,
+                idempotency_key=key,
                 request_hash=request_hash,
             ),
         )
     approver = is_approver(state, principal, memory)
-    async with state.engine.begin() as conn:
-        outcome = await supersede_memory(
-            conn,
-            memory.id,
+    outcome = await changes.supersede(
+        state.engine,
+        changes.Supersession(
+            memory_id=memory.id,
             content=proposed.content,
-            reason=body.reason,
             title=proposed.title,
+            reason=body.reason,
+            actor_id=principal.id,
+            actor_type=principal.actor_type.value,
             canonical_key=body.canonical_key,
             embedding=embedding,
             valid_from_commit=body.valid_from_commit,
-            actor_id=principal.id,
-            actor_type=principal.actor_type.value,
-            dedupe_key=dedupe,
+            idempotency_key=key,
             request_hash=request_hash,
-            trust=ChangeTrust.HUMAN_VALIDATED if approver else ChangeTrust.DRAFT,
-        )
-        if state.authorizer.requires_validation(memory.scope):
-            await _record_direct_approval(
-                conn, principal, memory, ChangeOperation.SUPERSEDE, outcome.memory_id, dedupe
-            )
-    return SupersedePublic(id=outcome.memory_id, citation=outcome.citation, superseded_id=memory.id)
-
-
-async def _record_direct_approval(
-    conn: AsyncConnection,
-    principal: Principal,
-    memory: MemoryTenant,
-    operation: ChangeOperation,
-    result: str,
-    dedupe: str | None,
-) -> None:
-    """A human approver's own change is its approval: an APPROVED event naming them, with the operation."""
-    await record_change_approval(
-        conn,
-        memory_id=memory.id,
-        operation=operation.value,
-        approver_id=principal.id,
-        approver_type=principal.actor_type.value,
-        note=f"{operation.value} by an approver of {memory.scope} scope",
-        result_memory_id=result,
-        dedupe_key=f"{dedupe}:approved" if dedupe else None,
+        ),
+        trust=ChangeTrust.HUMAN_VALIDATED if approver else ChangeTrust.DRAFT,
+        approved_at=memory.scope if state.authorizer.requires_validation(memory.scope) else None,
     )
+    return SupersedePublic(id=outcome.memory_id, citation=outcome.citation, superseded_id=memory.id)
 
 
 async def retire(
@@ -283,8 +260,8 @@ async def retire(
 ) -> RetirePublic | ChangeRequestPublic:
     """Deprecate a memory without a successor, or propose it where approval is due; Conflict if deprecated."""
     memory = await _authorized(state, principal, ref, "write")
-    dedupe, request_hash = (
-        _dedupe(principal, "retire", body.idempotency_key),
+    key, request_hash = (
+        _idempotency_key(principal, "retire", body.idempotency_key),
         _request_hash(memory, "retire", body),
     )
     if needs_change_request(state, principal, memory):
@@ -300,22 +277,22 @@ async def retire(
                 reason=body.reason,
                 requested_by=principal.id,
                 actor_type=principal.actor_type.value,
-                dedupe_key=dedupe,
+                idempotency_key=key,
                 request_hash=request_hash,
             ),
         )
-    async with state.engine.begin() as conn:
-        await retire_memory(
-            conn,
-            memory.id,
+    await changes.retire(
+        state.engine,
+        changes.Retirement(
+            memory_id=memory.id,
             reason=body.reason,
             actor_id=principal.id,
             actor_type=principal.actor_type.value,
-            dedupe_key=dedupe,
+            idempotency_key=key,
             request_hash=request_hash,
-        )
-        if state.authorizer.requires_validation(memory.scope):
-            await _record_direct_approval(conn, principal, memory, ChangeOperation.RETIRE, memory.id, dedupe)
+        ),
+        approved_at=memory.scope if state.authorizer.requires_validation(memory.scope) else None,
+    )
     return RetirePublic(id=memory.id, citation=memory.citation)
 
 

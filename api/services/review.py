@@ -18,7 +18,7 @@ from governance.errors import PolicyDenied
 from governance.identity import Principal
 from governance.scopes import ActorType
 from governance.storage.derivations import confirm_memory, stale_memories
-from governance.storage.lifecycle import memory_tenant
+from governance.storage.memory_changes import memory_tenant
 
 __all__ = ["review", "confirm"]
 

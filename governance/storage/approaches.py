@@ -1,8 +1,8 @@
-"""Storage of circular-fix detection: attempts per task/subtask, refusals, and the stuck mark.
+"""Statements of circular-fix detection: attempts per task/subtask, refusals, and the stuck mark.
 
 Every write is one atomic statement (upserts count attempts and refusals in SQL), so parallel agents of
-one task never lose a count. A retried activity passes an idempotency key: the attempt or refusal is
-recorded with an event carrying it (`memory_events.dedupe_key`), and a replay counts nothing twice.
+one task never lose a count. What to record when, the decision and its events are composed by
+governance/operations/approaches.py.
 """
 
 from __future__ import annotations
@@ -15,108 +15,81 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from governance.approaches import (
-    ApproachCheck,
-    ApproachOutcome,
-    PastApproach,
-    approach_fingerprint,
-    check_approach,
-)
-from governance.errors import InvalidInput, NotFound
-from governance.storage.events import EventType, record_event
-from governance.storage.memory_rows import vector_literal
+from governance.approaches import PastApproach
+from governance.storage.tables import vector_literal
 
-__all__ = ["CheckAnswer", "record_attempt", "check_proposal", "stuck_subtasks"]
+__all__ = [
+    "Refusal",
+    "task_exists",
+    "upsert_attempt",
+    "get_attempt",
+    "failed_attempts",
+    "subtask_status",
+    "count_refusal",
+    "stuck_subtasks",
+]
 
 
 @dataclass(frozen=True)
-class CheckAnswer:
-    """The check's decision plus the subtask's refusal count and stuck mark."""
+class Refusal:
+    """A subtask's refusal count after one more, whether it is stuck, and whether this refusal made it so."""
 
-    check: ApproachCheck
     refusals: int
     stuck: bool
+    newly_stuck: bool
 
 
-async def _ensure_task(conn: AsyncConnection, task_id: str) -> None:
-    if (await conn.execute(text("SELECT 1 FROM tasks WHERE id = :t"), {"t": task_id})).first() is None:
-        raise NotFound(f"task {task_id!r} not found")
+async def task_exists(conn: AsyncConnection, task_id: str) -> bool:
+    """Whether the task is there."""
+    return (await conn.execute(text("SELECT 1 FROM tasks WHERE id = :t"), {"t": task_id})).first() is not None
 
 
-async def _seen(conn: AsyncConnection, key: str | None) -> bool:
-    if key is None:
-        return False
-    return (
-        await conn.execute(text("SELECT 1 FROM memory_events WHERE dedupe_key = :k"), {"k": key})
-    ).first() is not None
-
-
-async def record_attempt(
+async def upsert_attempt(
     conn: AsyncConnection,
     *,
     task_id: str,
     subtask: str,
+    fingerprint: str,
     approach: str,
-    outcome: ApproachOutcome | str,
-    reason: str | None,
     embedding: Sequence[float] | None,
-    actor_id: str,
-    actor_type: str,
-    idempotency_key: str | None = None,
-) -> PastApproach:
-    """Count one attempt of `approach` with its outcome; failures keep their reason."""
-    result = ApproachOutcome(outcome)
-    if not approach.strip():
-        raise InvalidInput("the approach is empty")
-    await _ensure_task(conn, task_id)
-    fingerprint = approach_fingerprint(approach)
-    failed = result is ApproachOutcome.FAILED
-    if not await _seen(conn, idempotency_key):
-        await conn.execute(
-            text(
-                """
-                INSERT INTO approaches (task_id, subtask, fingerprint, text, embedding, attempts, failures,
-                                        last_outcome, failure_reasons, last_attempt_at)
-                VALUES (:t, :s, :f, :text, CAST(:emb AS vector), 1, :fail, :outcome,
-                        CASE WHEN :failed THEN jsonb_build_array(CAST(:reason AS text)) ELSE '[]'::jsonb
-                            END, now())
-                ON CONFLICT (task_id, subtask, fingerprint) DO UPDATE SET
-                    attempts = approaches.attempts + 1,
-                    failures = approaches.failures + EXCLUDED.failures,
-                    last_outcome = EXCLUDED.last_outcome,
-                    failure_reasons = approaches.failure_reasons || EXCLUDED.failure_reasons,
-                    embedding = COALESCE(approaches.embedding, EXCLUDED.embedding),
-                    last_attempt_at = now()
-                """
-            ),
-            {
-                "t": task_id,
-                "s": subtask,
-                "f": fingerprint,
-                "text": approach,
-                "emb": vector_literal(embedding),
-                "fail": 1 if failed else 0,
-                "failed": failed,
-                "outcome": result.value,
-                "reason": reason or "no reason given",
-            },
-        )
-        await record_event(
-            conn,
-            memory_id=None,
-            event_type=EventType.APPROACH,
-            actor_id=actor_id,
-            actor_type=actor_type,
-            task_id=task_id,
-            reason=reason,
-            dedupe_key=idempotency_key,
-            payload={
-                "subtask": subtask,
-                "approach": approach,
-                "fingerprint": fingerprint,
-                "outcome": result.value,
-            },
-        )
+    outcome: str,
+    failed: bool,
+    reason: str | None,
+) -> None:
+    """Count one attempt of the approach under its fingerprint; a failure appends its reason."""
+    await conn.execute(
+        text(
+            """
+            INSERT INTO approaches (task_id, subtask, fingerprint, text, embedding, attempts, failures,
+                                    last_outcome, failure_reasons, last_attempt_at)
+            VALUES (:t, :s, :f, :text, CAST(:emb AS vector), 1, :fail, :outcome,
+                    CASE WHEN :failed THEN jsonb_build_array(CAST(:reason AS text)) ELSE '[]'::jsonb
+                        END, now())
+            ON CONFLICT (task_id, subtask, fingerprint) DO UPDATE SET
+                attempts = approaches.attempts + 1,
+                failures = approaches.failures + EXCLUDED.failures,
+                last_outcome = EXCLUDED.last_outcome,
+                failure_reasons = approaches.failure_reasons || EXCLUDED.failure_reasons,
+                embedding = COALESCE(approaches.embedding, EXCLUDED.embedding),
+                last_attempt_at = now()
+            """
+        ),
+        {
+            "t": task_id,
+            "s": subtask,
+            "f": fingerprint,
+            "text": approach,
+            "emb": vector_literal(embedding),
+            "fail": 1 if failed else 0,
+            "failed": failed,
+            "outcome": outcome,
+            "reason": reason or "no reason given",
+        },
+    )
+
+
+async def get_attempt(conn: AsyncConnection, task_id: str, subtask: str, fingerprint: str) -> PastApproach:
+    """The stored approach under its fingerprint."""
     row = (
         await conn.execute(
             text("SELECT * FROM approaches WHERE task_id = :t AND subtask = :s AND fingerprint = :f"),
@@ -139,23 +112,10 @@ def _past(r: Any, similarity: float | None) -> PastApproach:
     )
 
 
-async def check_proposal(
-    conn: AsyncConnection,
-    *,
-    task_id: str,
-    subtask: str,
-    approach: str,
-    embedding: Sequence[float] | None,
-    similarity_threshold: float,
-    refusals_before_stuck: int,
-    actor_id: str,
-    actor_type: str,
-    idempotency_key: str | None = None,
-) -> CheckAnswer:
-    """Check a proposal against the failed approaches of this task/subtask; count refusals, mark stuck."""
-    if not approach.strip():
-        raise InvalidInput("the approach is empty")
-    await _ensure_task(conn, task_id)
+async def failed_attempts(
+    conn: AsyncConnection, task_id: str, subtask: str, embedding: Sequence[float] | None
+) -> list[PastApproach]:
+    """The failed approaches of this task/subtask, with their similarity to `embedding` (if both have one)."""
     rows = await conn.execute(
         text(
             """
@@ -166,23 +126,24 @@ async def check_proposal(
         ),
         {"t": task_id, "s": subtask, "emb": vector_literal(embedding)},
     )
-    failed = [_past(r, None if r.similarity is None else float(r.similarity)) for r in rows]
+    return [_past(r, None if r.similarity is None else float(r.similarity)) for r in rows]
+
+
+async def subtask_status(conn: AsyncConnection, task_id: str, subtask: str) -> tuple[int, bool]:
+    """The subtask's refusal count and whether it is stuck."""
     status = (
         await conn.execute(
             text("SELECT refusals, stuck_at FROM subtasks WHERE task_id = :t AND subtask = :s"),
             {"t": task_id, "s": subtask},
         )
     ).first()
-    refusals, stuck = (status.refusals, status.stuck_at is not None) if status else (0, False)
-    decision = check_approach(
-        fingerprint=approach_fingerprint(approach),
-        failed=failed,
-        similarity_threshold=similarity_threshold,
-        stuck=stuck,
-    )
-    if decision.valid or await _seen(conn, idempotency_key):
-        return CheckAnswer(decision, refusals, stuck)
+    return (status.refusals, status.stuck_at is not None) if status else (0, False)
 
+
+async def count_refusal(
+    conn: AsyncConnection, task_id: str, subtask: str, refusals_before_stuck: int
+) -> Refusal:
+    """Count one refusal; the subtask becomes stuck at `refusals_before_stuck`."""
     counted = (
         await conn.execute(
             text(
@@ -199,36 +160,7 @@ async def check_proposal(
             {"t": task_id, "s": subtask, "n": refusals_before_stuck},
         )
     ).one()
-    await record_event(
-        conn,
-        memory_id=None,
-        event_type=EventType.APPROACH_REFUSED,
-        actor_id=actor_id,
-        actor_type=actor_type,
-        task_id=task_id,
-        reason=decision.reason,
-        dedupe_key=idempotency_key,
-        payload={"subtask": subtask, "approach": approach, "refusals": counted.refusals},
-    )
-    if counted.newly_stuck:
-        await record_event(
-            conn,
-            memory_id=None,
-            event_type=EventType.STUCK,
-            actor_id=actor_id,
-            actor_type=actor_type,
-            task_id=task_id,
-            reason=f"{counted.refusals} approaches refused as repeats of failed ones",
-            payload={"subtask": subtask, "refusals": counted.refusals},
-        )
-    if counted.stuck_at is not None and not stuck:
-        decision = check_approach(
-            fingerprint=approach_fingerprint(approach),
-            failed=failed,
-            similarity_threshold=similarity_threshold,
-            stuck=True,
-        )
-    return CheckAnswer(decision, counted.refusals, counted.stuck_at is not None)
+    return Refusal(counted.refusals, counted.stuck_at is not None, bool(counted.newly_stuck))
 
 
 async def stuck_subtasks(conn: AsyncConnection, task_id: str) -> dict[str, datetime]:

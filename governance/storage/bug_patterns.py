@@ -17,7 +17,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from governance.bug_signature import ErrorSignature, add_attempt
-from governance.storage.memory_rows import vector_literal
+from governance.storage.tables import vector_literal
 
 __all__ = ["BugPatternMatch", "record_occurrence", "match_bug_patterns", "bug_pattern_stats"]
 

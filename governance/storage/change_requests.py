@@ -1,11 +1,10 @@
 """Change requests: a supersede, retire or lift of published memory awaiting an approval (`change_requests`).
 
 The gateway writes the request (content already redacted, its embedding computed) and starts its
-`ChangeRequestWorkflow`, which carries only the id. On approval `apply_change_request` applies it in one
-transaction under the scope's lock: it re-checks that the target is still the head (else the request ends
-`conflict` and nothing changes), supersedes or retires it, writes the APPROVED event naming the approver,
-and records the result. Rejection, a timeout and a refused requester close the request without a change.
-Every step is idempotent: a retried activity finds the request already decided and answers the same.
+`ChangeRequestWorkflow`, which carries only the id. Applying an approved one is
+governance/operations/changes.py; the statements it composes are here. Rejection, a timeout and a refused
+requester close the request without a change. Every step is idempotent: a retried activity finds the
+request already decided and answers the same.
 """
 
 from __future__ import annotations
@@ -19,13 +18,10 @@ from typing import Any
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from governance.changes import ChangeOperation, ChangeTrust
-from governance.errors import Conflict, InvalidInput, NotFound
+from governance.changes import ChangeOperation
+from governance.errors import Conflict, NotFound
 from governance.redaction import redact_free_text
 from governance.storage.events import EventType, record_event
-from governance.storage.lifting import LiftRules, apply_lift
-from governance.storage.memory_changes import retire_memory, supersede_memory
-from governance.storage.memory_rows import lock_scopes, scope_key_of
 from governance.storage.tables import change_requests, memories
 
 __all__ = [
@@ -40,8 +36,12 @@ __all__ = [
     "get_change_request",
     "list_change_requests",
     "close_change_request",
-    "apply_change_request",
     "record_change_approval",
+    "close_applied",
+    "citation_of",
+    "applied_as",
+    "is_head",
+    "proposed_embedding",
 ]
 
 # the state a request is written in; the workflow's contract names every state
@@ -66,7 +66,7 @@ class NewChangeRequest:
     valid_from_commit: str | None = None
     embedding: Sequence[float] | None = None
     redaction_counts: dict[str, int] = field(default_factory=dict)
-    dedupe_key: str | None = None
+    idempotency_key: str | None = None
     request_hash: str | None = None
     # a lift's wider scope; its `scope`/`project` above are the target's (storage/lifting.py)
     target_scope: str | None = None
@@ -143,11 +143,11 @@ async def create_change_request(conn: AsyncConnection, new: NewChangeRequest) ->
     The same key with another request (another memory, operation or body: another `request_hash`) is a
     Conflict, as for every idempotency key.
     """
-    if new.dedupe_key is not None:
+    if new.idempotency_key is not None:
         seen = (
             await conn.execute(
                 select(*_COLUMNS, change_requests.c.request_hash).where(
-                    change_requests.c.dedupe_key == new.dedupe_key
+                    change_requests.c.dedupe_key == new.idempotency_key
                 )
             )
         ).first()
@@ -175,7 +175,7 @@ async def create_change_request(conn: AsyncConnection, new: NewChangeRequest) ->
         "requested_by": new.requested_by,
         "actor_type": new.actor_type,
         "state": AWAITING,
-        "dedupe_key": new.dedupe_key,
+        "dedupe_key": new.idempotency_key,
         "request_hash": new.request_hash,
         "target_scope": new.target_scope,
         "target_scope_key": new.target_scope_key,
@@ -300,7 +300,7 @@ async def record_change_approval(
     result_memory_id: str | None = None,
     change_request: str | None = None,
     workflow_id: str | None = None,
-    dedupe_key: str | None = None,
+    idempotency_key: str | None = None,
     direct: bool | None = None,
 ) -> None:
     """The APPROVED event of a change: who approved which operation (a direct call by an approver, too).
@@ -321,156 +321,12 @@ async def record_change_approval(
             "result": result_memory_id,
             "direct": change_request is None if direct is None else direct,
         },
-        dedupe_key=dedupe_key,
+        dedupe_key=idempotency_key,
         if_absent=True,
     )
 
 
-async def apply_change_request(
-    conn: AsyncConnection,
-    request_id: str,
-    *,
-    approver: str,
-    approver_type: str,
-    note: str,
-    workflow_id: str | None,
-    trust: ChangeTrust | None,
-    lift_rules: LiftRules | None = None,
-) -> Applied:
-    """Apply an approved request in the caller's transaction, or end it `conflict` if its target moved on.
-
-    The scope's lock is taken first, so no other change to that scope can slip between the head check and
-    the change; the request's row lock makes a retried or concurrent apply see the first one's outcome.
-    A lift (`lift_rules` required) is applied by storage/lifting.py; `trust` None means no approval was
-    needed (a lift into a scope without validation), so no APPROVED event is written.
-    """
-    current = await get_change_request(conn, request_id, lock=True)
-    if current.state != AWAITING:
-        return _applied(current, await _citation(conn, current.result_memory_id))
-    if current.operation == ChangeOperation.LIFT:
-        if lift_rules is None:
-            raise InvalidInput("applying a lift needs the dedup thresholds (lift_rules)")
-        return await _apply_lift(conn, current, approver, approver_type, note, workflow_id, trust, lift_rules)
-    await lock_scopes(conn, await scope_key_of(conn, current.memory_id))
-    head = (
-        await conn.execute(select(memories.c.deprecated_at).where(memories.c.id == current.memory_id))
-    ).first()
-    if head is None or head.deprecated_at is not None:
-        closed = await close_change_request(
-            conn,
-            current.id,
-            state="conflict",
-            decided_by=approver,
-            decided_by_type=approver_type,
-            note=f"approved, but memory {current.memory_id} is no longer the head of its chain: "
-            "nothing applied",
-            workflow_id=workflow_id,
-        )
-        return _applied(closed, None)
-    result_id, citation = current.memory_id, None
-    if current.operation == ChangeOperation.SUPERSEDE:
-        embedding = (
-            await conn.execute(select(change_requests.c.embedding).where(change_requests.c.id == current.id))
-        ).scalar_one()
-        outcome = await supersede_memory(
-            conn,
-            current.memory_id,
-            content=current.content or "",
-            reason=current.reason,
-            title=current.title,
-            canonical_key=current.canonical_key,
-            embedding=list(embedding) if embedding is not None else None,
-            valid_from_commit=current.valid_from_commit,
-            actor_id=current.requested_by,
-            actor_type=current.actor_type,
-            trust=trust,
-            workflow_id=workflow_id,
-            dedupe_key=f"change:{current.id}:apply",
-        )
-        result_id, citation = outcome.memory_id, outcome.citation
-    else:
-        await retire_memory(
-            conn,
-            current.memory_id,
-            reason=current.reason,
-            actor_id=current.requested_by,
-            actor_type=current.actor_type,
-            workflow_id=workflow_id,
-            dedupe_key=f"change:{current.id}:apply",
-        )
-    await record_change_approval(
-        conn,
-        memory_id=current.memory_id,
-        operation=current.operation,
-        approver_id=approver,
-        approver_type=approver_type,
-        note=note,
-        result_memory_id=result_id,
-        change_request=current.id,
-        workflow_id=workflow_id,
-        dedupe_key=f"change:{current.id}:approved",
-    )
-    return await _close_applied(conn, current.id, approver, approver_type, note, result_id, citation)
-
-
-async def _apply_lift(
-    conn: AsyncConnection,
-    current: ChangeRequest,
-    approver: str,
-    approver_type: str,
-    note: str,
-    workflow_id: str | None,
-    trust: ChangeTrust | None,
-    rules: LiftRules,
-) -> Applied:
-    """Apply a lift (storage/lifting.py) and close the request `applied` or `conflict`."""
-    assert current.target_scope is not None and current.target_scope_key is not None
-    lifted = await apply_lift(
-        conn,
-        current.id,
-        target_scope=current.target_scope,
-        target_scope_key=current.target_scope_key,
-        org=current.org,
-        project=current.project,
-        actor_id=current.requested_by,
-        actor_type=current.actor_type,
-        reason=current.reason,
-        approval=trust,
-        workflow_id=workflow_id,
-        rules=rules,
-    )
-    if lifted.state == "conflict":
-        closed = await close_change_request(
-            conn,
-            current.id,
-            state="conflict",
-            decided_by=approver,
-            decided_by_type=approver_type,
-            note=lifted.reason,
-            workflow_id=workflow_id,
-        )
-        return _applied(closed, None)
-    first = lifted.items[0]
-    if trust is not None:
-        await record_change_approval(
-            conn,
-            memory_id=current.memory_id,
-            operation=current.operation,
-            approver_id=approver,
-            approver_type=approver_type,
-            note=note,
-            result_memory_id=first.result_memory_id,
-            change_request=current.id,
-            workflow_id=workflow_id,
-            dedupe_key=f"change:{current.id}:approved",
-            direct=workflow_id is None,  # a human approver's own lift, applied by the gateway
-        )
-    return await _close_applied(
-        conn, current.id, approver, approver_type, note, first.result_memory_id, first.result_citation
-    )
-
-
-async def _close_applied(
+async def close_applied(
     conn: AsyncConnection,
     request_id: str,
     approver: str,
@@ -495,10 +351,11 @@ async def _close_applied(
             .returning(*_COLUMNS)
         )
     ).one()
-    return _applied(_request(row), citation)
+    return applied_as(_request(row), citation)
 
 
-async def _citation(conn: AsyncConnection, memory_id: str | None) -> str | None:
+async def citation_of(conn: AsyncConnection, memory_id: str | None) -> str | None:
+    """The citation of a memory (None for none)."""
     if memory_id is None:
         return None
     return (
@@ -506,5 +363,20 @@ async def _citation(conn: AsyncConnection, memory_id: str | None) -> str | None:
     ).scalar_one_or_none()
 
 
-def _applied(request: ChangeRequest, citation: str | None) -> Applied:
+def applied_as(request: ChangeRequest, citation: str | None) -> Applied:
+    """What a decided request did, as `Applied`."""
     return Applied(request.state, request.result_memory_id, citation, request.decision_note or request.state)
+
+
+async def is_head(conn: AsyncConnection, memory_id: str) -> bool:
+    """Whether the memory is there and not deprecated (still the head of its chain)."""
+    head = (await conn.execute(select(memories.c.deprecated_at).where(memories.c.id == memory_id))).first()
+    return head is not None and head.deprecated_at is None
+
+
+async def proposed_embedding(conn: AsyncConnection, request_id: str) -> list[float] | None:
+    """The embedding of a request's proposed content (stored with it)."""
+    embedding = (
+        await conn.execute(select(change_requests.c.embedding).where(change_requests.c.id == request_id))
+    ).scalar_one()
+    return list(embedding) if embedding is not None else None

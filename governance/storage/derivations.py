@@ -21,12 +21,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from governance.errors import Conflict, NotFound
 from governance.redaction import redact_free_text
 from governance.storage.events import Event, EventType, record_event, record_events
+from governance.storage.memory_links import derivation_sources
 
 __all__ = [
     "StaleMemory",
     "record_derivations",
     "mark_derived_stale",
-    "derivation_sources",
     "stale_memories",
     "confirm_memory",
 ]
@@ -144,26 +144,6 @@ async def mark_derived_stale(
         ],
     )
     return marked
-
-
-async def derivation_sources(conn: AsyncConnection, memory_ids: Sequence[str]) -> dict[str, list[str]]:
-    """The citations each memory builds on, by memory id (oldest link first)."""
-    if not memory_ids:
-        return {}
-    rows = await conn.execute(
-        text(
-            """
-            SELECT d.memory_id::text AS id, s.citation FROM memory_derivations d
-            JOIN memories s ON s.id = d.derived_from_id
-            WHERE d.memory_id = ANY(CAST(:ids AS uuid[])) ORDER BY d.created_at, s.citation
-            """
-        ),
-        {"ids": list(memory_ids)},
-    )
-    found: dict[str, list[str]] = {}
-    for r in rows:
-        found.setdefault(r.id, []).append(r.citation)
-    return found
 
 
 async def stale_memories(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
@@ -28,6 +29,7 @@ from governance.redaction import redact_free_text
 from governance.storage.tables import memory_events
 
 __all__ = [
+    "expired_event",
     "EventType",
     "Event",
     "REQUEST_HASH",
@@ -169,3 +171,15 @@ async def recorded_payload(
             "body); a new request needs a new key"
         )
     return payload
+
+
+def expired_event(memory_id: str, expires_at: datetime) -> Event:
+    """The EXPIRED event of a memory whose `expires_at` passed."""
+    return Event(
+        event_type=EventType.EXPIRED,
+        actor_id="system",
+        actor_type="system",
+        memory_id=memory_id,
+        reason="past expires_at",
+        payload={"expires_at": expires_at.isoformat()},
+    )

@@ -16,10 +16,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from governance.identity import Principal, hash_api_key, new_api_key, tenant_domain
 from governance.scopes import ActorType
-from governance.storage.policy_watcher import POLICY_CHANNEL
 from governance.storage.tables import api_keys, principals
 
 __all__ = [
+    "POLICY_CHANNEL",
     "bootstrap_admin",
     "get_enabled_principal",
     "disable_principal",
@@ -33,9 +33,23 @@ __all__ = [
     "revoke_key",
     "count_principals",
     "notify_policy_change",
+    "grant_role",
 ]
 
+# the channel a policy change is announced on; every process's watcher (storage/policy_watcher.py) listens
+POLICY_CHANNEL = "loregate_policy"
+
 _CASBIN_INSERT = text("INSERT INTO casbin_rule (ptype, v0, v1, v2) VALUES ('g', :sub, :role, :dom)")
+
+
+async def grant_role(conn: AsyncConnection, subject: str, role: str, domain: str) -> None:
+    """Give `subject` a role in a Casbin domain, in the caller's transaction.
+
+    The one writer of `casbin_rule` besides Casbin's own adapter (policy/enforcer.py): a principal and its
+    roles are created in one transaction, which the adapter cannot join. The caller notifies the policy
+    watchers (`notify_policy_change`) once its grants are written.
+    """
+    await conn.execute(_CASBIN_INSERT, {"sub": subject, "role": role, "dom": domain})
 
 
 @dataclass(frozen=True)
@@ -92,11 +106,9 @@ async def create_principal(
             is_admin=is_admin,
         )
     )
-    await conn.execute(
-        _CASBIN_INSERT, {"sub": principal.id, "role": actor_type.value, "dom": tenant_domain(org, project)}
-    )
+    await grant_role(conn, principal.id, actor_type.value, tenant_domain(org, project))
     if is_admin:
-        await conn.execute(_CASBIN_INSERT, {"sub": principal.id, "role": "admin", "dom": "*"})
+        await grant_role(conn, principal.id, "admin", "*")
     await notify_policy_change(conn)
     return principal
 

@@ -1,23 +1,9 @@
-"""Lifts of published memory to a wider scope: the memories a lift names, its items, and applying it.
+"""Statements of lifts: the memories a lift names, its items, and what applying one writes.
 
 A lift is a change request (`operation = 'lift'`, governance/storage/change_requests.py) whose memories are
 its `change_request_items`, in order, each with its title at request time (the workflow shows titles only).
-`apply_lift` runs in the caller's transaction, for the workflow once a lift is approved and for the gateway
-when none is needed (one apply path):
-
-1. lock the target scope (exclusive; the wider ones shared) and then the originals' scopes (exclusive),
-   widest first like every publisher, so concurrent lifts, promotions and supersessions queue instead of
-   racing, and two lifts of one memory never publish two heads for one fact;
-2. re-check every original is still active (else nothing is applied: the request ends `conflict`);
-3. publish each copy through `publish_candidate` (dedup, supersession of the target's head for the same
-   canonical key); link a new copy to its original and to what the original builds on
-   (`memory_derivations`), so it goes stale with them (a stale mark stays); a bug pattern's copy takes over
-   its occurrences and fix statistics (one merged into a pattern already there counts as one more
-   occurrence); move the links of what was derived from the original to what it became; mark the original
-   lifted (deprecated, a note naming the copy) and write a LIFTED event at both memories.
-
-Every write is keyed by the request (`lift:<request>:<position>`), so a retried activity changes nothing.
-See governance/lifting.py for the rules (targets, trust, what the copy carries).
+Applying it (locks, re-checks, each copy published, links carried over, originals marked lifted, events)
+is composed by governance/operations/lifting.py from the statements here.
 """
 
 from __future__ import annotations
@@ -29,37 +15,27 @@ from typing import Any
 from sqlalchemy import insert, select, text, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from governance.changes import ChangeTrust
 from governance.errors import NotFound
-from governance.lifting import LiftOutcome, lifted_text, lifted_trust
-from governance.scopes import SCOPE_LEVEL, Scope
-from governance.storage.derivations import record_derivations
-from governance.storage.events import EventType, record_event
-from governance.storage.memory_changes import MemoryTenant, resolve_memory_id
-from governance.storage.memory_rows import NewMemory, lock_scopes
-from governance.storage.publish import lock_for_publication, publish_candidate
+from governance.scopes import Scope
+from governance.storage.memory_changes import MemoryTenant
+from governance.storage.memory_rows import resolve_memory_id
 from governance.storage.tables import change_request_items, memories
 
 __all__ = [
     "lift_source_tenants",
-    "LiftRules",
     "LiftSource",
     "LiftItem",
-    "LiftApplied",
+    "Original",
     "lift_sources",
     "add_lift_items",
     "lift_items",
-    "line_above",
-    "apply_lift",
+    "originals",
+    "carry_sources",
+    "carry_bug_statistics",
+    "carry_derived",
+    "mark_lifted",
+    "record_item_outcome",
 ]
-
-
-@dataclass(frozen=True)
-class LiftRules:
-    """The dedup thresholds a lift's publish uses (the promotion's, from settings)."""
-
-    dup_threshold: float
-    related_threshold: float
 
 
 @dataclass(frozen=True)
@@ -89,15 +65,6 @@ class LiftItem:
     outcome: str | None
     result_memory_id: str | None
     result_citation: str | None
-
-
-@dataclass(frozen=True)
-class LiftApplied:
-    """`applied` with the items' outcomes, or `conflict` (nothing changed) with the reason."""
-
-    state: str
-    reason: str
-    items: list[LiftItem]
 
 
 async def lift_sources(conn: AsyncConnection, refs: Sequence[str]) -> list[LiftSource]:
@@ -207,88 +174,7 @@ async def lift_source_tenants(
     return found
 
 
-def line_above(target_scope: str, org: str, project: str | None) -> list[str]:
-    """The scope keys wider than a lift's target (what its dedup also looks at, and locks shared)."""
-    level = SCOPE_LEVEL[Scope(target_scope)]
-    keys = []
-    if level < SCOPE_LEVEL[Scope.PROJECT] and project:
-        keys.append(f"project:{org}/{project}")
-    if level < SCOPE_LEVEL[Scope.ORG]:
-        keys.append(f"org:{org}")
-    return keys
-
-
-_OUTCOME = {
-    "promoted": LiftOutcome.LIFTED,
-    "merged": LiftOutcome.DUPLICATE,
-    "superseded": LiftOutcome.SUPERSEDED,
-}
-
-
-def _level(key: str) -> int:
-    return SCOPE_LEVEL[Scope(key.split(":", 1)[0])]
-
-
-async def apply_lift(
-    conn: AsyncConnection,
-    request_id: str,
-    *,
-    target_scope: str,
-    target_scope_key: str,
-    org: str,
-    project: str | None,
-    actor_id: str,
-    actor_type: str,
-    reason: str,
-    approval: ChangeTrust | None,
-    workflow_id: str | None,
-    rules: LiftRules,
-) -> LiftApplied:
-    """Publish the lift's copies at the target scope and mark the originals lifted (module docstring).
-
-    `project` is the target's (None at org scope); `approval` says whose word stands behind the copies
-    (None: no approval was needed, the copies keep the originals' trust).
-    """
-    items = await lift_items(conn, request_id)
-    wider = line_above(target_scope, org, project)
-    await lock_for_publication(conn, target_scope, target_scope_key, [target_scope_key, *wider])
-    originals = await _originals(conn, [i.memory_id for i in items])
-    for key in sorted({o.scope_key for o in originals.values()}, key=lambda k: (-_level(k), k)):
-        await lock_scopes(conn, key)
-    originals = await _originals(conn, [i.memory_id for i in items], lock=True)
-    gone = [i for i in items if i.memory_id not in originals or not originals[i.memory_id].active]
-    if gone:
-        first = gone[0]
-        return LiftApplied(
-            "conflict",
-            f"memory {first.citation or first.memory_id} ({first.title}) is no longer active (lifted, "
-            "superseded, retired or expired meanwhile): nothing was lifted",
-            items,
-        )
-    done: list[LiftItem] = []
-    for item in items:
-        done.append(
-            await _lift_one(
-                conn,
-                request_id,
-                item,
-                originals[item.memory_id],
-                target_scope=target_scope,
-                target_scope_key=target_scope_key,
-                visible=[target_scope_key, *wider],
-                project=project,
-                actor_id=actor_id,
-                actor_type=actor_type,
-                reason=reason,
-                approval=approval,
-                workflow_id=workflow_id,
-                rules=rules,
-            )
-        )
-    return LiftApplied("applied", reason, done)
-
-
-async def _carry_sources(conn: AsyncConnection, original_id: str, copy_id: str) -> None:
+async def carry_sources(conn: AsyncConnection, original_id: str, copy_id: str) -> None:
     """The copy builds on what its original built on (so it goes stale with them), and keeps a stale mark."""
     await conn.execute(
         text(
@@ -313,7 +199,7 @@ async def _carry_sources(conn: AsyncConnection, original_id: str, copy_id: str) 
     )
 
 
-async def _carry_bug_statistics(conn: AsyncConnection, original_id: str, copy_id: str) -> None:
+async def carry_bug_statistics(conn: AsyncConnection, original_id: str, copy_id: str) -> None:
     """A lifted bug pattern keeps its history: occurrences, first and last seen, fixes with their stats.
 
     (The publish counted the lift as one new occurrence; the original's record replaces that count.)
@@ -332,7 +218,9 @@ async def _carry_bug_statistics(conn: AsyncConnection, original_id: str, copy_id
 
 
 @dataclass(frozen=True)
-class _Original:
+class Original:
+    """A lift's original memory as it is now: its row, and whether it is active."""
+
     row: Any
 
     @property
@@ -344,80 +232,18 @@ class _Original:
         return str(self.row.scope_key)
 
 
-async def _originals(
-    conn: AsyncConnection, ids: Sequence[str], *, lock: bool = False
-) -> dict[str, _Original]:
+async def originals(conn: AsyncConnection, ids: Sequence[str], *, lock: bool = False) -> dict[str, Original]:
+    """The originals by id, each with whether it is active; `lock`: their rows locked for update."""
     active = (memories.c.deprecated_at.is_(None)) & (
         memories.c.expires_at.is_(None) | (memories.c.expires_at > text("now()"))
     )
     query = select(memories, active.label("active")).where(memories.c.id.in_(list(ids)))
     rows = await conn.execute(query.with_for_update(of=memories) if lock else query)
-    return {str(r.id): _Original(r) for r in rows}
+    return {str(r.id): Original(r) for r in rows}
 
 
-async def _lift_one(
-    conn: AsyncConnection,
-    request_id: str,
-    item: LiftItem,
-    original: _Original,
-    *,
-    target_scope: str,
-    target_scope_key: str,
-    visible: list[str],
-    project: str | None,
-    actor_id: str,
-    actor_type: str,
-    reason: str,
-    approval: ChangeTrust | None,
-    workflow_id: str | None,
-    rules: LiftRules,
-) -> LiftItem:
-    row = original.row
-    copy_text = lifted_text(row.title, row.content)
-    confidence, source = lifted_trust(float(row.confidence), row.validation_source, approval)
-    mem = NewMemory(
-        memory_type=row.memory_type,
-        scope=target_scope,
-        scope_key=target_scope_key,
-        org=row.org,
-        project=project,
-        title=copy_text.title,
-        content=copy_text.content,
-        confidence=confidence,
-        canonical_key=row.canonical_key,
-        # the same text (redaction of published text changes nothing unless its rules grew)
-        embedding=list(row.embedding) if row.embedding is not None else None,
-        validation_source=source,
-        importance=float(row.importance),
-        reward=row.reward,
-        success=row.success,
-        source_task_ids=list(row.source_task_ids or []),
-        source_entry_ids=list(row.source_entry_ids or []),
-        decay_policy=row.decay_policy,
-        expires_at=row.expires_at,
-        valid_from_commit=row.valid_from_commit,
-    )
-    key = f"lift:{request_id}:{item.position}"
-    published = await publish_candidate(
-        conn,
-        mem,
-        visible_scope_keys=visible,
-        actor_id=actor_id,
-        actor_type=actor_type,
-        task_id=None,
-        workflow_id=workflow_id,
-        dedupe_key=key,
-        dup_threshold=rules.dup_threshold,
-        related_threshold=rules.related_threshold,
-        locked=True,
-    )
-    outcome = _OUTCOME[published.action]
-    original_id, result_id = str(row.id), published.memory_id
-    if outcome is not LiftOutcome.DUPLICATE:  # a new memory: it comes from the original
-        await record_derivations(conn, [(result_id, original_id)], task_id=None)
-        await _carry_sources(conn, original_id, result_id)
-        await _carry_bug_statistics(conn, original_id, result_id)
-    # what built on the original builds on what it became (no stale mark: the knowledge did not change)
+async def carry_derived(conn: AsyncConnection, original_id: str, result_id: str) -> None:
+    """What built on the original builds on what it became (no stale mark: the knowledge did not change)."""
     await conn.execute(
         text(
             """
@@ -429,49 +255,23 @@ async def _lift_one(
         ),
         {"original": original_id, "result": result_id},
     )
-    note = f"lifted to {target_scope_key} as mem:{published.citation} ({outcome.value})"
+
+
+async def mark_lifted(conn: AsyncConnection, original_id: str, note: str) -> None:
+    """Deprecate the lifted original with a note naming its copy."""
     await conn.execute(
         update(memories)
         .where(memories.c.id == original_id, memories.c.deprecated_at.is_(None))
         .values(deprecated_at=text("now()"), contradiction_note=note, updated_at=text("now()"))
     )
-    common: dict[str, Any] = {"actor_id": actor_id, "actor_type": actor_type, "workflow_id": workflow_id}
-    payload = {
-        "change_request": request_id,
-        "outcome": outcome.value,
-        "from": original_id,
-        "from_citation": row.citation,
-        "from_scope_key": row.scope_key,
-        "to": result_id,
-        "to_citation": published.citation,
-        "to_scope_key": target_scope_key,
-    }
-    await record_event(
-        conn,
-        memory_id=original_id,
-        event_type=EventType.LIFTED,
-        reason=reason,
-        payload=payload,
-        dedupe_key=f"{key}:from",
-        **common,
-    )
-    await record_event(
-        conn,
-        memory_id=result_id,
-        event_type=EventType.LIFTED,
-        reason=reason,
-        payload=payload,
-        dedupe_key=f"{key}:to",
-        **common,
-    )
+
+
+async def record_item_outcome(
+    conn: AsyncConnection, request_id: str, position: int, outcome: str, result_id: str
+) -> None:
+    """What became of one memory of the lift."""
     await conn.execute(
         update(change_request_items)
-        .where(
-            change_request_items.c.request_id == request_id,
-            change_request_items.c.position == item.position,
-        )
-        .values(outcome=outcome.value, result_memory_id=result_id)
-    )
-    return LiftItem(
-        item.position, item.memory_id, item.citation, item.title, outcome.value, result_id, published.citation
+        .where(change_request_items.c.request_id == request_id, change_request_items.c.position == position)
+        .values(outcome=outcome, result_memory_id=result_id)
     )

@@ -1,41 +1,30 @@
 """Changes to a published memory after publication: trust boosts, feedback, supersession, retirement, history.
 
-Each is one SQL statement with its event (or, for supersession, two statements under the scope's lock; for
-feedback, a few under the memory's row lock) in the caller's transaction; see governance/storage/lifecycle.py.
+Each is one SQL statement with its event (feedback: a few under the memory's row lock) in the caller's
+transaction; see governance/storage/memory_rows.py. Supersession is composed by
+governance/operations/changes.py.
 Trust cannot be spammed: a principal's validation of a memory counts once per source (`memory_validations`),
 and its feedback is one vote, its latest (`memory_votes`), from which usefulness is computed.
-A `request_hash` binds an idempotency key (`dedupe_key`) to its request: the same key with another request
-is a Conflict (events.recorded_payload).
+A `request_hash` binds an idempotency key (`idempotency_key`, kept in the event's `dedupe_key` column) to
+its request: the same key with another request is a Conflict (events.recorded_payload).
 """
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from governance.changes import ChangeTrust, change_trust
-from governance.cognify import title_of
-from governance.dedup import content_hash
-from governance.errors import InvalidInput, NotFound
+from governance.errors import NotFound
 from governance.redaction import redact_free_text
 from governance.scopes import ActorType, ValidationSource
-from governance.storage.derivations import mark_derived_stale
 from governance.storage.events import REQUEST_HASH, EventType, record_event, recorded_payload
 from governance.storage.memory_rows import (
     MemoryVersion,
-    NewMemory,
-    PublishOutcome,
-    insert_memory,
-    lock_scopes,
     not_found_or_conflict,
-    outcome_dict,
-    replay_outcome,
-    scope_key_of,
+    resolve_memory_id,
 )
 from governance.trust import (
     INDEPENDENT_CONFIRMATIONS,
@@ -51,11 +40,9 @@ __all__ = [
     "MemoryTenant",
     "Validation",
     "memory_tenant",
-    "resolve_memory_id",
     "boost_memory",
     "record_feedback",
-    "supersede_memory",
-    "retire_memory",
+    "retire_head",
     "memory_history",
 ]
 
@@ -88,23 +75,6 @@ async def memory_tenant(conn: AsyncConnection, ref: str) -> MemoryTenant:
     return MemoryTenant(row.id, row.citation, row.org, row.project, row.scope)
 
 
-async def resolve_memory_id(conn: AsyncConnection, ref: str) -> str:
-    """The uuid of a memory named by uuid or citation; NotFound otherwise."""
-    try:
-        as_uuid: str | None = str(uuid.UUID(ref))
-    except ValueError:
-        as_uuid = None
-    row = (
-        await conn.execute(
-            text("SELECT id::text AS id FROM memories WHERE id = CAST(:u AS uuid) OR citation = :c"),
-            {"u": as_uuid, "c": ref.lower()},
-        )
-    ).first()
-    if row is None:
-        raise NotFound(f"memory {ref!r} does not exist")
-    return str(row.id)
-
-
 @dataclass(frozen=True)
 class Validation:
     """A memory's confidence after a validation, and whether this validation moved it."""
@@ -127,7 +97,7 @@ async def boost_memory(
     task_id: str | None = None,
     workflow_id: str | None = None,
     reason: str | None = None,
-    dedupe_key: str | None = None,
+    idempotency_key: str | None = None,
     request_hash: str | None = None,
 ) -> Validation:
     """Add the boost of `source` to an active memory (capped at 1.0), once per (memory, actor, source).
@@ -142,7 +112,7 @@ async def boost_memory(
     serialised by the claim's primary key, so exactly one of them counts.
     """
     src = ValidationSource(source)
-    recorded = await recorded_payload(conn, dedupe_key, request_hash)
+    recorded = await recorded_payload(conn, idempotency_key, request_hash)
     if recorded is not None:
         return Validation(float(recorded["confidence"]), bool(recorded.get("counted", True)))
     row = (
@@ -227,7 +197,7 @@ async def boost_memory(
             },
             request_hash,
         ),
-        dedupe_key=dedupe_key,
+        dedupe_key=idempotency_key,
     )
     return outcome
 
@@ -240,7 +210,7 @@ async def record_feedback(
     actor_id: str,
     actor_type: str,
     task_id: str | None = None,
-    dedupe_key: str | None = None,
+    idempotency_key: str | None = None,
     request_hash: str | None = None,
 ) -> float:
     """Record `actor_id`'s vote on a memory and return its usefulness, computed from the votes.
@@ -252,7 +222,7 @@ async def record_feedback(
     The memory's row is locked first, so votes on one memory are serialised: each later statement sees
     every vote committed before it, and parallel voters all count (no read-modify-write race).
     """
-    recorded = await recorded_payload(conn, dedupe_key, request_hash)
+    recorded = await recorded_payload(conn, idempotency_key, request_hash)
     if recorded is not None:
         return float(recorded["usefulness"])
     locked = (
@@ -319,136 +289,13 @@ async def record_feedback(
             },
             request_hash,
         ),
-        dedupe_key=dedupe_key,
+        dedupe_key=idempotency_key,
     )
     return usefulness
 
 
-async def supersede_memory(
-    conn: AsyncConnection,
-    old_id: str,
-    *,
-    content: str,
-    reason: str,
-    actor_id: str,
-    actor_type: str,
-    title: str | None = None,
-    canonical_key: str | None = None,
-    embedding: Sequence[float] | None = None,
-    valid_from_commit: str | None = None,
-    task_id: str | None = None,
-    dedupe_key: str | None = None,
-    request_hash: str | None = None,
-    trust: ChangeTrust | str | None = None,
-    workflow_id: str | None = None,
-) -> PublishOutcome:
-    """Replace the head `old_id` with new content; Conflict if it is not a head.
-
-    The new head never inherits the old one's trust or title: it starts with `trust` (governance/changes.py;
-    by default a human's supersede is a human validation and anyone else's a draft), and its title is
-    `title` or the first line of its own content. The caller redacts the content (`proposed_content`).
-    """
-    recorded = await recorded_payload(conn, dedupe_key, request_hash)
-    if recorded is not None:
-        return replay_outcome(recorded)
-    if not content.strip():
-        raise InvalidInput("the superseding content is empty")
-    await lock_scopes(conn, await scope_key_of(conn, old_id))
-    old = (
-        await conn.execute(
-            text(
-                """
-                UPDATE memories SET deprecated_at = now(), valid_to_commit = :commit,
-                       contradiction_note = :note, updated_at = now()
-                WHERE id = CAST(:id AS uuid) AND deprecated_at IS NULL
-                RETURNING *
-                """
-            ),
-            {"id": old_id, "commit": valid_from_commit, "note": redact_free_text(reason)},
-        )
-    ).first()
-    if old is None:
-        raise await not_found_or_conflict(conn, old_id, "supersession")
-    if trust is None:
-        trust = ChangeTrust.HUMAN_VALIDATED if actor_type == "human" else ChangeTrust.DRAFT
-    confidence, validation_source = change_trust(trust)
-    mem = NewMemory(
-        memory_type=old.memory_type,
-        scope=old.scope,
-        scope_key=old.scope_key,
-        org=old.org,
-        project=old.project,
-        title=title or title_of(content),
-        content=content,
-        confidence=confidence,
-        embedding=list(embedding) if embedding is not None else None,
-        validation_source=validation_source,
-        importance=old.importance,
-        source_task_ids=[task_id] if task_id else [],
-        decay_policy=old.decay_policy,
-        valid_from_commit=valid_from_commit,
-    )
-    memory_id = str(uuid.uuid4())
-    citation = await insert_memory(
-        conn,
-        mem,
-        memory_id=memory_id,
-        chash=content_hash(content),
-        supersedes_id=str(old.id),
-        canonical_key=canonical_key or old.canonical_key,
-        version=old.version + 1,
-        related_ids=(),
-    )
-    outcome = PublishOutcome(memory_id, citation, "superseded", superseded_id=str(old.id))
-    await record_event(
-        conn,
-        memory_id=memory_id,
-        event_type=EventType.SUPERSEDED,
-        actor_id=actor_id,
-        actor_type=actor_type,
-        task_id=task_id,
-        workflow_id=workflow_id,
-        reason=reason,
-        payload=_payload(
-            {
-                "outcome": outcome_dict(outcome),
-                "old": str(old.id),
-                "new": memory_id,
-                "old_citation": old.citation,
-                "explicit": True,
-            },
-            request_hash,
-        ),
-        dedupe_key=dedupe_key,
-    )
-    await mark_derived_stale(
-        conn,
-        str(old.id),
-        cause="superseded",
-        reason=reason,
-        successor_id=memory_id,
-        actor_id=actor_id,
-        actor_type=actor_type,
-        task_id=task_id,
-    )
-    return outcome
-
-
-async def retire_memory(
-    conn: AsyncConnection,
-    memory_id: str,
-    *,
-    reason: str,
-    actor_id: str,
-    actor_type: str,
-    dedupe_key: str | None = None,
-    request_hash: str | None = None,
-    workflow_id: str | None = None,
-) -> None:
-    """Deprecate an active memory without a successor (it was wrong or is no longer relevant)."""
-    if await recorded_payload(conn, dedupe_key, request_hash) is not None:
-        return
-    await lock_scopes(conn, await scope_key_of(conn, memory_id))
+async def retire_head(conn: AsyncConnection, memory_id: str, reason: str) -> bool:
+    """Deprecate an active memory without a successor; False where it is not active (or not there)."""
     row = (
         await conn.execute(
             text(
@@ -461,22 +308,7 @@ async def retire_memory(
             {"id": memory_id, "reason": redact_free_text(reason)},
         )
     ).first()
-    if row is None:
-        raise await not_found_or_conflict(conn, memory_id, "retirement")
-    await record_event(
-        conn,
-        memory_id=memory_id,
-        event_type=EventType.RETIRED,
-        actor_id=actor_id,
-        actor_type=actor_type,
-        workflow_id=workflow_id,
-        reason=reason,
-        payload=_payload({}, request_hash),
-        dedupe_key=dedupe_key,
-    )
-    await mark_derived_stale(
-        conn, memory_id, cause="retired", reason=reason, actor_id=actor_id, actor_type=actor_type
-    )
+    return row is not None
 
 
 async def memory_history(conn: AsyncConnection, memory_id: str) -> list[MemoryVersion]:

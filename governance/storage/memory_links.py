@@ -7,13 +7,14 @@ sides with titles and states, so a change to a source shows what it makes stale.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-__all__ = ["LinkedMemory", "DerivationLinks", "derivation_links", "LINKS_LIMIT"]
+__all__ = ["LinkedMemory", "DerivationLinks", "derivation_links", "derivation_sources", "LINKS_LIMIT"]
 
 # a page lists at most this many links each way (an insight can rest on many episodes)
 LINKS_LIMIT = 200
@@ -80,3 +81,23 @@ async def derivation_links(conn: AsyncConnection, memory_id: str) -> DerivationL
                 )
             )
     return links
+
+
+async def derivation_sources(conn: AsyncConnection, memory_ids: Sequence[str]) -> dict[str, list[str]]:
+    """The citations each memory builds on, by memory id (oldest link first)."""
+    if not memory_ids:
+        return {}
+    rows = await conn.execute(
+        text(
+            """
+            SELECT d.memory_id::text AS id, s.citation FROM memory_derivations d
+            JOIN memories s ON s.id = d.derived_from_id
+            WHERE d.memory_id = ANY(CAST(:ids AS uuid[])) ORDER BY d.created_at, s.citation
+            """
+        ),
+        {"ids": list(memory_ids)},
+    )
+    found: dict[str, list[str]] = {}
+    for r in rows:
+        found.setdefault(r.id, []).append(r.citation)
+    return found

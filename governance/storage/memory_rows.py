@@ -1,7 +1,21 @@
-"""Rows and events of published memory: the types, citations, advisory locks and the insert every change uses.
+"""Rows of published memory: the types, citations, advisory locks and the insert every change uses.
 
-Split from governance/storage/lifecycle.py (the public face) to keep modules small; see its docstring for why
-changes look the way they do.
+Why changes to published memory look the way they do (docs/architecture.md, "Governance rules"):
+- Parallel promotions must not leave two copies of one fact or two heads of one canonical key. Publishers
+  take a transaction-scoped advisory lock: EXCLUSIVE on the target scope key, SHARED on the wider scope
+  keys they may reinforce. Publishers into one scope are serialised; the partial unique index
+  `memories_one_active_head` (and the unique `supersedes_id` index, which keeps chains linear) stay the
+  last line of defence.
+- Trust and usefulness change through single SQL statements (`confidence = LEAST(1, confidence + b)`),
+  never read-modify-write in Python, so concurrent boosts add up. A principal's validation counts once per
+  (memory, source), and its feedback is one vote (its latest), so neither can be spammed.
+- Every function takes the caller's `AsyncConnection` and runs inside its transaction: the promotion
+  publishes a whole plan atomically, and every change writes its `memory_events` row in the same
+  transaction. An idempotency key makes a retried activity return the recorded outcome instead of writing
+  twice; with a `request_hash`, the key is bound to one request (another is a Conflict).
+
+The statements of publishing are in publish.py, of later changes in memory_changes.py; what composes them
+is governance/operations/ (publishing, changes).
 """
 
 from __future__ import annotations
@@ -19,22 +33,21 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from governance.errors import Conflict, NotFound
 from governance.scopes import SCOPE_LEVEL, Scope
-from governance.storage.events import Event, EventType, record_events
 from governance.storage.tables import memories
-from governance.trust import MAX_CONFIDENCE, MIN_CONFIDENCE
+from governance.trust import MAX_CONFIDENCE, MIN_CONFIDENCE, UNREVIEWED_CEILING
 
 __all__ = [
+    "merge_into",
+    "deprecate_head",
+    "resolve_memory_id",
     "NEIGHBOURS_K",
     "NewMemory",
     "PublishOutcome",
     "MemoryVersion",
     "make_citation",
-    "vector_literal",
     "wider_scope_keys",
     "lock_scopes",
     "replay_outcome",
-    "expire_in_scope",
-    "expired_event",
     "insert_memory",
     "outcome_dict",
     "not_found_or_conflict",
@@ -106,13 +119,6 @@ def make_citation(memory_id: str) -> str:
     return base64.b32encode(uuid.UUID(memory_id).bytes).decode("ascii")[:10].lower()
 
 
-def vector_literal(vector: Sequence[float] | None) -> str | None:
-    """pgvector's text form, for `CAST(:v AS vector)` in hand-written statements."""
-    if vector is None:
-        return None
-    return "[" + ",".join(f"{float(x):.7g}" for x in vector) + "]"
-
-
 def _scope_of(key: str) -> Scope | None:
     try:
         return Scope(key.split(":", 1)[0])
@@ -149,33 +155,6 @@ def replay_outcome(payload: dict[str, Any]) -> PublishOutcome:
         action=outcome["action"],
         superseded_id=outcome.get("superseded_id"),
         replayed=True,
-    )
-
-
-async def expire_in_scope(conn: AsyncConnection, scope_key: str) -> None:
-    """Expire memories of one scope whose `expires_at` passed (a publisher must not see them as heads)."""
-    expired = await conn.execute(
-        text(
-            """
-            UPDATE memories SET deprecated_at = now(), updated_at = now()
-            WHERE scope_key = :k AND deprecated_at IS NULL AND expires_at <= now()
-            RETURNING id::text AS id, expires_at
-            """
-        ),
-        {"k": scope_key},
-    )
-    await record_events(conn, [expired_event(r.id, r.expires_at) for r in expired])
-
-
-def expired_event(memory_id: str, expires_at: datetime) -> Event:
-    """The EXPIRED event of a memory whose `expires_at` passed."""
-    return Event(
-        event_type=EventType.EXPIRED,
-        actor_id="system",
-        actor_type="system",
-        memory_id=memory_id,
-        reason="past expires_at",
-        payload={"expires_at": expires_at.isoformat()},
     )
 
 
@@ -260,3 +239,94 @@ async def scope_key_of(conn: AsyncConnection, memory_id: str) -> str:
     if row is None:
         raise NotFound(f"memory {memory_id} not found")
     return str(row.scope_key)
+
+
+async def resolve_memory_id(conn: AsyncConnection, ref: str) -> str:
+    """The uuid of a memory named by uuid or citation; NotFound otherwise."""
+    try:
+        as_uuid: str | None = str(uuid.UUID(ref))
+    except ValueError:
+        as_uuid = None
+    row = (
+        await conn.execute(
+            text("SELECT id::text AS id FROM memories WHERE id = CAST(:u AS uuid) OR citation = :c"),
+            {"u": as_uuid, "c": ref.lower()},
+        )
+    ).first()
+    if row is None:
+        raise NotFound(f"memory {ref!r} does not exist")
+    return str(row.id)
+
+
+async def merge_into(
+    conn: AsyncConnection,
+    target_id: str,
+    *,
+    boost: float,
+    source_task_ids: Sequence[str],
+    source_entry_ids: Sequence[int],
+    approved: bool = False,
+) -> Any:
+    """Merge a duplicate into its active target: boost its trust (within bounds), union the sources.
+
+    A recurrence is the gate's own evidence: past the unreviewed ceiling only with a human's approval (of
+    this plan: `approved`, or of the memory before: `human_approved` is kept). Answers the target's citation
+    and new confidence, or None where it was deprecated meanwhile.
+    """
+    row = (
+        await conn.execute(
+            text(
+                """
+                UPDATE memories SET
+                    confidence = LEAST(:max, GREATEST(:min, confidence + :boost),
+                                       CASE WHEN :approved OR validation_source = 'human_approved'
+                                            THEN :max ELSE GREATEST(confidence, :ceiling) END),
+                    base_confidence = LEAST(:max, GREATEST(:min, confidence + :boost),
+                                            CASE WHEN :approved OR validation_source = 'human_approved'
+                                                 THEN :max ELSE GREATEST(confidence, :ceiling) END),
+                    validation_source = CASE WHEN validation_source = 'human_approved'
+                                             THEN validation_source ELSE 'repeated_success' END,
+                    validation_count = validation_count + 1,
+                    last_validated_at = now(),
+                    source_task_ids = ARRAY(SELECT DISTINCT unnest(source_task_ids || CAST(:tasks AS text[]))
+                                            ORDER BY 1),
+                    source_entry_ids = ARRAY(SELECT DISTINCT unnest(source_entry_ids || CAST(:entries AS
+                        bigint[]))
+                                             ORDER BY 1),
+                    updated_at = now()
+                WHERE id = CAST(:id AS uuid) AND deprecated_at IS NULL
+                RETURNING citation, confidence
+                """
+            ),
+            {
+                "id": target_id,
+                "boost": boost,
+                "max": MAX_CONFIDENCE,
+                "min": MIN_CONFIDENCE,
+                "tasks": list(source_task_ids),
+                "entries": list(source_entry_ids),
+                "approved": approved,
+                "ceiling": UNREVIEWED_CEILING,
+            },
+        )
+    ).first()
+    return row
+
+
+async def deprecate_head(
+    conn: AsyncConnection, old_id: str, *, note: str, valid_to_commit: str | None
+) -> Any:
+    """Deprecate an active head, noting why (None where it is no longer one): its row as it was."""
+    return (
+        await conn.execute(
+            text(
+                """
+                UPDATE memories SET deprecated_at = now(), valid_to_commit = :commit,
+                       contradiction_note = :note, updated_at = now()
+                WHERE id = CAST(:id AS uuid) AND deprecated_at IS NULL
+                RETURNING *
+                """
+            ),
+            {"id": old_id, "commit": valid_to_commit, "note": note},
+        )
+    ).first()

@@ -15,11 +15,11 @@ import psycopg
 
 from governance.storage.connections import connect_bounded
 from governance.storage.engine import answer_bound, libpq_timeouts
+from governance.storage.identity import POLICY_CHANNEL
 
-__all__ = ["POLICY_CHANNEL", "PostgresWatcher"]
+__all__ = ["PostgresWatcher"]
 
 # the channel governance/storage/identity.py notifies when keys or principals change
-POLICY_CHANNEL = "loregate_policy"
 _log = logging.getLogger(__name__)
 
 

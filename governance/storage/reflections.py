@@ -5,16 +5,17 @@ each episode is distilled once however reflections race). Episodes of reflection
 count: a reflection must not feed on its own summary. What counts is a project's active episodes (task,
 worktree and project scope: org-scope memories have no project).
 
-Once a reflection's insights are published, `link_distilled` writes `memory_derivations` (insight → each
-episode it was distilled from) and one DISTILLED event per episode, in one transaction: an episode that is a
-source of an active insight is *distilled*, and the retention rules may take it.
+Once a reflection's insights are published, governance/operations/reflection.py's `link_distilled` writes
+`memory_derivations` (insight → each episode it was distilled from) and one DISTILLED event per episode, in
+one transaction: an episode that is a source of an active insight is *distilled*, and the retention rules
+may take it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -23,9 +24,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from governance.identity import hash_api_key, new_api_key, tenant_domain
-from governance.storage.derivations import record_derivations
-from governance.storage.events import Event, EventType, record_events
-from governance.storage.identity import notify_policy_change
+from governance.storage.identity import grant_role, notify_policy_change
 
 __all__ = [
     "PendingScope",
@@ -43,7 +42,7 @@ __all__ = [
     "episode_window",
     "entries_by_id",
     "insight_links",
-    "link_distilled",
+    "existing_memory_ids",
     "list_reflections",
 ]
 
@@ -134,10 +133,7 @@ async def ensure_reflector(conn: AsyncConnection, org: str) -> str | None:
             text("INSERT INTO api_keys (id, principal_id, key_hash) VALUES (:id, :principal, :hash)"),
             {"id": key_id, "principal": principal_id, "hash": hash_api_key(key)},
         )
-        await conn.execute(
-            text("INSERT INTO casbin_rule (ptype, v0, v1, v2) VALUES ('g', :sub, 'system', :dom)"),
-            {"sub": principal_id, "dom": tenant_domain(org, None)},
-        )
+        await grant_role(conn, principal_id, "system", tenant_domain(org, None))
         await notify_policy_change(conn)
         return principal_id
     enabled = (
@@ -373,47 +369,12 @@ async def insight_links(conn: AsyncConnection, task_id: str) -> list[InsightLink
     return [InsightLink(m, sorted(e)) for m, e in sorted(links.items())]
 
 
-async def link_distilled(
-    conn: AsyncConnection,
-    links: Sequence[InsightLink],
-    *,
-    reflection_id: str,
-    task_id: str,
-    workflow_id: str,
-    actor_id: str,
-) -> int:
-    """Write insight → episode derivations and one DISTILLED event per episode (once); returns new links."""
-    existing = (
-        await conn.execute(
-            text("SELECT id::text AS id FROM memories WHERE id = ANY(CAST(:ids AS uuid[]))"),
-            {"ids": sorted({e for link in links for e in link.episode_ids})},
-        )
-    ).all()
-    alive = {r.id for r in existing}  # an episode erased meanwhile is left out
-    pairs = [(link.memory_id, e) for link in links for e in link.episode_ids if e in alive]
-    added = await record_derivations(conn, pairs, task_id=task_id)
-    into: dict[str, list[str]] = {}
-    for insight, episode in pairs:
-        into.setdefault(episode, []).append(insight)
-    await record_events(
-        conn,
-        [
-            Event(
-                event_type=EventType.DISTILLED,
-                actor_id=actor_id,
-                actor_type="system",
-                memory_id=episode,
-                task_id=task_id,
-                workflow_id=workflow_id,
-                reason=f"distilled into {len(insights)} insight(s) by reflection {reflection_id}",
-                payload={"insights": sorted(insights), "reflection": reflection_id},
-                dedupe_key=f"{reflection_id}:distilled:{episode}",
-            )
-            for episode, insights in sorted(into.items())
-        ],
-        if_absent=True,
+async def existing_memory_ids(conn: AsyncConnection, ids: Iterable[str]) -> set[str]:
+    """Which of these memories are still there (an episode erased meanwhile is not)."""
+    rows = await conn.execute(
+        text("SELECT id::text AS id FROM memories WHERE id = ANY(CAST(:ids AS uuid[]))"), {"ids": sorted(ids)}
     )
-    return added
+    return {r.id for r in rows}
 
 
 async def list_reflections(

@@ -8,10 +8,11 @@ Pruning: `load_retention_rows` reads what the rules of governance/retention.py n
 usefulness, what derives from each memory, open change requests; never content), a page of rows per
 statement; `active_group_counts` says how many active memories a group holds now (migration 0010's
 index); `lock_prune_scopes` takes the scopes a batch deletes from, as a publication would (so a promotion
-cannot merge into a memory being deleted); `prune_memories` deletes a batch in the caller's transaction:
-what survives but builds on a pruned memory is marked stale (when the rule says so), survivors'
-`supersedes_id` skips to the nearest kept ancestor and `related_ids` drop the pruned ids, the embeddings go
-with their rows (and the `embedding_cache` rows of their texts; plan items keep no vector of them), and
+cannot merge into a memory being deleted); `lock_for_pruning`, `derivation_sources_among` and
+`delete_pruned` are a batch's statements, composed by governance/operations/retention.py (which first
+marks stale what survives but builds on a pruned memory, when the rule says so): survivors'
+`supersedes_id` skips to the nearest kept ancestor and `related_ids` drop the pruned ids, the embeddings
+go with their rows (and the `embedding_cache` rows of their texts; plan items keep no vector of them), and
 each gets a PRUNED event: id, citation, type, org, project, scope, title, sha256 hashes and the rule —
 never content.
 """
@@ -26,11 +27,9 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from governance.retention import MARKS_DERIVED_STALE, PruneChoice, RetentionRow
+from governance.retention import PruneChoice, RetentionRow
 from governance.scopes import SCOPE_LEVEL, Scope
-from governance.storage.derivations import mark_derived_stale
-from governance.storage.events import Event, EventType, record_events
-from governance.storage.memory_rows import expired_event
+from governance.storage.events import Event, EventType, expired_event, record_events
 from governance.trust import DAYS_PER_MONTH, DECAY_RATES_PER_MONTH, MIN_CONFIDENCE, DecayPolicy
 
 __all__ = [
@@ -42,7 +41,9 @@ __all__ = [
     "load_retention_rows",
     "active_group_counts",
     "lock_prune_scopes",
-    "prune_memories",
+    "lock_for_pruning",
+    "derivation_sources_among",
+    "delete_pruned",
 ]
 
 _ACTOR_ID, _ACTOR_TYPE = "system:retention", "system"
@@ -297,14 +298,9 @@ async def lock_prune_scopes(conn: AsyncConnection, scope_keys: Sequence[str]) ->
         await conn.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:k, 0))"), {"k": key})
 
 
-async def prune_memories(conn: AsyncConnection, choices: Sequence[PruneChoice]) -> PruneOutcome:
-    """Delete the chosen memories in the caller's transaction, each with a PRUNED event (no content)."""
-    outcome = PruneOutcome()
-    if not choices:
-        return outcome
-    by_id = {c.id: c for c in choices}
-    ids = sorted(by_id)
-    found = (
+async def lock_for_pruning(conn: AsyncConnection, ids: Sequence[str]) -> list[Any]:
+    """The chosen memories still there, locked for update, with what their PRUNED events carry."""
+    rows = (
         await conn.execute(
             text(
                 """
@@ -315,13 +311,16 @@ async def prune_memories(conn: AsyncConnection, choices: Sequence[PruneChoice]) 
                 FROM memories WHERE id = ANY(CAST(:ids AS uuid[])) ORDER BY id FOR UPDATE
                 """
             ),
-            {"ids": ids},
+            {"ids": list(ids)},
         )
     ).all()
-    if not found:
-        return outcome
-    gone = [r.id for r in found]
-    sources = {
+    return list(rows)
+
+
+async def derivation_sources_among(conn: AsyncConnection, ids: Sequence[str]) -> set[str]:
+    """Which of these memories something else is derived from."""
+    gone = list(ids)
+    return {
         row[0]
         for row in await conn.execute(
             text(
@@ -331,18 +330,15 @@ async def prune_memories(conn: AsyncConnection, choices: Sequence[PruneChoice]) 
             {"gone": gone},
         )
     }
-    for r in found:
-        choice = by_id[r.id]
-        if choice.rule in MARKS_DERIVED_STALE and r.id in sources:
-            outcome.stale_marked += await mark_derived_stale(
-                conn,
-                r.id,
-                cause="pruned",
-                reason=choice.reason,
-                actor_id=_ACTOR_ID,
-                actor_type=_ACTOR_TYPE,
-                exclude=gone,
-            )
+
+
+async def delete_pruned(
+    conn: AsyncConnection, found: Sequence[Any], by_id: dict[str, PruneChoice]
+) -> list[PrunedMemory]:
+    """Delete the locked memories (their embeddings and cached vectors too), relinking their chains, each
+    with a PRUNED event carrying no content."""
+    gone = [r.id for r in found]
+    pruned: list[PrunedMemory] = []
     # a survivor's history skips the pruned versions: its predecessor becomes the nearest one kept (the
     # pruned rows let go of theirs first: a memory has one successor, supersedes_id is unique)
     await conn.execute(
@@ -397,9 +393,7 @@ async def prune_memories(conn: AsyncConnection, choices: Sequence[PruneChoice]) 
     for r in found:
         choice = by_id[r.id]
         label = MemoryLabel(r.id, r.citation, r.memory_type, r.scope, r.scope_key, r.title)
-        outcome.pruned.append(
-            PrunedMemory(label, choice.rule, choice.reason, r.content_hash, r.content_sha256)
-        )
+        pruned.append(PrunedMemory(label, choice.rule, choice.reason, r.content_hash, r.content_sha256))
         events.append(
             Event(
                 event_type=EventType.PRUNED,
@@ -423,4 +417,4 @@ async def prune_memories(conn: AsyncConnection, choices: Sequence[PruneChoice]) 
             )
         )
     await record_events(conn, events)
-    return outcome
+    return pruned

@@ -35,7 +35,7 @@ from sqlalchemy.types import Text
 from governance.errors import NotFound
 from governance.ranking import RankingParams, ScoreParts, score_parts, weighted_rrf
 from governance.scopes import visible_scope_keys
-from governance.storage.derivations import derivation_sources
+from governance.storage.memory_links import derivation_sources
 from governance.storage.tables import EMBEDDING_DIM
 
 __all__ = [

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
     BigInteger,
@@ -23,9 +25,10 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSON, JSONB, TSVECTOR, UUID
 
-from governance.config import EMBEDDING_DIM
+from governance.embedding import EMBEDDING_DIM
 
 __all__ = [
+    "vector_literal",
     "metadata",
     "principals",
     "api_keys",
@@ -353,3 +356,10 @@ webhook_deliveries = Table(
     Column("delivered_at", DateTime(timezone=True), nullable=True),
     UniqueConstraint("webhook_id", "event_key", name="webhook_deliveries_once"),
 )
+
+
+def vector_literal(vector: Sequence[float] | None) -> str | None:
+    """pgvector's text form, for `CAST(:v AS vector)` in hand-written statements."""
+    if vector is None:
+        return None
+    return "[" + ",".join(f"{float(x):.7g}" for x in vector) + "]"

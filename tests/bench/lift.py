@@ -46,7 +46,7 @@ async def _seed(engine: Any, org: str, project: str, n: int) -> list[str]:
     from sqlalchemy import insert
 
     from governance.dedup import content_hash
-    from governance.storage.lifecycle import make_citation
+    from governance.storage.memory_rows import make_citation
     from governance.storage.tables import memories
 
     rng = random.Random(zlib.crc32(project.encode()))
@@ -80,8 +80,8 @@ async def _seed(engine: Any, org: str, project: str, n: int) -> list[str]:
 async def _publish(engine: Any, ids: list[str], org: str, project: str, batch: int, rules: Any) -> float:
     from sqlalchemy import select
 
-    from governance.storage.lifecycle import NewMemory
-    from governance.storage.publish import lock_for_publication, publish_candidate
+    from governance.operations.publishing import lock_for_publication, publish_candidate
+    from governance.storage.memory_rows import NewMemory
     from governance.storage.tables import memories
 
     target, visible = f"project:{org}/{project}", [f"project:{org}/{project}", f"org:{org}"]
@@ -112,7 +112,7 @@ async def _publish(engine: Any, ids: list[str], org: str, project: str, batch: i
                     actor_type="human",
                     task_id=None,
                     workflow_id=None,
-                    dedupe_key=f"bench-publish:{row.id}",
+                    idempotency_key=f"bench-publish:{row.id}",
                     dup_threshold=rules.dup_threshold,
                     related_threshold=rules.related_threshold,
                     locked=True,
@@ -124,9 +124,9 @@ async def _lift(engine: Any, ids: list[str], org: str, project: str, rules: Any)
     """One lift request of `ids` into project scope, stored and applied in one transaction."""
     from governance.changes import ChangeOperation, ChangeTrust
     from governance.errors import Conflict
+    from governance.operations.changes import apply_change_request
     from governance.storage.change_requests import (
         NewChangeRequest,
-        apply_change_request,
         create_change_request,
     )
     from governance.storage.lifting import add_lift_items, lift_items, lift_sources
@@ -168,8 +168,8 @@ async def main(memories: int, batch: int, parallel: int) -> None:
     from api.cli.embedded import start_embedded_postgres
     from governance.config import Settings
     from governance.errors import Conflict
+    from governance.operations.lifting import LiftRules
     from governance.storage.engine import make_engine
-    from governance.storage.lifting import LiftRules
     from governance.storage.migrate import upgrade_head
 
     tmp = Path(tempfile.mkdtemp(prefix="loregate-bench-lift-"))

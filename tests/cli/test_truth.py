@@ -10,9 +10,9 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from governance.config import Settings
+from governance.operations.changes import retire_memory
 from governance.scopes import ActorType, Scope
 from governance.storage.derivations import record_derivations
-from governance.storage.lifecycle import retire_memory
 from tests.utils.cli import cli_env, run_cli
 from tests.utils.factories import make_actor, new_tenant
 from tests.utils.gateway import running_gateway

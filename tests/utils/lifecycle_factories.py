@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from governance.dedup import content_hash
 from governance.scopes import Scope, visible_scope_keys
 from governance.scopes import scope_key as make_scope_key
-from governance.storage.lifecycle import make_citation
+from governance.storage.memory_rows import make_citation
 from governance.storage.tables import memories
 
 __all__ = ["Place", "new_place", "insert_memory"]

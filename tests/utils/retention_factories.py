@@ -9,7 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from governance.dedup import content_hash
 from governance.storage.derivations import record_derivations
-from governance.storage.lifecycle import make_citation
+from governance.storage.memory_rows import make_citation
 from governance.storage.tables import memories
 
 __all__ = ["age_memories", "add_insight", "pruned_events"]

@@ -155,6 +155,7 @@ def _check_archive(file: Path) -> None:
 def _restore(settings: Settings, file: Path, *, force: bool) -> None:
     """Replay the archive in one transaction (dropping what is there first with `force`), then migrate."""
     from governance.storage.migrate import upgrade_head
+    from governance.storage.server_settings import EMPTY_DATABASE
     from governance.storage.transfer import database_contents
 
     with database(settings) as url:
@@ -167,7 +168,7 @@ def _restore(settings: Settings, file: Path, *, force: bool) -> None:
             )
         script = [f"--dbname={_libpq(url)}", "--single-transaction", "--quiet", "-v", "ON_ERROR_STOP=1"]
         if force:
-            script += ["-c", "DROP SCHEMA IF EXISTS public CASCADE; CREATE SCHEMA public;"]
+            script += ["-c", EMPTY_DATABASE]
         dump = subprocess.Popen(
             [postgres_tool("pg_restore"), "--no-owner", "--no-privileges", "--file=-", str(file)],
             stdout=subprocess.PIPE,

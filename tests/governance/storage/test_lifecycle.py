@@ -12,18 +12,11 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from governance.errors import Conflict, NotFound
+from governance.operations.changes import retire_memory, supersede_memory
+from governance.operations.publishing import publish_candidate
 from governance.scopes import Scope
-from governance.storage.lifecycle import (
-    NewMemory,
-    PublishOutcome,
-    boost_memory,
-    memory_history,
-    publish_candidate,
-    record_feedback,
-    resolve_memory_id,
-    retire_memory,
-    supersede_memory,
-)
+from governance.storage.memory_changes import boost_memory, memory_history, record_feedback
+from governance.storage.memory_rows import NewMemory, PublishOutcome, resolve_memory_id
 from governance.trust import usefulness_from_votes
 from tests.utils.lifecycle_factories import Place
 
@@ -72,7 +65,7 @@ def mem(
 
 
 async def publish(
-    engine: AsyncEngine, place: Place, m: NewMemory, dedupe_key: str | None = None
+    engine: AsyncEngine, place: Place, m: NewMemory, idempotency_key: str | None = None
 ) -> PublishOutcome:
     async with engine.begin() as conn:
         return await publish_candidate(
@@ -83,7 +76,7 @@ async def publish(
             actor_type="orchestrator",
             task_id=place.task_id,
             workflow_id="wf",
-            dedupe_key=dedupe_key or uuid.uuid4().hex,
+            idempotency_key=idempotency_key or uuid.uuid4().hex,
             dup_threshold=0.92,
             related_threshold=0.85,
         )
@@ -114,10 +107,12 @@ async def resolve_memory_id_via(engine: AsyncEngine, ref: str) -> str:
         return await resolve_memory_id(conn, ref)
 
 
-async def test_publish_replay_with_same_dedupe_key_writes_nothing(engine: AsyncEngine, place: Place) -> None:
+async def test_publish_replay_with_same_idempotency_key_writes_nothing(
+    engine: AsyncEngine, place: Place
+) -> None:
     m = mem(place, "Deploys go through the release branch.")
-    first = await publish(engine, place, m, dedupe_key=f"k-{place.task_id}")
-    again = await publish(engine, place, m, dedupe_key=f"k-{place.task_id}")
+    first = await publish(engine, place, m, idempotency_key=f"k-{place.task_id}")
+    again = await publish(engine, place, m, idempotency_key=f"k-{place.task_id}")
     assert again.replayed and again.memory_id == first.memory_id and again.action == first.action
     assert (
         await scalar(engine, "SELECT count(*) FROM memories WHERE scope_key = :k", k=place.key(Scope.PROJECT))

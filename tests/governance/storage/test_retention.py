@@ -9,6 +9,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from governance.operations.retention import prune_memories
 from governance.retention import PruneChoice, RetentionPolicy, select_for_pruning
 from governance.scopes import Scope
 from governance.storage.derivations import record_derivations
@@ -19,7 +20,6 @@ from governance.storage.retention import (
     decay_confidences,
     expire_due,
     load_retention_rows,
-    prune_memories,
 )
 from governance.trust import decayed
 from tests.utils.lifecycle_factories import Place, insert_memory
