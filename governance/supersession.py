@@ -22,11 +22,14 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Protocol
 
+from rapidfuzz import fuzz
+
 __all__ = [
     "Verdict",
     "ContradictionJudge",
     "RuleBasedJudge",
     "material_difference",
+    "order_difference",
     "canonical_aliases",
     "quantities",
     "salient_terms",
@@ -537,6 +540,115 @@ def _choices(a: str, b: str) -> str | None:
         in_b = {c for c in group if re.search(rf"(?<!\w){re.escape(c)}(?![A-Za-z0-9_])", b)}
         if in_a and in_b and in_a != in_b and not (in_a & in_b):
             return f"different choices: {sorted(in_a)} vs {sorted(in_b)}"
+    return None
+
+
+# words that carry no role of their own: their moving about says nothing about who does what to whom
+_FUNCTION_WORDS = frozenset(
+    "the a an of in on at to for from by with and or as is are was were be been being it its this that "
+    "these those which who whom whose he she they his her their them we our you your i my me also then "
+    "there here has have had do does did will would can could should may might must into onto upon over "
+    "under between through during after before while since until about against among within without".split()
+)
+# qualifiers whose place decides what they qualify: "only admins can deploy on Friday" / "admins can
+# deploy only on Friday"
+_SCOPE_WORDS = frozenset("only not never no none all every each always except without nor".split())
+
+
+# "the same words in another order": both texts of at least 12 words, their word sets nearly equal
+# (rapidfuzz token_set_ratio >= 0.8) and the in-order alignment (difflib ratio of the word sequences) at
+# least 0.2 below that; chosen on the tune part of PAWS-Wiki dev (docs/dedup-calibration.md). Shorter
+# texts are left to the exchange test: a short paraphrase often turns a sentence round ("We use psycopg 3
+# as the PostgreSQL driver" / "The PostgreSQL driver we use is psycopg 3")
+_REORDER_MIN_WORDS = 12
+_REORDER_SAME_WORDS = 0.8
+_REORDER_GAP = 0.2
+
+
+def _order_tokens(text: str) -> tuple[list[str], list[bool]]:
+    """Case-folded words without punctuation, and which of them carry content (a role: a name, a noun,
+    a number, a qualifier); a lone upper-case letter ("A calls B") is a name, not an article."""
+    raw = [w.strip(".,;:!?()[]{}\"'`") for w in text.split()]
+    raw = [w for w in raw if w]
+    folded = [w.casefold() for w in raw]
+    content = [
+        f not in _FUNCTION_WORDS or (len(w) == 1 and w.isupper()) for w, f in zip(raw, folded, strict=True)
+    ]
+    return folded, content
+
+
+def _shape(word: str) -> str:
+    return "number" if any(c.isdigit() for c in word) else "word"
+
+
+def order_difference(a: str, b: str) -> str | None:
+    """Two texts of (nearly) the same words whose order says another thing, or None.
+
+    Word order carries meaning where two words exchange places: swapped entities or roles ("A calls B" /
+    "B calls A", "migrate from X to Y" / "from Y to X", "34 Nigerians, 28 Chadians" / "34 Chadians, 28
+    Nigerians", "useless against X, effective against Y" / the other way), and where a qualifier moves
+    ("only admins deploy on Friday" / "admins deploy only on Friday").
+
+    An exchange: two content words x, y of one shape (two words or two numbers) that each text holds
+    once, in opposite order, each standing where the other stood (the same word before or after it), with
+    a word between them in both texts (the middle that stays: "calls", "to"). A phrase moved as a
+    whole ("In August, X left" / "X left in August"), two adjacent words turned
+    round ("black southern" / "southern black") or a date moved past a place ("in Gloucester in 1923" /
+    "in 1923 in Gloucester") has no such middle, or no such pair, and is no exchange. A moved qualifier:
+    `only`, `not`, `never`, `all`, ... taken out in one place and put in at another (difflib alignment).
+    Beyond these, texts of 12 words or more, of nearly the same words (word sets >= 0.8 alike), whose
+    in-order alignment falls 0.2 or more below that are taken as different statements: a paraphrase
+    that only reorders is refused a merge too, so no fact is lost where the roles are not clear
+    (PAWS-shaped pairs).
+    Latin-script texts only: Korean marks roles with particles, so its order is free.
+    """
+    if _HANGUL.search(a) or _HANGUL.search(b):
+        return None
+    ta, ca = _order_tokens(canonical_aliases(a))
+    tb, cb = _order_tokens(canonical_aliases(b))
+    if ta == tb:
+        return None
+    matcher = difflib.SequenceMatcher(a=ta, b=tb, autojunk=False)
+    same_words = fuzz.token_set_ratio(" ".join(ta), " ".join(tb)) / 100.0
+    in_order = matcher.ratio()
+    if (
+        min(len(ta), len(tb)) >= _REORDER_MIN_WORDS
+        and same_words >= _REORDER_SAME_WORDS
+        and same_words - in_order >= _REORDER_GAP
+    ):
+        return f"the same words in another order (word sets {same_words:.2f}, in order {in_order:.2f})"
+    opcodes = matcher.get_opcodes()
+    removed = {ta[i] for op, i1, i2, _, _ in opcodes if op in ("replace", "delete") for i in range(i1, i2)}
+    added = {tb[j] for op, _, _, j1, j2 in opcodes if op in ("replace", "insert") for j in range(j1, j2)}
+    for w in sorted(removed & added & _SCOPE_WORDS):
+        if ta.count(w) == tb.count(w):
+            return f"the qualifier {w!r} moved"
+
+    def slot(tokens: list[str], i: int) -> set[tuple[str, str]]:
+        # where a word stands: the word before it and the word after it
+        before = tokens[i - 1] if i > 0 else ""
+        after = tokens[i + 1] if i + 1 < len(tokens) else ""
+        return {("before", before), ("after", after)}
+
+    once_a = {w: i for i, w in enumerate(ta) if ta.count(w) == 1}
+    once_b = {w: j for j, w in enumerate(tb) if tb.count(w) == 1}
+    shared = sorted(once_a.keys() & once_b.keys(), key=lambda w: once_a[w])
+    content = {w for w in shared if ca[once_a[w]]}
+    for k, x in enumerate(shared):
+        if x not in content:
+            continue
+        for y in shared[k + 1 :]:
+            if y not in content or _shape(x) != _shape(y) or once_b[y] > once_b[x]:
+                continue
+            # x before y in a, after it in b: each in the other's slot, with a word between them in both?
+            if (
+                slot(ta, once_a[x]) & slot(tb, once_b[y])
+                and slot(ta, once_a[y]) & slot(tb, once_b[x])
+                and any(
+                    once_a[x] < once_a[z] < once_a[y] and once_b[y] < once_b[z] < once_b[x] for z in shared
+                )
+            ):
+                return f"{x!r} and {y!r} exchanged places"
     return None
 
 
