@@ -553,6 +553,8 @@ _FUNCTION_WORDS = frozenset(
 # qualifiers whose place decides what they qualify: "only admins can deploy on Friday" / "admins can
 # deploy only on Friday"
 _SCOPE_WORDS = frozenset("only not never no except without".split())
+# a moved qualifier counts between texts sharing at least this share of their words (Jaccard)
+_QUALIFIER_SHARED_WORDS = 0.7
 _ARTICLES = frozenset({"the", "a", "an"})
 _COORDINATORS = frozenset({"and", "or", "nor", "plus", "&"})
 
@@ -679,7 +681,11 @@ def _exchange(ta: list[str], ca: list[bool], tb: list[str]) -> str | None:
 
 def _moved_qualifier(ta: list[str], tb: list[str]) -> str | None:
     """`only`, `not`, `never` ... taken out in one place and put in at another, before another word
-    ("only admins" / "only on Friday"); moved with the word it qualifies, it says the same."""
+    ("only admins" / "only on Friday"), in texts of nearly the same words (else the sentence was said
+    anew: "stored in the vault, never in the repository" / "never commit them to the repo"); moved with
+    the word it qualifies, it says the same."""
+    if len(set(ta) & set(tb)) < _QUALIFIER_SHARED_WORDS * len(set(ta) | set(tb)):
+        return None
     for w in sorted(_SCOPE_WORDS & set(ta) & set(tb)):
         if ta.count(w) != 1 or tb.count(w) != 1:
             continue
