@@ -60,3 +60,26 @@ def test_order_difference_keeps_swapped_roles_apart() -> None:
     )
     assert order_difference("Run the tests before pushing.", "Before pushing, run the tests.") is None
     assert order_difference("uses a black southern dialect", "uses a southern black dialect") is None
+
+
+def test_memory_trust_history_shows_the_merged_candidates_text() -> None:
+    from datetime import UTC, datetime
+
+    from api.schemas.events import EventPublic, EventsPage
+    from api.services.browse import trust_history
+
+    merged = EventPublic(
+        id=1,
+        type="MERGED",
+        memory_id="m",
+        citation=None,
+        actor_id="agent",
+        actor_type="agent",
+        task_id=None,
+        workflow_id=None,
+        reason="similarity 0.950",
+        payload={"candidate": {"content": "Always run tests prior to a push."}, "confidence": 0.7},
+        created_at=datetime.now(UTC),
+    )
+    (step,) = trust_history(EventsPage(events=[merged]))
+    assert step.detail == "a duplicate merged into it: Always run tests prior to a push."
