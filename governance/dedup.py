@@ -7,16 +7,18 @@ the neighbours (same hash, same canonical-key head, nearest embeddings) under a 
 2. a bug pattern with the same error signature (its canonical key)  -> DUPLICATE (one pattern, counted)
    an active head with the same canonical key, other content     -> SUPERSEDE it
 3. same content hash in a wider visible scope                     -> DUPLICATE
-4. cosine >= dup_threshold, compatible keys, no material difference, and the duplicate model
+4. cosine >= dup_threshold, compatible keys, no material or order difference, and the duplicate model
    (`governance.dedup_model`: cosine, lexical similarity, named terms and numbers) says so -> DUPLICATE
 5. the contradiction judge says a close neighbour of the same memory type is contradicted -> SUPERSEDE it
 6. otherwise                                                      -> NEW, linked to close neighbours
 
 Step 4's "material difference" (a changed number, unit or version, another tool or owner, a negation, an
 opposite term) keeps near-misses like "timeout 30 s" / "timeout 60 s" apart even when the embedder puts them
-side by side; it is a veto. The model then separates paraphrases, abbreviations and translations from other
-statements of the same subject; `dup_threshold` is the cosine floor below which it is not asked
-(docs/dedup-calibration.md).
+side by side; it is a veto. So is an "order difference" (`governance.supersession.order_difference`): the
+same words in an order that says another thing ("A calls B" / "B calls A", "migrate X to Y" / "Y to X",
+a moved "only"), where a merge would keep one statement and lose the other. The model then separates
+paraphrases, abbreviations and translations from other statements of the same subject; `dup_threshold`
+is the cosine floor below which it is not asked (docs/dedup-calibration.md).
 Supersession only targets memories of the target scope: a project cannot deprecate org knowledge.
 A judged contradiction (step 5) needs the same memory type: a skill whose steps quote a decision is not
 a newer version of that decision's fact, and superseding it would hand the skill the fact's canonical key.
@@ -34,7 +36,12 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from governance.dedup_model import DEDUP_MODEL, DedupModel, duplicate_probability
-from governance.supersession import ContradictionJudge, RuleBasedJudge, material_difference
+from governance.supersession import (
+    ContradictionJudge,
+    RuleBasedJudge,
+    material_difference,
+    order_difference,
+)
 
 __all__ = [
     "Neighbour",
@@ -166,6 +173,7 @@ def classify(
         if (
             not _keys_compatible(canonical_key, n.canonical_key)
             or material_difference(content, n.content) is not None
+            or order_difference(content, n.content) is not None
         ):
             continue
         probability = duplicate_probability(content, n.content, n.similarity, model)

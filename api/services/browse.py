@@ -188,7 +188,13 @@ def trust_history(trail: EventsPage) -> list[TrustStep]:
             counted = "" if payload.get("counted", True) else ", not counted again"
             detail = f"validated: {payload.get('source', '?')}{counted}"
         elif e.type == "MERGED":
-            detail = "a duplicate merged into it"
+            candidate = payload.get("candidate")
+            kept = candidate.get("content") if isinstance(candidate, dict) else None
+            detail = (
+                f"a duplicate merged into it: {kept}"
+                if isinstance(kept, str)
+                else "a duplicate merged into it"
+            )
         else:
             detail = e.reason or e.type.lower()
         steps.append(TrustStep(e.created_at, e.type, e.actor_id, after, detail))

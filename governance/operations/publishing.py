@@ -160,8 +160,10 @@ async def _merge(
         "payload": {
             "outcome": outcome_dict(outcome),
             "duplicate_of": target.id,
+            # the merged candidate's own wording is kept with the memory it joined (its history shows it)
             "candidate": {
                 "title": mem.title,
+                "content": mem.content,
                 "content_hash": chash,
                 "scope_key": mem.scope_key,
                 "source_task_ids": list(mem.source_task_ids),

@@ -153,6 +153,13 @@ async def test_duplicate_by_embedding_similarity(engine: AsyncEngine, place: Pla
         engine, place, mem(place, "Always run tests prior to a push.", embedding=near(base, 0.96, 8))
     )
     assert second.action == "merged" and second.memory_id == first.memory_id
+    # the merged candidate's wording is kept with the memory (its MERGED event), never dropped
+    payload = await scalar(
+        engine,
+        "SELECT payload FROM memory_events WHERE event_type = 'MERGED' AND memory_id = CAST(:i AS uuid)",
+        i=first.memory_id,
+    )
+    assert payload["candidate"]["content"] == "Always run tests prior to a push."
 
 
 async def test_near_but_not_duplicate_is_new_and_related(engine: AsyncEngine, place: Place) -> None:
