@@ -39,11 +39,13 @@ from governance.approval import TokenRefused, check_token
 from governance.config import Settings
 from governance.errors import NotFound
 from governance.identity import Principal, judged_project
+from governance.lifting import lift_refusal
 from governance.scopes import ActorType, ValidationSource
 from governance.storage.approval_proofs import approval_secret, change_request_digest, plan_digest
 from governance.storage.change_requests import ChangeRequest, close_change_request, get_change_request
 from governance.storage.events import EventType, record_event
 from governance.storage.identity import get_enabled_principal
+from governance.storage.lifting import lift_source_tenants
 from governance.storage.promotions import approval_grant_exists
 from governance.storage.staging import get_task
 from policy.enforcer import Authorizer
@@ -390,6 +392,9 @@ class GateCheckActivities:
             unproven = await self._unproven_decision(conn, data, principal)
             if unproven is not None:
                 return unproven, principal
+            lift = await self._lift_refusal(conn, data, principal)
+            if lift is not None:
+                return lift, principal
         project = judged_project(principal, data.org, data.project)
         if not self._authorizer.allowed(
             principal, org=data.org, project=project, scope=data.target_scope, action="approve"
@@ -400,6 +405,37 @@ class GateCheckActivities:
                 principal,
             )
         return None, principal
+
+    async def _lift_refusal(
+        self, conn: AsyncConnection, data: ApproverCheckInput, principal: Principal
+    ) -> str | None:
+        """A lift is decided only by a human who may read every memory it carries (governance/lifting.py).
+
+        The same rule the API applies: the Temporal UI's signal must not let a human of another project
+        approve a lift it could not even see. None for anything but a lift.
+        """
+        if data.change_request_id is None:
+            return None
+        sources = (await lift_source_tenants(conn, [data.change_request_id])).get(data.change_request_id, [])
+        if not sources:
+            return None
+        reads_every_source = all(
+            self._authorizer.allowed(
+                principal,
+                org=source.org,
+                project=judged_project(principal, source.org, source.project),
+                scope=source.scope,
+                action="read",
+            )
+            for source in sources
+        )
+        refusal = lift_refusal(
+            reads_every_source=reads_every_source,
+            deciding=True,
+            human=principal.actor_type is ActorType.HUMAN,
+            approves_target=True,  # judged next, against the target scope
+        )
+        return None if refusal is None else f"{principal.actor_type.value} {principal.id} {refusal}"
 
     async def _unproven_decision(
         self, conn: AsyncConnection, data: ApproverCheckInput, principal: Principal

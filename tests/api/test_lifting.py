@@ -565,3 +565,28 @@ async def test_two_pending_lifts_of_one_memory_both_approved_apply_once(
     assert ends == ["applied", "conflict"]
     assert len(await _active(engine, place.key(Scope.PROJECT))) == 1
     assert len(await _events(engine, original, "LIFTED")) == 1
+
+
+async def test_a_lift_into_org_signalled_from_the_temporal_ui_counts_only_from_a_reader_of_its_sources(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine, temporal: Client
+) -> None:
+    """The Temporal UI's signal meets the API's rule: a human of another project, who may not read the
+    lifted memory, is refused by the approver activity (before, its signal would have counted)."""
+    human = team["human"]
+    org, project = human.principal.org, human.principal.project
+    system = await make_actor(engine, ActorType.SYSTEM, org, project)
+    foreign_human = await make_actor(engine, ActorType.HUMAN, org, f"other-{uuid.uuid4().hex[:8]}")
+    original = await _memory_at(engine, _place(system), Scope.PROJECT)
+    request = (await _lift(http, system, [original], "org", 202)).json()
+    await _awaiting(temporal, request["workflow_id"])
+    handle = temporal.get_workflow_handle(request["workflow_id"])
+    await handle.signal("approve", {"approver": foreign_human.principal.id, "note": "looks fine"})
+    deadline = asyncio.get_running_loop().time() + 30
+    while not (status := await handle.query("state"))["refusals"]:
+        assert asyncio.get_running_loop().time() < deadline
+        await asyncio.sleep(0.2)
+    assert status["state"] == "awaiting_approval"
+    assert "may not read every memory this lift carries" in status["refusals"][0]["reason"]
+    await handle.signal("approve", {"approver": human.principal.id, "note": "yes"})
+    done = await _wait_state(http, human, request["id"], "applied")
+    assert done["decided_by"] == human.principal.id
