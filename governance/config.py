@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import ipaddress
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import platformdirs
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from governance.retention import RetentionPolicy
 
@@ -49,6 +50,11 @@ class Settings(BaseSettings):
     db_pool_size: int = 10
     db_timeout_seconds: float = 5.0  # per statement; a stalled database is a 503 within 2x this
     console_session_hours: float = Field(default=8.0, gt=0)  # a console sign-in lasts this long at most
+    # signs console sessions (with the key's stored hash); None: a random one kept 0600 in the data dir.
+    # Give every gateway host the same value; changing it signs every console user out.
+    session_secret: SecretStr | None = Field(default=None, min_length=32)
+    # peers whose X-Forwarded-For / X-Forwarded-Proto are believed (addresses or CIDRs, comma-separated)
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
     # staging limits
     max_entry_bytes: int = 64 * 1024
@@ -127,6 +133,23 @@ class Settings(BaseSettings):
     # `loregate up`: a worker, gateway or Temporal dev server that dies is restarted with backoff
     supervisor_max_restarts: int = 5  # per child within the window; one more stops the platform
     supervisor_restart_window_seconds: float = 300.0
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _split_proxies(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [item.strip() for item in value.split(",") if item.strip()]
+        return value
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _check_proxies(cls, value: list[str]) -> list[str]:
+        for item in value:
+            try:
+                ipaddress.ip_network(item, strict=False)
+            except ValueError:
+                raise ValueError(f"{item!r} is not an IP address or CIDR") from None
+        return value
 
     @property
     def api_only(self) -> bool:
