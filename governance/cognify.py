@@ -3,8 +3,8 @@
 This is the deterministic, rule-based extractor — the default, and the fallback whenever an LLM is
 configured but fails. It reads entry kinds:
 
-- `fact`, `preference`, `insight`, `skill` entries become candidates of that memory type, `rule` entries
-  `code_rule` candidates (their confidence then follows observations, governance/trust.py);
+- `fact`, `preference`, `profile`, `insight`, `skill` entries become candidates of that memory type,
+  `rule` entries `code_rule` candidates (their confidence then follows observations, governance/trust.py);
 - `decision` entries are the key decisions; a decision that names a canonical key also becomes a fact;
 - `error` entries of a successful task become `bug_pattern` candidates, paired with the first later
   `result` or `decision` (what fixed it), keyed by the error's signature (`governance/bug_signature.py`;
@@ -49,6 +49,7 @@ _TITLE_CHARS = 80
 _DIRECT_TYPES: dict[str, MemoryType] = {
     EntryKind.FACT: MemoryType.FACT,
     EntryKind.PREFERENCE: MemoryType.PREFERENCE,
+    EntryKind.PROFILE: MemoryType.PROFILE,
     EntryKind.INSIGHT: MemoryType.INSIGHT,
     EntryKind.SKILL: MemoryType.SKILL,
     EntryKind.RULE: MemoryType.CODE_RULE,
@@ -56,6 +57,7 @@ _DIRECT_TYPES: dict[str, MemoryType] = {
 _DEFAULT_IMPORTANCE: dict[MemoryType, float] = {
     MemoryType.FACT: 0.6,
     MemoryType.PREFERENCE: 0.6,
+    MemoryType.PROFILE: 0.6,
     MemoryType.INSIGHT: 0.6,
     MemoryType.SKILL: 0.7,
     MemoryType.BUG_PATTERN: 0.7,
