@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import os
 import secrets
 import time
@@ -55,6 +56,7 @@ _CONTEXT = b"loregate console session\x00"
 # the generated server secret, in the data dir (when LOREGATE_SESSION_SECRET is not set)
 SESSION_SECRET_FILE = "console-session.secret"
 _SECRET_BYTES = 32
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -125,13 +127,17 @@ def server_secret(settings: Settings) -> bytes:
         text = path.read_text(encoding="ascii").strip()
         secret = bytes.fromhex(text)
     except (OSError, ValueError) as exc:
-        raise Unavailable(
-            f"the console's session secret {path} cannot be read or created ({exc}); "
-            "fix the data dir or set LOREGATE_SESSION_SECRET"
-        ) from None
-    if len(secret) < _SECRET_BYTES:
-        raise Unavailable(f"the console's session secret {path} is too short; delete it to make a new one")
-    return secret
+        problem = f"cannot be read or created ({exc})"
+    else:
+        if len(secret) >= _SECRET_BYTES:
+            return secret
+        problem = "is too short (delete it to make a new one)"
+    # the path and the cause go to the operator's log; the client (not signed in) learns neither
+    _log.error("the console's session secret %s %s; or set LOREGATE_SESSION_SECRET", path, problem)
+    raise Unavailable(
+        "the console cannot sign anyone in: its session secret is unusable; the operator must fix the "
+        "data dir or set LOREGATE_SESSION_SECRET (see the gateway's log)"
+    )
 
 
 def _create_secret_file(path: Path) -> None:

@@ -161,3 +161,17 @@ async def test_console_signin_forwarded_for_from_a_trusted_proxy_names_the_clien
             # a client cannot prepend its own address: the proxy's appended one is what counts
             spoofed = await _sign_in(http, _wrong(human), "198.51.100.1, 203.0.113.7")
             assert spoofed.status_code == 429
+
+
+async def test_console_signin_without_a_usable_session_secret_is_503_naming_the_setting(
+    settings: Settings, team: dict[str, Actor], tmp_path: Path
+) -> None:
+    blocked = tmp_path / "not-a-dir"
+    blocked.write_text("a file where the data dir should be")
+    own = settings.model_copy(update={"data_dir": blocked, "session_secret": None})
+    with running_gateway(own) as url:
+        async with httpx.AsyncClient(base_url=url, timeout=30) as http:
+            answer = await _sign_in(http, team["human"].key)
+            assert answer.status_code == 503, answer.text
+            assert "LOREGATE_SESSION_SECRET" in answer.text and str(blocked) not in answer.text
+            assert "loregate_console" not in http.cookies
