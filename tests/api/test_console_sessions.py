@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import os
 import re
 import stat
 import time
@@ -21,6 +22,7 @@ from api.services.sessions import SESSION_SECRET_FILE, SIGN_IN_FAILURES_ALLOWED
 from governance.config import Settings
 from governance.identity import key_id_of
 from governance.storage.identity import principal_by_key_id
+from tests.system.processes import Cluster
 from tests.utils.factories import Actor
 from tests.utils.gateway import running_gateway
 
@@ -175,3 +177,31 @@ async def test_console_signin_without_a_usable_session_secret_is_503_naming_the_
             assert answer.status_code == 503, answer.text
             assert "LOREGATE_SESSION_SECRET" in answer.text and str(blocked) not in answer.text
             assert "loregate_console" not in http.cookies
+
+
+async def test_console_under_loregate_serve_ignores_forwarded_for_and_its_workers_share_one_secret(
+    database_url: str, team: dict[str, Actor], tmp_path: Path
+) -> None:
+    """The production path, `loregate serve --workers 2` (uvicorn alone would trust loopback proxies)."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("LOREGATE_SESSION_SECRET", "LOREGATE_TRUSTED_PROXIES")
+    }
+    env |= {"LOREGATE_DATABASE_URL": database_url, "LOREGATE_DATA_DIR": str(tmp_path / "data")}
+    cluster = Cluster(env=env, log_dir=tmp_path)
+    try:
+        gateway = cluster.gateway("gateway", "--workers", "2")
+        await cluster.wait_healthy(gateway)
+        assert gateway.url is not None
+        token = await _session_token(gateway.url, team["human"])
+        for _ in range(8):  # new connections, spread over both worker processes: each verifies the session
+            assert (await _page(gateway.url, token)).status_code == 200
+        assert stat.S_IMODE((tmp_path / "data" / SESSION_SECRET_FILE).stat().st_mode) == 0o600
+        # one connection, so one worker process (the throttle is per process); forged addresses buy nothing
+        async with httpx.AsyncClient(base_url=gateway.url, timeout=30) as http:
+            for n in range(SIGN_IN_FAILURES_ALLOWED):
+                assert (await _sign_in(http, _wrong(team["human"]), f"203.0.113.{n}")).status_code == 401
+            assert (await _sign_in(http, _wrong(team["human"]), "198.51.100.1")).status_code == 429
+    finally:
+        cluster.close()
