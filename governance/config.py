@@ -50,11 +50,8 @@ class Settings(BaseSettings):
     db_pool_size: int = 10
     db_timeout_seconds: float = 5.0  # per statement; a stalled database is a 503 within 2x this
     console_session_hours: float = Field(default=8.0, gt=0)  # a console sign-in lasts this long at most
-    # signs console sessions (with the key's stored hash); None: a random one kept 0600 in the data dir.
-    # Give every gateway host the same value; changing it signs every console user out.
-    session_secret: SecretStr | None = Field(default=None, min_length=32)
-    # peers whose X-Forwarded-For / X-Forwarded-Proto are believed (addresses or CIDRs, comma-separated)
-    trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    session_secret: SecretStr | None = Field(None, min_length=32)  # console sessions; unset: data dir file
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(default=[])  # CIDRs whose X-Forwarded-* count
 
     # staging limits
     max_entry_bytes: int = 64 * 1024
