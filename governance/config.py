@@ -50,7 +50,7 @@ class Settings(BaseSettings):
     db_pool_size: int = 10
     db_timeout_seconds: float = 5.0  # per statement; a stalled database is a 503 within 2x this
     console_session_hours: float = Field(default=8.0, gt=0)  # a console sign-in lasts this long at most
-    session_secret: SecretStr | None = Field(None, min_length=32)  # console sessions; unset: data dir file
+    session_secret: SecretStr | None = Field(default=None, min_length=32)  # console sessions; unset: data dir
     trusted_proxies: Annotated[list[str], NoDecode] = Field(default=[])  # CIDRs whose X-Forwarded-* count
 
     # staging limits
