@@ -3,8 +3,8 @@
 This is the deterministic, rule-based extractor — the default, and the fallback whenever an LLM is
 configured but fails. It reads entry kinds:
 
-- `fact`, `preference`, `insight`, `skill` entries become candidates of that memory type, `rule` entries
-  `code_rule` candidates (their confidence then follows observations, governance/trust.py);
+- `fact`, `preference`, `profile`, `insight`, `skill` entries become candidates of that memory type,
+  `rule` entries `code_rule` candidates (their confidence then follows observations, governance/trust.py);
 - **insights come from reflection only**: an `insight` entry written by anyone but the system (the org's
   reflector, which stages what reflection distilled) is a `fact` candidate: an agent that calls its own
   note an insight does not make it one. An entry whose author is not known (`actor_type` None, callers that
@@ -59,6 +59,7 @@ _TITLE_CHARS = 80
 _DIRECT_TYPES: dict[str, MemoryType] = {
     EntryKind.FACT: MemoryType.FACT,
     EntryKind.PREFERENCE: MemoryType.PREFERENCE,
+    EntryKind.PROFILE: MemoryType.PROFILE,
     EntryKind.INSIGHT: MemoryType.INSIGHT,
     EntryKind.SKILL: MemoryType.SKILL,
     EntryKind.RULE: MemoryType.CODE_RULE,
@@ -66,6 +67,7 @@ _DIRECT_TYPES: dict[str, MemoryType] = {
 _DEFAULT_IMPORTANCE: dict[MemoryType, float] = {
     MemoryType.FACT: 0.6,
     MemoryType.PREFERENCE: 0.6,
+    MemoryType.PROFILE: 0.6,
     MemoryType.INSIGHT: 0.6,
     MemoryType.SKILL: 0.7,
     MemoryType.BUG_PATTERN: 0.7,

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import ipaddress
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import platformdirs
 from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from governance.approval import (
     APPROVAL_TIMEOUT_SECONDS,
@@ -52,6 +53,8 @@ class Settings(BaseSettings):
     db_pool_size: int = 10
     db_timeout_seconds: float = 5.0  # per statement; a stalled database is a 503 within 2x this
     console_session_hours: float = Field(default=8.0, gt=0)  # a console sign-in lasts this long at most
+    session_secret: SecretStr | None = Field(default=None, min_length=32)  # console sessions; unset: data dir
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(default=[])  # CIDRs whose X-Forwarded-* count
 
     # rate limits: token buckets kept in each gateway process (N gateways admit up to N times these rates);
     # a refusal is 429 / RESOURCE_EXHAUSTED with Retry-After; a rate of 0 turns that bucket off
@@ -171,6 +174,23 @@ class Settings(BaseSettings):
     def gate_mode(self) -> ApprovalMode:
         """The approval mode (also when a copy was made with the old name or a plain string)."""
         return ApprovalMode(str(self._old_mode_name(self.approval_mode)))
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _split_proxies(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [item.strip() for item in value.split(",") if item.strip()]
+        return value
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _check_proxies(cls, value: list[str]) -> list[str]:
+        for item in value:
+            try:
+                ipaddress.ip_network(item, strict=False)
+            except ValueError:
+                raise ValueError(f"{item!r} is not an IP address or CIDR") from None
+        return value
 
     @property
     def api_only(self) -> bool:

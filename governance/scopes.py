@@ -49,6 +49,7 @@ class EntryKind(StrEnum):
     INSIGHT = "insight"
     FACT = "fact"
     PREFERENCE = "preference"
+    PROFILE = "profile"  # who someone is: their role, tools, working habits (becomes a `profile`)
     SKILL = "skill"
     RULE = "rule"  # a code rule the work should follow (becomes a `code_rule`)
 

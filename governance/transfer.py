@@ -60,7 +60,7 @@ def import_task_id(digest: str, target_scope_key: str) -> str:
 _KIND_OF: dict[str, EntryKind] = {
     MemoryType.FACT: EntryKind.FACT,
     MemoryType.PREFERENCE: EntryKind.PREFERENCE,
-    MemoryType.PROFILE: EntryKind.PREFERENCE,
+    MemoryType.PROFILE: EntryKind.PROFILE,
     MemoryType.INSIGHT: EntryKind.INSIGHT,
     MemoryType.SKILL: EntryKind.SKILL,
     MemoryType.CODE_RULE: EntryKind.RULE,

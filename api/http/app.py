@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from api.http import console
 from api.http.errors import ERROR_RESPONSES, install_error_handlers
@@ -107,6 +108,9 @@ def create_app(settings: Settings | None = None, *, grpc_port: int | None = None
         larger={path: settings.max_import_bytes for path in ("/v1/imports", "/v1/restores")},
     )
     app.add_middleware(MetricsMiddleware)
+    if settings.trusted_proxies:
+        # X-Forwarded-For / -Proto from these peers only (the client address the sign-in throttle counts)
+        app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=settings.trusted_proxies)
     _trace(app)
     return app
 

@@ -23,7 +23,7 @@ from sqlalchemy import func, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from governance.errors import Conflict, DailyQuotaExceeded, NotFound, TaskQuotaExceeded
+from governance.errors import Conflict, DailyQuotaExceeded, GovernanceError, NotFound, TaskQuotaExceeded
 from governance.identity import Principal
 from governance.limits import (
     StagingQuota,
@@ -39,6 +39,7 @@ from governance.storage.tables import staging_entries, staging_idempotency, task
 
 __all__ = [
     "ENDED_STATUSES",
+    "CLOSED_STATUSES",
     "TaskInfo",
     "AppendedEntry",
     "StoredEntry",
@@ -58,6 +59,9 @@ __all__ = [
 # a task's status once its promotion ended: published (`promoted`; `unverified` when the verification
 # failed or never came), `rejected` (by a human or the approval timeout) or `failed`
 ENDED_STATUSES: frozenset[str] = frozenset({"promoted", "unverified", "rejected", "failed"})
+# ...and those after which the task takes no more entries: nothing appended could ever be promoted
+# (a task is promoted once). A `failed` promotion may be started again, so its task stays open.
+CLOSED_STATUSES: frozenset[str] = ENDED_STATUSES - {"failed"}
 
 
 @dataclass(frozen=True)
@@ -162,10 +166,14 @@ async def open_task(
     return existing, False
 
 
+# The task's row is locked by the sequence reservation anyway: refusing a closed task there costs the
+# hot path nothing, and reads the status fresh (the gateways cache tasks, status and all).
 _APPEND = text(
     """
     WITH reserved AS (
-        UPDATE tasks SET next_seq = next_seq + :n WHERE id = :task_id RETURNING next_seq
+        UPDATE tasks SET next_seq = next_seq + :n
+        WHERE id = :task_id AND status NOT IN (__CLOSED__)
+        RETURNING next_seq
     ), appended AS (
         INSERT INTO staging_entries
             (task_id, seq, actor_id, actor_type, kind, content, payload, idempotency_key, request_hash)
@@ -180,7 +188,7 @@ _APPEND = text(
         FROM appended WHERE idempotency_key IS NOT NULL
     )
     SELECT id, seq FROM appended
-    """
+    """.replace("__CLOSED__", ", ".join(f"'{status}'" for status in sorted(CLOSED_STATUSES)))
 )
 
 
@@ -283,8 +291,8 @@ async def _append_once(
                     )
                 ).all()
             )
-            if not inserted:
-                raise NotFound(f"task {task_id!r} does not exist")
+            if not inserted:  # the task is gone or closed: only now read which (never on the hot path)
+                raise _refusal(await get_task(conn, task_id), task_id)
     inserted.sort(key=lambda r: r.seq)  # RETURNING order is not guaranteed; ordinality fixed the seqs
     new_iter = iter(inserted)
     results: list[AppendedEntry] = []
@@ -298,6 +306,16 @@ async def _append_once(
     return results
 
 
+def _refusal(task: TaskInfo | None, task_id: str) -> GovernanceError:
+    if task is None:
+        return NotFound(f"task {task_id!r} does not exist")
+    promotion = task.promotion_workflow_id or f"promote-{task.id}"
+    return Conflict(
+        f"task {task.id!r} is closed: its promotion {promotion} ended ({task.status}), so nothing appended "
+        "now could ever be promoted; stage new work in a new task"
+    )
+
+
 async def append_entries(
     engine: AsyncEngine,
     task_id: str,
@@ -308,6 +326,8 @@ async def append_entries(
     """Append a batch, all or nothing; entries whose idempotency key was seen return the first result.
 
     With `quota` (the task's org and the quotas), a batch whose new entries would pass one is refused whole.
+    A task whose promotion ended (`CLOSED_STATUSES`) takes nothing new: Conflict naming the promotion. Replays
+    of entries it took before still return their first result.
 
     Two concurrent requests carrying the same new key race on the unique index: the loser's transaction
     (and its sequence reservation) rolls back, and it runs again to find the winner's rows.

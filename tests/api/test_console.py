@@ -16,11 +16,8 @@ import numpy as np
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from api.services.sessions import SIGN_IN_FAILURES_ALLOWED
-from governance.config import Settings
 from governance.scopes import Scope
 from tests.utils.factories import Actor
-from tests.utils.gateway import running_gateway
 from tests.utils.memory_factories import add_entries, add_memory, new_task
 from tests.utils.promotion_factories import active_memories
 from tests.utils.promotion_gateway import staged_promotion, wait_promotion_state
@@ -242,17 +239,3 @@ async def test_console_memory_browser_filters_by_state_and_trust(
     assert "new driver" in trusted.text and "old driver" not in trusted.text
     text = await console.get("/console/memories", params={"scope_key": scope, "q": "PSYCOPG2"})
     assert "old driver" in text.text and "new driver" not in text.text
-
-
-async def test_console_signin_failures_from_one_address_are_throttled(
-    settings: Settings, team: dict[str, Actor]
-) -> None:
-    human = team["human"]
-    forged = Actor(human.principal, human.key[:-4] + "xxxx")
-    with running_gateway(settings) as url:  # a gateway of its own: the throttle is per process
-        async with httpx.AsyncClient(base_url=url, timeout=30) as http:
-            for _ in range(SIGN_IN_FAILURES_ALLOWED):
-                assert (await sign_in(http, forged)).status_code == 401
-            throttled = await sign_in(http, human)  # even the right key waits now
-            assert throttled.status_code == 429 and "too many failed sign-ins" in throttled.text
-            assert "loregate_console" not in http.cookies

@@ -79,7 +79,8 @@ async def _promote(
 
 
 async def _published_project(http: httpx.AsyncClient, team: dict[str, Actor]) -> str:
-    """Two promotions: a fact, a bug pattern and a skill built on the fact; then the fact superseded."""
+    """Two promotions: a fact, a profile, a bug pattern and a skill built on the fact; then the fact
+    superseded."""
     await _promote(
         http,
         team,
@@ -92,6 +93,7 @@ async def _published_project(http: httpx.AsyncClient, team: dict[str, Actor]) ->
                 "payload": {"repeatable": True},
             },
             {"kind": "fact", "content": "cache.ttl: 60 seconds for the product pages"},
+            {"kind": "profile", "content": "team.release: Dana signs off every release, on Fridays"},
         ],
     )
     await _promote(http, team, [{"kind": "decision", "content": "db.driver: asyncpg for the bulk loader"}])
@@ -120,7 +122,7 @@ async def test_export_restore_into_a_fresh_database_round_trips(
     export_seconds = time.monotonic() - started
     first = _records(exported.text)
     memories = _by_kind(first, "memory")
-    assert {m["memory_type"] for m in memories} >= {"fact", "bug_pattern", "skill", "episode"}
+    assert {m["memory_type"] for m in memories} >= {"fact", "profile", "bug_pattern", "skill", "episode"}
     assert any(m["supersedes_id"] for m in memories) and any(m["derived_from"] for m in memories)
     assert any(m["deprecated_at"] for m in memories) and _by_kind(first, "event")
 
@@ -203,8 +205,9 @@ async def test_gate_import_into_another_project_publishes_through_promotion(
     wanted = {
         (m["memory_type"], m["canonical_key"], m["content"])
         for m in _by_kind(source, "memory")
-        if m["deprecated_at"] is None and m["memory_type"] in ("fact", "skill", "bug_pattern")
+        if m["deprecated_at"] is None and m["memory_type"] in ("fact", "profile", "skill", "bug_pattern")
     }
     got = {(m["memory_type"], m["canonical_key"], m["content"]) for m in published}
     assert wanted <= got, (wanted - got, got)
+    assert any(m[0] == "profile" for m in wanted)  # and it came back a profile, not a preference
     assert all(m["source_task_ids"] == [task_id] for m in published)

@@ -44,7 +44,9 @@ def running_gateway(settings: Settings) -> Iterator[str]:
     from api.http.app import create_app
 
     port = free_port()
-    config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
+    config = uvicorn.Config(
+        create_app(settings), host="127.0.0.1", port=port, log_level="warning", proxy_headers=False
+    )  # as `loregate serve` runs it
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -75,6 +77,7 @@ def gateway_process(database_url: str, **env: str) -> Iterator[str]:
             str(port),
             "--log-level",
             "warning",
+            "--no-proxy-headers",
         ],
         env=proc_env,
     )

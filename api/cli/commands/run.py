@@ -66,6 +66,9 @@ def serve(
             http=PROTOCOL_PATH,
             log_level="info",
             access_log=access_log,
+            # the app believes forwarded headers from LOREGATE_TRUSTED_PROXIES only (api/http/app.py);
+            # uvicorn's own default would believe any client on loopback
+            proxy_headers=False,
         )
 
 
