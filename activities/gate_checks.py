@@ -33,6 +33,7 @@ from temporalio import activity
 from governance.config import Settings
 from governance.errors import NotFound
 from governance.identity import Principal, judged_project
+from governance.instructions import approval_scope
 from governance.scopes import ActorType, ValidationSource
 from governance.storage.change_requests import ChangeRequest, close_change_request, get_change_request
 from governance.storage.events import EventType, record_event
@@ -110,6 +111,8 @@ class ApproverCheckInput:
     grant: str | None = None
     note: str = ""
     memory_id: str | None = None
+    # the plan holds quarantined items: only a human who may approve at least project scope decides
+    quarantine: bool = False
 
 
 @dataclass
@@ -353,11 +356,17 @@ class GateCheckActivities:
             ):
                 return "approval_mode is api_only and no API-authenticated grant matches", principal
         project = judged_project(principal, data.org, data.project)
+        scope = approval_scope(data.target_scope) if data.quarantine else data.target_scope
+        if data.quarantine and principal.actor_type is not ActorType.HUMAN:
+            return (
+                f"quarantined plan items need a human's approval, not {principal.actor_type.value}'s",
+                principal,
+            )
         if not self._authorizer.allowed(
-            principal, org=data.org, project=project, scope=data.target_scope, action="approve"
+            principal, org=data.org, project=project, scope=scope, action="approve"
         ):
             return (
-                f"{principal.actor_type.value} {principal.id} may not approve {data.target_scope} scope "
+                f"{principal.actor_type.value} {principal.id} may not approve {scope} scope "
                 f"in {data.org}/{project or '*'}",
                 principal,
             )

@@ -30,6 +30,7 @@ from governance.cognify import Candidate, StagedEntry, episode_candidate, skill_
 from governance.config import Settings
 from governance.dedup import Decision, classify, content_hash
 from governance.errors import InvalidInput, NotFound
+from governance.instructions import QuarantinedItem, quarantine_reason
 from governance.publication import NearbyMemory, PublishedMemory
 from governance.redaction import redact, redact_json
 from governance.scopes import SCOPE_LEVEL, ActorType, Scope, scope_key
@@ -53,6 +54,7 @@ from governance.storage.plans import (
     plan_page,
     planned_count,
     publish_rows,
+    quarantined_items,
     record_published,
     save_candidates,
     save_plan_items,
@@ -240,6 +242,10 @@ class PlanResult:
     embedded: int = 0  # texts this attempt embedded (embedding cache misses)
     cached: int = 0  # texts this attempt found in the embedding cache
     resumed_from: int = 0  # plan items an earlier attempt had written, not redone
+    # items carrying instructions aimed at agents (governance/instructions.py): how many, and the first few
+    # by index, short title and reasons (labels, never the text); the plan then waits for a human
+    quarantined: int = 0
+    quarantined_items: list[QuarantinedItem] = field(default_factory=list)
 
 
 @dataclass
@@ -557,6 +563,7 @@ class PromotionActivities:
                 nearest = await nearest_memories(
                     conn, key, [r.idx for r in first if r.decision == "new"], data.scope_key
                 )
+                quarantined, held = await quarantined_items(conn, key, limit=PREVIEW_ITEMS)
         finally:
             beating.cancel()
         return PlanResult(
@@ -567,6 +574,8 @@ class PromotionActivities:
             embedded=progress.embedded,
             cached=progress.cached,
             resumed_from=resumed_from,
+            quarantined=quarantined,
+            quarantined_items=[QuarantinedItem(h.idx, preview(h.title), h.reason) for h in held],
         )
 
     async def _plan_chunk_items(
@@ -598,6 +607,7 @@ class PromotionActivities:
                         reason=decision.reason,
                         content_hash=digest,
                         embedding=vector,
+                        quarantine=quarantine_reason(candidate.title, candidate.content),
                     )
                 )
         return items
@@ -688,8 +698,16 @@ class PromotionActivities:
                 )
             # the scopes are locked (and expired memories retired) once, for the whole plan
             await lock_for_publication(conn, scope.value, target_key, visible)
+            # instructions aimed at agents leave only with a human's approval (a plan holding them waits
+            # for one; a failed task's episodes, published without waiting, keep them back)
+            held: set[int] = set()
+            if data.approver_type != ActorType.HUMAN.value:
+                _, quarantined = await quarantined_items(conn, key, limit=data.total)
+                held = {q.idx for q in quarantined}
             for start in range(0, data.total, _PUBLISH_PAGE):
                 for row in await publish_rows(conn, key, start, min(data.total, start + _PUBLISH_PAGE)):
+                    if row.idx in held:
+                        continue
                     c = row.candidate
                     outcome = await publish_candidate(
                         conn,

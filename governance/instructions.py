@@ -38,7 +38,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ["Finding", "scan", "quarantine_reason", "REASON_LIMIT"]
+__all__ = ["Finding", "QuarantinedItem", "approval_scope", "scan", "quarantine_reason", "REASON_LIMIT"]
 
 # the stored reason is short: labels, never the matched text (it is shown in Temporal's details)
 REASON_LIMIT = 300
@@ -54,6 +54,24 @@ class Finding:
 
     def describe(self) -> str:
         return f"{self.label} ({self.via})" if self.via else self.label
+
+
+@dataclass
+class QuarantinedItem:
+    """A plan item held for a human, as the workflow shows it: its index, short title and the reasons."""
+
+    index: int
+    title: str
+    reason: str
+
+
+def approval_scope(target_scope: str) -> str:
+    """The scope at which a human's approval of a quarantined plan is judged: the target, at least project.
+
+    Task and worktree scopes need no approval otherwise, so nobody holds `approve` there; the humans who
+    approve a project's memories are the ones to clear its agents' quarantined instructions.
+    """
+    return target_scope if target_scope in ("project", "org") else "project"
 
 
 def _rx(pattern: str) -> re.Pattern[str]:

@@ -105,6 +105,8 @@ GATE_CHECKS_PATCH = "gate-checks-start-and-evidence"
 # Runs from then on ask, once they published, whether the project's pending episodes now weigh enough for
 # a reflection, and start it (runs that began before replay without asking)
 REFLECTION_TRIGGER_PATCH = "reflection-trigger"
+# Runs from then on wait for a human when the plan holds instructions aimed at agents, at any scope
+QUARANTINE_PATCH = "quarantine"
 # the question is best effort: a database that does not answer soon leaves it to the scheduled sweep
 _TRIGGER_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3)
 
@@ -171,6 +173,13 @@ def _markdown(status: PromotionStatus, decisions: dict[str, int] | None = None) 
                 f"… and {status.plan_total - len(status.plan)} more: `loregate promotion {status.task_id} "
                 f"--all`, or `GET /v1/promotions/{status.task_id}/plan`.",
             ]
+    if status.quarantined_total:
+        lines += [
+            "",
+            f"**Quarantined** ({status.quarantined_total}: instructions aimed at agents, a human decides):",
+            "",
+        ]
+        lines += [f"- item {q.index + 1}, **{q.title}**: {q.reason}" for q in status.quarantined]
     if status.state == PromotionState.AWAITING_APPROVAL:
         lines += [
             "",
@@ -344,6 +353,7 @@ class PromotionWorkflow:
                 target_scope=self._status.target_scope,
                 grant=request.grant,
                 note=request.note,
+                quarantine=self._status.quarantined_total > 0,
             ),
             start_to_close_timeout=_DB_TIMEOUT,
             retry_policy=DB_RETRY,
@@ -507,8 +517,10 @@ class PromotionWorkflow:
             for i in planned.preview
         ]
 
+        self._status.quarantined_total = planned.quarantined
+        self._status.quarantined = list(planned.quarantined_items)
         decision: _Decision | None = None
-        if collected.requires_approval:
+        if collected.requires_approval or (planned.quarantined and workflow.patched(QUARANTINE_PATCH)):
             self._set_state(PromotionState.AWAITING_APPROVAL)
             try:
                 await workflow.wait_condition(

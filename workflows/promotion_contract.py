@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from governance.errors import Conflict, InvalidInput, NotFound
+from governance.instructions import QuarantinedItem
 from governance.publication import NearbyMemory, PublishedMemory
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "PromotionResult",
     "PublishedMemory",
     "NearbyMemory",
+    "QuarantinedItem",
 ]
 
 
@@ -222,6 +224,10 @@ class PromotionStatus:
     error: str | None = None
     plan_total: int = 0
     published_total: int = 0
+    # plan items carrying instructions aimed at agents: the promotion waits for a human's approval at any
+    # scope; the first few by index, short title and reasons
+    quarantined_total: int = 0
+    quarantined: list[QuarantinedItem] = field(default_factory=list)
 
 
 @dataclass
