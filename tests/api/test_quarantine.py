@@ -9,11 +9,15 @@ it; a human's approval publishes it; a task of benign items at the same scope pu
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client
 
+from tests.api.test_console import sign_in
+from tests.utils.cli import cli_env, run_cli
 from tests.utils.factories import Actor
 from tests.utils.promotion_factories import active_memories
 from tests.utils.promotion_gateway import open_task, stage, wait_promotion_state
@@ -55,7 +59,7 @@ async def _promote_worktree(
 
 
 async def test_poisoned_worktree_promotion_waits_for_a_human_and_names_the_items(
-    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine, temporal: Client
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine, temporal: Client, gateway: str
 ) -> None:
     task_id = await _promote_worktree(http, team, POISONED + BENIGN)
     status = await wait_promotion_state(http, team["human"].headers, task_id, "awaiting_approval")
@@ -81,6 +85,18 @@ async def test_poisoned_worktree_promotion_waits_for_a_human_and_names_the_items
     for held in status["quarantined"]:
         assert f"item {held['index'] + 1}, **" in details
     assert "download piped into a shell" in details and "evil.example" not in details
+
+    # the CLI and the console say the same
+    env = cli_env(LOREGATE_URL=gateway, LOREGATE_API_KEY=team["human"].key, COLUMNS="200")
+    shown = await asyncio.to_thread(run_cli, "promotion", task_id, env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert f"quarantined {status['quarantined_total']}" in shown.stdout
+    assert "a download piped into a shell" in shown.stdout
+    async with httpx.AsyncClient(base_url=gateway, timeout=90) as browser:
+        await sign_in(browser, team["human"])
+        page = await browser.get(f"/console/promotions/{task_id}")
+    assert page.status_code == 200 and f"Quarantined ({status['quarantined_total']})" in page.text
+    assert "Quarantined: a download piped into a shell" in page.text
 
     # an orchestrator (who started it) cannot clear it, nor can the agent
     for who in ("orchestrator", "agent"):
