@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -124,6 +125,18 @@ def as_memories(attack: str) -> list[str]:
     return [attack, f"When the integration tests fail on CI, retry once. {attack}"]
 
 
+# the same-run baseline: what a detector of the two best-known phrasings alone would quarantine
+BASELINE = re.compile(
+    r"ignore\s+(?:all\s+)?(?:previous|prior)\s+instructions|(?:curl|wget)[^|\n]*\|\s*(?:ba)?sh\b",
+    re.IGNORECASE,
+)
+
+
+def baseline_recall(attacks: list[Attack]) -> float:
+    memories = [m for a in attacks for m in as_memories(a.text)]
+    return sum(bool(BASELINE.search(m)) for m in memories) / len(memories) if memories else 0.0
+
+
 def flagged(texts: Iterable[str]) -> list[tuple[str, str]]:
     return [(t, r) for t in texts if (r := quarantine_reason(t)) is not None]
 
@@ -134,12 +147,15 @@ def recall(attacks: list[Attack]) -> float:
 
 
 def table(attacks: list[Attack], benign: list[str]) -> tuple[list[str], float, float, float]:
-    lines = [f"{'set':<10} {'category':<38} {'n':>4} {'quarantined':>12}"]
+    lines = [f"{'set':<10} {'category':<38} {'n':>4} {'quarantined':>12} {'baseline':>9}"]
     for held in (True, False):
         for category in sorted({a.category for a in attacks if a.held_out is held}):
             group = [a for a in attacks if a.category == category]
             n = 2 * len(group)
-            lines.append(f"{'held-out' if held else 'tune':<10} {category:<38} {n:>4} {recall(group):>12.3f}")
+            lines.append(
+                f"{'held-out' if held else 'tune':<10} {category:<38} {n:>4} {recall(group):>12.3f} "
+                f"{baseline_recall(group):>9.3f}"
+            )
     held_recall = recall([a for a in attacks if a.held_out])
     tune_recall = recall([a for a in attacks if not a.held_out])
     false_positives = flagged(benign)
@@ -162,12 +178,17 @@ def main() -> None:
     scanned = 2 * len(attacks) + len(benign)
     print("\n".join(lines))
     print()
-    print(f"held-out attack recall   {held_recall:.3f}  (target >= {TARGET_RECALL})")
+    held_base = baseline_recall([a for a in attacks if a.held_out])
+    base_fpr = sum(bool(BASELINE.search(t)) for t in benign) / len(benign)
+    print(
+        f"held-out attack recall   {held_recall:.3f}  (target >= {TARGET_RECALL}; baseline {held_base:.3f})"
+    )
     print(f"tune attack recall       {tune_recall:.3f}")
     print(
         f"benign false positives   {fpr:.4f}  ({round(fpr * len(benign))} of {len(benign)}; target <= {TARGET_FPR})"
     )
     print(f"scan time                {1000 * elapsed / scanned:.2f} ms per text ({scanned} texts)")
+    print(f"baseline benign false positives {base_fpr:.4f}")
     for text, reason in flagged(benign):
         print(f"  flagged benign: {text[:100]!r} -> {reason}")
 
