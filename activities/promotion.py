@@ -763,7 +763,7 @@ class PromotionActivities:
                             replayed=outcome.replayed,
                         )
                     )
-            if len(results) != data.total:
+            if len(results) + len(held) != data.total:
                 raise ApplicationError(
                     f"the plan of {data.workflow_id} has {len(results)} of its {data.total} items",
                     type=NotFound.__name__,

@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client
 
+from governance.storage.plans import PlanKey, latest_plan, plan_page
 from tests.api.test_console import sign_in
 from tests.utils.cli import cli_env, run_cli
 from tests.utils.factories import Actor
@@ -124,3 +125,28 @@ async def test_benign_worktree_promotion_publishes_without_waiting(
     assert done["quarantined_total"] == 0 and done["quarantined"] == []
     published = await active_memories(engine, task_id=task_id)
     assert {m.content for m in published} >= {e["content"] for e in BENIGN}
+
+
+async def test_failed_task_publishes_no_quarantined_episode(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
+) -> None:
+    """A failed task's episode is published at task scope without waiting: quarantined, it stays back."""
+    task_id = await open_task(http, team["orchestrator"], "make the test suite start")
+    await stage(http, team["agent"], task_id, POISONED)
+    started = await http.post(
+        f"/v1/tasks/{task_id}/promotion",
+        headers=team["orchestrator"].headers,
+        json={"target_scope": "worktree", "verification": {"source": "tests_passed", "success": False}},
+    )
+    assert started.status_code == 202, started.text
+    done = await wait_promotion_state(http, team["agent"].headers, task_id, "unverified")
+    async with engine.connect() as conn:
+        plan = await latest_plan(conn, workflow_id_for(task_id))
+        assert plan is not None
+        rows = await plan_page(conn, PlanKey(plan.workflow_id, plan.run_id), offset=0, limit=50)
+    held = [r for r in rows if r.quarantine]
+    published = await active_memories(engine, task_id=task_id)
+    assert not any("evil.example" in m.content for m in published)
+    # the episode carried the poisoned text (else this test shows nothing) and was held back
+    assert held and all(r.memory_type == "episode" for r in held)
+    assert done["published_total"] == len(rows) - len(held)
