@@ -39,6 +39,7 @@ from governance.approval import TokenRefused, check_token
 from governance.config import Settings
 from governance.errors import NotFound
 from governance.identity import Principal, judged_project
+from governance.instructions import approval_scope
 from governance.lifting import lift_refusal
 from governance.scopes import ActorType, ValidationSource
 from governance.storage.approval_proofs import approval_secret, change_request_digest, plan_digest
@@ -123,6 +124,8 @@ class ApproverCheckInput:
     token: str | None = None
     # a change request's id (its content's digest is what the token binds)
     change_request_id: str | None = None
+    # the plan holds quarantined items: only a human who may approve at least project scope decides
+    quarantine: bool = False
 
 
 @dataclass
@@ -396,11 +399,17 @@ class GateCheckActivities:
             if lift is not None:
                 return lift, principal
         project = judged_project(principal, data.org, data.project)
+        scope = approval_scope(data.target_scope) if data.quarantine else data.target_scope
+        if data.quarantine and principal.actor_type is not ActorType.HUMAN:
+            return (
+                f"quarantined plan items need a human's approval, not {principal.actor_type.value}'s",
+                principal,
+            )
         if not self._authorizer.allowed(
-            principal, org=data.org, project=project, scope=data.target_scope, action="approve"
+            principal, org=data.org, project=project, scope=scope, action="approve"
         ):
             return (
-                f"{principal.actor_type.value} {principal.id} may not approve {data.target_scope} scope "
+                f"{principal.actor_type.value} {principal.id} may not approve {scope} scope "
                 f"in {data.org}/{project or '*'}",
                 principal,
             )

@@ -26,10 +26,17 @@ from temporalio.exceptions import ApplicationError
 from governance.adapters.embedders import Embedder, EmbeddingDimensionMismatch, embed_passages_async
 from governance.adapters.llm_cognifier import LLMCognifier, cognify
 from governance.adapters.llm_judge import make_judge
-from governance.cognify import Candidate, StagedEntry, episode_candidate, skill_candidate
+from governance.cognify import (
+    Candidate,
+    StagedEntry,
+    episode_candidate,
+    rule_proposal_reason,
+    skill_candidate,
+)
 from governance.config import Settings
 from governance.dedup import Decision, classify, content_hash
 from governance.errors import InvalidInput, NotFound
+from governance.instructions import QuarantinedItem, quarantine_reason
 from governance.operations.publishing import publish_candidate
 from governance.publication import NearbyMemory, PublishedMemory
 from governance.redaction import redact, redact_json
@@ -54,6 +61,7 @@ from governance.storage.plans import (
     plan_page,
     planned_count,
     publish_rows,
+    quarantined_items,
     record_published,
     save_candidates,
     save_plan_items,
@@ -66,6 +74,7 @@ from governance.storage.staging import (
     set_task_status,
     snapshot_entries,
     snapshot_size,
+    written_by_non_humans,
 )
 from governance.supersession import ContradictionJudge
 from governance.trust import published_trust
@@ -241,6 +250,10 @@ class PlanResult:
     embedded: int = 0  # texts this attempt embedded (embedding cache misses)
     cached: int = 0  # texts this attempt found in the embedding cache
     resumed_from: int = 0  # plan items an earlier attempt had written, not redone
+    # items carrying instructions aimed at agents (governance/instructions.py): how many, and the first few
+    # by index, short title and reasons (labels, never the text); the plan then waits for a human
+    quarantined: int = 0
+    quarantined_items: list[QuarantinedItem] = field(default_factory=list)
 
 
 @dataclass
@@ -364,6 +377,17 @@ class _Progress:
 def _keys_from(scope: Scope, keys: dict[str, str]) -> list[str]:
     # a target scope is classified against itself and wider scopes, never against narrower ones
     return [scope_key(s, **keys) for s in Scope if SCOPE_LEVEL[s] >= SCOPE_LEVEL[scope]]
+
+
+async def _rule_proposal(conn: AsyncConnection, candidate: StoredCandidate, scope_key: str) -> str | None:
+    """A rule a non-human proposed, planned above task scope, waits for a human like a quarantined item."""
+    if candidate.memory_type != "code_rule":
+        return None
+    return rule_proposal_reason(
+        candidate.memory_type,
+        scope_key.split(":", 1)[0],
+        written_by_non_human=await written_by_non_humans(conn, candidate.source_entry_ids),
+    )
 
 
 class PromotionActivities:
@@ -559,6 +583,7 @@ class PromotionActivities:
                 nearest = await nearest_memories(
                     conn, key, [r.idx for r in first if r.decision == "new"], data.scope_key
                 )
+                quarantined, held = await quarantined_items(conn, key, limit=PREVIEW_ITEMS)
         finally:
             beating.cancel()
         return PlanResult(
@@ -569,6 +594,8 @@ class PromotionActivities:
             embedded=progress.embedded,
             cached=progress.cached,
             resumed_from=resumed_from,
+            quarantined=quarantined,
+            quarantined_items=[QuarantinedItem(h.idx, preview(h.title), h.reason) for h in held],
         )
 
     async def _plan_chunk_items(
@@ -600,6 +627,8 @@ class PromotionActivities:
                         reason=decision.reason,
                         content_hash=digest,
                         embedding=vector,
+                        quarantine=quarantine_reason(candidate.title, candidate.content)
+                        or await _rule_proposal(conn, candidate, data.scope_key),
                     )
                 )
         return items
@@ -690,8 +719,16 @@ class PromotionActivities:
                 )
             # the scopes are locked (and expired memories retired) once, for the whole plan
             await lock_for_publication(conn, scope.value, target_key, visible)
+            # instructions aimed at agents leave only with a human's approval (a plan holding them waits
+            # for one; a failed task's episodes, published without waiting, keep them back)
+            held: set[int] = set()
+            if data.approver_type != ActorType.HUMAN.value:
+                _, quarantined = await quarantined_items(conn, key, limit=data.total)
+                held = {q.idx for q in quarantined}
             for start in range(0, data.total, _PUBLISH_PAGE):
                 for row in await publish_rows(conn, key, start, min(data.total, start + _PUBLISH_PAGE)):
+                    if row.idx in held:
+                        continue
                     c = row.candidate
                     outcome = await publish_candidate(
                         conn,
@@ -747,7 +784,7 @@ class PromotionActivities:
                             replayed=outcome.replayed,
                         )
                     )
-            if len(results) != data.total:
+            if len(results) + len(held) != data.total:
                 raise ApplicationError(
                     f"the plan of {data.workflow_id} has {len(results)} of its {data.total} items",
                     type=NotFound.__name__,

@@ -47,6 +47,8 @@ __all__ = [
     "title_of",
     "entry_memory_type",
     "needs_human_approval",
+    "rule_proposal_reason",
+    "RULE_PROPOSAL",
     "rule_based_analysis",
     "episode_candidate",
     "skill_candidate",
@@ -157,6 +159,20 @@ def needs_human_approval(candidates: Sequence[Candidate], scope: Scope | str) ->
     return SCOPE_LEVEL[Scope(scope)] > SCOPE_LEVEL[Scope.TASK] and any(
         c.needs_human_approval for c in candidates
     )
+
+
+RULE_PROPOSAL = "a rule proposed by a non-human: it binds others only once a human approves it"
+
+
+def rule_proposal_reason(memory_type: str, scope: Scope | str, *, written_by_non_human: bool) -> str | None:
+    """Why a plan item must wait for a human: a `code_rule` a non-human wrote, planned above task scope.
+
+    The plan holds it back like an instruction aimed at agents (governance/instructions.py): the promotion
+    waits for a human at any scope, and publishes it only with one's approval.
+    """
+    if memory_type != MemoryType.CODE_RULE.value or not written_by_non_human:
+        return None
+    return RULE_PROPOSAL if SCOPE_LEVEL[Scope(scope)] > SCOPE_LEVEL[Scope.TASK] else None
 
 
 def _candidate(memory_type: MemoryType, entry: StagedEntry, content: str | None = None) -> Candidate:

@@ -71,6 +71,8 @@ class DecidedScope:
     task_id: str = ""
     memory_id: str | None = None
     change_request_id: str | None = None
+    # the plan holds quarantined items: only a human who approves at project scope or wider clears it
+    quarantine: bool = False
 
 
 def how_to_decide(token_command: str, api_command: str) -> str:
@@ -197,6 +199,7 @@ class ApprovalGate(Generic[StatusT]):
                 memory_id=scope.memory_id,
                 token=request.token,
                 change_request_id=scope.change_request_id,
+                quarantine=scope.quarantine,
             ),
             start_to_close_timeout=DB_TIMEOUT,
             retry_policy=DB_RETRY,

@@ -96,6 +96,8 @@ GATE_CHECKS_PATCH = "gate-checks-start-and-evidence"
 # Runs from then on ask, once they published, whether the project's pending episodes now weigh enough for
 # a reflection, and start it (runs that began before replay without asking)
 REFLECTION_TRIGGER_PATCH = "reflection-trigger"
+# Runs from then on wait for a human when the plan holds instructions aimed at agents, at any scope
+QUARANTINE_PATCH = "quarantine"
 # the question is best effort: a database that does not answer soon leaves it to the scheduled sweep
 _TRIGGER_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3)
 
@@ -192,6 +194,13 @@ def _markdown(status: PromotionStatus, decisions: dict[str, int] | None = None) 
                 f"… and {status.plan_total - len(status.plan)} more: `loregate promotion {status.task_id} "
                 f"--all`, or `GET /v1/promotions/{status.task_id}/plan`.",
             ]
+    if status.quarantined_total:
+        lines += [
+            "",
+            f"**Quarantined** ({status.quarantined_total}: instructions aimed at agents, a human decides):",
+            "",
+        ]
+        lines += [f"- item {q.index + 1}, **{q.title}**: {q.reason}" for q in status.quarantined]
     if status.state == PromotionState.AWAITING_APPROVAL:
         lines += [
             "",
@@ -306,7 +315,11 @@ class PromotionWorkflow(ApprovalGate[PromotionStatus]):
         if collected is None:
             return None
         return DecidedScope(
-            collected.org, collected.project, self._status.target_scope, task_id=collected.task_id
+            collected.org,
+            collected.project,
+            self._status.target_scope,
+            task_id=collected.task_id,
+            quarantine=self._status.quarantined_total > 0,
         )
 
     def _noun(self) -> str:
@@ -434,6 +447,8 @@ class PromotionWorkflow(ApprovalGate[PromotionStatus]):
         self._planned = planned
         self._status.plan_total = planned.total
         self._status.plan = [_plan_entry(i) for i in planned.preview]
+        self._status.quarantined_total = planned.quarantined
+        self._status.quarantined = list(planned.quarantined_items)
         return planned
 
     async def _run_plan(self, plan: PlanInput, analysis: CognifyResult) -> PlanResult:
@@ -447,8 +462,9 @@ class PromotionWorkflow(ApprovalGate[PromotionStatus]):
         return planned
 
     def _needs_approval(self, collected: CollectResult, planned: PlanResult) -> bool:
-        """Whether a human must decide before anything is published: the target scope's policy asks."""
-        return collected.requires_approval
+        """Whether a human must decide before anything is published: the target scope's policy asks, or the
+        plan holds items carrying instructions aimed at agents (quarantined, at any scope)."""
+        return collected.requires_approval or bool(planned.quarantined and workflow.patched(QUARANTINE_PATCH))
 
     async def _await_approval(self, data: PromotionInput) -> Decision:
         """Show the plan as awaiting approval and wait for an accepted decision (or the timeout's)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from governance.instructions import QuarantinedItem
 from governance.publication import NearbyMemory, PublishedMemory
 from workflows.approval_contract import (
     APPROVAL_TIMEOUT_SECONDS,
@@ -42,6 +43,7 @@ __all__ = [
     "PromotionResult",
     "PublishedMemory",
     "NearbyMemory",
+    "QuarantinedItem",
 ]
 
 
@@ -182,6 +184,10 @@ class PromotionStatus:
     error: str | None = None
     plan_total: int = 0
     published_total: int = 0
+    # plan items carrying instructions aimed at agents: the promotion waits for a human's approval at any
+    # scope; the first few by index, short title and reasons
+    quarantined_total: int = 0
+    quarantined: list[QuarantinedItem] = field(default_factory=list)
 
 
 @dataclass

@@ -161,6 +161,12 @@ class PlanEntryPublic(BaseModel):
         description="For a `new` item: the nearest active memories at the target scope (at most 3), most "
         "similar first",
     )
+    quarantine: str | None = Field(
+        default=None,
+        description="Why this item is quarantined (it carries instructions aimed at agents: commands, code "
+        "sending data out, overrides, hijacks, or the same encoded), or null: a plan holding one waits for a "
+        "human's approval at any scope",
+    )
 
 
 class RefusalPublic(BaseModel):
@@ -180,6 +186,14 @@ class PublishedPublic(BaseModel):
     title: str
     superseded_id: str | None
     replayed: bool
+
+
+class QuarantinedPublic(BaseModel):
+    """A plan item held for a human: it carries instructions aimed at agents."""
+
+    index: int = Field(description="Its position in the plan (as `PlanEntryPublic.index`)")
+    title: str
+    reason: str = Field(description="What the detector found, and where it hid (base64, reversed...)")
 
 
 class PromotionPublic(BaseModel):
@@ -215,6 +229,14 @@ class PromotionPublic(BaseModel):
         default_factory=list, description=f"The first {PLAN_PAGE_SIZE} published memories, in plan order"
     )
     published_total: int = Field(default=0, description="How many plan entries were published")
+    quarantined_total: int = Field(
+        default=0,
+        description="How many plan entries carry instructions aimed at agents; while any does, the "
+        "promotion waits in awaiting_approval for a human who may approve at least project scope",
+    )
+    quarantined: list[QuarantinedPublic] = Field(
+        default_factory=list, description=f"The first {PLAN_PAGE_SIZE} quarantined entries, in plan order"
+    )
     error: str | None = None
     started_at: datetime | None = None
     closed_at: datetime | None = None

@@ -59,6 +59,7 @@ def _plain(row: PlanRow) -> PlanEntryPublic:
         reason=row.reason,
         target_title=row.target_title,
         target_content=row.target_content,
+        quarantine=row.quarantine,
     )
 
 

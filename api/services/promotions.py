@@ -37,18 +37,28 @@ from api.schemas.promotions import (
     PromotionStarted,
     PromotionSummary,
     PublishedPublic,
+    QuarantinedPublic,
     VerificationIn,
 )
 from api.services.approvals import UPDATE_TIMEOUT, mint_approval_token, proof_grant, send_decision
 from api.services.gateway import GatewayResources, authorized_task, temporal_client
 from api.services.plan_review import reviewed_entries, target_scope_key
 from api.services.temporal_errors import temporal_errors
-from governance.errors import Conflict, GovernanceError, NotFound, Unavailable
+from governance.errors import Conflict, GovernanceError, NotFound, PolicyDenied, Unavailable
 from governance.identity import Principal
+from governance.instructions import approval_scope
 from governance.redaction import redact_free_text
-from governance.scopes import Scope, ValidationSource
+from governance.scopes import ActorType, Scope, ValidationSource
 from governance.storage.approval_proofs import plan_digest
-from governance.storage.plans import PlanHeader, PlanKey, PlanRow, latest_plan, plan_page, published_page
+from governance.storage.plans import (
+    PlanHeader,
+    PlanKey,
+    PlanRow,
+    latest_plan,
+    plan_page,
+    published_page,
+    quarantined_items,
+)
 from governance.storage.staging import TaskInfo, get_task, get_tasks, set_promotion_workflow
 from workflows.promotion_contract import (
     STATE_ATTRIBUTE,
@@ -140,11 +150,19 @@ async def _stored(
     header = await _complete_plan(state, task.id)
     if header is None or (live and not status.plan_total and not status.published_total):
         # no plan yet (a re-run after a failure has not planned: an older run's plan is not this one's)
-        return {"plan": [], "plan_total": 0, "published": [], "published_total": 0}
+        return {
+            "plan": [],
+            "plan_total": 0,
+            "published": [],
+            "published_total": 0,
+            "quarantined_total": 0,
+            "quarantined": [],
+        }
     key = PlanKey(header.workflow_id, header.run_id)
     async with state.engine.connect() as conn:
         rows = await plan_page(conn, key, offset=0, limit=PLAN_PAGE_SIZE)
         published_total, published = await published_page(conn, key, offset=0, limit=PLAN_PAGE_SIZE)
+        quarantined_total, quarantined = await quarantined_items(conn, key, limit=PLAN_PAGE_SIZE)
     target_key = target_scope_key(task, status.target_scope)
     return {
         "plan": await reviewed_entries(state, principal, key, rows, target_key),
@@ -162,6 +180,8 @@ async def _stored(
             for p in published
         ],
         "published_total": published_total,
+        "quarantined_total": quarantined_total,
+        "quarantined": [QuarantinedPublic(index=q.idx, title=q.title, reason=q.reason) for q in quarantined],
     }
 
 
@@ -400,9 +420,16 @@ async def _awaiting_decision(
     """The task and its promotion, once the caller may `approve` its target scope and it awaits approval."""
     task = await authorized_task(state, principal, task_id, "read")
     handle, status = await _live_status(state, task)
-    state.authorizer.check(
-        principal, org=task.org, project=task.project, scope=status.target_scope, action="approve"
-    )
+    scope = status.target_scope
+    if status.quarantined_total:
+        # instructions aimed at agents: a human who may approve at least project scope decides
+        if principal.actor_type is not ActorType.HUMAN:
+            raise PolicyDenied(
+                f"the promotion of task {task.id!r} holds {status.quarantined_total} quarantined items: "
+                "only a human may decide it"
+            )
+        scope = approval_scope(scope)
+    state.authorizer.check(principal, org=task.org, project=task.project, scope=scope, action="approve")
     if status.state != PromotionState.AWAITING_APPROVAL or status.decided_by is not None:
         raise Conflict(f"the promotion of task {task.id!r} is {status.state}, not awaiting approval")
     return task, handle

@@ -73,6 +73,8 @@ __all__ = [
     "load_candidates",
     "planned_count",
     "save_plan_items",
+    "QuarantinedRow",
+    "quarantined_items",
     "finish_plan",
     "plan_counts",
     "plan_page",
@@ -140,6 +142,9 @@ promotion_plan_items = Table(
     Column("action", String(16), nullable=True),
     Column("superseded_id", Text, nullable=True),
     Column("replayed", Boolean, nullable=True),
+    # why the item carries instructions aimed at agents (governance/instructions.py), or NULL: a quarantined
+    # item is published only after a human approved the promotion
+    Column("quarantine", Text, nullable=True),
     ForeignKeyConstraint(
         ["workflow_id", "run_id"],
         ["promotion_plans.workflow_id", "promotion_plans.run_id"],
@@ -207,6 +212,7 @@ class PlannedItem:
     reason: str
     content_hash: str
     embedding: Sequence[float]
+    quarantine: str | None = None
 
 
 @dataclass(frozen=True)
@@ -225,6 +231,8 @@ class PlanRow:
     # what a duplicate merges into or a supersede replaces, as published now (approvers see old beside new)
     target_title: str | None = None
     target_content: str | None = None
+    # why the item waits for a human (instructions aimed at agents), or None
+    quarantine: str | None = None
 
 
 @dataclass(frozen=True)
@@ -353,6 +361,7 @@ async def save_plan_items(conn: AsyncConnection, key: PlanKey, items: Sequence[P
                 "reason": statement.excluded.reason,
                 "content_hash": statement.excluded.content_hash,
                 "embedding": statement.excluded.embedding,
+                "quarantine": statement.excluded.quarantine,
                 "planned_at": func.now(),
             },
         ),
@@ -368,6 +377,7 @@ async def save_plan_items(conn: AsyncConnection, key: PlanKey, items: Sequence[P
                 "reason": item.reason,
                 "content_hash": item.content_hash,
                 "embedding": list(item.embedding),
+                "quarantine": item.quarantine,
             }
             for item in items
         ],
@@ -427,6 +437,7 @@ async def plan_page(conn: AsyncConnection, key: PlanKey, *, offset: int, limit: 
             _P.reason,
             target.c.title.label("target_title"),
             target.c.content.label("target_content"),
+            _P.quarantine,
         )
         .select_from(_joined().outerjoin(target, target.c.id == target_id))
         .where(_of(key, promotion_plan_items))
@@ -447,9 +458,35 @@ async def plan_page(conn: AsyncConnection, key: PlanKey, *, offset: int, limit: 
             reason=r.reason,
             target_title=r.target_title,
             target_content=r.target_content,
+            quarantine=r.quarantine,
         )
         for r in rows
     ]
+
+
+@dataclass(frozen=True)
+class QuarantinedRow:
+    """A plan item held for a human: its index, title and why."""
+
+    idx: int
+    title: str
+    reason: str
+
+
+async def quarantined_items(
+    conn: AsyncConnection, key: PlanKey, *, limit: int
+) -> tuple[int, list[QuarantinedRow]]:
+    """How many plan items are quarantined, and the first `limit` of them in plan order."""
+    where = and_(_of(key, promotion_plan_items), _P.quarantine.is_not(None))
+    total = int(await conn.scalar(select(func.count()).select_from(promotion_plan_items).where(where)) or 0)
+    rows = await conn.execute(
+        select(_P.idx, _C.title, _P.quarantine)
+        .select_from(_joined())
+        .where(where)
+        .order_by(_P.idx)
+        .limit(limit)
+    )
+    return total, [QuarantinedRow(int(r.idx), r.title, r.quarantine) for r in rows]
 
 
 def _header(row: Any) -> PlanHeader:

@@ -38,6 +38,7 @@ from governance.storage import quotas
 from governance.storage.tables import staging_entries, staging_idempotency, tasks
 
 __all__ = [
+    "written_by_non_humans",
     "ENDED_STATUSES",
     "CLOSED_STATUSES",
     "TaskInfo",
@@ -396,6 +397,18 @@ async def snapshot_size(conn: AsyncConnection, task_id: str) -> tuple[int, int]:
         )
     ).one()
     return int(row[0]), int(row[1])
+
+
+async def written_by_non_humans(conn: AsyncConnection, entry_ids: Sequence[int]) -> bool:
+    """Whether any of these staging entries was written by someone other than a human."""
+    if not entry_ids:
+        return False
+    found = await conn.execute(
+        select(staging_entries.c.id)
+        .where(staging_entries.c.id.in_(list(entry_ids)), staging_entries.c.actor_type != "human")
+        .limit(1)
+    )
+    return found.first() is not None
 
 
 async def snapshot_entries(conn: AsyncConnection, task_id: str, *, up_to_seq: int) -> list[StoredEntry]:

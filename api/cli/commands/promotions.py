@@ -259,6 +259,19 @@ def promotion(
             style="yellow",
             highlight=False,
         )
+    if answer.quarantined_total:
+        console.print(
+            f"quarantined {answer.quarantined_total}: instructions aimed at agents, published only with a "
+            "human's approval",
+            style="bold red",
+            highlight=False,
+        )
+    for held in answer.quarantined:
+        console.print(
+            f"  item {held.index + 1}, {escape(held.title)}: {escape(held.reason)}",
+            style="red",
+            highlight=False,
+        )
     published = answer.published
     if published:
         cited = ", ".join(f"mem:{m.citation}" for m in published)

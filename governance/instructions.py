@@ -1,0 +1,476 @@
+# ruff: noqa: E501  (the rule table: one pattern per line reads better than split fragments)
+"""Instructions aimed at agents: what a memory candidate must not carry into published memory unreviewed.
+
+Published memory is read back by agents as context and guidance, so a candidate that tells its reader to do
+something — run a command, insert code, ignore earlier instructions, answer some other request — is a
+prompt injection stored for later (memory poisoning). Such a candidate is *quarantined*: the plan flags it
+with the reasons below, and it is published only after a human approved the promotion, at any scope.
+
+The rules are our own: the registry's prompt-injection detectors either load a model at run time or match
+chat-jailbreak phrasing only, and none knows shell pipelines, code that sends data out, or the "in your
+answer" form of an indirect injection. They are measured on BIPIA's attack categories, tuned on some and
+reported on the others, and on real commit messages and developer commands that must pass
+(`tests/bench/poisoning.py`, docs/poisoning.md).
+
+How a text is read:
+
+* it is folded first (NFKC, zero-width and format characters dropped, case folded), so full-width or
+  styled letters and invisible separators hide nothing;
+* the rules run on that text and on what may hide in it: base64 and hex runs decoded, URL escapes
+  decoded, the text reversed, rotated (every Caesar shift, ROT13 among them), leetspeak read as letters,
+  emoji and symbols between letters dropped, and letters spaced out joined; a finding in one of these
+  says where it was hidden (`in base64`, `reversed`...);
+* phrases that override earlier instructions are also known in French, Spanish, German, Italian,
+  Portuguese, Russian, Chinese, Japanese and Korean; commands and code are language-neutral.
+
+A false positive costs a human one click on the promotion; a false negative puts a command in front of
+every agent of the scope.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+import unicodedata
+import urllib.parse
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Protocol
+
+__all__ = ["Finding", "QuarantinedItem", "approval_scope", "scan", "quarantine_reason", "REASON_LIMIT"]
+
+# the stored reason is short: labels, never the matched text (it is shown in Temporal's details)
+REASON_LIMIT = 300
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One rule that matched: its id, what it means to an approver, and where it hid (None: in plain text)."""
+
+    rule: str
+    label: str
+    via: str | None = None
+
+    def describe(self) -> str:
+        return f"{self.label} ({self.via})" if self.via else self.label
+
+
+@dataclass
+class QuarantinedItem:
+    """A plan item held for a human, as the workflow shows it: its index, short title and the reasons."""
+
+    index: int
+    title: str
+    reason: str
+
+
+def approval_scope(target_scope: str) -> str:
+    """The scope at which a human's approval of a quarantined plan is judged: the target, at least project.
+
+    Task and worktree scopes need no approval otherwise, so nobody holds `approve` there; the humans who
+    approve a project's memories are the ones to clear its agents' quarantined instructions.
+    """
+    return target_scope if target_scope in ("project", "org") else "project"
+
+
+def _rx(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.IGNORECASE | re.DOTALL)
+
+
+_FETCH = r"(?:curl|wget|fetch|iwr|irm|invoke-webrequest|invoke-restmethod|lwp-download|aria2c)"
+_SHELL = r"(?:(?:sudo\s+)?(?:ba|z|k|da|c|tc|fi)?sh|python[0-9.]*|perl|ruby|node|php|iex|invoke-expression|powershell|pwsh)"
+_SYSTEM_DIRS = r"(?:usr|etc|var|lib|lib64|bin|sbin|boot|home|opt|root|sys|proc|dev|srv|mnt)"
+_CODE_SINKS = (
+    r"(?:requests\.(?:post|put|patch)|httpx\.(?:post|put)|requests\.(?:get|request)\([^)]*(?:cookies|data|json|params)\s*="
+    r"|urllib\.request\.(?:urlopen|request)|urllib3|http\.client|httpconnection|httpsconnection"
+    r"|socket\.(?:socket|create_connection)|\.connect\(\s*\(|\.sendall\(|\.send\(|ftplib|ftp\(|storbinary"
+    r"|smtplib|smtp(?:_ssl)?\(|yagmail|sendmail|paramiko|aiohttp|aiosmtplib|pybluez|bluetooth"
+    r"|sendbeacon|xmlhttprequest|fetch\(\s*['\"]https?:|curl\s+[^\n]*(?:-d|--data|-f|--form|-t|--upload-file)\b"
+    r"|nc\s+[\w.-]+\s+\d+|scp\s+[^\n]*@|websocket)"
+)
+_CODE_SOURCES = (
+    r"(?:os\.environ|getenv|environ\[|cookie|psutil|usb\.core|platform\.(?:node|uname|system|machine)"
+    r"|uuid\.getnode|getpass|socket\.gethostname|/etc/passwd|/etc/shadow|\.ssh|id_rsa|keyring|clipboard"
+    r"|pyperclip|imagegrab|screenshot|contacts|os\.walk|glob\.|listdir|scandir|check_output|sounddevice"
+    r"|query_devices|driverquery|net_if_addrs|disk_partitions|/proc/|\.aws/|credentials|\.netrc|\.kube"
+    r"|history|keylog|pynput|wifi|arp\s+-a|ifconfig|ipconfig|whoami|hostname|open\([^)]*['\"]rb?['\"])"
+)
+_INSERT_VERBS = (
+    r"(?:include|add|append|integrate|incorporate|insert|embed|merge|blend|meld|fuse|use|utili[sz]e|employ"
+    r"|leverage|infuse|interweave|absorb|enlist|ensure|render|execute|run|introduce|engage|enrich|consider"
+    r"|assimilate|put|place|paste|copy|apply|adopt|weave|implement|inject|combine|mix|plug)"
+)
+_SNIPPET = (
+    r"(?:code|snippet|block|excerpt|section|fragment|lines?|script|function|segment|piece|chunk|routine)"
+)
+_OUTPUT = r"(?:answers?|responses?|repl(?:y|ies)|outputs?|messages?|texts?|write-?ups?|summar(?:y|ies)|explanations?)"
+_OVERRIDE_TARGET = (
+    r"(?:instructions?|prompts?|rules|directions|directives|guidelines|guidance|constraints|polic(?:y|ies)"
+    r"|orders|commands|context|restrictions|safety|guardrails|system\s+message)"
+)
+_ASSISTANT_REQUEST = (
+    r"(?:explain|describe|summari[sz]e|translate|paraphrase|rephrase|rewrite|write|compose|draft|develop|create"
+    r"|generate|produce|craft|tell|give|list|outline|recommend|suggest|teach|show|name|provide|share|define"
+    r"|compare|discuss|analy[sz]e|elaborate|illustrate|plan|design|brainstorm|invent|imagine|sing|convert)"
+)
+_CONTENT_NOUNS = (
+    r"(?:poem|story|essay|letter|speech|song|lyrics|joke|ad|advert(?:isement)?|slogan|tweet|blog\s+post|review"
+    r"|recipe|haiku|limerick|introduction|headline|novel|book|movie|film|restaurant|product|diet|workout"
+    r"|itinerary|trip|vacation|gift|essay|sonnet|article|pitch|biography|fairy\s+tale|riddle|quiz|lesson)"
+)
+
+
+class _Both:
+    """Matches where both patterns match, anywhere in the text (each searched once)."""
+
+    def __init__(self, first: re.Pattern[str], second: re.Pattern[str]) -> None:
+        self._first, self._second = first, second
+
+    def search(self, text: str) -> bool:
+        return bool(self._first.search(text) and self._second.search(text))
+
+
+class _Search(Protocol):
+    def search(self, text: str, /) -> object: ...
+
+
+_RULES: list[tuple[str, str, _Search]] = [
+    # ---- commands to run -----------------------------------------------------------------------
+    (
+        "pipe-to-shell",
+        "a download piped into a shell or interpreter",
+        _rx(
+            rf"{_FETCH}\b[^|;\n]{{0,300}}\|\s*{_SHELL}\b|{_SHELL}\s+(?:-c\s+)?['\"]?(?:<\(|\$\()\s*{_FETCH}\b"
+        ),
+    ),
+    (
+        "download-and-run",
+        "code downloaded and executed",
+        _rx(
+            r"(?:urlretrieve|urlopen|requests\.get|urllib3|wget|curl|download)[^\n]{0,400}?"
+            r"(?:\bexec\s*\(|\beval\s*\(|os\.system\s*\(\s*['\"f](?:python|sh|bash|\./|chmod)|subprocess\.\w+\([^)]*(?:python|\./))"
+            r"|\bexec\s*\(\s*(?:open|requests|urllib|r\.|response|base64|bytes\.fromhex|codecs)"
+            r"|(?:wget|curl)\s+[^\n;|&]{1,200}(?:-o|-O|>)\s*\S+\s*(?:;|&&)\s*(?:sudo\s+)?(?:chmod\s+\+x|\./|sh\s|bash\s|python)"
+        ),
+    ),
+    (
+        "encoded-run",
+        "an encoded payload decoded into a shell",
+        _rx(
+            r"base64\s+(?:-d|--decode|-D)\b[^\n]{0,40}\|\s*"
+            + _SHELL
+            + r"\b|frombase64string|-enc(?:odedcommand)?\s+[a-z0-9+/=]{16,}"
+        ),
+    ),
+    (
+        "reverse-shell",
+        "a reverse shell",
+        _rx(
+            r"/dev/(?:tcp|udp)/|\bnc(?:at)?\s+(?:-\w+\s+)*-[ec]\s|\bmkfifo\b[^\n]{0,80}\bnc\b|socat\s[^\n]*exec:"
+            r"|bash\s+-i\s*>&|pty\.spawn|os\.dup2\s*\(|\bmeterpreter\b|\bmsfvenom\b"
+        ),
+    ),
+    (
+        "destroys-system",
+        "a command that destroys files or the system",
+        _rx(
+            rf"\brm\s+(?:-[a-z]*\s+)*-?-?[a-z]*[rf][a-z]*\s+(?:-[a-z-]+\s+)*(?:/(?:\s|$|\*|[;&|'\"])|~/?(?:\s|$|\*|[;&|'\"])|\$home\b|/{_SYSTEM_DIRS}\b|\*\s*$|--no-preserve-root)"
+            rf"|shutil\.rmtree\(\s*['\"](?:/|~|/{_SYSTEM_DIRS})"
+            rf"|os\.(?:remove|unlink|rmdir)\(\s*['\"]/{_SYSTEM_DIRS}/"
+            r"|\bdd\s+[^\n]*of=/dev/(?:sd|hd|nvme|xvd|vd|mmcblk|disk)|\bmkfs(?:\.\w+)?\s+/dev/|>\s*/dev/sd[a-z]"
+            r"|:\(\)\s*\{\s*:\s*\|\s*:\s*&\s*\}|\bkill\s+-9\s+-1\b|iptables\s+-f\b"
+            r"|systemctl\s+(?:stop|disable|mask)\s|\bshutdown\s+(?:-h|now)|\bformat\s+c:|del\s+/[fsq]\s+[^\n]*c:\\"
+        ),
+    ),
+    (
+        "weakens-system",
+        "a command that opens up permissions or persists on the machine",
+        _rx(
+            r"\bchmod\s+(?:-r\s+)?(?:0?777|a\+rwx|ugo\+rwx)|chmod\s+\+x\s+/etc/|/etc/(?:init\.d|rc\.local|cron|sudoers|profile)"
+            r"|crontab\s+-|\bsetenforce\s+0|\bufw\s+disable|authorized_keys|\.bashrc"
+        ),
+    ),
+    (
+        "leaks-secrets",
+        "secrets or the environment sent out",
+        _rx(
+            r"(?:\b(?:env|printenv|set|history)\b|cat\s+[^\n|]*(?:\.ssh|id_rsa|\.aws|\.env|/etc/passwd|/etc/shadow|\.netrc|credentials|\.kube|\.git-credentials|\.npmrc|\.pypirc))"
+            rf"\s*\|\s*(?:{_FETCH}|nc|ncat|telnet|openssl|mail|sendmail|base64)\b"
+            rf"|{_FETCH}\s[^\n]{{0,200}}(?:-d|--data(?:-binary|-raw)?|-f|--form|-t|--upload-file)\s*['\"]?@?\s*(?:~/\.ssh|~/\.aws|/etc/passwd|/etc/shadow|\.env\b|\$\(|`)"
+            rf"|{_FETCH}\s[^\n]{{0,200}}\$\{{?(?:aws_|github_token|gh_token|openai|api_key|secret|token|password|passwd)"
+            rf"|{_FETCH}\s[^\n]{{0,200}}\$\((?:env|printenv|cat|whoami|hostname|id)\b"
+        ),
+    ),
+    # ---- code that sends data out, fingerprints, encrypts, mines, spreads ---------------------------
+    (
+        "mining",
+        "cryptocurrency mining",
+        _rx(
+            r"xmrig|stratum\+tcp|\bminerd\b|cpuminer|nicehash|cryptonight|coinhive|\bminer_url\b|mining[_ ](?:program|software|pool|script|binary)|(?:crypto|bitcoin|monero)[- ]?min(?:er|ing)"
+        ),
+    ),
+    (
+        "encrypts-machine",
+        "code that encrypts the machine's files",
+        _rx(
+            r"(?:fernet|aes|chacha|encrypt)[^\n]{0,400}(?:os\.walk|glob\.|listdir|scandir|rglob)|(?:os\.walk|glob\.|listdir|scandir|rglob)[^\n]{0,400}(?:fernet|\.encrypt\()|\bransom(?:ware)?\b|encrypt\s+(?:all|every)\s+(?:the\s+)?(?:files|disks?|drives?)"
+        ),
+    ),
+    (
+        "memory-scan",
+        "code that reads other processes' memory",
+        _rx(
+            r"readprocessmemory|process_vm_readv|/proc/[^\n]{0,20}/mem\b|\bpymem\b|openprocess\(|memory_maps\(|\.memory_info\(|mmap\.mmap\(-1"
+        ),
+    ),
+    (
+        "spreads",
+        "code that spreads to other machines",
+        _rx(
+            r"(?:paramiko|ssh)[^\n]{0,300}(?:exec_command|sftp|put\()|bluetooth[^\n]{0,300}(?:send|connect)|(?:copy|spread|propagate|replicate)\w*\s+(?:itself|\w+\s+)?to\s+(?:all|every|other|nearby)\s+(?:hosts|machines|devices|computers)|arp\s+-a[^\n]{0,200}(?:scp|ssh|send)|net\s+use\s+\\\\|smbclient"
+        ),
+    ),
+    (
+        "spam",
+        "code that sends mass email",
+        _rx(
+            r"(?:smtplib|smtp|yagmail|sendmail|aiosmtplib)[^\n]{0,600}(?:for\s+\w+\s+in\s+\w*contacts|contacts\.csv|csv\.reader)|(?:contacts\.csv|csv\.reader)[^\n]{0,600}(?:smtplib|smtp|yagmail|sendmail)"
+        ),
+    ),
+    (
+        "critical-stop",
+        "code that stops services or damages infrastructure",
+        _rx(
+            r"subprocess[^\n]{0,200}(?:systemctl|shutdown|reboot|killall|dd\s+if=)|os\.system\(\s*['\"](?:sudo\s+)?(?:rm|dd|mkfs|shutdown|reboot|killall|systemctl|echo\s+['\"]?reboot)"
+        ),
+    ),
+    # ---- instructions to insert code, to answer otherwise, to forget the rules ----------------------
+    (
+        "insert-code",
+        "asks the reader to insert code into its work",
+        _rx(
+            rf"\b{_INSERT_VERBS}\w*\b[^\n.]{{0,80}}\b(?:following|below|subsequent|this|these|given|above|next)\s+(?:\w+\s+){{0,2}}{_SNIPPET}\b"
+            rf"|\b(?:following|below|subsequent)\s+(?:\w+\s+){{0,2}}{_SNIPPET}\b[^\n]{{0,120}}\b(?:into|in|within|to|as\s+part\s+of)\s+(?:the\s+\w+\s+of\s+)?(?:your|the)\s+(?:code|solution|implementation|codebase|algorithm|program|script|response|answer|project|logic|work)"
+            rf"|\byour\s+code\s+should\s+(?:embody|contain|include)"
+        ),
+    ),
+    (
+        "exfiltrates",
+        "code that sends local data out",
+        _Both(_rx(_CODE_SINKS), _rx(_CODE_SOURCES)),
+    ),
+    (
+        "shapes-answer",
+        "tells the reader how to shape its answer",
+        _rx(
+            rf"\b(?:in|to|into|within|from|throughout|of|for|with|across)\s+(?:all\s+)?(?:of\s+)?your\s+(?:\w+\s+)?{_OUTPUT}\b"
+            r"|\byour\s+(?:\w+\s+)?(?:answers?|responses?|repl(?:y|ies))\b"
+            rf"|\byour\s+{_OUTPUT}'s\b|\byour\s+{_OUTPUT}\s+(?:should|must|needs\s+to|has\s+to)\b"
+            rf"|^\s*(?:please\s+)?(?:respond|reply|answer)\s+(?:only\s+)?(?:in|with|using|by)\b"
+            r"|\b(?:replace|swap|substitute|convert)\s+(?:every|all|the|each)?\s*(?:\w+\s+){0,2}(?:letters?|vowels?|words?|characters?)\s+(?:with|by|for|to|into)\b"
+            r"|\b(?:introduce|add|make)\s+(?:random\s+|intentional\s+|deliberate\s+)?(?:typos|misspellings|spelling\s+(?:errors|mistakes))"
+            r"|\b(?:misspell|scramble|jumble|anagram|reverse|shuffle)\w*\s+(?:every|all|the|each|up|letters|words)\b[^\n]{0,60}\b(?:words?|letters?|answer|response|reply|message)"
+        ),
+    ),
+    (
+        "overrides-instructions",
+        "tells the reader to ignore its instructions",
+        _rx(
+            rf"\b(?:ignore|disregard|forget|override|overrule|bypass|skip|drop|abandon|discard|neglect)\s+(?:\w+\s+){{0,4}}?(?:previous|prior|above|earlier|preceding|former|original|system|existing|initial|old|other|your|all|any)\s+(?:\w+\s+)?{_OVERRIDE_TARGET}"
+            rf"|\b{_OVERRIDE_TARGET}\s+(?:that|which)\s+(?:forbid|prohibit|prevent|block|disallow|restrict)"
+            r"|\byou\s+are\s+now\b|\bfrom\s+now\s+on,?\s+(?:you|always|never|ignore|respond)|\bnew\s+instructions?\s*:|\bsystem\s+prompt\b"
+            r"|\bdeveloper\s+mode\b|\bjailbreak|\bdo\s+anything\s+now\b|\bact\s+as\s+(?:if\s+you\s+are\s+|an?\s+)(?:unrestricted|unfiltered|evil|hacker|dan\b)"
+            r"|\b(?:do\s+not|don't|never)\s+(?:tell|inform|mention\s+(?:this\s+)?to|alert|warn)\s+the\s+(?:user|human|operator|reviewer)"
+            r"|\bwithout\s+(?:telling|asking|informing|notifying)\s+(?:the\s+)?(?:user|human|operator|reviewer|anyone)"
+            # other languages
+            r"|ignor\w*\s+(?:toutes\s+)?les\s+(?:instructions|consignes|règles)\s+(?:précédentes|antérieures|ci-dessus)"
+            r"|ignora\w*\s+(?:todas\s+)?las\s+(?:instrucciones|reglas|indicaciones)\s+(?:anteriores|previas)"
+            r"|ignorier\w*\s+(?:alle\s+)?(?:vorherigen|bisherigen|obigen|früheren)\s+(?:anweisungen|instruktionen|regeln)"
+            r"|ignora\w*\s+(?:tutte\s+)?le\s+(?:istruzioni|regole)\s+precedenti"
+            r"|ignor\w*\s+(?:todas\s+)?as\s+(?:instruções|instrucoes|regras)\s+anteriores"
+            r"|игнорир\w*\s+(?:все\s+)?(?:предыдущие|прежние|прошлые)\s+(?:инструкции|указания|правила)"
+            r"|忽略(?:之前|以前|上面|先前|所有|前面)的?(?:所有)?(?:指令|指示|说明|规则|提示)|(?:以前|前|上記|これまで)の(?:指示|命令|ルール)を無視"
+            r"|(?:이전|앞의|위의|기존)\s*(?:모든\s*)?(?:지시|명령|지침|규칙)\w*\s*무시"
+        ),
+    ),
+    (
+        "hijacks-task",
+        "asks the reader for something other than its task",
+        _rx(
+            rf"(?:^|[.!?:]\s+|\n)\s*(?:please\s+|now\s+|also\s+|then\s+)?{_ASSISTANT_REQUEST}\s+(?:me\s+|us\s+)?(?:\w+\s+){{0,3}}{_CONTENT_NOUNS}s?\b"
+            rf"|(?:^|[.!?]\s+|\n)\s*(?:please\s+)?(?:explain|describe|summari[sz]e|translate|paraphrase|teach\s+me|tell\s+me)\b"
+            r"|(?:^|[.!?]\s+|\n)\s*(?:can|could|would|will)\s+you\b"
+            r"|(?:^|[.!?]\s+|\n)\s*(?:please\s+)?(?:provide|give|show|write)\s+(?:me\s+|us\s+)?(?:an?|some)\s+(?:\w+\s+){0,2}(?:examples?|overview|explanation|tutorial|guide)\s+(?:of|on|about|for)\s+(?:how|what|why|the)\b"
+            r"|^\s*(?:what|who|whom|whose|which|where|when|why|how)\b[^\n]{3,200}\?\s*$"
+            r"|\brecommend\s+(?:me\s+)?(?:a|an|some|your\s+favou?rite)\s+(?:good\s+)?(?:book|movie|film|song|restaurant|product|brand|vpn|app)"
+            r"|\bwrite\s+an?\s+(?:ad|advert|advertisement|promo|promotion|commercial|sales\s+pitch)\b"
+            r"|\b(?:encourag|urg|invit|persuad|remind|ask|tell|convinc)\w*\s+(?:the\s+)?(?:users?|readers?|people|visitors|customers|everyone)\s+to\b"
+            r"|\b(?:users?|readers?|visitors)\s+(?:should|must|to)\s+(?:share|comment|subscribe|like|follow|vote|donate|visit|download|click|buy|sign\s+up)\b"
+            r"|\bdownload\s+(?:this|the|our|a)\s+(?:\w+\s+)?(?:tool|app|software|program|update|plugin|extension|file)\s+(?:from|at)\b"
+            r"|\b(?:add|include|insert|append|mention)\s+[\"“'][^\"”'\n]{12,}[\"”']\s+(?:to|in|at|into)\b"
+            r"|\b(?:download|install|buy|visit|click|sign\s+up)\b[^\n]{0,80}\b(?:www\.|https?://)[^\s]*\.(?:xyz|top|click|ru|tk|biz|info|cn|io|com)\b[^\n]{0,60}\b(?:boost|speed|free|win|prize|rich|fix|protect|secure)"
+        ),
+    ),
+]
+
+# what a rule matching in an *encoded* variant may not be: rules whose plain-text words also appear in
+# random strings once decoded (none so far), kept as a hook so a variant can be narrowed without a rewrite
+_VARIANT_RULES = frozenset(rule for rule, _, _ in _RULES)
+
+_ZERO_WIDTH = re.compile(r"[\u00ad\u180e\u200b-\u200f\u2060-\u2064\ufeff\u034f\u061c]")
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
+_HEX_RUN = re.compile(r"(?:\\x)?(?:[0-9a-fA-F]{2}(?:\\x|\s)?){12,}")
+_LEET = str.maketrans(
+    {
+        "0": "o",
+        "1": "i",
+        "3": "e",
+        "4": "a",
+        "5": "s",
+        "7": "t",
+        "@": "a",
+        "$": "s",
+        "!": "i",
+        "+": "t",
+        "8": "b",
+        "9": "g",
+    }
+)
+_SPACED = re.compile(r"\b(?:\w[ .\-_*]){3,}\w\b")
+# regional indicator symbols (🇦..🇿) and negative squared letters read as letters
+_REGIONAL = {0x1F1E6 + i: chr(ord("a") + i) for i in range(26)}
+_SQUARED = {0x1F170 + i: chr(ord("a") + i) for i in range(26)}
+_EMOJI_LETTERS = str.maketrans({**_REGIONAL, **_SQUARED})
+
+
+def _fold(text: str) -> str:
+    """NFKC, zero-width and format characters dropped, emoji letters read as letters, case folded."""
+    text = text.translate(_EMOJI_LETTERS)
+    text = unicodedata.normalize("NFKC", text)
+    text = _ZERO_WIDTH.sub("", text)
+    return "".join(ch for ch in text if unicodedata.category(ch) != "Cf").casefold()
+
+
+def _printable(data: bytes) -> str | None:
+    try:
+        decoded = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if not decoded:
+        return None
+    readable = sum(ch.isprintable() or ch in "\n\t\r" for ch in decoded)
+    return decoded if readable / len(decoded) > 0.9 else None
+
+
+def _base64_parts(text: str) -> Iterator[str]:
+    for match in _BASE64_RUN.finditer(text):
+        run = match.group(0)
+        for candidate in (run, run.replace("-", "+").replace("_", "/")):
+            padded = candidate + "=" * (-len(candidate) % 4)
+            try:
+                decoded = _printable(base64.b64decode(padded, validate=True))
+            except (binascii.Error, ValueError):
+                continue
+            if decoded is not None:
+                yield decoded
+                break
+
+
+def _hex_parts(text: str) -> Iterator[str]:
+    for match in _HEX_RUN.finditer(text):
+        digits = re.sub(r"\\x|\s", "", match.group(0))
+        if len(digits) % 2:
+            digits = digits[:-1]
+        try:
+            decoded = _printable(bytes.fromhex(digits))
+        except ValueError:
+            continue
+        if decoded is not None:
+            yield decoded
+
+
+def _rotate(text: str, shift: int) -> str:
+    def one(ch: str) -> str:
+        if "a" <= ch <= "z":
+            return chr((ord(ch) - 97 + shift) % 26 + 97)
+        return ch
+
+    return "".join(one(ch) for ch in text)
+
+
+def _without_symbols(text: str) -> str:
+    """Emoji and symbols dropped (`c🔥u🔥r🔥l` → `curl`), then spaces between single letters joined."""
+    kept = "".join(
+        ch for ch in text if not unicodedata.category(ch).startswith(("S", "M")) or ch in "|&;<>$`~+=^"
+    )
+    return kept
+
+
+def _joined_spacing(text: str) -> str:
+    return _SPACED.sub(lambda m: re.sub(r"[ .\-_*]", "", m.group(0)), text)
+
+
+def _variants(folded: str) -> Iterator[tuple[str, str]]:
+    """(where, text) for each hiding place worth reading; plain text first."""
+    seen = {folded}
+
+    def fresh(where: str, text: str) -> Iterator[tuple[str, str]]:
+        if text and text not in seen:
+            seen.add(text)
+            yield where, text
+
+    yield from fresh("url-encoded", urllib.parse.unquote(folded))
+    for decoded in _hex_parts(folded):
+        yield from fresh("in hex", _fold(decoded))
+    yield from fresh("reversed", folded[::-1])
+    yield from fresh("in leetspeak", folded.translate(_LEET))
+    yield from fresh("between symbols", _without_symbols(folded))
+    yield from fresh("spaced out", _joined_spacing(_without_symbols(folded)))
+    for shift in range(1, 26):
+        yield from fresh("in a letter-shift cipher" if shift != 13 else "in rot13", _rotate(folded, shift))
+
+
+def _base64_of(raw: str) -> Iterator[str]:
+    """base64 is case-sensitive: decode runs of the unfolded text."""
+    raw = _ZERO_WIDTH.sub("", unicodedata.normalize("NFKC", raw))
+    yield from _base64_parts(raw)
+
+
+def _match(text: str, via: str | None, rules: frozenset[str] | None = None) -> list[Finding]:
+    return [
+        Finding(rule, label, via)
+        for rule, label, pattern in _RULES
+        if (rules is None or rule in rules) and pattern.search(text)
+    ]
+
+
+def scan(text: str) -> list[Finding]:
+    """Every rule that matches `text` or what hides in it (one finding per rule: the plainest place)."""
+    found: dict[str, Finding] = {}
+
+    def keep(findings: list[Finding]) -> None:
+        for finding in findings:
+            found.setdefault(finding.rule, finding)
+
+    folded = _fold(text)
+    keep(_match(folded, None))
+    for decoded in _base64_of(text):
+        keep(_match(_fold(decoded), "in base64", _VARIANT_RULES))
+    for where, variant in _variants(folded):
+        if where == "in base64":
+            continue  # decoded from the unfolded text above
+        keep(_match(variant, where, _VARIANT_RULES))
+    return list(found.values())
+
+
+def quarantine_reason(*texts: str) -> str | None:
+    """Why a candidate (its title, content...) must wait for a human, or None: labels only, never the text."""
+    findings: dict[str, Finding] = {}
+    for text in texts:
+        for finding in scan(text):
+            findings.setdefault(finding.rule, finding)
+    if not findings:
+        return None
+    reason = "; ".join(f.describe() for f in findings.values())
+    return reason if len(reason) <= REASON_LIMIT else reason[: REASON_LIMIT - 1] + "…"
