@@ -40,6 +40,7 @@ EventKind = Literal[
     "RESTORED",
     "LIFTED",
     "DISTILLED",
+    "DECAY_POLICY",
 ]
 
 

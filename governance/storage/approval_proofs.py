@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import uuid
 from pathlib import Path
 
 from sqlalchemy import select
@@ -20,8 +21,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from governance.approval import digest_of
 from governance.config import Settings
-from governance.storage.change_requests import get_change_request
+from governance.errors import NotFound
 from governance.storage.plans import latest_plan, promotion_candidates, promotion_plan_items
+from governance.storage.tables import change_requests
 
 __all__ = ["SECRET_FILE", "approval_secret", "plan_digest", "change_request_digest"]
 
@@ -60,24 +62,33 @@ async def plan_digest(conn: AsyncConnection, workflow_id: str) -> str | None:
 
 async def change_request_digest(conn: AsyncConnection, request_id: str) -> str:
     """The digest of a change request's content (NotFound for an unknown id)."""
-    r = await get_change_request(conn, request_id)
-    return digest_of(
-        [
-            r.id,
-            r.memory_id,
-            r.operation,
-            r.scope,
-            r.org,
-            r.project,
-            r.title,
-            r.content,
-            r.canonical_key,
-            r.reason,
-            r.valid_from_commit,
-            r.target_scope,
-            r.target_scope_key,
-        ]
-    )
+    c = change_requests.c
+    try:
+        as_uuid = uuid.UUID(request_id)
+    except ValueError:
+        raise NotFound(f"change request {request_id!r} does not exist") from None
+    row = (
+        await conn.execute(
+            select(
+                c.id,
+                c.memory_id,
+                c.operation,
+                c.scope,
+                c.org,
+                c.project,
+                c.title,
+                c.content,
+                c.canonical_key,
+                c.reason,
+                c.valid_from_commit,
+                c.target_scope,
+                c.target_scope_key,
+            ).where(c.id == as_uuid)
+        )
+    ).first()
+    if row is None:
+        raise NotFound(f"change request {request_id!r} does not exist")
+    return digest_of([str(row.id), str(row.memory_id), *row[2:]])
 
 
 def approval_secret(settings: Settings) -> bytes:

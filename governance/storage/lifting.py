@@ -17,8 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from governance.errors import NotFound
 from governance.scopes import Scope
-from governance.storage.memory_changes import MemoryTenant
-from governance.storage.memory_rows import resolve_memory_id
+from governance.storage.memory_rows import MemoryTenant, resolve_memory_id
 from governance.storage.tables import change_request_items, memories
 
 __all__ = [

@@ -22,6 +22,7 @@ from governance.redaction import redact_free_text
 from governance.scopes import ActorType, ValidationSource
 from governance.storage.events import REQUEST_HASH, EventType, record_event, recorded_payload
 from governance.storage.memory_rows import (
+    MemoryTenant,
     MemoryVersion,
     not_found_or_conflict,
     resolve_memory_id,
@@ -45,17 +46,6 @@ __all__ = [
     "retire_head",
     "memory_history",
 ]
-
-
-@dataclass(frozen=True)
-class MemoryTenant:
-    """Who a memory belongs to: what an authorisation check needs."""
-
-    id: str
-    citation: str
-    org: str
-    project: str | None
-    scope: str
 
 
 async def memory_tenant(conn: AsyncConnection, ref: str) -> MemoryTenant:

@@ -37,6 +37,7 @@ from governance.storage.tables import memories
 from governance.trust import MAX_CONFIDENCE, MIN_CONFIDENCE, UNREVIEWED_CEILING
 
 __all__ = [
+    "MemoryTenant",
     "merge_into",
     "deprecate_head",
     "resolve_memory_id",
@@ -53,6 +54,17 @@ __all__ = [
     "not_found_or_conflict",
     "scope_key_of",
 ]
+
+
+@dataclass(frozen=True)
+class MemoryTenant:
+    """Who a memory belongs to: what an authorisation check needs."""
+
+    id: str
+    citation: str
+    org: str
+    project: str | None
+    scope: str
 
 
 NEIGHBOURS_K = 10

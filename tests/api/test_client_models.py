@@ -230,6 +230,14 @@ async def test_each_client_method_returns_its_declared_model(
     erased = await call(human, "erase", memory=stale["citation"], dry_run=True)
     assert erased.dry_run and [m.citation for m in erased.memories] == [stale["citation"]]
 
+    # webhooks (an admin's; a literal public address needs no name resolution)
+    admin = await make_actor(engine, ActorType.HUMAN, "default", None, is_admin=True)
+    hook = await call(admin, "add_webhook", org=org, url="https://93.184.216.34/loregate")
+    assert hook.secret.startswith("whsec_")
+    assert [w.id for w in (await call(admin, "webhooks", org=org)).webhooks] == [hook.id]
+    assert (await call(admin, "webhook_deliveries", hook.id)).deliveries == []
+    assert (await call(admin, "remove_webhook", hook.id)).id == hook.id
+
     assert call.called == set(DECLARED), "every client method is called above"
 
 

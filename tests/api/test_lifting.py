@@ -481,7 +481,7 @@ async def test_lift_approval_by_temporal_ui_signal_counts_only_from_an_approving
         assert asyncio.get_running_loop().time() < deadline
         await asyncio.sleep(0.2)
     assert status["state"] == "awaiting_approval"
-    assert "may not approve project" in status["refusals"][0]["reason"]
+    assert "only a human decides a lift" in status["refusals"][0]["reason"]
     await handle.signal("approve", {"approver": human.principal.id, "note": "yes"})
     done = await _wait_state(http, human, request["id"], "applied")
     assert done["decided_by"] == human.principal.id and done["items"][0]["outcome"] == "lifted"
