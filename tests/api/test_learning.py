@@ -13,8 +13,9 @@ import httpx
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from governance.scopes import ActorType
+from governance.scopes import ActorType, Scope
 from tests.utils.factories import Actor, make_actor
+from tests.utils.memory_factories import TaskRef, add_memory
 from tests.utils.promotion_gateway import open_task, stage, start_promotion, wait_promotion_state
 
 FIX = "Guard the lookup with dict.get and a default"
@@ -138,7 +139,14 @@ async def test_bug_patterns_match_bad_input_is_422(http: httpx.AsyncClient, team
 RULE = "Every outbound HTTP call from billing sets a timeout below 2 seconds."
 
 
-async def _published_rule(http: httpx.AsyncClient, team: dict[str, Actor]) -> dict[str, Any]:
+async def _published_rule(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
+) -> dict[str, Any]:
+    """An agent's rule as a worktree promotion on its own task's evidence would publish it (unreviewed, 0.75).
+
+    Published here directly: through the gate, an agent's rule above task scope now waits for a human
+    (tests/api/test_quarantine.py), and a human's approval would make it human-approved from the start.
+    """
     task_id = await _open_task(http, team, "set billing timeouts")
     appended = await http.post(
         f"/v1/tasks/{task_id}/entries",
@@ -146,10 +154,22 @@ async def _published_rule(http: httpx.AsyncClient, team: dict[str, Actor]) -> di
         json={"entries": [{"kind": "rule", "content": RULE}]},
     )
     assert appended.status_code == 201, appended.text
-    await start_promotion(http, team["orchestrator"], task_id, "worktree")
-    done = await wait_promotion_state(http, team["human"].headers, task_id, "published")
-    [rule] = [p for p in done["published"] if p["memory_type"] == "code_rule"]
-    return {"task_id": task_id, **rule}
+    principal = team["agent"].principal
+    task = TaskRef(task_id, principal.org, str(principal.project), "main")
+    async with engine.begin() as conn:
+        rule = await add_memory(
+            conn,
+            task,
+            title=RULE,
+            content=RULE,
+            embedding=None,
+            memory_type="code_rule",
+            scope=Scope.WORKTREE,
+            confidence=0.75,
+            source_entry_ids=[appended.json()["entries"][0]["id"]],
+            validation_source="tests_passed",
+        )
+    return {"task_id": task_id, "memory_id": rule["id"], "citation": rule["citation"]}
 
 
 async def _observe(
@@ -173,7 +193,7 @@ async def _context(http: httpx.AsyncClient, team: dict[str, Actor], task_id: str
 async def test_code_rules_observations_move_confidence_by_ema(
     http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
 ) -> None:
-    rule = await _published_rule(http, team)
+    rule = await _published_rule(http, team, engine)
     rule_id, task_id = rule["memory_id"], rule["task_id"]
     expected = 0.75  # verified (0.6) + tests_passed (0.2), stopped at the unreviewed ceiling
     assert RULE not in (await _context(http, team, task_id))["context"]
@@ -230,9 +250,9 @@ async def test_code_rules_observations_move_confidence_by_ema(
 
 
 async def test_code_rules_observations_refused_to_agents_and_bad_input(
-    http: httpx.AsyncClient, team: dict[str, Actor]
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
 ) -> None:
-    rule = await _published_rule(http, team)
+    rule = await _published_rule(http, team, engine)
     rule_id = rule["memory_id"]
     assert (await _observe(http, team["agent"], rule_id, "followed_passed")).status_code == 403
     foreign = await _observe(http, team["human"], rule_id, "violated", "no-such-task")
