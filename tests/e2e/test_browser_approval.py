@@ -113,6 +113,8 @@ async def _approve_in_browser(
     await expect(details.get_by_text(CI_TITLE, exact=True)).to_be_visible()
     await expect(details.get_by_text("awaiting_approval", exact=True)).to_be_visible()
 
+    # the token first (`loregate approval-token <task>`), then the dialog: nothing waits while it is open
+    token = await _approval_token(http, task_id, human)
     await page.get_by_role("button", name="More Actions").click()
     await page.get_by_role("menuitem", name="Send a Signal").click()
     dialog = page.get_by_role("dialog", name="Send a Signal")
@@ -121,9 +123,10 @@ async def _approve_in_browser(
     data = dialog.get_by_role("textbox", name="Data")
     await data.click()
     # insert_text, not typing: the JSON editor would auto-close the braces and quotes that are typed
-    token = await _approval_token(http, task_id, human)
     await page.keyboard.insert_text(json.dumps({"approver": human.id, "note": NOTE, "token": token}))
     await expect(data).to_contain_text(human.id)
+    # leave the editor first: a completion tooltip it may show would take the Submit click
+    await dialog.get_by_role("heading", name="Input").click()
     await dialog.get_by_role("button", name="Submit").click()
     await expect(page.get_by_text("Workflow signaled.").first).to_be_visible()
 
