@@ -15,6 +15,7 @@ which state it waits (`_awaiting_approval`), and how it shows itself (`_show`); 
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Generic, Protocol, TypeVar
@@ -95,28 +96,28 @@ class GatedStatus(Protocol):
 StatusT = TypeVar("StatusT", bound=GatedStatus)
 
 
-class ApprovalGate(Generic[StatusT]):
+class ApprovalGate(ABC, Generic[StatusT]):
     """The decision handlers, the approver check and the wait, shared by every human-gated workflow."""
 
     _status: StatusT
     _decision: Decision | None = None
 
     # ---- what the gated workflow says ----------------------------------------------------------
+    @abstractmethod
     def _awaiting_approval(self) -> bool:
         """Whether the workflow is in its awaiting-approval state."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _decided_scope(self) -> DecidedScope | None:
         """What is decided, once known (None while the workflow still prepares it)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _noun(self) -> str:
         """What the workflow is, in refusals ("promotion", "change request")."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _show(self) -> None:
         """Refresh the workflow's current details."""
-        raise NotImplementedError
 
     # ---- the handlers --------------------------------------------------------------------------
     @workflow.signal(name=DecisionNames.APPROVE)

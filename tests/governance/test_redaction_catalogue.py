@@ -59,9 +59,14 @@ def test_catalogue_rule_example_is_redacted(rule: Rule, template: str) -> None:
 @pytest.mark.parametrize("form", ["fw", "rev", "split"])
 def test_catalogue_rule_example_is_redacted_in_other_forms(rule: Rule, form: str) -> None:
     if form == "rev" and not any(len(k) >= 3 for k in rule.keywords):
-        pytest.skip("no keyword long enough to look for reversed")
+        pytest.skip(
+            f"{rule.id}: a reversed token is found by its vendor keyword,"
+            " and this rule has none of 3+ characters"
+        )
     if form == "split" and rule.group:
-        pytest.skip("a context rule's token is short; its context does not wrap")
+        pytest.skip(
+            f"{rule.id}: a context rule needs its label beside the token, which a line split would separate"
+        )
     example = _example(rule)
     shown = _TRANSFORMS[form](example)
     secret = _TRANSFORMS[form](_secret(rule, example))
