@@ -110,7 +110,7 @@ async def record_approach(engine: AsyncEngine, embedder: Embedder, attempt: Atte
                 actor_type=attempt.actor_type,
                 task_id=attempt.task_id,
                 reason=attempt.reason,
-                dedupe_key=attempt.idempotency_key,
+                idempotency_key=attempt.idempotency_key,
                 payload={
                     "subtask": attempt.subtask,
                     "approach": attempt.approach,
@@ -156,7 +156,7 @@ async def check_proposal(
             actor_type=proposal.actor_type,
             task_id=task_id,
             reason=decision.reason,
-            dedupe_key=proposal.idempotency_key,
+            idempotency_key=proposal.idempotency_key,
             payload={"subtask": subtask, "approach": proposal.approach, "refusals": counted.refusals},
         )
         if counted.newly_stuck:

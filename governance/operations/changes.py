@@ -412,7 +412,7 @@ async def supersede_memory(
             },
             request_hash,
         ),
-        dedupe_key=idempotency_key,
+        idempotency_key=idempotency_key,
     )
     await mark_derived_stale(
         conn,
@@ -454,7 +454,7 @@ async def retire_memory(
         workflow_id=workflow_id,
         reason=reason,
         payload=_with_request_hash({}, request_hash),
-        dedupe_key=idempotency_key,
+        idempotency_key=idempotency_key,
     )
     await mark_derived_stale(
         conn, memory_id, cause="retired", reason=reason, actor_id=actor_id, actor_type=actor_type
