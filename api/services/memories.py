@@ -53,12 +53,11 @@ from api.schemas.memories import (
 )
 from api.services.change_requests import embedding_of, is_approver, needs_change_request, propose
 from api.services.gateway import GatewayResources, authorize_memory
-from governance.changes import ChangeOperation, ChangeTrust, proposed_content
+from governance.changes import ChangeTrust, proposed_content
 from governance.identity import Principal
 from governance.operations import changes, trust
 from governance.operations.trust import Endorser
 from governance.scopes import ValidationSource
-from governance.storage.change_requests import NewChangeRequest
 from governance.storage.memory_changes import MemoryTenant, memory_history, memory_tenant
 
 __all__ = [
@@ -184,49 +183,26 @@ async def supersede(
     memory = await _authorized(state, principal, ref, "write")
     proposed = proposed_content(body.content, body.title)
     embedding = await embedding_of(state, proposed, body.title is not None and bool(body.title.strip()))
-    key, request_hash = (
-        _idempotency_key(principal, "supersede", body.idempotency_key),
-        _request_hash(memory, "supersede", body),
+    change = changes.Supersession(
+        memory_id=memory.id,
+        content=proposed.content,
+        title=proposed.title,
+        reason=body.reason,
+        actor_id=principal.id,
+        actor_type=principal.actor_type.value,
+        canonical_key=body.canonical_key,
+        embedding=embedding,
+        valid_from_commit=body.valid_from_commit,
+        idempotency_key=_idempotency_key(principal, "supersede", body.idempotency_key),
+        request_hash=_request_hash(memory, "supersede", body),
     )
     if needs_change_request(state, principal, memory):
-        return await propose(
-            state,
-            principal,
-            NewChangeRequest(
-                memory_id=memory.id,
-                org=memory.org,
-                project=memory.project,
-                scope=memory.scope,
-                operation=ChangeOperation.SUPERSEDE,
-                reason=body.reason,
-                requested_by=principal.id,
-                actor_type=principal.actor_type.value,
-                content=proposed.content,
-                title=proposed.title,
-                canonical_key=body.canonical_key,
-                valid_from_commit=body.valid_from_commit,
-                embedding=embedding,
-                redaction_counts=proposed.redaction_counts,
-                idempotency_key=key,
-                request_hash=request_hash,
-            ),
-        )
+        request = changes.as_request(change, memory, redaction_counts=proposed.redaction_counts)
+        return await propose(state, principal, request)
     approver = is_approver(state, principal, memory)
     outcome = await changes.supersede(
         state.engine,
-        changes.Supersession(
-            memory_id=memory.id,
-            content=proposed.content,
-            title=proposed.title,
-            reason=body.reason,
-            actor_id=principal.id,
-            actor_type=principal.actor_type.value,
-            canonical_key=body.canonical_key,
-            embedding=embedding,
-            valid_from_commit=body.valid_from_commit,
-            idempotency_key=key,
-            request_hash=request_hash,
-        ),
+        change,
         trust=ChangeTrust.HUMAN_VALIDATED if approver else ChangeTrust.DRAFT,
         approved_at=memory.scope if state.authorizer.requires_validation(memory.scope) else None,
     )
@@ -238,37 +214,19 @@ async def retire(
 ) -> RetirePublic | ChangeRequestPublic:
     """Deprecate a memory without a successor, or propose it where approval is due; Conflict if deprecated."""
     memory = await _authorized(state, principal, ref, "write")
-    key, request_hash = (
-        _idempotency_key(principal, "retire", body.idempotency_key),
-        _request_hash(memory, "retire", body),
+    change = changes.Retirement(
+        memory_id=memory.id,
+        reason=body.reason,
+        actor_id=principal.id,
+        actor_type=principal.actor_type.value,
+        idempotency_key=_idempotency_key(principal, "retire", body.idempotency_key),
+        request_hash=_request_hash(memory, "retire", body),
     )
     if needs_change_request(state, principal, memory):
-        return await propose(
-            state,
-            principal,
-            NewChangeRequest(
-                memory_id=memory.id,
-                org=memory.org,
-                project=memory.project,
-                scope=memory.scope,
-                operation=ChangeOperation.RETIRE,
-                reason=body.reason,
-                requested_by=principal.id,
-                actor_type=principal.actor_type.value,
-                idempotency_key=key,
-                request_hash=request_hash,
-            ),
-        )
+        return await propose(state, principal, changes.as_request(change, memory))
     await changes.retire(
         state.engine,
-        changes.Retirement(
-            memory_id=memory.id,
-            reason=body.reason,
-            actor_id=principal.id,
-            actor_type=principal.actor_type.value,
-            idempotency_key=key,
-            request_hash=request_hash,
-        ),
+        change,
         approved_at=memory.scope if state.authorizer.requires_validation(memory.scope) else None,
     )
     return RetirePublic(id=memory.id, citation=memory.citation)
