@@ -14,7 +14,13 @@ retires one with `POST /v1/memories/{id}/retire`.
 from __future__ import annotations
 
 from api.schemas.learning import CodeRulePublic, ObservationIn, ObservationPublic, RuleCandidatesPublic
-from api.services.gateway import GatewayResources, authorize_memory, authorized_task, judged_project
+from api.services.gateway import (
+    GatewayResources,
+    authorize_memory,
+    authorized_task,
+    judged_project,
+    readable,
+)
 from governance.errors import InvalidInput, PolicyDenied
 from governance.identity import Principal
 from governance.operations import trust
@@ -102,23 +108,6 @@ async def candidates(state: GatewayResources, principal: Principal) -> RuleCandi
         rows = await retirement_candidates(conn, org=principal.org, project=principal.project)
     return RuleCandidatesPublic(
         rules=[
-            CodeRulePublic(
-                id=r.id,
-                citation=r.citation,
-                scope=r.scope,
-                scope_key=r.scope_key,
-                title=r.title,
-                content=r.content,
-                confidence=r.confidence,
-                updated_at=r.updated_at,
-            )
-            for r in rows
-            if state.authorizer.allowed(
-                principal,
-                org=r.org,
-                project=judged_project(principal, r.org, r.project),
-                scope=r.scope,
-                action="read",
-            )
+            CodeRulePublic.model_validate(r, from_attributes=True) for r in readable(state, principal, rows)
         ]
     )
