@@ -365,6 +365,40 @@ def test_casbin_writer_check_catches_each_way_of_writing(source: str) -> None:
     assert _CASBIN_WRITE.search(source)
 
 
+# the statements that move trust, which only governance/operations/trust.py calls (module contracts in
+# pyproject.toml cover whole modules; these share theirs with reads the services may call)
+_TRUST_STATEMENTS = {
+    "governance.storage.memory_changes": {"boost_memory", "record_feedback"},
+    "governance.storage.code_rules": {"observe_rule"},
+    "governance.storage.trust": {"involvement_of"},
+    "governance.storage.decay_policy": {"set_decay_policy"},
+}
+
+
+def _trust_statements_imported(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    return [
+        f"{path.relative_to(ROOT).as_posix()}:{node.lineno} imports {alias.name} from {node.module}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+        if alias.name in _TRUST_STATEMENTS.get(node.module or "", set())
+    ]
+
+
+def test_trust_moves_only_through_its_operation() -> None:
+    """Services and activities move trust through `operations/trust.py`, never through its statements."""
+    offenders = [
+        line
+        for top in ("api", "activities", "workflows")
+        for path in sorted((ROOT / top).rglob("*.py"))
+        for line in _trust_statements_imported(path)
+    ]
+    assert offenders == []
+    operation = ROOT / "governance" / "operations" / "trust.py"
+    assert len(_trust_statements_imported(operation)) == 4  # the check sees the one caller it allows
+
+
 _DOCUMENTED = ("activities", "workflows", "policy", "governance")
 
 
