@@ -46,6 +46,7 @@ __all__ = [
     "judged_project",
     "authorize_memory",
     "Tenanted",
+    "may",
     "readable",
     "temporal_client",
 ]
@@ -259,19 +260,21 @@ class Tenanted(Protocol):
 _T = TypeVar("_T", bound=Tenanted)
 
 
+def may(state: GatewayResources, principal: Principal, row: Tenanted, action: str) -> bool:
+    """Whether the policy lets `principal` do `action` at the row's scope, judged as `authorize_memory`
+    judges a memory (in the project `judged_project` chooses)."""
+    return state.authorizer.allowed(
+        principal,
+        org=row.org,
+        project=judged_project(principal, row.org, row.project),
+        scope=row.scope,
+        action=action,
+    )
+
+
 def readable(state: GatewayResources, principal: Principal, rows: Iterable[_T]) -> list[_T]:
-    """The rows the policy lets `principal` read, each judged as `authorize_memory` judges one memory."""
-    return [
-        r
-        for r in rows
-        if state.authorizer.allowed(
-            principal,
-            org=r.org,
-            project=judged_project(principal, r.org, r.project),
-            scope=r.scope,
-            action="read",
-        )
-    ]
+    """The rows the policy lets `principal` read (`may` read each)."""
+    return [r for r in rows if may(state, principal, r, "read")]
 
 
 async def temporal_client(state: GatewayResources) -> Client:

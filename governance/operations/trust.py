@@ -10,6 +10,8 @@ storage/code_rules.py): never a read-modify-write here.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -49,12 +51,21 @@ async def refuse_self_endorsement(conn: AsyncConnection, actor_id: str, memory_i
         raise SelfEndorsement(refusal)
 
 
+@asynccontextmanager
+async def _endorsing(
+    engine: AsyncEngine, by: Endorser, memory_id: str, what: str
+) -> AsyncIterator[AsyncConnection]:
+    """One transaction in which `by` may move the memory's trust: refused first if it is involved in it."""
+    async with engine.begin() as conn:
+        await refuse_self_endorsement(conn, by.actor_id, memory_id, what)
+        yield conn
+
+
 async def validate(
     engine: AsyncEngine, memory_id: str, source: ValidationSource, by: Endorser, *, reason: str | None
 ) -> Validation:
     """Boost a memory by the source's amount, once per (principal, source), under `trust.boost_ceiling`."""
-    async with engine.begin() as conn:
-        await refuse_self_endorsement(conn, by.actor_id, memory_id, "validation")
+    async with _endorsing(engine, by, memory_id, "validation") as conn:
         return await boost_memory(
             conn,
             memory_id,
@@ -69,8 +80,7 @@ async def validate(
 
 async def feedback(engine: AsyncEngine, memory_id: str, helpful: bool, by: Endorser) -> float:
     """Record whether a memory helped (one vote per principal, its latest); its usefulness after the vote."""
-    async with engine.begin() as conn:
-        await refuse_self_endorsement(conn, by.actor_id, memory_id, "feedback")
+    async with _endorsing(engine, by, memory_id, "feedback") as conn:
         return await record_feedback(
             conn,
             memory_id,
@@ -92,8 +102,7 @@ async def observe(
     task_id: str | None,
 ) -> Observation:
     """One observation of a code rule: an EMA step towards the outcome, once per (principal, task)."""
-    async with engine.begin() as conn:
-        await refuse_self_endorsement(conn, by.actor_id, memory_id, "observation")
+    async with _endorsing(engine, by, memory_id, "observation") as conn:
         return await observe_rule(
             conn,
             memory_id,
