@@ -7,7 +7,7 @@ twice nor a refusal twice, and a refusal of the input is a non-retryable failure
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -107,16 +107,7 @@ class ApproachActivities:
     @activity.defn(name="approach_record")
     async def record(self, params: RecordApproachInput) -> FailedAttempt:
         """Count one attempt with its outcome."""
-        attempt = Attempt(
-            task_id=params.task_id,
-            subtask=params.subtask,
-            approach=params.approach,
-            outcome=params.outcome,
-            reason=params.reason,
-            actor_id=params.actor_id,
-            actor_type=params.actor_type,
-            idempotency_key=params.idempotency_key,
-        )
+        attempt = Attempt(**asdict(params))  # the input is the operation's Attempt, with a required key
         try:
             past = await record_approach(self._engine, self._embedder, attempt)
         except (NotFound, InvalidInput) as exc:
@@ -126,23 +117,16 @@ class ApproachActivities:
     @activity.defn(name="approach_check")
     async def check(self, params: CheckApproachInput) -> ApproachVerdict:
         """Refuse a repeat of a failed approach (same or near-duplicate), with history and a suggestion."""
-        proposal = Proposal(
-            task_id=params.task_id,
-            subtask=params.subtask,
-            approach=params.approach,
-            actor_id=params.actor_id,
-            actor_type=params.actor_type,
-            idempotency_key=params.idempotency_key,
-        )
+        proposal = Proposal(**asdict(params))
         try:
             answer = await check_proposal(self._engine, self._embedder, self._settings, proposal)
         except (NotFound, InvalidInput) as exc:
             raise _permanent(exc) from exc
         return ApproachVerdict(
-            valid=answer.check.valid,
-            reason=answer.check.reason,
-            suggestion=answer.check.suggestion,
-            stuck=answer.stuck,
-            refusals=answer.refusals,
-            history=[attempt_view(p) for p in answer.check.history],
+            answer.valid,
+            answer.reason,
+            answer.suggestion,
+            answer.stuck,
+            answer.refusals,
+            [attempt_view(p) for p in answer.history],
         )

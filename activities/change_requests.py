@@ -11,7 +11,7 @@ retry finds the request already decided and answers as the first attempt did.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from temporalio import activity
@@ -117,6 +117,32 @@ class CloseChangeInput:
     note: str
 
 
+def _description(
+    request: ChangeRequest,
+    *,
+    old_title: str,
+    old_content: str,
+    new_title: str | None = None,
+    new_content: str | None = None,
+) -> ChangeDescription:
+    """What every request shows (who asks what, where, why, in which state) and what this one changes."""
+    return ChangeDescription(
+        request_id=request.id,
+        memory_id=request.memory_id,
+        operation=request.operation,
+        org=request.org,
+        project=request.project,
+        scope=request.scope,
+        requested_by=request.requested_by,
+        reason=_short(request.reason),
+        state=request.state,
+        old_title=old_title,
+        old_content=old_content,
+        new_title=new_title,
+        new_content=new_content,
+    )
+
+
 class ChangeRequestActivities:
     """The change request's database steps, over one engine."""
 
@@ -137,16 +163,8 @@ class ChangeRequestActivities:
                 target = await change_target(conn, request.memory_id)
         except NotFound as exc:
             raise ApplicationError(str(exc), type=NotFound.__name__, non_retryable=True) from exc
-        return ChangeDescription(
-            request_id=request.id,
-            memory_id=request.memory_id,
-            operation=request.operation,
-            org=request.org,
-            project=request.project,
-            scope=request.scope,
-            requested_by=request.requested_by,
-            reason=_short(request.reason),
-            state=request.state,
+        return _description(
+            request,
             old_title=_short(target.title),
             old_content=_short(target.content),
             new_title=_short(request.title) if request.title is not None else None,
@@ -158,20 +176,8 @@ class ChangeRequestActivities:
         items = await lift_items(conn, request.id)
         sources = await lift_sources(conn, [i.memory_id for i in items])
         titles = [_short(i.title, TITLE_CHARS) for i in items[:LIFT_TITLES]]
-        return ChangeDescription(
-            request_id=request.id,
-            memory_id=request.memory_id,
-            operation=request.operation,
-            org=request.org,
-            project=request.project,
-            scope=request.scope,
-            requested_by=request.requested_by,
-            reason=_short(request.reason),
-            state=request.state,
-            old_title=titles[0] if titles else "",
-            old_content="",
-            new_title=None,
-            new_content=None,
+        return replace(
+            _description(request, old_title=titles[0] if titles else "", old_content=""),
             target_scope_key=request.target_scope_key,
             lift_from=sorted({s.scope_key for s in sources}),
             lift_titles=titles,

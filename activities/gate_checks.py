@@ -157,7 +157,7 @@ class _Refusal:
     claimed: str | None
     reason: str
     payload: dict[str, Any]
-    dedupe_key: str
+    idempotency_key: str
     memory_id: str | None = None
 
 
@@ -498,7 +498,7 @@ class GateCheckActivities:
                 workflow_id=refusal.workflow_id,
                 reason=refusal.reason,
                 payload=refusal.payload,
-                dedupe_key=refusal.dedupe_key,
+                idempotency_key=refusal.idempotency_key,
                 if_absent=True,
             )
 

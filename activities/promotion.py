@@ -38,7 +38,7 @@ from governance.dedup import Decision, classify, content_hash
 from governance.errors import InvalidInput, NotFound
 from governance.instructions import QuarantinedItem, quarantine_reason
 from governance.operations.publishing import publish_candidate
-from governance.publication import NearbyMemory, PublishedMemory
+from governance.publication import NearbyMemory, PlanItem, PublishedMemory
 from governance.redaction import redact, redact_json
 from governance.scopes import SCOPE_LEVEL, ActorType, Scope, scope_key
 from governance.storage.derivations import record_derivations
@@ -216,27 +216,6 @@ class PlanInput:
     scope_key: str
     visible_scope_keys: list[str]
     memory_types: list[str] | None = None
-
-
-@dataclass
-class PlanItem:
-    """One plan item as the workflow shows it: titles and decisions, the content only as a preview."""
-
-    index: int
-    memory_type: str
-    title: str
-    content: str
-    canonical_key: str | None
-    decision: str
-    target_id: str | None
-    similarity: float | None
-    reason: str
-    # what an approver weighs, without content (Temporal's history never holds memory content): the
-    # target's title, trust and approver (supersede, duplicate), or the nearest memories (new)
-    target_title: str | None = None
-    target_trust: float | None = None
-    target_approved_by: str | None = None
-    nearest: list[NearbyMemory] = field(default_factory=list)
 
 
 @dataclass
@@ -803,7 +782,7 @@ class PromotionActivities:
                     workflow_id=data.workflow_id,
                     reason=data.approval_note or "approved",
                     payload={"memory_ids": [r.memory_id for r in results], **data.summary},
-                    dedupe_key=f"{data.workflow_id}:approved",
+                    idempotency_key=f"{data.workflow_id}:approved",
                     if_absent=True,
                 )
             # one summary per promotion: redaction counts, cognify engine and any LLM fallback reason
@@ -820,7 +799,7 @@ class PromotionActivities:
                     "scope_key": target_key,
                     **data.summary,
                 },
-                dedupe_key=f"{data.workflow_id}:summary",
+                idempotency_key=f"{data.workflow_id}:summary",
                 if_absent=True,
             )
             await set_task_status(conn, data.task_id, "promoted" if data.verified else "unverified")
@@ -843,7 +822,7 @@ class PromotionActivities:
                 workflow_id=data.workflow_id,
                 reason=data.reason,
                 payload=data.payload,
-                dedupe_key=f"{data.workflow_id}:rejected",
+                idempotency_key=f"{data.workflow_id}:rejected",
                 if_absent=True,
             )
             await set_task_status(conn, data.task_id, "rejected")

@@ -304,7 +304,7 @@ class RetentionActivities:
                         "last_seq": chunk.last_seq,
                         "entry_ids": [entries[0].id, entries[-1].id],
                     },
-                    dedupe_key=f"staging-archive:{task_id}:{chunk.first_seq}-{chunk.last_seq}",
+                    idempotency_key=f"staging-archive:{task_id}:{chunk.first_seq}-{chunk.last_seq}",
                     if_absent=True,
                 )
             archived = True

@@ -1,10 +1,14 @@
-"""What publishing one planned memory did, and what a plan item is near: records the gate's steps return."""
+"""What the gate's steps return: a plan item as a workflow shows it, what it is near, what publishing did.
 
-from __future__ import annotations
+Shared by the `plan` and `publish` activities and the promotion's public contract (which re-exports
+`PlanItem` as `PlanEntry`, its first name), so one plan-item shape travels through Temporal.
+"""
 
-from dataclasses import dataclass
+# no `from __future__ import annotations`: Temporal's converter resolves these hints at run time, inside
+# the workflow sandbox too, so they stay real types there
+from dataclasses import dataclass, field
 
-__all__ = ["PublishedMemory", "NearbyMemory"]
+__all__ = ["PlanItem", "PublishedMemory", "NearbyMemory"]
 
 
 @dataclass
@@ -31,3 +35,29 @@ class NearbyMemory:
     citation: str
     title: str
     similarity: float
+
+
+@dataclass
+class PlanItem:
+    """One plan item as the workflow shows it (no embeddings, no content; title and reason shortened).
+
+    The workflow holds the first few items only (the history stays small however large the task); the
+    whole plan, with full contents, is in the database and the API serves it page by page
+    (`GET /v1/promotions/{task_id}/plan`). `index` is the item's place in the plan.
+    """
+
+    memory_type: str
+    title: str
+    content: str
+    canonical_key: str | None
+    decision: str
+    target_id: str | None
+    similarity: float | None
+    reason: str
+    # what an approver weighs in the Temporal UI, still without content: the target's short title, trust and
+    # the approver recorded when it was published (supersede, duplicate); the nearest memories (new)
+    target_title: str | None = None
+    target_trust: float | None = None
+    target_approved_by: str | None = None
+    nearest: list[NearbyMemory] = field(default_factory=list)
+    index: int = 0

@@ -39,7 +39,6 @@ with workflow.unsafe.imports_passed_through():
         DecisionRecordInput,
         OutcomeInput,
         PlanInput,
-        PlanItem,
         PlanResult,
         PromotionActivities,
         PublishInput,
@@ -121,23 +120,6 @@ def _summary(data: PromotionInput, evidence: Verification, analysis: CognifyResu
         "verification": evidence.source,
         "target_scope": data.target_scope,
     }
-
-
-def _plan_entry(i: PlanItem) -> PlanEntry:
-    return PlanEntry(
-        i.memory_type,
-        i.title,
-        i.content,
-        i.canonical_key,
-        i.decision,
-        i.target_id,
-        i.similarity,
-        i.reason,
-        i.target_title,
-        i.target_trust,
-        i.target_approved_by,
-        list(i.nearest),
-    )
 
 
 def _what_it_changes(entry: PlanEntry) -> list[str]:
@@ -446,7 +428,7 @@ class PromotionWorkflow(ApprovalGate[PromotionStatus]):
         )
         self._planned = planned
         self._status.plan_total = planned.total
-        self._status.plan = [_plan_entry(i) for i in planned.preview]
+        self._status.plan = list(planned.preview)
         self._status.quarantined_total = planned.quarantined
         self._status.quarantined = list(planned.quarantined_items)
         return planned

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from governance.instructions import QuarantinedItem
-from governance.publication import NearbyMemory, PublishedMemory
+from governance.publication import NearbyMemory, PlanItem, PublishedMemory
 from workflows.approval_contract import (
     APPROVAL_TIMEOUT_SECONDS,
     VERIFY_TIMEOUT_SECONDS,
@@ -133,29 +133,8 @@ class PromotionInput:
     grant: str | None = None
 
 
-@dataclass
-class PlanEntry:
-    """One line of the plan as the workflow shows it (no embeddings, no content; title and reason shortened).
-
-    The workflow holds the first few entries only (the history stays small however large the task); the
-    whole plan, with full contents, is in the database and the API serves it page by page
-    (`GET /v1/promotions/{task_id}/plan`).
-    """
-
-    memory_type: str
-    title: str
-    content: str
-    canonical_key: str | None
-    decision: str
-    target_id: str | None
-    similarity: float | None
-    reason: str
-    # what an approver weighs in the Temporal UI, still without content: the target's short title, trust and
-    # the approver recorded when it was published (supersede, duplicate); the nearest memories (new)
-    target_title: str | None = None
-    target_trust: float | None = None
-    target_approved_by: str | None = None
-    nearest: list[NearbyMemory] = field(default_factory=list)
+# one line of the plan as the workflow shows it: the one plan-item type, which the activities share
+PlanEntry = PlanItem
 
 
 @dataclass

@@ -136,7 +136,7 @@ class EventRecord(_Record):
     workflow_id: str | None
     reason: str | None
     payload: Any = None
-    dedupe_key: str | None
+    dedupe_key: str | None  # the idempotency key; file format version 1 keeps the column's old name
     created_at: datetime
 
 

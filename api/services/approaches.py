@@ -51,11 +51,4 @@ async def check_approach(
     answer = await operation.check_proposal(
         state.engine, make_embedder(state.settings), state.settings, proposal
     )
-    return CheckPublic(
-        valid=answer.check.valid,
-        reason=answer.check.reason,
-        suggestion=answer.check.suggestion,
-        stuck=answer.stuck,
-        refusals=answer.refusals,
-        history=[ApproachPublic.model_validate(p) for p in answer.check.history],
-    )
+    return CheckPublic.model_validate(answer, from_attributes=True)

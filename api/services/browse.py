@@ -13,12 +13,12 @@ from datetime import datetime
 
 from api.schemas.events import EventsPage
 from api.schemas.memories import MemoryListItemPublic, MemoryListPublic, MemoryStateName
-from api.services.gateway import GatewayResources, authorized_task, judged_project
+from api.services.gateway import GatewayResources, authorized_task, judged_project, readable
 from governance.errors import InvalidInput, NotFound
 from governance.identity import Principal
 from governance.scopes import MemoryType, Scope
 from governance.storage.listing import MemoryState, list_memories
-from governance.storage.memory_links import DerivationLinks, LinkedMemory, derivation_links
+from governance.storage.memory_links import DerivationLinks, derivation_links
 from governance.storage.plan_review import PublishedTarget, published_targets
 
 __all__ = [
@@ -201,11 +201,6 @@ def trust_history(trail: EventsPage) -> list[TrustStep]:
     return steps
 
 
-def _readable(state: GatewayResources, principal: Principal, m: LinkedMemory) -> bool:
-    project = judged_project(principal, m.org, m.project)
-    return state.authorizer.allowed(principal, org=m.org, project=project, scope=m.scope, action="read")
-
-
 async def readable_links(state: GatewayResources, principal: Principal, memory_id: str) -> DerivationLinks:
     """What the memory builds on and what builds on it, of the memories the caller may read.
 
@@ -214,8 +209,8 @@ async def readable_links(state: GatewayResources, principal: Principal, memory_i
     async with state.engine.connect() as conn:
         links = await derivation_links(conn, memory_id)
     return DerivationLinks(
-        sources=[m for m in links.sources if _readable(state, principal, m)],
-        derived=[m for m in links.derived if _readable(state, principal, m)],
+        sources=readable(state, principal, links.sources),
+        derived=readable(state, principal, links.derived),
     )
 
 

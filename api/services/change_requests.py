@@ -33,7 +33,7 @@ from api.schemas.change_requests import (
 )
 from api.schemas.promotions import DecisionIn
 from api.services.approvals import mint_approval_token, proof_grant, send_decision
-from api.services.gateway import GatewayResources, temporal_client
+from api.services.gateway import GatewayResources, may, readable, temporal_client
 from api.services.temporal_errors import temporal_errors
 from governance.adapters.embedders import embed_one, make_embedder
 from governance.changes import ChangeOperation, ProposedContent
@@ -111,26 +111,6 @@ async def embedding_of(state: GatewayResources, proposed: ProposedContent, title
     return list(await embed_one(make_embedder(state.settings), text))
 
 
-def _visible(state: GatewayResources, principal: Principal, request: ChangeRequest, action: str) -> bool:
-    return state.authorizer.allowed(
-        principal,
-        org=request.org,
-        project=judged_project(principal, request.org, request.project),
-        scope=request.scope,
-        action=action,
-    )
-
-
-def _reads(state: GatewayResources, principal: Principal, memory: MemoryTenant) -> bool:
-    return state.authorizer.allowed(
-        principal,
-        org=memory.org,
-        project=judged_project(principal, memory.org, memory.project),
-        scope=memory.scope,
-        action="read",
-    )
-
-
 async def _lifts_hidden(
     state: GatewayResources, principal: Principal, requests: list[ChangeRequest]
 ) -> set[str]:
@@ -143,7 +123,7 @@ async def _lifts_hidden(
     return {
         request_id
         for request_id, tenants in sources.items()
-        if lift_refusal(reads_every_source=all(_reads(state, principal, t) for t in tenants)) is not None
+        if lift_refusal(reads_every_source=all(may(state, principal, t, "read") for t in tenants)) is not None
     }
 
 
@@ -275,7 +255,7 @@ async def _readable(state: GatewayResources, principal: Principal, request_id: s
     """The request if the caller may read its memory; NotFound (as for an unknown id) otherwise."""
     async with state.engine.connect() as conn:
         request = await get_change_request(conn, request_id)
-    if not _visible(state, principal, request, "read") or await _lifts_hidden(state, principal, [request]):
+    if not may(state, principal, request, "read") or await _lifts_hidden(state, principal, [request]):
         raise NotFound(f"change request {request_id!r} does not exist")
     return request
 
@@ -293,16 +273,16 @@ async def list_requests(
         rows = await list_change_requests(
             conn, org=principal.org, state=request_state, limit=limit * LIST_SCAN_FACTOR
         )
-    visible = [r for r in rows if _visible(state, principal, r, "read")]
+    visible = readable(state, principal, rows)
     hidden = await _lifts_hidden(state, principal, visible)
-    readable = [r for r in visible if r.id not in hidden][:limit]
-    return ChangeRequestList(change_requests=[await public_request(state, r) for r in readable])
+    shown = [r for r in visible if r.id not in hidden][:limit]
+    return ChangeRequestList(change_requests=[await public_request(state, r) for r in shown])
 
 
 async def _awaiting_decision(state: GatewayResources, principal: Principal, request_id: str) -> ChangeRequest:
     """The request, once the caller may `approve` its scope and it awaits approval."""
     request = await _readable(state, principal, request_id)
-    if not _visible(state, principal, request, "approve"):
+    if not may(state, principal, request, "approve"):
         raise PolicyDenied(
             f"{principal.actor_type} '{principal.name}' ({principal.id}) may not approve changes at "
             f"{request.scope} scope"

@@ -14,12 +14,19 @@ retires one with `POST /v1/memories/{id}/retire`.
 from __future__ import annotations
 
 from api.schemas.learning import CodeRulePublic, ObservationIn, ObservationPublic, RuleCandidatesPublic
-from api.services.gateway import GatewayResources, authorize_memory, authorized_task, judged_project
-from api.services.memories import refuse_self_endorsement
+from api.services.gateway import (
+    GatewayResources,
+    authorize_memory,
+    authorized_task,
+    judged_project,
+    readable,
+)
 from governance.errors import InvalidInput, PolicyDenied
 from governance.identity import Principal
+from governance.operations import trust
+from governance.operations.trust import Endorser
 from governance.scopes import ActorType, Scope
-from governance.storage.code_rules import observe_rule, retirement_candidates
+from governance.storage.code_rules import retirement_candidates
 from governance.storage.memory_changes import MemoryTenant, memory_tenant
 from governance.trust import is_established_rule, is_retirement_candidate, rule_observer_refusal
 from policy.enforcer import Authorizer
@@ -54,17 +61,14 @@ async def observe(
             raise InvalidInput(
                 f"task {body.task_id!r} is not a task of the rule's tenant: observe a rule in its own work"
             )
-    async with state.engine.begin() as conn:
-        await refuse_self_endorsement(conn, principal, memory.id, "observation")
-        seen = await observe_rule(
-            conn,
-            memory.id,
-            body.outcome,
-            actor_id=principal.id,
-            actor_type=principal.actor_type.value,
-            note=body.note,
-            task_id=body.task_id,
-        )
+    seen = await trust.observe(
+        state.engine,
+        memory.id,
+        body.outcome,
+        Endorser(principal.id, principal.actor_type.value),
+        note=body.note,
+        task_id=body.task_id,
+    )
     return ObservationPublic(
         id=memory.id,
         citation=memory.citation,
@@ -104,23 +108,6 @@ async def candidates(state: GatewayResources, principal: Principal) -> RuleCandi
         rows = await retirement_candidates(conn, org=principal.org, project=principal.project)
     return RuleCandidatesPublic(
         rules=[
-            CodeRulePublic(
-                id=r.id,
-                citation=r.citation,
-                scope=r.scope,
-                scope_key=r.scope_key,
-                title=r.title,
-                content=r.content,
-                confidence=r.confidence,
-                updated_at=r.updated_at,
-            )
-            for r in rows
-            if state.authorizer.allowed(
-                principal,
-                org=r.org,
-                project=judged_project(principal, r.org, r.project),
-                scope=r.scope,
-                action="read",
-            )
+            CodeRulePublic.model_validate(r, from_attributes=True) for r in readable(state, principal, rows)
         ]
     )

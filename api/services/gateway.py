@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 from temporalio.client import Client
@@ -43,6 +45,9 @@ __all__ = [
     "authorized_task",
     "judged_project",
     "authorize_memory",
+    "Tenanted",
+    "may",
+    "readable",
     "temporal_client",
 ]
 
@@ -239,6 +244,37 @@ def authorize_memory(
         read_scope=scope,
         hidden=f"memory {ref!r} does not exist",
     )
+
+
+class Tenanted(Protocol):
+    """Anything listed with its tenant and scope: a memory row, a code rule, a stale memory."""
+
+    @property
+    def org(self) -> str: ...
+    @property
+    def project(self) -> str | None: ...
+    @property
+    def scope(self) -> str: ...
+
+
+_T = TypeVar("_T", bound=Tenanted)
+
+
+def may(state: GatewayResources, principal: Principal, row: Tenanted, action: str) -> bool:
+    """Whether the policy lets `principal` do `action` at the row's scope, judged as `authorize_memory`
+    judges a memory (in the project `judged_project` chooses)."""
+    return state.authorizer.allowed(
+        principal,
+        org=row.org,
+        project=judged_project(principal, row.org, row.project),
+        scope=row.scope,
+        action=action,
+    )
+
+
+def readable(state: GatewayResources, principal: Principal, rows: Iterable[_T]) -> list[_T]:
+    """The rows the policy lets `principal` read (`may` read each)."""
+    return [r for r in rows if may(state, principal, r, "read")]
 
 
 async def temporal_client(state: GatewayResources) -> Client:

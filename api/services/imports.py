@@ -337,9 +337,12 @@ async def _restore(state: GatewayResources, principal: Principal, parsed: Parsed
 
 
 async def _new_events(conn: AsyncConnection, events: list[tuple[int, EventRecord]]) -> list[EventRecord]:
-    """The file's events not stored yet; Conflict when an id or dedupe key is held by a different event."""
+    """The file's events not stored yet; Conflict when an id or idempotency key (the line's `dedupe_key`) is
+    held by another event."""
     stored = await transfer.events_by_ids(conn, [e.id for _, e in events])
-    keys = await transfer.event_ids_by_dedupe_key(conn, [e.dedupe_key for _, e in events if e.dedupe_key])
+    keys = await transfer.event_ids_by_idempotency_key(
+        conn, [e.dedupe_key for _, e in events if e.dedupe_key]
+    )
     fresh: list[EventRecord] = []
     for line, event in events:
         if event.id in stored:

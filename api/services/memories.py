@@ -5,8 +5,9 @@
 `approve` to report human_approved, `read` to give feedback or read the history. An org-scope memory is
 judged in the caller's own project when the caller belongs to its org, and a caller who may not even read
 the memory is told it does not exist (`authorize_memory`, api/services/gateway.py, as for GET /v1/memories).
-Each change is one statement with its event, in one transaction (governance/storage/memory_changes.py); a
-supersede or retire is applied by governance/operations/changes.py, as an approved change request is.
+Each change is one statement with its event, in one transaction: a validation, a vote or a decay policy
+through governance/operations/trust.py; a supersede or retire through governance/operations/changes.py, as
+an approved change request is.
 
 Supersede and retire pass the gate (governance/changes.py): at a scope whose policy requires validation,
 a caller who is not a human allowed to approve that scope gets a change request (202, api/services/
@@ -34,7 +35,6 @@ import json
 from dataclasses import asdict
 
 from pydantic import BaseModel
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from api.schemas.change_requests import ChangeRequestPublic
 from api.schemas.memories import (
@@ -53,26 +53,15 @@ from api.schemas.memories import (
 )
 from api.services.change_requests import embedding_of, is_approver, needs_change_request, propose
 from api.services.gateway import GatewayResources, authorize_memory
-from governance.changes import ChangeOperation, ChangeTrust, proposed_content
-from governance.errors import SelfEndorsement
+from governance.changes import ChangeTrust, proposed_content
 from governance.identity import Principal
-from governance.operations import changes
+from governance.operations import changes, trust
+from governance.operations.trust import Endorser
 from governance.scopes import ValidationSource
-from governance.storage.change_requests import NewChangeRequest
-from governance.storage.decay_policy import set_decay_policy as store_decay_policy
-from governance.storage.memory_changes import (
-    MemoryTenant,
-    boost_memory,
-    memory_history,
-    memory_tenant,
-    record_feedback,
-)
-from governance.storage.trust import involvement_of
-from governance.trust import self_endorsement_refusal
+from governance.storage.memory_changes import MemoryTenant, memory_history, memory_tenant
 
 __all__ = [
     "VALIDATION_ACTION",
-    "refuse_self_endorsement",
     "validate",
     "feedback",
     "set_decay_policy",
@@ -109,15 +98,6 @@ async def _authorized(state: GatewayResources, principal: Principal, ref: str, a
     return memory
 
 
-async def refuse_self_endorsement(
-    conn: AsyncConnection, principal: Principal, memory_id: str, what: str
-) -> None:
-    """SelfEndorsement (403) when `principal` is involved in the memory (`trust.self_endorsement_refusal`)."""
-    refusal = self_endorsement_refusal(principal.id, await involvement_of(conn, memory_id), what)
-    if refusal is not None:
-        raise SelfEndorsement(refusal)
-
-
 def _idempotency_key(principal: Principal, verb: str, key: str | None) -> str | None:
     return f"http:{principal.id}:{verb}:{key}" if key else None
 
@@ -132,23 +112,30 @@ def _request_hash(memory: MemoryTenant, verb: str, body: BaseModel) -> str:
     return hashlib.sha256(json.dumps(request, sort_keys=True).encode("utf-8")).hexdigest()
 
 
+def _endorser(
+    principal: Principal, memory: MemoryTenant, verb: str, body: ValidateIn | FeedbackIn
+) -> Endorser:
+    """The caller as the one moving the memory's trust, its key and request hash bound to this call."""
+    return Endorser(
+        actor_id=principal.id,
+        actor_type=principal.actor_type.value,
+        idempotency_key=_idempotency_key(principal, verb, body.idempotency_key),
+        request_hash=_request_hash(memory, verb, body),
+    )
+
+
 async def validate(
     state: GatewayResources, principal: Principal, ref: str, body: ValidateIn
 ) -> ValidatePublic:
     """Boost a memory's confidence by the validation source's amount, once per principal and source."""
     memory = await _authorized(state, principal, ref, VALIDATION_ACTION[body.source])
-    async with state.engine.begin() as conn:
-        await refuse_self_endorsement(conn, principal, memory.id, "validation")
-        outcome = await boost_memory(
-            conn,
-            memory.id,
-            body.source,
-            actor_id=principal.id,
-            actor_type=principal.actor_type.value,
-            reason=body.reason,
-            idempotency_key=_idempotency_key(principal, "validate", body.idempotency_key),
-            request_hash=_request_hash(memory, "validate", body),
-        )
+    outcome = await trust.validate(
+        state.engine,
+        memory.id,
+        body.source,
+        _endorser(principal, memory, "validate", body),
+        reason=body.reason,
+    )
     return ValidatePublic(
         id=memory.id,
         citation=memory.citation,
@@ -163,17 +150,9 @@ async def feedback(
 ) -> FeedbackPublic:
     """Record whether a memory helped: one vote per principal (its latest); usefulness follows the votes."""
     memory = await _authorized(state, principal, ref, "read")
-    async with state.engine.begin() as conn:
-        await refuse_self_endorsement(conn, principal, memory.id, "feedback")
-        usefulness = await record_feedback(
-            conn,
-            memory.id,
-            body.helpful,
-            actor_id=principal.id,
-            actor_type=principal.actor_type.value,
-            idempotency_key=_idempotency_key(principal, "feedback", body.idempotency_key),
-            request_hash=_request_hash(memory, "feedback", body),
-        )
+    usefulness = await trust.feedback(
+        state.engine, memory.id, body.helpful, _endorser(principal, memory, "feedback", body)
+    )
     return FeedbackPublic(id=memory.id, citation=memory.citation, usefulness=usefulness)
 
 
@@ -182,15 +161,13 @@ async def set_decay_policy(
 ) -> DecayPolicyPublic:
     """Set how a memory's confidence decays; deciding it takes `approve` at the memory's scope."""
     memory = await _authorized(state, principal, ref, "approve")
-    async with state.engine.begin() as conn:
-        changed = await store_decay_policy(
-            conn,
-            memory.id,
-            body.decay_policy.value,
-            actor_id=principal.id,
-            actor_type=principal.actor_type.value,
-            reason=body.reason,
-        )
+    changed = await trust.set_decay_policy(
+        state.engine,
+        memory.id,
+        body.decay_policy.value,
+        Endorser(principal.id, principal.actor_type.value),
+        reason=body.reason,
+    )
     return DecayPolicyPublic(
         id=memory.id, citation=memory.citation, decay_policy=body.decay_policy, changed=changed
     )
@@ -206,49 +183,26 @@ async def supersede(
     memory = await _authorized(state, principal, ref, "write")
     proposed = proposed_content(body.content, body.title)
     embedding = await embedding_of(state, proposed, body.title is not None and bool(body.title.strip()))
-    key, request_hash = (
-        _idempotency_key(principal, "supersede", body.idempotency_key),
-        _request_hash(memory, "supersede", body),
+    change = changes.Supersession(
+        memory_id=memory.id,
+        content=proposed.content,
+        title=proposed.title,
+        reason=body.reason,
+        actor_id=principal.id,
+        actor_type=principal.actor_type.value,
+        canonical_key=body.canonical_key,
+        embedding=embedding,
+        valid_from_commit=body.valid_from_commit,
+        idempotency_key=_idempotency_key(principal, "supersede", body.idempotency_key),
+        request_hash=_request_hash(memory, "supersede", body),
     )
     if needs_change_request(state, principal, memory):
-        return await propose(
-            state,
-            principal,
-            NewChangeRequest(
-                memory_id=memory.id,
-                org=memory.org,
-                project=memory.project,
-                scope=memory.scope,
-                operation=ChangeOperation.SUPERSEDE,
-                reason=body.reason,
-                requested_by=principal.id,
-                actor_type=principal.actor_type.value,
-                content=proposed.content,
-                title=proposed.title,
-                canonical_key=body.canonical_key,
-                valid_from_commit=body.valid_from_commit,
-                embedding=embedding,
-                redaction_counts=proposed.redaction_counts,
-                idempotency_key=key,
-                request_hash=request_hash,
-            ),
-        )
+        request = changes.as_request(change, memory, redaction_counts=proposed.redaction_counts)
+        return await propose(state, principal, request)
     approver = is_approver(state, principal, memory)
     outcome = await changes.supersede(
         state.engine,
-        changes.Supersession(
-            memory_id=memory.id,
-            content=proposed.content,
-            title=proposed.title,
-            reason=body.reason,
-            actor_id=principal.id,
-            actor_type=principal.actor_type.value,
-            canonical_key=body.canonical_key,
-            embedding=embedding,
-            valid_from_commit=body.valid_from_commit,
-            idempotency_key=key,
-            request_hash=request_hash,
-        ),
+        change,
         trust=ChangeTrust.HUMAN_VALIDATED if approver else ChangeTrust.DRAFT,
         approved_at=memory.scope if state.authorizer.requires_validation(memory.scope) else None,
     )
@@ -260,37 +214,19 @@ async def retire(
 ) -> RetirePublic | ChangeRequestPublic:
     """Deprecate a memory without a successor, or propose it where approval is due; Conflict if deprecated."""
     memory = await _authorized(state, principal, ref, "write")
-    key, request_hash = (
-        _idempotency_key(principal, "retire", body.idempotency_key),
-        _request_hash(memory, "retire", body),
+    change = changes.Retirement(
+        memory_id=memory.id,
+        reason=body.reason,
+        actor_id=principal.id,
+        actor_type=principal.actor_type.value,
+        idempotency_key=_idempotency_key(principal, "retire", body.idempotency_key),
+        request_hash=_request_hash(memory, "retire", body),
     )
     if needs_change_request(state, principal, memory):
-        return await propose(
-            state,
-            principal,
-            NewChangeRequest(
-                memory_id=memory.id,
-                org=memory.org,
-                project=memory.project,
-                scope=memory.scope,
-                operation=ChangeOperation.RETIRE,
-                reason=body.reason,
-                requested_by=principal.id,
-                actor_type=principal.actor_type.value,
-                idempotency_key=key,
-                request_hash=request_hash,
-            ),
-        )
+        return await propose(state, principal, changes.as_request(change, memory))
     await changes.retire(
         state.engine,
-        changes.Retirement(
-            memory_id=memory.id,
-            reason=body.reason,
-            actor_id=principal.id,
-            actor_type=principal.actor_type.value,
-            idempotency_key=key,
-            request_hash=request_hash,
-        ),
+        change,
         approved_at=memory.scope if state.authorizer.requires_validation(memory.scope) else None,
     )
     return RetirePublic(id=memory.id, citation=memory.citation)

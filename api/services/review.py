@@ -13,7 +13,7 @@ and, at a scope whose policy requires validation (project, org), who may `approv
 from __future__ import annotations
 
 from api.schemas.review import ConfirmIn, ConfirmPublic, ReviewPublic, StaleMemoryPublic
-from api.services.gateway import GatewayResources, authorize_memory, judged_project
+from api.services.gateway import GatewayResources, authorize_memory, readable
 from governance.errors import PolicyDenied
 from governance.identity import Principal
 from governance.scopes import ActorType
@@ -27,17 +27,7 @@ async def review(state: GatewayResources, principal: Principal, scope_key: str |
     """Stale memories of the caller's tenant it may read (of one scope key when given), oldest mark first."""
     async with state.engine.connect() as conn:
         rows = await stale_memories(conn, org=principal.org, project=principal.project, scope_key=scope_key)
-    readable = [
-        r
-        for r in rows
-        if state.authorizer.allowed(
-            principal,
-            org=r.org,
-            project=judged_project(principal, r.org, r.project),
-            scope=r.scope,
-            action="read",
-        )
-    ]
+    shown = readable(state, principal, rows)
     return ReviewPublic(
         memories=[
             StaleMemoryPublic(
@@ -51,7 +41,7 @@ async def review(state: GatewayResources, principal: Principal, scope_key: str |
                 stale_reason=r.stale_reason,
                 derived_from=r.derived_from,
             )
-            for r in readable
+            for r in shown
         ]
     )
 

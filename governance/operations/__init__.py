@@ -11,7 +11,9 @@ Temporal's, then call the same operation. So each use case has one home:
 - `publishing`: publish one candidate against its scope's heads (dedup, supersession, bug patterns);
 - `retention`: prune what the retention rules choose, a batch per transaction;
 - `reflection`: link published insights to the episodes they distil;
+- `trust`: what moves a memory's trust (a validation, a feedback vote, a code-rule observation, a decay
+  policy), each refusing a principal involved in the memory inside its transaction;
 
-and, by the same pattern, `trust` (votes, boosts, decay) and `erasure` (forgetting a principal's or a
-task's traces) as their use cases move out of the services and activities that hold them today.
+and, by the same pattern, `erasure` (a principal's, a task's or a subject's traces) as its use case moves
+out of the service that holds it today.
 """

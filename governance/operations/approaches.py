@@ -36,20 +36,6 @@ __all__ = ["Attempt", "Proposal", "CheckAnswer", "record_approach", "check_propo
 
 
 @dataclass(frozen=True)
-class Attempt:
-    """One attempt of an approach on a task's subtask and how it ended (`outcome`: failed | succeeded)."""
-
-    task_id: str
-    subtask: str
-    approach: str
-    outcome: str
-    reason: str | None
-    actor_id: str
-    actor_type: str
-    idempotency_key: str | None = None
-
-
-@dataclass(frozen=True)
 class Proposal:
     """An approach proposed on a task's subtask, to check before trying it."""
 
@@ -61,13 +47,45 @@ class Proposal:
     idempotency_key: str | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
+class Attempt(Proposal):
+    """A proposal tried, and how it ended (`outcome`: failed | succeeded; a failure's `reason`)."""
+
+    outcome: str
+    reason: str | None
+
+
 @dataclass(frozen=True)
 class CheckAnswer:
-    """The check's decision plus the subtask's refusal count and stuck mark."""
+    """The check's decision plus the subtask's refusal count and stuck mark.
+
+    It reads as the answer every face gives (`valid`, `reason`, `suggestion`, `history`, `stuck`,
+    `refusals`), so a schema or a payload is built from its attributes, not field by field.
+    """
 
     check: ApproachCheck
     refusals: int
     stuck: bool
+
+    @property
+    def valid(self) -> bool:
+        """Whether the approach may be tried."""
+        return self.check.valid
+
+    @property
+    def reason(self) -> str:
+        """Why it may or may not."""
+        return self.check.reason
+
+    @property
+    def suggestion(self) -> str | None:
+        """What to try instead, for a refusal."""
+        return self.check.suggestion
+
+    @property
+    def history(self) -> tuple[PastApproach, ...]:
+        """The failed approaches it repeats, nearest first."""
+        return self.check.history
 
 
 def _outcome(value: str) -> ApproachOutcome:
@@ -110,7 +128,7 @@ async def record_approach(engine: AsyncEngine, embedder: Embedder, attempt: Atte
                 actor_type=attempt.actor_type,
                 task_id=attempt.task_id,
                 reason=attempt.reason,
-                dedupe_key=attempt.idempotency_key,
+                idempotency_key=attempt.idempotency_key,
                 payload={
                     "subtask": attempt.subtask,
                     "approach": attempt.approach,
@@ -156,7 +174,7 @@ async def check_proposal(
             actor_type=proposal.actor_type,
             task_id=task_id,
             reason=decision.reason,
-            dedupe_key=proposal.idempotency_key,
+            idempotency_key=proposal.idempotency_key,
             payload={"subtask": subtask, "approach": proposal.approach, "refusals": counted.refusals},
         )
         if counted.newly_stuck:

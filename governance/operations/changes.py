@@ -29,6 +29,7 @@ from governance.storage.change_requests import (
     AWAITING,
     Applied,
     ChangeRequest,
+    NewChangeRequest,
     applied_as,
     citation_of,
     close_applied,
@@ -42,6 +43,7 @@ from governance.storage.derivations import mark_derived_stale
 from governance.storage.events import REQUEST_HASH, EventType, record_event, recorded_payload
 from governance.storage.memory_changes import retire_head
 from governance.storage.memory_rows import (
+    MemoryTenant,
     NewMemory,
     PublishOutcome,
     deprecate_head,
@@ -62,6 +64,7 @@ __all__ = [
     "retire",
     "supersede_memory",
     "retire_memory",
+    "as_request",
 ]
 
 
@@ -92,6 +95,47 @@ class Retirement:
     actor_type: str
     idempotency_key: str | None = None
     request_hash: str | None = None
+
+
+def as_request(
+    change: Supersession | Retirement, tenant: MemoryTenant, *, redaction_counts: dict[str, int] | None = None
+) -> NewChangeRequest:
+    """The change request that proposes `change` to a memory of `tenant`, where an approval is due.
+
+    The one mapping from a change to its request (`_requested` maps a stored request back): the caller
+    builds the change once and either applies it or proposes it.
+    """
+    if isinstance(change, Retirement):
+        return NewChangeRequest(
+            memory_id=change.memory_id,
+            org=tenant.org,
+            project=tenant.project,
+            scope=tenant.scope,
+            operation=ChangeOperation.RETIRE,
+            reason=change.reason,
+            requested_by=change.actor_id,
+            actor_type=change.actor_type,
+            idempotency_key=change.idempotency_key,
+            request_hash=change.request_hash,
+        )
+    return NewChangeRequest(
+        memory_id=change.memory_id,
+        org=tenant.org,
+        project=tenant.project,
+        scope=tenant.scope,
+        operation=ChangeOperation.SUPERSEDE,
+        reason=change.reason,
+        requested_by=change.actor_id,
+        actor_type=change.actor_type,
+        content=change.content,
+        title=change.title,
+        canonical_key=change.canonical_key,
+        valid_from_commit=change.valid_from_commit,
+        embedding=change.embedding,
+        redaction_counts=dict(redaction_counts or {}),
+        idempotency_key=change.idempotency_key,
+        request_hash=change.request_hash,
+    )
 
 
 async def supersede(
@@ -412,7 +456,7 @@ async def supersede_memory(
             },
             request_hash,
         ),
-        dedupe_key=idempotency_key,
+        idempotency_key=idempotency_key,
     )
     await mark_derived_stale(
         conn,
@@ -454,7 +498,7 @@ async def retire_memory(
         workflow_id=workflow_id,
         reason=reason,
         payload=_with_request_hash({}, request_hash),
-        dedupe_key=idempotency_key,
+        idempotency_key=idempotency_key,
     )
     await mark_derived_stale(
         conn, memory_id, cause="retired", reason=reason, actor_id=actor_id, actor_type=actor_type

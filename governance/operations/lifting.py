@@ -216,7 +216,7 @@ async def _lift_one(
         event_type=EventType.LIFTED,
         reason=reason,
         payload=payload,
-        dedupe_key=f"{key}:from",
+        idempotency_key=f"{key}:from",
         **common,
     )
     await record_event(
@@ -225,7 +225,7 @@ async def _lift_one(
         event_type=EventType.LIFTED,
         reason=reason,
         payload=payload,
-        dedupe_key=f"{key}:to",
+        idempotency_key=f"{key}:to",
         **common,
     )
     await record_item_outcome(conn, request_id, item.position, outcome.value, result_id)

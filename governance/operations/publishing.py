@@ -112,7 +112,7 @@ async def publish_candidate(
         outcome, event = await _insert(
             conn, mem, decision, target if decision.kind is DecisionKind.SUPERSEDE else None, chash
         )
-    await record_event(conn, dedupe_key=idempotency_key, **event, **common)
+    await record_event(conn, idempotency_key=idempotency_key, **event, **common)
     if outcome.superseded_id is not None:
         await mark_derived_stale(
             conn,

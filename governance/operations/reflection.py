@@ -47,7 +47,7 @@ async def link_distilled(
                 workflow_id=workflow_id,
                 reason=f"distilled into {len(insights)} insight(s) by reflection {reflection_id}",
                 payload={"insights": sorted(insights), "reflection": reflection_id},
-                dedupe_key=f"{reflection_id}:distilled:{episode}",
+                idempotency_key=f"{reflection_id}:distilled:{episode}",
             )
             for episode, insights in sorted(into.items())
         ],

@@ -126,7 +126,7 @@ class Target:
     active: bool
 
 
-_COLUMNS = [c for c in change_requests.c if c.name not in {"embedding", "dedupe_key", "request_hash"}]
+_COLUMNS = [c for c in change_requests.c if c.name not in {"embedding", "idempotency_key", "request_hash"}]
 
 
 def _request(row: Any, replayed: bool = False) -> ChangeRequest:
@@ -138,7 +138,7 @@ def _request(row: Any, replayed: bool = False) -> ChangeRequest:
 
 
 async def create_change_request(conn: AsyncConnection, new: NewChangeRequest) -> ChangeRequest:
-    """Write a request in state `awaiting_approval`; with a dedupe key seen before, the first request.
+    """Write a request in state `awaiting_approval`; with an idempotency key seen before, the first request.
 
     The same key with another request (another memory, operation or body: another `request_hash`) is a
     Conflict, as for every idempotency key.
@@ -147,7 +147,7 @@ async def create_change_request(conn: AsyncConnection, new: NewChangeRequest) ->
         seen = (
             await conn.execute(
                 select(*_COLUMNS, change_requests.c.request_hash).where(
-                    change_requests.c.dedupe_key == new.idempotency_key
+                    change_requests.c.idempotency_key == new.idempotency_key
                 )
             )
         ).first()
@@ -175,7 +175,7 @@ async def create_change_request(conn: AsyncConnection, new: NewChangeRequest) ->
         "requested_by": new.requested_by,
         "actor_type": new.actor_type,
         "state": AWAITING,
-        "dedupe_key": new.idempotency_key,
+        "idempotency_key": new.idempotency_key,
         "request_hash": new.request_hash,
         "target_scope": new.target_scope,
         "target_scope_key": new.target_scope_key,
@@ -283,7 +283,7 @@ async def close_change_request(
         workflow_id=workflow_id,
         reason=note,
         payload={"change_request": current.id, "operation": current.operation, "state": state},
-        dedupe_key=f"change:{current.id}:closed",
+        idempotency_key=f"change:{current.id}:closed",
         if_absent=True,
     )
     return _request(row)
@@ -321,7 +321,7 @@ async def record_change_approval(
             "result": result_memory_id,
             "direct": change_request is None if direct is None else direct,
         },
-        dedupe_key=idempotency_key,
+        idempotency_key=idempotency_key,
         if_absent=True,
     )
 

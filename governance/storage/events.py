@@ -1,10 +1,11 @@
 """The audit trail: every `memory_events` row is written by `record_events` (one row: `record_event`).
 
 Each change to published memory, each promotion decision and each approval grant writes its event in the
-caller's transaction, so a change and its event commit or roll back together. A `dedupe_key` (unique) makes
-a retried activity or a replayed request write its event once: by default a second write with the same key
-fails (the caller's transaction is undone, so the change is not applied twice); with `if_absent=True` it is
-skipped (for events that only record that something happened, such as a promotion's summary).
+caller's transaction, so a change and its event commit or roll back together. An `idempotency_key`
+(unique) makes a retried activity or a replayed request write its event once: by default a second write
+with the same key fails (the caller's transaction is undone, so the change is not applied twice); with
+`if_absent=True` it is skipped (for events that only record that something happened, such as a
+promotion's summary).
 
 A request's idempotency key is bound to the request: its event keeps the hash of what was asked
 (`REQUEST_HASH` in the payload: the memory, the operation, the body), and `recorded_payload` with a
@@ -95,7 +96,7 @@ class Event:
     payload: dict[str, Any] | None = None
     task_id: str | None = None
     workflow_id: str | None = None
-    dedupe_key: str | None = None
+    idempotency_key: str | None = None
 
 
 async def record_events(conn: AsyncConnection, events: Sequence[Event], *, if_absent: bool = False) -> None:
@@ -109,7 +110,7 @@ async def record_events(conn: AsyncConnection, events: Sequence[Event], *, if_ab
             row["payload"] = {**row["payload"], "note": redact_free_text(row["payload"]["note"])}
     if if_absent:
         await conn.execute(
-            pg_insert(memory_events).values(rows).on_conflict_do_nothing(index_elements=["dedupe_key"])
+            pg_insert(memory_events).values(rows).on_conflict_do_nothing(index_elements=["idempotency_key"])
         )
     else:
         await conn.execute(insert(memory_events), rows)
@@ -126,7 +127,7 @@ async def record_event(
     payload: dict[str, Any] | None = None,
     task_id: str | None = None,
     workflow_id: str | None = None,
-    dedupe_key: str | None = None,
+    idempotency_key: str | None = None,
     if_absent: bool = False,
 ) -> None:
     """Append one audit event in the caller's transaction."""
@@ -139,27 +140,28 @@ async def record_event(
         payload=payload,
         task_id=task_id,
         workflow_id=workflow_id,
-        dedupe_key=dedupe_key,
+        idempotency_key=idempotency_key,
     )
     await record_events(conn, [event], if_absent=if_absent)
 
 
 async def recorded_payload(
-    conn: AsyncConnection, dedupe_key: str | None, request_hash: str | None = None
+    conn: AsyncConnection, idempotency_key: str | None, request_hash: str | None = None
 ) -> dict[str, Any] | None:
-    """The payload of the event recorded under `dedupe_key`, or None: how a replay finds its first answer.
+    """The payload of the event recorded under `idempotency_key`, or None: how a replay finds its first
+    answer.
 
     With `request_hash`, the recorded event must be of the same request (the same hash in its payload);
     otherwise the key was used for another memory, operation or body, and that is a Conflict. An event
     recorded without a hash (before keys were bound) cannot prove it is the same request: Conflict too.
     """
-    if dedupe_key is None:
+    if idempotency_key is None:
         return None
     row = (
         await conn.execute(
             memory_events.select()
             .with_only_columns(memory_events.c.payload)
-            .where(memory_events.c.dedupe_key == dedupe_key)
+            .where(memory_events.c.idempotency_key == idempotency_key)
         )
     ).first()
     if row is None:

@@ -5,7 +5,7 @@ transaction; see governance/storage/memory_rows.py. Supersession is composed by
 governance/operations/changes.py.
 Trust cannot be spammed: a principal's validation of a memory counts once per source (`memory_validations`),
 and its feedback is one vote, its latest (`memory_votes`), from which usefulness is computed.
-A `request_hash` binds an idempotency key (`idempotency_key`, kept in the event's `dedupe_key` column) to
+A `request_hash` binds an idempotency key (`idempotency_key`, kept in the event's `idempotency_key` column) to
 its request: the same key with another request is a Conflict (events.recorded_payload).
 """
 
@@ -187,7 +187,7 @@ async def boost_memory(
             },
             request_hash,
         ),
-        dedupe_key=idempotency_key,
+        idempotency_key=idempotency_key,
     )
     return outcome
 
@@ -279,7 +279,7 @@ async def record_feedback(
             },
             request_hash,
         ),
-        dedupe_key=idempotency_key,
+        idempotency_key=idempotency_key,
     )
     return usefulness
 

@@ -160,7 +160,7 @@ async def lock_scopes(conn: AsyncConnection, exclusive: str, shared: Sequence[st
 def replay_outcome(payload: dict[str, Any]) -> PublishOutcome:
     outcome = payload.get("outcome")
     if not isinstance(outcome, dict):
-        raise Conflict("the dedupe key was used by a different kind of change")
+        raise Conflict("the idempotency key was used by a different kind of change")
     return PublishOutcome(
         memory_id=outcome["memory_id"],
         citation=outcome["citation"],

@@ -106,7 +106,7 @@ _TARGETS = text(
         SELECT a.actor_id, a.actor_type, a.created_at, a.reason
         FROM memory_events a
         WHERE a.event_type = 'APPROVED'
-          AND (a.dedupe_key = pub.workflow_id || :approved_suffix
+          AND (a.idempotency_key = pub.workflow_id || :approved_suffix
                OR (a.memory_id = CAST(pub.payload ->> 'old' AS uuid)
                    AND a.payload ->> 'result' = m.id::text))
         ORDER BY a.id

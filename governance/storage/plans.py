@@ -10,7 +10,7 @@ it here and hand the workflow only ids and counts (activities/promotion.py):
   the plan is complete, `published_count` when publish committed.
 - `promotion_candidates`: cognify's candidates, by index (delete-then-insert on a retry: same rows).
 - `promotion_plan_items`: the plan, by index (publish order, also its `<workflow id>:publish:<index>`
-  dedupe key): the candidate it plans, the decision, target, similarity, reason, content hash and the
+  idempotency key): the candidate it plans, the decision, target, similarity, reason, content hash and the
   embedding publish stores; publish writes the outcome (memory, citation, action) back. Plan writes a chunk
   at a time (upsert by index), so a retried plan resumes after the chunks already written.
 - `embedding_cache`: (embedder model, sha256 of the exact text) → vector, shared by every promotion: a text

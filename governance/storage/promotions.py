@@ -1,7 +1,7 @@
 """What is recorded about a task's promotion besides its memories: approval grants and the gateway's proof.
 
 An approval grant is the gateway's proof that an approval came from an authenticated caller: an
-`APPROVAL_GRANT` event with `dedupe_key = <workflow id>:grant:<grant>` and `actor_id` = the caller. In
+`APPROVAL_GRANT` event with `idempotency_key = <workflow id>:grant:<grant>` and `actor_id` = the caller. In
 `approval_mode=api_only` the promotion's approver check accepts an approval only when such a row exists for
 the approver it names and the decision it makes; the Temporal UI cannot write one.
 """
@@ -15,10 +15,10 @@ from governance.identity import Principal
 from governance.storage.events import EventType, record_event
 from governance.storage.tables import memory_events
 
-__all__ = ["grant_dedupe_key", "record_approval_grant", "approval_grant_exists"]
+__all__ = ["grant_idempotency_key", "record_approval_grant", "approval_grant_exists"]
 
 
-def grant_dedupe_key(workflow_id: str, grant: str) -> str:
+def grant_idempotency_key(workflow_id: str, grant: str) -> str:
     """The unique key of a grant row; the approver check looks the grant up by it."""
     return f"{workflow_id}:grant:{grant}"
 
@@ -43,7 +43,7 @@ async def record_approval_grant(
         workflow_id=workflow_id,
         reason=f"{decision} requested through the API",
         payload={"decision": decision, "note": note},
-        dedupe_key=grant_dedupe_key(workflow_id, grant),
+        idempotency_key=grant_idempotency_key(workflow_id, grant),
         if_absent=True,
     )
 
@@ -55,7 +55,7 @@ async def approval_grant_exists(
     row = (
         await conn.execute(
             select(memory_events.c.id).where(
-                memory_events.c.dedupe_key == grant_dedupe_key(workflow_id, grant),
+                memory_events.c.idempotency_key == grant_idempotency_key(workflow_id, grant),
                 memory_events.c.event_type == EventType.APPROVAL_GRANT.value,
                 memory_events.c.actor_id == principal_id,
                 # a grant written for a rejection cannot be replayed as an approval

@@ -224,7 +224,7 @@ memory_events = Table(
     Column("workflow_id", Text, nullable=True),
     Column("reason", Text, nullable=True),
     Column("payload", JSONB, nullable=True),
-    Column("dedupe_key", Text, nullable=True, unique=True),  # makes retried activities write once
+    Column("idempotency_key", Text, nullable=True, unique=True),  # makes retried activities write once
     Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
 )
 
@@ -299,7 +299,7 @@ change_requests = Table(
     Column("decided_by_type", String(16), nullable=True),
     Column("decision_note", Text, nullable=True),
     Column("result_memory_id", UUID(as_uuid=False), nullable=True),
-    Column("dedupe_key", Text, nullable=True, unique=True),
+    Column("idempotency_key", Text, nullable=True, unique=True),
     Column("request_hash", String(64), nullable=True),
     Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     Column("decided_at", DateTime(timezone=True), nullable=True),

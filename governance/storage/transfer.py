@@ -5,6 +5,10 @@ Reads page by key (`created_at, id` for memories, `id` for events, `task_id, seq
 of any size streams in bounded memory. A restore writes in the caller's transaction: memories (in the order
 that puts every superseded memory before the one that supersedes it), derivations, bug patterns and events,
 with their ids; then it moves the events' id sequence past the highest id it wrote.
+
+Export files (version 1) name an event's idempotency key `dedupe_key`, the column's name when the format was
+fixed; the column is `idempotency_key` now, and this module is where one spelling meets the other, so files
+written before the rename restore as they are.
 """
 
 from __future__ import annotations
@@ -20,7 +24,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from governance.storage.events import Event
 from governance.storage.tables import bug_patterns, memories, memory_events, staging_entries
 
+# the name an export file's event line gives the `idempotency_key` column (file format version 1)
+FILE_KEY = "dedupe_key"
+
 __all__ = [
+    "FILE_KEY",
     "MEMORY_EXPORT_COLUMNS",
     "MemoryKey",
     "source_task_ids",
@@ -32,7 +40,7 @@ __all__ = [
     "citations_taken",
     "active_heads",
     "events_by_ids",
-    "event_ids_by_dedupe_key",
+    "event_ids_by_idempotency_key",
     "existing_ids",
     "insert_memories",
     "insert_derivations",
@@ -168,7 +176,7 @@ async def event_page(
     rows = await conn.execute(
         text(
             """SELECT e.id, e.memory_id::text AS memory_id, e.event_type, e.actor_id, e.actor_type, e.task_id,
-                      e.workflow_id, e.reason, e.payload, e.dedupe_key, e.created_at
+                      e.workflow_id, e.reason, e.payload, e.idempotency_key AS dedupe_key, e.created_at
                FROM memory_events e JOIN memories m ON m.id = e.memory_id
                WHERE m.scope_key = :k AND e.id > :after ORDER BY e.id LIMIT :n"""
         ),
@@ -184,7 +192,7 @@ async def events_by_ids(conn: AsyncConnection, ids: Sequence[int]) -> dict[int, 
     rows = await conn.execute(
         text(
             """SELECT id, memory_id::text AS memory_id, event_type, actor_id, actor_type, task_id,
-                      workflow_id, reason, payload, dedupe_key, created_at
+                      workflow_id, reason, payload, idempotency_key AS dedupe_key, created_at
                FROM memory_events WHERE id = ANY(:ids)"""
         ),
         {"ids": list(ids)},
@@ -192,16 +200,16 @@ async def events_by_ids(conn: AsyncConnection, ids: Sequence[int]) -> dict[int, 
     return {r.id: dict(r._mapping) for r in rows}
 
 
-async def event_ids_by_dedupe_key(conn: AsyncConnection, keys: Sequence[str]) -> dict[str, int]:
-    """dedupe key → id of the stored event holding it."""
+async def event_ids_by_idempotency_key(conn: AsyncConnection, keys: Sequence[str]) -> dict[str, int]:
+    """idempotency key → id of the stored event holding it."""
     if not keys:
         return {}
     rows = await conn.execute(
-        select(memory_events.c.dedupe_key, memory_events.c.id).where(
-            memory_events.c.dedupe_key.in_(list(keys))
+        select(memory_events.c.idempotency_key, memory_events.c.id).where(
+            memory_events.c.idempotency_key.in_(list(keys))
         )
     )
-    return {r.dedupe_key: r.id for r in rows}
+    return {r.idempotency_key: r.id for r in rows}
 
 
 async def staging_page(
@@ -266,9 +274,16 @@ async def insert_bug_patterns(conn: AsyncConnection, rows: Sequence[dict[str, An
 
 
 async def insert_events(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
-    """Events with their own ids."""
+    """Events with their own ids (an event line's `dedupe_key` is the `idempotency_key` column)."""
     for start in range(0, len(rows), _WRITE_CHUNK):
-        await conn.execute(insert(memory_events), [dict(r) for r in rows[start : start + _WRITE_CHUNK]])
+        await conn.execute(insert(memory_events), [_event_row(r) for r in rows[start : start + _WRITE_CHUNK]])
+
+
+def _event_row(line: dict[str, Any]) -> dict[str, Any]:
+    row = dict(line)
+    if FILE_KEY in row:
+        row["idempotency_key"] = row.pop(FILE_KEY)
+    return row
 
 
 async def insert_receipt(conn: AsyncConnection, event: Event) -> int:

@@ -156,6 +156,14 @@ async def test_export_restore_into_a_fresh_database_round_trips(
 
     assert [comparable(m) for m in _by_kind(second, "memory")] == [comparable(m) for m in memories]
     assert _by_kind(second, "event") == _by_kind(first, "event")
+    # an event line names its idempotency key `dedupe_key` (file format 1); the column is idempotency_key
+    keyed = {e["id"]: e["dedupe_key"] for e in _by_kind(first, "event") if e["dedupe_key"]}
+    assert keyed
+    async with fresh_engine.connect() as conn:
+        stored = await conn.execute(
+            text("SELECT id, idempotency_key FROM memory_events WHERE id = ANY(:ids)"), {"ids": list(keyed)}
+        )
+        assert dict(stored.tuples().all()) == keyed
     assert second[-1] == {**first[-1], "counts": {**first[-1]["counts"]}}
     async with fresh_engine.connect() as conn:
         missing = await conn.execute(

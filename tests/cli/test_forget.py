@@ -1,4 +1,5 @@
-"""`loregate forget` as a person runs it, against a real gateway on loopback: dry run, erasure, refusal."""
+"""`loregate erase` (and its old name `forget`) as a person runs it, against a real gateway on loopback:
+dry run, erasure, refusal."""
 
 from __future__ import annotations
 
@@ -55,19 +56,19 @@ async def world(engine: AsyncEngine, gateway: str) -> dict[str, Any]:
     }
 
 
-def test_forget_memory_dry_run_then_erase(world: dict[str, Any]) -> None:
-    dry = run_cli("forget", "memory", world["other"], "--dry-run", env=world["env"])
+def test_erase_memory_dry_run_then_erase(world: dict[str, Any]) -> None:
+    dry = run_cli("erase", "memory", world["other"], "--dry-run", env=world["env"])
     assert dry.returncode == 0, dry.stderr
     assert f"mem:{world['other']}" in dry.stdout and "nothing was erased" in dry.stdout
-    done = run_cli("forget", "memory", f"mem:{world['other']}", "--json", env=world["env"])
+    done = run_cli("erase", "memory", f"mem:{world['other']}", "--json", env=world["env"])
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["counts"]["memories"] == 1
-    gone = run_cli("forget", "memory", world["other"], env=world["env"])
+    gone = run_cli("erase", "memory", world["other"], env=world["env"])
     assert gone.returncode == 1 and "does not exist" in gone.stderr
 
 
-def test_forget_subject_erases_what_names_it(world: dict[str, Any]) -> None:
-    args = ("forget", "subject", world["customer"], "--org", world["org"], "--project", world["project"])
+def test_erase_subject_erases_what_names_it(world: dict[str, Any]) -> None:
+    args = ("erase", "subject", world["customer"], "--org", world["org"], "--project", world["project"])
     done = run_cli(*args, "--json", env=world["env"])
     assert done.returncode == 0, done.stderr
     answer = json.loads(done.stdout)
@@ -80,3 +81,15 @@ def test_forget_subject_erases_what_names_it(world: dict[str, Any]) -> None:
 def test_forget_is_refused_to_agents(world: dict[str, Any]) -> None:
     refused = run_cli("forget", "memory", world["named"], env=world["agent_env"])
     assert refused.returncode == 1 and "erase" in refused.stderr
+
+
+def test_forget_is_the_old_name_of_erase(world: dict[str, Any]) -> None:
+    """`forget` still erases (an alias for those who type it), and the help offers `erase` only."""
+    dry = run_cli("forget", "memory", world["other"], "--dry-run", "--json", env=world["env"])
+    assert dry.returncode == 0, dry.stderr
+    assert json.loads(dry.stdout) == json.loads(
+        run_cli("erase", "memory", world["other"], "--dry-run", "--json", env=world["env"]).stdout
+    )
+    assert json.loads(dry.stdout)["dry_run"] is True
+    shown = run_cli("--help", env=world["env"]).stdout
+    assert "erase" in shown and "forget" not in shown

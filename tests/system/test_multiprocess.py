@@ -383,7 +383,7 @@ async def check_and_report(
         events = (
             await conn.execute(
                 text(
-                    "SELECT task_id, workflow_id, event_type, dedupe_key, memory_id FROM memory_events"
+                    "SELECT task_id, workflow_id, event_type, idempotency_key, memory_id FROM memory_events"
                     " WHERE task_id = ANY(:ids)"
                 ),
                 {"ids": run.task_ids},
@@ -417,7 +417,7 @@ async def check_and_report(
     # -- promotions: all published; each plan item published exactly once (one event per plan index)
     assert {r.state for r in results.values()} == {PromotionState.PUBLISHED} and len(results) == TASKS
     planned = sum(len(p) for p in plans.values())
-    dedupe_counts = Counter(e.dedupe_key for e in events if e.dedupe_key is not None)
+    dedupe_counts = Counter(e.idempotency_key for e in events if e.idempotency_key is not None)
     duplicate_dedupe = sum(n - 1 for n in dedupe_counts.values() if n > 1)
     actions: Counter[str] = Counter()
     rows_in_scope = Counter(m.scope_key for m in mems)
@@ -425,8 +425,8 @@ async def check_and_report(
         n_plan = len(plans[task_id])
         assert n_plan >= 5, plans[task_id]  # facts, bug pattern, skill, episode
         prefix = f"{workflow_id_for(task_id)}:publish:"
-        published = [e for e in events if e.dedupe_key and e.dedupe_key.startswith(prefix)]
-        assert sorted(int(e.dedupe_key.removeprefix(prefix)) for e in published) == list(range(n_plan))
+        published = [e for e in events if e.idempotency_key and e.idempotency_key.startswith(prefix)]
+        assert sorted(int(e.idempotency_key.removeprefix(prefix)) for e in published) == list(range(n_plan))
         by_type = Counter(e.event_type for e in published)
         actions.update(by_type)
         # PROMOTED inserts a memory, SUPERSEDED inserts the new head, MERGED boosts one already there
@@ -456,7 +456,7 @@ async def check_and_report(
         f"published {sum(r.state == PromotionState.PUBLISHED for r in results.values())}",
         f"plan items {planned}, each published once: {dict(actions)}; memories stored "
         f"{sum(rows_in_scope.values())}",
-        f"duplicates: dedupe keys {duplicate_dedupe}, active heads per (scope, canonical key) "
+        f"duplicates: idempotency keys {duplicate_dedupe}, active heads per (scope, canonical key) "
         f"{duplicate_heads}, same content in a scope {duplicate_content}",
         "timeline: "
         + ", ".join(f"{name} {t:.1f}s" for name, t in times.items())

@@ -100,8 +100,8 @@ async def _wait_state(handle: WorkflowHandle[Any, Any], state: str, attempts: in
 async def assert_published_once(engine: AsyncEngine, task_id: str, plan_total: int) -> None:
     """One publish event per plan item (`<workflow id>:publish:<index>`), and the memories they name."""
     prefix = f"{workflow_id_for(task_id)}:publish:"
-    events = [e for e in await events_of(engine, task_id) if (e.dedupe_key or "").startswith(prefix)]
-    assert sorted(int(e.dedupe_key.removeprefix(prefix)) for e in events) == list(range(plan_total))
+    events = [e for e in await events_of(engine, task_id) if (e.idempotency_key or "").startswith(prefix)]
+    assert sorted(int(e.idempotency_key.removeprefix(prefix)) for e in events) == list(range(plan_total))
     # every active memory of the task came from one of them (a superseded one is no longer active)
     active = {str(m.id) for m in await active_memories(engine, task_id=task_id)}
     assert active and active <= {str(e.memory_id) for e in events}

@@ -134,7 +134,7 @@ async def test_promotion_parallel_into_one_project_merges_and_keeps_linear_chain
     # every candidate of every task was published exactly once: as new, merged or superseding
     outcomes = Counter(e.task_id for e in events if e.event_type in ("PROMOTED", "MERGED", "SUPERSEDED"))
     assert outcomes == {t.task_id: len(r.published) for t, r in zip(tasks, results, strict=True)}
-    assert {e.dedupe_key for e in events if e.event_type in ("PROMOTED", "MERGED", "SUPERSEDED")} == {
+    assert {e.idempotency_key for e in events if e.event_type in ("PROMOTED", "MERGED", "SUPERSEDED")} == {
         f"{workflow_id_for(t.task_id)}:publish:{i}"
         for t, r in zip(tasks, results, strict=True)
         for i in range(len(r.published))

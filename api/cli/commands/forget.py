@@ -1,4 +1,7 @@
-"""`loregate forget memory ID | task ID | subject TEXT --org O [--project P] [--dry-run]`: erasure.
+"""`loregate erase memory ID | task ID | subject TEXT --org O [--project P] [--dry-run]`: erasure.
+
+`loregate forget` is the same command under its first name, kept as an alias for those who already type it
+(hidden from the help; docs/architecture.md, "One name per concept").
 
 Each prints what goes (ids, citations, titles, content hashes: never contents) and, unless `--dry-run`, the
 id of the ERASED receipt event (`loregate events --type ERASED`). Humans and system may erase; agents and
@@ -97,4 +100,5 @@ def forget_subject(
 
 
 def register(app: typer.Typer) -> None:
-    app.add_typer(forget, name="forget")
+    app.add_typer(forget, name="erase")
+    app.add_typer(forget, name="forget", hidden=True)

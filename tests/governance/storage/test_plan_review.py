@@ -104,7 +104,7 @@ async def test_published_targets_name_the_approver_of_their_promotion(
             workflow_id=f"promote-a-{place.task_id}",
             reason="looks right",
             payload={"memory_ids": [approved]},
-            dedupe_key=f"promote-a-{place.task_id}:approved",
+            idempotency_key=f"promote-a-{place.task_id}:approved",
         )
         found = await published_targets(conn, [approved, unapproved, "not-a-uuid", str(uuid.uuid4())])
     assert set(found) == {approved, unapproved}
