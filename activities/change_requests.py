@@ -214,7 +214,7 @@ class ChangeRequestActivities:
                 decided_by_type=data.decided_by_type,
                 note=data.note
                 or await grant_note(conn, workflow_id=data.workflow_id, grant=data.grant)
-                or "",
+                or data.state,
                 workflow_id=data.workflow_id,
             )
         return closed.state

@@ -208,7 +208,7 @@ class ChangeRequestWorkflow(ApprovalGate[ChangeRequestStatus]):
                 ChangeRequestState.REJECTED,
                 decision.approver,
                 decision.approver_type,
-                decision.note or "rejected",
+                decision.note,  # empty through the API: the activity reads it from the grant
                 grant=decision.grant,
             )
             return ChangeRequestResult(
