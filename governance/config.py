@@ -45,8 +45,7 @@ class Settings(BaseSettings):
     temporal_ui_port: int = 8233
     temporal_ui_url: str | None = None  # the console's workflow links; None: http://127.0.0.1:<ui port>
     temporal_port: int = 7233
-    # where people open loregate's console (the Temporal UI's details link there); None: http://<host>:<port>
-    console_url: str | None = None
+    console_url: str | None = None  # the console, which the Temporal UI's details link to; None: the gateway
 
     # gateways
     http_host: str = "127.0.0.1"

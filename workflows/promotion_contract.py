@@ -135,11 +135,12 @@ class PromotionInput:
 
 @dataclass
 class PlanEntry:
-    """One line of the plan as the workflow shows it (no embeddings, no content; title and reason shortened).
+    """One line of the plan as the workflow shows it: type, decision, target id, similarity, trust.
 
-    The workflow holds the first few entries only (the history stays small however large the task); the
-    whole plan, with full contents, is in the database and the API serves it page by page
-    (`GET /v1/promotions/{task_id}/plan`).
+    `title`, `content`, `reason`, `canonical_key`, `target_title` and the nearest memories' titles stay empty
+    (a history holds no text anyone may need erased, docs/privacy.md; histories recorded before carry them
+    shortened). The workflow holds the first few entries only; the whole plan, with titles, contents and
+    word diffs, is in the database and the API serves it page by page (`GET /v1/promotions/{task_id}/plan`).
     """
 
     memory_type: str
@@ -162,8 +163,9 @@ class PlanEntry:
 class PromotionStatus:
     """What the `state` query returns.
 
-    `plan` and `published` hold the first entries only (at most 20 each, texts shortened); `plan_total` and
-    `published_total` count them all. The API reads the full plan and publication from the database.
+    `plan` and `published` hold the first entries only (at most 20 each, ids without texts); `plan_total`
+    and `published_total` count them all. `critique` and `decision_note` stay empty: the API reads them,
+    the full plan and the publication from the database (docs/privacy.md).
     """
 
     task_id: str

@@ -3,16 +3,18 @@
 `loregate up` runs the README's way (a subprocess on its own data dir). The canary goes into a task's
 description, its staging entries, an approach and its failure reason, a promotion's approval note, a
 validation reason, a code-rule observation note, a supersede request (content, title, reason) and a lift
-request's reason, all through HTTP; the promotion is approved and published. Temporal's histories are read
-through Temporal's API before the erasure: they never held it (ids, counts and states only). Then
-`POST /v1/erasures` takes the subject, the operator runs the documented clean-up (`loregate forget
-compact`), and a full `pg_dumpall`, every Temporal history (list + fetch), every byte of the data dir
-(Postgres' files and WAL, `temporal.db`, the logs) and the supervisor's output hold no canary.
+request's reason, through HTTP (entries through gRPC's `AppendEntries` too); the promotion is approved and
+published. Temporal's histories are read through Temporal's API before the erasure: they never held it
+(ids, counts and states only). Then `POST /v1/erasures` takes the subject, the operator runs the
+documented clean-up (`loregate forget compact`), and a full `pg_dumpall`, every Temporal history (list +
+fetch), every byte of the data dir (Postgres' files and WAL, `temporal.db`, the logs) and the supervisor's
+output hold no canary.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 import string
@@ -21,11 +23,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import grpc
 import httpx
 import pytest
 from temporalio.client import Client
 
+from api.grpc.proto import pb2, pb2_grpc
 from tests.utils.cli import KEY_PATTERN, UpLauncher, UpProcess, cli_env, run_cli
+from tests.utils.grpc_gateway import bearer
 
 pytestmark = pytest.mark.timeout(1200)
 
@@ -103,6 +108,26 @@ def _pg_dumpall(data_dir: Path) -> bytes:
     return dumped.stdout
 
 
+async def _append_by_grpc(up: UpProcess, key: str, task_id: str, canary: str) -> None:
+    """Two more entries through gRPC's `AppendEntries` stream (the same service as HTTP's route)."""
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{up.grpc_port}") as channel:
+        reply = await pb2_grpc.LoregateStub(channel).AppendEntries(
+            iter(
+                [
+                    pb2.AppendRequest(
+                        task_id=task_id,
+                        entries=[
+                            pb2.Entry(kind="insight", content=f"{canary} needs a warm cache"),
+                            pb2.Entry(kind="log", content="by grpc", payload_json=json.dumps({"n": canary})),
+                        ],
+                    )
+                ]
+            ),
+            metadata=bearer(key),
+        )
+    assert len(reply.entries) == 2
+
+
 def _plant(up: UpProcess, canary: str) -> str:
     """Write the canary through every writable field over HTTP; the task's id."""
     data_dir = up.data_dir
@@ -126,6 +151,7 @@ def _plant(up: UpProcess, canary: str) -> str:
         ]  # fmt: skip
         written = http.post(f"/v1/tasks/{task_id}/entries", json={"entries": entries}, headers=_auth(agent))
         assert written.status_code == 201, written.text
+        asyncio.run(_append_by_grpc(up, agent, task_id, canary))
         approach = http.post(
             f"/v1/tasks/{task_id}/approaches",
             json={"approach": f"pin {canary} to 1.0", "outcome": "failed", "reason": f"{canary} broke"},
