@@ -1,10 +1,12 @@
 """Activities of `ChangeRequestWorkflow`: describe a stored request, apply it once approved, or close it.
 
-A lift is described by its scopes and its memories' titles only (never their content). Applying a request
-is governance/operations/changes.py, the same use case the gateway applies a change through.
+A request is described by ids, scopes, counts and states only: no reason, title or content of the old or
+new memory, no note (a Temporal history is out of erasure's reach once written, docs/privacy.md); the
+approver reads the texts in loregate's console, CLI or API, which the workflow's details link to. Applying
+a request is governance/operations/changes.py, the same use case the gateway applies a change through.
 
-The request's content, title and embedding stay in Postgres (governance/storage/change_requests.py); these
-activities take its id and return shortened texts and states only. Applying is one transaction that
+The request's content, title, reason and embedding stay in Postgres (governance/storage/change_requests.py);
+a decision's note made through the API is read from the gateway's grant row. Applying is one transaction that
 re-checks the target is still the head (else the request ends `conflict`). Every activity is idempotent: a
 retry finds the request already decided and answers as the first attempt did.
 """
@@ -29,6 +31,7 @@ from governance.storage.change_requests import (
     get_change_request,
 )
 from governance.storage.lifting import lift_items, lift_sources
+from governance.storage.promotions import grant_note
 
 __all__ = [
     "ChangeRequestActivities",
@@ -37,20 +40,7 @@ __all__ = [
     "ApplyChangeInput",
     "ApplyChangeResult",
     "CloseChangeInput",
-    "PREVIEW_CHARS",
-    "LIFT_TITLES",
 ]
-
-# how much of the old and new texts travels through Temporal (the API serves them whole)
-PREVIEW_CHARS = 280
-# how many titles of a lift's memories the workflow shows (the API lists them all)
-LIFT_TITLES = 20
-TITLE_CHARS = 120
-
-
-def _short(text: str | None, limit: int = PREVIEW_CHARS) -> str:
-    text = text or ""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 @dataclass
@@ -62,7 +52,10 @@ class DescribeChangeInput:
 
 @dataclass
 class ChangeDescription:
-    """A request as the workflow shows it: tenant and scope for the checks, old and new shortened."""
+    """A request as the workflow shows it: tenant and scope for the checks, ids and counts.
+
+    `reason`, `old_*`, `new_*` and `lift_titles` stay empty (older histories carry them shortened).
+    """
 
     request_id: str
     memory_id: str
@@ -82,6 +75,8 @@ class ChangeDescription:
     lift_from: list[str] = field(default_factory=list)
     lift_titles: list[str] = field(default_factory=list)
     lift_count: int = 0
+    # the request's page in loregate's console (the workflow's details link there)
+    console_url: str = ""
 
 
 @dataclass
@@ -93,6 +88,7 @@ class ApplyChangeInput:
     approver: str
     approver_type: str | None
     note: str = ""
+    grant: str | None = None  # the gateway's grant: its row holds the note of an API decision
 
 
 @dataclass
@@ -115,17 +111,15 @@ class CloseChangeInput:
     decided_by: str | None
     decided_by_type: str | None
     note: str
+    grant: str | None = None  # the gateway's grant: its row holds the note of an API decision
 
 
-def _description(
-    request: ChangeRequest,
-    *,
-    old_title: str,
-    old_content: str,
-    new_title: str | None = None,
-    new_content: str | None = None,
-) -> ChangeDescription:
-    """What every request shows (who asks what, where, why, in which state) and what this one changes."""
+def _description(request: ChangeRequest, console: str) -> ChangeDescription:
+    """What every request shows: who asks what, where, in which state, and where to read it; no text.
+
+    Titles, contents and the reason stay in Postgres (the console link and the API serve them), so erasing
+    them there leaves no copy in a history.
+    """
     return ChangeDescription(
         request_id=request.id,
         memory_id=request.memory_id,
@@ -134,12 +128,13 @@ def _description(
         project=request.project,
         scope=request.scope,
         requested_by=request.requested_by,
-        reason=_short(request.reason),
+        reason="",
         state=request.state,
-        old_title=old_title,
-        old_content=old_content,
-        new_title=new_title,
-        new_content=new_content,
+        old_title="",
+        old_content="",
+        new_title=None,
+        new_content=None,
+        console_url=f"{console}/changes/{request.id}",
     )
 
 
@@ -151,6 +146,7 @@ class ChangeRequestActivities:
         # a lift's publish dedups with the promotion's thresholds
         chosen = settings if settings is not None else Settings()
         self._lift_rules = LiftRules(chosen.dedup_similarity_threshold, chosen.related_similarity_threshold)
+        self._console = chosen.console_base()
 
     @activity.defn(name="change_request_describe")
     async def describe(self, data: DescribeChangeInput) -> ChangeDescription:
@@ -160,43 +156,47 @@ class ChangeRequestActivities:
                 request = await get_change_request(conn, data.request_id)
                 if request.operation == ChangeOperation.LIFT:
                     return await self._describe_lift(conn, request)
-                target = await change_target(conn, request.memory_id)
+                await change_target(conn, request.memory_id)  # a request about a memory now gone fails
         except NotFound as exc:
             raise ApplicationError(str(exc), type=NotFound.__name__, non_retryable=True) from exc
-        return _description(
-            request,
-            old_title=_short(target.title),
-            old_content=_short(target.content),
-            new_title=_short(request.title) if request.title is not None else None,
-            new_content=_short(request.content) if request.content is not None else None,
-        )
+        return _description(request, self._console)
 
     async def _describe_lift(self, conn: AsyncConnection, request: ChangeRequest) -> ChangeDescription:
-        """A lift as the workflow shows it: from which scopes to which, and titles only."""
+        """A lift as the workflow shows it: from which scope keys to which, and how many memories."""
         items = await lift_items(conn, request.id)
         sources = await lift_sources(conn, [i.memory_id for i in items])
-        titles = [_short(i.title, TITLE_CHARS) for i in items[:LIFT_TITLES]]
         return replace(
-            _description(request, old_title=titles[0] if titles else "", old_content=""),
+            _description(request, self._console),
             target_scope_key=request.target_scope_key,
             lift_from=sorted({s.scope_key for s in sources}),
-            lift_titles=titles,
+            lift_titles=[],
             lift_count=len(items),
         )
 
     @activity.defn(name="change_request_apply")
     async def apply(self, data: ApplyChangeInput) -> ApplyChangeResult:
-        """Apply the approved change in one transaction, or end the request `conflict`."""
+        """Apply the approved change in one transaction, or end the request `conflict`.
+
+        The result names the state only: the stored reason may quote a title or the note."""
         applied = await apply_approved(
             self._engine,
             data.request_id,
             approver=data.approver,
             approver_type=data.approver_type,
-            note=data.note,
+            note=data.note or await self._note(data.workflow_id, data.grant),
             workflow_id=data.workflow_id,
             lift_rules=self._lift_rules,
         )
-        return ApplyChangeResult(applied.state, applied.result_memory_id, applied.citation, applied.reason)
+        reason = (
+            applied.state
+            if applied.state != "conflict"
+            else "the memory changed meanwhile (superseded, retired or lifted): nothing was applied"
+        )
+        return ApplyChangeResult(applied.state, applied.result_memory_id, applied.citation, reason)
+
+    async def _note(self, workflow_id: str, grant: str | None) -> str:
+        async with self._engine.connect() as conn:
+            return await grant_note(conn, workflow_id=workflow_id, grant=grant) or ""
 
     @activity.defn(name="change_request_close")
     async def close(self, data: CloseChangeInput) -> str:
@@ -208,7 +208,9 @@ class ChangeRequestActivities:
                 state=data.state,
                 decided_by=data.decided_by,
                 decided_by_type=data.decided_by_type,
-                note=data.note,
+                note=data.note
+                or await grant_note(conn, workflow_id=data.workflow_id, grant=data.grant)
+                or data.state,
                 workflow_id=data.workflow_id,
             )
         return closed.state

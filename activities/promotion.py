@@ -6,8 +6,10 @@ failures (unknown task, invalid input) are non-retryable `ApplicationError`s.
 
 Claim check: a task's candidates, its plan and their embeddings stay in Postgres
 (governance/storage/plans.py), keyed by the workflow id and the run whose cognify wrote them. Inputs and
-results carry that key, counts and the first few items with their texts shortened (`PREVIEW_ITEMS`,
-`PREVIEW_CHARS`), so the history stays small however many entries a task staged.
+results carry that key, counts, states and ids (`PREVIEW_ITEMS` first items: type, decision, target id,
+similarity, trust), never a title, a critique, a description, a note or content: a Temporal history is out
+of erasure's reach once written (docs/privacy.md), so nothing erasable is written there. The critique is a
+column of the run's plan; a decision's note is read from the gateway's grant row.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from governance.storage.events import EventType, record_event
 from governance.storage.memory_rows import NewMemory
 from governance.storage.plan_review import NearMemory, PublishedTarget, nearest_memories, published_targets
 from governance.storage.plans import (
+    PlanHeader,
     PlanKey,
     PlannedItem,
     PlanRow,
@@ -67,6 +70,7 @@ from governance.storage.plans import (
     save_plan_items,
     text_digest,
 )
+from governance.storage.promotions import grant_note
 from governance.storage.publish import find_neighbours, lock_for_publication
 from governance.storage.staging import (
     ENDED_STATUSES,
@@ -107,8 +111,6 @@ PLAN_CHUNK = 64
 # plan is in the database, governance/storage/plans.py, and the API serves it page by page)
 PREVIEW_ITEMS = 20
 PREVIEW_CHARS = 200
-# the titles of targets and nearest memories in a preview: short, the Temporal UI shows them in a list
-_NEAR_TITLE_CHARS = 80
 _CRITIQUE_CHARS = 2000
 _PUBLISH_PAGE = 500  # plan items publish reads at a time
 _PUBLISH_JUDGE_TIMEOUT = (
@@ -170,11 +172,17 @@ class CollectResult:
     # cognify runs by rules only (no LLM configured): a few milliseconds, so a local activity, which
     # saves a round trip through the Temporal server (~40 ms of a small promotion's latency)
     cognify_local: bool = False
+    # where the approver reads the plan in loregate's console (the workflow's details link there)
+    console_url: str = ""
 
 
 @dataclass
 class CognifyInput:
-    """Analyse the snapshot `seq <= last_seq` of the task, given the verification outcome."""
+    """Analyse the snapshot `seq <= last_seq` of the task, given the verification outcome.
+
+    `description` is empty (cognify reads the task's description from the database); histories written
+    before carry it, and cognify then still reads the database's.
+    """
 
     task_id: str
     workflow_id: str
@@ -188,7 +196,8 @@ class CognifyResult:
     """The analysis, and where its candidates (Reflexion episode and skill included) are: the database.
 
     The candidates are rows of `promotion_candidates` under (workflow id, `run_id`); this result carries
-    counts and short texts only, so it fits Temporal's history however large the task.
+    counts only, so it fits Temporal's history however large the task: `critique`, `key_decisions` and
+    `summary` stay empty (the critique is the plan header's column), kept so older histories deserialize.
     """
 
     success: bool
@@ -255,6 +264,8 @@ class PublishInput:
     summary: dict[str, Any] = field(default_factory=dict)
     # the commit the verification evidence named: what is published is valid from it
     valid_from_commit: str | None = None
+    # the gateway's grant of the approval: its row holds the approver's note (the history never does)
+    approval_grant: str | None = None
 
 
 @dataclass
@@ -276,6 +287,9 @@ class DecisionRecordInput:
     actor_type: str | None
     reason: str
     payload: dict[str, Any] = field(default_factory=dict)
+    # the gateway's grant of the rejection (its row holds the note) and the run whose plan has the critique
+    grant: str | None = None
+    run_id: str = ""
 
 
 @dataclass
@@ -295,16 +309,15 @@ def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
 def _preview_item(
     row: PlanRow, targets: dict[str, PublishedTarget], nearest: dict[int, list[NearMemory]]
 ) -> PlanItem:
-    """A plan item as Temporal's history may hold it: short titles, trust, approver, no content.
+    """A plan item as Temporal's history may hold it: kinds, ids, numbers, trust and approver.
 
-    A target's title is there (an erasure of the target finds this workflow by `target_id`); the nearest
-    memories only by citation and similarity.
-
-    The content stays in Postgres (the API serves it), so erasing it there leaves no copy in a history.
+    No text at all: no title (its own or its target's), no reason, no canonical key (each may quote the
+    staging); the nearest memories by citation and similarity. The texts stay in Postgres (the API, the
+    CLI and the console serve them), so erasing them there leaves no copy in a history.
     """
     target = targets.get(row.target_id or "") if row.decision in ("supersede", "duplicate") else None
     return PlanItem(
-        target_title=preview(target.title, _NEAR_TITLE_CHARS) if target is not None else None,
+        target_title=None,
         target_trust=target.confidence if target is not None else None,
         target_approved_by=target.approved_by if target is not None else None,
         # the nearest by citation and similarity, not title: nothing records which histories named them,
@@ -314,14 +327,21 @@ def _preview_item(
         ],
         index=row.idx,
         memory_type=row.memory_type,
-        title=preview(row.title),
+        title="",
         content="",
-        canonical_key=row.canonical_key,
+        canonical_key=None,
         decision=row.decision,
         target_id=row.target_id,
         similarity=row.similarity,
-        reason=preview(row.reason),
+        reason="",
     )
+
+
+def _with_critique(summary: dict[str, Any], header: PlanHeader | None) -> dict[str, Any]:
+    """The run's summary for its events, with the critique from the plan header (the history has none)."""
+    if header is None or not header.critique or summary.get("critique"):
+        return summary
+    return {**summary, "critique": header.critique}
 
 
 def _published(row: PublishedRow) -> PublishedMemory:
@@ -330,7 +350,7 @@ def _published(row: PublishedRow) -> PublishedMemory:
         citation=row.citation,
         action=row.action,
         memory_type=row.memory_type,
-        title=preview(row.title),
+        title="",  # the API lists the publication with its titles; the history only ids
         superseded_id=row.superseded_id,
         replayed=row.replayed,
     )
@@ -448,12 +468,13 @@ class PromotionActivities:
             org=task.org,
             project=task.project,
             worktree=task.worktree,
-            description=redact(task.description).text,  # it travels in the history approvers read
+            description="",  # cognify reads it from the database: the history holds no text
             entry_count=entry_count,
             last_seq=snapshot_end,
             redaction_counts={},  # cognify's, which reads the content
             requires_approval=self._authorizer.requires_validation(scope),
             cognify_local=self._llm is None,
+            console_url=self._settings.console_base(),
             scope_key=scope_key(scope, **keys),
             visible_scope_keys=_keys_from(scope, keys),
         )
@@ -464,8 +485,9 @@ class PromotionActivities:
         """Analyse the redacted snapshot (LLM if configured, rule-based otherwise or on any LLM failure)."""
         async with self._engine.connect() as conn:
             entries, counts = await self._entries(conn, data.task_id, data.last_seq)
+            task = await get_task(conn, data.task_id)
         # the episode and a generated skill quote the description (title included): it is redacted too
-        description = redact(data.description).text
+        description = redact(task.description if task is not None else data.description).text
         outcome = await cognify(description, entries, success=data.success, llm=self._llm)
         analysis = outcome.analysis
         entry_ids = [e.id for e in entries]
@@ -492,23 +514,25 @@ class PromotionActivities:
         candidates.append(Candidate(**{**episode.__dict__, "content": redact(episode.content).text}))
         # the candidates stay in the database; the history gets where they are and how many
         run_id = activity.info().workflow_run_id or "-"
+        critique = preview(redact(analysis.critique).text, _CRITIQUE_CHARS)
         async with self._engine.begin() as conn:
-            await save_candidates(conn, PlanKey(data.workflow_id, run_id), data.task_id, candidates)
-        decisions = [redact(d).text for d in analysis.key_decisions]
+            await save_candidates(
+                conn, PlanKey(data.workflow_id, run_id), data.task_id, candidates, critique=critique
+            )
         return CognifyResult(
             success=analysis.success,
             reward=analysis.reward,
-            critique=preview(redact(analysis.critique).text, _CRITIQUE_CHARS),
-            key_decisions=[preview(d) for d in decisions[:PREVIEW_ITEMS]],
+            critique="",
+            key_decisions=[],
             repeatable=analysis.repeatable,
-            summary=preview(redact(analysis.summary).text),
+            summary="",
             engine=analysis.engine,
             fallback_reason=outcome.fallback_reason,
             redaction_counts=counts,
             run_id=run_id,
             candidate_count=len(candidates),
             candidate_types=dict(Counter(c.memory_type for c in candidates)),
-            key_decision_count=len(decisions),
+            key_decision_count=len(analysis.key_decisions),
         )
 
     @activity.defn
@@ -574,7 +598,8 @@ class PromotionActivities:
             cached=progress.cached,
             resumed_from=resumed_from,
             quarantined=quarantined,
-            quarantined_items=[QuarantinedItem(h.idx, preview(h.title), h.reason) for h in held],
+            # by index and reason labels (never the title)
+            quarantined_items=[QuarantinedItem(h.idx, "", h.reason) for h in held],
         )
 
     async def _plan_chunk_items(
@@ -688,6 +713,10 @@ class PromotionActivities:
         derivation: list[PublishedItem] = []
         async with self._engine.begin() as conn:
             header = await get_plan(conn, key)
+            note = data.approval_note or await grant_note(
+                conn, workflow_id=data.workflow_id, grant=data.approval_grant
+            )
+            summary = _with_critique(data.summary, header)
             if header is None or header.plan_total != data.total:
                 # the plan this promotion approved is not there (or not that plan): publish nothing
                 raise ApplicationError(
@@ -724,8 +753,8 @@ class PromotionActivities:
                             confidence=confidence,
                             validation_source=validation_source,
                             importance=c.importance,
-                            reward=data.summary.get("reward") if c.memory_type == "episode" else None,
-                            success=data.summary.get("success")
+                            reward=summary.get("reward") if c.memory_type == "episode" else None,
+                            success=summary.get("success")
                             if c.memory_type in ("episode", "skill", "bug_pattern")
                             else None,
                             source_task_ids=[data.task_id],
@@ -780,8 +809,8 @@ class PromotionActivities:
                     actor_type=data.approver_type,
                     task_id=data.task_id,
                     workflow_id=data.workflow_id,
-                    reason=data.approval_note or "approved",
-                    payload={"memory_ids": [r.memory_id for r in results], **data.summary},
+                    reason=note or "approved",
+                    payload={"memory_ids": [r.memory_id for r in results], **summary},
                     idempotency_key=f"{data.workflow_id}:approved",
                     if_absent=True,
                 )
@@ -797,7 +826,7 @@ class PromotionActivities:
                 payload={
                     "memory_ids": [r.memory_id for r in results],
                     "scope_key": target_key,
-                    **data.summary,
+                    **summary,
                 },
                 idempotency_key=f"{data.workflow_id}:summary",
                 if_absent=True,
@@ -813,6 +842,8 @@ class PromotionActivities:
     async def record_decision(self, data: DecisionRecordInput) -> None:
         """Record a rejection (human or timeout) that publishes nothing."""
         async with self._engine.begin() as conn:
+            note = await grant_note(conn, workflow_id=data.workflow_id, grant=data.grant)
+            header = await get_plan(conn, PlanKey(data.workflow_id, data.run_id)) if data.run_id else None
             await record_event(
                 conn,
                 event_type=EventType.REJECTED,
@@ -820,8 +851,8 @@ class PromotionActivities:
                 actor_type=data.actor_type,
                 task_id=data.task_id,
                 workflow_id=data.workflow_id,
-                reason=data.reason,
-                payload=data.payload,
+                reason=note or data.reason,
+                payload=_with_critique(data.payload, header),
                 idempotency_key=f"{data.workflow_id}:rejected",
                 if_absent=True,
             )

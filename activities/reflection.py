@@ -9,7 +9,8 @@
 - `reflection_finish`: once that promotion ended, link each published insight to its episodes
   (`memory_derivations`, DISTILLED events) and record how the reflection ended.
 
-Inputs and results carry ids, counts and short titles only; episodes and insights live in Postgres.
+Inputs and results carry ids and counts only (no titles: an insight's quotes its episodes, and a history is
+out of erasure's reach, docs/privacy.md); episodes and insights live in Postgres.
 """
 
 from __future__ import annotations
@@ -61,7 +62,6 @@ __all__ = [
     "FinishResult",
 ]
 
-_TITLES = 20
 REFLECTION_WORKTREE = "reflection"
 
 
@@ -137,7 +137,8 @@ class StageInput:
 
 @dataclass
 class StageResult:
-    """The reflection task (None: nothing to publish), its insights' count and first titles, the engine."""
+    """The reflection task (None: nothing to publish), its insights' count, the engine (`titles` stays
+    empty; older histories carry them)."""
 
     task_id: str | None
     insights: int
@@ -353,7 +354,7 @@ class ReflectionActivities:
         return StageResult(
             data.task_id,
             len(insights),
-            [i.title for i in insights[:_TITLES]],
+            [],  # no titles: they quote the episodes (a history is out of erasure's reach)
             engine=worded.engine,
             fallback_reason=worded.fallback_reason,
             grant=grant,

@@ -45,6 +45,7 @@ class Settings(BaseSettings):
     temporal_ui_port: int = 8233
     temporal_ui_url: str | None = None  # the console's workflow links; None: http://127.0.0.1:<ui port>
     temporal_port: int = 7233
+    console_url: str | None = None  # the console, which the Temporal UI's details link to; None: the gateway
 
     # gateways
     http_host: str = "127.0.0.1"
@@ -205,6 +206,11 @@ class Settings(BaseSettings):
     def temporal_ui_base(self) -> str:
         """Where people open the Temporal UI (no trailing slash)."""
         return (self.temporal_ui_url or f"http://127.0.0.1:{self.temporal_ui_port}").rstrip("/")
+
+    def console_base(self) -> str:
+        """Where people open loregate's console, `/console` included (no trailing slash)."""
+        base = self.console_url or f"http://{self.http_host}:{self.http_port}"
+        return base.rstrip("/") + "/console"
 
     def retention_policy(self) -> RetentionPolicy:
         """The nightly retention's numbers."""

@@ -36,6 +36,7 @@ __all__ = [
     "DB_RETRY",
     "DB_TIMEOUT",
     "how_to_decide",
+    "TIMED_OUT",
 ]
 
 # Short database steps: retry quickly, give up after a while (a down database surfaces as `failed`).
@@ -60,6 +61,9 @@ class Decision:
     approver_type: str | None
     note: str
     timed_out: bool = False
+    # the gateway's grant: its row holds the note of a decision made through the API (the update carries
+    # no note, so no history holds it); the activities recording the decision read it from there
+    grant: str | None = None
 
 
 @dataclass(frozen=True)
@@ -177,7 +181,9 @@ class ApprovalGate(ABC, Generic[StatusT]):
             return ApprovalAck(False, self._status.state, check.reason)
         if self._decision is not None:  # another approver won while this one was being checked
             return ApprovalAck(False, self._status.state, "already decided")
-        self._decision = Decision(approved, request.approver, check.approver_type, request.note)
+        self._decision = Decision(
+            approved, request.approver, check.approver_type, request.note, grant=request.grant
+        )
         return ApprovalAck(True, self._status.state, "accepted")
 
     async def _check_approver(

@@ -11,10 +11,12 @@ and checked by the same `check_approver` activity as a promotion's) or as an upd
 gateway's grant row). On approval one activity applies the change in one transaction, re-checking that
 the memory is still the head of its chain (else the request ends `conflict` and nothing changes).
 
-The history carries the request's id and shortened texts only (a lift: scope keys and titles, no content);
-the content stays in Postgres. A lift runs the same commands as a supersede (describe, check, wait, apply),
-so the workflow's command sequence is unchanged and running workflows replay without a patch marker. The
-`LoregateState` search attribute and the current details (old and new side by side, how to decide)
+The history carries the request's id, scopes, counts and states only (a lift: scope keys and how many
+memories): no reason, title, content or note, which stay in Postgres (docs/privacy.md); the current
+details link to the request's page in loregate's console. A lift runs the same commands as a supersede
+(describe, check, wait, apply), so the workflow's command sequence is unchanged and running workflows
+replay without a patch marker. The
+`LoregateState` search attribute and the current details (what changes, where to read it, how to decide)
 always show where it stands.
 """
 
@@ -58,44 +60,39 @@ __all__ = ["ChangeRequestWorkflow", "LOREGATE_STATE", "DB_RETRY"]
 LOREGATE_STATE = SearchAttributeKey.for_keyword(STATE_ATTRIBUTE)
 
 
-def _quote(text: str | None) -> list[str]:
-    return [f"> {line}" if line else ">" for line in (text or "").splitlines() or [""]]
-
-
 def _lift_lines(status: ChangeRequestStatus) -> list[str]:
-    """What a lift carries: from → to, and its memories' titles (never their content)."""
-    more = status.lift_count - len(status.lift_titles)
+    """What a lift carries: from → to, and how many memories (never their titles or content)."""
     return [
         f"**Change request `{status.request_id}`: lift {status.lift_count} "
         f"memor{'y' if status.lift_count == 1 else 'ies'} to {status.scope} scope** — `{status.state}`",
         "",
-        f"Requested by `{status.requested_by}`: {status.reason}",
+        f"Requested by `{status.requested_by}`",
         "",
         f"**From** {', '.join(f'`{k}`' for k in status.lift_from)} **→ to** `{status.target_scope_key}`",
-        "",
-        *[f"- {title}" for title in status.lift_titles],
-        *([f"- … and {more} more (`loregate changes show {status.request_id}`)"] if more > 0 else []),
     ]
 
 
 def _change_lines(status: ChangeRequestStatus) -> list[str]:
-    """A supersede or retire: the memory now and after, side by side."""
-    lines = [
+    """A supersede or retire: which memory, at which scope, asked by whom."""
+    after = " (retired, without a successor)" if status.operation == "retire" else ""
+    return [
         f"**Change request `{status.request_id}`: {status.operation} memory `{status.memory_id}` "
-        f"({status.scope} scope)** — `{status.state}`",
+        f"({status.scope} scope)**{after} — `{status.state}`",
         "",
-        f"Requested by `{status.requested_by}`: {status.reason}",
-        "",
-        f"**Now** — {status.old_title}",
-        *_quote(status.old_content),
+        f"Requested by `{status.requested_by}`",
     ]
-    if status.operation == "retire":
-        return [*lines, "", "**After** — retired, without a successor"]
-    return [*lines, "", f"**After** — {status.new_title}", *_quote(status.new_content)]
 
 
-def _markdown(status: ChangeRequestStatus) -> str:
+def _markdown(status: ChangeRequestStatus, console: str = "") -> str:
+    """The current details: ids, scopes, counts and states; the texts are read in loregate."""
     lines = _lift_lines(status) if status.operation == "lift" else _change_lines(status)
+    where = f"[the console]({console}), " if console else "the console, "
+    lines += [
+        "",
+        "The reason, the memory now and after, and the word diff are in loregate, not in this history: "
+        f"{where}`loregate changes show {status.request_id}`, "
+        f"or `GET /v1/change-requests/{status.request_id}`.",
+    ]
     if status.state == ChangeRequestState.AWAITING_APPROVAL:
         lines += [
             "",
@@ -109,7 +106,7 @@ def _markdown(status: ChangeRequestStatus) -> str:
     if status.decided_by:
         lines += ["", f"Decided by: {status.decided_by}"]
     if status.error:
-        lines += ["", f"Note: {status.error}"]
+        lines += ["", f"Error: {status.error}"]
     return "\n".join(lines)
 
 
@@ -125,6 +122,7 @@ class ChangeRequestWorkflow(ApprovalGate[ChangeRequestStatus]):
             requested_by=data.requested_by,
         )
         self._described: ChangeDescription | None = None
+        self._described_for_show: ChangeDescription | None = None
         self._decision: Decision | None = None
 
     # ---- queries -------------------------------------------------------------------------------
@@ -159,7 +157,8 @@ class ChangeRequestWorkflow(ApprovalGate[ChangeRequestStatus]):
         self._show()
 
     def _show(self) -> None:
-        workflow.set_current_details(_markdown(self._status))
+        described = self._described_for_show
+        workflow.set_current_details(_markdown(self._status, described.console_url if described else ""))
 
     @workflow.run
     async def run(self, data: ChangeRequestInput) -> ChangeRequestResult:
@@ -181,20 +180,16 @@ class ChangeRequestWorkflow(ApprovalGate[ChangeRequestStatus]):
             start_to_close_timeout=DB_TIMEOUT,
             retry_policy=DB_RETRY,
         )
+        self._described_for_show = described
         status = self._status
         status.operation, status.memory_id, status.scope = (
             described.operation,
             described.memory_id,
             described.scope,
         )
-        status.reason, status.old_title, status.old_content = (
-            described.reason,
-            described.old_title,
-            described.old_content,
-        )
-        status.new_title, status.new_content = described.new_title, described.new_content
+        # ids, scopes and counts only (an older history's texts are not shown again)
         status.target_scope_key, status.lift_from = described.target_scope_key, described.lift_from
-        status.lift_titles, status.lift_count = described.lift_titles, described.lift_count
+        status.lift_count = described.lift_count
         await self._check_requester(data)
         if described.state != ChangeRequestState.AWAITING_APPROVAL:
             # a second run for a request already decided (e.g. started by hand): it stays as it is
@@ -206,20 +201,29 @@ class ChangeRequestWorkflow(ApprovalGate[ChangeRequestStatus]):
         if decision.timed_out:
             await self._close(wf_id, ChangeRequestState.EXPIRED, "system", "system", decision.note)
             return ChangeRequestResult(data.request_id, ChangeRequestState.EXPIRED, reason=decision.note)
-        status.decided_by, status.decision_note = decision.approver, decision.note
+        status.decided_by = decision.approver  # the note stays out of the status (the API reads it stored)
         if not decision.approved:
-            note = decision.note or "rejected"
             await self._close(
-                wf_id, ChangeRequestState.REJECTED, decision.approver, decision.approver_type, note
+                wf_id,
+                ChangeRequestState.REJECTED,
+                decision.approver,
+                decision.approver_type,
+                decision.note,  # empty through the API: the activity reads it from the grant
+                grant=decision.grant,
             )
             return ChangeRequestResult(
-                data.request_id, ChangeRequestState.REJECTED, decided_by=decision.approver, reason=note
+                data.request_id, ChangeRequestState.REJECTED, decided_by=decision.approver, reason="rejected"
             )
         self._set_state(ChangeRequestState.APPLYING)
         applied: ApplyChangeResult = await workflow.execute_local_activity_method(
             ChangeRequestActivities.apply,
             ApplyChangeInput(
-                data.request_id, wf_id, decision.approver, decision.approver_type, decision.note
+                data.request_id,
+                wf_id,
+                decision.approver,
+                decision.approver_type,
+                decision.note,
+                grant=decision.grant,
             ),
             start_to_close_timeout=DB_TIMEOUT,
             retry_policy=DB_RETRY,
@@ -261,11 +265,17 @@ class ChangeRequestWorkflow(ApprovalGate[ChangeRequestStatus]):
             raise ApplicationError(check.reason, type=ErrorTypes.START_REFUSED, non_retryable=True)
 
     async def _close(
-        self, wf_id: str, state: ChangeRequestState, who: str | None, kind: str | None, note: str
+        self,
+        wf_id: str,
+        state: ChangeRequestState,
+        who: str | None,
+        kind: str | None,
+        note: str,
+        grant: str | None = None,
     ) -> None:
         closed: str = await workflow.execute_local_activity_method(
             ChangeRequestActivities.close,
-            CloseChangeInput(self._status.request_id, wf_id, state.value, who, kind, note),
+            CloseChangeInput(self._status.request_id, wf_id, state.value, who, kind, note, grant=grant),
             start_to_close_timeout=DB_TIMEOUT,
             retry_policy=DB_RETRY,
         )

@@ -97,7 +97,11 @@ class ChangeRequestInput:
 
 @dataclass
 class ChangeRequestStatus:
-    """What the `state` query returns; `old_*` and `new_*` are shortened (the API serves them in full)."""
+    """What the `state` query returns: ids, scopes, counts and states.
+
+    `reason`, `old_*`, `new_*`, `decision_note` and `lift_titles` stay empty (docs/privacy.md; histories
+    recorded before carry them shortened): the API serves the texts (`GET /v1/change-requests/{id}`).
+    """
 
     request_id: str
     state: str

@@ -9,13 +9,16 @@ token and checked by an activity against the principals table and Casbin) or by 
 caller learns at once). `_run` reads as the gate's steps, each a short method.
 The `LoregateState` search attribute and the workflow's current details always show where it stands.
 
-The history carries ids, counts and the first few plan items only: the candidates, the plan and its
-embeddings are rows in Postgres (governance/storage/plans.py) under the workflow id and the run whose
-cognify wrote them, which cognify's result names and plan and publish are given.
+The history carries ids, counts and states only: the description, the critique, the candidates, the plan
+with its titles and embeddings, and the approver's note are rows in Postgres (governance/storage/plans.py,
+the grant row) under the workflow id and the run whose cognify wrote them, which cognify's result names
+and plan and publish are given. The current details list the first plan items by type, decision and target
+id and link to loregate's console, where the approver reads the texts (docs/privacy.md).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -50,18 +53,20 @@ with workflow.unsafe.imports_passed_through():
         STATE_ATTRIBUTE,
         ErrorTypes,
         Names,
+        NearbyMemory,
         PlanEntry,
         PromotionInput,
         PromotionResult,
         PromotionState,
         PromotionStatus,
+        QuarantinedItem,
         Verification,
     )
     from workflows.reflection_contract import WORKFLOW_TYPE as REFLECTION_WORKFLOW_TYPE
     from workflows.reflection_contract import ReflectionInput, ReflectionTrigger
     from workflows.reflection_contract import workflow_id_for as reflection_workflow_id
 
-from workflows.approval import DB_RETRY, ApprovalGate, DecidedScope, Decision, how_to_decide
+from workflows.approval import DB_RETRY, TIMED_OUT, ApprovalGate, DecidedScope, Decision, how_to_decide
 
 __all__ = ["PromotionWorkflow", "LOREGATE_STATE", "DB_RETRY", "COMPUTE_RETRY"]
 
@@ -113,7 +118,7 @@ def _summary(data: PromotionInput, evidence: Verification, analysis: CognifyResu
     return {
         "reward": analysis.reward,
         "success": analysis.success,
-        "critique": analysis.critique,
+        "critique": analysis.critique or None,  # the plan header's, added by the activity
         "cognify_engine": analysis.engine,
         "cognify_fallback": analysis.fallback_reason,
         "redaction": analysis.redaction_counts,
@@ -122,8 +127,21 @@ def _summary(data: PromotionInput, evidence: Verification, analysis: CognifyResu
     }
 
 
-def _what_it_changes(entry: PlanEntry) -> list[str]:
-    """Sub-lines of a plan item: what it replaces or merges into, or its nearest memories (no content)."""
+def _plan_entry(i: PlanEntry) -> PlanEntry:
+    # ids, kinds and numbers only: an older history's preview texts are not shown again
+    return replace(
+        i,
+        title="",
+        content="",
+        canonical_key=None,
+        reason="",
+        target_title=None,
+        nearest=[NearbyMemory(n.memory_id, n.citation, "", n.similarity) for n in i.nearest],
+    )
+
+
+def _what_it_changes(entry: PlanEntry) -> str:
+    """What a plan item replaces or merges into, or its nearest memories: by id, never by title."""
     if entry.decision in ("supersede", "duplicate") and entry.target_id:
         verb = "replaces" if entry.decision == "supersede" else "merges into"
         similarity = f", similarity {entry.similarity:.2f}" if entry.similarity is not None else ""
@@ -131,20 +149,15 @@ def _what_it_changes(entry: PlanEntry) -> list[str]:
         approver = ", no approval recorded"
         if entry.target_approved_by:
             approver = f", approved by `{entry.target_approved_by}`"
-        title = entry.target_title or entry.target_id
-        return [f"   ↳ {verb} **{title}** (`{entry.target_id}`{similarity}{trust}{approver})"]
+        return f" — {verb} `{entry.target_id}`{similarity}{trust}{approver}"
     if entry.decision == "new" and entry.nearest:
-        near = ", ".join(
-            f"{n.title} (`mem:{n.citation}`, {n.similarity:.2f})"
-            if n.title
-            else f"`mem:{n.citation}` {n.similarity:.2f}"
-            for n in entry.nearest
-        )
-        return [f"   ↳ nearest (titles in the console or the CLI): {near}"]
-    return []
+        near = ", ".join(f"`mem:{n.citation}` {n.similarity:.2f}" for n in entry.nearest)
+        return f" — nearest: {near}"
+    return ""
 
 
-def _markdown(status: PromotionStatus, decisions: dict[str, int] | None = None) -> str:
+def _markdown(status: PromotionStatus, decisions: dict[str, int] | None = None, console: str = "") -> str:
+    """The current details: states, counts and ids; the texts are read in loregate (the link says where)."""
     lines = [
         f"**Promotion of task `{status.task_id}` into {status.target_scope} scope** — `{status.state}`",
         "",
@@ -152,37 +165,29 @@ def _markdown(status: PromotionStatus, decisions: dict[str, int] | None = None) 
     if status.verification is not None:
         outcome = "success" if status.verification.success else "failure"
         lines.append(f"Verification: {status.verification.source} ({outcome})")
-    if status.critique:
-        lines.append(f"Critique: {status.critique}")
+    where = f"[the console]({console}/promotions/{status.task_id}), " if console else "the console, "
     if status.plan_total:
         counts = ", ".join(f"{n} {kind}" for kind, n in sorted((decisions or {}).items()))
         # a list, not a table: the Temporal UI renders Markdown tables without cell spacing
         lines += ["", f"**Plan** ({status.plan_total} memories{': ' + counts if counts else ''}):", ""]
         for n, entry in enumerate(status.plan, start=1):
-            key = f", key `{entry.canonical_key}`" if entry.canonical_key else ""
-            line = f"{n}. **{entry.title}** — {entry.memory_type}, {entry.decision}{key}"
-            below = _what_it_changes(entry)
-            # a hard line break (two trailing spaces): the Temporal UI runs a nested list into its parent
-            lines += [f"{line}  ", *below] if below else [line]
-        lines += [
-            "",
-            f"Each change with its word diff: `loregate promotion {status.task_id}`, "
-            f"`GET /v1/promotions/{status.task_id}/plan`, or the console's page of this promotion "
-            f"(`/console/promotions/{status.task_id}`).",
-        ]
+            lines.append(f"{n}. {entry.memory_type}, {entry.decision}{_what_it_changes(entry)}")
         if status.plan_total > len(status.plan):
-            lines += [
-                "",
-                f"… and {status.plan_total - len(status.plan)} more: `loregate promotion {status.task_id} "
-                f"--all`, or `GET /v1/promotions/{status.task_id}/plan`.",
-            ]
+            lines += ["", f"… and {status.plan_total - len(status.plan)} more."]
     if status.quarantined_total:
         lines += [
             "",
             f"**Quarantined** ({status.quarantined_total}: instructions aimed at agents, a human decides):",
             "",
         ]
-        lines += [f"- item {q.index + 1}, **{q.title}**: {q.reason}" for q in status.quarantined]
+        lines += [f"- item {q.index + 1}: {q.reason}" for q in status.quarantined]
+    if status.plan_total or status.state == PromotionState.AWAITING_APPROVAL:
+        lines += [
+            "",
+            "Titles, contents, the critique and each change's word diff are in loregate, not in this "
+            "history: "
+            f"{where}`loregate promotion {status.task_id}`, or `GET /v1/promotions/{status.task_id}/plan`.",
+        ]
     if status.state == PromotionState.AWAITING_APPROVAL:
         lines += [
             "",
@@ -314,7 +319,8 @@ class PromotionWorkflow(ApprovalGate[PromotionStatus]):
 
     def _show(self) -> None:
         planned = self._planned
-        workflow.set_current_details(_markdown(self._status, planned.decisions if planned else None))
+        console = self._collected.console_url if self._collected is not None else ""
+        workflow.set_current_details(_markdown(self._status, planned.decisions if planned else None, console))
 
     # ---- the run: the steps of the gate --------------------------------------------------------
     @workflow.run
@@ -407,7 +413,8 @@ class PromotionWorkflow(ApprovalGate[PromotionStatus]):
                 heartbeat_timeout=_HEARTBEAT_TIMEOUT,
                 retry_policy=COMPUTE_RETRY,
             )
-        self._status.critique, self._status.reward = analysis.critique, analysis.reward
+        # the critique is the plan header's (older histories carry it: it is not shown again)
+        self._status.reward = analysis.reward
         self._status.redaction_counts = analysis.redaction_counts or collected.redaction_counts
         self._status.cognify_engine, self._status.cognify_fallback = analysis.engine, analysis.fallback_reason
         return analysis
@@ -428,9 +435,9 @@ class PromotionWorkflow(ApprovalGate[PromotionStatus]):
         )
         self._planned = planned
         self._status.plan_total = planned.total
-        self._status.plan = list(planned.preview)
+        self._status.plan = [_plan_entry(i) for i in planned.preview]
         self._status.quarantined_total = planned.quarantined
-        self._status.quarantined = list(planned.quarantined_items)
+        self._status.quarantined = [QuarantinedItem(q.index, "", q.reason) for q in planned.quarantined_items]
         return planned
 
     async def _run_plan(self, plan: PlanInput, analysis: CognifyResult) -> PlanResult:
@@ -452,7 +459,8 @@ class PromotionWorkflow(ApprovalGate[PromotionStatus]):
         """Show the plan as awaiting approval and wait for an accepted decision (or the timeout's)."""
         self._set_state(PromotionState.AWAITING_APPROVAL)
         decision = await self._wait_for_decision(data.approval_timeout_seconds)
-        self._status.decided_by, self._status.decision_note = decision.approver, decision.note
+        # the note stays out of the status (the API reads it from the decision's event)
+        self._status.decided_by = decision.approver
         return decision
 
     async def _reject(
@@ -468,16 +476,19 @@ class PromotionWorkflow(ApprovalGate[PromotionStatus]):
                 decision.approver_type,
                 decision.note or "rejected",
                 summary,
+                grant=decision.grant,
+                run_id=self._planned.run_id if self._planned is not None else "",
             ),
             start_to_close_timeout=_DB_TIMEOUT,
             retry_policy=DB_RETRY,
         )
         self._set_state(PromotionState.REJECTED)
+        # the result names the end, not the note (which is in the decision's event)
         return PromotionResult(
             data.task_id,
             PromotionState.REJECTED,
             decided_by=decision.approver,
-            reason=decision.note or "rejected",
+            reason=TIMED_OUT if decision.timed_out else "rejected",
         )
 
     async def _publish_plan(
@@ -632,6 +643,7 @@ class PromotionWorkflow(ApprovalGate[PromotionStatus]):
                 approver=decision.approver if decision else None,
                 approver_type=decision.approver_type if decision else None,
                 approval_note=decision.note if decision else "",
+                approval_grant=decision.grant if decision else None,
                 summary=summary,
                 valid_from_commit=self._verified_commit() if verified else None,
             ),

@@ -141,8 +141,9 @@ PlanEntry = PlanItem
 class PromotionStatus:
     """What the `state` query returns.
 
-    `plan` and `published` hold the first entries only (at most 20 each, texts shortened); `plan_total` and
-    `published_total` count them all. The API reads the full plan and publication from the database.
+    `plan` and `published` hold the first entries only (at most 20 each, ids without texts); `plan_total`
+    and `published_total` count them all. `critique` and `decision_note` stay empty: the API reads them,
+    the full plan and the publication from the database (docs/privacy.md).
     """
 
     task_id: str

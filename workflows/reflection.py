@@ -8,8 +8,8 @@ or superseded by key, wait for a human's approval at project and org scope, and 
 other memory. Once published, each insight is linked to the episodes it was distilled from.
 
 Started by a promotion whose publication left the project's pending importance over the threshold, by the
-scheduled sweep (workflows/reflection_schedule.py) or by a human through the API. It carries ids, counts and
-short titles only.
+scheduled sweep (workflows/reflection_schedule.py) or by a human through the API. It carries ids and counts
+only (docs/privacy.md).
 """
 
 from __future__ import annotations
@@ -75,14 +75,13 @@ class ReflectionWorkflow:
         """Where the reflection stands: ids and counts."""
         return self._result
 
-    def _show(self, titles: list[str] | None = None) -> None:
+    def _show(self) -> None:
         r = self._result
         lines = [f"**Reflection {r.reflection_id}** — `{r.state}`", f"Episodes claimed: {r.episodes}"]
         if r.task_id:
             lines.append(
                 f"Insights: {r.insights}, staged in task `{r.task_id}` (its promotion publishes them)"
             )
-        lines += [f"- {t}" for t in titles or []]
         if r.reason:
             lines.append(f"Reason: {r.reason}")
         workflow.set_current_details("\n".join(lines))
@@ -116,7 +115,7 @@ class ReflectionWorkflow:
             return self._end(ReflectionState.NOTHING, "no group of episodes supported an insight")
         self._result.task_id = staged.task_id
         self._result.state = ReflectionState.STAGED.value
-        self._show(staged.titles)
+        self._show()
         try:
             promoted: PromotionResult = await workflow.execute_child_workflow(
                 PromotionWorkflow.run,

@@ -213,6 +213,7 @@ def start_embedded_postgres(data_dir: Path, *, private: bool = False) -> tuple[A
     """
     import pgserver
 
+    from governance.storage.compaction import disable_wal_recycling
     from governance.storage.server_settings import enable_vector
 
     pgdata = data_dir / _POSTGRES_DIR
@@ -227,6 +228,8 @@ def start_embedded_postgres(data_dir: Path, *, private: bool = False) -> tuple[A
     if private:
         secure_data_dir(data_dir)
     enable_vector(server.psql)
+    # erased bytes leave the WAL when a checkpoint passes them, instead of living on in recycled segments
+    disable_wal_recycling(server.psql)
     return server, server.get_uri()
 
 

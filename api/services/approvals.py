@@ -2,7 +2,8 @@
 
 - `proof_grant`: the gateway's proof that a start or evidence came from its authenticated caller (a grant
   row the workflow's gate checks look up; not written in `approval_mode=trusting`, where none is asked);
-- `send_decision`: approve or reject as the caller: a grant row for them, then the workflow's update;
+- `send_decision`: approve or reject as the caller: a grant row for them (holding the note), then the
+  workflow's update (carrying the grant, not the note);
 - `mint_approval_token`: the token a human pastes into a Temporal UI signal, bound to them, the workflow
   and the digest of what they decide (governance/approval.py), signed under the server's secret.
 """
@@ -79,12 +80,14 @@ async def send_decision(
     The workflow checks the caller again (and the grant); its refusal is PolicyDenied (a 403), another
     decision accepted first a Conflict.
     """
-    note = redact_free_text(note) or ""  # the note reaches the workflow's history and the trail
+    note = redact_free_text(note) or ""
+    # the note stays in the grant row (the activities recording the decision read it there): the update
+    # carries the grant's id only, so the workflow's history holds no note (docs/privacy.md)
     grant = await _record_grant(state, principal, handle.id, task_id, decision, note)
     async with errors:
         ack: ApprovalAck = await handle.execute_update(
             decision,
-            ApprovalRequest(approver=principal.id, note=note, grant=grant),
+            ApprovalRequest(approver=principal.id, note="", grant=grant),
             result_type=ApprovalAck,
             rpc_timeout=UPDATE_TIMEOUT,
         )

@@ -225,8 +225,9 @@ async def start_change_workflow(
             memo={"memory_id": request.memory_id, "operation": request.operation, "org": request.org},
             static_summary=_summary(request, principal),
             static_details=(
-                "What changes (old and new side by side; for a lift, from → to and the titles), and how "
-                "to decide: the *User Metadata* tab (current details), or *Queries* → `state`. Approve "
+                "What changes (the memory's id; for a lift, from → to and how many) and how to decide: "
+                "the *User Metadata* tab (current details), or *Queries* → `state`; the texts are in "
+                f"loregate ({state.settings.console_base()}/changes/{request.id}). Approve "
                 'with *Send a Signal*, name `approve`, input `{"approver": "<your principal id>", '
                 f'"note": "..."}}`, or `loregate changes approve {request.id}`.'
             ),

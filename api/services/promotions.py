@@ -59,6 +59,7 @@ from governance.storage.plans import (
     published_page,
     quarantined_items,
 )
+from governance.storage.promotions import decision_note
 from governance.storage.staging import TaskInfo, get_task, get_tasks, set_promotion_workflow
 from workflows.promotion_contract import (
     STATE_ATTRIBUTE,
@@ -195,6 +196,14 @@ async def _public(
 ) -> PromotionPublic:
     """The workflow's status, with the plan and the publication read from the database."""
     fields = {**dataclasses.asdict(status), **await _stored(state, principal, task, status, live)}
+    # the critique and the decision's note are loregate's rows (the history carries neither; an older
+    # history's copy is the fallback)
+    async with state.engine.connect() as conn:
+        header = await latest_plan(conn, desc.id)
+        note = await decision_note(conn, desc.id)
+    critique = header.critique if header is not None and header.critique else status.critique
+    if note in ("approved", "rejected"):  # the event's reason when the decision came without a note
+        note = None
     return PromotionPublic.model_validate(
         {
             **fields,
@@ -206,8 +215,8 @@ async def _public(
             "started_at": desc.start_time,
             "closed_at": desc.close_time,
             # a note sent by signal (Temporal UI) reached the workflow as written: cleaned for every reader
-            "decision_note": redact_free_text(status.decision_note),
-            "critique": redact_free_text(status.critique),
+            "decision_note": redact_free_text(note if note is not None else status.decision_note),
+            "critique": redact_free_text(critique),
         }
     )
 

@@ -8,7 +8,8 @@ answer); `erase` deletes it in the caller's transaction, which also records the 
   every memory derived (memory_derivations) only from erased memories; survivors drop erased ids from
   `related_ids`, `supersedes_id`, `source_entry_ids` and `source_task_ids`;
 - staging entries and their idempotency keys; a task's approaches and subtasks; its description;
-- promotion plans (candidates and plan items cascade) of the task, and candidates holding the subject;
+- promotion plans (candidates, plan items and the run's critique go with them) of the task, candidates
+  holding the subject, and critiques quoting it;
 - change requests about an erased memory or holding the subject in any text, its reason and decision note
   included (a lift: any of its memories or titles);
 - a subject's subtasks (a task erasure takes all of the task's);
@@ -413,7 +414,15 @@ async def erase(conn: AsyncConnection, found: ErasureSet) -> dict[str, int]:
         in_tenant = "SELECT id FROM tasks WHERE org = :o AND (CAST(:p AS text) IS NULL OR project = :p)"
         await run(
             "approaches",
-            f"DELETE FROM approaches WHERE strpos(text, :s) > 0 AND task_id IN ({in_tenant})",
+            "DELETE FROM approaches WHERE (strpos(text, :s) > 0 OR strpos(subtask, :s) > 0 "
+            f"OR strpos(CAST(failure_reasons AS text), :j) > 0) AND task_id IN ({in_tenant})",
+            {**tenant, "j": _json_fragment(found.subject)},
+        )
+        # a promotion run's critique (the API's `critique`) quoting the subject
+        await run(
+            "promotion_critiques",
+            "UPDATE promotion_plans SET critique = NULL "
+            f"WHERE strpos(critique, :s) > 0 AND task_id IN ({in_tenant})",
             tenant,
         )
         await run(

@@ -98,6 +98,8 @@ promotion_plans = Table(
     Column("candidate_count", Integer, nullable=False),
     Column("plan_total", Integer, nullable=True),  # set when the plan is complete
     Column("published_count", Integer, nullable=True),  # set when publish committed
+    # cognify's critique of the run (redacted): here, never in the history (migration 0022)
+    Column("critique", Text, nullable=True),
     Column("created_at", TS, nullable=False, server_default=func.now()),
     Column("updated_at", TS, nullable=False, server_default=func.now()),
 )
@@ -184,6 +186,7 @@ class PlanHeader:
     candidate_count: int
     plan_total: int | None
     published_count: int | None
+    critique: str | None = None
 
 
 @dataclass(frozen=True)
@@ -268,17 +271,26 @@ def _of(key: PlanKey, table: Table) -> Any:
 
 
 async def save_candidates(
-    conn: AsyncConnection, key: PlanKey, task_id: str, candidates: Sequence[Candidate]
+    conn: AsyncConnection,
+    key: PlanKey,
+    task_id: str,
+    candidates: Sequence[Candidate],
+    critique: str | None = None,
 ) -> None:
-    """Write cognify's candidates (replacing a previous attempt's) and the run's plan header."""
+    """Write cognify's candidates (replacing a previous attempt's) and the run's plan header (with the
+    run's critique, which the workflow's history never carries)."""
     await conn.execute(
         pg_insert(promotion_plans)
         .values(
-            workflow_id=key.workflow_id, run_id=key.run_id, task_id=task_id, candidate_count=len(candidates)
+            workflow_id=key.workflow_id,
+            run_id=key.run_id,
+            task_id=task_id,
+            candidate_count=len(candidates),
+            critique=critique,
         )
         .on_conflict_do_update(
             index_elements=["workflow_id", "run_id"],
-            set_={"candidate_count": len(candidates), "updated_at": func.now()},
+            set_={"candidate_count": len(candidates), "critique": critique, "updated_at": func.now()},
         )
     )
     await conn.execute(delete(promotion_candidates).where(_of(key, promotion_candidates)))
@@ -497,6 +509,7 @@ def _header(row: Any) -> PlanHeader:
         candidate_count=int(row.candidate_count),
         plan_total=row.plan_total,
         published_count=row.published_count,
+        critique=row.critique,
     )
 
 

@@ -1,5 +1,9 @@
 """What is recorded about a task's promotion besides its memories: approval grants and the gateway's proof.
 
+The note of a decision made through the API lives in its grant row only: the update the gateway sends
+carries the grant's id, not the note, so no Temporal history holds it (`grant_note` reads it back for the
+activities that record the decision; `decision_note` for the API's view of the promotion).
+
 An approval grant is the gateway's proof that an approval came from an authenticated caller: an
 `APPROVAL_GRANT` event with `idempotency_key = <workflow id>:grant:<grant>` and `actor_id` = the caller. In
 `approval_mode=api_only` the promotion's approver check accepts an approval only when such a row exists for
@@ -15,7 +19,13 @@ from governance.identity import Principal
 from governance.storage.events import EventType, record_event
 from governance.storage.tables import memory_events
 
-__all__ = ["grant_idempotency_key", "record_approval_grant", "approval_grant_exists"]
+__all__ = [
+    "grant_idempotency_key",
+    "record_approval_grant",
+    "approval_grant_exists",
+    "grant_note",
+    "decision_note",
+]
 
 
 def grant_idempotency_key(workflow_id: str, grant: str) -> str:
@@ -64,3 +74,34 @@ async def approval_grant_exists(
         )
     ).first()
     return row is not None
+
+
+async def grant_note(conn: AsyncConnection, *, workflow_id: str, grant: str | None) -> str | None:
+    """The note the gateway kept with `grant` on this workflow (None: no such grant)."""
+    if not grant:
+        return None
+    row = (
+        await conn.execute(
+            select(memory_events.c.payload["note"].astext).where(
+                memory_events.c.idempotency_key == grant_idempotency_key(workflow_id, grant),
+                memory_events.c.event_type == EventType.APPROVAL_GRANT.value,
+            )
+        )
+    ).first()
+    return row[0] if row is not None else None
+
+
+async def decision_note(conn: AsyncConnection, workflow_id: str) -> str | None:
+    """The note recorded with a promotion's decision (its APPROVED or REJECTED event), if any."""
+    row = (
+        await conn.execute(
+            select(memory_events.c.reason)
+            .where(
+                memory_events.c.idempotency_key.in_([f"{workflow_id}:approved", f"{workflow_id}:rejected"]),
+                memory_events.c.event_type.in_([EventType.APPROVED.value, EventType.REJECTED.value]),
+            )
+            .order_by(memory_events.c.id.desc())
+            .limit(1)
+        )
+    ).first()
+    return row[0] if row is not None else None

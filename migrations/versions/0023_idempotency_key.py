@@ -8,7 +8,7 @@ about duplicate memories, not keys. Values, uniqueness and indexes are unchanged
 files (version 1) keep naming the key `dedupe_key` on their event lines (storage/transfer.py maps it).
 
 Revision ID: 0023_idempotency_key
-Revises: 0017_quarantine
+Revises: 0022_histories
 Create Date: 2026-11-27
 """
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 from alembic import op
 
 revision = "0023_idempotency_key"
-down_revision = "0017_quarantine"
+down_revision = "0022_histories"
 branch_labels = None
 depends_on = None
 

@@ -126,7 +126,9 @@ async def test_supersede_by_orchestrator_at_project_scope_is_a_change_request_an
     assert request["content"] == "db.driver: evil-lib" and request["title"] == "db.driver: evil-lib"
     assert request["old"]["content"] == FACT and request["old"]["active"] is True
     status = await _workflow_state(temporal, request["workflow_id"], "awaiting_approval")
-    assert status["old_content"] == FACT and status["new_content"] == "db.driver: evil-lib"
+    # the workflow's state holds ids and states only: the texts are served by the API (docs/privacy.md)
+    assert status["memory_id"] == mid and status["operation"] == "supersede"
+    assert (status["old_content"], status["new_content"], status["reason"]) == ("", None, "")
     memory = await _memory(http, orchestrator, mid)
     assert memory["deprecated_at"] is None and memory["confidence"] == 1.0 and memory["content"] == FACT
     history = (await http.get(f"/v1/memories/{mid}/history", headers=orchestrator.headers)).json()

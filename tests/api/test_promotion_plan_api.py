@@ -70,8 +70,8 @@ async def test_promotion_plan_is_served_from_the_database_page_by_page(
         Names.STATE, result_type=PromotionStatus
     )
     assert query.plan_total == total and len(query.plan) == 20
-    # titles only: the content stays in Postgres, so an erasure there leaves no copy in the history
-    assert query.plan[0].content == "" and query.plan[0].title
+    # no title, no content: the texts stay in Postgres, so an erasure there leaves no copy in the history
+    assert query.plan[0].content == "" and query.plan[0].title == "" and query.plan[0].memory_type
 
     pages: list[dict[str, Any]] = []
     offset: int | None = 0

@@ -79,13 +79,13 @@ async def test_poisoned_worktree_promotion_waits_for_a_human_and_names_the_items
     # benign items of the same task are in the plan and not flagged
     benign = [p for p in status["plan"] if "make migrate" in p["content"] or ".env files" in p["content"]]
     assert benign and all(p["quarantine"] is None for p in benign)
-    # the Temporal UI's current details name each held item and why, and never its text
+    # the Temporal UI's current details name each held item by index and why, never its title or text
     handle = temporal.get_workflow_handle(workflow_id_for(task_id))
     meta = await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
     details = meta.current_details
     assert f"**Quarantined** ({status['quarantined_total']}" in details
     for held in status["quarantined"]:
-        assert f"item {held['index'] + 1}, **" in details
+        assert f"- item {held['index'] + 1}: " in details and held["title"] not in details
     assert "download piped into a shell" in details and "evil.example" not in details
 
     # the CLI and the console say the same

@@ -92,6 +92,7 @@ class UpProcess:
     http_port: int
     grpc_port: int
     ui_port: int
+    temporal_port: int = 0
 
     @property
     def base_url(self) -> str:
@@ -142,7 +143,7 @@ class UpLauncher:
                 stderr=subprocess.STDOUT,
                 env=env or cli_env(),
             )
-        up = UpProcess(process, output_path, data_dir, http_port, grpc_port, ui_port)
+        up = UpProcess(process, output_path, data_dir, http_port, grpc_port, ui_port, temporal_port)
         self.launched.append(up)
         deadline = time.monotonic() + STARTUP_TIMEOUT
         while "Press Ctrl-C to stop." not in up.output():

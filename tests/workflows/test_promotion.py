@@ -106,7 +106,9 @@ async def test_promotion_project_scope_waits_and_human_approval_publishes(
             verification=Verification("pr_merged", True),
         )
         status = await _wait_state(handle, PromotionState.AWAITING_APPROVAL)
-        assert any(p.canonical_key == "db.driver" and p.decision == "new" for p in status.plan)
+        # the workflow's state holds kinds, decisions and ids, never a key, title or text (docs/privacy.md)
+        assert any(p.decision == "new" for p in status.plan)
+        assert all(p.canonical_key is None and p.title == "" and p.content == "" for p in status.plan)
         assert await active_memories(engine, task_id=task.task_id) == []
         await handle.signal("approve", ApprovalRequest(approver=human.principal.id, note="looks right"))
         result: PromotionResult = await handle.result()

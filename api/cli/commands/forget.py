@@ -1,4 +1,5 @@
-"""`loregate erase memory ID | task ID | subject TEXT --org O [--project P] [--dry-run]`: erasure.
+"""`loregate erase memory ID | task ID | subject TEXT --org O [--project P] [--dry-run]`: erasure;
+`loregate erase compact`: afterwards, end the window in which erased bytes survive on disk.
 
 `loregate forget` is the same command under its first name, kept as an alias for those who already type it
 (hidden from the help; docs/architecture.md, "One name per concept").
@@ -21,7 +22,7 @@ from api.cli.commands._common import api_client as _client
 from api.cli.commands._common import print_json as _print_json
 from api.schemas.erasure import ErasurePublic
 
-__all__ = ["register", "forget_memory", "forget_task", "forget_subject"]
+__all__ = ["register", "forget_memory", "forget_task", "forget_subject", "forget_compact"]
 
 DryRun = Annotated[bool, typer.Option("--dry-run", help="List what would go; erase nothing.")]
 
@@ -48,11 +49,10 @@ def _show(answer: ErasurePublic, as_json: bool) -> None:
     else:
         counts = ", ".join(f"{k} {v}" for k, v in sorted(answer.counts.items()) if v)
         console.print(f"erased ({counts}); receipt: event {answer.receipt_event_id}", highlight=False)
-    if answer.temporal_workflows:
+    if answer.temporal_workflows and not answer.dry_run:
         console.print(
-            "Temporal histories of " + ", ".join(answer.temporal_workflows) + " keep ids, counts and "
-            "the short titles of their plan's first items (no content) until Temporal's "
-            "retention removes them",
+            "Temporal histories deleted: " + ", ".join(answer.temporal_workflows) + ". Erased bytes stay "
+            "in dead tuples and WAL until `loregate erase compact` (docs/privacy.md)",
             style="dim",
             highlight=False,
         )
@@ -97,6 +97,35 @@ def forget_subject(
     """Erase every staging entry, candidate and memory of a tenant that contains SUBJECT."""
     with _client(url, api_key) as client:
         _show(client.erase(subject=subject, org=org, project=project, dry_run=dry_run), as_json)
+
+
+@forget.command("compact")
+def forget_compact() -> None:
+    """After an erasure: rewrite every table, drop old WAL and Temporal's free pages (docs/privacy.md).
+
+    Until this runs, erased bytes survive in Postgres' dead tuples and WAL and in Temporal's sqlite file's
+    free pages (see the docs for how long). Needs a superuser (the embedded database's role is one); it
+    takes an exclusive lock on each table while it rewrites it.
+    """
+    from api.cli.commands._common import database, friendly_errors, load_settings
+    from governance.storage.compaction import compact, compact_sqlite
+
+    settings = load_settings()
+    with database(settings) as url, friendly_errors():
+        result = compact(url)
+    for step in result.done:
+        console.print(f"done: {step}", highlight=False)
+    temporal_db = settings.data_dir / "temporal.db"
+    if settings.temporal_address is None and temporal_db.exists():
+        refused = compact_sqlite(temporal_db)
+        if refused is None:
+            console.print(f"done: VACUUM of {temporal_db}", highlight=False)
+        else:
+            result.skipped.append(refused)
+    for why in result.skipped:
+        console.print(f"[yellow]not done:[/] {escape(why)}", highlight=False)
+    if result.skipped:
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:
