@@ -8,6 +8,7 @@ activities call too.
 from __future__ import annotations
 
 from api.schemas.approaches import ApproachIn, ApproachPublic, CheckIn, CheckPublic
+from api.services import live
 from api.services.gateway import GatewayResources
 from governance.adapters.embedders import make_embedder
 from governance.identity import Principal
@@ -58,4 +59,7 @@ async def check_approach(
         stuck=answer.stuck,
         refusals=answer.refusals,
         history=[ApproachPublic.model_validate(p) for p in answer.check.history],
+        elsewhere=await live.approach_warnings(
+            state, principal, task, fingerprint=answer.fingerprint, embedding=answer.embedding
+        ),
     )
