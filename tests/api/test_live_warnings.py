@@ -23,8 +23,8 @@ ERROR_A = (
     "ModuleNotFoundError: No module named 'psycopg2'"
 )
 ERROR_B = (
-    "Traceback (most recent call last):\n  File \"/home/b/app/models.py\", line 40, in <module>\n"
-    "    import psycopg2\nModuleNotFoundError: No module named \"psycopg2\""
+    'Traceback (most recent call last):\n  File "/home/b/app/models.py", line 40, in <module>\n'
+    '    import psycopg2\nModuleNotFoundError: No module named "psycopg2"'
 )
 FIX = "Switched the driver to psycopg 3: pip install 'psycopg[binary]' and use postgresql+psycopg:// URLs"
 APPROACH = "Increase the database connection pool size to 50"
