@@ -31,11 +31,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
+from functools import lru_cache
 from typing import Any
 
 from governance.approaches import approach_fingerprint
-from governance.bug_signature import error_headline, error_signature
+from governance.bug_signature import error_signature
 from governance.context_block import FOOTER, HEADER, ContextBlock, estimate_tokens, neutralise_markers
+from governance.dedup import normalise_text
 from governance.instructions import quarantine_reason
 from governance.redaction import redact_free_text
 
@@ -50,6 +52,7 @@ __all__ = [
     "signal_of",
     "cited_citations",
     "screen",
+    "distinct",
     "live_line",
     "live_reserve",
     "add_live_section",
@@ -140,15 +143,40 @@ def _short(text: str | None) -> str | None:
     return flat if len(flat) <= _TEXT_CHARS else flat[: _TEXT_CHARS - 1] + "…"
 
 
+@lru_cache(maxsize=4096)
+def _carries_instructions(text: str) -> bool:
+    """Whether a (short, redacted) text tells its reader to act (`governance/instructions.py`).
+
+    Cached: the same fix or failure reaches many agents, and the scan is the costly part (~20 ms a text).
+    """
+    return quarantine_reason(text) is not None
+
+
 def screen(warning: LiveWarning) -> LiveWarning | None:
-    """The warning redacted and shortened, or None when it carries instructions aimed at agents."""
-    text = redact_free_text(warning.text) or ""
-    detail = redact_free_text(warning.detail)
-    if warning.kind is WarningKind.FIX:
-        text = error_headline(text) or text
-    if not text.strip() or quarantine_reason(text, detail or "") is not None:
+    """The warning redacted and shortened, or None when it carries instructions aimed at agents.
+
+    A fix's text is the error's **signature** (`type: masked headline`), not the other task's message:
+    every task meeting that error shares it, so it says nothing the asking agent's own error did not.
+    """
+    text = error_signature(warning.text).text if warning.kind is WarningKind.FIX else warning.text
+    clean = redact_free_text(_short(text)) or ""
+    detail = redact_free_text(_short(warning.detail))
+    if not clean.strip() or _carries_instructions(clean) or (detail and _carries_instructions(detail)):
         return None
-    return replace(warning, text=_short(text) or "", detail=_short(detail))
+    return replace(warning, text=clean, detail=detail)
+
+
+def distinct(warnings: Sequence[LiveWarning]) -> list[LiveWarning]:
+    """The first warning of each (kind, text, detail) once normalised: five tasks that wrote the same fix
+    are one hint (the first, in the caller's order: same worktree first, latest first)."""
+    seen: set[tuple[str, str, str]] = set()
+    kept: list[LiveWarning] = []
+    for warning in warnings:
+        key = (warning.kind.value, normalise_text(warning.text), normalise_text(warning.detail or ""))
+        if key not in seen:
+            seen.add(key)
+            kept.append(warning)
+    return kept
 
 
 def live_line(warning: LiveWarning) -> str:

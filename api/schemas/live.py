@@ -14,7 +14,7 @@ class LiveWarningPublic(BaseModel):
     knowledge, never above the published memory (`standing` is always `unreviewed`)."""
 
     kind: str = Field(description="failed_approach | fix")
-    text: str = Field(description="the approach tried, or the error's headline")
+    text: str = Field(description="the approach tried, or the error's signature (type: masked headline)")
     detail: str | None = Field(description="why it failed, or the fix written after the error")
     task_id: str
     agent: str = Field(description="the principal who wrote it")

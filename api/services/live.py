@@ -22,7 +22,7 @@ from api.services.gateway import GatewayResources
 from api.services.metrics import LIVE_WARNINGS
 from governance.adapters.embedders import embed_query_async, make_embedder
 from governance.identity import Principal
-from governance.live import LiveWarning, Signal, SignalKind, WarningKind, screen, signal_of
+from governance.live import LiveWarning, Signal, SignalKind, WarningKind, distinct, screen, signal_of
 from governance.scopes import Scope
 from governance.staging import EntryDraft
 from governance.storage import live
@@ -104,7 +104,7 @@ async def record_signals(
 
 def _keep(warnings: list[LiveWarning], limit: int) -> list[LiveWarning]:
     kept: list[LiveWarning] = []
-    for warning in warnings:
+    for warning in distinct(warnings):
         screened = screen(warning)
         if screened is not None:
             kept.append(screened)

@@ -90,7 +90,7 @@ async def test_append_error_another_task_fixed_returns_its_fix_unreviewed(
     assert hint["entry_index"] == 1 and hint["seq"] == answer["entries"][1]["seq"]
     assert hint["kind"] == "fix" and hint["standing"] == "unreviewed"
     assert hint["detail"] == FIX
-    assert hint["text"] == "ModuleNotFoundError: No module named 'psycopg2'"
+    assert hint["text"] == "ModuleNotFoundError: no module named <q>"  # the shared signature
     assert hint["task_id"] == first and hint["agent"] == project["first"].principal.id
     assert hint["same_worktree"] is False and hint["task_status"] == "open"
     assert hint["at"]
