@@ -34,10 +34,9 @@ from enum import StrEnum
 from functools import lru_cache
 from typing import Any
 
-from governance.approaches import approach_fingerprint
+from governance.approaches import approach_fingerprint, normalise_approach
 from governance.bug_signature import error_signature
 from governance.context_block import FOOTER, HEADER, ContextBlock, estimate_tokens, neutralise_markers
-from governance.dedup import normalise_text
 from governance.instructions import quarantine_reason
 from governance.redaction import redact_free_text
 
@@ -172,7 +171,7 @@ def distinct(warnings: Sequence[LiveWarning]) -> list[LiveWarning]:
     seen: set[tuple[str, str, str]] = set()
     kept: list[LiveWarning] = []
     for warning in warnings:
-        key = (warning.kind.value, normalise_text(warning.text), normalise_text(warning.detail or ""))
+        key = (warning.kind.value, normalise_approach(warning.text), normalise_approach(warning.detail or ""))
         if key not in seen:
             seen.add(key)
             kept.append(warning)
@@ -213,11 +212,11 @@ def live_reserve(warnings: Sequence[LiveWarning], max_tokens: int) -> int:
     if not warnings:
         return 0
     share = int(max_tokens * LIVE_BUDGET_SHARE)
-    frame = estimate_tokens(_with_section("", []))
+    frame = estimate_tokens("\n\n".join([HEADER, FOOTER]))  # what the block has anyway
     lines = _fitting(warnings, "", frame + share)
     if not lines:
         return 0
-    return estimate_tokens(_with_section("", lines)) - estimate_tokens("\n\n".join([HEADER, FOOTER]))
+    return estimate_tokens(_with_section("", lines)) - frame
 
 
 def add_live_section(
