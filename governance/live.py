@@ -50,6 +50,7 @@ __all__ = [
     "LiveWarning",
     "signal_of",
     "cited_citations",
+    "shares_words",
     "screen",
     "distinct",
     "live_line",
@@ -96,6 +97,17 @@ def signal_of(kind: str, content: str, payload: Any) -> Signal | None:
     if kind == "approach" and fields.get("outcome") == "failed":
         return Signal(SignalKind.APPROACH, approach_fingerprint(content))
     return None
+
+
+def shares_words(query: str, text: str) -> bool:
+    """Whether a text names something the query names (a content word of three letters or more).
+
+    Embedding similarity alone cannot say an approach is about the query: e5's cosines of unrelated short
+    texts reach 0.85 (a cache crash against "Raise TypeError on invalid query params"), so a failed approach
+    joins a context block only when it is near the query *and* shares a word with it.
+    """
+    words = {w for w in normalise_approach(query).split() if len(w) >= 3}
+    return any(w in words for w in normalise_approach(text).split())
 
 
 def cited_citations(text: str) -> list[str]:

@@ -22,7 +22,16 @@ from api.services.gateway import GatewayResources
 from api.services.metrics import LIVE_WARNINGS
 from governance.adapters.embedders import embed_query_async, make_embedder
 from governance.identity import Principal
-from governance.live import LiveWarning, Signal, SignalKind, WarningKind, distinct, screen, signal_of
+from governance.live import (
+    LiveWarning,
+    Signal,
+    SignalKind,
+    WarningKind,
+    distinct,
+    screen,
+    shares_words,
+    signal_of,
+)
 from governance.scopes import Scope
 from governance.staging import EntryDraft
 from governance.storage import live
@@ -250,5 +259,6 @@ async def context_warnings(
         if query_vector is not None
         else []
     )
+    failed = [w for w in failed if shares_words(query, w.text)]  # near the query and about it
     limit = state.settings.live_max_warnings
     return (_keep(fixes, limit) + _keep(failed, limit))[:limit]

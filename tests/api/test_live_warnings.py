@@ -268,3 +268,33 @@ async def test_reader_who_may_not_read_staging_gets_no_hint_and_no_warning(
     # the same calls by a reader of the project's staging do get them
     sighted = await append(client, project["second"], mine, {"kind": "error", "content": ERROR_B})
     assert [h["task_id"] for h in sighted["hints"]] == [first]
+
+
+async def test_context_block_names_an_approach_near_the_query_that_failed_elsewhere(
+    client: httpx.AsyncClient, project: dict[str, Actor]
+) -> None:
+    first = await open_task(client, project["orchestrator"])
+    r = await client.post(
+        f"/v1/tasks/{first}/approaches",
+        headers=project["first"].headers,
+        json={"approach": "Raise the webhook handler timeout to 60 seconds", "outcome": "failed"},
+    )
+    assert r.status_code == 201, r.text
+    mine = await open_task(client, project["orchestrator"])
+
+    r = await client.post(
+        "/v1/context",
+        headers=project["second"].headers,
+        json={"task_id": mine, "query": "webhook handler timeouts under load"},
+    )
+    unrelated = await client.post(
+        "/v1/context",
+        headers=project["second"].headers,
+        json={"task_id": mine, "query": "Users see a crash when loading the user cache"},
+    )
+
+    assert r.status_code == 200, r.text
+    [warning] = r.json()["live"]
+    assert warning["kind"] == "failed_approach" and warning["task_id"] == first
+    assert "failed elsewhere (unreviewed: task " + first in r.json()["context"]
+    assert unrelated.json()["live"] == []

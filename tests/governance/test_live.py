@@ -19,6 +19,7 @@ from governance.live import (
     distinct,
     live_reserve,
     screen,
+    shares_words,
     signal_of,
 )
 
@@ -104,3 +105,8 @@ def test_live_section_alone_when_no_memory_fits_or_exists() -> None:
     shown, count = add_live_section(empty, [warning()], max_tokens=300)
     assert count == 1 and shown.text.startswith("[MEMORY CONTEXT]") and shown.text.endswith(FOOTER)
     assert add_live_section(empty, [], max_tokens=300) == (empty, 0)
+
+
+def test_a_failed_approach_joins_the_block_only_when_it_names_what_the_query_names() -> None:
+    assert shares_words("webhook timeouts and the db driver", "raise the webhook handler timeout to 60 s")
+    assert not shares_words("Users see a crash when loading the user cache", "Raise TypeError on bad params")
