@@ -227,6 +227,32 @@ async def _mode(
     return tally
 
 
+async def _sequential_appends(url: str, engine: Any, project: str, seed: int, count: int = 40) -> list[float]:
+    """An agent alone (no load) appending errors another task of the project already fixed: each append's
+    seconds (with live warnings on, each answer carries the hint)."""
+    from governance.scopes import ActorType
+    from tests.utils.factories import make_actor
+
+    orchestrator = await make_actor(engine, ActorType.ORCHESTRATOR, "bench", project)
+    agent = await make_actor(engine, ActorType.AGENT, "bench", project)
+    rng = random.Random(seed)
+    seconds: list[float] = []
+    async with httpx.AsyncClient(base_url=url, timeout=120) as http:
+        opened = await http.post(
+            "/v1/tasks",
+            headers=orchestrator.headers,
+            json={"org": "bench", "project": project, "worktree": "main", "description": "alone"},
+        )
+        entries = f"/v1/tasks/{opened.json()['task_id']}/entries"
+        for n in range(count):
+            body = {"entries": [{"kind": "error", "content": _raise(n % 4, rng)}]}
+            started = time.perf_counter()
+            answer = await http.post(entries, headers=agent.headers, json=body)
+            seconds.append(time.perf_counter() - started)
+            assert answer.status_code == 201, answer.text
+    return seconds
+
+
 async def run(agents: int, tasks: int, seed: int) -> None:
     """Start the database and both gateways, run the workload both ways, print the figures."""
     from api.cli.embedded import start_embedded_postgres
@@ -265,6 +291,7 @@ async def run(agents: int, tasks: int, seed: int) -> None:
     )
     engine = make_engine(base)
     results: dict[str, Tally] = {}
+    sequential: dict[str, list[float]] = {}
     try:
         # the same workload, each mode in a project of its own; off first, so on gains no warm-up
         for mode, live in (("off", False), ("on", True)):
@@ -272,6 +299,7 @@ async def run(agents: int, tasks: int, seed: int) -> None:
                 started = time.monotonic()
                 results[mode] = await _mode(gateway, engine, f"parallel-{mode}", plans, problems, seed)
                 print(f"live warnings {mode}: {time.monotonic() - started:.1f} s", flush=True)
+                sequential[mode] = await _sequential_appends(gateway, engine, f"parallel-{mode}", seed)
     finally:
         await engine.dispose()
         pg.cleanup()
@@ -298,6 +326,11 @@ async def run(agents: int, tasks: int, seed: int) -> None:
     print(
         f"append of an error, p50: off {p50_off * 1000:.1f} ms, on {p50_on * 1000:.1f} ms "
         f"(ratio {p50_on / p50_off:.2f})"
+    )
+    q50_off, q50_on = statistics.median(sequential["off"]), statistics.median(sequential["on"])
+    print(
+        f"one agent alone, append of an error another task fixed, p50: off {q50_off * 1000:.1f} ms, "
+        f"on {q50_on * 1000:.1f} ms (ratio {q50_on / q50_off:.2f})"
     )
 
 
