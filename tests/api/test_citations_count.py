@@ -3,16 +3,20 @@ lifts a memory in ranking (an author citing its own memory counts for nothing th
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
+import grpc
 import httpx
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from governance.config import Settings
 from governance.scopes import ActorType, Scope
 from tests.utils.factories import Actor, make_actor, new_tenant
+from tests.utils.grpc_gateway import bearer, grpc_gateway, pb2
 from tests.utils.memory_factories import add_memory, new_task
 
 CONTENT = "db.driver: the billing service talks to Postgres through psycopg 3 with a pool of 10"
@@ -197,3 +201,28 @@ async def test_used_by_counts_tasks_the_caller_may_not_read_without_naming_them(
     outsider = await make_actor(engine, ActorType.AGENT, *new_tenant())
     r = await client.get(f"/v1/memories/{citation}/used-by", headers=outsider.headers)
     assert r.status_code == 404
+
+
+async def test_grpc_citations_answer_as_over_http(
+    settings: Settings, client: httpx.AsyncClient, world: dict[str, Any]
+) -> None:
+    reader, _ = world["readers"]
+    task_id = await _task(client, world["orchestrator"])
+    async with grpc_gateway(settings) as stub:
+        reply = await stub.RecordCitations(
+            pb2.TaskJsonRequest(task_id=task_id, json=json.dumps({"citations": [world["citation"]]})),
+            metadata=bearer(reader.key),
+        )
+        used = await stub.MemoryUsedBy(
+            pb2.MemoryJsonRequest(memory_id=world["citation"], json="{}"), metadata=bearer(reader.key)
+        )
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await stub.RecordCitations(
+                pb2.TaskJsonRequest(task_id=task_id, json=json.dumps({"citations": []})),
+                metadata=bearer(reader.key),
+            )
+    assert json.loads(reply.json)["counted"] == [
+        {"citation": world["citation"], "independent": True, "new": True}
+    ]
+    assert [t["task_id"] for t in json.loads(used.json)["tasks"]] == [task_id]
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
