@@ -162,6 +162,12 @@ class Settings(BaseSettings):
     approach_similarity_threshold: float = 0.93
     approach_refusals_before_stuck: int = 3
 
+    # live warnings across tasks (governance/live.py): other tasks' failed approaches and fixes, unreviewed
+    live_warnings: bool = True
+    live_window_days: int = Field(default=30, ge=1, le=365)  # how far back other tasks' signals count
+    live_max_warnings: int = Field(default=5, ge=1, le=50)  # per answer
+    live_context_similarity: float = Field(default=0.84, ge=0.0, le=1.0)  # query vs approach (e5 cosine)
+
     # `loregate up`: a worker, gateway or Temporal dev server that dies is restarted with backoff
     supervisor_max_restarts: int = 5  # per child within the window; one more stops the platform
     supervisor_restart_window_seconds: float = 300.0

@@ -21,6 +21,10 @@
   meeting, so it counts up to twice as much: a memory retrieved often and judged useless sinks below an
   equally relevant one, and one judged useful rises. Retrievals alone move nothing (no feedback: 0.5), so a
   popular memory is never punished for being popular.
+  **Use** then lifts it: `c` distinct principals, none involved in the memory, who cited it in their staging
+  (`[mem:…]`) or declared they used it, close a share of the distance to 1:
+  `u + (1 - u) · CITATION_SHARE · c / (c + CITATION_EVIDENCE_HALF)`. Still in [0, 1], so the bound below
+  holds; an author's own citations never count (trust comes from others), and each principal counts once.
 - **stale_weight** is 1.0, or `1 - STALE_PENALTY` (0.8) for a stale memory: one a memory it builds on was
   superseded or retired since (governance/validity.py). A bounded penalty on relevance, never a filter: a
   stale memory that answers the query far better than anything else still shows, flagged.
@@ -49,6 +53,8 @@ __all__ = [
     "EXPLICIT_INTENT_PENALTY",
     "STALE_PENALTY",
     "RETRIEVAL_EVIDENCE_HALF",
+    "CITATION_SHARE",
+    "CITATION_EVIDENCE_HALF",
     "ScoreWeights",
     "ScoreParts",
     "RankingParams",
@@ -58,6 +64,7 @@ __all__ = [
     "weighted_rrf",
     "recency",
     "observed_usefulness",
+    "used_usefulness",
     "score_parts",
 ]
 
@@ -75,6 +82,9 @@ EXPLICIT_INTENT_PENALTY = 0.25
 STALE_PENALTY = 0.2
 # Retrievals at which feedback counts one and a half times (it tends to twice as many retrievals grow).
 RETRIEVAL_EVIDENCE_HALF = 10.0
+# Independent citers close at most half the distance to 1; two of them close half of that half.
+CITATION_SHARE = 0.5
+CITATION_EVIDENCE_HALF = 2.0
 
 
 @dataclass(frozen=True)
@@ -204,6 +214,13 @@ def observed_usefulness(usefulness: float, retrievals: int) -> float:
     return _unit(0.5 + (_unit(usefulness) - 0.5) * (1.0 + evidence))
 
 
+def used_usefulness(usefulness: float, citers: int) -> float:
+    """Usefulness lifted by `citers` independent principals' use: `u + (1 - u) · 0.5 · c / (c + 2)`."""
+    seen = max(0, citers)
+    base = _unit(usefulness)
+    return _unit(base + (1.0 - base) * CITATION_SHARE * seen / (seen + CITATION_EVIDENCE_HALF))
+
+
 def score_parts(
     *,
     similarity: float,
@@ -216,15 +233,17 @@ def score_parts(
     params: RankingParams = _DEFAULT_PARAMS,
     stale: bool = False,
     retrievals: int = 0,
+    citers: int = 0,
 ) -> ScoreParts:
     """The score of one memory; inputs outside [0, 1] are clamped so no part dominates by overflow.
 
-    `usefulness` in the parts is the feedback weighed by `retrievals` (`observed_usefulness`).
+    `usefulness` in the parts is the feedback weighed by `retrievals` (`observed_usefulness`), lifted by the
+    `citers` who used it (`used_usefulness`).
     """
     sim = _unit(similarity)
     rec = recency(when, now, half_life_hours=params.half_life_hours)
     imp = _unit(importance) * _unit(confidence)
-    use = observed_usefulness(usefulness, retrievals)
+    use = used_usefulness(observed_usefulness(usefulness, retrievals), citers)
     type_weight = params.prefer.weight(memory_type) if memory_type is not None else 1.0
     stale_weight = 1.0 - STALE_PENALTY if stale else 1.0
     w = params.weights

@@ -50,6 +50,7 @@ from api.client.transport import (
 from api.schemas.approaches import ApproachPublic, CheckPublic
 from api.schemas.approvals import ApprovalTokenPublic
 from api.schemas.change_requests import ChangeDecisionPublic, ChangeRequestList, ChangeRequestPublic
+from api.schemas.citations import CitationsAck, MostUsedPublic, UsedByPublic
 from api.schemas.erasure import ErasurePublic
 from api.schemas.events import EventsPage
 from api.schemas.health import HealthPublic
@@ -249,6 +250,23 @@ class _Api:
     def memory(self, citation: str) -> Request:
         """A memory by citation (`mem:abc123`, `abc123`) or id, with its provenance and history."""
         return Request("GET", f"/v1/memories/{_seg(citation)}")
+
+    @endpoint(CitationsAck)
+    def cite(self, task_id: str, citations: Sequence[str]) -> Request:
+        """Declare the memories a task used (`[mem:…]` in its staging counts too); once per task, caller."""
+        return Request("POST", f"/v1/tasks/{_seg(task_id)}/citations", {"citations": list(citations)})
+
+    @endpoint(UsedByPublic)
+    def used_by(self, citation: str) -> Request:
+        """The tasks that cited or declared a memory (those the caller may not read are only counted)."""
+        return Request("GET", f"/v1/memories/{_seg(citation)}/used-by")
+
+    @endpoint(MostUsedPublic)
+    def most_used(self, task_id: str, *, limit: int | None = None) -> Request:
+        """The memories a task sees, most used by principals independent of them first."""
+        return Request(
+            "GET", "/v1/citations/most-used", params=drop_none({"task_id": task_id, "limit": limit})
+        )
 
     # memory that learns
 

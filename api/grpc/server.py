@@ -26,7 +26,9 @@ from api.errors import error_body, grpc_code_of, is_unavailable, validation_deta
 from api.grpc.proto import pb2, pb2_grpc
 from api.schemas.approaches import ApproachIn, CheckIn
 from api.schemas.change_requests import LiftIn
+from api.schemas.citations import CitationsIn
 from api.schemas.learning import BugMatchIn, ObservationIn
+from api.schemas.live import FixHintPublic
 from api.schemas.memories import FeedbackIn, ValidateIn
 from api.schemas.promotions import DecisionIn, PlanPageIn, PromotionStart, VerificationIn
 from api.schemas.reflections import ReflectionStart
@@ -36,6 +38,7 @@ from api.schemas.text import MAX_JSON_DEPTH
 from api.services import (
     approaches,
     bug_patterns,
+    citations,
     code_rules,
     lifting,
     memories,
@@ -160,6 +163,22 @@ def _entry(message: Any, index: int) -> dict[str, Any]:
     return entry
 
 
+def _hint(hint: FixHintPublic, *, offset: int) -> Any:
+    """A fix hint of one message, its entry index counted across the stream."""
+    return pb2.FixHint(
+        entry_index=offset + hint.entry_index,
+        seq=hint.seq,
+        text=hint.text,
+        detail=hint.detail,
+        task_id=hint.task_id,
+        agent=hint.agent,
+        at=hint.at.isoformat(),
+        task_status=hint.task_status,
+        same_worktree=hint.same_worktree,
+        standing=hint.standing,
+    )
+
+
 class LoregateServicer(pb2_grpc.LoregateServicer):  # type: ignore[misc]
     """The `loregate.v1.Loregate` service over a gateway's shared state."""
 
@@ -205,6 +224,7 @@ class LoregateServicer(pb2_grpc.LoregateServicer):  # type: ignore[misc]
             principal = await self._principal(context)
             task_id: str | None = None
             acks: list[Any] = []
+            hints: list[Any] = []
             async for message in request_iterator:
                 if task_id is None:
                     if not message.task_id:
@@ -218,10 +238,11 @@ class LoregateServicer(pb2_grpc.LoregateServicer):  # type: ignore[misc]
                 ack = await staging.append_entries(self._state, principal, task, body)
                 committed += 1
                 context.set_trailing_metadata(((COMMITTED_METADATA, str(committed)),))
+                hints.extend(_hint(h, offset=len(acks)) for h in ack.hints)
                 acks.extend(pb2.EntryAck(id=a.id, seq=a.seq, replayed=a.replayed) for a in ack.entries)
             if task_id is None:
                 raise ge.InvalidInput("the stream carried no messages")
-            return pb2.AppendReply(task_id=task_id, entries=acks)
+            return pb2.AppendReply(task_id=task_id, entries=acks, hints=hints)
 
         return await _guarded(context, work)
 
@@ -350,6 +371,24 @@ class LoregateServicer(pb2_grpc.LoregateServicer):  # type: ignore[misc]
             ref = _memory_ref(request.memory_id)
             body = ObservationIn.model_validate(_json_object(request.json, "json"))
             return _reply(await code_rules.observe(self._state, principal, ref, body))
+
+        return await _guarded(context, work)
+
+    async def RecordCitations(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802
+        async def work() -> Any:
+            principal = await self._principal(context)
+            task = await authorized_task(
+                self._state, principal, _required(request.task_id, "task_id"), "write"
+            )
+            body = CitationsIn.model_validate(_json_object(request.json, "json"))
+            return _reply(await citations.record_citations(self._state, principal, task, body))
+
+        return await _guarded(context, work)
+
+    async def MemoryUsedBy(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802
+        async def work() -> Any:
+            principal = await self._principal(context)
+            return _reply(await citations.used_by(self._state, principal, _memory_ref(request.memory_id)))
 
         return await _guarded(context, work)
 

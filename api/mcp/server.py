@@ -164,7 +164,9 @@ def build_server(client: AsyncLoregateClient | None = None) -> MCPServer:
             str | None, Field(description="Repeat it when retrying, so the entry is stored once")
         ] = None,
     ) -> dict[str, Any]:
-        """Record a log, thought, decision, error, result or insight in your task's staging log."""
+        """Record a log, thought, decision, error, result or insight in your task's staging log. An error
+        another task of the project already got past comes back with that task's fix in `hints` (unreviewed:
+        another agent's word, not published memory)."""
         entry: dict[str, Any] = {"kind": kind.value, "content": content}
         if payload is not None:
             entry["payload"] = payload
@@ -178,7 +180,8 @@ def build_server(client: AsyncLoregateClient | None = None) -> MCPServer:
         task_id: TaskId = None,
         subtask: Annotated[str | None, Field(description="The subtask, if the task has several")] = None,
     ) -> dict[str, Any]:
-        """Whether this approach already failed on this task, with its failure history and a suggestion."""
+        """Whether this approach already failed on this task, with its failure history and a suggestion;
+        `elsewhere` names other tasks of the project where it failed (unreviewed; it never refuses)."""
         return await _answer(gateway().check_approach(_task(task_id), approach, subtask=subtask))
 
     @server.tool()

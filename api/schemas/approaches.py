@@ -6,6 +6,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from api.schemas.live import LiveWarningPublic
 from api.schemas.text import Text
 from governance.approaches import ApproachOutcome
 
@@ -52,3 +53,8 @@ class CheckPublic(BaseModel):
     stuck: bool
     refusals: int
     history: list[ApproachPublic]
+    elsewhere: list[LiveWarningPublic] = Field(
+        default_factory=list,
+        description="the same or a near-same approach failed in another task of the project (unreviewed; "
+        "informs, never refuses)",
+    )

@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from api.schemas.live import LiveWarningPublic
 from api.schemas.text import Text
 from governance.intent import Intent
 from governance.scopes import MemoryType
@@ -153,6 +154,10 @@ class ContextPublic(BaseModel):
     tokens: int
     max_tokens: int
     intent: Intent
+    live: list[LiveWarningPublic] = Field(
+        default_factory=list,
+        description="other tasks' failed approaches and fixes shown in the block's unreviewed section",
+    )
 
 
 class MemoryDetailPublic(BaseModel):

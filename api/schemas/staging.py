@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
+from api.schemas.live import FixHintPublic
 from api.schemas.text import MAX_JSON_DEPTH, SPACE, JsonPayload, Text
 from governance.scopes import EntryKind
 from governance.staging import TASK_ID_PATTERN
@@ -87,6 +88,10 @@ class EntryAck(BaseModel):
 class EntriesAck(BaseModel):
     task_id: str
     entries: list[EntryAck]
+    hints: list[FixHintPublic] = Field(
+        default_factory=list,
+        description="fixes other tasks of the project wrote after an error of this signature (unreviewed)",
+    )
 
 
 class EntryPublic(BaseModel):

@@ -8,6 +8,7 @@ activities call too.
 from __future__ import annotations
 
 from api.schemas.approaches import ApproachIn, ApproachPublic, CheckIn, CheckPublic
+from api.services import live
 from api.services.gateway import GatewayResources
 from governance.adapters.embedders import make_embedder
 from governance.identity import Principal
@@ -51,4 +52,9 @@ async def check_approach(
     answer = await operation.check_proposal(
         state.engine, make_embedder(state.settings), state.settings, proposal
     )
-    return CheckPublic.model_validate(answer, from_attributes=True)
+    elsewhere = await live.approach_warnings(
+        state, principal, task, fingerprint=answer.fingerprint, embedding=answer.embedding
+    )
+    return CheckPublic.model_validate(answer, from_attributes=True).model_copy(
+        update={"elsewhere": elsewhere}
+    )

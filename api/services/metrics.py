@@ -9,9 +9,21 @@ from __future__ import annotations
 
 from prometheus_client import Counter, Histogram
 
-__all__ = ["ENTRIES_APPENDED", "ENTRIES_REPLAYED", "RATE_LIMITED", "QUOTA_REFUSED", "SEARCH_SECONDS"]
+__all__ = [
+    "ENTRIES_APPENDED",
+    "ENTRIES_REPLAYED",
+    "RATE_LIMITED",
+    "QUOTA_REFUSED",
+    "SEARCH_SECONDS",
+    "LIVE_WARNINGS",
+    "CITATIONS_COUNTED",
+]
 
 ENTRIES_APPENDED = Counter("loregate_staging_entries_appended_total", "Staging entries stored")
+LIVE_WARNINGS = Counter(
+    "loregate_live_warnings_total", "Unreviewed warnings from other tasks given to agents", ["kind"]
+)
+CITATIONS_COUNTED = Counter("loregate_citations_counted_total", "Uses of memories recorded", ["independent"])
 ENTRIES_REPLAYED = Counter(
     "loregate_staging_entries_replayed_total", "Entries answered from idempotency keys"
 )

@@ -22,6 +22,7 @@ from governance.context_block import ContextBlock, ContextItem, build_context_bl
 from governance.errors import InvalidInput
 from governance.guidance import GuidanceLine, bug_pattern_guidance, rule_guidance, select_guidance
 from governance.intent import Intent, IntentDecision, detect_intent
+from governance.live import LiveWarning, add_live_section, live_reserve
 from governance.ranking import (
     DETECTED_INTENT_PENALTY,
     EXPLICIT_INTENT_PENALTY,
@@ -83,6 +84,7 @@ class ContextOutcome:
 
     block: ContextBlock
     search: SearchOutcome
+    live: tuple[LiveWarning, ...] = ()  # the other tasks' warnings the block shows
 
 
 @dataclass(frozen=True)
@@ -256,8 +258,10 @@ async def build_context(
     max_tokens: int,
     types: Sequence[str] | None = None,
     intent: Intent | str | None = None,
+    live: Sequence[LiveWarning] = (),
 ) -> ContextOutcome:
-    """Search, then render the best memories into one `[MEMORY CONTEXT]` block within `max_tokens`."""
+    """Search, then render the best memories into one `[MEMORY CONTEXT]` block within `max_tokens`; `live`
+    warnings of other tasks follow them in a section of their own (`_with_live`)."""
     outcome = await search_memories(
         engine,
         embedder,
@@ -289,9 +293,18 @@ async def build_context(
     # an established rule speaks as a guidance line; its own line would only repeat it
     advised = {g.citation for g in guidance}
     items = [i for i in items if not (i.memory_type == "code_rule" and i.citation in advised)]
-    return ContextOutcome(
-        block=build_context_block(items, max_tokens=max_tokens, guidance=guidance), search=outcome
-    )
+    reserve = live_reserve(live, max_tokens)
+    block = build_context_block(items, max_tokens=max_tokens - reserve, guidance=guidance)
+    return _with_live(ContextOutcome(block=block, search=outcome), live, max_tokens)
+
+
+def _with_live(outcome: ContextOutcome, live: Sequence[LiveWarning], max_tokens: int) -> ContextOutcome:
+    """The block with other tasks' unreviewed warnings after its memories, within the budget
+    (governance/live.py): never above the published memory, never among its citations."""
+    if not live:
+        return outcome
+    block, shown = add_live_section(outcome.block, live, max_tokens=max_tokens)
+    return ContextOutcome(block=block, search=outcome.search, live=tuple(live[:shown]))
 
 
 def _standing(standings: dict[str, MemoryStanding], hit: SearchHit) -> Standing:

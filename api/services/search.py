@@ -19,8 +19,8 @@ from api.schemas.search import (
     SearchPublic,
     SearchResultPublic,
 )
-from api.services import reading
-from api.services.gateway import GatewayResources, admit, authorize_memory, authorized_task
+from api.services import live, reading
+from api.services.gateway import GatewayResources, admit, authorize_memory, authorized_task, load_task
 from api.services.metrics import SEARCH_SECONDS
 from governance.adapters.embedders import EMBEDDING_TENANT, make_embedder
 from governance.config import Settings
@@ -133,6 +133,10 @@ async def context(
     admit(state, principal, "search")
     EMBEDDING_TENANT.set(principal.org)
     with SEARCH_SECONDS.labels("context").time():
+        # other tasks' unreviewed warnings: a section of their own, after the published memories
+        warnings = await live.context_warnings(
+            state, principal, await load_task(state, body.task_id), body.query
+        )
         outcome = await reading.build_context(
             state.engine,
             make_embedder(settings),
@@ -142,6 +146,7 @@ async def context(
             max_tokens=max_tokens,
             types=[t.value for t in body.types] if body.types else None,
             intent=body.intent,
+            live=warnings,
         )
     cited = set(outcome.block.citations)
     answer = ContextPublic(
@@ -150,6 +155,7 @@ async def context(
         tokens=outcome.block.tokens,
         max_tokens=max_tokens,
         intent=outcome.search.intent,
+        live=[live.public_warning(w) for w in outcome.live],
     )
     return answer, [h.id for h in outcome.search.hits if h.citation in cited]
 

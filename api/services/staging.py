@@ -19,6 +19,7 @@ from api.schemas.staging import (
     TaskCreate,
     TaskPublic,
 )
+from api.services import citations, live
 from api.services.gateway import GatewayResources
 from api.services.metrics import ENTRIES_APPENDED, ENTRIES_REPLAYED, QUOTA_REFUSED
 from governance.errors import DailyQuotaExceeded, TaskQuotaExceeded
@@ -89,9 +90,12 @@ async def append_entries(
     replayed = sum(r.replayed for r in results)
     ENTRIES_APPENDED.inc(len(results) - replayed)
     ENTRIES_REPLAYED.inc(replayed)
-    return EntriesAck(
-        task_id=task.id, entries=[EntryAck(id=r.id, seq=r.seq, replayed=r.replayed) for r in results]
-    )
+    acks = [EntryAck(id=r.id, seq=r.seq, replayed=r.replayed) for r in results]
+    # what other tasks learn from this batch at once, and what it learns from them (api/services/live.py)
+    signals = await live.record_signals(state, task, principal, drafts, acks)
+    await citations.count_entry_citations(state, principal, task, drafts, acks)
+    hints = await live.fix_hints(state, principal, task, signals)
+    return EntriesAck(task_id=task.id, entries=acks, hints=hints)
 
 
 async def list_entries(state: GatewayResources, task: TaskInfo, *, after_seq: int, limit: int) -> EntriesPage:

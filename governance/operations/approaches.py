@@ -66,6 +66,9 @@ class CheckAnswer:
     check: ApproachCheck
     refusals: int
     stuck: bool
+    # what identified the proposal, for looking it up beyond this task (api/services/live.py)
+    fingerprint: str = ""
+    embedding: list[float] | None = None
 
     @property
     def valid(self) -> bool:
@@ -164,7 +167,7 @@ async def check_proposal(
 
         decision = decide(stuck)
         if decision.valid or await recorded_payload(conn, proposal.idempotency_key) is not None:
-            return CheckAnswer(decision, refusals, stuck)
+            return CheckAnswer(decision, refusals, stuck, fingerprint, embedding)
         counted = await count_refusal(conn, task_id, subtask, settings.approach_refusals_before_stuck)
         await record_event(
             conn,
@@ -190,4 +193,4 @@ async def check_proposal(
             )
         if counted.stuck and not stuck:
             decision = decide(True)
-        return CheckAnswer(decision, counted.refusals, counted.stuck)
+        return CheckAnswer(decision, counted.refusals, counted.stuck, fingerprint, embedding)

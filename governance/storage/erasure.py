@@ -7,7 +7,8 @@ answer); `erase` deletes it in the caller's transaction, which also records the 
 - memories (their embeddings are columns of the row; derivations, validations and votes cascade), and
   every memory derived (memory_derivations) only from erased memories; survivors drop erased ids from
   `related_ids`, `supersedes_id`, `source_entry_ids` and `source_task_ids`;
-- staging entries and their idempotency keys; a task's approaches and subtasks; its description;
+- staging entries and their idempotency keys, live signals and cited uses; a task's approaches and subtasks;
+  its description;
 - promotion plans (candidates, plan items and the run's critique go with them) of the task, candidates
   holding the subject, and critiques quoting it;
 - change requests about an erased memory or holding the subject in any text, its reason and decision note
@@ -399,6 +400,19 @@ async def erase(conn: AsyncConnection, found: ErasureSet) -> dict[str, int]:
         "staging_idempotency",
         "DELETE FROM staging_idempotency WHERE entry_id = ANY(CAST(:e AS bigint[]))",
         {"e": entry_ids},
+    )
+    # what other tasks learnt from these entries (live signals) and the uses they cited go with them
+    await run(
+        "staging_signals",
+        "DELETE FROM staging_signals WHERE entry_id = ANY(CAST(:e AS bigint[])) "
+        "OR (CAST(:task AS text) IS NOT NULL AND task_id = :task)",
+        {"e": entry_ids, "task": task},
+    )
+    await run(
+        "memory_uses",
+        "DELETE FROM memory_uses WHERE entry_id = ANY(CAST(:e AS bigint[])) "
+        "OR (CAST(:task AS text) IS NOT NULL AND task_id = :task)",
+        {"e": entry_ids, "task": task},
     )
     await run(
         "staging_entries",

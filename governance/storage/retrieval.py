@@ -35,6 +35,7 @@ from sqlalchemy.types import Text
 from governance.errors import NotFound
 from governance.ranking import RankingParams, ScoreParts, score_parts, weighted_rrf
 from governance.scopes import visible_scope_keys
+from governance.storage.citations import INDEPENDENT_CITERS
 from governance.storage.memory_links import derivation_sources
 from governance.storage.tables import EMBEDDING_DIM
 
@@ -107,8 +108,8 @@ _MEMORY_COLUMNS = """id::text AS id, citation, memory_type, scope, scope_key, or
     valid_from_commit, valid_to_commit, stale_at, stale_reason"""
 
 # what `governance.ranking.score_parts` reads of every candidate (and the citation, the last tie-break)
-_SCORING_COLUMNS = """id::text AS id, citation, memory_type, importance, confidence, usefulness,
-    retrieval_count, updated_at, stale_at"""
+_SCORING_COLUMNS = f"""id::text AS id, citation, memory_type, importance, confidence, usefulness,
+    retrieval_count, updated_at, stale_at, {INDEPENDENT_CITERS} AS citers"""
 
 
 @dataclass(frozen=True)
@@ -523,6 +524,7 @@ async def rank_candidates(
                 confidence=row.confidence,
                 usefulness=row.usefulness,
                 retrievals=row.retrieval_count,
+                citers=row.citers,
                 memory_type=row.memory_type,
                 params=params,
                 stale=row.stale_at is not None,

@@ -48,6 +48,8 @@ __all__ = [
     "change_request_items",
     "webhooks",
     "webhook_deliveries",
+    "staging_signals",
+    "memory_uses",
     "EMBEDDING_DIM",
 ]
 
@@ -263,6 +265,33 @@ approaches = Table(
     Column("last_outcome", String(16), nullable=False),
     Column("failure_reasons", JSONB, nullable=False, server_default="[]"),
     Column("last_attempt_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+)
+
+# what other tasks may learn from a staging entry before any promotion (migration 0020)
+staging_signals = Table(
+    "staging_signals",
+    metadata,
+    Column("entry_id", BigInteger, primary_key=True),
+    Column("task_id", String(128), ForeignKey("tasks.id"), nullable=False),
+    Column("seq", BigInteger, nullable=False),
+    Column("signal", String(16), nullable=False),  # error | approach
+    Column("key", String(80), nullable=False),  # error signature key | approach fingerprint
+    Column("actor_id", String(64), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+)
+
+# a memory cited by a task's staging entry (or declared used by a call: entry_id NULL), migration 0020
+memory_uses = Table(
+    "memory_uses",
+    metadata,
+    Column("id", BigInteger, primary_key=True, autoincrement=True),
+    Column("memory_id", UUID(as_uuid=False), ForeignKey("memories.id", ondelete="CASCADE"), nullable=False),
+    Column("task_id", String(128), ForeignKey("tasks.id"), nullable=False),
+    Column("entry_id", BigInteger, nullable=True),
+    Column("actor_id", String(64), nullable=False),
+    Column("actor_type", String(16), nullable=False),
+    Column("independent", Boolean, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
 )
 
 subtasks = Table(

@@ -182,6 +182,11 @@ async def test_each_client_method_returns_its_declared_model(
     reader = await make_actor(engine, ActorType.AGENT, org, project)
     assert (await call(reviewer, "validate", fact_id, "pr_merged")).counted
     assert (await call(reader, "feedback", fact_id, True)).usefulness > 0.5
+    # which tasks used it (docs/retrieval.md): the reader's own task, independent of the fact
+    cited = await call(reader, "cite", task_id, [f"mem:{fact_id}"])
+    assert [(c.citation, c.independent) for c in cited.counted] == [(fact_id, True)]
+    assert [t.task_id for t in (await call(reader, "used_by", fact_id)).tasks] == [task_id]
+    assert fact_id in [m.citation for m in (await call(reader, "most_used", task_id, limit=5)).results]
 
     # memory that learns
     matched = await call(agent, "match_bug_pattern", "ImportError: no module named psycopg2", task_id=task_id)

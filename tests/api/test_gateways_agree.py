@@ -24,6 +24,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from api.client import AsyncLoregateClient, LoregateError
 from governance.adapters.embedders import make_embedder
 from governance.config import Settings
+from governance.context_block import FOOTER
+from governance.live import LIVE_HEADING
 from governance.scopes import ActorType, Scope
 from tests.utils.factories import Actor, make_actor, new_tenant
 from tests.utils.grpc_gateway import bearer, grpc_gateway, pb2, refusal
@@ -199,7 +201,17 @@ async def transports(settings: Settings, gateway_url: str) -> AsyncIterator[dict
 
 def _undated(check: dict[str, Any]) -> dict[str, Any]:
     history = [{k: v for k, v in h.items() if k != "last_attempt_at"} for h in check.get("history", [])]
-    return {**check, "history": history}
+    # each run's failed approach warns the later runs' tasks of the project (live warnings): differs by run
+    return {**{k: v for k, v in check.items() if k != "elsewhere"}, "history": history}
+
+
+def _without_live(context: dict[str, Any]) -> dict[str, Any]:
+    """The context answer without the other runs' live warnings (their section and list differ by run)."""
+    text = str(context.get("context", ""))
+    if LIVE_HEADING in text:
+        head, _, rest = text.partition(LIVE_HEADING)
+        text = head.rstrip("\n") + "\n\n" + rest[rest.index(FOOTER) :]
+    return {**{k: v for k, v in context.items() if k not in ("live", "tokens")}, "context": text}
 
 
 async def _transcript(gateway: Any, world: dict[str, Any], agent: Actor, http: Http) -> dict[str, Any]:
@@ -254,7 +266,7 @@ async def _transcript(gateway: Any, world: dict[str, Any], agent: Actor, http: H
         "bad_key": bad_key,
         "searched": searched,
         "compact": compact,
-        "context": context,
+        "context": _without_live(context),
         "fresh_approach": _undated(fresh_approach),
         "failed_approach": _undated(failed_approach),
     }

@@ -16,6 +16,7 @@ from governance.ranking import (
     recency,
     rrf_scores,
     score_parts,
+    used_usefulness,
     weighted_rrf,
 )
 
@@ -164,3 +165,16 @@ def test_score_parts_stale_memory_gives_up_a_bounded_share_of_relevance() -> Non
     # a much better stale answer still outranks a weak fresh one
     weak = score_parts(similarity=0.5, when=now, now=now, importance=1.0, confidence=1.0)
     assert stale.score > weak.score
+
+
+def test_independent_use_lifts_usefulness_within_its_bound() -> None:
+    """Use closes at most half the distance to 1, each citer less than the one before; the part stays in
+    [0, 1], so the usefulness weight bounds what use can do to an order."""
+    assert used_usefulness(0.5, 0) == 0.5
+    lifted = [used_usefulness(0.5, c) for c in (1, 2, 10, 10_000)]
+    assert lifted == sorted(lifted) and lifted[1] == pytest.approx(0.625)
+    assert lifted[-1] < 0.75 and used_usefulness(1.0, 50) == 1.0
+    common = {"similarity": 0.8, "when": NOW, "now": NOW, "importance": 0.5, "confidence": 0.5}
+    plain = score_parts(**common)  # type: ignore[arg-type]
+    used = score_parts(**common, citers=10_000)  # type: ignore[arg-type]
+    assert 0 < used.score - plain.score <= ScoreWeights().usefulness * 0.25 + 1e-12
