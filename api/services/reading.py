@@ -39,9 +39,18 @@ from governance.storage.retrieval import (
     vector_candidates,
 )
 from governance.storage.trust import MemoryStanding, standings_of
+from governance.storage.working_memory import latest_entries, location_candidates
 from governance.trust import ESTABLISHED_RULE, Standing, is_earned, standing_of
+from governance.working_memory import (
+    SHORT_TERM_ENTRIES,
+    StagedLine,
+    short_term_budget,
+    short_term_lines,
+    with_short_term,
+)
 
 __all__ = [
+    "CodeFocus",
     "SearchOutcome",
     "ContextOutcome",
     "ranking_params",
@@ -49,6 +58,7 @@ __all__ = [
     "resolve_types",
     "search_memories",
     "build_context",
+    "short_term_section",
     "count_retrievals",
 ]
 
@@ -58,6 +68,17 @@ _log = logging.getLogger("loregate.reading")
 CONTEXT_CANDIDATES = 30
 # established code rules of the reader's scopes the block carries whatever the query (they bind all work)
 CONTEXT_RULES = 5
+
+
+@dataclass(frozen=True)
+class CodeFocus:
+    """The files and symbols a search is about: `touched` (task id → how often its entries named them) and
+    `names` (texts a memory may name them by); `only` keeps just the memories they lead to (a filter), else
+    those memories are one more retriever in the fusion (a boost)."""
+
+    touched: dict[str, int]
+    names: tuple[str, ...]
+    only: bool = False
 
 
 @dataclass(frozen=True)
@@ -148,6 +169,7 @@ async def search_memories(
     intent: Intent | str | None = None,
     include_history: bool = False,
     now: datetime | None = None,
+    focus: CodeFocus | None = None,
 ) -> SearchOutcome:
     """Route, embed and search. An embedder failure degrades to full text only: reads must not stop.
 
@@ -174,6 +196,7 @@ async def search_memories(
             include_history,
             ranking_params(settings, routing.prefer),
             now,
+            focus,
         )
     return SearchOutcome(
         hits=hits,
@@ -195,6 +218,7 @@ async def _search_side_by_side(
     include_history: bool,
     params: RankingParams,
     now: datetime | None,
+    focus: CodeFocus | None = None,
 ) -> list[SearchHit]:
     """Full text on a connection of its own while the vector retriever walks the index, then the ranking.
 
@@ -212,8 +236,24 @@ async def _search_side_by_side(
                     if vector is not None
                     else []
                 )
+                texts = await by_text
+                by_location: list[tuple[str, float]] = []
+                if focus is not None:
+                    by_location = await location_candidates(
+                        conn,
+                        scope_keys=keys,
+                        touched=focus.touched,
+                        names=focus.names,
+                        limit=pool,
+                        types=types,
+                        include_history=include_history,
+                    )
+                    if focus.only:
+                        located = {i for i, _ in by_location}
+                        by_vector = [c for c in by_vector if c[0] in located]
+                        texts = [c for c in texts if c[0] in located]
                 return await rank_candidates(
-                    conn, by_vector, await by_text, vector, k, params=params, now=now
+                    conn, by_vector, texts, vector, k, params=params, now=now, by_location=by_location
                 )
     except ExceptionGroup as failed:  # the other retriever was cancelled: what failed is the first
         raise failed.exceptions[0] from None
@@ -256,8 +296,14 @@ async def build_context(
     max_tokens: int,
     types: Sequence[str] | None = None,
     intent: Intent | str | None = None,
+    focus: CodeFocus | None = None,
+    task_id: str | None = None,
 ) -> ContextOutcome:
-    """Search, then render the best memories into one `[MEMORY CONTEXT]` block within `max_tokens`."""
+    """Search, then render the best memories into one `[MEMORY CONTEXT]` block within `max_tokens`.
+
+    With `task_id`, the block ends with the task's own short-term section (`short_term_section`), whose
+    lines are measured first so the memories take the rest of the budget.
+    """
     outcome = await search_memories(
         engine,
         embedder,
@@ -267,6 +313,7 @@ async def build_context(
         k=CONTEXT_CANDIDATES,
         types=types,
         intent=intent,
+        focus=focus,
     )
     async with engine.connect() as conn:
         standings = await standings_of(conn, [h.id for h in outcome.hits])
@@ -289,9 +336,19 @@ async def build_context(
     # an established rule speaks as a guidance line; its own line would only repeat it
     advised = {g.citation for g in guidance}
     items = [i for i in items if not (i.memory_type == "code_rule" and i.citation in advised)]
-    return ContextOutcome(
-        block=build_context_block(items, max_tokens=max_tokens, guidance=guidance), search=outcome
-    )
+    lines = await short_term_section(engine, task_id) if task_id is not None else []
+    reserved = short_term_budget(max_tokens) if lines else 0
+    block = build_context_block(items, max_tokens=max_tokens - reserved, guidance=guidance)
+    if lines:
+        block = with_short_term(block, lines, max_tokens=max_tokens, section_tokens=reserved)
+    return ContextOutcome(block=block, search=outcome)
+
+
+async def short_term_section(engine: AsyncEngine, task_id: str) -> list[str]:
+    """The lines of the task's short-term section (governance/working_memory.py), priority first."""
+    async with engine.connect() as conn:
+        entries = await latest_entries(conn, task_id, SHORT_TERM_ENTRIES)
+    return short_term_lines([StagedLine(e.seq, e.kind, e.content, e.payload) for e in entries])
 
 
 def _standing(standings: dict[str, MemoryStanding], hit: SearchHit) -> Standing:

@@ -7,7 +7,8 @@ answer); `erase` deletes it in the caller's transaction, which also records the 
 - memories (their embeddings are columns of the row; derivations, validations and votes cascade), and
   every memory derived (memory_derivations) only from erased memories; survivors drop erased ids from
   `related_ids`, `supersedes_id`, `source_entry_ids` and `source_task_ids`;
-- staging entries and their idempotency keys; a task's approaches and subtasks; its description;
+- staging entries and their idempotency keys; a task's approaches and subtasks; its description; its
+  working memory (hypotheses, files and symbols; a subject's wherever they hold it);
 - promotion plans (candidates and plan items cascade) of the task, and candidates holding the subject;
 - change requests about an erased memory or holding the subject in any text, its reason and decision note
   included (a lift: any of its memories or titles);
@@ -30,6 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from governance.storage.events import Event
 from governance.storage.tables import memory_events
+from governance.storage.working_memory import erase_working_memory
 
 __all__ = [
     "ErasedMemory",
@@ -408,6 +410,8 @@ async def erase(conn: AsyncConnection, found: ErasureSet) -> dict[str, int]:
         await run("approaches", "DELETE FROM approaches WHERE task_id = :t", {"t": task})
         await run("subtasks", "DELETE FROM subtasks WHERE task_id = :t", {"t": task})
         await run("tasks_scrubbed", "UPDATE tasks SET description = '[erased]' WHERE id = :t", {"t": task})
+    wm = {"task_id": task, "subject": found.subject, "org": found.org, "project": found.project}
+    counts.update(await erase_working_memory(conn, **wm, entry_ids=entry_ids))  # hypotheses, files, symbols
     if found.subject is not None:
         tenant = {"s": found.subject, "o": found.org, "p": found.project}
         in_tenant = "SELECT id FROM tasks WHERE org = :o AND (CAST(:p AS text) IS NULL OR project = :p)"
