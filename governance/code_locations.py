@@ -84,7 +84,7 @@ def _unique(values: Iterable[str]) -> tuple[str, ...]:
 def normalise_path(path: str) -> str:
     """A path as stored: trimmed, forward slashes, no diff `a/` `b/` prefix, no leading `./`.
 
-    Returns "" for what is no path (empty, `/dev/null`, over MAX_PATH_CHARS).
+    Returns "" for what is no path (empty, `/dev/null`, over MAX_PATH_CHARS, a NUL inside).
     """
     cleaned = path.strip().strip("'\"`,;()[]").replace("\\", "/")
     if cleaned.startswith(("a/", "b/")) and "/" in cleaned[2:]:

@@ -5,12 +5,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
-from api.schemas.text import Text
+from api.schemas.text import SPACE, refuse_lone_surrogates
 
 __all__ = [
     "NO_NUL",
+    "NOT_BLANK",
     "CodePath",
     "CodeSymbol",
     "HypothesisIn",
@@ -26,9 +27,20 @@ __all__ = [
 
 # Postgres text holds no NUL character: refused here with a 422, never a 500 from the driver
 NO_NUL = r"^[^\x00]*$"
+# ...and a name or path holds something besides white space
+NOT_BLANK = f"^[^\\x00]*[^{SPACE}\\x00][^\\x00]*$"
 MAX_ITEMS = 100
-CodePath = Annotated[Text, Field(min_length=1, max_length=400, pattern=NO_NUL)]
-CodeSymbol = Annotated[Text, Field(min_length=1, max_length=200, pattern=NO_NUL)]
+# the constraints come before the validator, so the OpenAPI schema states them
+CodePath = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=400, pattern=NO_NUL),
+    BeforeValidator(refuse_lone_surrogates),
+]
+CodeSymbol = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=200, pattern=NO_NUL),
+    BeforeValidator(refuse_lone_surrogates),
+]
 
 
 class HypothesisIn(BaseModel):
@@ -36,7 +48,11 @@ class HypothesisIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    text: Text = Field(min_length=1, max_length=2000, pattern=NO_NUL)
+    text: Annotated[
+        str,
+        StringConstraints(min_length=1, max_length=2000, pattern=NO_NUL),
+        BeforeValidator(refuse_lone_surrogates),
+    ]
     confidence: float = Field(ge=0.0, le=1.0, description="At 0.9 or more it is appended once as a decision")
     evidence_ids: list[int] = Field(
         default_factory=list, max_length=MAX_ITEMS, description="Ids of this task's staging entries"

@@ -66,6 +66,8 @@ _log = logging.getLogger("loregate.reading")
 
 # A context block draws from more memories than a search page shows: the budget, not k, decides what fits.
 CONTEXT_CANDIDATES = 30
+# memories of the files and symbols a read names, scored beside the retrievers' (most touched, newest first)
+LOCATION_CANDIDATES = 200
 # established code rules of the reader's scopes the block carries whatever the query (they bind all work)
 CONTEXT_RULES = 5
 
@@ -239,15 +241,22 @@ async def _search_side_by_side(
                 texts = await by_text
                 by_location: list[tuple[str, float]] = []
                 if focus is not None:
-                    by_location = await location_candidates(
+                    found = await location_candidates(
                         conn,
                         scope_keys=keys,
                         touched=focus.touched,
                         names=focus.names,
-                        limit=pool,
+                        limit=LOCATION_CANDIDATES,
                         types=types,
                         include_history=include_history,
+                        query_vector=None if vector is None else vector.tolist(),
                     )
+                    by_location = [(i, strength) for i, strength, _ in found]
+                    # the memories of those files compete on meaning among themselves too, not only those
+                    # the index walk happened to bring: their cosines join the vector list
+                    seen = {i for i, _ in by_vector}
+                    extra = [(i, cos) for i, _, cos in found if cos is not None and i not in seen]
+                    by_vector = sorted([*by_vector, *extra], key=lambda c: -c[1])
                     if focus.only:
                         located = {i for i, _ in by_location}
                         by_vector = [c for c in by_vector if c[0] in located]

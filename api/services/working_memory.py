@@ -82,12 +82,10 @@ async def update(
 
     A hypothesis at 0.9 or more becomes a decision entry in staging (once per hypothesis).
     """
-    files = [normalise_path(f) for f in body.files]
-    if "" in files:
-        raise InvalidInput("files: an empty path or /dev/null names no file")
+    files = [normalise_path(f) or f.strip() for f in body.files]
     symbols = [" ".join(s.split()) for s in body.symbols]
-    if "" in symbols:
-        raise InvalidInput("symbols: a name must not be blank")
+    if "" in files or "" in symbols:
+        raise InvalidInput("files and symbols must not be blank")
     stored = await working.record(
         state.engine,
         task.id,
@@ -140,9 +138,9 @@ async def file_history(
     """What happened around a file, seen from a task authorised for `read`: the published memories (episodes,
     bug patterns, rules, decisions) of tasks that touched it or naming it, newest first."""
     task = await authorized_task(state, principal, task_id, "read")
-    cleaned = normalise_path(path)
+    cleaned = normalise_path(path) or path.strip()
     if not cleaned:
-        raise InvalidInput("path: give a file path (not empty, not /dev/null, at most 400 characters)")
+        raise InvalidInput("path: give a file path, not white space")
     limit = min(limit, FILE_HISTORY_MAX)
     keys = [
         scope_key(s, org=task.org, project=task.project, worktree=task.worktree, task_id=task.id)

@@ -17,6 +17,8 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from governance.storage.tables import vector_literal
+
 __all__ = [
     "Hypothesis",
     "LocationRow",
@@ -496,16 +498,24 @@ async def location_candidates(
     limit: int,
     types: Sequence[str] | None,
     include_history: bool,
-) -> list[tuple[str, float]]:
-    """(id, strength) of visible memories from tasks that touched the locations (strength: their touches) or
-    naming one of `names` in title or content (strength 1), strongest then newest first."""
+    query_vector: Sequence[float] | None = None,
+) -> list[tuple[str, float, float | None]]:
+    """(id, strength, cosine to `query_vector` or None) of visible memories from tasks that touched the
+    locations (strength: their touches) or naming one of `names` in title or content (strength 1), strongest
+    then newest first."""
     history = (
         "" if include_history else "AND deprecated_at IS NULL AND (expires_at IS NULL OR expires_at > now()) "
     )
     only = "AND memory_type = ANY(CAST(:types AS text[])) " if types else ""
     rows = await conn.execute(
         text(
-            "SELECT id::text AS id, GREATEST(COALESCE((SELECT sum(x.n) FROM unnest(CAST(:tasks AS text[]), "
+            "SELECT id::text AS id, "
+            + (
+                "1 - (embedding <=> CAST(:q AS vector)) AS cosine, "
+                if query_vector is not None
+                else "NULL AS cosine, "
+            )
+            + "GREATEST(COALESCE((SELECT sum(x.n) FROM unnest(CAST(:tasks AS text[]), "
             "CAST(:counts AS int[])) AS x(t, n) WHERE x.t = ANY(source_task_ids)), 0), 1) AS strength "
             "FROM memories WHERE scope_key = ANY(CAST(:keys AS text[])) "
             f"{history}{only}"
@@ -520,6 +530,7 @@ async def location_candidates(
             "names": list(names),
             "types": list(types or ()),
             "limit": limit,
+            "q": vector_literal(query_vector),
         },
     )
-    return [(r.id, float(r.strength)) for r in rows]
+    return [(r.id, float(r.strength), None if r.cosine is None else float(r.cosine)) for r in rows]

@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query
 
 from api.http.deps import CurrentPrincipal, Resources, TaskFor
-from api.schemas.working_memory import FileHistoryPublic, WorkingMemoryIn, WorkingMemoryPublic
+from api.schemas.working_memory import NOT_BLANK, FileHistoryPublic, WorkingMemoryIn, WorkingMemoryPublic
 from api.services import working_memory
 from governance.staging import TASK_ID_PATTERN
 from governance.storage.staging import TaskInfo
@@ -40,9 +40,7 @@ async def update(
 async def file_history(
     resources: Resources,
     principal: CurrentPrincipal,
-    path: Annotated[
-        str, Query(min_length=1, max_length=400, pattern=r"^[^\x00]*$", description="A file path")
-    ],
+    path: Annotated[str, Query(min_length=1, max_length=400, pattern=NOT_BLANK, description="A file path")],
     task_id: Annotated[
         str, Query(max_length=128, pattern=TASK_ID_PATTERN, description="The reader's task; fixes its tenant")
     ],
