@@ -469,7 +469,7 @@ async def tasks_behind(conn: AsyncConnection, *, org: str, project: str, limit: 
         text(
             "SELECT t.id FROM tasks t LEFT JOIN working_memory_state s ON s.task_id = t.id "
             "WHERE t.org = :o AND t.project = :p "
-            "AND t.next_seq > GREATEST(COALESCE(s.indexed_seq, 0), t.archived_next_seq - 1) "
+            "AND t.next_seq > GREATEST(COALESCE(s.indexed_seq, -1), t.archived_next_seq - 1) "
             "ORDER BY t.id LIMIT :n"
         ),
         {"o": org, "p": project, "n": limit},

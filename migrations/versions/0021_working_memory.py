@@ -62,7 +62,7 @@ def upgrade() -> None:
     op.create_table(
         "working_memory_state",
         sa.Column("task_id", sa.String(128), sa.ForeignKey("tasks.id"), primary_key=True),
-        sa.Column("indexed_seq", sa.BigInteger, nullable=False, server_default="0"),
+        sa.Column("indexed_seq", sa.BigInteger, nullable=False, server_default="-1"),
         sa.Column("updated_at", TS, nullable=False, server_default=sa.func.now()),
     )
     op.create_index("memories_source_tasks_idx", "memories", ["source_task_ids"], postgresql_using="gin")
