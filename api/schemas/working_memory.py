@@ -21,6 +21,7 @@ __all__ = [
     "BufferedEntryPublic",
     "WorkingStatsPublic",
     "WorkingMemoryPublic",
+    "FileHistoryIn",
     "FileHistoryItemPublic",
     "FileHistoryPublic",
 ]
@@ -135,6 +136,16 @@ class WorkingMemoryPublic(BaseModel):
     recent_decisions: list[BufferedEntryPublic] = Field(description="The latest 5 decisions, newest first")
     recent_tool_calls: list[BufferedEntryPublic] = Field(description="The latest 10 tool calls, newest first")
     statistics: WorkingStatsPublic
+
+
+class FileHistoryIn(BaseModel):
+    """A file's history asked from inside a task (the query of `GET /v1/files/history`; gRPC's body)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: CodePath
+    task_id: str = Field(min_length=1, max_length=128, description="The reader's task; fixes its tenant")
+    limit: int = Field(default=20, ge=1, le=100)
 
 
 class FileHistoryItemPublic(BaseModel):

@@ -6,12 +6,14 @@ gate would have left them (tests/utils/memory_factories.py), each pointing at th
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from api.services.export_file import parse_export
 from governance.scopes import ActorType, Scope
 from tests.utils.factories import Actor, make_actor, new_tenant
 from tests.utils.memory_factories import TaskRef, add_memory
@@ -315,3 +317,23 @@ async def test_context_ends_with_the_tasks_own_short_term_section_within_budget(
     assert "decision (seq 4): move the login service to psycopg 3" in section
     assert "This task so far" not in without.json()["context"]
     assert tiny.json()["tokens"] <= 60
+
+
+async def test_export_with_staging_carries_each_tasks_working_memory(
+    gateway_url: str, engine: AsyncEngine, crew: dict[str, Actor]
+) -> None:
+    async with httpx.AsyncClient(base_url=gateway_url, timeout=60) as http:
+        known = await _earlier_work(http, engine, crew)
+        o = crew["orchestrator"]
+        scope = f"project:{o.principal.org}/{o.principal.project}"
+        answer = await http.get(
+            "/v1/exports", headers=o.headers, params={"scope_key": scope, "include": "staging"}
+        )
+        assert answer.status_code == 200, answer.text
+    records = [json.loads(line) for line in answer.text.splitlines()]
+    kept = [r for r in records if r["kind"] == "working_memory"]
+    assert len(kept) == 2 and records[-1]["counts"]["working_memory"] == 2
+    files = {f["value"] for r in kept for f in r["files"]}
+    assert {"httpx/_client.py", "docs/timeouts.md"} <= files
+    parsed = parse_export(answer.content)  # the import's own reader accepts it
+    assert len(parsed.working_memory) == 2 and known["failed"]["citation"]
