@@ -24,6 +24,7 @@ from api.schemas.staging import (
 )
 from api.services.gateway import GatewayResources
 from api.services.metrics import ENTRIES_APPENDED, ENTRIES_REPLAYED, QUOTA_REFUSED
+from governance.code_locations import locations_of_entry
 from governance.errors import DailyQuotaExceeded, TaskQuotaExceeded
 from governance.identity import Principal
 from governance.limits import StagingQuota
@@ -38,6 +39,11 @@ __all__ = ["task_public", "open_task", "show_task", "append_entries", "list_entr
 
 _log = logging.getLogger("loregate.staging")
 _folding: set[asyncio.Task[Any]] = set()
+
+
+def _names_code(draft: EntryDraft) -> bool:
+    found = locations_of_entry(draft.content, draft.payload if isinstance(draft.payload, dict) else None)
+    return bool(found.files or found.symbols)
 
 
 def fold_soon(state: GatewayResources, task_id: str) -> None:
@@ -109,8 +115,8 @@ async def append_entries(
         QUOTA_REFUSED.labels(exc.quota).inc()
         raise
     replayed = sum(r.replayed for r in results)
-    if replayed < len(results):
-        fold_soon(state, task.id)  # files and symbols of the new entries (readers fold too)
+    if replayed < len(results) and any(_names_code(d) for d in drafts):
+        fold_soon(state, task.id)  # files and symbols of the new entries (readers fold what is left)
     ENTRIES_APPENDED.inc(len(results) - replayed)
     ENTRIES_REPLAYED.inc(replayed)
     return EntriesAck(
