@@ -68,7 +68,7 @@ from api.schemas.review import ConfirmPublic, ReviewPublic
 from api.schemas.search import ContextPublic, MemoryPublic, SearchPublic
 from api.schemas.staging import EntriesAck, EntriesPage, EntryPublic, TaskPublic
 from api.schemas.webhooks import DeliveryList, WebhookCreated, WebhookList, WebhookPublic
-from api.schemas.working_memory import FileHistoryPublic, WorkingMemoryPublic
+from api.schemas.working_memory import FileHistoryPublic, ProjectStatsPublic, WorkingMemoryPublic
 
 __all__ = [
     "DEFAULT_URL",
@@ -275,6 +275,11 @@ class _Api:
         """What happened around a file: episodes, bug patterns, rules and decisions, newest first, cited."""
         params = drop_none({"path": path, "task_id": task_id, "limit": limit})
         return Request("GET", "/v1/files/history", params=params)
+
+    @endpoint(ProjectStatsPublic)
+    def project_stats(self, *, task_id: str, limit: int | None = None) -> Request:
+        """The reader's project in numbers: tasks, success rate, most-touched files, hotspots, errors."""
+        return Request("GET", "/v1/projects/stats", params=drop_none({"task_id": task_id, "limit": limit}))
 
     # a task's working memory
 

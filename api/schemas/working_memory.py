@@ -24,6 +24,9 @@ __all__ = [
     "FileHistoryIn",
     "FileHistoryItemPublic",
     "FileHistoryPublic",
+    "FileStatsPublic",
+    "CommonErrorPublic",
+    "ProjectStatsPublic",
 ]
 
 # Postgres text holds no NUL character: refused here with a 422, never a 500 from the driver
@@ -170,3 +173,35 @@ class FileHistoryPublic(BaseModel):
     path: str
     task_id: str
     items: list[FileHistoryItemPublic]
+
+
+class FileStatsPublic(BaseModel):
+    """A file of the project: tasks that touched it, how many of them failed, errors naming it."""
+
+    path: str
+    tasks: int
+    failed_tasks: int
+    touches: int
+    error_touches: int
+
+
+class CommonErrorPublic(BaseModel):
+    """A bug pattern seen often."""
+
+    citation: str
+    signature: str
+    occurrences: int
+
+
+class ProjectStatsPublic(BaseModel):
+    """A project's knowledge, computed when asked: tasks, episodes and their success rate, most-touched
+    files, hotspots (files with the most failed tasks, then errors), most common errors."""
+
+    org: str
+    project: str
+    tasks: int
+    episodes: int
+    success_rate: float | None = Field(description="Succeeded episodes / episodes with an outcome")
+    most_touched: list[FileStatsPublic]
+    hotspots: list[FileStatsPublic]
+    common_errors: list[CommonErrorPublic]

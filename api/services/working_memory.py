@@ -10,10 +10,13 @@ from __future__ import annotations
 from api.schemas.staging import EntriesIn, EntryIn
 from api.schemas.working_memory import (
     BufferedEntryPublic,
+    CommonErrorPublic,
     FileHistoryItemPublic,
     FileHistoryPublic,
+    FileStatsPublic,
     HypothesisPublic,
     LocationPublic,
+    ProjectStatsPublic,
     WorkingMemoryIn,
     WorkingMemoryPublic,
     WorkingStatsPublic,
@@ -36,6 +39,7 @@ __all__ = [
     "update",
     "file_history",
     "touching_tasks",
+    "project_stats",
 ]
 
 
@@ -142,11 +146,7 @@ async def file_history(
     if not cleaned:
         raise InvalidInput("path: give a file path, not white space")
     limit = min(limit, FILE_HISTORY_MAX)
-    keys = [
-        scope_key(s, org=task.org, project=task.project, worktree=task.worktree, task_id=task.id)
-        for s in Scope
-        if state.authorizer.allowed(principal, org=task.org, project=task.project, scope=s, action="read")
-    ]
+    keys = _readable_keys(state, principal, task)
     touched = await touching_tasks(state, task, files=[cleaned], symbols=[])
     async with state.engine.connect() as conn:
         rows = await statements.file_rows(
@@ -174,3 +174,48 @@ async def file_history(
         for r in rows
     ]
     return FileHistoryPublic(path=cleaned, task_id=task.id, items=items)
+
+
+async def project_stats(
+    state: GatewayResources, principal: Principal, task_id: str, *, limit: int
+) -> ProjectStatsPublic:
+    """The reader's project in numbers (the task authorised for `read` fixes it; memories the reader may
+    see only)."""
+    task = await authorized_task(state, principal, task_id, "read")
+    keys = _readable_keys(state, principal, task)
+    await working.catch_up_project(state.engine, org=task.org, project=task.project)
+    async with state.engine.connect() as conn:
+        counts = await statements.project_counts(conn, org=task.org, project=task.project, scope_keys=keys)
+        touched, hot = [
+            await statements.file_stats(
+                conn, org=task.org, project=task.project, scope_keys=keys, hot=by_failures, limit=limit
+            )
+            for by_failures in (False, True)
+        ]
+        errors = await statements.common_errors(conn, scope_keys=keys, limit=limit)
+    decided = counts.succeeded + counts.failed
+    return ProjectStatsPublic(
+        org=task.org,
+        project=task.project,
+        tasks=counts.tasks,
+        episodes=counts.episodes,
+        success_rate=round(counts.succeeded / decided, 4) if decided else None,
+        most_touched=[FileStatsPublic.model_validate(f, from_attributes=True) for f in touched],
+        hotspots=[
+            FileStatsPublic.model_validate(f, from_attributes=True)
+            for f in hot
+            if f.failed_tasks or f.error_touches
+        ],
+        common_errors=[
+            CommonErrorPublic(citation=e.citation, signature=e.signature, occurrences=e.occurrences)
+            for e in errors
+        ],
+    )
+
+
+def _readable_keys(state: GatewayResources, principal: Principal, task: TaskInfo) -> list[str]:
+    return [
+        scope_key(s, org=task.org, project=task.project, worktree=task.worktree, task_id=task.id)
+        for s in Scope
+        if state.authorizer.allowed(principal, org=task.org, project=task.project, scope=s, action="read")
+    ]

@@ -41,6 +41,10 @@ __all__ = [
     "tasks_touching",
     "tasks_behind",
     "location_candidates",
+    "FileStats",
+    "project_counts",
+    "file_stats",
+    "common_errors",
     "latest_entries",
     "file_rows",
 ]
@@ -534,3 +538,64 @@ async def location_candidates(
         },
     )
     return [(r.id, float(r.strength), None if r.cosine is None else float(r.cosine)) for r in rows]
+
+
+@dataclass(frozen=True)
+class FileStats:
+    """A file of a project: tasks that touched it, how many of those failed, errors naming it."""
+
+    path: str
+    tasks: int
+    failed_tasks: int
+    touches: int
+    error_touches: int
+
+
+async def project_counts(conn: AsyncConnection, *, org: str, project: str, scope_keys: Sequence[str]) -> Any:
+    """Tasks of the project, and the visible active episodes with how many succeeded."""
+    row = await conn.execute(
+        text(
+            "SELECT (SELECT count(*) FROM tasks WHERE org = :o AND project = :p) AS tasks, "
+            "count(*) AS episodes, count(*) FILTER (WHERE success) AS succeeded, "
+            "count(*) FILTER (WHERE success IS FALSE) AS failed FROM memories "
+            "WHERE memory_type = 'episode' AND scope_key = ANY(CAST(:keys AS text[])) "
+            "AND deprecated_at IS NULL"
+        ),
+        {"o": org, "p": project, "keys": list(scope_keys)},
+    )
+    return row.one()
+
+
+async def file_stats(
+    conn: AsyncConnection, *, org: str, project: str, scope_keys: Sequence[str], hot: bool, limit: int
+) -> list[FileStats]:
+    """The project's files by tasks that touched them (`hot`: by failed tasks, then errors naming them); a
+    task failed when a visible episode of it says so."""
+    order = "failed_tasks DESC, error_touches DESC, tasks DESC" if hot else "tasks DESC, touches DESC"
+    rows = await conn.execute(
+        text(
+            "SELECT l.value AS path, count(*) AS tasks, sum(l.touches) AS touches, "
+            "sum(l.error_touches) AS error_touches, count(*) FILTER (WHERE EXISTS (SELECT 1 FROM memories m "
+            "WHERE m.memory_type = 'episode' AND m.success IS FALSE AND l.task_id = ANY(m.source_task_ids) "
+            "AND m.scope_key = ANY(CAST(:keys AS text[])) AND m.deprecated_at IS NULL)) AS failed_tasks "
+            "FROM task_code_locations l JOIN tasks t ON t.id = l.task_id "
+            "WHERE t.org = :o AND t.project = :p AND l.kind = 'file' "
+            f"GROUP BY l.value ORDER BY {order}, l.value LIMIT :n"
+        ),
+        {"o": org, "p": project, "keys": list(scope_keys), "n": limit},
+    )
+    return [FileStats(r.path, r.tasks, r.failed_tasks, int(r.touches), int(r.error_touches)) for r in rows]
+
+
+async def common_errors(conn: AsyncConnection, *, scope_keys: Sequence[str], limit: int) -> list[Any]:
+    """The visible bug patterns seen most often: citation, signature, occurrences."""
+    rows = await conn.execute(
+        text(
+            "SELECT m.citation, b.signature, b.occurrences FROM bug_patterns b "
+            "JOIN memories m ON m.id = b.memory_id "
+            "WHERE m.scope_key = ANY(CAST(:keys AS text[])) AND m.deprecated_at IS NULL "
+            "ORDER BY b.occurrences DESC, b.last_seen DESC LIMIT :n"
+        ),
+        {"keys": list(scope_keys), "n": limit},
+    )
+    return list(rows)

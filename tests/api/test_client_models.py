@@ -182,6 +182,7 @@ async def test_each_client_method_returns_its_declared_model(
     assert [f.value for f in kept.files if f.tracked] == ["src/db.py"]
     assert (await call(agent, "working_memory", task_id)).statistics.files >= 1
     assert (await call(agent, "file_history", "src/db.py", task_id=task_id)).path == "src/db.py"
+    assert (await call(agent, "project_stats", task_id=task_id)).tasks >= 1
     # the approver and the author are involved: trust comes from others (docs/trust.md)
     reviewer = await make_actor(engine, ActorType.HUMAN, org, project)
     reader = await make_actor(engine, ActorType.AGENT, org, project)

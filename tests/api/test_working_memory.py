@@ -337,3 +337,29 @@ async def test_export_with_staging_carries_each_tasks_working_memory(
     assert {"httpx/_client.py", "docs/timeouts.md"} <= files
     parsed = parse_export(answer.content)  # the import's own reader accepts it
     assert len(parsed.working_memory) == 2 and known["failed"]["citation"]
+
+
+async def test_project_stats_counts_tasks_success_and_hotspots(
+    gateway_url: str, engine: AsyncEngine, crew: dict[str, Actor]
+) -> None:
+    async with httpx.AsyncClient(base_url=gateway_url, timeout=60) as http:
+        await _earlier_work(http, engine, crew)
+        reader = await _task(http, crew, "look around")
+        answer = await http.get(
+            "/v1/projects/stats", headers=crew["agent"].headers, params={"task_id": reader}
+        )
+        assert answer.status_code == 200, answer.text
+        hidden = await http.get(
+            "/v1/projects/stats", headers=crew["outsider"].headers, params={"task_id": reader}
+        )
+    stats = answer.json()
+    assert stats["tasks"] == 3 and stats["episodes"] == 2 and stats["success_rate"] == 0.5
+    assert stats["hotspots"][0] == {
+        "path": "httpx/_client.py",
+        "tasks": 1,
+        "failed_tasks": 1,
+        "touches": 2,
+        "error_touches": 1,
+    }
+    assert {f["path"] for f in stats["most_touched"]} == {"httpx/_client.py", "docs/timeouts.md"}
+    assert hidden.status_code == 404

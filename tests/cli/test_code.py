@@ -77,3 +77,13 @@ def test_working_memory_sets_a_hypothesis_tracks_a_file_and_reads_it_back(world:
     assert memory["files"][0]["tracked"] and memory["files"][0]["error_touches"] == 1
     refused = run_cli("working-memory", task, "--confidence", "2", env=world["env"])
     assert refused.returncode != 0
+
+
+def test_stats_prints_the_project_in_numbers(world: dict[str, Any]) -> None:
+    result = run_cli("stats", "--task", world["task_id"], "--json", env=world["env"])
+    assert result.returncode == 0, result.stderr
+    stats = json.loads(result.stdout)
+    assert stats["episodes"] == 1 and stats["success_rate"] == 0.0
+    assert stats["hotspots"][0]["path"] == "src/auth/session.py" and stats["hotspots"][0]["failed_tasks"] == 1
+    shown = run_cli("stats", "--task", world["task_id"], env=world["env"])
+    assert "success rate 0%" in shown.stdout and "src/auth/session.py" in shown.stdout

@@ -1,4 +1,5 @@
-"""`loregate history PATH` and `loregate working-memory TASK`: recall by file, and a task's working memory.
+"""`loregate history PATH`, `loregate working-memory TASK` and `loregate stats`: recall by file, a task's
+working memory, and the project in numbers.
 
 Both talk to a running gateway through the client (`LOREGATE_URL`, `LOREGATE_API_KEY`), as an agent would;
 `--json` prints the gateway's answer unchanged.
@@ -18,7 +19,7 @@ from api.cli.commands._common import api_client as _client
 from api.cli.commands._common import print_json as _print_json
 from api.schemas.working_memory import WorkingMemoryPublic
 
-__all__ = ["register", "history", "working_memory"]
+__all__ = ["register", "history", "working_memory", "stats"]
 
 
 def history(
@@ -120,8 +121,39 @@ def working_memory(
     _show(answer)
 
 
+def stats(
+    task: Annotated[str, typer.Option("--task", "-t", help="A task of the project (fixes what it can see).")],
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=100, help="Rows per list.")] = 10,
+    url: UrlOption = None,
+    api_key: KeyOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """The project in numbers: tasks, success rate, most-touched files, hotspots, most common errors."""
+    with _client(url, api_key) as client:
+        answer = client.project_stats(task_id=task, limit=limit)
+    if as_json:
+        _print_json(answer)
+        return
+    rate = "–" if answer.success_rate is None else f"{answer.success_rate:.0%}"
+    console.print(
+        f"[bold]{escape(answer.org)}/{escape(answer.project)}[/]: {answer.tasks} tasks, "
+        f"{answer.episodes} episodes, success rate {rate}",
+        highlight=False,
+    )
+    for title, rows in (("most touched", answer.most_touched), ("hotspots", answer.hotspots)):
+        table = Table(title=title, title_justify="left")
+        for name in ("file", "tasks", "failed", "errors"):
+            table.add_column(name)
+        for f in rows:
+            table.add_row(escape(f.path), str(f.tasks), str(f.failed_tasks), str(f.error_touches))
+        console.print(table)
+    for e in answer.common_errors:
+        console.print(f"  mem:{e.citation} ×{e.occurrences} {escape(e.signature)}", highlight=False)
+
+
 _COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
     ("history", history),
+    ("stats", stats),
     ("working-memory", working_memory),
 )
 

@@ -7,7 +7,13 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query
 
 from api.http.deps import CurrentPrincipal, Resources, TaskFor
-from api.schemas.working_memory import NOT_BLANK, FileHistoryPublic, WorkingMemoryIn, WorkingMemoryPublic
+from api.schemas.working_memory import (
+    NOT_BLANK,
+    FileHistoryPublic,
+    ProjectStatsPublic,
+    WorkingMemoryIn,
+    WorkingMemoryPublic,
+)
 from api.services import working_memory
 from governance.staging import TASK_ID_PATTERN
 from governance.storage.staging import TaskInfo
@@ -48,3 +54,17 @@ async def file_history(
 ) -> FileHistoryPublic:
     """Episodes, bug patterns, rules and decisions about a file (from tasks that touched it), newest first."""
     return await working_memory.file_history(resources, principal, task_id, path, limit=limit)
+
+
+@router.get("/projects/stats", response_model=ProjectStatsPublic)
+async def project_stats(
+    resources: Resources,
+    principal: CurrentPrincipal,
+    task_id: Annotated[
+        str,
+        Query(max_length=128, pattern=TASK_ID_PATTERN, description="The reader's task; fixes its project"),
+    ],
+    limit: Annotated[int, Query(ge=1, le=100)] = 10,
+) -> ProjectStatsPublic:
+    """The project in numbers: tasks, success rate, most-touched files, hotspots, most common errors."""
+    return await working_memory.project_stats(resources, principal, task_id, limit=limit)
