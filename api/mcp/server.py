@@ -138,9 +138,13 @@ def build_server(client: AsyncLoregateClient | None = None) -> MCPServer:
         k: Annotated[int, Field(ge=1, le=100, description="How many memories")] = 10,
         types: Annotated[list[str] | None, Field(description="Only these memory types")] = None,
         compact: Annotated[bool, Field(description="Only citation, title, type and score")] = False,
+        files: Annotated[list[str] | None, Field(description="Files it is about (a boost)")] = None,
+        symbols: Annotated[list[str] | None, Field(description="Functions or classes (a boost)")] = None,
     ) -> dict[str, Any]:
         """Search the shared memory your task can see; each result has a citation, its score and why."""
-        answer = gateway().search(query, task_id=_task(task_id), k=k, types=types, compact=compact)
+        answer = gateway().search(
+            query, task_id=_task(task_id), k=k, types=types, compact=compact, files=files, symbols=symbols
+        )
         return await _answer(answer)
 
     @server.tool()
@@ -264,9 +268,14 @@ def build_server(client: AsyncLoregateClient | None = None) -> MCPServer:
         query: Annotated[str, Field(description="What you are about to work on")],
         task_id: TaskId = None,
         max_tokens: Annotated[int | None, Field(ge=1, description="Budget of the block")] = None,
+        files: Annotated[
+            list[str] | None, Field(description="Files you are about to change (a boost)")
+        ] = None,
     ) -> dict[str, Any]:
-        """A ready-to-paste [MEMORY CONTEXT] block of relevant memories, each marked [mem:<citation>]."""
-        return await _answer(gateway().context(query, task_id=_task(task_id), max_tokens=max_tokens))
+        """A ready-to-paste [MEMORY CONTEXT] block of relevant memories, each marked [mem:<citation>]; it ends
+        with your task's own latest decisions and errors."""
+        block = gateway().context(query, task_id=_task(task_id), max_tokens=max_tokens, files=files)
+        return await _answer(block)
 
     @server.tool()
     async def append_staging(

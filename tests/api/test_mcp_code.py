@@ -83,7 +83,14 @@ async def test_mcp_working_memory_tools_keep_hypotheses_and_files(world: dict[st
         kept = _body(await client.call_tool("update_working_memory", args))
         read = _body(await client.call_tool("get_working_memory", {}))
         history = _body(await client.call_tool("file_history", {"path": "tests/test_migrations.py"}))
+        block = _body(
+            await client.call_tool(
+                "get_context", {"query": "anything", "files": ["tests/test_migrations.py"]}
+            )
+        )
     assert [h["text"] for h in kept["hypotheses"]] == ["pgserver starts slowly on CI"]
     assert [f["value"] for f in read["files"]] == ["tests/test_migrations.py"]
     # the memory this very task published now belongs to the file's history
     assert [(i["citation"], i["via"]) for i in history["items"]] == [(world["citation"], "task")]
+    # the file leads to that memory although the query names nothing of it
+    assert world["citation"] in block["citations"]
