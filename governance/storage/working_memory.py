@@ -415,10 +415,14 @@ def _location_params(files: Sequence[str], symbols: Sequence[str]) -> tuple[str,
         clauses.append(f"(l.kind = 'file' AND ({_suffix_clause(name)}))")
     if symbols:
         params["symbols"] = list(symbols)
-        # a symbol matches itself or a method of that name (`send` meets `Client.send`)
+        params["symbols_like"] = [_like_escape(x) for x in symbols]
+        # a symbol matches itself or a method of that name (`send` meets `Client.send`); both sides escaped,
+        # so `%`, `_` and `\` in a name are themselves
         clauses.append(
             "(l.kind = 'symbol' AND (l.value = ANY(CAST(:symbols AS text[])) OR EXISTS (SELECT 1 FROM "
-            "unnest(CAST(:symbols AS text[])) s WHERE l.value LIKE '%.' || s OR s LIKE '%.' || l.value)))"
+            "unnest(CAST(:symbols AS text[]), CAST(:symbols_like AS text[])) AS s(raw, esc) "
+            "WHERE l.value LIKE '%.' || s.esc ESCAPE '\\' OR s.raw LIKE '%.' || "
+            "replace(replace(replace(l.value, '\\', '\\\\'), '%', '\\%'), '_', '\\_') ESCAPE '\\')))"
         )
     return " OR ".join(clauses) or "false", params
 

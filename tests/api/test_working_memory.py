@@ -363,3 +363,30 @@ async def test_project_stats_counts_tasks_success_and_hotspots(
     }
     assert {f["path"] for f in stats["most_touched"]} == {"httpx/_client.py", "docs/timeouts.md"}
     assert hidden.status_code == 404
+
+
+async def test_search_by_symbol_meets_its_methods_and_takes_any_name_literally(
+    gateway_url: str, engine: AsyncEngine, crew: dict[str, Actor]
+) -> None:
+    o = crew["orchestrator"]
+    async with httpx.AsyncClient(base_url=gateway_url, timeout=60) as http:
+        task_id = await _task(http, crew, "pool work")
+        decision = {"kind": "decision", "content": "open lazily", "payload": {"symbols": ["Pool.connect"]}}
+        await _append(http, crew["agent"], task_id, decision)
+        async with engine.begin() as conn:
+            ref = TaskRef(task_id=task_id, org=o.principal.org, project=o.principal.project, worktree="main")
+            memory = await add_memory(
+                conn,
+                ref,
+                title="Lazy pool",
+                content="Open the pool lazily.",
+                embedding=None,
+                scope=Scope.PROJECT,
+            )
+        query = {"query": "pool", "task_id": task_id, "code_filter": True}
+        found = await http.post("/v1/search", headers=o.headers, json={**query, "symbols": ["connect"]})
+        odd = await http.post(
+            "/v1/search", headers=o.headers, json={**query, "symbols": ["x\\", "50%_", "a_b"]}
+        )
+    assert [r["citation"] for r in found.json()["results"]] == [memory["citation"]]
+    assert odd.status_code == 200 and odd.json()["results"] == []
