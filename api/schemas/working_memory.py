@@ -58,7 +58,7 @@ class HypothesisIn(BaseModel):
         BeforeValidator(refuse_lone_surrogates),
     ]
     confidence: float = Field(ge=0.0, le=1.0, description="At 0.9 or more it is appended once as a decision")
-    evidence_ids: list[int] = Field(
+    evidence_ids: list[Annotated[int, Field(ge=1, le=2**63 - 1)]] = Field(
         default_factory=list, max_length=MAX_ITEMS, description="Ids of this task's staging entries"
     )
 

@@ -161,6 +161,7 @@ async def test_working_memory_refuses_bad_input_and_other_tenants(
             {"files": [" \t"]},
             {"hypotheses": [{"text": "x", "confidence": 1.5}]},
             {"symbols": ["   "]},
+            {"hypotheses": [{"text": "x", "confidence": 0.5, "evidence_ids": [2**63]}]},
         ):
             answer = await http.post(url, headers=agent.headers, json=body)
             assert answer.status_code == 422, (body, answer.text)
