@@ -196,7 +196,7 @@ async def track(conn: AsyncConnection, task_id: str, kind: str, values: Sequence
             "SELECT :t, :k, v, true FROM unnest(CAST(:v AS text[])) AS v "
             "ON CONFLICT (task_id, kind, value) DO UPDATE SET tracked = true, updated_at = now()"
         ),
-        {"t": task_id, "k": kind, "v": list(values)},
+        {"t": task_id, "k": kind, "v": list(dict.fromkeys(values))},  # one row is upserted once
     )
 
 

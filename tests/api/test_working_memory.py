@@ -120,7 +120,7 @@ async def test_working_memory_hypothesis_at_090_becomes_one_decision_entry(
                 {"text": "psycopg2 is missing from the image", "confidence": 0.6, "evidence_ids": [evidence]},
                 {"text": "the pool size is too small", "confidence": 0.2},
             ],
-            "files": ["./src/app/db.py"],
+            "files": ["./src/app/db.py", "src/app/db.py"],
             "symbols": ["connect"],
         }
         first = await http.post(f"/v1/tasks/{task_id}/working-memory", headers=agent.headers, json=body)
