@@ -153,6 +153,7 @@ async def add_touches(
     """Fold (kind, value, touches, error touches, first seq, last seq) into the task's locations."""
     if not touches:
         return
+    touches = sorted(touches)  # rows in one order for every writer, as `track` does
     await conn.execute(
         text(
             "INSERT INTO task_code_locations "
@@ -196,7 +197,8 @@ async def track(conn: AsyncConnection, task_id: str, kind: str, values: Sequence
             "SELECT :t, :k, v, true FROM unnest(CAST(:v AS text[])) AS v "
             "ON CONFLICT (task_id, kind, value) DO UPDATE SET tracked = true, updated_at = now()"
         ),
-        {"t": task_id, "k": kind, "v": list(dict.fromkeys(values))},  # one row is upserted once
+        # each row once, in one order for every writer (a fold and a track never wait on each other crosswise)
+        {"t": task_id, "k": kind, "v": sorted(set(values))},
     )
 
 
