@@ -11,6 +11,7 @@ from api.cli.commands import (
     approval_token,
     backup,
     changes,
+    code,
     forget,
     hook,
     keys,
@@ -62,6 +63,7 @@ for group in (
     mcp,
     webhooks,
     hook,
+    code,
 ):
     group.register(app)
 

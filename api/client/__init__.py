@@ -69,6 +69,7 @@ from api.schemas.review import ConfirmPublic, ReviewPublic
 from api.schemas.search import ContextPublic, MemoryPublic, SearchPublic
 from api.schemas.staging import EntriesAck, EntriesPage, EntryPublic, TaskPublic
 from api.schemas.webhooks import DeliveryList, WebhookCreated, WebhookList, WebhookPublic
+from api.schemas.working_memory import FileHistoryPublic, ProjectStatsPublic, WorkingMemoryPublic
 
 __all__ = [
     "DEFAULT_URL",
@@ -117,6 +118,11 @@ def _entries_json(entries: EntryLike | Sequence[EntryLike]) -> list[dict[str, An
     if isinstance(entries, (Entry, Mapping)):
         entries = [entries]
     return [e.as_json() if isinstance(e, Entry) else dict(e) for e in entries]
+
+
+def _code(files: Sequence[str] | None, symbols: Sequence[str] | None) -> dict[str, Any]:
+    """The code locations of a read, only where given."""
+    return drop_none({"files": list(files) if files else None, "symbols": list(symbols) if symbols else None})
 
 
 def _seg(value: str) -> str:
@@ -232,19 +238,70 @@ class _Api:
         intent: str | None = None,
         include_history: bool = False,
         compact: bool = False,
+        files: Sequence[str] | None = None,
+        symbols: Sequence[str] | None = None,
+        code_filter: bool = False,
     ) -> Request:
-        """Hybrid search of the memories the task can see; `compact` results carry citation, title, type."""
+        """Hybrid search of the memories the task can see; `compact` results carry citation, title, type.
+
+        `files` / `symbols` raise the memories of tasks that touched them (`code_filter`: only those)."""
         body = {"query": query, "task_id": task_id, "k": k, "intent": intent}
-        body = drop_none({**body, "types": list(types) if types else None})
+        body = drop_none({**body, "types": list(types) if types else None, **_code(files, symbols)})
         # only asked-for options are sent, so a gateway without them still answers plain searches
-        flags = {"include_history": include_history, "compact": compact}
+        flags = {"include_history": include_history, "compact": compact, "code_filter": code_filter}
         return Request("POST", "/v1/search", {**body, **{name: True for name, on in flags.items() if on}})
 
     @endpoint(ContextPublic)
-    def context(self, query: str, *, task_id: str, max_tokens: int | None = None) -> Request:
-        """The `[MEMORY CONTEXT]` block for a prompt, with `[mem:<citation>]` marks."""
-        body = drop_none({"query": query, "task_id": task_id, "max_tokens": max_tokens})
+    def context(
+        self,
+        query: str,
+        *,
+        task_id: str,
+        max_tokens: int | None = None,
+        files: Sequence[str] | None = None,
+        symbols: Sequence[str] | None = None,
+        short_term: bool = True,
+    ) -> Request:
+        """The `[MEMORY CONTEXT]` block for a prompt, with `[mem:<citation>]` marks; it ends with the task's
+        own latest decisions and errors unless `short_term` is False."""
+        body = drop_none(
+            {"query": query, "task_id": task_id, "max_tokens": max_tokens, **_code(files, symbols)}
+        )
+        if not short_term:
+            body["short_term"] = False
         return Request("POST", "/v1/context", body)
+
+    @endpoint(FileHistoryPublic)
+    def file_history(self, path: str, *, task_id: str, limit: int | None = None) -> Request:
+        """What happened around a file: episodes, bug patterns, rules and decisions, newest first, cited."""
+        params = drop_none({"path": path, "task_id": task_id, "limit": limit})
+        return Request("GET", "/v1/files/history", params=params)
+
+    @endpoint(ProjectStatsPublic)
+    def project_stats(self, *, task_id: str, limit: int | None = None) -> Request:
+        """The reader's project in numbers: tasks, success rate, most-touched files, hotspots, errors."""
+        return Request("GET", "/v1/projects/stats", params=drop_none({"task_id": task_id, "limit": limit}))
+
+    # a task's working memory
+
+    @endpoint(WorkingMemoryPublic)
+    def working_memory(self, task_id: str) -> Request:
+        """The task's hypotheses, files and symbols, latest errors, decisions and tool calls, and counts."""
+        return Request("GET", f"/v1/tasks/{_seg(task_id)}/working-memory")
+
+    @endpoint(WorkingMemoryPublic)
+    def update_working_memory(
+        self,
+        task_id: str,
+        *,
+        hypotheses: Sequence[Mapping[str, Any]] = (),
+        files: Sequence[str] = (),
+        symbols: Sequence[str] = (),
+    ) -> Request:
+        """Set hypotheses (`{text, confidence, evidence_ids?}`; at 0.9 one becomes a decision) and track
+        files and symbols; the working memory after."""
+        body = {"hypotheses": [dict(h) for h in hypotheses], "files": list(files), "symbols": list(symbols)}
+        return Request("POST", f"/v1/tasks/{_seg(task_id)}/working-memory", body)
 
     @endpoint(MemoryPublic)
     def memory(self, citation: str) -> Request:

@@ -35,6 +35,7 @@ from api.schemas.reflections import ReflectionStart
 from api.schemas.search import ContextIn, SearchIn
 from api.schemas.staging import EntriesIn, TaskCreate
 from api.schemas.text import MAX_JSON_DEPTH
+from api.schemas.working_memory import FileHistoryIn, WorkingMemoryIn
 from api.services import (
     approaches,
     bug_patterns,
@@ -46,6 +47,7 @@ from api.services import (
     reflections,
     search,
     staging,
+    working_memory,
 )
 from api.services.gateway import GatewayResources, authorized_task, principal_from_authorization
 from governance import errors as ge
@@ -300,6 +302,39 @@ class LoregateServicer(pb2_grpc.LoregateServicer):  # type: ignore[misc]
             principal = await self._principal(context)
             task_id = _required(request.task_id, "task_id")
             return _reply(await promotions.promotion_status(self._state, principal, task_id))
+
+        return await _guarded(context, work)
+
+    async def GetWorkingMemory(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802
+        async def work() -> Any:
+            principal = await self._principal(context)
+            task = await authorized_task(
+                self._state, principal, _required(request.task_id, "task_id"), "read"
+            )
+            return _reply(await working_memory.show(self._state, task))
+
+        return await _guarded(context, work)
+
+    async def UpdateWorkingMemory(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802
+        async def work() -> Any:
+            principal = await self._principal(context)
+            # as over HTTP: the task is authorised before the body is read
+            task = await authorized_task(
+                self._state, principal, _required(request.task_id, "task_id"), "write"
+            )
+            body = WorkingMemoryIn.model_validate(_json_object(request.json, "json"))
+            return _reply(await working_memory.update(self._state, principal, task, body))
+
+        return await _guarded(context, work)
+
+    async def FileHistory(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802
+        async def work() -> Any:
+            principal = await self._principal(context)
+            body = FileHistoryIn.model_validate(_json_object(request.json, "json"))
+            answer = await working_memory.file_history(
+                self._state, principal, body.task_id, body.path, limit=body.limit
+            )
+            return _reply(answer)
 
         return await _guarded(context, work)
 

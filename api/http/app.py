@@ -29,6 +29,7 @@ from api.http.routes import (
     transfer,
     truth,
     webhooks,
+    working_memory,
 )
 from api.services.gateway import GatewayResources
 from api.services.sessions import SessionBook
@@ -98,6 +99,7 @@ def create_app(settings: Settings | None = None, *, grpc_port: int | None = None
         change_requests.router,
         transfer.router,
         webhooks.router,
+        working_memory.router,
     ):
         app.include_router(router, responses=ERROR_RESPONSES)
     # the web console (api/http/console): server-rendered pages over the same services

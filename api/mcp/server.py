@@ -20,6 +20,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 from api.client import AsyncLoregateClient, LoregateError
+from api.schemas.search import SearchResultPublic
 from governance.approaches import ApproachOutcome
 from governance.scopes import EntryKind, Scope, ValidationSource
 
@@ -41,7 +42,25 @@ TOOL_NAMES = (
     "get_promotion_plan",
     "verify_promotion",
     "lift_memories",
+    "search_index",
+    "get_memories",
+    "file_history",
+    "get_working_memory",
+    "update_working_memory",
 )
+
+# progressive disclosure: how many memories `get_memories` opens at once, how long an index line is
+MAX_OPENED = 20
+INDEX_LINE_CHARS = 120
+
+
+class HypothesisArg(BaseModel):
+    """A hypothesis as a tool argument."""
+
+    text: str = Field(description="What you believe")
+    confidence: float = Field(ge=0.0, le=1.0, description="How firmly, 0..1 (0.9 or more: a decision)")
+    evidence_ids: list[int] = Field(default_factory=list, description="Ids of staging entries supporting it")
+
 
 TaskId = Annotated[
     str | None, Field(description="The task you work in; defaults to LOREGATE_TASK_ID from the environment")
@@ -55,7 +74,10 @@ _INSTRUCTIONS = (
     "went with record_approach. Rate a memory you used with memory_feedback. Orchestrators start a task's "
     "promotion into shared memory with start_promotion, give its evidence with verify_promotion and follow "
     "it with get_promotion and get_promotion_plan; knowledge that holds more widely than where it was "
-    "published is lifted with lift_memories (a human approves where the wider scope needs it)."
+    "published is lifted with lift_memories (a human approves where the wider scope needs it). To save "
+    "context, search_index lists memories in one line each; open the ones you need with get_memories. "
+    "Before editing a file, file_history tells what happened around it. Keep your hypotheses and the files "
+    "you work on with update_working_memory and read them back with get_working_memory."
 )
 
 
@@ -64,6 +86,11 @@ def _task(task_id: str | None) -> str:
     if not chosen:
         raise ToolError("task_id is required (or set LOREGATE_TASK_ID in the MCP server's environment)")
     return chosen
+
+
+def _one_line(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= INDEX_LINE_CHARS else flat[: INDEX_LINE_CHARS - 1].rstrip() + "…"
 
 
 def _citation(ref: str) -> str:
@@ -111,10 +138,101 @@ def build_server(client: AsyncLoregateClient | None = None) -> MCPServer:
         k: Annotated[int, Field(ge=1, le=100, description="How many memories")] = 10,
         types: Annotated[list[str] | None, Field(description="Only these memory types")] = None,
         compact: Annotated[bool, Field(description="Only citation, title, type and score")] = False,
+        files: Annotated[list[str] | None, Field(description="Files it is about (a boost)")] = None,
+        symbols: Annotated[list[str] | None, Field(description="Functions or classes (a boost)")] = None,
     ) -> dict[str, Any]:
         """Search the shared memory your task can see; each result has a citation, its score and why."""
-        answer = gateway().search(query, task_id=_task(task_id), k=k, types=types, compact=compact)
+        answer = gateway().search(
+            query, task_id=_task(task_id), k=k, types=types, compact=compact, files=files, symbols=symbols
+        )
         return await _answer(answer)
+
+    @server.tool()
+    async def search_index(
+        query: Annotated[str, Field(description="What you want to know, in plain words")],
+        task_id: TaskId = None,
+        k: Annotated[int, Field(ge=1, le=100, description="How many memories")] = 20,
+        files: Annotated[list[str] | None, Field(description="Files it is about (a boost)")] = None,
+        symbols: Annotated[list[str] | None, Field(description="Functions or classes (a boost)")] = None,
+    ) -> dict[str, Any]:
+        """A compact index of the memories your task can see: id, title, type, trust and one line each.
+        Open the ones you need with get_memories."""
+        try:
+            found = await gateway().search(query, task_id=_task(task_id), k=k, files=files, symbols=symbols)
+        except LoregateError as exc:
+            raise ToolError(f"{exc.error}: {exc.detail}") from exc
+        index = [
+            {
+                "id": r.citation,
+                "title": r.title,
+                "type": r.type,
+                "trust": round(r.confidence, 2),
+                "line": _one_line(r.content),
+            }
+            for r in found.results
+            if isinstance(r, SearchResultPublic)
+        ]
+        return {"query": query, "results": index}
+
+    @server.tool()
+    async def get_memories(
+        ids: Annotated[
+            list[str],
+            Field(min_length=1, max_length=MAX_OPENED, description="`mem:abc123`, `abc123`, or memory ids"),
+        ],
+    ) -> dict[str, Any]:
+        """Memories in full by id (from search_index), each with its source entries and history; one you may
+        not read, or that does not exist, is listed under `missing` with the reason."""
+        opened: list[dict[str, Any]] = []
+        missing: list[dict[str, str]] = []
+        for ref in dict.fromkeys(ids):
+            try:
+                memory = await gateway().memory(_citation(ref))
+            except LoregateError as exc:
+                if exc.status_code >= 500 or exc.status_code in (401, 429):
+                    raise ToolError(f"{exc.error}: {exc.detail}") from exc
+                missing.append({"id": ref, "error": f"{exc.error}: {exc.detail}"})
+                continue
+            opened.append(memory.model_dump(mode="json"))
+        return {"memories": opened, "missing": missing}
+
+    @server.tool()
+    async def file_history(
+        path: Annotated[str, Field(description="The file, as the repository names it (`src/app/auth.py`)")],
+        task_id: TaskId = None,
+        limit: Annotated[int, Field(ge=1, le=100, description="How many memories")] = 20,
+    ) -> dict[str, Any]:
+        """What happened around a file: episodes, bug patterns, rules and decisions of tasks that touched
+        it, newest first, each cited."""
+        return await _answer(gateway().file_history(path, task_id=_task(task_id), limit=limit))
+
+    @server.tool()
+    async def get_working_memory(task_id: TaskId = None) -> dict[str, Any]:
+        """Your task's working memory: hypotheses, files and symbols, latest errors, decisions and tool
+        calls, and counts."""
+        return await _answer(gateway().working_memory(_task(task_id)))
+
+    @server.tool()
+    async def update_working_memory(
+        task_id: TaskId = None,
+        hypotheses: Annotated[
+            list[HypothesisArg] | None,
+            Field(description="What you believe, how firmly (0..1), and the staging entry ids supporting it"),
+        ] = None,
+        files: Annotated[list[str] | None, Field(description="Files you are working on")] = None,
+        symbols: Annotated[
+            list[str] | None, Field(description="Functions or classes you are working on")
+        ] = None,
+    ) -> dict[str, Any]:
+        """Keep hypotheses and the files and symbols you work on; a hypothesis held at 0.9 or more is
+        recorded once as a decision."""
+        call = gateway().update_working_memory(
+            _task(task_id),
+            hypotheses=[h.model_dump() for h in hypotheses or []],
+            files=files or [],
+            symbols=symbols or [],
+        )
+        return await _answer(call)
 
     @server.tool()
     async def match_bug_pattern(
@@ -150,9 +268,14 @@ def build_server(client: AsyncLoregateClient | None = None) -> MCPServer:
         query: Annotated[str, Field(description="What you are about to work on")],
         task_id: TaskId = None,
         max_tokens: Annotated[int | None, Field(ge=1, description="Budget of the block")] = None,
+        files: Annotated[
+            list[str] | None, Field(description="Files you are about to change (a boost)")
+        ] = None,
     ) -> dict[str, Any]:
-        """A ready-to-paste [MEMORY CONTEXT] block of relevant memories, each marked [mem:<citation>]."""
-        return await _answer(gateway().context(query, task_id=_task(task_id), max_tokens=max_tokens))
+        """A ready-to-paste [MEMORY CONTEXT] block of relevant memories, each marked [mem:<citation>]; it ends
+        with your task's own latest decisions and errors."""
+        block = gateway().context(query, task_id=_task(task_id), max_tokens=max_tokens, files=files)
+        return await _answer(block)
 
     @server.tool()
     async def append_staging(

@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 
 from api.schemas.live import LiveWarningPublic
 from api.schemas.text import Text
+from api.schemas.working_memory import CodePath, CodeSymbol
 from governance.intent import Intent
 from governance.scopes import MemoryType
 
@@ -53,6 +54,18 @@ class SearchIn(BaseModel):
         default=False, description="Also deprecated, superseded and expired memories"
     )
     compact: bool = Field(default=False, description="Same as `?compact=true`")
+    files: list[CodePath] | None = Field(
+        default=None,
+        max_length=20,
+        description="Files the question is about: memories of tasks that touched them (or naming them) rank "
+        "higher; with `code_filter`, only they are returned",
+    )
+    symbols: list[CodeSymbol] | None = Field(
+        default=None, max_length=20, description="Functions, classes or methods, as `files`"
+    )
+    code_filter: bool = Field(
+        default=False, description="Only memories linked to `files` / `symbols` (else they are a boost)"
+    )
 
 
 class ScorePartsPublic(BaseModel):
@@ -144,6 +157,13 @@ class ContextIn(BaseModel):
     )
     types: list[MemoryType] | None = None
     intent: Intent | None = None
+    files: list[CodePath] | None = Field(default=None, max_length=20, description="As in a search")
+    symbols: list[CodeSymbol] | None = Field(default=None, max_length=20, description="As in a search")
+    code_filter: bool = Field(default=False, description="As in a search")
+    short_term: bool = Field(
+        default=True,
+        description="End the block with the task's own latest decisions and errors, and errors that recur",
+    )
 
 
 class ContextPublic(BaseModel):

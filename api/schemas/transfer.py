@@ -23,6 +23,7 @@ __all__ = [
     "MemoryRecord",
     "EventRecord",
     "StagingRecord",
+    "WorkingMemoryRecord",
     "TrailerRecord",
     "RECORD_MODELS",
     "ImportOptions",
@@ -156,6 +157,16 @@ class StagingRecord(_Record):
     created_at: datetime
 
 
+class WorkingMemoryRecord(_Record):
+    """A task's working memory (hypotheses, files and symbols), beside its staging (only for its readers)."""
+
+    kind: Literal["working_memory"] = "working_memory"
+    task_id: str
+    hypotheses: list[dict[str, Any]]
+    files: list[dict[str, Any]]
+    symbols: list[dict[str, Any]]
+
+
 class TrailerRecord(_Record):
     """The last line: how many records of each kind came before it (a file cut short lacks it)."""
 
@@ -168,6 +179,7 @@ RECORD_MODELS: dict[str, type[_Record]] = {
     "memory": MemoryRecord,
     "event": EventRecord,
     "staging": StagingRecord,
+    "working_memory": WorkingMemoryRecord,
     "trailer": TrailerRecord,
 }
 

@@ -10,8 +10,7 @@ from __future__ import annotations
 import logging
 
 from api.schemas.learning import BugMatchIn, BugMatchPublic, BugPatternPublic, SolutionPublic
-from api.services.gateway import GatewayResources, admit
-from api.services.search import readable_scope_keys
+from api.services.gateway import GatewayResources, admit, readable_scope_keys
 from governance.adapters.embedders import EMBEDDING_TENANT, embed_query_async, make_embedder
 from governance.bug_signature import error_signature, ranked_solutions
 from governance.identity import Principal

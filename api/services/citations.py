@@ -23,18 +23,17 @@ from api.schemas.citations import (
     UsedByPublic,
 )
 from api.schemas.staging import EntryAck
-from api.services.gateway import GatewayResources, authorize_memory
+from api.services.gateway import GatewayResources, authorize_memory, readable_scope_keys
 from api.services.metrics import CITATIONS_COUNTED
-from api.services.search import readable_scope_keys
 from governance.identity import Principal
 from governance.live import cited_citations
+from governance.operations.trust import involved
 from governance.scopes import Scope, scope_key
 from governance.staging import EntryDraft
 from governance.storage import citations
 from governance.storage.memory_changes import memory_tenant
 from governance.storage.retrieval import parse_memory_ref
 from governance.storage.staging import TaskInfo
-from governance.storage.trust import involvement_of
 
 __all__ = ["count_entry_citations", "record_citations", "used_by", "most_used"]
 
@@ -63,9 +62,7 @@ async def _count(
     counted: list[CitationCounted] = []
     async with state.engine.begin() as conn:
         found = {m.citation: m for m in await citations.resolve_citations(conn, wanted, keys)}
-        independent = {
-            m.id: principal.id not in (await involvement_of(conn, m.id)).everyone for m in found.values()
-        }
+        independent = {m.id: not await involved(conn, principal.id, m.id) for m in found.values()}
         for entry_id, cited in refs:
             for citation in cited:
                 memory = found.get(citation)

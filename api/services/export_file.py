@@ -21,6 +21,7 @@ from api.schemas.transfer import (
     MemoryRecord,
     StagingRecord,
     TrailerRecord,
+    WorkingMemoryRecord,
 )
 from governance.errors import InvalidInput
 from governance.transfer import EXPORT_FORMAT, EXPORT_VERSION, file_digest
@@ -37,6 +38,7 @@ class ParsedExport:
     memories: list[tuple[int, MemoryRecord]] = field(default_factory=list)
     events: list[tuple[int, EventRecord]] = field(default_factory=list)
     staging: list[tuple[int, StagingRecord]] = field(default_factory=list)
+    working_memory: list[tuple[int, WorkingMemoryRecord]] = field(default_factory=list)
 
 
 def _problem(exc: ValidationError) -> str:
@@ -118,12 +120,15 @@ def parse_export(data: bytes) -> ParsedExport:
             parsed.events.append((number, record))
         elif isinstance(record, StagingRecord):
             parsed.staging.append((number, record))
+        elif isinstance(record, WorkingMemoryRecord):
+            parsed.working_memory.append((number, record))
         elif isinstance(record, TrailerRecord):
             trailer = record
             found = {
                 "memory": len(parsed.memories),
                 "event": len(parsed.events),
                 "staging": len(parsed.staging),
+                "working_memory": len(parsed.working_memory),
             }
             expected = {k: trailer.counts.get(k, 0) for k in found}
             if expected != found:

@@ -14,11 +14,12 @@ holds. Erased memories, entries and event texts are gone from the tables, so the
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from api.schemas.transfer import (
     EventRecord,
@@ -27,6 +28,7 @@ from api.schemas.transfer import (
     ProvenanceRecord,
     StagingRecord,
     TrailerRecord,
+    WorkingMemoryRecord,
 )
 from api.services.browse import authorize_scope, scope_tenant
 from api.services.gateway import GatewayResources, load_task
@@ -34,6 +36,7 @@ from api.services.search import provenance_entry
 from governance.errors import PolicyDenied
 from governance.identity import Principal
 from governance.scopes import Scope
+from governance.storage import working_memory as working_statements
 from governance.storage.staging import get_tasks
 from governance.storage.transfer import (
     MemoryKey,
@@ -126,7 +129,8 @@ def _line(record: BaseModel) -> bytes:
 
 
 async def export_lines(state: GatewayResources, export: PreparedExport) -> AsyncIterator[bytes]:
-    """The file, a line at a time: header, memories, their events, staging (if asked), trailer."""
+    """The file, a line at a time: header, memories, their events, staging and the working memory of its
+    tasks (if asked), trailer."""
     counts = {"memory": 0, "event": 0, "staging": 0}
     scope_key = export.header.scope_key
     yield _line(export.header)
@@ -168,4 +172,24 @@ async def export_lines(state: GatewayResources, export: PreparedExport) -> Async
                 if len(rows) < EXPORT_PAGE:
                     break
                 after_entry = (rows[-1]["task_id"], rows[-1]["seq"])
+            for task_id in export.staging_tasks:  # a task's working memory travels with its staging
+                record = await _working_memory(conn, task_id)
+                if record is not None:
+                    yield _line(record)
+                    counts["working_memory"] = counts.get("working_memory", 0) + 1
     yield _line(TrailerRecord(counts=counts))
+
+
+async def _working_memory(conn: AsyncConnection, task_id: str) -> WorkingMemoryRecord | None:
+    """A task's hypotheses, files and symbols as an export record (None when it has none)."""
+    hypotheses = await working_statements.hypotheses_of(conn, task_id, EXPORT_PAGE * 10)
+    files = await working_statements.locations_of(conn, task_id, "file", EXPORT_PAGE * 10)
+    symbols = await working_statements.locations_of(conn, task_id, "symbol", EXPORT_PAGE * 10)
+    if not (hypotheses or files or symbols):
+        return None
+    return WorkingMemoryRecord(
+        task_id=task_id,
+        hypotheses=[asdict(h) for h in hypotheses],
+        files=[asdict(f) for f in files],
+        symbols=[asdict(x) for x in symbols],
+    )

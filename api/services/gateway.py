@@ -27,7 +27,7 @@ from governance.config import Settings
 from governance.errors import NotFound, RateLimited, Unauthenticated, Unavailable
 from governance.identity import Principal, judged_project, key_id_of
 from governance.limits import BucketRule, Limiter
-from governance.scopes import Scope
+from governance.scopes import Scope, scope_key
 from governance.staging import TASK_ID_PATTERN
 from governance.storage import staging
 from governance.storage.identity import authenticate
@@ -48,6 +48,7 @@ __all__ = [
     "Tenanted",
     "may",
     "readable",
+    "readable_scope_keys",
     "temporal_client",
 ]
 
@@ -285,3 +286,13 @@ async def temporal_client(state: GatewayResources) -> Client:
         except Exception as exc:  # connection refused, DNS, TLS: all mean "retry later"
             raise Unavailable(f"Temporal is unavailable: {exc}") from exc
     return state.temporal
+
+
+async def readable_scope_keys(state: GatewayResources, principal: Principal, task_id: str) -> list[str]:
+    """Scope keys of the task the caller may read; NotFound for an unknown task or one it may not read."""
+    task = await authorized_task(state, principal, task_id, "read")
+    return [
+        scope_key(s, org=task.org, project=task.project, worktree=task.worktree, task_id=task.id)
+        for s in Scope
+        if state.authorizer.allowed(principal, org=task.org, project=task.project, scope=s, action="read")
+    ]

@@ -310,7 +310,8 @@ async def _restore(state: GatewayResources, principal: Principal, parsed: Parsed
                 "memory": len(parsed.memories) - len(fresh),
                 "event": len(parsed.events) - len(new_events),
             }
-            answer.skipped = {"staging": len(parsed.staging)} if parsed.staging else {}
+            left = {"staging": len(parsed.staging), "working_memory": len(parsed.working_memory)}
+            answer.skipped = {k: n for k, n in left.items() if n}
             answer.receipt_event_id = await transfer.insert_receipt(
                 conn,
                 Event(

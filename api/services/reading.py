@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 import numpy as np
@@ -40,9 +40,18 @@ from governance.storage.retrieval import (
     vector_candidates,
 )
 from governance.storage.trust import MemoryStanding, standings_of
+from governance.storage.working_memory import latest_entries, location_candidates
 from governance.trust import ESTABLISHED_RULE, Standing, is_earned, standing_of
+from governance.working_memory import (
+    SHORT_TERM_ENTRIES,
+    StagedLine,
+    short_term_budget,
+    short_term_lines,
+    with_short_term,
+)
 
 __all__ = [
+    "CodeFocus",
     "SearchOutcome",
     "ContextOutcome",
     "ranking_params",
@@ -50,6 +59,7 @@ __all__ = [
     "resolve_types",
     "search_memories",
     "build_context",
+    "short_term_section",
     "count_retrievals",
 ]
 
@@ -57,8 +67,21 @@ _log = logging.getLogger("loregate.reading")
 
 # A context block draws from more memories than a search page shows: the budget, not k, decides what fits.
 CONTEXT_CANDIDATES = 30
+# memories of the files and symbols a read names, scored beside the retrievers' (most touched, newest first)
+LOCATION_CANDIDATES = 200
 # established code rules of the reader's scopes the block carries whatever the query (they bind all work)
 CONTEXT_RULES = 5
+
+
+@dataclass(frozen=True)
+class CodeFocus:
+    """The files and symbols a search is about: `touched` (task id → how often its entries named them) and
+    `names` (texts a memory may name them by); `only` keeps just the memories they lead to (a filter), else
+    those memories are one more retriever in the fusion (a boost)."""
+
+    touched: dict[str, int]
+    names: tuple[str, ...]
+    only: bool = False
 
 
 @dataclass(frozen=True)
@@ -150,6 +173,7 @@ async def search_memories(
     intent: Intent | str | None = None,
     include_history: bool = False,
     now: datetime | None = None,
+    focus: CodeFocus | None = None,
 ) -> SearchOutcome:
     """Route, embed and search. An embedder failure degrades to full text only: reads must not stop.
 
@@ -176,6 +200,7 @@ async def search_memories(
             include_history,
             ranking_params(settings, routing.prefer),
             now,
+            focus,
         )
     return SearchOutcome(
         hits=hits,
@@ -197,6 +222,7 @@ async def _search_side_by_side(
     include_history: bool,
     params: RankingParams,
     now: datetime | None,
+    focus: CodeFocus | None = None,
 ) -> list[SearchHit]:
     """Full text on a connection of its own while the vector retriever walks the index, then the ranking.
 
@@ -214,8 +240,31 @@ async def _search_side_by_side(
                     if vector is not None
                     else []
                 )
+                texts = await by_text
+                by_location: list[tuple[str, float]] = []
+                if focus is not None:
+                    found = await location_candidates(
+                        conn,
+                        scope_keys=keys,
+                        touched=focus.touched,
+                        names=focus.names,
+                        limit=LOCATION_CANDIDATES,
+                        types=types,
+                        include_history=include_history,
+                        query_vector=None if vector is None else vector.tolist(),
+                    )
+                    by_location = [(i, strength) for i, strength, _ in found]
+                    # the memories of those files compete on meaning among themselves too, not only those
+                    # the index walk happened to bring: their cosines join the vector list
+                    seen = {i for i, _ in by_vector}
+                    extra = [(i, cos) for i, _, cos in found if cos is not None and i not in seen]
+                    by_vector = sorted([*by_vector, *extra], key=lambda c: -c[1])
+                    if focus.only:
+                        located = {i for i, _ in by_location}
+                        by_vector = [c for c in by_vector if c[0] in located]
+                        texts = [c for c in texts if c[0] in located]
                 return await rank_candidates(
-                    conn, by_vector, await by_text, vector, k, params=params, now=now
+                    conn, by_vector, texts, vector, k, params=params, now=now, by_location=by_location
                 )
     except ExceptionGroup as failed:  # the other retriever was cancelled: what failed is the first
         raise failed.exceptions[0] from None
@@ -259,9 +308,15 @@ async def build_context(
     types: Sequence[str] | None = None,
     intent: Intent | str | None = None,
     live: Sequence[LiveWarning] = (),
+    focus: CodeFocus | None = None,
+    task_id: str | None = None,
 ) -> ContextOutcome:
-    """Search, then render the best memories into one `[MEMORY CONTEXT]` block within `max_tokens`; `live`
-    warnings of other tasks follow them in a section of their own (`_with_live`)."""
+    """Search, then render the best memories into one `[MEMORY CONTEXT]` block within `max_tokens`.
+
+    `live` warnings of other tasks follow the memories in a section of their own (`_with_live`). With
+    `task_id`, the block ends with the task's own short-term section (`short_term_section`), whose lines are
+    measured first so the memories and the live section take the rest of the budget.
+    """
     outcome = await search_memories(
         engine,
         embedder,
@@ -271,6 +326,7 @@ async def build_context(
         k=CONTEXT_CANDIDATES,
         types=types,
         intent=intent,
+        focus=focus,
     )
     async with engine.connect() as conn:
         standings = await standings_of(conn, [h.id for h in outcome.hits])
@@ -293,9 +349,15 @@ async def build_context(
     # an established rule speaks as a guidance line; its own line would only repeat it
     advised = {g.citation for g in guidance}
     items = [i for i in items if not (i.memory_type == "code_rule" and i.citation in advised)]
-    reserve = live_reserve(live, max_tokens)
-    block = build_context_block(items, max_tokens=max_tokens - reserve, guidance=guidance)
-    return _with_live(ContextOutcome(block=block, search=outcome), live, max_tokens)
+    lines = await short_term_section(engine, task_id) if task_id is not None else []
+    reserved = short_term_budget(max_tokens) if lines else 0
+    reserve = live_reserve(live, max_tokens - reserved)
+    block = build_context_block(items, max_tokens=max_tokens - reserved - reserve, guidance=guidance)
+    with_live = _with_live(ContextOutcome(block=block, search=outcome), live, max_tokens - reserved)
+    if not lines:
+        return with_live
+    block = with_short_term(with_live.block, lines, max_tokens=max_tokens, section_tokens=reserved)
+    return replace(with_live, block=block)
 
 
 def _with_live(outcome: ContextOutcome, live: Sequence[LiveWarning], max_tokens: int) -> ContextOutcome:
@@ -305,6 +367,13 @@ def _with_live(outcome: ContextOutcome, live: Sequence[LiveWarning], max_tokens:
         return outcome
     block, shown = add_live_section(outcome.block, live, max_tokens=max_tokens)
     return ContextOutcome(block=block, search=outcome.search, live=tuple(live[:shown]))
+
+
+async def short_term_section(engine: AsyncEngine, task_id: str) -> list[str]:
+    """The lines of the task's short-term section (governance/working_memory.py), priority first."""
+    async with engine.connect() as conn:
+        entries = await latest_entries(conn, task_id, SHORT_TERM_ENTRIES)
+    return short_term_lines([StagedLine(e.seq, e.kind, e.content, e.payload) for e in entries])
 
 
 def _standing(standings: dict[str, MemoryStanding], hit: SearchHit) -> Standing:

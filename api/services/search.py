@@ -19,20 +19,28 @@ from api.schemas.search import (
     SearchPublic,
     SearchResultPublic,
 )
-from api.services import live, reading
-from api.services.gateway import GatewayResources, admit, authorize_memory, authorized_task, load_task
+from api.services import live, reading, working_memory
+from api.services.gateway import (
+    GatewayResources,
+    admit,
+    authorize_memory,
+    authorized_task,
+    load_task,
+    readable_scope_keys,
+)
 from api.services.metrics import SEARCH_SECONDS
 from governance.adapters.embedders import EMBEDDING_TENANT, make_embedder
+from governance.code_locations import normalise_path, text_key
 from governance.config import Settings
 from governance.errors import InvalidInput
 from governance.identity import Principal
 from governance.redaction import redact, redact_json
-from governance.scopes import Scope, scope_key
+from governance.scopes import Scope
 from governance.storage.retrieval import SearchHit, get_memory
 from governance.storage.staging import get_tasks
 
 __all__ = [
-    "readable_scope_keys",
+    "code_focus",
     "search",
     "context",
     "count_retrievals",
@@ -40,16 +48,6 @@ __all__ = [
     "public_hit",
     "provenance_entry",
 ]
-
-
-async def readable_scope_keys(state: GatewayResources, principal: Principal, task_id: str) -> list[str]:
-    """Scope keys of the task the caller may read; NotFound for an unknown task or one it may not read."""
-    task = await authorized_task(state, principal, task_id, "read")
-    return [
-        scope_key(s, org=task.org, project=task.project, worktree=task.worktree, task_id=task.id)
-        for s in Scope
-        if state.authorizer.allowed(principal, org=task.org, project=task.project, scope=s, action="read")
-    ]
 
 
 def _k(requested: int | None, settings: Settings) -> int:
@@ -80,11 +78,38 @@ def public_hit(hit: SearchHit) -> SearchResultPublic:
     )
 
 
+async def code_focus(
+    state: GatewayResources,
+    principal: Principal,
+    task_id: str,
+    files: list[str] | None,
+    symbols: list[str] | None,
+    only: bool,
+) -> reading.CodeFocus | None:
+    """The files and symbols a read is about, as the tasks of the reader's project that touched them (None
+    when it names none)."""
+    if not files and not symbols:
+        if only:
+            raise InvalidInput("code_filter needs files or symbols")
+        return None
+    task = await authorized_task(state, principal, task_id, "read")
+    paths = [p for p in (normalise_path(f) for f in files or []) if p]
+    names = [" ".join(s.split()) for s in symbols or [] if s.strip()]
+    touched = await working_memory.touching_tasks(state, task, files=paths, symbols=names)
+    # a memory may name a file, or a symbol long enough not to be an everyday word
+    return reading.CodeFocus(
+        touched=touched,
+        names=tuple([text_key(p) for p in paths] + [n for n in names if len(n) >= 4]),
+        only=only,
+    )
+
+
 async def search(
     state: GatewayResources, principal: Principal, body: SearchIn, *, compact: bool = False
 ) -> tuple[SearchPublic, list[str]]:
     """Hybrid search over what the task sees; returns the answer and the ids whose retrieval count rises."""
     keys = await readable_scope_keys(state, principal, body.task_id)
+    focus = await code_focus(state, principal, body.task_id, body.files, body.symbols, body.code_filter)
     admit(state, principal, "search")
     EMBEDDING_TENANT.set(principal.org)  # the embedder takes tenants in turn (FairEmbedder)
     settings = state.settings
@@ -99,6 +124,7 @@ async def search(
             types=[t.value for t in body.types] if body.types else None,
             intent=body.intent,
             include_history=body.include_history,
+            focus=focus,
         )
     results: list[SearchResultPublic] | list[CompactResultPublic]
     if compact or body.compact:
@@ -130,6 +156,7 @@ async def context(
     if max_tokens > settings.context_max_tokens_limit:
         raise InvalidInput(f"max_tokens must be at most {settings.context_max_tokens_limit}")
     keys = await readable_scope_keys(state, principal, body.task_id)
+    focus = await code_focus(state, principal, body.task_id, body.files, body.symbols, body.code_filter)
     admit(state, principal, "search")
     EMBEDDING_TENANT.set(principal.org)
     with SEARCH_SECONDS.labels("context").time():
@@ -147,6 +174,8 @@ async def context(
             types=[t.value for t in body.types] if body.types else None,
             intent=body.intent,
             live=warnings,
+            focus=focus,
+            task_id=body.task_id if body.short_term else None,
         )
     cited = set(outcome.block.citations)
     answer = ContextPublic(

@@ -26,6 +26,7 @@ from governance.trust import RuleOutcome, self_endorsement_refusal
 
 __all__ = [
     "Endorser",
+    "involved",
     "refuse_self_endorsement",
     "validate",
     "feedback",
@@ -42,6 +43,12 @@ class Endorser:
     actor_type: str
     idempotency_key: str | None = None
     request_hash: str | None = None
+
+
+async def involved(conn: AsyncConnection, actor_id: str, memory_id: str) -> bool:
+    """Whether the actor authored, published, superseded or wrote the staging of the memory: its use, vote
+    or validation of that memory moves nothing (docs/trust.md)."""
+    return actor_id in (await involvement_of(conn, memory_id)).everyone
 
 
 async def refuse_self_endorsement(conn: AsyncConnection, actor_id: str, memory_id: str, what: str) -> None:

@@ -8,7 +8,7 @@ answer); `erase` deletes it in the caller's transaction, which also records the 
   every memory derived (memory_derivations) only from erased memories; survivors drop erased ids from
   `related_ids`, `supersedes_id`, `source_entry_ids` and `source_task_ids`;
 - staging entries and their idempotency keys, live signals and cited uses; a task's approaches and subtasks;
-  its description;
+  its description; its working memory (hypotheses, files and symbols; a subject's wherever they hold it);
 - promotion plans (candidates, plan items and the run's critique go with them) of the task, candidates
   holding the subject, and critiques quoting it;
 - change requests about an erased memory or holding the subject in any text, its reason and decision note
@@ -32,6 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from governance.storage.events import Event
 from governance.storage.tables import memory_events
+from governance.storage.working_memory import erase_working_memory
 
 __all__ = [
     "ErasedMemory",
@@ -423,6 +424,8 @@ async def erase(conn: AsyncConnection, found: ErasureSet) -> dict[str, int]:
         await run("approaches", "DELETE FROM approaches WHERE task_id = :t", {"t": task})
         await run("subtasks", "DELETE FROM subtasks WHERE task_id = :t", {"t": task})
         await run("tasks_scrubbed", "UPDATE tasks SET description = '[erased]' WHERE id = :t", {"t": task})
+    wm = {"task_id": task, "subject": found.subject, "org": found.org, "project": found.project}
+    counts.update(await erase_working_memory(conn, **wm, entry_ids=entry_ids))  # hypotheses, files, symbols
     if found.subject is not None:
         tenant = {"s": found.subject, "o": found.org, "p": found.project}
         in_tenant = "SELECT id FROM tasks WHERE org = :o AND (CAST(:p AS text) IS NULL OR project = :p)"

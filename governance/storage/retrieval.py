@@ -59,6 +59,7 @@ __all__ = [
     "is_identifier",
     "PLAIN_WORD_WEIGHT",
     "TEXT_VOTE",
+    "LOCATION_VOTE",
     "fuse",
     "record_retrievals",
     "get_memory",
@@ -78,6 +79,9 @@ PLAIN_WORD_WEIGHT = 0.1
 # An exact match of every identifier in the query outvotes the embedding's first choice: e5 blurs LG-7731
 # into LG-7713, Postgres does not.
 TEXT_VOTE = 2.0
+# A memory whose source task touched the files or symbols a search names (or whose text names them) is exact
+# evidence too: it votes like a full identifier match (api/services/reading.py, `files` / `symbols`).
+LOCATION_VOTE = 2.0
 
 EF_SEARCH_FLOOR = 200
 EF_SEARCH_MAX = 1000  # pgvector's maximum
@@ -447,14 +451,25 @@ def _estimated(
 
 
 def fuse(
-    by_vector: Sequence[tuple[str, float]], by_text: Sequence[tuple[str, float]], *, k: int
+    by_vector: Sequence[tuple[str, float]],
+    by_text: Sequence[tuple[str, float]],
+    *,
+    k: int,
+    by_location: Sequence[tuple[str, float]] = (),
 ) -> dict[str, float]:
-    """Query relevance in (0, 1]: RRF of the vector list (vote 1) and the tie-ranked text list.
+    """Query relevance in (0, 1]: RRF of the vector list (vote 1), the tie-ranked text list and the code
+    locations' list.
 
-    Text hits vote `TEXT_VOTE` × coverage, so only a match of the query's identifiers outvotes the embedding.
+    Text hits vote `TEXT_VOTE` × coverage, so only a match of the query's identifiers outvotes the embedding;
+    a memory of the files or symbols asked for votes `LOCATION_VOTE`, ranked by how often they were touched.
     """
     return weighted_rrf(
-        [[(i, cos, 1.0) for i, cos in by_vector], [(i, cov, TEXT_VOTE * cov) for i, cov in by_text]], k=k
+        [
+            [(i, cos, 1.0) for i, cos in by_vector],
+            [(i, cov, TEXT_VOTE * cov) for i, cov in by_text],
+            [(i, strength, LOCATION_VOTE) for i, strength in by_location],
+        ],
+        k=k,
     )
 
 
@@ -501,13 +516,14 @@ async def rank_candidates(
     *,
     params: RankingParams = _DEFAULT_PARAMS,
     now: datetime | None = None,
+    by_location: Sequence[tuple[str, float]] = (),
 ) -> list[SearchHit]:
     """The `k` best of the retrievers' candidates: fused (`fuse`), scored and sorted, then the `k` fetched.
 
     Scoring reads the few columns `governance.ranking` needs for every candidate (up to 100 rows); titles,
     contents and the cosines the vector retriever did not give are fetched for the `k` kept only.
     """
-    relevance = fuse(by_vector, by_text, k=params.rrf_k)
+    relevance = fuse(by_vector, by_text, k=params.rrf_k, by_location=by_location)
     if not relevance or k <= 0:
         return []
     clock = now or datetime.now(UTC)

@@ -5,7 +5,7 @@
   (critique, plan, notes) is served by loregate from here, and erasure reaches it.
 
 Revision ID: 0022_histories
-Revises: 0020_citations
+Revises: 0021_working_memory
 Create Date: 2026-11-27
 """
 
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0022_histories"
-down_revision = "0020_citations"
+down_revision = "0021_working_memory"
 branch_labels = None
 depends_on = None
 

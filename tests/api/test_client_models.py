@@ -177,6 +177,12 @@ async def test_each_client_method_returns_its_declared_model(
     assert block.citations and f"[mem:{block.citations[0]}]" in block.context
     shown = await call(agent, "memory", f"mem:{fact_id}")
     assert shown.memory.citation == fact_id and [p.seq for p in shown.provenance] == [1]
+    # a task's working memory and a file's history
+    kept = await call(agent, "update_working_memory", task_id, files=["src/db.py"], symbols=["connect"])
+    assert [f.value for f in kept.files if f.tracked] == ["src/db.py"]
+    assert (await call(agent, "working_memory", task_id)).statistics.files >= 1
+    assert (await call(agent, "file_history", "src/db.py", task_id=task_id)).path == "src/db.py"
+    assert (await call(agent, "project_stats", task_id=task_id)).tasks >= 1
     # the approver and the author are involved: trust comes from others (docs/trust.md)
     reviewer = await make_actor(engine, ActorType.HUMAN, org, project)
     reader = await make_actor(engine, ActorType.AGENT, org, project)

@@ -27,6 +27,7 @@ from governance.config import Settings
 from governance.context_block import FOOTER
 from governance.live import LIVE_HEADING
 from governance.scopes import ActorType, Scope
+from governance.working_memory import SHORT_TERM_HEADING
 from tests.utils.factories import Actor, make_actor, new_tenant
 from tests.utils.grpc_gateway import bearer, grpc_gateway, pb2, refusal
 from tests.utils.memory_factories import TaskRef, add_memory, new_task
@@ -210,7 +211,9 @@ def _without_live(context: dict[str, Any]) -> dict[str, Any]:
     text = str(context.get("context", ""))
     if LIVE_HEADING in text:
         head, _, rest = text.partition(LIVE_HEADING)
-        text = head.rstrip("\n") + "\n\n" + rest[rest.index(FOOTER) :]
+        # the live section ends where the task's short-term section (same in every run) or the footer begins
+        after = rest.index(SHORT_TERM_HEADING) if SHORT_TERM_HEADING in rest else rest.index(FOOTER)
+        text = head.rstrip("\n") + "\n\n" + rest[after:]
     return {**{k: v for k, v in context.items() if k not in ("live", "tokens")}, "context": text}
 
 

@@ -54,7 +54,9 @@ async def test_readme_python_example_opens_a_task_writes_and_reads_context(
     assert await _entries(gateway_url, orchestrator.headers, task_id) == [
         ("decision", "auth.session: cookies, not JWT")
     ]
-    assert printed == "\n"  # a fresh tenant has no published memory yet: an empty context block
+    # a fresh tenant has no published memory yet: the block holds the task's own short-term section only
+    assert "### This task so far\n- decision (seq 1): auth.session: cookies, not JWT\n" in printed
+    assert "[mem:" not in printed.replace("[mem:<id>]", "")
 
 
 async def test_readme_async_example_checks_records_searches_and_reads_back(
