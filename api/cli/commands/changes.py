@@ -8,7 +8,7 @@ gateway's answer unchanged.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -18,7 +18,9 @@ from api.cli.commands._common import JsonOption, KeyOption, UrlOption, console
 from api.cli.commands._common import api_client as _client
 from api.cli.commands._common import print_json as _print_json
 from api.cli.commands.lift import print_lift_items
-from api.schemas.change_requests import ChangeDecisionPublic
+
+if TYPE_CHECKING:
+    from api.schemas.change_requests import ChangeDecisionPublic
 
 __all__ = ["register", "list_changes", "show", "approve", "reject"]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -18,7 +18,9 @@ from rich.text import Text
 from api.cli.commands._common import JsonOption, KeyOption, UrlOption, console, fail
 from api.cli.commands._common import api_client as _client
 from api.cli.commands._common import print_json as _print_json
-from api.schemas.promotions import DiffOpPublic, PlanEntryPublic
+
+if TYPE_CHECKING:
+    from api.schemas.promotions import DiffOpPublic, PlanEntryPublic
 
 __all__ = ["register", "promote", "verify", "approve", "reject", "promotion", "promotions"]
 
