@@ -17,6 +17,7 @@ from rich.table import Table
 from api.cli.commands._common import JsonOption, KeyOption, UrlOption, console
 from api.cli.commands._common import api_client as _client
 from api.cli.commands._common import print_json as _print_json
+from api.cli.commands.batch import decide_batch
 from api.cli.commands.lift import print_lift_items
 
 if TYPE_CHECKING:
@@ -25,6 +26,9 @@ if TYPE_CHECKING:
 __all__ = ["register", "list_changes", "show", "approve", "reject"]
 
 RequestArgument = Annotated[str, typer.Argument(help="The change request's id.")]
+RequestsArgument = Annotated[
+    list[str], typer.Argument(help="The change request's id; several decide each on its own.")
+]
 NoteOption = Annotated[str | None, typer.Option("--note", "-n", help="Why; kept with the decision.")]
 
 changes_app = typer.Typer(help="Change requests: supersede, retire and lift waiting for an approval.")
@@ -114,13 +118,22 @@ def _decided(answer: ChangeDecisionPublic) -> None:
 
 @changes_app.command("approve")
 def approve(
-    request_id: RequestArgument,
+    request_ids: RequestsArgument,
     note: NoteOption = None,
     url: UrlOption = None,
     api_key: KeyOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Approve a change request as this key's principal; the change is then applied."""
+    """Approve change requests as this key's principal; each change is then applied.
+
+    Several are decided in one action, each checked on its own (exit code 1 if any was refused).
+    """
+    if len(request_ids) > 1:
+        decide_batch(
+            "approve", change_requests=request_ids, note=note, url=url, api_key=api_key, as_json=as_json
+        )
+        return
+    request_id = request_ids[0]
     with _client(url, api_key) as client:
         answer = client.approve_change(request_id, note)
     if as_json:
@@ -131,13 +144,22 @@ def approve(
 
 @changes_app.command("reject")
 def reject(
-    request_id: RequestArgument,
+    request_ids: RequestsArgument,
     note: NoteOption = None,
     url: UrlOption = None,
     api_key: KeyOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Reject a change request as this key's principal; nothing changes."""
+    """Reject change requests as this key's principal; nothing changes.
+
+    Several are decided in one action, each checked on its own (exit code 1 if any was refused).
+    """
+    if len(request_ids) > 1:
+        decide_batch(
+            "reject", change_requests=request_ids, note=note, url=url, api_key=api_key, as_json=as_json
+        )
+        return
+    request_id = request_ids[0]
     with _client(url, api_key) as client:
         answer = client.reject_change(request_id, note)
     if as_json:
