@@ -16,7 +16,8 @@ from governance.staging import TASK_ID_PATTERN
 
 __all__ = ["MAX_BATCH_DECISIONS", "BatchDecisionIn", "BatchItemPublic", "BatchDecisionPublic"]
 
-# one action decides at most this many items (each is a workflow update; a change request waits for its apply)
+# one action decides at most this many promotions, and as many change requests (each item is a workflow
+# update; a change request waits for its apply)
 MAX_BATCH_DECISIONS = 50
 
 TaskRef = Annotated[str, StringConstraints(pattern=TASK_ID_PATTERN, max_length=128)]
@@ -26,20 +27,36 @@ RequestRef = Annotated[str, StringConstraints(pattern=r"^[0-9a-fA-F-]{1,64}$")]
 class BatchDecisionIn(BaseModel):
     """Approve or reject every listed promotion (by task id) and change request (by id) as the caller."""
 
-    model_config = ConfigDict(extra="forbid")
+    # the rules the validator below enforces, stated in the OpenAPI schema too (clients and fuzzers read it)
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "anyOf": [
+                {"required": [name], "properties": {name: {"minItems": 1}}}
+                for name in ("promotions", "change_requests")
+            ]
+        },
+    )
 
     decision: Literal["approve", "reject"]
     note: str = Field(default="", max_length=4000, description="The note every item's decision carries")
-    promotions: list[TaskRef] = Field(default_factory=list, description="Task ids of pending promotions")
-    change_requests: list[RequestRef] = Field(default_factory=list, description="Ids of change requests")
+    promotions: list[TaskRef] = Field(
+        default_factory=list,
+        max_length=MAX_BATCH_DECISIONS,
+        json_schema_extra={"uniqueItems": True},
+        description="Task ids of pending promotions",
+    )
+    change_requests: list[RequestRef] = Field(
+        default_factory=list,
+        max_length=MAX_BATCH_DECISIONS,
+        json_schema_extra={"uniqueItems": True},
+        description="Ids of pending change requests",
+    )
 
     @model_validator(mode="after")
-    def _some_and_not_too_many(self) -> BatchDecisionIn:
-        count = len(self.promotions) + len(self.change_requests)
-        if count == 0:
+    def _some_and_each_once(self) -> BatchDecisionIn:
+        if not self.promotions and not self.change_requests:
             raise ValueError("name at least one promotion or change request to decide")
-        if count > MAX_BATCH_DECISIONS:
-            raise ValueError(f"{count} items: one action decides at most {MAX_BATCH_DECISIONS}")
         for name, ids in (("promotions", self.promotions), ("change_requests", self.change_requests)):
             if len(set(ids)) != len(ids):
                 raise ValueError(f"{name} names an item twice")
