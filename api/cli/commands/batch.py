@@ -17,11 +17,18 @@ from rich.table import Table
 from api.cli.commands._common import api_client, console, err_console, print_json
 
 if TYPE_CHECKING:
-    from api.schemas.decisions import BatchDecisionPublic
+    from api.schemas.decisions import BatchDecisionPublic, BatchItemPublic
 
 __all__ = ["decide_batch"]
 
 _DONE = {"approve": "approved", "reject": "rejected"}
+
+
+def _state(answer: BatchDecisionPublic, item: BatchItemPublic) -> str:
+    """Where an accepted item stands: a promotion answers while still waiting, then publishes or closes."""
+    if item.state == "awaiting_approval":
+        return "publishing" if answer.decision == "approve" else "closing"
+    return item.state or ""
 
 
 def _show(answer: BatchDecisionPublic) -> None:
@@ -31,7 +38,9 @@ def _show(answer: BatchDecisionPublic) -> None:
     for item in answer.items:
         kind = "promotion" if item.kind == "promotion" else "change"
         if item.accepted:
-            table.add_row(kind, escape(item.id), f"[green]{_DONE[answer.decision]}[/]", item.state or "", "")
+            table.add_row(
+                kind, escape(item.id), f"[green]{_DONE[answer.decision]}[/]", _state(answer, item), ""
+            )
         else:
             why = f"{item.error}: {item.detail}" if item.error else ""
             table.add_row(kind, escape(item.id), "[red]refused[/]", "", escape(why))
