@@ -117,6 +117,8 @@ async def test_changes_approve_several_applies_each_and_reports_the_unknown(
     assert retired.status_code == 202, retired.text
     first, second = proposal["request"]["id"], retired.json()["id"]
     unknown = "00000000-0000-4000-8000-000000000000"
+    listed = await _cli(proposal, "changes", "list", "--state", "awaiting_approval", "--ids")
+    assert listed.returncode == 0 and set(listed.stdout.split()) == {first, second}
 
     result = await _cli(proposal, "changes", "approve", first, unknown, second, "--note", "agreed", "--json")
     assert result.returncode == 1, result.stderr  # the unknown one was refused

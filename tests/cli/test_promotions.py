@@ -205,6 +205,17 @@ async def test_approve_several_tasks_decides_each_and_reports_each_refusal(
     async with httpx.AsyncClient(base_url=team["gateway"], timeout=30) as http:
         await wait_promotion_state(http, team["human"].headers, second.task_id, "awaiting_approval")
 
+    # what a reviewer selects from: the pending task ids, one a line (Temporal's visibility lags a little)
+    pending: set[str] = set()
+    for _ in range(50):
+        listed = await _cli(team, "human", "promotions", "--pending", "--ids")
+        assert listed.returncode == 0, listed.stderr
+        pending = set(listed.stdout.split())
+        if len(pending) == 2:
+            break
+        await asyncio.sleep(0.2)
+    assert pending == {team["task_id"], second.task_id}
+
     # an agent's batch: every item refused on its own, nothing decided, exit code 1
     refused = await _cli(team, "agent", "approve", team["task_id"], second.task_id)
     assert refused.returncode == 1 and "Traceback" not in refused.stderr

@@ -40,6 +40,9 @@ def list_changes(
         str | None, typer.Option("--state", help="Only requests in this state (e.g. awaiting_approval).")
     ] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, max=1000)] = 100,
+    ids: Annotated[
+        bool, typer.Option("--ids", help="Only the ids, one a line (e.g. for `changes approve $(…)`).")
+    ] = False,
     url: UrlOption = None,
     api_key: KeyOption = None,
     as_json: JsonOption = False,
@@ -49,6 +52,10 @@ def list_changes(
         answer = client.change_requests(state=state, limit=limit)
     if as_json:
         _print_json(answer)
+        return
+    if ids:
+        for request in answer.change_requests:
+            print(request.id)
         return
     table = Table("id", "operation", "memory", "state", "requested by", "proposed title")
     for request in answer.change_requests:

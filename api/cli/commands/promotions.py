@@ -306,6 +306,9 @@ def promotions(
     pending: Annotated[bool, typer.Option("--pending", help="Only those awaiting approval.")] = False,
     state: Annotated[str | None, typer.Option("--state", help="Only those in this state.")] = None,
     limit: Annotated[int | None, typer.Option("--limit", min=1, max=1000, help="At most this many.")] = None,
+    ids: Annotated[
+        bool, typer.Option("--ids", help="Only the task ids, one a line (e.g. for `approve $(…)`).")
+    ] = False,
     url: UrlOption = None,
     api_key: KeyOption = None,
     as_json: JsonOption = False,
@@ -317,6 +320,10 @@ def promotions(
         answer = client.promotions(state="awaiting_approval" if pending else state, limit=limit)
     if as_json:
         _print_json(answer)
+        return
+    if ids:
+        for row in answer.promotions:
+            print(row.task_id)
         return
     rows = answer.promotions
     if not rows:
