@@ -74,6 +74,7 @@ from governance.storage.promotions import grant_note
 from governance.storage.publish import find_neighbours, lock_for_publication
 from governance.storage.staging import (
     ENDED_STATUSES,
+    entry_decay_policies,
     get_task,
     set_task_status,
     snapshot_entries,
@@ -81,7 +82,7 @@ from governance.storage.staging import (
     written_by_non_humans,
 )
 from governance.supersession import ContradictionJudge
-from governance.trust import published_trust
+from governance.trust import published_decay_policy, published_trust
 from governance.validity import PublishedItem, candidate_expiry, derivation_links, entry_expiry
 from policy.enforcer import Authorizer
 
@@ -733,8 +734,14 @@ class PromotionActivities:
             if data.approver_type != ActorType.HUMAN.value:
                 _, quarantined = await quarantined_items(conn, key, limit=data.total)
                 held = {q.idx for q in quarantined}
+            human_approved = data.approver_type == ActorType.HUMAN.value
             for start in range(0, data.total, _PUBLISH_PAGE):
-                for row in await publish_rows(conn, key, start, min(data.total, start + _PUBLISH_PAGE)):
+                page = await publish_rows(conn, key, start, min(data.total, start + _PUBLISH_PAGE))
+                # a decay policy asked in the source entries' payloads (governance/trust.py)
+                asked = await entry_decay_policies(
+                    conn, sorted({i for row in page for i in row.candidate.source_entry_ids})
+                )
+                for row in page:
                     if row.idx in held:
                         continue
                     c = row.candidate
@@ -759,7 +766,11 @@ class PromotionActivities:
                             else None,
                             source_task_ids=[data.task_id],
                             source_entry_ids=list(c.source_entry_ids),
-                            decay_policy="recency_bias" if c.memory_type == "episode" else "stable",
+                            decay_policy=published_decay_policy(
+                                c.memory_type,
+                                [asked.get(i) for i in c.source_entry_ids],
+                                human_approved=human_approved,
+                            ).value,
                             expires_at=c.expires_at,
                             valid_from_commit=data.valid_from_commit,
                         ),

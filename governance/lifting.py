@@ -29,6 +29,7 @@ from enum import StrEnum
 
 from governance.changes import ChangeTrust, change_trust
 from governance.errors import InvalidInput
+from governance.limits import MAX_LIFT_ITEMS
 from governance.redaction import redact
 from governance.scopes import SCOPE_LEVEL, Scope, can_promote, scope_key
 
@@ -43,9 +44,6 @@ __all__ = [
     "lifted_trust",
     "lift_refusal",
 ]
-
-# how many memories one lift request may carry
-MAX_LIFT_ITEMS = 100
 
 
 class LiftOutcome(StrEnum):

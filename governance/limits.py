@@ -10,6 +10,8 @@ append's own transaction: a refused batch writes nothing.
 
 The buckets live in the gateway process (`Limiter`): with N gateway processes behind a balancer, a key can
 use up to N times the configured rates. That is the price of never touching the database to admit a request.
+
+Sizes of one request that the schemas check too live here, so a schema needs no rule module to know them.
 """
 
 from __future__ import annotations
@@ -30,7 +32,11 @@ __all__ = [
     "tenant_quota_refusal",
     "seconds_to_utc_midnight",
     "FairGate",
+    "MAX_LIFT_ITEMS",
 ]
+
+# how many memories one lift request may carry (governance/lifting.py, api/schemas/change_requests.py)
+MAX_LIFT_ITEMS = 100
 
 
 @dataclass(frozen=True)

@@ -86,6 +86,8 @@ def _payload(memory: dict[str, Any], now: datetime) -> dict[str, Any]:
     }
     if memory.get("canonical_key"):
         payload["key"] = memory["canonical_key"]
+    if memory.get("decay_policy") in ("recency_bias", "stable", "manual_only"):
+        payload["decay_policy"] = memory["decay_policy"]  # published again only as the gate allows it
     expires_at = memory.get("expires_at")
     if isinstance(expires_at, datetime) and expires_at > now:
         payload["expires_at"] = expires_at.isoformat()

@@ -11,11 +11,14 @@ days since then, so running the nightly decay twice (or ten times) on the same d
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
-from governance.scopes import ActorType, ValidationSource
+from governance.errors import InvalidInput
+from governance.scopes import ActorType, MemoryType, ValidationSource
 
 __all__ = [
     "DecayPolicy",
@@ -56,6 +59,10 @@ __all__ = [
     "capped_rule_confidence",
     "Involvement",
     "self_endorsement_refusal",
+    "DECAY_POLICY_FIELD",
+    "check_entry_decay_policy",
+    "default_decay_policy",
+    "published_decay_policy",
 ]
 
 
@@ -65,6 +72,46 @@ class DecayPolicy(StrEnum):
     RECENCY_BIAS = "recency_bias"
     STABLE = "stable"
     MANUAL_ONLY = "manual_only"
+
+
+# the staging payload field that asks for a decay policy for what is published from the entry
+DECAY_POLICY_FIELD = "decay_policy"
+
+
+def check_entry_decay_policy(payload: Any, *, where: str = "payload") -> None:
+    """Refuse a payload whose `decay_policy` is not one of the policies, naming the field."""
+    if isinstance(payload, Mapping) and DECAY_POLICY_FIELD in payload:
+        value = payload[DECAY_POLICY_FIELD]
+        if not isinstance(value, str) or value not in DecayPolicy.__members__.values():
+            allowed = ", ".join(p.value for p in DecayPolicy)
+            raise InvalidInput(f"{where}.{DECAY_POLICY_FIELD} must be one of {allowed}")
+
+
+def default_decay_policy(memory_type: str) -> DecayPolicy:
+    """Episodes fade with time (what happened matters less as work moves on); everything else is stable."""
+    return DecayPolicy.RECENCY_BIAS if memory_type == MemoryType.EPISODE.value else DecayPolicy.STABLE
+
+
+def published_decay_policy(
+    memory_type: str, asked: Sequence[str | None], *, human_approved: bool
+) -> DecayPolicy:
+    """The decay policy a published memory gets: what its source entries asked for, else its type's default.
+
+    `asked` holds each source entry's `decay_policy` (None where it asks nothing). A policy applies only
+    when every source asks for the same one, so an episode or a skill distilled from the whole task keeps its
+    default unless the whole task asked. `manual_only` (never fade by age) is a human's call, as setting it
+    afterwards is an approver's: from a promotion no human approved, the default stands.
+    """
+    default = default_decay_policy(memory_type)
+    if not asked or len(set(asked)) != 1 or asked[0] is None:
+        return default
+    try:
+        chosen = DecayPolicy(asked[0])
+    except ValueError:  # written before the append check: ignored
+        return default
+    if chosen is DecayPolicy.MANUAL_ONLY and not human_approved:
+        return default
+    return chosen
 
 
 VALIDATION_BOOSTS: dict[ValidationSource, float] = {

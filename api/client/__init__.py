@@ -51,6 +51,7 @@ from api.schemas.approaches import ApproachPublic, CheckPublic
 from api.schemas.approvals import ApprovalTokenPublic
 from api.schemas.change_requests import ChangeDecisionPublic, ChangeRequestList, ChangeRequestPublic
 from api.schemas.citations import CitationsAck, MostUsedPublic, UsedByPublic
+from api.schemas.decisions import BatchDecisionPublic
 from api.schemas.erasure import ErasurePublic
 from api.schemas.events import EventsPage
 from api.schemas.health import HealthPublic
@@ -410,6 +411,24 @@ class _Api:
     def reject_change(self, request_id: str, note: str | None = None) -> Request:
         """Reject a change request; the approver is this key's principal."""
         return Request("POST", f"/v1/change-requests/{_seg(request_id)}/reject", drop_none({"note": note}))
+
+    @endpoint(BatchDecisionPublic)
+    def decide_batch(
+        self,
+        decision: str,
+        *,
+        promotions: Sequence[str] = (),
+        change_requests: Sequence[str] = (),
+        note: str | None = None,
+    ) -> Request:
+        """Approve or reject several promotions (by task id) and change requests at once, each checked on its
+        own: one refusal is that item's outcome and the others are still decided."""
+        body = {
+            "decision": decision,
+            "promotions": list(promotions),
+            "change_requests": list(change_requests),
+        }
+        return Request("POST", "/v1/decisions", drop_none({**body, "note": note}))
 
     @endpoint(ApprovalTokenPublic)
     def change_approval_token(self, request_id: str) -> Request:

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from api.schemas.memories import IdempotencyKey
 from api.schemas.text import Text
-from governance.lifting import MAX_LIFT_ITEMS
+from governance.limits import MAX_LIFT_ITEMS
 from workflows.change_request_contract import ChangeRequestState
 
 __all__ = [

@@ -42,6 +42,7 @@ from governance.storage import staging, transfer
 from governance.storage.events import Event, EventType
 from governance.storage.plans import cache_vectors, cached_vectors, text_digest
 from governance.transfer import entries_for_gate, import_task_id
+from governance.trust import check_entry_decay_policy
 from governance.validity import check_entry_expiry
 
 __all__ = ["import_file", "restore_file"]
@@ -117,6 +118,7 @@ def _drafts(state: GatewayResources, parsed: ParsedExport) -> tuple[list[EntryDr
         try:
             validate_batch([draft], max_entry_bytes=settings.max_entry_bytes, max_batch_entries=1)
             check_entry_expiry(draft.payload, now=now, where="payload")
+            check_entry_decay_policy(draft.payload, where="payload")
         except GovernanceError as exc:
             raise type(exc)(f"line {entry.line}: {exc.detail}") from exc
         drafts.append(draft)

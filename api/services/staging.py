@@ -34,6 +34,7 @@ from governance.scopes import Scope
 from governance.staging import EntryDraft, validate_batch
 from governance.storage import staging
 from governance.storage.staging import TaskInfo
+from governance.trust import check_entry_decay_policy
 from governance.validity import check_entry_expiry
 
 __all__ = ["task_public", "open_task", "show_task", "append_entries", "list_entries", "fold_soon"]
@@ -104,6 +105,7 @@ async def append_entries(
     now = datetime.now(UTC)
     for index, draft in enumerate(drafts):
         check_entry_expiry(draft.payload, now=now, where=f"entries[{index}].payload")
+        check_entry_decay_policy(draft.payload, where=f"entries[{index}].payload")
     quota = StagingQuota(
         task_entries=limits.staging_max_task_entries,
         task_bytes=limits.staging_max_task_bytes,

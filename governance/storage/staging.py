@@ -54,6 +54,7 @@ __all__ = [
     "set_task_status",
     "set_promotion_workflow",
     "get_tasks",
+    "entry_decay_policies",
 ]
 
 
@@ -437,3 +438,16 @@ async def get_tasks(conn: AsyncConnection, task_ids: Sequence[str]) -> dict[str,
         return {}
     rows = await conn.execute(select(tasks).where(tasks.c.id.in_(list(task_ids))))
     return {r.id: _task(r) for r in rows}
+
+
+async def entry_decay_policies(conn: AsyncConnection, entry_ids: Sequence[int]) -> dict[int, str]:
+    """The `decay_policy` each of these staging entries' payloads asks for (entries asking none left out)."""
+    if not entry_ids:
+        return {}
+    asked = staging_entries.c.payload["decay_policy"].astext
+    rows = await conn.execute(
+        select(staging_entries.c.id, asked.label("policy")).where(
+            staging_entries.c.id.in_(list(entry_ids)), asked.is_not(None)
+        )
+    )
+    return {int(r.id): str(r.policy) for r in rows}

@@ -225,6 +225,8 @@ async def test_each_client_method_returns_its_declared_model(
     assert (await call(human, "change_approval_token", approved_id)).workflow_id.endswith(approved_id)
     assert (await call(human, "approve_change", approved_id)).accepted
     assert (await call(human, "reject_change", rejected_id, "keep it")).accepted
+    batch = await call(human, "decide_batch", "reject", change_requests=[rejected_id], note="again")
+    assert [(i.id, i.error) for i in batch.items] == [(rejected_id, "conflict")]  # decided already
     local = await _fact(engine, task, "worktree: run the linters before pushing", scope=Scope.WORKTREE)
     lifted = await call(human, "lift_memories", [f"mem:{local['citation']}"], "project", reason="everywhere")
     assert lifted.state == "applied" and [i.citation for i in lifted.items] == [local["citation"]]

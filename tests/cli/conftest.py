@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import pwd
 import shutil
+import subprocess
+import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from tests.utils.cli import UpLauncher
@@ -56,3 +61,49 @@ def migrated_database_url(empty_database_url: str) -> str:
 
     upgrade_head(empty_database_url)
     return empty_database_url
+
+
+@pytest.fixture
+def unprivileged_user() -> Iterator[pwd.struct_passwd]:
+    """A system user of its own for one test when the suite runs as root; removed afterwards.
+
+    It has no home, no login shell and no group but its own. The test's interpreter and the checkout must be
+    reachable by it (they are read, never written: bytecode is not written under PYTHONDONTWRITEBYTECODE,
+    and a probe checks the import); where they are not, the test is skipped and says why. Request this
+    fixture before `up_launcher`, so every process the user ran is gone before the user is.
+    """
+    if os.geteuid() != 0:
+        pytest.skip("the suite runs as a non-root user already: the invoking user's run is this case")
+    if shutil.which("useradd") is None or shutil.which("userdel") is None:
+        pytest.skip("no useradd/userdel on this machine to make a temporary user")
+    name = f"lgtest{uuid.uuid4().hex[:8]}"
+    subprocess.run(
+        ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", "--user-group", name],
+        check=True,
+        capture_output=True,
+    )
+    user = pwd.getpwnam(name)
+    try:
+        probe = subprocess.run(
+            [sys.executable, "-c", "import api.cli"],
+            user=name,
+            group=name,
+            extra_groups=[],
+            cwd="/",
+            env={"PATH": os.environ.get("PATH", ""), "PYTHONDONTWRITEBYTECODE": "1"},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        if probe.returncode != 0:
+            pytest.skip(f"{sys.executable} cannot run as an unprivileged user: {probe.stderr[-300:]}")
+        yield user
+    finally:
+        for proc in psutil.process_iter(["uids"]):
+            try:
+                if proc.info["uids"] is not None and proc.info["uids"].real == user.pw_uid:
+                    proc.kill()
+            except psutil.Error:
+                continue
+        subprocess.run(["userdel", name], check=False, capture_output=True)

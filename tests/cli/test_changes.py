@@ -95,3 +95,38 @@ async def test_changes_reject_leaves_the_memory(proposal: dict[str, Any]) -> Non
     assert "rejected" in rejected.stdout
     again = await _cli(proposal, "changes", "approve", proposal["request"]["id"])
     assert again.returncode != 0 and "not awaiting approval" in (again.stderr + again.stdout)
+
+
+async def test_changes_approve_several_applies_each_and_reports_the_unknown(
+    proposal: dict[str, Any], engine: AsyncEngine
+) -> None:
+    human: Actor = proposal["human"]
+    org, project = human.principal.org, str(human.principal.project)
+    async with engine.begin() as conn:
+        other = await insert_memory(
+            conn,
+            Place(org, project, "main", f"task-{project}"),
+            memory_type="fact",
+            content="cache: memcached",
+        )
+    orchestrator = await make_actor(engine, ActorType.ORCHESTRATOR, org, project)
+    async with httpx.AsyncClient(base_url=proposal["gateway"], timeout=30) as http:
+        retired = await http.post(
+            f"/v1/memories/{other}/retire", headers=orchestrator.headers, json={"reason": "gone"}
+        )
+    assert retired.status_code == 202, retired.text
+    first, second = proposal["request"]["id"], retired.json()["id"]
+    unknown = "00000000-0000-4000-8000-000000000000"
+    listed = await _cli(proposal, "changes", "list", "--state", "awaiting_approval", "--ids")
+    assert listed.returncode == 0 and set(listed.stdout.split()) == {first, second}
+
+    result = await _cli(proposal, "changes", "approve", first, unknown, second, "--note", "agreed", "--json")
+    assert result.returncode == 1, result.stderr  # the unknown one was refused
+    answer = json.loads(result.stdout)
+    assert [(i["id"], i["accepted"], i["state"], i["error"]) for i in answer["items"]] == [
+        (first, True, "applied", None),
+        (unknown, False, None, "not_found"),
+        (second, True, "applied", None),
+    ]
+    table = await _cli(proposal, "changes", "reject", first, second)
+    assert table.returncode == 1 and "0 decided, 2 refused" in table.stdout

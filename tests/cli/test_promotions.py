@@ -190,3 +190,52 @@ async def test_promotion_shows_the_first_page_and_all_pages_through_a_big_plan(
     assert [entry["index"] for entry in plan] == list(range(121))
     rejected = await _cli(team, "human", "reject", task.task_id, "--note", "too much")
     assert rejected.returncode == 0, rejected.stderr
+
+
+async def test_approve_several_tasks_decides_each_and_reports_each_refusal(
+    team: dict[str, Any], engine: AsyncEngine
+) -> None:
+    org, project = team["human"].principal.org, str(team["human"].principal.project)
+    second = await make_task(engine, org, project, ENTRIES, description="a second task")
+    for task_id in (team["task_id"], second.task_id):
+        await _cli(
+            team, "orchestrator", "promote", task_id, "--scope", "project", "--verified", "tests_passed"
+        )
+    await _wait(team, "awaiting_approval")
+    async with httpx.AsyncClient(base_url=team["gateway"], timeout=30) as http:
+        await wait_promotion_state(http, team["human"].headers, second.task_id, "awaiting_approval")
+
+    # what a reviewer selects from: the pending task ids, one a line (Temporal's visibility lags a little)
+    pending: set[str] = set()
+    for _ in range(50):
+        listed = await _cli(team, "human", "promotions", "--pending", "--ids")
+        assert listed.returncode == 0, listed.stderr
+        pending = set(listed.stdout.split())
+        if len(pending) == 2:
+            break
+        await asyncio.sleep(0.2)
+    assert pending == {team["task_id"], second.task_id}
+
+    # an agent's batch: every item refused on its own, nothing decided, exit code 1
+    refused = await _cli(team, "agent", "approve", team["task_id"], second.task_id)
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert "0 decided, 2 refused" in refused.stdout and refused.stdout.count("forbidden") == 2
+
+    approved = await _cli(
+        team, "human", "approve", team["task_id"], "no-such-task", second.task_id, "--note", "both fine"
+    )
+    assert approved.returncode == 1, approved.stderr  # one item was refused
+    assert "2 decided, 1 refused" in approved.stdout and "not_found" in approved.stdout
+    assert "1 of 3 refused" in approved.stderr
+    for task_id in (team["task_id"], second.task_id):
+        async with httpx.AsyncClient(base_url=team["gateway"], timeout=30) as http:
+            done = await wait_promotion_state(http, team["human"].headers, task_id, "published")
+        assert done["decided_by"] == team["human"].principal.id
+
+    again = await _cli(team, "human", "reject", team["task_id"], second.task_id, "--json")
+    assert again.returncode == 1
+    answer = json.loads(again.stdout)
+    assert [(i["id"], i["error"]) for i in answer["items"]] == [
+        (team["task_id"], "conflict"),
+        (second.task_id, "conflict"),
+    ]

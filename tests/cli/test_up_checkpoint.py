@@ -4,12 +4,17 @@ As root, pgserver runs Postgres as its own system user. Before, the data dir was
 server's first checkpoint (five minutes after start) could no longer open `global/pg_control`, Postgres
 panicked and the supervisor stopped everything; every CLI command on the embedded database set 0700 again.
 A checkpoint is forced here instead of waited for.
+
+The same runs as the invoking user and, when the suite runs as root, as a temporary unprivileged user (who
+owns the data dir's parent, and whose Postgres is its own process, with no pgserver user in between).
 """
 
 from __future__ import annotations
 
 import os
+import pwd
 import stat
+import tempfile
 from pathlib import Path
 
 import httpx
@@ -32,10 +37,30 @@ def _checkpoint(data_dir: Path) -> None:
 def test_up_survives_checkpoints_and_cli_commands_on_its_database(
     up_launcher: UpLauncher, up_data_dir: Path
 ) -> None:
-    up = up_launcher.start(up_data_dir)
-    admin_key = (up_data_dir / "bootstrap-admin.key").read_text().strip()
     expected_mode = 0o710 if os.geteuid() == 0 else 0o700
-    assert stat.S_IMODE(up_data_dir.stat().st_mode) == data_dir_mode(up_data_dir) == expected_mode
+    _survives_checkpoints(up_launcher, up_data_dir, expected_mode, env=cli_env(), user=None)
+    assert data_dir_mode(up_data_dir) == expected_mode
+
+
+def test_up_as_an_unprivileged_user_survives_checkpoints_and_cli_commands(
+    unprivileged_user: pwd.struct_passwd, up_launcher: UpLauncher, up_data_dir: Path
+) -> None:
+    """The suite runs as root: the same as a user of its own, whose data dir is 0700 and its own."""
+    home = Path(tempfile.mkdtemp(prefix="loregate-home-", dir=up_data_dir.parent))
+    for path in (up_data_dir.parent, home):
+        os.chown(path, unprivileged_user.pw_uid, unprivileged_user.pw_gid)
+    env = cli_env(HOME=str(home), XDG_RUNTIME_DIR=str(home), USER=unprivileged_user.pw_name)
+    _survives_checkpoints(up_launcher, up_data_dir, 0o700, env=env, user=unprivileged_user.pw_name)
+    assert up_data_dir.stat().st_uid == unprivileged_user.pw_uid
+    assert (up_data_dir / "postgres").stat().st_uid == unprivileged_user.pw_uid
+
+
+def _survives_checkpoints(
+    up_launcher: UpLauncher, up_data_dir: Path, expected_mode: int, *, env: dict[str, str], user: str | None
+) -> None:
+    up = up_launcher.start(up_data_dir, env=env, user=user)
+    admin_key = (up_data_dir / "bootstrap-admin.key").read_text().strip()
+    assert stat.S_IMODE(up_data_dir.stat().st_mode) == expected_mode
 
     _checkpoint(up_data_dir)
     created = run_cli(
@@ -49,7 +74,8 @@ def test_up_survives_checkpoints_and_cli_commands_on_its_database(
         "demo",
         "--name",
         "orch",
-        env=cli_env(LOREGATE_DATA_DIR=str(up_data_dir)),
+        env={**env, "LOREGATE_DATA_DIR": str(up_data_dir)},
+        user=user,
     )
     assert created.returncode == 0, created.stderr
     orchestrator_key = KEY_PATTERN.search(created.stdout)

@@ -15,6 +15,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -50,12 +51,29 @@ def cli_env(**overrides: str) -> dict[str, str]:
 
 
 def run_cli(
-    *args: str, env: dict[str, str], timeout: float = 180.0, input: str | None = None
+    *args: str,
+    env: dict[str, str],
+    timeout: float = 180.0,
+    input: str | None = None,
+    user: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run `loregate ARGS` to completion (with `input` on its standard input) and capture its output."""
+    """Run `loregate ARGS` to completion (with `input` on its standard input) and capture its output;
+    as `user` (and that user's group alone) when given, which needs root."""
     return subprocess.run(
-        [LOREGATE, *args], env=env, capture_output=True, text=True, timeout=timeout, check=False, input=input
+        [LOREGATE, *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        input=input,
+        **_as(user),
     )
+
+
+def _as(user: str | None) -> dict[str, Any]:
+    """`subprocess` arguments that run a child as `user` with only its own group, or none."""
+    return {} if user is None else {"user": user, "group": user, "extra_groups": [], "cwd": "/"}
 
 
 def processes_mentioning(text: str) -> list[psutil.Process]:
@@ -118,7 +136,9 @@ class UpLauncher:
     tracked: list[psutil.Process] = field(default_factory=list)
     launched: list[UpProcess] = field(default_factory=list)
 
-    def start(self, data_dir: Path, *, env: dict[str, str] | None = None) -> UpProcess:
+    def start(
+        self, data_dir: Path, *, env: dict[str, str] | None = None, user: str | None = None
+    ) -> UpProcess:
         http_port, grpc_port, temporal_port, ui_port = free_port(), free_port(), free_port(), free_port()
         output_path = data_dir.parent / f"up-{len(self.launched)}.out"
         with open(output_path, "wb") as out:
@@ -142,6 +162,7 @@ class UpLauncher:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 env=env or cli_env(),
+                **_as(user),
             )
         up = UpProcess(process, output_path, data_dir, http_port, grpc_port, ui_port, temporal_port)
         self.launched.append(up)

@@ -7,22 +7,20 @@ user can act on end the command with one line on stderr and exit code 1 — neve
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
-from pydantic import BaseModel
 from rich.console import Console
-from sqlalchemy.ext.asyncio import AsyncConnection
-
-from governance.config import Settings
-from governance.storage.engine import describe_url
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+    from sqlalchemy.ext.asyncio import AsyncConnection
+
     from api.client import LoregateClient
+    from governance.config import Settings
 
 __all__ = [
     "UrlOption",
@@ -73,13 +71,15 @@ def api_client(url: str | None, api_key: str | None) -> Iterator[LoregateClient]
 
 def print_json(answer: BaseModel | Mapping[str, Any]) -> None:
     """An API answer as indented JSON (`--json`), as the gateway sent it (or a report built here)."""
-    data = answer.model_dump(mode="json") if isinstance(answer, BaseModel) else answer
+    data = answer if isinstance(answer, Mapping) else answer.model_dump(mode="json")
     console.print_json(json.dumps(data, ensure_ascii=False, default=str))
 
 
 def load_settings(**overrides: Any) -> Settings:
     """The settings of this process with command-line flags (those not None) taking precedence."""
     from pydantic import ValidationError
+
+    from governance.config import Settings
 
     try:
         settings = Settings()
@@ -91,6 +91,13 @@ def load_settings(**overrides: Any) -> Settings:
         fail(f"invalid settings: {problems}")
     updates = {key: value for key, value in overrides.items() if value is not None}
     return settings.model_copy(update=updates) if updates else settings
+
+
+def describe_url(url: str) -> str:
+    """The database URL with its password hidden (storage's own rule, imported when a command needs it)."""
+    from governance.storage.engine import describe_url as describe
+
+    return describe(url)
 
 
 def _first_line(exc: BaseException) -> str:
@@ -158,4 +165,6 @@ def in_transaction(settings: Settings, url: str, work: Callable[[AsyncConnection
             await engine.dispose()
 
     with friendly_errors():
+        import asyncio
+
         return asyncio.run(_run())

@@ -24,12 +24,14 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Annotated
+from typing import IO, TYPE_CHECKING, Annotated
 
 import typer
 
 from api.cli.commands._common import console, database, err_console, fail, in_transaction, load_settings
-from governance.config import Settings
+
+if TYPE_CHECKING:
+    from governance.config import Settings
 
 __all__ = ["register", "backup", "restore", "postgres_tool"]
 

@@ -8,7 +8,7 @@ gateway's answer unchanged.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -17,12 +17,18 @@ from rich.table import Table
 from api.cli.commands._common import JsonOption, KeyOption, UrlOption, console
 from api.cli.commands._common import api_client as _client
 from api.cli.commands._common import print_json as _print_json
+from api.cli.commands.batch import decide_batch
 from api.cli.commands.lift import print_lift_items
-from api.schemas.change_requests import ChangeDecisionPublic
+
+if TYPE_CHECKING:
+    from api.schemas.change_requests import ChangeDecisionPublic
 
 __all__ = ["register", "list_changes", "show", "approve", "reject"]
 
 RequestArgument = Annotated[str, typer.Argument(help="The change request's id.")]
+RequestsArgument = Annotated[
+    list[str], typer.Argument(help="The change request's id; several decide each on its own.")
+]
 NoteOption = Annotated[str | None, typer.Option("--note", "-n", help="Why; kept with the decision.")]
 
 changes_app = typer.Typer(help="Change requests: supersede, retire and lift waiting for an approval.")
@@ -34,6 +40,9 @@ def list_changes(
         str | None, typer.Option("--state", help="Only requests in this state (e.g. awaiting_approval).")
     ] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, max=1000)] = 100,
+    ids: Annotated[
+        bool, typer.Option("--ids", help="Only the ids, one a line (e.g. for `changes approve $(…)`).")
+    ] = False,
     url: UrlOption = None,
     api_key: KeyOption = None,
     as_json: JsonOption = False,
@@ -43,6 +52,10 @@ def list_changes(
         answer = client.change_requests(state=state, limit=limit)
     if as_json:
         _print_json(answer)
+        return
+    if ids:
+        for request in answer.change_requests:
+            print(request.id)
         return
     table = Table("id", "operation", "memory", "state", "requested by", "proposed title")
     for request in answer.change_requests:
@@ -112,13 +125,22 @@ def _decided(answer: ChangeDecisionPublic) -> None:
 
 @changes_app.command("approve")
 def approve(
-    request_id: RequestArgument,
+    request_ids: RequestsArgument,
     note: NoteOption = None,
     url: UrlOption = None,
     api_key: KeyOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Approve a change request as this key's principal; the change is then applied."""
+    """Approve change requests as this key's principal; each change is then applied.
+
+    Several are decided in one action, each checked on its own (exit code 1 if any was refused).
+    """
+    if len(request_ids) > 1:
+        decide_batch(
+            "approve", change_requests=request_ids, note=note, url=url, api_key=api_key, as_json=as_json
+        )
+        return
+    request_id = request_ids[0]
     with _client(url, api_key) as client:
         answer = client.approve_change(request_id, note)
     if as_json:
@@ -129,13 +151,22 @@ def approve(
 
 @changes_app.command("reject")
 def reject(
-    request_id: RequestArgument,
+    request_ids: RequestsArgument,
     note: NoteOption = None,
     url: UrlOption = None,
     api_key: KeyOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Reject a change request as this key's principal; nothing changes."""
+    """Reject change requests as this key's principal; nothing changes.
+
+    Several are decided in one action, each checked on its own (exit code 1 if any was refused).
+    """
+    if len(request_ids) > 1:
+        decide_batch(
+            "reject", change_requests=request_ids, note=note, url=url, api_key=api_key, as_json=as_json
+        )
+        return
+    request_id = request_ids[0]
     with _client(url, api_key) as client:
         answer = client.reject_change(request_id, note)
     if as_json:

@@ -8,7 +8,7 @@ Both talk to a running gateway through the client (`LOREGATE_URL`, `LOREGATE_API
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -17,7 +17,9 @@ from rich.table import Table
 from api.cli.commands._common import JsonOption, KeyOption, UrlOption, console
 from api.cli.commands._common import api_client as _client
 from api.cli.commands._common import print_json as _print_json
-from api.schemas.working_memory import WorkingMemoryPublic
+
+if TYPE_CHECKING:  # the help stays light: the schema loads with the command that shows it
+    from api.schemas.working_memory import WorkingMemoryPublic
 
 __all__ = ["register", "history", "working_memory", "stats"]
 

@@ -11,7 +11,7 @@ orchestrators may not (api/services/erasure.py).
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -20,7 +20,9 @@ from rich.table import Table
 from api.cli.commands._common import JsonOption, KeyOption, UrlOption, console
 from api.cli.commands._common import api_client as _client
 from api.cli.commands._common import print_json as _print_json
-from api.schemas.erasure import ErasurePublic
+
+if TYPE_CHECKING:
+    from api.schemas.erasure import ErasurePublic
 
 __all__ = ["register", "forget_memory", "forget_task", "forget_subject", "forget_compact"]
 

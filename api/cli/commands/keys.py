@@ -5,14 +5,16 @@ A key is shown once, at creation; only its hash is stored, listings show its pub
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from api.cli.commands._common import console, database, fail, in_transaction, load_settings
 from governance.scopes import ActorType
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncConnection
 
 __all__ = ["register", "keys_app", "principals_app"]
 

@@ -11,7 +11,7 @@ starts one now, instead of waiting for the importance threshold or the nightly s
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -20,8 +20,10 @@ from rich.table import Table
 from api.cli.commands._common import JsonOption, KeyOption, UrlOption, console, fail
 from api.cli.commands._common import api_client as _client
 from api.cli.commands._common import print_json as _print_json
-from api.schemas.learning import BugPatternPublic
 from governance.trust import RuleOutcome
+
+if TYPE_CHECKING:
+    from api.schemas.learning import BugPatternPublic
 
 __all__ = ["register", "match", "observe", "candidates", "list_reflections", "start_reflection"]
 

@@ -8,7 +8,7 @@ at once and each memory's outcome is printed. `--json` prints the gateway's answ
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 from rich.markup import escape
@@ -17,7 +17,9 @@ from rich.table import Table
 from api.cli.commands._common import api_client as _client
 from api.cli.commands._common import console
 from api.cli.commands._common import print_json as _print_json
-from api.schemas.change_requests import ChangeRequestPublic
+
+if TYPE_CHECKING:
+    from api.schemas.change_requests import ChangeRequestPublic
 
 __all__ = ["register", "lift", "print_lift_items"]
 

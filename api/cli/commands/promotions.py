@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -18,11 +18,17 @@ from rich.text import Text
 from api.cli.commands._common import JsonOption, KeyOption, UrlOption, console, fail
 from api.cli.commands._common import api_client as _client
 from api.cli.commands._common import print_json as _print_json
-from api.schemas.promotions import DiffOpPublic, PlanEntryPublic
+from api.cli.commands.batch import decide_batch
+
+if TYPE_CHECKING:
+    from api.schemas.promotions import DiffOpPublic, PlanEntryPublic
 
 __all__ = ["register", "promote", "verify", "approve", "reject", "promotion", "promotions"]
 
 TaskArgument = Annotated[str, typer.Argument(help="The task whose promotion this is.")]
+TasksArgument = Annotated[
+    list[str], typer.Argument(help="The task whose promotion this is; several decide each on its own.")
+]
 NoteOption = Annotated[str | None, typer.Option("--note", "-n", help="Why; kept with the decision.")]
 SOURCES = "tests_passed, pr_merged, human_approved or repeated_success"
 
@@ -84,8 +90,12 @@ def verify(
 
 
 def _decide(
-    decision: str, task: str, note: str | None, url: str | None, api_key: str | None, as_json: bool
+    decision: str, tasks: list[str], note: str | None, url: str | None, api_key: str | None, as_json: bool
 ) -> None:
+    if len(tasks) > 1:
+        decide_batch(decision, promotions=tasks, note=note, url=url, api_key=api_key, as_json=as_json)
+        return
+    task = tasks[0]
     with _client(url, api_key) as client:
         answer = client.approve(task, note) if decision == "approve" else client.reject(task, note)
     if as_json:
@@ -96,25 +106,31 @@ def _decide(
 
 
 def approve(
-    task: TaskArgument,
+    tasks: TasksArgument,
     note: NoteOption = None,
     url: UrlOption = None,
     api_key: KeyOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Approve a promotion awaiting approval, as the owner of the API key; it then publishes."""
-    _decide("approve", task, note, url, api_key, as_json)
+    """Approve promotions awaiting approval, as the owner of the API key; they then publish.
+
+    Several tasks are decided in one action, each checked on its own (exit code 1 if any was refused).
+    """
+    _decide("approve", tasks, note, url, api_key, as_json)
 
 
 def reject(
-    task: TaskArgument,
+    tasks: TasksArgument,
     note: NoteOption = None,
     url: UrlOption = None,
     api_key: KeyOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Reject a promotion awaiting approval, as the owner of the API key; nothing is published."""
-    _decide("reject", task, note, url, api_key, as_json)
+    """Reject promotions awaiting approval, as the owner of the API key; nothing of them is published.
+
+    Several tasks are decided in one action, each checked on its own (exit code 1 if any was refused).
+    """
+    _decide("reject", tasks, note, url, api_key, as_json)
 
 
 def _plan_table(plan: list[PlanEntryPublic]) -> Table:
@@ -290,6 +306,9 @@ def promotions(
     pending: Annotated[bool, typer.Option("--pending", help="Only those awaiting approval.")] = False,
     state: Annotated[str | None, typer.Option("--state", help="Only those in this state.")] = None,
     limit: Annotated[int | None, typer.Option("--limit", min=1, max=1000, help="At most this many.")] = None,
+    ids: Annotated[
+        bool, typer.Option("--ids", help="Only the task ids, one a line (e.g. for `approve $(…)`).")
+    ] = False,
     url: UrlOption = None,
     api_key: KeyOption = None,
     as_json: JsonOption = False,
@@ -301,6 +320,10 @@ def promotions(
         answer = client.promotions(state="awaiting_approval" if pending else state, limit=limit)
     if as_json:
         _print_json(answer)
+        return
+    if ids:
+        for row in answer.promotions:
+            print(row.task_id)
         return
     rows = answer.promotions
     if not rows:

@@ -8,7 +8,7 @@ answer unchanged, for scripts.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -18,7 +18,9 @@ from rich.table import Table
 from api.cli.commands._common import JsonOption, KeyOption, UrlOption, console
 from api.cli.commands._common import api_client as _client
 from api.cli.commands._common import print_json as _print_json
-from api.schemas.search import CompactResultPublic, MemoryDetailPublic, SearchResultPublic
+
+if TYPE_CHECKING:
+    from api.schemas.search import CompactResultPublic, MemoryDetailPublic, SearchResultPublic
 
 __all__ = ["register", "search", "show", "context"]
 
@@ -64,6 +66,8 @@ def search(
         ("imp", "right"),
     ):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    from api.schemas.search import SearchResultPublic
+
     results: Sequence[SearchResultPublic | CompactResultPublic] = answer.results
     for rank, hit in enumerate(results, start=1):
         # a compact result has no scope and no score parts

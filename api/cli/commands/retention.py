@@ -10,17 +10,18 @@ lists the same choice and changes nothing. Staging has its own command (`loregat
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import asdict
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
 from api.cli.commands._common import console, database, friendly_errors, load_settings, print_json
-from governance.config import Settings
+
+if TYPE_CHECKING:
+    from governance.config import Settings
 
 __all__ = ["register", "retention_app", "run"]
 
@@ -99,6 +100,8 @@ def run(dry_run: DryRun = False, org: Orgs = None, as_json: JsonOption = False) 
     """Decay, expire and prune published memory now (or with --dry-run, list what would change)."""
     settings = load_settings()
     with database(settings, quiet=as_json) as url, friendly_errors():
+        import asyncio
+
         asyncio.run(_run(settings, url, dry_run=dry_run, orgs=org or None, as_json=as_json))
 
 

@@ -6,7 +6,6 @@ LOREGATE_DATABASE_URL, or attach to (or start) the embedded database under the d
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 from typing import TYPE_CHECKING, Annotated
@@ -14,10 +13,13 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from api.cli.commands._common import database, err_console, friendly_errors, load_settings
-from governance.config import Settings
 
 if TYPE_CHECKING:
+    import asyncio
+
     from fastapi import FastAPI
+
+    from governance.config import Settings
 
 __all__ = ["register", "serve", "worker", "gateway_app"]
 
@@ -29,6 +31,7 @@ def gateway_app() -> FastAPI:
     several workers share that port as they share the HTTP one.
     """
     from api.http.app import create_app
+    from governance.config import Settings
 
     settings = Settings()
     return create_app(settings, grpc_port=settings.grpc_port or None)
@@ -74,6 +77,8 @@ def serve(
 
 def _stop_on_signals() -> asyncio.Event:
     """An event set by SIGTERM or SIGINT, so a long-running command can shut down in order."""
+    import asyncio
+
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -92,6 +97,8 @@ async def _run_until_signalled(settings: Settings) -> None:
 def worker() -> None:
     """Run a Temporal worker for the promotion and retention workflows."""
     settings = load_settings()
+    import asyncio
+
     with database(settings) as url, friendly_errors():
         asyncio.run(_run_until_signalled(settings.model_copy(update={"database_url": url})))
 

@@ -5,12 +5,14 @@
 
 from __future__ import annotations
 
-import asyncio
+from typing import TYPE_CHECKING
 
 import typer
 
 from api.cli.commands._common import console, fail, load_settings
-from governance.config import Settings
+
+if TYPE_CHECKING:
+    from governance.config import Settings
 
 __all__ = ["register", "schedules_app", "apply_all"]
 
@@ -31,6 +33,8 @@ def apply() -> None:
     """Create or update the schedules in the configured Temporal namespace."""
     settings = load_settings()
     try:
+        import asyncio
+
         asyncio.run(apply_all(settings))
     except RuntimeError as exc:  # the SDK's connection failure
         address = settings.temporal_address or f"127.0.0.1:{settings.temporal_port}"

@@ -8,15 +8,16 @@ days ago to the archive directory, each chunk with its STAGING_ARCHIVED event.
 
 from __future__ import annotations
 
-import asyncio
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from api.cli.commands._common import console, database, friendly_errors, load_settings
-from governance.config import Settings
+
+if TYPE_CHECKING:
+    from governance.config import Settings
 
 __all__ = ["register", "staging_app", "archive"]
 
@@ -80,6 +81,8 @@ def archive(
     settings = load_settings(staging_archive_dir=archive_dir)
     days = after_days or settings.staging_archive_after_days
     with database(settings) as url, friendly_errors():
+        import asyncio
+
         asyncio.run(_archive(settings, url, dry_run=dry_run, after_days=days, orgs=org or None))
 
 

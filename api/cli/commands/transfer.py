@@ -21,7 +21,6 @@ import typer
 
 from api.cli.commands._common import KeyOption, UrlOption, console, err_console, fail
 from api.cli.commands._common import print_json as _print_json
-from api.schemas.transfer import ImportPublic
 
 __all__ = ["register", "export", "import_"]
 
@@ -168,6 +167,8 @@ def import_(
         )
         if response.status_code >= 400:
             raise _Refused(response)
+    from api.schemas.transfer import ImportPublic
+
     answer = ImportPublic.model_validate(response.json())
     if as_json:
         _print_json(answer)

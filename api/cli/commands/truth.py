@@ -9,7 +9,7 @@ newest first, a page at a time (`--cursor` takes the `next` the previous page pr
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -18,7 +18,9 @@ from rich.table import Table
 from api.cli.commands._common import JsonOption, KeyOption, UrlOption, console
 from api.cli.commands._common import api_client as _client
 from api.cli.commands._common import print_json as _print_json
-from api.schemas.events import EventPublic
+
+if TYPE_CHECKING:
+    from api.schemas.events import EventPublic
 
 __all__ = ["register", "review", "confirm", "events"]
 

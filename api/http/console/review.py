@@ -1,4 +1,4 @@
-"""The console's change requests and audit trail: decide a proposed change, read what happened.
+"""The console's change requests, batch decisions and audit trail: decide, read what happened.
 
 As in routes.py, each handler calls the same use case as the matching API route, as the session's
 principal (`POST /console/changes/{id}/approve` is `POST /v1/change-requests/{id}/approve`), and every POST
@@ -14,12 +14,15 @@ from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Form, Path, Query, Request
 from fastapi.responses import HTMLResponse, Response
+from pydantic import ValidationError
 
+from api.errors import validation_detail
 from api.http.console.pages import PREFIX, ConsoleRoute, render
 from api.http.console.routes import CheckedSession, Session, decision_note, see_other, workflow_url
 from api.http.deps import Resources
+from api.schemas.decisions import BatchDecisionIn
 from api.schemas.events import MAX_EVENTS_PAGE
-from api.services import change_requests, events
+from api.services import change_requests, decisions, events
 from governance.errors import InvalidInput
 from governance.storage.events import EventType
 from governance.word_diff import word_diff
@@ -80,6 +83,31 @@ async def reject_change(
 ) -> Response:
     """Reject as the session's principal; the memory stays as it is."""
     return await _decide(resources, session, request_id, "reject", note)
+
+
+@router.post("/decisions", response_class=HTMLResponse)
+async def decide_selected(
+    request: Request,
+    resources: Resources,
+    session: CheckedSession,
+    decision: Annotated[str, Form()] = "",
+    note: Annotated[str, Form()] = "",
+    promotion: Annotated[list[str] | None, Form()] = None,
+    change: Annotated[list[str] | None, Form()] = None,
+) -> Response:
+    """The selected promotions and change requests decided in one action (POST /v1/decisions), each on its
+    own; the page lists every item's outcome."""
+    try:
+        body = BatchDecisionIn(
+            decision=decision,  # type: ignore[arg-type]  # checked by the model: approve or reject
+            note=note,
+            promotions=promotion or [],
+            change_requests=change or [],
+        )
+    except ValidationError as exc:
+        raise InvalidInput(validation_detail(exc.errors())) from None
+    outcome = await decisions.decide_batch(resources, session.principal, body)
+    return render(request, "decisions.html", outcome=outcome)
 
 
 def _when(value: str | None, name: str) -> datetime | None:

