@@ -38,7 +38,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ["Finding", "QuarantinedItem", "approval_scope", "scan", "quarantine_reason", "REASON_LIMIT"]
+from governance.instruction_exemplars import SIMILARITY_CUT
+
+__all__ = [
+    "Finding",
+    "QuarantinedItem",
+    "approval_scope",
+    "scan",
+    "resemblance_finding",
+    "quarantine_reason",
+    "REASON_LIMIT",
+]
 
 # the stored reason is short: labels, never the matched text (it is shown in Temporal's details)
 REASON_LIMIT = 300
@@ -485,9 +495,24 @@ def scan(text: str) -> list[Finding]:
     return list(found.values())
 
 
-def quarantine_reason(*texts: str) -> str | None:
-    """Why a candidate (its title, content...) must wait for a human, or None: labels only, never the text."""
+def resemblance_finding(similarity: float | None) -> Finding | None:
+    """A finding when the candidate's embedding is as close to a known injection as the cut says
+    (`governance.instruction_exemplars`); None when it is not, or when no similarity was measured."""
+    if similarity is None or similarity < SIMILARITY_CUT:
+        return None
+    return Finding("resembles-injection", "resembles a known injection")
+
+
+def quarantine_reason(*texts: str, resemblance: float | None = None) -> str | None:
+    """Why a candidate (its title, content...) must wait for a human, or None: labels only, never the text.
+
+    `resemblance` is the cosine of the candidate's embedding to its nearest known injection, where the
+    caller measured it with the embedder the cut belongs to (`governance.instruction_exemplars`).
+    """
     findings: dict[str, Finding] = {}
+    close = resemblance_finding(resemblance)
+    if close is not None:
+        findings[close.rule] = close
     for text in texts:
         for finding in scan(text):
             findings.setdefault(finding.rule, finding)

@@ -30,6 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from governance.instruction_exemplars import EXEMPLAR_EMBEDDER, exemplar_texts, nearest_exemplar
 from governance.instructions import quarantine_reason
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -146,24 +147,48 @@ def baseline_recall(attacks: list[Attack]) -> float:
     return sum(bool(BASELINE.search(m)) for m in memories) / len(memories) if memories else 0.0
 
 
-def flagged(texts: Iterable[str]) -> list[tuple[str, str]]:
-    return [(t, r) for t in texts if (r := quarantine_reason(t)) is not None]
+# each scanned text's cosine to its nearest known injection, filled by `measure_resemblance` (the plan
+# measures it on the candidate's embedding); empty: the rules alone
+RESEMBLANCE: dict[str, float] = {}
 
 
-def recall(attacks: list[Attack]) -> float:
+def measure_resemblance(texts: list[str]) -> str:
+    """Embed every text and the exemplars with the configured embedder, as the plan does; its model id."""
+    from governance.adapters.embedders import make_embedder
+    from governance.config import Settings
+
+    embedder = make_embedder(Settings())
+    if embedder.model_id != EXEMPLAR_EMBEDDER:
+        return f"{embedder.model_id} (uncalibrated: rules alone)"
+    exemplars = embedder.embed_passages(exemplar_texts())
+    unique = sorted(set(texts))
+    vectors = embedder.embed_passages(unique)
+    RESEMBLANCE.update({t: nearest_exemplar(v, exemplars) for t, v in zip(unique, vectors, strict=True)})
+    return str(embedder.model_id)
+
+
+def flagged(texts: Iterable[str], *, rules_only: bool = False) -> list[tuple[str, str]]:
+    return [
+        (t, r)
+        for t in texts
+        if (r := quarantine_reason(t, resemblance=None if rules_only else RESEMBLANCE.get(t))) is not None
+    ]
+
+
+def recall(attacks: list[Attack], *, rules_only: bool = False) -> float:
     memories = [m for a in attacks for m in as_memories(a.text)]
-    return len(flagged(memories)) / len(memories) if memories else 0.0
+    return len(flagged(memories, rules_only=rules_only)) / len(memories) if memories else 0.0
 
 
 def table(attacks: list[Attack], benign: list[str]) -> tuple[list[str], float, float, float]:
-    lines = [f"{'set':<10} {'category':<38} {'n':>4} {'quarantined':>12} {'baseline':>9}"]
+    lines = [f"{'set':<10} {'category':<38} {'n':>4} {'quarantined':>12} {'rules':>7} {'baseline':>9}"]
     for held in (True, False):
         for category in sorted({a.category for a in attacks if a.held_out is held}):
             group = [a for a in attacks if a.category == category]
             n = 2 * len(group)
             lines.append(
                 f"{'held-out' if held else 'tune':<10} {category:<38} {n:>4} {recall(group):>12.3f} "
-                f"{baseline_recall(group):>9.3f}"
+                f"{recall(group, rules_only=True):>7.3f} {baseline_recall(group):>9.3f}"
             )
     held_recall = recall([a for a in attacks if a.held_out])
     tune_recall = recall([a for a in attacks if not a.held_out])
@@ -178,10 +203,16 @@ def main() -> None:
     )
     parser.add_argument("--bipia", type=Path, default=DEFAULT_BIPIA)
     parser.add_argument("--benign", type=Path, default=DEFAULT_BENIGN)
+    parser.add_argument("--rules-only", action="store_true", help="no embedding: the rules alone")
     args = parser.parse_args()
     attacks = load_attacks(args.bipia)
     benign = load_benign(args.benign)
     commands = load_cheat_commands()
+    if not args.rules_only:
+        embedding = time.perf_counter()
+        texts = [m for a in attacks for m in as_memories(a.text)] + benign + commands
+        model = measure_resemblance(texts)
+        print(f"embedder {model}: {len(texts)} texts in {time.perf_counter() - embedding:.0f} s")
     started = time.perf_counter()
     lines, held_recall, tune_recall, fpr = table(attacks, benign)
     flagged_commands = flagged(commands)
@@ -194,6 +225,8 @@ def main() -> None:
     print(
         f"held-out attack recall   {held_recall:.3f}  (target >= {TARGET_RECALL}; baseline {held_base:.3f})"
     )
+    held = [a for a in attacks if a.held_out]
+    print(f"held-out, rules alone    {recall(held, rules_only=True):.3f}")
     print(f"tune attack recall       {tune_recall:.3f}")
     print(
         f"benign false positives   {fpr:.4f}  ({round(fpr * len(benign))} of {len(benign)}; target <= {TARGET_FPR})"
@@ -203,6 +236,9 @@ def main() -> None:
         f"cheat-sheet commands     {commands_fpr:.4f}  ({len(flagged_commands)} of {len(commands)} flagged; target <= {TARGET_FPR})"
     )
     print(f"scan time                {1000 * elapsed / scanned:.2f} ms per text ({scanned} texts)")
+    rules_fpr = len(flagged(benign, rules_only=True)) / len(benign)
+    rules_cmd = len(flagged(commands, rules_only=True)) / len(commands)
+    print(f"rules alone: benign {rules_fpr:.4f}, cheat-sheet commands {rules_cmd:.4f}")
     print(f"baseline benign false positives {base_fpr:.4f}")
     for text, reason in flagged(benign) + flagged_commands:
         print(f"  flagged benign: {text[:100]!r} -> {reason}")

