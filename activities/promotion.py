@@ -38,6 +38,7 @@ from governance.cognify import (
 from governance.config import Settings
 from governance.dedup import Decision, classify, content_hash
 from governance.errors import InvalidInput, NotFound
+from governance.instruction_exemplars import EXEMPLAR_EMBEDDER, exemplar_texts, nearest_exemplar
 from governance.instructions import QuarantinedItem, quarantine_reason
 from governance.operations.publishing import publish_candidate
 from governance.publication import NearbyMemory, PlanItem, PublishedMemory
@@ -406,6 +407,9 @@ class PromotionActivities:
     ) -> None:
         self._engine = engine
         self._embedder = embedder
+        # known injections' vectors, embedded once per worker where the embedder is the one they were
+        # calibrated with (governance/instruction_exemplars.py)
+        self._exemplars: Any = None
         self._plan_chunk = max(1, plan_chunk)
         self._authorizer = authorizer
         self._settings = settings
@@ -615,9 +619,12 @@ class PromotionActivities:
         async with self._engine.connect() as conn:
             candidates = await load_candidates(conn, key, chunk)
         vectors = await self._vectors([c.content for c in candidates], progress)
+        resemblances = await self._resemblances(vectors)
         items: list[PlannedItem] = []
         async with self._engine.connect() as conn:
-            for offset, (candidate, vector) in enumerate(zip(candidates, vectors, strict=True)):
+            for offset, (candidate, vector, resemblance) in enumerate(
+                zip(candidates, vectors, resemblances, strict=True)
+            ):
                 digest = content_hash(candidate.content)
                 same = (text_digest(candidate.content), candidate.canonical_key, candidate.memory_type)
                 decision = decided.get(same) or await self._decide(data, conn, candidate, digest, vector)
@@ -632,11 +639,21 @@ class PromotionActivities:
                         reason=decision.reason,
                         content_hash=digest,
                         embedding=vector,
-                        quarantine=quarantine_reason(candidate.title, candidate.content)
+                        quarantine=quarantine_reason(
+                            candidate.title, candidate.content, resemblance=resemblance
+                        )
                         or await _rule_proposal(conn, candidate, data.scope_key),
                     )
                 )
         return items
+
+    async def _resemblances(self, vectors: list[list[float]]) -> list[float | None]:
+        """Each candidate's cosine to its nearest known injection; None with an uncalibrated embedder."""
+        if self._embedder.model_id != EXEMPLAR_EMBEDDER:
+            return [None] * len(vectors)
+        if self._exemplars is None:
+            self._exemplars = await embed_passages_async(self._embedder, exemplar_texts())
+        return [nearest_exemplar(v, self._exemplars) for v in vectors]
 
     async def _decide(
         self,

@@ -38,7 +38,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ["Finding", "QuarantinedItem", "approval_scope", "scan", "quarantine_reason", "REASON_LIMIT"]
+from governance.instruction_exemplars import SIMILARITY_CUT
+
+__all__ = [
+    "Finding",
+    "QuarantinedItem",
+    "approval_scope",
+    "scan",
+    "resemblance_finding",
+    "quarantine_reason",
+    "REASON_LIMIT",
+]
 
 # the stored reason is short: labels, never the matched text (it is shown in Temporal's details)
 REASON_LIMIT = 300
@@ -102,7 +112,12 @@ _INSERT_VERBS = (
     r"|assimilate|put|place|paste|copy|apply|adopt|weave|implement|inject|combine|mix|plug)"
 )
 _SNIPPET = (
-    r"(?:code|snippet|block|excerpt|section|fragment|lines?|script|function|segment|piece|chunk|routine)"
+    r"(?:code|snippet|block|excerpt|section|fragment|lines?|script|function|segment|piece|chunk|routine"
+    r"|passage|sample|extract|portion|bit|part|listing|program|sequence|statements?|construct|implementation)"
+)
+_YOUR_WORK = (
+    r"(?:code|codebase|solution|implementation|algorithm|program|script|project|logic|work|elucidation"
+    r"|explanation|answer|response|reply|application|app|software|function|module|system|approach|submission)"
 )
 _OUTPUT = r"(?:answers?|responses?|repl(?:y|ies)|outputs?|messages?|texts?|write-?ups?|summar(?:y|ies)|explanations?)"
 _OVERRIDE_TARGET = (
@@ -114,6 +129,10 @@ _ASSISTANT_REQUEST = (
     r"|generate|produce|craft|tell|give|list|outline|recommend|suggest|teach|show|name|provide|share|define"
     r"|compare|discuss|analy[sz]e|elaborate|illustrate|plan|design|brainstorm|invent|imagine|sing|convert)"
 )
+# where a request to the reader may start: the text's start, a sentence or a clause (after , ; : or a
+# list bullet), or after "also" / "then" ("Retry once; also explain ..."): an injection rarely opens the
+# memory it hides in
+_CLAUSE = r"(?:^\s*|[.!?:;,]\s+|\n[ \t]*(?:[-*\u2022][ \t]+|\d+[.)][ \t]+)?|\b(?:also|then|next|afterwards)[,:]?\s+)(?:(?:and|but|so)\s+)?"
 _CONTENT_NOUNS = (
     r"(?:poem|story|essay|letter|speech|song|lyrics|joke|ad|advert(?:isement)?|slogan|tweet|blog\s+post|review"
     r"|recipe|haiku|limerick|introduction|headline|novel|book|movie|film|restaurant|product|diet|workout"
@@ -208,6 +227,9 @@ _RULES: list[tuple[str, str, _Search]] = [
         "cryptocurrency mining",
         _rx(
             r"xmrig|stratum\+tcp|\bminerd\b|cpuminer|nicehash|cryptonight|coinhive|\bminer_url\b|mining[_ ](?:program|software|pool|script|binary)|(?:crypto|bitcoin|monero)[- ]?min(?:er|ing)"
+            r"|\bhashrate\b|proof[- ]of[- ]work|ethminer|ccminer|bfgminer|cgminer"
+            r"|(?:coin|crypto|bitcoin|btc|monero|xmr|ethereum|blockchain)\w*.{0,300}\bmin(?:e|er|ing)\b|\bmin(?:e|er|ing)\b.{0,300}(?:coin|crypto|bitcoin|monero|ethereum|blockchain|hashrate|nonce)"
+            r"|\bnonce\b.{0,300}(?:sha256|difficulty)|(?:sha256|difficulty).{0,300}\bnonce\b"
         ),
     ),
     (
@@ -229,6 +251,8 @@ _RULES: list[tuple[str, str, _Search]] = [
         "code that spreads to other machines",
         _rx(
             r"(?:paramiko|ssh)[^\n]{0,300}(?:exec_command|sftp|put\()|bluetooth[^\n]{0,300}(?:send|connect)|(?:copy|spread|propagate|replicate)\w*\s+(?:itself|\w+\s+)?to\s+(?:all|every|other|nearby)\s+(?:hosts|machines|devices|computers)|arp\s+-a[^\n]{0,200}(?:scp|ssh|send)|net\s+use\s+\\\\|smbclient"
+            r"|range\(\s*1\s*,\s*25[456]\s*\).{0,300}(?:connect|ssh|scp|sendall|paramiko)|shutil\.copy\w*\(\s*(?:__file__|sys\.argv\[0\])"
+            r"|(?:__file__|sys\.argv\[0\]).{0,300}(?:scp|sftp|\.put\(|upload|exec_command)|self[- ]?replicat|\bworm\b|psexec|wmic\s+/node|impacket"
         ),
     ),
     (
@@ -253,6 +277,8 @@ _RULES: list[tuple[str, str, _Search]] = [
             rf"\b{_INSERT_VERBS}\w*\b[^\n.]{{0,80}}\b(?:following|below|subsequent|this|these|given|above|next)\s+(?:\w+\s+){{0,2}}{_SNIPPET}\b"
             rf"|\b(?:following|below|subsequent)\s+(?:\w+\s+){{0,2}}{_SNIPPET}\b[^\n]{{0,120}}\b(?:into|in|within|to|as\s+part\s+of)\s+(?:the\s+\w+\s+of\s+)?(?:your|the)\s+(?:code|solution|implementation|codebase|algorithm|program|script|response|answer|project|logic|work)"
             rf"|\byour\s+code\s+should\s+(?:embody|contain|include)"
+            rf"|\b{_INSERT_VERBS}\w*\b[^`]{{0,160}}\byour\s+(?:\w+\s+)?{_YOUR_WORK}\b[^`]{{0,80}}```"
+            rf"|```[^`]{{0,4000}}```[^`]{{0,40}}\b{_INSERT_VERBS}\w*\b[^`]{{0,160}}\byour\s+(?:\w+\s+)?{_YOUR_WORK}\b"
         ),
     ),
     (
@@ -298,11 +324,16 @@ _RULES: list[tuple[str, str, _Search]] = [
         "hijacks-task",
         "asks the reader for something other than its task",
         _rx(
-            rf"(?:^|[.!?:]\s+|\n)\s*(?:please\s+|now\s+|also\s+|then\s+)?{_ASSISTANT_REQUEST}\s+(?:me\s+|us\s+)?(?:\w+\s+){{0,3}}{_CONTENT_NOUNS}s?\b"
-            rf"|(?:^|[.!?]\s+|\n)\s*(?:please\s+)?(?:explain|describe|summari[sz]e|translate|paraphrase|teach\s+me|tell\s+me)\b"
-            r"|(?:^|[.!?]\s+|\n)\s*(?:can|could|would|will)\s+you\b"
-            r"|(?:^|[.!?]\s+|\n)\s*(?:please\s+)?(?:provide|give|show|write)\s+(?:me\s+|us\s+)?(?:an?|some)\s+(?:\w+\s+){0,2}(?:examples?|overview|explanation|tutorial|guide)\s+(?:of|on|about|for)\s+(?:how|what|why|the)\b"
+            rf"{_CLAUSE}(?:please\s+|now\s+|also\s+|then\s+)?{_ASSISTANT_REQUEST}\s+(?:me\s+|us\s+)?(?:\w+\s+){{0,3}}{_CONTENT_NOUNS}s?\b"
+            rf"|{_CLAUSE}(?:please\s+)?(?:explain|describe|summari[sz]e|translate|paraphrase|teach\s+me|tell\s+me)\b"
+            rf"|{_CLAUSE}(?:can|could|would|will)\s+you\b"
+            rf"|{_CLAUSE}(?:please\s+)?(?:provide|give|show|write)\s+(?:me\s+|us\s+)?(?:an?|some)\s+(?:\w+\s+){{0,2}}(?:examples?|overview|explanation|tutorial|guide)\s+(?:of|on|about|for)\s+(?:how|what|why|the)\b"
+            rf"|{_CLAUSE}(?:what|who|whom|whose|which|where|when|why|how)\s+(?:is|are|was|were|do|does|did|can|could|would|should|will|wrote|made|invented|discovered|happened|causes?|caused)\b[^.!?\n]{{3,200}}\?"
             r"|^\s*(?:what|who|whom|whose|which|where|when|why|how)\b[^\n]{3,200}\?\s*$"
+            rf"|{_CLAUSE}(?:please\s+)?(?:help\s+me|teach\s+(?:me|us)|walk\s+(?:me|us)\s+through|guide\s+(?:me|us)|quiz\s+(?:me|us)|test\s+my|let'?s(?!\s+(?:say|assume|suppose))|let\s+us(?!\s+(?:say|assume|suppose))"
+            r"|i\s+(?:want|need|would\s+like|'d\s+like)\s+(?:you\s+)?to|act\s+as|pretend|imagine\s+(?:you|that\s+you)|role-?play|greet|say\s+(?:hi|hello)"
+            r"|ask\s+(?:the\s+user|me|them|us)|tell\s+(?:me|us|the\s+user|them)|share\s+(?:your|a|some)\s|chat\s+(?:with|about)|talk\s+(?:to\s+me\s+)?about)\b"
+            r"|\btranslat\w*\b[^\n]{0,80}\b(?:into|to|in)\s+(?:french|spanish|german|italian|portuguese|chinese|mandarin|japanese|korean|russian|arabic|hindi|dutch|swedish|greek|latin|pig\s+latin|another\s+language|a\s+(?:different|foreign)\s+language)\b"
             r"|\brecommend\s+(?:me\s+)?(?:a|an|some|your\s+favou?rite)\s+(?:good\s+)?(?:book|movie|film|song|restaurant|product|brand|vpn|app)"
             r"|\bwrite\s+an?\s+(?:ad|advert|advertisement|promo|promotion|commercial|sales\s+pitch)\b"
             r"|\b(?:encourag|urg|invit|persuad|remind|ask|tell|convinc)\w*\s+(?:the\s+)?(?:users?|readers?|people|visitors|customers|everyone)\s+to\b"
@@ -464,9 +495,24 @@ def scan(text: str) -> list[Finding]:
     return list(found.values())
 
 
-def quarantine_reason(*texts: str) -> str | None:
-    """Why a candidate (its title, content...) must wait for a human, or None: labels only, never the text."""
+def resemblance_finding(similarity: float | None) -> Finding | None:
+    """A finding when the candidate's embedding is as close to a known injection as the cut says
+    (`governance.instruction_exemplars`); None when it is not, or when no similarity was measured."""
+    if similarity is None or similarity < SIMILARITY_CUT:
+        return None
+    return Finding("resembles-injection", "resembles a known injection")
+
+
+def quarantine_reason(*texts: str, resemblance: float | None = None) -> str | None:
+    """Why a candidate (its title, content...) must wait for a human, or None: labels only, never the text.
+
+    `resemblance` is the cosine of the candidate's embedding to its nearest known injection, where the
+    caller measured it with the embedder the cut belongs to (`governance.instruction_exemplars`).
+    """
     findings: dict[str, Finding] = {}
+    close = resemblance_finding(resemblance)
+    if close is not None:
+        findings[close.rule] = close
     for text in texts:
         for finding in scan(text):
             findings.setdefault(finding.rule, finding)
