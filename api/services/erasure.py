@@ -40,6 +40,7 @@ from api.services.gateway import GatewayResources, authorize_memory, authorized_
 from governance.errors import NotFound, Unavailable
 from governance.identity import Principal
 from governance.scopes import Scope
+from governance.staging import public_task_id
 from governance.staging_archive import ArchivedEntry, decode_chunk, encode_chunk, holds
 from governance.storage.derivations import mark_derived_stale
 from governance.storage.erasure import (
@@ -93,7 +94,7 @@ async def erase_task(
     """Erase a task's staging, its promotion plans, and the memories derived only from it."""
     task = await authorized_task(state, principal, task_id, ERASE_ACTION, Scope.TASK)
     async with state.engine.connect() as conn:
-        found = await task_erasure_set(conn, task_id)
+        found = await task_erasure_set(conn, task.id)
     tenant = (task.org, task.project, Scope.TASK.value)
     return await _run(state, principal, "task", found, tenant, dry_run=dry_run)
 
@@ -321,7 +322,11 @@ def _public(
         ],
         staging_entries=[
             ErasedEntryPublic(
-                id=e.id, task_id=e.task_id, seq=e.seq, kind=e.kind, content_sha256=e.content_sha256
+                id=e.id,
+                task_id=public_task_id(e.task_id),
+                seq=e.seq,
+                kind=e.kind,
+                content_sha256=e.content_sha256,
             )
             for e in found.entries
         ],

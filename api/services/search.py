@@ -28,6 +28,7 @@ from governance.errors import InvalidInput
 from governance.identity import Principal
 from governance.redaction import redact, redact_json
 from governance.scopes import Scope, scope_key
+from governance.staging import public_task_id
 from governance.storage.retrieval import SearchHit, get_memory
 from governance.storage.staging import get_tasks
 
@@ -183,7 +184,15 @@ async def show_memory(state: GatewayResources, principal: Principal, ref: str) -
             principal, org=task.org, project=task.project, scope=Scope.TASK, action="read"
         )
     }
-    provenance = [provenance_entry(entry, raw=entry["task_id"] in readable) for entry in detail.provenance]
+    provenance = [
+        {
+            **provenance_entry(entry, raw=entry["task_id"] in readable),
+            "task_id": public_task_id(entry["task_id"]),
+        }
+        for entry in detail.provenance
+    ]
+    # tasks by the ids their tenant gave them (the keys stay inside; governance/staging.task_key)
+    memory = {**memory, "source_task_ids": [public_task_id(t) for t in memory["source_task_ids"] or []]}
     return MemoryPublic.model_validate(
         {"memory": memory, "provenance": provenance, "history": detail.history}
     )

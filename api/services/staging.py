@@ -7,6 +7,7 @@ nothing from validation errors.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from datetime import UTC, datetime
 
@@ -34,8 +35,8 @@ __all__ = ["task_public", "open_task", "show_task", "append_entries", "list_entr
 
 
 def task_public(task: TaskInfo) -> TaskPublic:
-    """A task as the API shows it."""
-    return TaskPublic.model_validate(task, from_attributes=True)
+    """A task as the API shows it: by the id its tenant gave it (its key stays inside)."""
+    return TaskPublic.model_validate({**dataclasses.asdict(task), "task_id": task.public_id})
 
 
 async def open_task(
@@ -90,7 +91,7 @@ async def append_entries(
     ENTRIES_APPENDED.inc(len(results) - replayed)
     ENTRIES_REPLAYED.inc(replayed)
     return EntriesAck(
-        task_id=task.id, entries=[EntryAck(id=r.id, seq=r.seq, replayed=r.replayed) for r in results]
+        task_id=task.public_id, entries=[EntryAck(id=r.id, seq=r.seq, replayed=r.replayed) for r in results]
     )
 
 
@@ -101,5 +102,7 @@ async def list_entries(state: GatewayResources, task: TaskInfo, *, after_seq: in
         rows = await staging.read_entries(conn, task.id, after_seq=after_seq, limit=limit)
     entries = [EntryPublic.model_validate(r, from_attributes=True) for r in rows]
     return EntriesPage(
-        task_id=task.id, entries=entries, next_after_seq=entries[-1].seq if len(entries) == limit else None
+        task_id=task.public_id,
+        entries=entries,
+        next_after_seq=entries[-1].seq if len(entries) == limit else None,
     )
