@@ -234,3 +234,41 @@ async def test_tenant_task_ids_grpc_two_orgs_open_append_and_read_their_own(
             )
             assert json.loads(found.json)["valid"] is True
             assert await _entries_in_db(engine, task_key(team["agent"].principal.org, task_id)) == [text]
+
+
+# Which task `GET /v1/tasks/{id}` answers with, when orgs A and B both hold a task of that id (project p
+# of each) and org C holds none: (caller, its org, its project, admin?) → the org whose task it reads, or
+# the status it gets. Casbin's part (who may read a task of its own org) is tests/policy/test_truth_table.py;
+# this is the gateway's part: an id names a task of the caller's own org only.
+RESOLUTION = [
+    ("agent of A, same project", "A", "p", False, "A"),
+    ("agent of A, other project", "A", "q", False, 404),
+    ("human of A, org-wide", "A", None, False, "A"),
+    ("agent of B", "B", "p", False, "B"),
+    ("agent of C (no such id)", "C", "p", False, 404),
+    ("admin of A", "A", None, True, "A"),
+    ("admin of C (the id is A's and B's)", "C", None, True, 409),
+]
+
+
+async def test_tenant_task_ids_resolution_truth_table(gateway_url: str, engine: AsyncEngine) -> None:
+    task_id = f"t-{uuid.uuid4().hex[:10]}"
+    orgs = {name: new_tenant()[0] for name in "ABC"}
+    async with httpx.AsyncClient(base_url=gateway_url, timeout=30) as http:
+        for name in "AB":
+            opener = await make_actor(engine, ActorType.ORCHESTRATOR, orgs[name], "p")
+            opened = await http.post("/v1/tasks", headers=opener.headers, json=_open_body(opener, task_id))
+            assert opened.status_code == 201, opened.text
+        for case, org, project, admin, expected in RESOLUTION:
+            actor_type = ActorType.AGENT if project is not None else ActorType.HUMAN
+            caller = await make_actor(engine, actor_type, orgs[org], project, is_admin=admin)
+            answer = await http.get(f"/v1/tasks/{task_id}", headers=caller.headers)
+            if isinstance(expected, int):
+                assert answer.status_code == expected, (case, answer.text)
+                if expected == 404:
+                    assert answer.json()["detail"] == f"task {task_id!r} does not exist", case
+                else:
+                    assert "used in 2 tenants" in answer.json()["detail"], case
+            else:
+                assert answer.status_code == 200, (case, answer.text)
+                assert (answer.json()["org"], answer.json()["task_id"]) == (orgs[expected], task_id), case
