@@ -47,6 +47,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from activities.reflection import DueInput, DueResult, ReflectionActivities
     from governance.scopes import Scope, ValidationSource
+    from governance.staging import public_task_id
     from workflows.promotion_contract import (
         STATE_ATTRIBUTE,
         ErrorTypes,
@@ -163,6 +164,7 @@ def _what_it_changes(entry: PlanEntry) -> list[str]:
 
 
 def _markdown(status: PromotionStatus, decisions: dict[str, int] | None = None) -> str:
+    task = public_task_id(status.task_id)  # the id its tenant names it by (the workflow carries its key)
     lines = [
         f"**Promotion of task `{status.task_id}` into {status.target_scope} scope** — `{status.state}`",
         "",
@@ -184,15 +186,15 @@ def _markdown(status: PromotionStatus, decisions: dict[str, int] | None = None) 
             lines += [f"{line}  ", *below] if below else [line]
         lines += [
             "",
-            f"Each change with its word diff: `loregate promotion {status.task_id}`, "
-            f"`GET /v1/promotions/{status.task_id}/plan`, or the console's page of this promotion "
-            f"(`/console/promotions/{status.task_id}`).",
+            f"Each change with its word diff: `loregate promotion {task}`, "
+            f"`GET /v1/promotions/{task}/plan`, or the console's page of this promotion "
+            f"(`/console/promotions/{task}`).",
         ]
         if status.plan_total > len(status.plan):
             lines += [
                 "",
-                f"… and {status.plan_total - len(status.plan)} more: `loregate promotion {status.task_id} "
-                f"--all`, or `GET /v1/promotions/{status.task_id}/plan`.",
+                f"… and {status.plan_total - len(status.plan)} more: `loregate promotion {task} "
+                f"--all`, or `GET /v1/promotions/{task}/plan`.",
             ]
     if status.quarantined_total:
         lines += [
@@ -204,7 +206,7 @@ def _markdown(status: PromotionStatus, decisions: dict[str, int] | None = None) 
     if status.state == PromotionState.AWAITING_APPROVAL:
         lines += [
             "",
-            how_to_decide(f"loregate approval-token {status.task_id}", f"loregate approve {status.task_id}"),
+            how_to_decide(f"loregate approval-token {task}", f"loregate approve {task}"),
         ]
     if status.refusals:
         lines += ["", f"Refused approvals: {len(status.refusals)} (last: {status.refusals[-1].reason})"]

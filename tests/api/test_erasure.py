@@ -289,9 +289,10 @@ async def test_erase_subject_takes_it_out_of_staging_archive_files(
     ]
     await stage(http, team["agent"], task_id, entries)
     async with engine.begin() as conn:
-        await set_task_status(conn, task_id, "promoted")
+        await set_task_status(conn, task_key_of(task_id), "promoted")
         await conn.execute(
-            text("UPDATE tasks SET ended_at = now() - interval '45 days' WHERE id = :t"), {"t": task_id}
+            text("UPDATE tasks SET ended_at = now() - interval '45 days' WHERE id = :t"),
+            {"t": task_key_of(task_id)},
         )
     archive_dir = promo_settings.archive_dir()
     activities = RetentionActivities(engine, archive_dir=archive_dir)

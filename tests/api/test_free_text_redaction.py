@@ -284,6 +284,6 @@ async def test_task_description_opened_over_grpc_is_stored_redacted(
         )
     _clean(str(task))
     async with engine.connect() as conn:
-        stored = await get_task(conn, task.task_id)
+        stored = await get_task(conn, task_key_of(task.task_id))
     assert stored is not None and stored.description.startswith("rotate the deploy key; GITHUB_TOKEN=")
     _clean(stored.description)

@@ -264,7 +264,7 @@ async def test_plan_review_withholds_targets_and_neighbours_the_reader_may_not_r
         assert header is not None
         key = PlanKey(header.workflow_id, header.run_id)
         rows = await plan_page(conn, key, offset=0, limit=10)
-    task = await load_task(state, scenario.task_id)
+    task = await load_task(state, scenario.team["human"].principal, scenario.task_id)
     target_key = target_scope_key(task, "project")
     assert target_key == f"project:{task.org}/{task.project}"
 

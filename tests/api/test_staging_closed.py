@@ -46,7 +46,7 @@ async def client(gateway_url: str) -> AsyncIterator[httpx.AsyncClient]:
 
 async def _end_promotion(engine: AsyncEngine, task_id: str, status: str) -> None:
     async with engine.begin() as conn:
-        await set_task_status(conn, task_id, status)
+        await set_task_status(conn, task_key_of(task_id), status)
 
 
 def _entry(content: str, key: str | None = None) -> dict[str, Any]:

@@ -201,13 +201,18 @@ async def _entries_in_db(engine: AsyncEngine, key: str) -> list[str]:
         return [r.content for r in rows]
 
 
-async def test_tenant_task_ids_grpc_two_orgs_open_append_and_read_their_own(
-    settings: Settings, engine: AsyncEngine
+async def test_tenant_task_ids_grpc_two_orgs_open_append_promote_and_read_their_own(
+    http: httpx.AsyncClient, engine: AsyncEngine, promo_settings: Settings
 ) -> None:
-    """The same over gRPC: both OpenTask calls create, each AppendEntries lands in its own tenant's task."""
+    """The same over gRPC: both OpenTask calls create; each tenant appends, promotes and reads its own."""
     task_id = f"t-{uuid.uuid4().hex[:10]}"
     a, b = await _tenant(engine), await _tenant(engine)
-    async with grpc_gateway(settings) as stub:
+    texts = {
+        id(a): "cache.ttl: 60 seconds in the quokka service",
+        id(b): "cache.ttl: 5 seconds in the wombat service",
+    }
+    marks = {id(a): "quokka", id(b): "wombat"}
+    async with grpc_gateway(promo_settings) as stub:
         for team in (a, b):
             principal = team["orchestrator"].principal
             task = await stub.OpenTask(
@@ -221,19 +226,50 @@ async def test_tenant_task_ids_grpc_two_orgs_open_append_and_read_their_own(
                 metadata=bearer(team["orchestrator"].key),
             )
             assert (task.task_id, task.org, task.created) == (task_id, principal.org, True)
-        for team, text in ((a, "a's entry"), (b, "b's entry")):
+        for team in (a, b):
+            entry = pb2.Entry(kind="decision", content=texts[id(team)], payload_json='{"key": "cache.ttl"}')
             reply = await stub.AppendEntries(
-                iter([pb2.AppendRequest(task_id=task_id, entries=[pb2.Entry(kind="log", content=text)])]),
+                iter([pb2.AppendRequest(task_id=task_id, entries=[entry])]),
                 metadata=bearer(team["agent"].key),
             )
             assert reply.task_id == task_id and len(reply.entries) == 1
-        for team, text in ((a, "a's entry"), (b, "b's entry")):
-            found = await stub.CheckApproach(
-                pb2.TaskJsonRequest(task_id=task_id, json=json.dumps({"approach": "retry"})),
-                metadata=bearer(team["agent"].key),
+            assert await _entries_in_db(engine, task_key(team["agent"].principal.org, task_id)) == [
+                texts[id(team)]
+            ]
+        body = json.dumps(
+            {"target_scope": "task", "verification": {"source": "tests_passed", "success": True}}
+        )
+        for team in (a, b):
+            started = json.loads(
+                (
+                    await stub.StartPromotion(
+                        pb2.TaskJsonRequest(task_id=task_id, json=body),
+                        metadata=bearer(team["orchestrator"].key),
+                    )
+                ).json
             )
-            assert json.loads(found.json)["valid"] is True
-            assert await _entries_in_db(engine, task_key(team["agent"].principal.org, task_id)) == [text]
+            assert started["created"] is True
+            assert started["workflow_id"] == workflow_id_for(task_key(team["agent"].principal.org, task_id))
+        for team in (a, b):
+            await wait_promotion_state(http, team["agent"].headers, task_id, "published")
+            status = json.loads(
+                (
+                    await stub.GetPromotion(
+                        pb2.TaskRequest(task_id=task_id), metadata=bearer(team["agent"].key)
+                    )
+                ).json
+            )
+            assert status["task_id"] == task_id and status["state"] == "published"
+            context = json.loads(
+                (
+                    await stub.Context(
+                        pb2.JsonRequest(json=json.dumps({"query": "cache ttl", "task_id": task_id})),
+                        metadata=bearer(team["agent"].key),
+                    )
+                ).json
+            )["context"]
+            other = marks[id(b if team is a else a)]
+            assert marks[id(team)] in context and other not in context, context
 
 
 # Which task `GET /v1/tasks/{id}` answers with, when orgs A and B both hold a task of that id (project p
