@@ -308,3 +308,34 @@ async def test_tenant_task_ids_resolution_truth_table(gateway_url: str, engine: 
             else:
                 assert answer.status_code == 200, (case, answer.text)
                 assert (answer.json()["org"], answer.json()["task_id"]) == (orgs[expected], task_id), case
+
+
+async def test_tenant_task_ids_erasure_takes_only_the_callers_task(
+    http: httpx.AsyncClient, engine: AsyncEngine
+) -> None:
+    """A human of A erasing task `t` takes A's staging of `t`; B's task `t` keeps all of its own."""
+    task_id = f"t-{uuid.uuid4().hex[:10]}"
+    a, b = await _tenant(engine), await _tenant(engine)
+    for team, text in ((a, "a's private note"), (b, "b's private note")):
+        opened = await http.post(
+            "/v1/tasks", headers=team["orchestrator"].headers, json=_open_body(team["orchestrator"], task_id)
+        )
+        assert opened.status_code == 201, opened.text
+        appended = await http.post(
+            f"/v1/tasks/{task_id}/entries",
+            headers=team["agent"].headers,
+            json={"entries": [{"kind": "log", "content": text}]},
+        )
+        assert appended.status_code == 201, appended.text
+        team["human"] = await make_actor(
+            engine, ActorType.HUMAN, team["agent"].principal.org, team["agent"].principal.project
+        )
+    dry = await http.post("/v1/erasures", headers=b["human"].headers, json={"task": task_id, "dry_run": True})
+    assert dry.status_code == 200, dry.text
+    assert [e["task_id"] for e in dry.json()["staging_entries"]] == [task_id]
+    erased = await http.post("/v1/erasures", headers=a["human"].headers, json={"task": task_id})
+    assert erased.status_code == 200, erased.text
+    assert [e["task_id"] for e in erased.json()["staging_entries"]] == [task_id]
+    assert await _entries_in_db(engine, task_key(a["agent"].principal.org, task_id)) == []
+    assert await _entries_in_db(engine, task_key(b["agent"].principal.org, task_id)) == ["b's private note"]
+    assert await _entries(http, b["agent"], task_id) == ["b's private note"]
