@@ -276,7 +276,8 @@ async def _append_once(
                 continue
             if old.task_id != task_id:
                 raise Conflict(
-                    f"idempotency key {draft.idempotency_key!r} was already used for task {old.task_id!r}"
+                    f"idempotency key {draft.idempotency_key!r} was already used for task "
+                    f"{public_task_id(old.task_id)!r}"
                 )
             if old.request_hash != rhash:
                 raise Conflict(

@@ -39,10 +39,16 @@ async def _task(engine: AsyncEngine, n: int = 5) -> tuple[str, str, list[Archive
     """A task of `n` entries written through the staging path (payloads, idempotency keys); its rows."""
     org, project = new_tenant()
     agent = await make_actor(engine, ActorType.AGENT, org, project)
-    task_id = f"t-{uuid.uuid4().hex[:12]}"
-    await open_task(
-        engine, task_id=task_id, org=org, project=project, worktree="main", description="d", created_by="x"
+    task, _ = await open_task(
+        engine,
+        task_id=f"t-{uuid.uuid4().hex[:12]}",
+        org=org,
+        project=project,
+        worktree="main",
+        description="d",
+        created_by="x",
     )
+    task_id = task.id  # its key: what storage and the archive name it by
     drafts = [
         EntryDraft(
             kind=EntryKind.FACT,
