@@ -22,7 +22,7 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.retention import ArchiveInput, RetentionActivities
 from governance.scopes import ActorType, EntryKind
-from governance.staging import EntryDraft
+from governance.staging import EntryDraft, public_task_id
 from governance.staging_archive import ArchivedEntry, decode_chunk
 from governance.storage.staging import append_entries, open_task, set_task_status
 from governance.storage.staging_archive import entries_to_archive
@@ -203,7 +203,7 @@ async def test_staging_archive_retry_resumes_after_committed_chunks(
     await _end(engine, task_id, "unverified")
     acts = RetentionActivities(engine, archive_dir=tmp_path, archive_chunk=3)
     # the third chunk's file cannot be written (a directory sits at its name): the attempt fails there
-    blocker = tmp_path / org / task_id / f"{7:012d}-{7:012d}.jsonl.gz"
+    blocker = tmp_path / org / public_task_id(task_id) / f"{7:012d}-{7:012d}.jsonl.gz"
     blocker.mkdir(parents=True)
     step = ArchiveInput(now=datetime.now(UTC), dry_run=False, orgs=[org])
     env = ActivityEnvironment()
