@@ -22,6 +22,7 @@ from temporalio.exceptions import ApplicationError
 from governance.adapters.resolver import resolve_addresses
 from governance.config import Settings
 from governance.errors import InvalidInput
+from governance.staging import public_task_id
 from governance.storage.webhooks import (
     database_notices,
     delivery,
@@ -108,7 +109,7 @@ class NotificationActivities:
                     org,
                     project if isinstance(project, str) else None,
                     {
-                        "task_id": task_id,
+                        "task_id": public_task_id(task_id) if isinstance(task_id, str) else task_id,
                         "workflow_id": execution.id,
                         "target_scope": memo.get("target_scope"),
                         "org": org,

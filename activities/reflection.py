@@ -308,6 +308,7 @@ class ReflectionActivities:
             worktree=REFLECTION_WORKTREE,
             description=f"Reflection over {len(claimed)} new episodes of {data.org}/{data.project}",
             created_by=data.reflector,
+            key=data.task_id,  # `reflect-<uuid>`: unique by construction, and what the workflow carries
         )
         drafts = [
             EntryDraft(

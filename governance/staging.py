@@ -20,11 +20,28 @@ __all__ = [
     "validate_batch",
     "validate_task_id",
     "entry_size",
+    "task_key",
+    "public_task_id",
 ]
 
 # Task ids appear in workflow ids (`promote-<id>`) and URLs: keep them to a safe alphabet.
 TASK_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
 _TASK_ID_RE = re.compile(TASK_ID_PATTERN)
+
+
+# A task id belongs to its tenant (the org): two orgs may both have a task `t-1`. Inside loregate a task is
+# named by its key, `<org>/<task id>`, which is what staging, approaches, events, plans, task scope keys
+# (`task:<key>`) and workflow ids (`promote-<key>`) carry. A task id never holds a `/`, so the id is the
+# key's last part whatever the org holds. Tasks opened before migration 0018, and reflection's own tasks
+# (`reflect-<uuid>`, unique by construction), keep their id as their key (docs/architecture.md, "Tenants").
+def task_key(org: str, task_id: str) -> str:
+    """The key of task `task_id` of `org`: unique across tenants."""
+    return f"{org}/{task_id}"
+
+
+def public_task_id(key: str) -> str:
+    """The id its tenant gave the task whose key is `key` (the key itself for tasks before 0018)."""
+    return key.rpartition("/")[2]
 
 
 @dataclass(frozen=True)

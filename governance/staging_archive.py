@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import PurePath
 
+from governance.staging import public_task_id
+
 __all__ = [
     "ArchivedEntry",
     "ArchiveChunk",
@@ -72,8 +74,11 @@ def safe_part(value: str) -> str:
 
 
 def archive_path(org: str, task_id: str, first_seq: int, last_seq: int) -> PurePath:
-    """Where a chunk goes, relative to the archive directory: `<org>/<task>/<first>-<last>.jsonl.gz`."""
-    return PurePath(safe_part(org), safe_part(task_id), f"{first_seq:012d}-{last_seq:012d}.jsonl.gz")
+    """Where a chunk goes, relative to the archive directory: `<org>/<task>/<first>-<last>.jsonl.gz` (the
+    task by the id its org gave it: unique in the org, whatever its key)."""
+    return PurePath(
+        safe_part(org), safe_part(public_task_id(task_id)), f"{first_seq:012d}-{last_seq:012d}.jsonl.gz"
+    )
 
 
 def _line(entry: ArchivedEntry) -> str:

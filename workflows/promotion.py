@@ -49,6 +49,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from activities.reflection import DueInput, DueResult, ReflectionActivities
     from governance.scopes import Scope, ValidationSource
+    from governance.staging import public_task_id
     from workflows.promotion_contract import (
         STATE_ATTRIBUTE,
         ErrorTypes,
@@ -158,14 +159,15 @@ def _what_it_changes(entry: PlanEntry) -> str:
 
 def _markdown(status: PromotionStatus, decisions: dict[str, int] | None = None, console: str = "") -> str:
     """The current details: states, counts and ids; the texts are read in loregate (the link says where)."""
+    task = public_task_id(status.task_id)  # the id its tenant names it by (the workflow carries its key)
     lines = [
-        f"**Promotion of task `{status.task_id}` into {status.target_scope} scope** — `{status.state}`",
+        f"**Promotion of task `{task}` into {status.target_scope} scope** — `{status.state}`",
         "",
     ]
     if status.verification is not None:
         outcome = "success" if status.verification.success else "failure"
         lines.append(f"Verification: {status.verification.source} ({outcome})")
-    where = f"[the console]({console}/promotions/{status.task_id}), " if console else "the console, "
+    where = f"[the console]({console}/promotions/{task}), " if console else "the console, "
     if status.plan_total:
         counts = ", ".join(f"{n} {kind}" for kind, n in sorted((decisions or {}).items()))
         # a list, not a table: the Temporal UI renders Markdown tables without cell spacing
@@ -186,12 +188,12 @@ def _markdown(status: PromotionStatus, decisions: dict[str, int] | None = None, 
             "",
             "Titles, contents, the critique and each change's word diff are in loregate, not in this "
             "history: "
-            f"{where}`loregate promotion {status.task_id}`, or `GET /v1/promotions/{status.task_id}/plan`.",
+            f"{where}`loregate promotion {task}`, or `GET /v1/promotions/{task}/plan`.",
         ]
     if status.state == PromotionState.AWAITING_APPROVAL:
         lines += [
             "",
-            how_to_decide(f"loregate approval-token {status.task_id}", f"loregate approve {status.task_id}"),
+            how_to_decide(f"loregate approval-token {task}", f"loregate approve {task}"),
         ]
     if status.refusals:
         lines += ["", f"Refused approvals: {len(status.refusals)} (last: {status.refusals[-1].reason})"]

@@ -81,12 +81,16 @@ def scope_tenant(scope_key: str) -> ScopeTenant:
     )
 
 
-async def authorize_scope(state: GatewayResources, principal: Principal, scope_key: str) -> None:
-    """Allow reading the scope's memories, or NotFound (the same answer for every scope one cannot see)."""
+async def authorize_scope(state: GatewayResources, principal: Principal, scope_key: str) -> str:
+    """Allow reading the scope's memories, or NotFound (the same answer for every scope one cannot see).
+
+    Returns the scope's key as memories store it: `task:<id>` names the caller's tenant's task, stored
+    under its key (`task:<org>/<id>`, governance/staging.task_key).
+    """
     tenant = scope_tenant(scope_key)
     if tenant.task_id is not None:
-        await authorized_task(state, principal, tenant.task_id, "read")
-        return
+        task = await authorized_task(state, principal, tenant.task_id, "read")
+        return f"{Scope.TASK.value}:{task.id}"
     if not state.authorizer.allowed(
         principal,
         org=tenant.org,
@@ -95,6 +99,7 @@ async def authorize_scope(state: GatewayResources, principal: Principal, scope_k
         action="read",
     ):
         raise NotFound(f"scope {scope_key!r} does not exist")
+    return scope_key
 
 
 def _check(filters: MemoryFilter) -> None:
@@ -114,7 +119,7 @@ async def browse_memories(
 ) -> MemoryListPublic:
     """A page of one scope's memories that pass `filters`, newest first (the caller needs `read` there)."""
     _check(filters)
-    await authorize_scope(state, principal, scope_key)
+    scope_key = await authorize_scope(state, principal, scope_key)
     async with state.engine.connect() as conn:
         rows = await list_memories(
             conn,

@@ -29,7 +29,7 @@ from governance.identity import Principal
 from governance.live import cited_citations
 from governance.operations.trust import involved
 from governance.scopes import Scope, scope_key
-from governance.staging import EntryDraft
+from governance.staging import EntryDraft, public_task_id
 from governance.storage import citations
 from governance.storage.memory_changes import memory_tenant
 from governance.storage.retrieval import parse_memory_ref
@@ -115,7 +115,7 @@ async def record_citations(
     """Declare that a task (authorised for `write`) used these memories; once per task, caller and memory."""
     wanted = list(dict.fromkeys(parse_memory_ref(c)[1].lower() for c in body.citations))
     counted, unknown = await _count(state, principal, task, [(None, wanted)])
-    return CitationsAck(task_id=task.id, counted=counted, unknown=unknown)
+    return CitationsAck(task_id=task.public_id, counted=counted, unknown=unknown)
 
 
 async def used_by(state: GatewayResources, principal: Principal, ref: str) -> UsedByPublic:
@@ -129,7 +129,7 @@ async def used_by(state: GatewayResources, principal: Principal, ref: str) -> Us
         uses, total = await citations.used_by(conn, memory.id, limit=USED_BY_LIMIT)
     shown = [
         TaskUsePublic(
-            task_id=u.task_id,
+            task_id=public_task_id(u.task_id),
             uses=u.uses,
             agents=list(u.actors),
             independent=u.independent,

@@ -55,19 +55,21 @@ async def observe(
     refusal = rule_observer_refusal(principal.actor_type, body.outcome, admin=principal.is_admin)
     if refusal is not None:
         raise PolicyDenied(refusal)
-    if body.task_id is not None:
-        task = await authorized_task(state, principal, body.task_id, "read")
+    task_id = body.task_id
+    if task_id is not None:
+        task = await authorized_task(state, principal, task_id, "read")
         if task.org != memory.org or (memory.project is not None and task.project != memory.project):
             raise InvalidInput(
-                f"task {body.task_id!r} is not a task of the rule's tenant: observe a rule in its own work"
+                f"task {task_id!r} is not a task of the rule's tenant: observe a rule in its own work"
             )
+        task_id = task.public_id  # one spelling per task of the rule's org, whichever the caller used
     seen = await trust.observe(
         state.engine,
         memory.id,
         body.outcome,
         Endorser(principal.id, principal.actor_type.value),
         note=body.note,
-        task_id=body.task_id,
+        task_id=task_id,
     )
     return ObservationPublic(
         id=memory.id,

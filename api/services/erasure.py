@@ -31,6 +31,7 @@ from governance.errors import NotFound, Unavailable
 from governance.identity import Principal
 from governance.operations.erasure import Erasure, carry_out, find_memory, find_subject, find_task
 from governance.scopes import Scope
+from governance.staging import public_task_id
 from governance.storage.erasure import ErasureSet
 from governance.storage.memory_changes import memory_tenant
 from workflows.histories import delete_histories
@@ -154,7 +155,11 @@ def _public(
         ],
         staging_entries=[
             ErasedEntryPublic(
-                id=e.id, task_id=e.task_id, seq=e.seq, kind=e.kind, content_sha256=e.content_sha256
+                id=e.id,
+                task_id=public_task_id(e.task_id),
+                seq=e.seq,
+                kind=e.kind,
+                content_sha256=e.content_sha256,
             )
             for e in found.entries
         ],

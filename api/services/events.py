@@ -16,6 +16,7 @@ from api.services.gateway import GatewayResources, authorize_memory, judged_proj
 from governance.errors import InvalidInput
 from governance.identity import Principal
 from governance.scopes import Scope
+from governance.staging import public_task_id
 from governance.storage.audit import EventFilter, EventRow, memory_events_page, tenant_events_page
 from governance.storage.events import EventType
 from governance.storage.memory_changes import memory_tenant
@@ -48,7 +49,7 @@ def _public(row: EventRow) -> EventPublic:
         citation=row.citation,
         actor_id=row.actor_id,
         actor_type=row.actor_type,
-        task_id=row.task_id,
+        task_id=public_task_id(row.task_id) if row.task_id is not None else None,  # its tenant's id
         workflow_id=row.workflow_id,
         reason=row.reason,
         payload=row.payload,

@@ -72,10 +72,10 @@ async def prepare_export(
 ) -> PreparedExport:
     """Check the caller may export `scope_key` (and its staging); NotFound / PolicyDenied otherwise."""
     tenant = scope_tenant(scope_key)
-    await authorize_scope(state, principal, scope_key)
+    scope_key = await authorize_scope(state, principal, scope_key)
     org, project = tenant.org, tenant.project
     if tenant.task_id is not None:
-        task = await load_task(state, tenant.task_id)
+        task = await load_task(state, principal, tenant.task_id)
         org, project = task.org, task.project
     async with state.engine.connect() as conn:
         task_ids = await source_task_ids(conn, scope_key)

@@ -19,12 +19,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from temporalio.client import Client
 
 from api.services.metrics import RATE_LIMITED
 from governance.config import Settings
-from governance.errors import NotFound, RateLimited, Unauthenticated, Unavailable
+from governance.errors import Conflict, NotFound, RateLimited, Unauthenticated, Unavailable
 from governance.identity import Principal, judged_project, key_id_of
 from governance.limits import BucketRule, Limiter
 from governance.scopes import Scope, scope_key
@@ -78,19 +78,20 @@ class KeyCache:
 
 
 class TaskCache:
-    """Tasks never change tenant, so their tenant lookup is cached per process (bounded)."""
+    """Tasks never change tenant, so their lookup is cached per process (bounded): by (org, task id) for
+    a caller of that org, by ("/", key) for a key."""
 
     def __init__(self, size: int = 50_000) -> None:
         self._size = size
-        self._entries: dict[str, TaskInfo] = {}
+        self._entries: dict[tuple[str, str], TaskInfo] = {}
 
-    def get(self, task_id: str) -> TaskInfo | None:
-        return self._entries.get(task_id)
+    def get(self, org: str, task_id: str) -> TaskInfo | None:
+        return self._entries.get((org, task_id))
 
-    def put(self, task: TaskInfo) -> None:
+    def put(self, org: str, task_id: str, task: TaskInfo) -> None:
         if len(self._entries) >= self._size:
             self._entries.clear()
-        self._entries[task.id] = task
+        self._entries[(org, task_id)] = task
 
 
 @dataclass
@@ -160,17 +161,41 @@ def admit(state: GatewayResources, principal: Principal, budget: str) -> None:
     )
 
 
-async def load_task(state: GatewayResources, task_id: str) -> TaskInfo:
-    """The task (its tenant is cached: tasks never move), or NotFound."""
-    if re.fullmatch(TASK_ID_PATTERN, task_id) is None:  # no task can have this id; spare the database
-        raise NotFound(f"task {task_id!r} does not exist")
-    task = state.task_cache.get(task_id)
+async def _tenant_task(conn: AsyncConnection, principal: Principal, task_id: str) -> TaskInfo | None:
+    """The task its tenant calls `task_id`, in the caller's org; an admin (every tenant's) also reaches a
+    task of another org when only one org has that id (Conflict when several do: name it by its key)."""
+    found = await staging.find_tasks(conn, task_id, None if principal.is_admin else [principal.org])
+    own = [t for t in found if t.org == principal.org]
+    if own or len(found) <= 1:
+        return next(iter(own or found), None)
+    raise Conflict(
+        f"task id {task_id!r} is used in {len(found)} tenants ({', '.join(t.org for t in found)}): "
+        f"name the task by its key, <org>/{task_id}"
+    )
+
+
+async def load_task(state: GatewayResources, principal: Principal, task_id: str) -> TaskInfo:
+    """The task `task_id` names for `principal`, or NotFound.
+
+    A task id belongs to its tenant: `t-1` is the caller's org's task `t-1`, never another org's (two orgs
+    may both have one). A key `<org>/<task id>` (what scope keys and workflow ids carry) names one task of
+    any org; the caller's authorisation then decides whether it may see it (authorized_task).
+    """
+    org, slash, public = task_id.rpartition("/")
+    if re.fullmatch(TASK_ID_PATTERN, public) is None or (slash and not org):
+        raise NotFound(f"task {task_id!r} does not exist")  # no task can have this id; spare the database
+    tenant = "/" if slash else principal.org
+    task = state.task_cache.get(tenant, task_id)
     if task is None:
         async with state.engine.connect() as conn:
-            task = await staging.get_task(conn, task_id)
+            if slash:
+                task = await staging.get_task(conn, task_id)
+            else:
+                task = await _tenant_task(conn, principal, task_id)
         if task is None:
             raise NotFound(f"task {task_id!r} does not exist")
-        state.task_cache.put(task)
+        if slash or task.org == principal.org:  # an admin's reach into another org is not cached as its own
+            state.task_cache.put(tenant, task_id, task)
     return task
 
 
@@ -205,7 +230,7 @@ async def authorized_task(
     NotFound, as for an unknown id, when the caller may not even read the task (`read` at task scope in its
     tenant); PolicyDenied when it may read it but not do `action`.
     """
-    task = await load_task(state, task_id)
+    task = await load_task(state, principal, task_id)
     _authorize_visible(
         state,
         principal,

@@ -33,7 +33,7 @@ from governance.live import (
     signal_of,
 )
 from governance.scopes import Scope
-from governance.staging import EntryDraft
+from governance.staging import EntryDraft, public_task_id
 from governance.storage import live
 from governance.storage.staging import TaskInfo
 
@@ -55,7 +55,7 @@ def public_warning(warning: LiveWarning) -> LiveWarningPublic:
         kind=warning.kind.value,
         text=warning.text,
         detail=warning.detail,
-        task_id=warning.task_id,
+        task_id=public_task_id(warning.task_id),  # the id its tenant names it by
         agent=warning.actor_id,
         at=warning.at,
         task_status=warning.task_status,
@@ -144,7 +144,7 @@ async def _fixes(
                 kind=WarningKind.FIX,
                 text=r.error,
                 detail=r.fix,
-                task_id=r.task_id,
+                task_id=public_task_id(r.task_id),
                 actor_id=r.actor_id,
                 at=r.at,
                 task_status=r.status,
@@ -199,7 +199,7 @@ async def _failed(
             kind=WarningKind.FAILED_APPROACH,
             text=r.approach,
             detail="; ".join(r.reasons[-3:]) or None,
-            task_id=r.task_id,
+            task_id=public_task_id(r.task_id),
             actor_id=r.actor_id,
             at=r.at,
             task_status=r.status,

@@ -130,11 +130,13 @@ async def _live_status(
 ) -> tuple[WorkflowHandle[Any, Any], PromotionStatus]:
     """The handle and the queried status, for operations that need the workflow to answer."""
     handle = _handle(await temporal_client(state), task.id)
-    async with _temporal_errors(task.id):
+    async with _temporal_errors(task.public_id):
         try:
             return handle, await _status(handle)
         except WorkflowQueryFailedError as exc:
-            raise Unavailable(f"the promotion of task {task.id!r} cannot answer: {exc.message}") from exc
+            raise Unavailable(
+                f"the promotion of task {task.public_id!r} cannot answer: {exc.message}"
+            ) from exc
 
 
 async def _complete_plan(state: GatewayResources, task_id: str) -> PlanHeader | None:
@@ -207,7 +209,7 @@ async def _public(
     return PromotionPublic.model_validate(
         {
             **fields,
-            "task_id": task.id,
+            "task_id": task.public_id,
             "workflow_id": desc.id,
             "run_id": desc.run_id,
             "workflow_status": desc.status.name if desc.status is not None else "UNKNOWN",
@@ -257,7 +259,7 @@ async def start_promotion(
     if current is not None and current.status in ENDED_TASK_STATES:
         # also when its history is gone (an erasure deletes it): a new run would publish the staging again
         raise Conflict(
-            f"the promotion of task {task.id!r} already ended ({ENDED_TASK_STATES[current.status]}); "
+            f"the promotion of task {task.public_id!r} already ended ({ENDED_TASK_STATES[current.status]}); "
             "a task is promoted once"
         )
     _check_evidence(state, principal, task, target.value, body.verification)
@@ -282,7 +284,7 @@ async def start_promotion(
         requested_by=principal.id,
         grant=await proof_grant(state, principal, workflow_id, task.id, "start"),
     )
-    async with _temporal_errors(task.id):
+    async with _temporal_errors(task.public_id):
         try:
             handle = await client.start_workflow(
                 WORKFLOW_TYPE,
@@ -301,13 +303,13 @@ async def start_promotion(
                 },
                 static_summary=f"Promote task {task.id} into {target.value} scope "
                 f"({task.org}/{task.project}), requested by {principal.id}",
-                static_details=_static_details(task.id, target),
+                static_details=_static_details(task.public_id, target),
             )
         except WorkflowAlreadyStartedError as exc:
             ended = await _handle(client, task.id).describe()
             last = ended.typed_search_attributes.get(LOREGATE_STATE)
             raise Conflict(
-                f"the promotion of task {task.id!r} already ended ({last or 'closed'}); "
+                f"the promotion of task {task.public_id!r} already ended ({last or 'closed'}); "
                 "a task is promoted once"
             ) from exc
         # USE_EXISTING answers with the running workflow and `started` false (the SDK keeps the response)
@@ -318,13 +320,13 @@ async def start_promotion(
             running_scope = await running.memo_value("target_scope", None)
             if running_scope is not None and running_scope != target.value:
                 raise Conflict(
-                    f"task {task.id!r} is already being promoted into {running_scope} scope, "
+                    f"task {task.public_id!r} is already being promoted into {running_scope} scope, "
                     f"not {target.value}"
                 )
     async with state.engine.begin() as conn:
         await set_promotion_workflow(conn, task.id, workflow_id)
     return PromotionStarted(
-        task_id=task.id,
+        task_id=task.public_id,
         workflow_id=workflow_id,
         run_id=handle.result_run_id,
         target_scope=target.value,
@@ -337,7 +339,7 @@ async def promotion_status(state: GatewayResources, principal: Principal, task_i
     """The promotion's state and plan (the caller needs `read` on the task)."""
     task = await authorized_task(state, principal, task_id, "read")
     handle = _handle(await temporal_client(state), task.id)
-    async with _temporal_errors(task.id):
+    async with _temporal_errors(task.public_id):
         desc = await handle.describe()
         try:
             status = await _status(handle)
@@ -375,7 +377,7 @@ async def promotion_plan(
         items = await reviewed_entries(state, principal, key, rows, target_scope_key(task, target))
     following = offset + len(rows)
     return PromotionPlanPage(
-        task_id=task.id,
+        task_id=task.public_id,
         total=total,
         offset=offset,
         limit=limit,
@@ -405,7 +407,7 @@ async def verify_promotion(
     )
     _check_evidence(state, principal, task, status.target_scope, body)
     grant = await proof_grant(state, principal, handle.id, task.id, "verify")
-    async with _temporal_errors(task.id):
+    async with _temporal_errors(task.public_id):
         updated: PromotionStatus = await handle.execute_update(
             Names.VERIFY,
             Verification(
@@ -434,13 +436,13 @@ async def _awaiting_decision(
         # instructions aimed at agents: a human who may approve at least project scope decides
         if principal.actor_type is not ActorType.HUMAN:
             raise PolicyDenied(
-                f"the promotion of task {task.id!r} holds {status.quarantined_total} quarantined items: "
-                "only a human may decide it"
+                f"the promotion of task {task.public_id!r} holds {status.quarantined_total} quarantined "
+                "items: only a human may decide it"
             )
         scope = approval_scope(scope)
     state.authorizer.check(principal, org=task.org, project=task.project, scope=scope, action="approve")
     if status.state != PromotionState.AWAITING_APPROVAL or status.decided_by is not None:
-        raise Conflict(f"the promotion of task {task.id!r} is {status.state}, not awaiting approval")
+        raise Conflict(f"the promotion of task {task.public_id!r} is {status.state}, not awaiting approval")
     return task, handle
 
 
@@ -460,11 +462,11 @@ async def decide_promotion(
         task_id=task.id,
         decision=decision,
         note=body.note,
-        errors=_temporal_errors(task.id),
-        what=f"the promotion of task {task.id!r}",
+        errors=_temporal_errors(task.public_id),
+        what=f"the promotion of task {task.public_id!r}",
     )
     return DecisionPublic(
-        task_id=task.id,
+        task_id=task.public_id,
         workflow_id=handle.id,
         decision=decision,
         approver=principal.id,
@@ -482,7 +484,7 @@ async def promotion_approval_token(
     async with state.engine.connect() as conn:
         digest = await plan_digest(conn, handle.id)
     if digest is None:
-        raise Conflict(f"the promotion of task {task.id!r} has no complete plan yet")
+        raise Conflict(f"the promotion of task {task.public_id!r} has no complete plan yet")
     return mint_approval_token(state, principal, handle.id, digest)
 
 
@@ -526,7 +528,7 @@ async def _readable(
             continue
         readable.append(
             PromotionSummary(
-                task_id=row.id,
+                task_id=row.public_id,
                 workflow_id=execution.id,
                 state=execution.typed_search_attributes.get(LOREGATE_STATE),
                 workflow_status=execution.status.name if execution.status is not None else "UNKNOWN",

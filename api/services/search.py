@@ -36,6 +36,7 @@ from governance.errors import InvalidInput
 from governance.identity import Principal
 from governance.redaction import redact, redact_json
 from governance.scopes import Scope
+from governance.staging import public_task_id
 from governance.storage.retrieval import SearchHit, get_memory
 from governance.storage.staging import get_tasks
 
@@ -161,9 +162,8 @@ async def context(
     EMBEDDING_TENANT.set(principal.org)
     with SEARCH_SECONDS.labels("context").time():
         # other tasks' unreviewed warnings: a section of their own, after the published memories
-        warnings = await live.context_warnings(
-            state, principal, await load_task(state, body.task_id), body.query
-        )
+        task = await load_task(state, principal, body.task_id)  # authorised above (readable_scope_keys)
+        warnings = await live.context_warnings(state, principal, task, body.query)
         outcome = await reading.build_context(
             state.engine,
             make_embedder(settings),
@@ -175,7 +175,7 @@ async def context(
             intent=body.intent,
             live=warnings,
             focus=focus,
-            task_id=body.task_id if body.short_term else None,
+            task_id=task.id if body.short_term else None,
         )
     cited = set(outcome.block.citations)
     answer = ContextPublic(
@@ -218,7 +218,15 @@ async def show_memory(state: GatewayResources, principal: Principal, ref: str) -
             principal, org=task.org, project=task.project, scope=Scope.TASK, action="read"
         )
     }
-    provenance = [provenance_entry(entry, raw=entry["task_id"] in readable) for entry in detail.provenance]
+    provenance = [
+        {
+            **provenance_entry(entry, raw=entry["task_id"] in readable),
+            "task_id": public_task_id(entry["task_id"]),
+        }
+        for entry in detail.provenance
+    ]
+    # tasks by the ids their tenant gave them (the keys stay inside; governance/staging.task_key)
+    memory = {**memory, "source_task_ids": [public_task_id(t) for t in memory["source_task_ids"] or []]}
     return MemoryPublic.model_validate(
         {"memory": memory, "provenance": provenance, "history": detail.history}
     )

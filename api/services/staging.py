@@ -8,6 +8,7 @@ nothing from validation errors.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import uuid
 from datetime import UTC, datetime
@@ -64,8 +65,8 @@ def fold_soon(state: GatewayResources, task_id: str) -> None:
 
 
 def task_public(task: TaskInfo) -> TaskPublic:
-    """A task as the API shows it."""
-    return TaskPublic.model_validate(task, from_attributes=True)
+    """A task as the API shows it: by the id its tenant gave it (its key stays inside)."""
+    return TaskPublic.model_validate({**dataclasses.asdict(task), "task_id": task.public_id})
 
 
 async def open_task(
@@ -127,7 +128,7 @@ async def append_entries(
     signals = await live.record_signals(state, task, principal, drafts, acks)
     await citations.count_entry_citations(state, principal, task, drafts, acks)
     hints = await live.fix_hints(state, principal, task, signals)
-    return EntriesAck(task_id=task.id, entries=acks, hints=hints)
+    return EntriesAck(task_id=task.public_id, entries=acks, hints=hints)
 
 
 async def list_entries(state: GatewayResources, task: TaskInfo, *, after_seq: int, limit: int) -> EntriesPage:
@@ -137,5 +138,7 @@ async def list_entries(state: GatewayResources, task: TaskInfo, *, after_seq: in
         rows = await staging.read_entries(conn, task.id, after_seq=after_seq, limit=limit)
     entries = [EntryPublic.model_validate(r, from_attributes=True) for r in rows]
     return EntriesPage(
-        task_id=task.id, entries=entries, next_after_seq=entries[-1].seq if len(entries) == limit else None
+        task_id=task.public_id,
+        entries=entries,
+        next_after_seq=entries[-1].seq if len(entries) == limit else None,
     )

@@ -68,7 +68,7 @@ async def show(state: GatewayResources, task: TaskInfo) -> WorkingMemoryPublic:
     """The working memory of a task authorised for `read`, in one answer."""
     memory = await working.read(state.engine, task.id)
     return WorkingMemoryPublic(
-        task_id=task.id,
+        task_id=task.public_id,
         hypotheses=[HypothesisPublic.model_validate(h, from_attributes=True) for h in memory.hypotheses],
         files=[_location(r) for r in memory.files],
         symbols=[_location(r) for r in memory.symbols],
@@ -173,7 +173,7 @@ async def file_history(
         )
         for r in rows
     ]
-    return FileHistoryPublic(path=cleaned, task_id=task.id, items=items)
+    return FileHistoryPublic(path=cleaned, task_id=task.public_id, items=items)
 
 
 async def project_stats(

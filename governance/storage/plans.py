@@ -94,7 +94,7 @@ promotion_plans = Table(
     metadata,
     Column("workflow_id", Text, primary_key=True),
     Column("run_id", Text, primary_key=True),
-    Column("task_id", String(128), nullable=False),
+    Column("task_id", Text, nullable=False),
     Column("candidate_count", Integer, nullable=False),
     Column("plan_total", Integer, nullable=True),  # set when the plan is complete
     Column("published_count", Integer, nullable=True),  # set when publish committed

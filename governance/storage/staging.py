@@ -33,7 +33,7 @@ from governance.limits import (
     tenant_quota_refusal,
 )
 from governance.redaction import redact_free_text
-from governance.staging import EntryDraft, request_hash
+from governance.staging import EntryDraft, public_task_id, request_hash, task_key
 from governance.storage import quotas
 from governance.storage.tables import staging_entries, staging_idempotency, tasks
 
@@ -46,6 +46,7 @@ __all__ = [
     "StoredEntry",
     "open_task",
     "get_task",
+    "find_tasks",
     "append_entries",
     "read_entries",
     "last_seq",
@@ -68,9 +69,10 @@ CLOSED_STATUSES: frozenset[str] = ENDED_STATUSES - {"failed"}
 
 @dataclass(frozen=True)
 class TaskInfo:
-    """A task and the tenant it belongs to."""
+    """A task and the tenant it belongs to: `id` is its key inside loregate, `public_id` its tenant's id."""
 
     id: str
+    public_id: str
     org: str
     project: str
     worktree: str
@@ -108,6 +110,7 @@ class StoredEntry:
 def _task(row: Any) -> TaskInfo:
     return TaskInfo(
         id=row.id,
+        public_id=row.public_id or row.id,
         org=row.org,
         project=row.project,
         worktree=row.worktree,
@@ -120,8 +123,21 @@ def _task(row: Any) -> TaskInfo:
 
 
 async def get_task(conn: AsyncConnection, task_id: str) -> TaskInfo | None:
+    """The task whose key is `task_id`."""
     row = (await conn.execute(select(tasks).where(tasks.c.id == task_id))).first()
     return _task(row) if row is not None else None
+
+
+# what migration 0018's unique index `tasks_tenant_task_id_key` covers, so the lookup uses it
+_TENANT_TASK_ID = func.coalesce(tasks.c.public_id, tasks.c.id)
+
+
+async def find_tasks(conn: AsyncConnection, task_id: str, orgs: Sequence[str] | None) -> list[TaskInfo]:
+    """The tasks called `task_id` by their tenant, among `orgs` (None: every org); one per org at most."""
+    query = select(tasks).where(_TENANT_TASK_ID == task_id)
+    if orgs is not None:
+        query = query.where(tasks.c.org.in_(list(orgs)))
+    return [_task(r) for r in await conn.execute(query.order_by(tasks.c.org))]
 
 
 async def open_task(
@@ -133,19 +149,25 @@ async def open_task(
     worktree: str,
     description: str,
     created_by: str,
+    key: str | None = None,
 ) -> tuple[TaskInfo, bool]:
-    """Create the task; reopening with identical attributes returns it (retry-safe): (task, created)."""
+    """Create the task; reopening with identical attributes returns it (retry-safe): (task, created).
+
+    `task_id` is taken once per tenant (`org`), never across tenants: another org's task of the same id is
+    another task. Its key is `task_key(org, task_id)` unless `key` names one (reflection's own tasks).
+    """
     description = redact_free_text(description) or ""  # free text, shown beside published memory
     async with engine.begin() as conn:
         row = (
             await conn.execute(
                 text(
-                    "INSERT INTO tasks (id, org, project, worktree, description, created_by) "
-                    "VALUES (:id, :org, :project, :worktree, :description, :created_by) "
-                    "ON CONFLICT (id) DO NOTHING RETURNING *"
+                    "INSERT INTO tasks (id, public_id, org, project, worktree, description, created_by) "
+                    "VALUES (:id, :public_id, :org, :project, :worktree, :description, :created_by) "
+                    "ON CONFLICT DO NOTHING RETURNING *"
                 ),
                 dict(
-                    id=task_id,
+                    id=key or task_key(org, task_id),
+                    public_id=task_id,
                     org=org,
                     project=project,
                     worktree=worktree,
@@ -156,8 +178,10 @@ async def open_task(
         ).first()
         if row is not None:
             return _task(row), True
-        existing = await get_task(conn, task_id)
-    assert existing is not None
+        found = await find_tasks(conn, task_id, [org])
+    if not found:  # the key is another tenant's: only a `key` named by the caller can be (reflection's)
+        raise Conflict(f"task {task_id!r} cannot be opened in {org!r}: its key {key!r} is taken")
+    existing = found[0]
     if (existing.org, existing.project, existing.worktree, existing.description) != (
         org,
         project,
@@ -253,7 +277,8 @@ async def _append_once(
                 continue
             if old.task_id != task_id:
                 raise Conflict(
-                    f"idempotency key {draft.idempotency_key!r} was already used for task {old.task_id!r}"
+                    f"idempotency key {draft.idempotency_key!r} was already used for task "
+                    f"{public_task_id(old.task_id)!r}"
                 )
             if old.request_hash != rhash:
                 raise Conflict(
@@ -310,11 +335,11 @@ async def _append_once(
 
 def _refusal(task: TaskInfo | None, task_id: str) -> GovernanceError:
     if task is None:
-        return NotFound(f"task {task_id!r} does not exist")
+        return NotFound(f"task {public_task_id(task_id)!r} does not exist")
     promotion = task.promotion_workflow_id or f"promote-{task.id}"
     return Conflict(
-        f"task {task.id!r} is closed: its promotion {promotion} ended ({task.status}), so nothing appended "
-        "now could ever be promoted; stage new work in a new task"
+        f"task {task.public_id!r} is closed: its promotion {promotion} ended ({task.status}), so nothing "
+        "appended now could ever be promoted; stage new work in a new task"
     )
 
 

@@ -81,7 +81,10 @@ api_keys = Table(
 tasks = Table(
     "tasks",
     metadata,
-    Column("id", String(128), primary_key=True),
+    # the task's key, `<org>/<task id>` (governance/staging.task_key), or its id for tasks before 0018
+    Column("id", Text, primary_key=True),
+    # the id its tenant gave it; null: the key is the id (before 0018). Unique per org (migration 0018)
+    Column("public_id", Text, nullable=True),
     Column("org", Text, nullable=False),
     Column("project", Text, nullable=False),
     Column("worktree", Text, nullable=False),
@@ -114,7 +117,7 @@ staging_entries = Table(
     metadata,
     # partitioned by month of created_at (migration 0005): the key must contain it
     Column("id", BigInteger, primary_key=True, autoincrement=True),
-    Column("task_id", String(128), ForeignKey("tasks.id"), nullable=False),
+    Column("task_id", Text, ForeignKey("tasks.id"), nullable=False),
     Column("seq", BigInteger, nullable=False),
     Column("actor_id", String(64), nullable=False),
     Column("actor_type", String(16), nullable=False),
@@ -133,7 +136,7 @@ staging_idempotency = Table(
     metadata,
     Column("actor_id", String(64), primary_key=True),
     Column("idempotency_key", Text, primary_key=True),
-    Column("task_id", String(128), nullable=False),
+    Column("task_id", Text, nullable=False),
     Column("entry_id", BigInteger, nullable=False),
     Column("seq", BigInteger, nullable=False),
     Column("request_hash", String(64), nullable=False),
@@ -196,7 +199,7 @@ memory_derivations = Table(
         ForeignKey("memories.id", ondelete="CASCADE"),
         primary_key=True,
     ),
-    Column("task_id", String(128), nullable=True),
+    Column("task_id", Text, nullable=True),
     Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
 )
 
@@ -222,7 +225,7 @@ memory_events = Table(
     Column("event_type", String(32), nullable=False),
     Column("actor_id", String(64), nullable=True),
     Column("actor_type", String(16), nullable=True),
-    Column("task_id", String(128), nullable=True),
+    Column("task_id", Text, nullable=True),
     Column("workflow_id", Text, nullable=True),
     Column("reason", Text, nullable=True),
     Column("payload", JSONB, nullable=True),
@@ -255,7 +258,7 @@ approaches = Table(
     "approaches",
     metadata,
     Column("id", BigInteger, primary_key=True, autoincrement=True),
-    Column("task_id", String(128), ForeignKey("tasks.id"), nullable=False),
+    Column("task_id", Text, ForeignKey("tasks.id"), nullable=False),
     Column("subtask", Text, nullable=False, server_default=""),
     Column("fingerprint", String(64), nullable=False),
     Column("text", Text, nullable=False),
@@ -297,7 +300,7 @@ memory_uses = Table(
 subtasks = Table(
     "subtasks",
     metadata,
-    Column("task_id", String(128), ForeignKey("tasks.id"), primary_key=True),
+    Column("task_id", Text, ForeignKey("tasks.id"), primary_key=True),
     Column("subtask", Text, primary_key=True),
     Column("refusals", Integer, nullable=False, server_default="0"),
     Column("stuck_at", DateTime(timezone=True), nullable=True),

@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from governance.staging import public_task_id
 from governance.webhooks import Notice, WebhookEvent
 
 __all__ = [
@@ -285,7 +286,7 @@ async def database_notices(conn: AsyncConnection, *, since_days: int = 7) -> lis
                 r.org,
                 r.project,
                 {
-                    "task_id": r.task_id,
+                    "task_id": public_task_id(r.task_id),  # the id its tenant gave it
                     "subtask_id": r.subtask_id,
                     "refusals": r.refusals,
                     "org": r.org,
@@ -310,7 +311,12 @@ async def database_notices(conn: AsyncConnection, *, since_days: int = 7) -> lis
                 f"promotion.failed:{r.promotion_workflow_id or r.id}:{r.ended}",
                 r.org,
                 r.project,
-                {"task_id": r.id, "workflow_id": r.promotion_workflow_id, "org": r.org, "project": r.project},
+                {
+                    "task_id": public_task_id(r.id),
+                    "workflow_id": r.promotion_workflow_id,
+                    "org": r.org,
+                    "project": r.project,
+                },
             )
         )
     return notices

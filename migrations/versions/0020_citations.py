@@ -9,7 +9,7 @@
   authors or publishers: only others' use counts towards ranking).
 
 Revision ID: 0020_citations
-Revises: 0017_quarantine
+Revises: 0018_tenant_task_ids
 Create Date: 2026-11-27
 """
 
@@ -20,7 +20,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql as pg
 
 revision = "0020_citations"
-down_revision = "0017_quarantine"
+down_revision = "0018_tenant_task_ids"
 branch_labels = None
 depends_on = None
 

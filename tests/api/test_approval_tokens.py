@@ -38,6 +38,7 @@ from tests.utils.gateway import running_gateway
 from tests.utils.lifecycle_factories import Place, insert_memory
 from tests.utils.promotion_factories import Entry, active_memories, make_task
 from tests.utils.promotion_gateway import running_worker, staged_promotion, wait_promotion_state
+from tests.utils.tenancy import task_key_of
 from workflows.promotion import PromotionWorkflow
 from workflows.promotion_contract import PromotionInput, Verification, workflow_id_for
 
@@ -92,7 +93,7 @@ async def _token(http: httpx.AsyncClient, actor: Actor, task_id: str) -> dict[st
 
 async def _signal(temporal: Client, task_id: str, payload: dict[str, Any], name: str = "approve") -> None:
     """What the Temporal UI's *Send a Signal* sends."""
-    await temporal.get_workflow_handle(workflow_id_for(task_id)).signal(name, payload)
+    await temporal.get_workflow_handle(workflow_id_for(task_key_of(task_id))).signal(name, payload)
 
 
 async def _refusal(http: httpx.AsyncClient, actor: Actor, task_id: str, count: int = 1) -> dict[str, Any]:
@@ -126,7 +127,10 @@ async def test_valid_token_in_a_ui_signal_approves_as_its_human(
     task_id = await _awaiting(auth_http, team)
     minted = await _token(auth_http, team["human"], task_id)
     assert minted["principal"] == team["human"].principal.id
-    assert minted["workflow_id"] == workflow_id_for(task_id) and minted["approval_mode"] == "authenticated"
+    assert (
+        minted["workflow_id"] == workflow_id_for(task_key_of(task_id))
+        and minted["approval_mode"] == "authenticated"
+    )
     assert minted["token"] in minted["signal_input"]
     await _signal(temporal, task_id, {"approver": team["human"].principal.id, "token": minted["token"]})
     status = await wait_promotion_state(auth_http, team["orchestrator"].headers, task_id, "published")
@@ -155,16 +159,16 @@ async def test_token_that_does_not_bind_this_decision_is_refused(
         token = (await _token(auth_http, human, elsewhere))["token"]
     elif forgery == "expired":
         async with engine.connect() as conn:
-            digest = await plan_digest(conn, workflow_id_for(task_id))
+            digest = await plan_digest(conn, workflow_id_for(task_key_of(task_id)))
         assert digest is not None
-        claims = TokenClaims(claimed, workflow_id_for(task_id), digest, time.time() - 1)
+        claims = TokenClaims(claimed, workflow_id_for(task_key_of(task_id)), digest, time.time() - 1)
         token = mint_token(approval_secret(auth_settings), claims)
     else:  # the plan changed after the token was minted
         token = (await _token(auth_http, human, task_id))["token"]
         async with engine.begin() as conn:
             await conn.execute(
                 update(promotion_candidates)
-                .where(promotion_candidates.c.workflow_id == workflow_id_for(task_id))
+                .where(promotion_candidates.c.workflow_id == workflow_id_for(task_key_of(task_id)))
                 .values(title=promotion_candidates.c.title + " (edited)")
             )
     await _signal(temporal, task_id, {"approver": claimed, "token": token})
@@ -186,9 +190,11 @@ async def test_token_signed_under_another_secret_is_refused(
 ) -> None:
     task_id = await _awaiting(auth_http, team)
     async with engine.connect() as conn:
-        digest = await plan_digest(conn, workflow_id_for(task_id))
+        digest = await plan_digest(conn, workflow_id_for(task_key_of(task_id)))
     assert digest is not None
-    claims = TokenClaims(team["human"].principal.id, workflow_id_for(task_id), digest, time.time() + 600)
+    claims = TokenClaims(
+        team["human"].principal.id, workflow_id_for(task_key_of(task_id)), digest, time.time() + 600
+    )
     forged = mint_token(b"a guess at the server's secret", claims)
     await _signal(temporal, task_id, {"approver": team["human"].principal.id, "token": forged})
     status = await _refusal(auth_http, team["orchestrator"], task_id)
@@ -243,7 +249,7 @@ async def test_raw_start_naming_a_real_orchestrator_without_proof_publishes_noth
             verification=Verification("tests_passed", True),
             requested_by=orchestrator.principal.id,
         ),
-        id=workflow_id_for(task.task_id),
+        id=workflow_id_for(task_key_of(task.task_id)),
         task_queue=auth_settings.task_queue,
     )
     with pytest.raises(WorkflowFailureError):

@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from api.cli.embedded import start_embedded_postgres
 from governance.config import Settings
 from governance.scopes import ActorType
+from governance.staging import task_key
 from governance.storage.engine import make_engine
 from governance.storage.migrate import upgrade_head
 from tests.utils.factories import make_actor, new_tenant
@@ -105,7 +106,7 @@ async def test_gateway_answers_503_while_database_is_down_and_recovers(
             (
                 await conn.execute(
                     text("SELECT content FROM staging_entries WHERE task_id = :t ORDER BY seq"),
-                    {"t": task_id},
+                    {"t": task_key(org, task_id)},
                 )
             )
             .scalars()

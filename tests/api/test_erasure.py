@@ -29,6 +29,7 @@ from governance.staging_archive import decode_chunk
 from governance.storage.staging import set_task_status
 from tests.utils.factories import Actor
 from tests.utils.promotion_gateway import stage, start_promotion, wait_promotion_state
+from tests.utils.tenancy import task_key_of
 
 
 def _content(marker: str) -> str:
@@ -229,7 +230,7 @@ async def test_erase_subject_deletes_temporal_histories_and_running_change_reque
     erased = await http.post("/v1/erasures", headers=human.headers, json={"subject": marker, **tenant})
     assert erased.status_code == 200, erased.text
     body = erased.json()
-    promotion_workflow = f"promote-{task_id}"
+    promotion_workflow = f"promote-{task_key_of(task_id)}"
     assert {promotion_workflow, change_workflow} <= set(body["temporal_workflows"])
     assert body["counts"]["temporal_histories"] >= 2 and body["counts"]["change_requests"] == 1
     await _history_gone(temporal, promotion_workflow)
@@ -288,9 +289,10 @@ async def test_erase_subject_takes_it_out_of_staging_archive_files(
     ]
     await stage(http, team["agent"], task_id, entries)
     async with engine.begin() as conn:
-        await set_task_status(conn, task_id, "promoted")
+        await set_task_status(conn, task_key_of(task_id), "promoted")
         await conn.execute(
-            text("UPDATE tasks SET ended_at = now() - interval '45 days' WHERE id = :t"), {"t": task_id}
+            text("UPDATE tasks SET ended_at = now() - interval '45 days' WHERE id = :t"),
+            {"t": task_key_of(task_id)},
         )
     archive_dir = promo_settings.archive_dir()
     activities = RetentionActivities(engine, archive_dir=archive_dir)

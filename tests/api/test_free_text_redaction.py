@@ -26,6 +26,7 @@ from tests.utils.grpc_gateway import bearer, grpc_gateway, pb2
 from tests.utils.lifecycle_factories import Place, insert_memory
 from tests.utils.promotion_factories import active_memories
 from tests.utils.promotion_gateway import wait_promotion_state
+from tests.utils.tenancy import task_key_of
 from workflows.promotion_contract import workflow_id_for
 
 TOKEN = "ghp_" + "Wd3kP8zQ1xN6vB4mT9rY2cL7hJ5sF0aG8eUi"
@@ -68,7 +69,7 @@ async def _promote_org_fact(
     assert started.status_code == 202, started.text
     await wait_promotion_state(http, human.headers, task_id, "awaiting_approval")
     if temporal is not None:
-        await temporal.get_workflow_handle(workflow_id_for(task_id)).signal(
+        await temporal.get_workflow_handle(workflow_id_for(task_key_of(task_id))).signal(
             "approve", {"approver": human.principal.id, "note": f"ok; {PLANTED}"}
         )
     else:
@@ -283,6 +284,6 @@ async def test_task_description_opened_over_grpc_is_stored_redacted(
         )
     _clean(str(task))
     async with engine.connect() as conn:
-        stored = await get_task(conn, task.task_id)
+        stored = await get_task(conn, task_key_of(task.task_id))
     assert stored is not None and stored.description.startswith("rotate the deploy key; GITHUB_TOKEN=")
     _clean(stored.description)

@@ -34,6 +34,7 @@ from tests.utils.factories import Actor, make_actor, new_tenant
 from tests.utils.gateway import running_gateway
 from tests.utils.promotion_factories import Entry, active_memories, events_of, make_task
 from tests.utils.promotion_gateway import running_worker, wait_promotion_state
+from tests.utils.tenancy import task_key_of
 from workflows.promotion import PromotionWorkflow
 from workflows.promotion_contract import PromotionInput, PromotionState, Verification, workflow_id_for
 
@@ -51,7 +52,7 @@ async def _raw_start(
     return await temporal.start_workflow(
         PromotionWorkflow.run,
         PromotionInput(task_id, scope, **fields),
-        id=workflow_id_for(task_id),
+        id=workflow_id_for(task_key_of(task_id)),
         task_queue=queue,
     )
 
@@ -187,7 +188,7 @@ async def test_forged_human_approved_signal_is_refused(
     if given_by is not None:
         payload["given_by"] = team[given_by].principal.id if given_by in team else "human-made-up"
     # the Temporal UI: Send a Signal → `verify`
-    await temporal.get_workflow_handle(workflow_id_for(task_id)).signal("verify", payload)
+    await temporal.get_workflow_handle(workflow_id_for(task_key_of(task_id))).signal("verify", payload)
     status = await _refused(http, team["orchestrator"], task_id)
     assert status["state"] == "awaiting_verification" and status["verification"] is None
     assert status["refusals"][-1]["decision"] == "verify" and status["refusals"][-1]["channel"] == "signal"
@@ -200,7 +201,7 @@ async def test_human_approved_signal_from_an_approving_human_counts(
 ) -> None:
     # humans approve project and org scope (the policy), so their word counts there
     task_id = await _api_task(http, team, "project")
-    await temporal.get_workflow_handle(workflow_id_for(task_id)).signal(
+    await temporal.get_workflow_handle(workflow_id_for(task_key_of(task_id))).signal(
         "verify", {**FORGED, "given_by": team["human"].principal.id}
     )
     waiting = await wait_promotion_state(http, team["orchestrator"].headers, task_id, "awaiting_approval")
@@ -211,7 +212,7 @@ async def test_tests_passed_signal_from_an_orchestrator_still_counts(
     http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine, temporal: Client
 ) -> None:
     task_id = await _api_task(http, team, "task")
-    await temporal.get_workflow_handle(workflow_id_for(task_id)).signal(
+    await temporal.get_workflow_handle(workflow_id_for(task_key_of(task_id))).signal(
         "verify", {"source": "tests_passed", "success": True}
     )
     await wait_promotion_state(http, team["orchestrator"].headers, task_id, "published")
@@ -234,7 +235,7 @@ async def test_a_disabled_human_cannot_approve_by_signal(
     await wait_promotion_state(http, human.headers, task_id, "awaiting_approval")
     async with engine.begin() as conn:
         assert await disable_principal(conn, human.principal.id) == 1
-    await temporal.get_workflow_handle(workflow_id_for(task_id)).signal(
+    await temporal.get_workflow_handle(workflow_id_for(task_key_of(task_id))).signal(
         "approve", {"approver": human.principal.id, "note": "from the UI"}
     )
     status = await _refused(http, team["orchestrator"], task_id)
@@ -314,7 +315,7 @@ async def test_api_only_accepts_the_api_start_and_evidence_and_refuses_the_signa
 ) -> None:
     task_id = await _api_task(api_only_http, team, "task")
     # a signal, even a plain tests_passed one, is not the authenticated API
-    await temporal.get_workflow_handle(workflow_id_for(task_id)).signal(
+    await temporal.get_workflow_handle(workflow_id_for(task_key_of(task_id))).signal(
         "verify", {"source": "tests_passed", "success": True, "given_by": team["orchestrator"].principal.id}
     )
     status = await _refused(api_only_http, team["orchestrator"], task_id)

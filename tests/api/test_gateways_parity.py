@@ -30,6 +30,7 @@ from api.grpc.proto import pb2_grpc
 from api.grpc.server import running_grpc_server
 from governance.config import Settings
 from governance.scopes import ActorType
+from governance.staging import task_key
 from tests.conftest import repo_root
 from tests.utils.factories import Actor, make_actor, new_tenant
 from tests.utils.gateway import running_gateway
@@ -353,6 +354,7 @@ async def _transcript(gateway: Any, http: httpx.AsyncClient, engine: AsyncEngine
         names[actor.principal.name] = f"<{role} name>"
     principal = team["orchestrator"].principal
     names[f"{principal.org}/{principal.project}"] = "<tenant>"
+    names[task_key(principal.org, task_id)] = "<task>"  # workflow ids carry the task's key
     return {name: _normal(answer, names) for name, answer in answers.items()}
 
 

@@ -17,6 +17,7 @@ from governance.scopes import ActorType, Scope
 from tests.utils.factories import Actor, make_actor
 from tests.utils.memory_factories import TaskRef, add_memory
 from tests.utils.promotion_gateway import open_task, stage, start_promotion, wait_promotion_state
+from tests.utils.tenancy import task_key_of
 
 FIX = "Guard the lookup with dict.get and a default"
 RETRY = "Retry the cache load once"
@@ -155,7 +156,7 @@ async def _published_rule(
     )
     assert appended.status_code == 201, appended.text
     principal = team["agent"].principal
-    task = TaskRef(task_id, principal.org, str(principal.project), "main")
+    task = TaskRef(task_key_of(task_id), principal.org, str(principal.project), "main")
     async with engine.begin() as conn:
         rule = await add_memory(
             conn,

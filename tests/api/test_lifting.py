@@ -31,6 +31,7 @@ from governance.storage.identity import revoke_key
 from governance.storage.tables import memory_events
 from tests.utils.factories import Actor, make_actor
 from tests.utils.lifecycle_factories import Place, insert_memory
+from tests.utils.tenancy import task_key_of
 from workflows.change_request import ChangeRequestWorkflow
 
 FACT = "db.driver: psycopg 3 with the async API"
@@ -242,7 +243,7 @@ async def test_lift_task_to_worktree_needs_no_approval_and_keeps_the_trust(
     )
     assert opened.status_code == 201, opened.text
     principal = orchestrator.principal
-    place = Place(principal.org, principal.project or "", "feature-x", opened.json()["task_id"])
+    place = Place(principal.org, principal.project or "", "feature-x", task_key_of(opened.json()["task_id"]))
     original = await _memory_at(engine, place, Scope.TASK, confidence=0.75)
     answer = (await _lift(http, orchestrator, [original], "worktree", 201)).json()
     (item,) = answer["items"]

@@ -31,6 +31,7 @@ from tests.api.test_console import csrf_of, sign_in
 from tests.utils.cli import cli_env, run_cli
 from tests.utils.factories import Actor, make_actor, new_tenant
 from tests.utils.promotion_gateway import stage, start_promotion, wait_promotion_state
+from tests.utils.tenancy import task_key_of
 from workflows.promotion_contract import Names, PromotionStatus, workflow_id_for
 
 # every content's second line holds a marker no title carries: titles are payload titles or first lines
@@ -218,7 +219,7 @@ async def test_plan_review_leaves_no_content_in_the_workflows_history(
     scenario: Scenario, local_env: Any
 ) -> None:
     temporal: Client = local_env.client
-    handle = temporal.get_workflow_handle(workflow_id_for(scenario.task_id))
+    handle = temporal.get_workflow_handle(workflow_id_for(task_key_of(scenario.task_id)))
     status: PromotionStatus = await handle.query(Names.STATE, result_type=PromotionStatus)
     # kinds, decisions, ids and numbers: no title, content, reason or key (docs/privacy.md)
     assert all(e.title == "" and e.content == "" and e.reason == "" for e in status.plan)
@@ -259,11 +260,11 @@ async def test_plan_review_withholds_targets_and_neighbours_the_reader_may_not_r
         authorizer=make_authorizer(promo_settings.sqlalchemy_url(), watch=False),
     )
     async with engine.connect() as conn:
-        header = await latest_plan(conn, workflow_id_for(scenario.task_id))
+        header = await latest_plan(conn, workflow_id_for(task_key_of(scenario.task_id)))
         assert header is not None
         key = PlanKey(header.workflow_id, header.run_id)
         rows = await plan_page(conn, key, offset=0, limit=10)
-    task = await load_task(state, scenario.task_id)
+    task = await load_task(state, scenario.team["human"].principal, scenario.task_id)
     target_key = target_scope_key(task, "project")
     assert target_key == f"project:{task.org}/{task.project}"
 
@@ -289,5 +290,5 @@ async def test_plan_review_erasing_a_target_names_the_promotions_that_show_its_t
         target = next(i["target_id"] for i in plan["items"] if i["decision"] == "supersede")
         dry = await http.delete(f"/v1/memories/{target}", headers=human.headers, params={"dry_run": "true"})
     assert dry.status_code == 200, dry.text
-    assert workflow_id_for(scenario.task_id) in dry.json()["temporal_workflows"]
-    assert workflow_id_for(scenario.first_task) in dry.json()["temporal_workflows"]
+    assert workflow_id_for(task_key_of(scenario.task_id)) in dry.json()["temporal_workflows"]
+    assert workflow_id_for(task_key_of(scenario.first_task)) in dry.json()["temporal_workflows"]

@@ -19,6 +19,7 @@ from governance.scopes import ActorType
 from tests.utils.factories import Actor, make_actor, new_tenant
 from tests.utils.promotion_factories import Entry, make_large_task
 from tests.utils.promotion_gateway import wait_promotion_state
+from tests.utils.tenancy import task_key_of
 from workflows.promotion_contract import Names, PromotionStatus, workflow_id_for
 
 FACTS = 230
@@ -66,7 +67,7 @@ async def test_promotion_plan_is_served_from_the_database_page_by_page(
 
     # the workflow itself holds the first 20 entries, shortened
     temporal: Client = local_env.client
-    query: PromotionStatus = await temporal.get_workflow_handle(workflow_id_for(task_id)).query(
+    query: PromotionStatus = await temporal.get_workflow_handle(workflow_id_for(task_key_of(task_id))).query(
         Names.STATE, result_type=PromotionStatus
     )
     assert query.plan_total == total and len(query.plan) == 20

@@ -24,6 +24,7 @@ from tests.utils.gateway import running_gateway
 from tests.utils.grpc_gateway import bearer, grpc_gateway, pb2, refusal
 from tests.utils.promotion_factories import Entry, active_memories, events_of, make_task
 from tests.utils.promotion_gateway import running_worker, wait_promotion_state
+from tests.utils.tenancy import task_key_of
 from workflows.promotion import PromotionWorkflow
 from workflows.promotion_contract import PromotionInput, Verification, workflow_id_for
 
@@ -88,13 +89,16 @@ async def test_promotion_task_scope_by_orchestrator_publishes(
         http, team["orchestrator"], task_id, target_scope="task", verification=TESTS_PASSED
     )
     assert started.status_code == 202, started.text
-    assert started.json()["workflow_id"] == workflow_id_for(task_id) and started.json()["created"] is True
+    assert (
+        started.json()["workflow_id"] == workflow_id_for(task_key_of(task_id))
+        and started.json()["created"] is True
+    )
     done = await wait_promotion_state(http, team["agent"].headers, task_id, "published")
     assert done["published"] and done["live"] is True
     published = await active_memories(engine, task_id=task_id)
-    assert published and all(m.scope_key == f"task:{task_id}" for m in published)
+    assert published and all(m.scope_key == f"task:{task_key_of(task_id)}" for m in published)
     task = await http.get(f"/v1/tasks/{task_id}", headers=team["agent"].headers)
-    assert task.json()["promotion_workflow_id"] == workflow_id_for(task_id)
+    assert task.json()["promotion_workflow_id"] == workflow_id_for(task_key_of(task_id))
 
 
 async def test_promotion_project_scope_waits_with_plan(
@@ -187,7 +191,7 @@ async def test_start_promotion_twice_returns_the_same_workflow(
     assert first.json()["created"] is True and second.json()["created"] is False
     await wait_promotion_state(http, team["agent"].headers, task_id, "awaiting_verification")
     assert await active_memories(engine, task_id=task_id) == []
-    await temporal.get_workflow_handle(workflow_id_for(task_id)).terminate("test over")
+    await temporal.get_workflow_handle(workflow_id_for(task_key_of(task_id))).terminate("test over")
 
 
 async def test_start_promotion_into_another_scope_while_running_conflicts(
@@ -198,7 +202,7 @@ async def test_start_promotion_into_another_scope_while_running_conflicts(
     clash = await _start(http, team["orchestrator"], task_id, target_scope="task")
     assert clash.status_code == 409 and "project" in clash.json()["detail"]
     assert await active_memories(engine, task_id=task_id) == []
-    await temporal.get_workflow_handle(workflow_id_for(task_id)).terminate("test over")
+    await temporal.get_workflow_handle(workflow_id_for(task_key_of(task_id))).terminate("test over")
 
 
 async def test_start_promotion_after_it_ended_conflicts(
@@ -287,7 +291,7 @@ async def test_approve_when_not_awaiting_approval_conflicts(
     assert answer.status_code == 409 and answer.json()["error"] == "conflict"
     assert "awaiting_verification" in answer.json()["detail"]
     assert await active_memories(engine, task_id=task_id) == []
-    await temporal.get_workflow_handle(workflow_id_for(task_id)).terminate("test over")
+    await temporal.get_workflow_handle(workflow_id_for(task_key_of(task_id))).terminate("test over")
 
 
 async def test_verify_twice_conflicts(
@@ -327,7 +331,7 @@ async def test_verify_unknown_source_is_unprocessable(
     status = await wait_promotion_state(http, team["human"].headers, task_id, "awaiting_verification")
     assert status["verification"] is None
     assert await active_memories(engine, task_id=task_id) == []
-    await temporal.get_workflow_handle(workflow_id_for(task_id)).terminate("test over")
+    await temporal.get_workflow_handle(workflow_id_for(task_key_of(task_id))).terminate("test over")
 
 
 async def test_list_awaiting_approval_shows_only_the_callers_tenant(
@@ -375,7 +379,7 @@ async def test_grpc_start_promotion_answers_like_http(
     assert denied.value.code() == grpc.StatusCode.PERMISSION_DENIED
     assert refusal(denied.value)["error"] == "forbidden"
     again = await _start(http, team["orchestrator"], task_id, target_scope="task", verification=TESTS_PASSED)
-    assert started["workflow_id"] == workflow_id_for(task_id) and started["created"] is True
+    assert started["workflow_id"] == workflow_id_for(task_key_of(task_id)) and started["created"] is True
     assert set(started) == set(again.json())
     await wait_promotion_state(http, team["agent"].headers, task_id, "published")
     assert await active_memories(engine, task_id=task_id)
@@ -400,7 +404,7 @@ async def _awaiting_approval_api_only(
     async with engine.begin() as conn:
         await record_approval_grant(
             conn,
-            workflow_id=workflow_id_for(task.task_id),
+            workflow_id=workflow_id_for(task_key_of(task.task_id)),
             task_id=task.task_id,
             grant="start-grant",
             principal=human.principal,
@@ -416,7 +420,7 @@ async def _awaiting_approval_api_only(
             requested_by=human.principal.id,
             grant="start-grant",
         ),
-        id=workflow_id_for(task.task_id),
+        id=workflow_id_for(task_key_of(task.task_id)),
         task_queue=queue,
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
     )
@@ -526,7 +530,7 @@ async def test_promotion_status_without_worker_comes_from_visibility(
     handle = await temporal.start_workflow(
         PromotionWorkflow.run,
         PromotionInput(task.task_id, "project", requested_by=task.requested_by),
-        id=workflow_id_for(task.task_id),
+        id=workflow_id_for(task_key_of(task.task_id)),
         task_queue="promo-api-nobody-polls-this",
     )
     began = time.monotonic()
@@ -543,7 +547,7 @@ async def test_ui_signal_with_documented_payload_publishes_in_ui_or_api_mode(
     task_id, _ = await _awaiting_approval(http, team)
     human = team["human"]
     # Workflow actions → Send a Signal → `approve` with the JSON the README gives
-    await temporal.get_workflow_handle(workflow_id_for(task_id)).signal(
+    await temporal.get_workflow_handle(workflow_id_for(task_key_of(task_id))).signal(
         "approve", {"approver": human.principal.id, "note": "approved in the UI"}
     )
     done = await wait_promotion_state(http, human.headers, task_id, "published")

@@ -23,6 +23,7 @@ from tests.utils.cli import cli_env, run_cli
 from tests.utils.factories import Actor
 from tests.utils.promotion_factories import active_memories
 from tests.utils.promotion_gateway import open_task, stage, wait_promotion_state
+from tests.utils.tenancy import task_key_of
 from workflows.promotion_contract import workflow_id_for
 
 POISON = (
@@ -80,7 +81,7 @@ async def test_poisoned_worktree_promotion_waits_for_a_human_and_names_the_items
     benign = [p for p in status["plan"] if "make migrate" in p["content"] or ".env files" in p["content"]]
     assert benign and all(p["quarantine"] is None for p in benign)
     # the Temporal UI's current details name each held item by index and why, never its title or text
-    handle = temporal.get_workflow_handle(workflow_id_for(task_id))
+    handle = temporal.get_workflow_handle(workflow_id_for(task_key_of(task_id)))
     meta = await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
     details = meta.current_details
     assert f"**Quarantined** ({status['quarantined_total']}" in details
@@ -171,7 +172,7 @@ async def test_failed_task_publishes_no_quarantined_episode(
     assert started.status_code == 202, started.text
     done = await wait_promotion_state(http, team["agent"].headers, task_id, "unverified")
     async with engine.connect() as conn:
-        plan = await latest_plan(conn, workflow_id_for(task_id))
+        plan = await latest_plan(conn, workflow_id_for(task_key_of(task_id)))
         assert plan is not None
         rows = await plan_page(conn, PlanKey(plan.workflow_id, plan.run_id), offset=0, limit=50)
     held = [r for r in rows if r.quarantine]

@@ -26,6 +26,7 @@ from tests.conftest import repo_root
 from tests.utils.factories import Actor, make_actor, new_tenant
 from tests.utils.grpc_gateway import bearer, grpc_gateway, pb2, refusal
 from tests.utils.staging import assert_refused, count_entries, open_task_http
+from tests.utils.tenancy import task_key_of
 
 
 @pytest.fixture
@@ -45,7 +46,7 @@ async def client(gateway_url: str) -> AsyncIterator[httpx.AsyncClient]:
 
 async def _end_promotion(engine: AsyncEngine, task_id: str, status: str) -> None:
     async with engine.begin() as conn:
-        await set_task_status(conn, task_id, status)
+        await set_task_status(conn, task_key_of(task_id), status)
 
 
 def _entry(content: str, key: str | None = None) -> dict[str, Any]:
@@ -76,7 +77,7 @@ async def test_staging_append_after_the_promotion_ended_is_409_naming_it(
     task_id = await _open_with_an_entry(client, team, f"k-{uuid.uuid4().hex}")
     await _end_promotion(engine, task_id, status)
     answer = await _append(client, team["agent"], task_id, _entry("too late"), _entry("also too late"))
-    assert_refused(answer, 409, "conflict", rf"promote-{task_id} ended \({status}\)")
+    assert_refused(answer, 409, "conflict", rf"promote-{task_key_of(task_id)} ended \({status}\)")
     assert await count_entries(engine, task_id) == 1
 
 
@@ -121,7 +122,9 @@ async def test_staging_append_over_grpc_after_the_promotion_ended_is_already_exi
             await stub.AppendEntries(iter([late]), metadata=agent_key)
     assert caught.value.code() == grpc.StatusCode.ALREADY_EXISTS
     body = refusal(caught.value)
-    assert body["error"] == "conflict" and f"promote-{task_id} ended (rejected)" in body["detail"]
+    assert (
+        body["error"] == "conflict" and f"promote-{task_key_of(task_id)} ended (rejected)" in body["detail"]
+    )
     assert await count_entries(engine, task_id) == 2
 
 
@@ -138,5 +141,5 @@ async def test_staging_append_over_mcp_after_the_promotion_ended_is_a_tool_error
         result = await mcp.call_tool("append_staging", {"kind": "fact", "content": "too late"})
     assert result.is_error
     text = result.content[0].text
-    assert "conflict" in text and f"promote-{task_id} ended (unverified)" in text
+    assert "conflict" in text and f"promote-{task_key_of(task_id)} ended (unverified)" in text
     assert await count_entries(engine, task_id) == 1

@@ -24,6 +24,7 @@ from governance.storage.tables import staging_entries
 from tests.utils.factories import Actor, make_actor, new_tenant
 from tests.utils.gateway import gateway_process
 from tests.utils.staging import open_task_http
+from tests.utils.tenancy import task_key_of
 
 CLIENTS = 16
 ENTRIES_PER_CLIENT = 200
@@ -141,7 +142,7 @@ async def _stored(engine: AsyncEngine, task_id: str) -> list[tuple[int, int, str
     async with engine.connect() as conn:
         rows = await conn.execute(
             select(staging_entries.c.id, staging_entries.c.seq, staging_entries.c.content)
-            .where(staging_entries.c.task_id == task_id)
+            .where(staging_entries.c.task_id == task_key_of(task_id))
             .order_by(staging_entries.c.seq)
         )
         return [(r.id, r.seq, r.content) for r in rows]

@@ -28,6 +28,7 @@ from governance.webhooks import SIGNATURE_HEADER, TIMESTAMP_HEADER, verify
 from tests.utils.cli import cli_env, run_cli
 from tests.utils.factories import Actor, make_actor, new_tenant
 from tests.utils.promotion_gateway import start_promotion, temporal_settings, wait_promotion_state
+from tests.utils.tenancy import task_key_of
 from workflows.notifications import NotificationInput, NotificationResult, NotificationWorkflow
 
 
@@ -116,13 +117,13 @@ async def _awaiting_promotion(
 
 async def _wait_visible(temporal: Client, task_id: str, timeout: float = 30.0) -> None:
     """Temporal's visibility lists the promotion as awaiting approval (it lags the workflow a little)."""
-    query = f'WorkflowId = "promote-{task_id}" AND LoregateState = "awaiting_approval"'
+    query = f'WorkflowId = "promote-{task_key_of(task_id)}" AND LoregateState = "awaiting_approval"'
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if [w async for w in temporal.list_workflows(query)]:
             return
         time.sleep(0.2)
-    raise AssertionError(f"promote-{task_id} never listed as awaiting approval")
+    raise AssertionError(f"promote-{task_key_of(task_id)} never listed as awaiting approval")
 
 
 async def _admin(engine: AsyncEngine) -> Actor:
@@ -167,7 +168,7 @@ async def test_webhook_hears_once_of_a_promotion_awaiting_approval_signed_and_wi
     assert not verify("whsec_other", timestamp, delivered.body, signature, now=int(time.time()))
     body = json.loads(delivered.body)
     assert body["event"] == "promotion.awaiting_approval" and body["task_id"] == task_id
-    assert body["workflow_id"] == f"promote-{task_id}" and body["org"] == org
+    assert body["workflow_id"] == f"promote-{task_key_of(task_id)}" and body["org"] == org
     assert marker not in delivered.body.decode()  # ids and states, never content or descriptions
     deliveries = await http.get(f"/v1/webhooks/{hook['id']}/deliveries", headers=admin.headers)
     [record] = deliveries.json()["deliveries"]

@@ -17,6 +17,7 @@ from api.services.export_file import parse_export
 from governance.scopes import ActorType, Scope
 from tests.utils.factories import Actor, make_actor, new_tenant
 from tests.utils.memory_factories import TaskRef, add_memory
+from tests.utils.tenancy import task_key_of
 
 TRACEBACK = (
     "Traceback (most recent call last):\n"
@@ -205,7 +206,7 @@ async def _earlier_work(
     async with engine.begin() as conn:
         failed = await add_memory(
             conn,
-            TaskRef(task_id=touched, **ref),
+            TaskRef(task_id=task_key_of(touched), **ref),
             title="Retry on reset",
             content="Tried retrying the request on a reset connection; the suite kept failing.",
             embedding=None,
@@ -215,7 +216,7 @@ async def _earlier_work(
         )
         documented = await add_memory(
             conn,
-            TaskRef(task_id=docs, **ref),
+            TaskRef(task_id=task_key_of(docs), **ref),
             title="Timeout docs",
             content="Documented connection timeouts and the reset behaviour of the pool.",
             embedding=None,
@@ -225,7 +226,7 @@ async def _earlier_work(
         )
         pattern = await add_memory(
             conn,
-            TaskRef(task_id=docs, **ref),
+            TaskRef(task_id=task_key_of(docs), **ref),
             title="Pool closed early",
             content="PoolTimeout in httpx/_client.py when the pool closed early; fix: keep the client open.",
             embedding=None,
@@ -375,7 +376,12 @@ async def test_search_by_symbol_meets_its_methods_and_takes_any_name_literally(
         decision = {"kind": "decision", "content": "open lazily", "payload": {"symbols": ["Pool.connect"]}}
         await _append(http, crew["agent"], task_id, decision)
         async with engine.begin() as conn:
-            ref = TaskRef(task_id=task_id, org=o.principal.org, project=o.principal.project, worktree="main")
+            ref = TaskRef(
+                task_id=task_key_of(task_id),
+                org=o.principal.org,
+                project=o.principal.project,
+                worktree="main",
+            )
             memory = await add_memory(
                 conn,
                 ref,

@@ -29,6 +29,7 @@ from tests.utils.promotion_gateway import (
     temporal_settings,
     wait_promotion_state,
 )
+from tests.utils.tenancy import task_key_of
 from workflows.promotion_contract import workflow_id_for
 
 ENTRIES: list[dict[str, Any]] = [
@@ -84,7 +85,8 @@ async def test_approval_token_printed_by_the_cli_approves_through_a_ui_signal(
         signal_input = json.loads(lines[-1])  # the last line is the signal's input, whole
         assert signal_input["approver"] == team["human"].principal.id and signal_input["token"]
         client: Client = local_env.client
-        await client.get_workflow_handle(workflow_id_for(task_id)).signal("approve", signal_input)
+        handle = client.get_workflow_handle(workflow_id_for(task_key_of(task_id)))
+        await handle.signal("approve", signal_input)
         status = await wait_promotion_state(http, team["human"].headers, task_id, "published")
     assert status["decided_by"] == team["human"].principal.id
     assert await active_memories(engine, task_id=task_id)

@@ -24,6 +24,7 @@ from tests.utils.factories import Actor, make_actor, new_tenant
 from tests.utils.gateway import running_gateway
 from tests.utils.promotion_factories import Entry, active_memories, make_large_task, make_task
 from tests.utils.promotion_gateway import running_worker, temporal_settings, wait_promotion_state
+from tests.utils.tenancy import task_key_of
 
 ENTRIES = [
     Entry("decision", "db.driver: psycopg 3 with the async API", {"key": "db.driver"}),
@@ -78,7 +79,7 @@ async def test_promote_verify_and_approve_publish_into_project(
     task_id = team["task_id"]
     started = await _cli(team, "orchestrator", "promote", task_id, "--scope", "project")
     assert started.returncode == 0, started.stderr
-    assert f"promote-{task_id}" in started.stdout and "started" in started.stdout
+    assert f"promote-{task_key_of(task_id)}" in started.stdout and "started" in started.stdout
     verified = await _cli(team, "orchestrator", "verify", task_id, "--source", "tests_passed")
     assert verified.returncode == 0, verified.stderr
     await _wait(team, "awaiting_approval")

@@ -26,6 +26,7 @@ import pytest
 from playwright.async_api import FrameLocator, Locator, Page, expect
 
 from api.cli.embedded import start_embedded_postgres
+from governance.staging import task_key
 from tests.e2e.conftest import ARTIFACTS, Platform, Principal
 from workflows.promotion_contract import workflow_id_for
 
@@ -94,7 +95,7 @@ async def _approve_in_browser(
 ) -> None:
     """What the human does in the Temporal UI, from the filtered workflow list to the `approve` signal
     (with the approval token they minted with their own key: the UI itself sends no identity)."""
-    workflow_id = workflow_id_for(task_id)
+    workflow_id = workflow_id_for(task_key(ORG, task_id))
     query = 'LoregateState="awaiting_approval"'
     await page.goto(f"{platform.ui_url}/namespaces/{platform.namespace}/workflows?query={quote(query)}")
     await expect(page.get_by_text('LoregateState = "awaiting_approval"')).to_be_visible()
@@ -176,7 +177,7 @@ async def test_browser_approval_publishes_into_project_scope_with_the_human_name
             headers=orchestrator.headers,
         )
         assert started.status_code == 202, started.text
-        assert started.json()["workflow_id"] == workflow_id_for(task_id)
+        assert started.json()["workflow_id"] == workflow_id_for(task_key(ORG, task_id))
 
         ARTIFACTS.mkdir(exist_ok=True)
         try:

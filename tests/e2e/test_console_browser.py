@@ -19,6 +19,7 @@ import httpx
 import pytest
 from playwright.async_api import Page, expect
 
+from governance.staging import task_key
 from tests.e2e.conftest import ARTIFACTS, Platform, Principal
 
 pytestmark = pytest.mark.timeout(240)
@@ -88,7 +89,7 @@ async def _review_in_console(page: Page, platform: Platform, task_id: str, human
     await expect(page.get_by_role("heading", level=1, name=f"Promotion of task {task_id}")).to_be_visible()
     await expect(page.get_by_role("heading", level=3, name=DRIVER_TITLE, exact=False)).to_be_visible()
     await expect(page.get_by_role("heading", level=3, name=CI_TITLE, exact=False)).to_be_visible()
-    temporal = page.get_by_role("link", name=f"promote-{task_id} in the Temporal UI")
+    temporal = page.get_by_role("link", name=f"promote-{task_key(ORG, task_id)} in the Temporal UI")
     await expect(temporal).to_have_attribute(
         "href", f"{platform.ui_url}/namespaces/{platform.namespace}/workflows/promote-{task_id}"
     )

@@ -9,6 +9,8 @@ into one test case per scope and per place (the caller's project, another projec
 How an org-scope memory (which has no project) is placed is the services' rule, not the policy's: it is
 judged in the caller's own project when the caller belongs to its org (api/services/gateway.py
 `judged_project`), i.e. the "same project" column; tests/api/test_memories_org_scope.py covers that.
+Which task a task id names is the gateway's rule too (a task id belongs to its org: two orgs may both have
+`t-1`, and a caller's id names its own org's): tests/api/test_tenant_task_ids.py holds that table.
 """
 
 from __future__ import annotations

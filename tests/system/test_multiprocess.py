@@ -34,6 +34,7 @@ from temporalio.client import Client
 from governance.scopes import ActorType
 from tests.system.processes import Child, Cluster
 from tests.utils.factories import Actor, make_actor, new_tenant
+from tests.utils.tenancy import task_key_of
 from workflows.promotion import PromotionWorkflow
 from workflows.promotion_contract import PromotionResult, PromotionState, workflow_id_for
 
@@ -173,7 +174,7 @@ async def agent(run: Run, traffic: Traffic, actor: Actor, orchestrator: Actor, t
             await asyncio.sleep(0.02)  # an agent thinks between batches; it also widens the fault window
     via, answer, _ = await traffic.send(t % 2, f"/v1/tasks/{task_id}/promotion", PROMOTION_BODY, orchestrator)
     assert answer.status_code == 202, answer.text
-    assert answer.json()["workflow_id"] == workflow_id_for(task_id)
+    assert answer.json()["workflow_id"] == workflow_id_for(task_key_of(task_id))
     run.promoted_via[task_id] = via
     if all(tid in run.promoted_via for tid in run.task_ids[:EARLY]):
         run.early_promoted.set()
@@ -203,7 +204,7 @@ async def busy_worker(client: Client, task_ids: list[str], workers: list[Child])
     """A worker that holds a started promotion activity right now, and that activity's name."""
     by_identity = {w.identity: w for w in workers if w.alive()}
     for task_id in task_ids:
-        desc = await client.get_workflow_handle(workflow_id_for(task_id)).describe()
+        desc = await client.get_workflow_handle(workflow_id_for(task_key_of(task_id))).describe()
         for pending in desc.raw_description.pending_activities:
             if (
                 pending.state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED
@@ -320,7 +321,9 @@ async def test_multiprocess_cluster_survives_killed_worker_and_gateway(
             results: dict[str, PromotionResult] = {}
 
             async def outcome(task_id: str) -> None:
-                handle = client.get_workflow_handle_for(PromotionWorkflow.run, workflow_id_for(task_id))
+                handle = client.get_workflow_handle_for(
+                    PromotionWorkflow.run, workflow_id_for(task_key_of(task_id))
+                )
                 try:
                     results[task_id] = await asyncio.wait_for(handle.result(), PROMOTION_TIMEOUT)
                 except TimeoutError:
@@ -424,14 +427,16 @@ async def check_and_report(
     for task_id in run.task_ids:
         n_plan = len(plans[task_id])
         assert n_plan >= 5, plans[task_id]  # facts, bug pattern, skill, episode
-        prefix = f"{workflow_id_for(task_id)}:publish:"
+        prefix = f"{workflow_id_for(task_key_of(task_id))}:publish:"
         published = [e for e in events if e.idempotency_key and e.idempotency_key.startswith(prefix)]
         assert sorted(int(e.idempotency_key.removeprefix(prefix)) for e in published) == list(range(n_plan))
         by_type = Counter(e.event_type for e in published)
         actions.update(by_type)
         # PROMOTED inserts a memory, SUPERSEDED inserts the new head, MERGED boosts one already there
         # (a candidate can duplicate one published moments before by the same plan)
-        assert rows_in_scope[f"task:{task_id}"] == by_type["PROMOTED"] + by_type["SUPERSEDED"], by_type
+        assert rows_in_scope[f"task:{task_key_of(task_id)}"] == by_type["PROMOTED"] + by_type["SUPERSEDED"], (
+            by_type
+        )
         assert by_type["PROMOTED"] >= 1 and set(by_type) <= {"PROMOTED", "MERGED", "SUPERSEDED"}, by_type
         assert len(results[task_id].published) == n_plan
         assert sum(e.event_type == "PROMOTION" for e in events if e.task_id == task_id) == 1

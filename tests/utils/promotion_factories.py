@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from governance.scopes import ActorType
 from governance.storage.identity import create_api_key, create_principal
 from governance.storage.tables import memories, memory_events, staging_entries, tasks
+from tests.utils.tenancy import task_key_of
 
 __all__ = [
     "StagedTask",
@@ -169,7 +170,7 @@ async def active_memories(
     """Active (not deprecated) memories from a task or in a scope key."""
     query = select(memories).where(memories.c.deprecated_at.is_(None))
     if task_id is not None:
-        query = query.where(memories.c.source_task_ids.any(task_id))
+        query = query.where(memories.c.source_task_ids.any(task_key_of(task_id)))
     if scope_key is not None:
         query = query.where(memories.c.scope_key == scope_key)
     async with engine.connect() as conn:
@@ -180,7 +181,9 @@ async def all_memories_text(engine: AsyncEngine, task_id: str) -> str:
     """Titles and contents of every memory (active or not) a task contributed to."""
     async with engine.connect() as conn:
         rows = await conn.execute(
-            select(memories.c.title, memories.c.content).where(memories.c.source_task_ids.any(task_id))
+            select(memories.c.title, memories.c.content).where(
+                memories.c.source_task_ids.any(task_key_of(task_id))
+            )
         )
         return "\n".join(f"{r.title}\n{r.content}" for r in rows)
 
@@ -190,6 +193,8 @@ async def events_of(engine: AsyncEngine, task_id: str) -> list[Any]:
     async with engine.connect() as conn:
         return list(
             await conn.execute(
-                select(memory_events).where(memory_events.c.task_id == task_id).order_by(memory_events.c.id)
+                select(memory_events)
+                .where(memory_events.c.task_id == task_key_of(task_id))
+                .order_by(memory_events.c.id)
             )
         )

@@ -11,6 +11,7 @@ from governance.dedup import content_hash
 from governance.storage.derivations import record_derivations
 from governance.storage.memory_rows import make_citation
 from governance.storage.tables import memories
+from tests.utils.tenancy import task_key_of
 
 __all__ = ["age_memories", "add_insight", "pruned_events"]
 
@@ -24,7 +25,7 @@ async def age_memories(engine: AsyncEngine, task_id: str, days: int) -> int:
                 "last_validated_at = last_validated_at - make_interval(days => :d) "
                 "WHERE :t = ANY(source_task_ids)"
             ),
-            {"d": days, "t": task_id},
+            {"d": days, "t": task_key_of(task_id)},
         )
         return int(result.rowcount or 0)
 

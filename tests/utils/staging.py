@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from governance.storage.tables import staging_entries, tasks
 from tests.utils.factories import Actor
+from tests.utils.tenancy import task_key_of
 
 __all__ = ["open_task_http", "count_entries", "count_tasks", "count_all_entries", "assert_refused"]
 
@@ -38,9 +39,10 @@ async def open_task_http(client: httpx.AsyncClient, opener: Actor, org: str, pro
 
 
 async def count_entries(engine: AsyncEngine, task_id: str) -> int:
-    """Staging rows of one task."""
+    """Staging rows of one task (by the id its tenant gave it, or its key)."""
+    key = task_key_of(task_id)
     async with engine.connect() as conn:
-        query = select(func.count()).select_from(staging_entries).where(staging_entries.c.task_id == task_id)
+        query = select(func.count()).select_from(staging_entries).where(staging_entries.c.task_id == key)
         return int((await conn.execute(query)).scalar_one())
 
 

@@ -22,7 +22,7 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.retention import ArchiveInput, RetentionActivities
 from governance.scopes import ActorType, EntryKind
-from governance.staging import EntryDraft
+from governance.staging import EntryDraft, public_task_id
 from governance.staging_archive import ArchivedEntry, decode_chunk
 from governance.storage.staging import append_entries, open_task, set_task_status
 from governance.storage.staging_archive import entries_to_archive
@@ -39,10 +39,16 @@ async def _task(engine: AsyncEngine, n: int = 5) -> tuple[str, str, list[Archive
     """A task of `n` entries written through the staging path (payloads, idempotency keys); its rows."""
     org, project = new_tenant()
     agent = await make_actor(engine, ActorType.AGENT, org, project)
-    task_id = f"t-{uuid.uuid4().hex[:12]}"
-    await open_task(
-        engine, task_id=task_id, org=org, project=project, worktree="main", description="d", created_by="x"
+    task, _ = await open_task(
+        engine,
+        task_id=f"t-{uuid.uuid4().hex[:12]}",
+        org=org,
+        project=project,
+        worktree="main",
+        description="d",
+        created_by="x",
     )
+    task_id = task.id  # its key: what storage and the archive name it by
     drafts = [
         EntryDraft(
             kind=EntryKind.FACT,
@@ -197,7 +203,7 @@ async def test_staging_archive_retry_resumes_after_committed_chunks(
     await _end(engine, task_id, "unverified")
     acts = RetentionActivities(engine, archive_dir=tmp_path, archive_chunk=3)
     # the third chunk's file cannot be written (a directory sits at its name): the attempt fails there
-    blocker = tmp_path / org / task_id / f"{7:012d}-{7:012d}.jsonl.gz"
+    blocker = tmp_path / org / public_task_id(task_id) / f"{7:012d}-{7:012d}.jsonl.gz"
     blocker.mkdir(parents=True)
     step = ArchiveInput(now=datetime.now(UTC), dry_run=False, orgs=[org])
     env = ActivityEnvironment()
