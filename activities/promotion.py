@@ -37,7 +37,7 @@ from governance.config import Settings
 from governance.dedup import Decision, classify, content_hash
 from governance.errors import InvalidInput, NotFound
 from governance.instructions import QuarantinedItem, quarantine_reason
-from governance.operations.publishing import publish_candidate
+from governance.operations.publishing import ChunkItem, publish_chunk
 from governance.publication import NearbyMemory, PublishedMemory
 from governance.redaction import redact, redact_json
 from governance.scopes import SCOPE_LEVEL, ActorType, Scope, scope_key
@@ -50,6 +50,7 @@ from governance.storage.plans import (
     PlannedItem,
     PlanRow,
     PublishedRow,
+    PublishRow,
     StoredCandidate,
     cache_vectors,
     cached_vectors,
@@ -62,12 +63,13 @@ from governance.storage.plans import (
     planned_count,
     publish_rows,
     quarantined_items,
+    record_outcomes,
     record_published,
     save_candidates,
     save_plan_items,
     text_digest,
 )
-from governance.storage.publish import find_neighbours, lock_for_publication
+from governance.storage.publish import NeighbourProbe, find_neighbours_many, lock_for_publication
 from governance.storage.staging import (
     ENDED_STATUSES,
     get_task,
@@ -95,6 +97,7 @@ __all__ = [
     "DecisionRecordInput",
     "OutcomeInput",
     "PLAN_CHUNK",
+    "PUBLISH_CHUNK",
     "PREVIEW_ITEMS",
     "PREVIEW_CHARS",
     "preview",
@@ -110,7 +113,8 @@ PREVIEW_CHARS = 200
 # the titles of targets and nearest memories in a preview: short, the Temporal UI shows them in a list
 _NEAR_TITLE_CHARS = 80
 _CRITIQUE_CHARS = 2000
-_PUBLISH_PAGE = 500  # plan items publish reads at a time
+# plan items publish decides and writes at a time, in one transaction (a retry resumes after the last one)
+PUBLISH_CHUNK = 250
 _PUBLISH_JUDGE_TIMEOUT = (
     5.0  # seconds one LLM contradiction call may take inside publish (a 30 s local activity)
 )
@@ -390,6 +394,33 @@ async def _rule_proposal(conn: AsyncConnection, candidate: StoredCandidate, scop
     )
 
 
+def _distilled(task_id: str, description: str, analysis: Any, entries: list[StagedEntry]) -> list[Candidate]:
+    """The analysis's candidates redacted again, with their expiry, the skill and the episode (CPU work)."""
+    entry_ids = [e.id for e in entries]
+    # an entry's expires_at / ttl_seconds travels to what is distilled from it (not to the episode or a
+    # generated skill, which quote the whole task)
+    expiries = {e.id: t for e in entries if (t := entry_expiry(e.payload, e.created_at)) is not None}
+    # the model could echo a secret it was never shown in full; candidates are redacted again
+    candidates = [
+        Candidate(
+            **{
+                **c.__dict__,
+                "title": redact(c.title).text,
+                "content": redact(c.content).text,
+                "expires_at": candidate_expiry(c.source_entry_ids, expiries),
+            }
+        )
+        for c in analysis.candidates
+        if redact(c.content).text.strip()
+    ]
+    skill = skill_candidate(description, analysis, entry_ids)
+    if skill is not None:
+        candidates.append(skill)
+    episode = episode_candidate(task_id, description, analysis, entry_ids)
+    candidates.append(Candidate(**{**episode.__dict__, "content": redact(episode.content).text}))
+    return candidates
+
+
 class PromotionActivities:
     """The promotion gate's I/O; one instance per worker, sharing its clients."""
 
@@ -403,10 +434,12 @@ class PromotionActivities:
         llm: LLMCognifier | None = None,
         judge: ContradictionJudge | None = None,
         plan_chunk: int = PLAN_CHUNK,
+        publish_chunk: int = PUBLISH_CHUNK,
     ) -> None:
         self._engine = engine
         self._embedder = embedder
         self._plan_chunk = max(1, plan_chunk)
+        self._publish_chunk = max(1, publish_chunk)
         self._authorizer = authorizer
         self._settings = settings
         self._llm = llm
@@ -422,6 +455,11 @@ class PromotionActivities:
         self, conn: AsyncConnection, task_id: str, last_seq: int
     ) -> tuple[list[StagedEntry], dict[str, int]]:
         rows = await snapshot_entries(conn, task_id, up_to_seq=last_seq)
+        # redaction is CPU work (a big task's snapshot takes seconds): off the event loop
+        return await asyncio.to_thread(self._redacted, rows)
+
+    @staticmethod
+    def _redacted(rows: Sequence[Any]) -> tuple[list[StagedEntry], dict[str, int]]:
         entries: list[StagedEntry] = []
         counts: dict[str, int] = {}
         for row in rows:
@@ -489,28 +527,7 @@ class PromotionActivities:
         description = redact(data.description).text
         outcome = await cognify(description, entries, success=data.success, llm=self._llm)
         analysis = outcome.analysis
-        entry_ids = [e.id for e in entries]
-        # an entry's expires_at / ttl_seconds travels to what is distilled from it (not to the episode or a
-        # generated skill, which quote the whole task)
-        expiries = {e.id: t for e in entries if (t := entry_expiry(e.payload, e.created_at)) is not None}
-        # the model could echo a secret it was never shown in full; candidates are redacted again
-        candidates = [
-            Candidate(
-                **{
-                    **c.__dict__,
-                    "title": redact(c.title).text,
-                    "content": redact(c.content).text,
-                    "expires_at": candidate_expiry(c.source_entry_ids, expiries),
-                }
-            )
-            for c in analysis.candidates
-            if redact(c.content).text.strip()
-        ]
-        skill = skill_candidate(description, analysis, entry_ids)
-        if skill is not None:
-            candidates.append(skill)
-        episode = episode_candidate(data.task_id, description, analysis, entry_ids)
-        candidates.append(Candidate(**{**episode.__dict__, "content": redact(episode.content).text}))
+        candidates = await asyncio.to_thread(_distilled, data.task_id, description, analysis, entries)
         # the candidates stay in the database; the history gets where they are and how many
         run_id = activity.info().workflow_run_id or "-"
         async with self._engine.begin() as conn:
@@ -610,60 +627,56 @@ class PromotionActivities:
         async with self._engine.connect() as conn:
             candidates = await load_candidates(conn, key, chunk)
         vectors = await self._vectors([c.content for c in candidates], progress)
-        items: list[PlannedItem] = []
+        digests = [content_hash(c.content) for c in candidates]
+        sames = [(text_digest(c.content), c.canonical_key, c.memory_type) for c in candidates]
+        # identical candidates meet the same neighbours: each distinct one is looked up and decided once
+        todo: dict[tuple[str, str | None, str], int] = {}
+        for n, same in enumerate(sames):
+            if same not in decided and same not in todo:
+                todo[same] = n
         async with self._engine.connect() as conn:
-            for offset, (candidate, vector) in enumerate(zip(candidates, vectors, strict=True)):
-                digest = content_hash(candidate.content)
-                same = (text_digest(candidate.content), candidate.canonical_key, candidate.memory_type)
-                decision = decided.get(same) or await self._decide(data, conn, candidate, digest, vector)
-                decided[same] = decision
-                items.append(
-                    PlannedItem(
-                        idx=start + offset,
-                        candidate_idx=candidate.idx,
-                        decision=decision.kind.value,
-                        target_id=decision.target_id,
-                        similarity=decision.similarity,
-                        reason=decision.reason,
-                        content_hash=digest,
-                        embedding=vector,
-                        quarantine=quarantine_reason(candidate.title, candidate.content)
-                        or await _rule_proposal(conn, candidate, data.scope_key),
-                    )
-                )
-        return items
+            found = await find_neighbours_many(
+                conn,
+                scope_keys=data.visible_scope_keys,
+                target_scope_key=data.scope_key,
+                probes=[
+                    NeighbourProbe(digests[n], candidates[n].canonical_key, vectors[n]) for n in todo.values()
+                ],
+            )
+            proposals = [await _rule_proposal(conn, c, data.scope_key) for c in candidates]
 
-    async def _decide(
-        self,
-        data: PlanInput,
-        conn: AsyncConnection,
-        candidate: StoredCandidate,
-        digest: str,
-        vector: list[float],
-    ) -> Decision:
-        """New, duplicate or supersede, for one candidate against memory visible from the target scope."""
-        neighbours = await find_neighbours(
-            conn,
-            scope_keys=data.visible_scope_keys,
-            target_scope_key=data.scope_key,
-            content_hash=digest,
-            canonical_key=candidate.canonical_key,
-            embedding=vector,
-        )
-        decide = functools.partial(
-            classify,
-            content=candidate.content,
-            content_hash=digest,
-            canonical_key=candidate.canonical_key,
-            neighbours=neighbours,
-            dup_threshold=self._settings.dedup_similarity_threshold,
-            related_threshold=self._settings.related_similarity_threshold,
-            judge=self._judge,
-            scope_key=data.scope_key,
-            memory_type=candidate.memory_type,
-        )
-        # an LLM judge blocks on the network: keep the event loop (and the heartbeat) running
-        return await asyncio.to_thread(decide) if self._judge.blocking else decide()
+        def decide_all() -> list[str | None]:
+            """The chunk's CPU work, off the event loop: the decisions, then the quarantine checks."""
+            for (same, n), neighbours in zip(todo.items(), found, strict=True):
+                candidate = candidates[n]
+                decided[same] = classify(
+                    content=candidate.content,
+                    content_hash=digests[n],
+                    canonical_key=candidate.canonical_key,
+                    neighbours=neighbours,
+                    dup_threshold=self._settings.dedup_similarity_threshold,
+                    related_threshold=self._settings.related_similarity_threshold,
+                    judge=self._judge,
+                    scope_key=data.scope_key,
+                    memory_type=candidate.memory_type,
+                )
+            return [quarantine_reason(c.title, c.content) for c in candidates]
+
+        reasons = await asyncio.to_thread(decide_all)
+        return [
+            PlannedItem(
+                idx=start + offset,
+                candidate_idx=candidate.idx,
+                decision=decided[sames[offset]].kind.value,
+                target_id=decided[sames[offset]].target_id,
+                similarity=decided[sames[offset]].similarity,
+                reason=decided[sames[offset]].reason,
+                content_hash=digests[offset],
+                embedding=vectors[offset],
+                quarantine=reasons[offset] or proposals[offset],
+            )
+            for offset, candidate in enumerate(candidates)
+        ]
 
     async def _vectors(self, texts: list[str], progress: _Progress) -> list[list[float]]:
         """One vector per text: from the embedding cache, embedding (once) only the texts it lacks."""
@@ -688,12 +701,50 @@ class PromotionActivities:
             progress.embedded += len(fresh)
         return [found[d] for d in digests]
 
-    @activity.defn
-    async def publish(self, data: PublishInput) -> PublishResult:
-        """Publish the stored plan in one transaction with its events; a retry publishes nothing twice.
+    def _new_memory(
+        self,
+        data: PublishInput,
+        scope: Scope,
+        target_key: str,
+        row: PublishRow,
+        confidence: float,
+        validation_source: str | None,
+    ) -> NewMemory:
+        c = row.candidate
+        return NewMemory(
+            memory_type=c.memory_type,
+            scope=scope.value,
+            scope_key=target_key,
+            org=data.org,
+            project=data.project if scope is not Scope.ORG else None,
+            canonical_key=c.canonical_key,
+            title=c.title,
+            content=c.content,
+            embedding=row.embedding,
+            confidence=confidence,
+            validation_source=validation_source,
+            importance=c.importance,
+            reward=data.summary.get("reward") if c.memory_type == "episode" else None,
+            success=data.summary.get("success")
+            if c.memory_type in ("episode", "skill", "bug_pattern")
+            else None,
+            source_task_ids=[data.task_id],
+            source_entry_ids=list(c.source_entry_ids),
+            decay_policy="recency_bias" if c.memory_type == "episode" else "stable",
+            expires_at=c.expires_at,
+            valid_from_commit=data.valid_from_commit,
+        )
 
-        The plan items come from the database (the history only names them); what each did is written back
-        onto them in the same transaction, and the result carries counts and the first few.
+    @activity.defn
+    @_heartbeating
+    async def publish(self, data: PublishInput) -> PublishResult:
+        """Publish the stored plan a chunk at a time, each chunk one transaction under the scopes' locks,
+        set-based (`publish_chunk`); the summary, derivations and the task's end in a last one.
+
+        A retry publishes nothing twice: the committed chunks replay by their items' idempotency keys. The
+        plan items come from the database (the history only names them); what each did is written back onto
+        them in its chunk's transaction, and the result carries counts and the first few. A regular
+        (non-local) attempt heartbeats the items done after each chunk, so no timeout guesses the plan's size.
         """
         scope = Scope(data.scope)
         keys = {"org": data.org, "project": data.project, "worktree": data.worktree, "task_id": data.task_id}
@@ -707,7 +758,7 @@ class PromotionActivities:
         key = PlanKey(data.workflow_id, data.run_id)
         results: list[PublishedRow] = []
         derivation: list[PublishedItem] = []
-        async with self._engine.begin() as conn:
+        async with self._engine.connect() as conn:
             header = await get_plan(conn, key)
             if header is None or header.plan_total != data.total:
                 # the plan this promotion approved is not there (or not that plan): publish nothing
@@ -717,80 +768,80 @@ class PromotionActivities:
                     type=NotFound.__name__,
                     non_retryable=True,
                 )
-            # the scopes are locked (and expired memories retired) once, for the whole plan
-            await lock_for_publication(conn, scope.value, target_key, visible)
             # instructions aimed at agents leave only with a human's approval (a plan holding them waits
             # for one; a failed task's episodes, published without waiting, keep them back)
             held: set[int] = set()
             if data.approver_type != ActorType.HUMAN.value:
                 _, quarantined = await quarantined_items(conn, key, limit=data.total)
                 held = {q.idx for q in quarantined}
-            for start in range(0, data.total, _PUBLISH_PAGE):
-                for row in await publish_rows(conn, key, start, min(data.total, start + _PUBLISH_PAGE)):
-                    if row.idx in held:
-                        continue
-                    c = row.candidate
-                    outcome = await publish_candidate(
-                        conn,
-                        NewMemory(
-                            memory_type=c.memory_type,
-                            scope=scope.value,
-                            scope_key=target_key,
-                            org=data.org,
-                            project=data.project if scope is not Scope.ORG else None,
-                            canonical_key=c.canonical_key,
-                            title=c.title,
-                            content=c.content,
-                            embedding=row.embedding,
-                            confidence=confidence,
-                            validation_source=validation_source,
-                            importance=c.importance,
-                            reward=data.summary.get("reward") if c.memory_type == "episode" else None,
-                            success=data.summary.get("success")
-                            if c.memory_type in ("episode", "skill", "bug_pattern")
-                            else None,
-                            source_task_ids=[data.task_id],
-                            source_entry_ids=list(c.source_entry_ids),
-                            decay_policy="recency_bias" if c.memory_type == "episode" else "stable",
-                            expires_at=c.expires_at,
-                            valid_from_commit=data.valid_from_commit,
-                        ),
-                        visible_scope_keys=visible,
-                        actor_id=actor_id,
-                        actor_type=actor_type,
-                        task_id=data.task_id,
-                        workflow_id=data.workflow_id,
-                        # by plan index, as before the plan moved to the database: one event per item
-                        idempotency_key=f"{data.workflow_id}:publish:{row.idx}",
-                        dup_threshold=self._settings.dedup_similarity_threshold,
-                        related_threshold=self._settings.related_similarity_threshold,
-                        judge=self._publish_judge,
-                        locked=True,
+        local = activity.info().is_local
+        for start in range(0, data.total, self._publish_chunk):
+            # one transaction per chunk, under the scopes' locks taken again (and expired memories retired):
+            # a retry replays the committed chunks by their items' idempotency keys and goes on from there
+            async with self._engine.begin() as conn:
+                await lock_for_publication(conn, scope.value, target_key, visible)
+                rows = [
+                    r
+                    for r in await publish_rows(
+                        conn, key, start, min(data.total, start + self._publish_chunk)
                     )
-                    derivation.append(
-                        PublishedItem(
-                            outcome.memory_id, c.memory_type, tuple(c.source_entry_ids), c.canonical_key
+                    if r.idx not in held
+                ]
+                outcomes = await publish_chunk(
+                    conn,
+                    [
+                        ChunkItem(
+                            self._new_memory(data, scope, target_key, row, confidence, validation_source),
+                            # by plan index, as before the plan moved to the database: one event per item
+                            idempotency_key=f"{data.workflow_id}:publish:{row.idx}",
                         )
-                    )
-                    results.append(
-                        PublishedRow(
-                            idx=row.idx,
-                            memory_id=outcome.memory_id,
-                            citation=outcome.citation,
-                            action=outcome.action,
-                            memory_type=c.memory_type,
-                            title=c.title,
-                            superseded_id=outcome.superseded_id,
-                            replayed=outcome.replayed,
-                        )
-                    )
-            if len(results) + len(held) != data.total:
-                raise ApplicationError(
-                    f"the plan of {data.workflow_id} has {len(results)} of its {data.total} items",
-                    type=NotFound.__name__,
-                    non_retryable=True,
+                        for row in rows
+                    ],
+                    scope=scope.value,
+                    target_scope_key=target_key,
+                    visible_scope_keys=visible,
+                    actor_id=actor_id,
+                    actor_type=actor_type,
+                    task_id=data.task_id,
+                    workflow_id=data.workflow_id,
+                    dup_threshold=self._settings.dedup_similarity_threshold,
+                    related_threshold=self._settings.related_similarity_threshold,
+                    judge=self._publish_judge,
                 )
-            await record_published(conn, key, results)
+                chunk = [
+                    PublishedRow(
+                        idx=row.idx,
+                        memory_id=outcome.memory_id,
+                        citation=outcome.citation,
+                        action=outcome.action,
+                        memory_type=row.candidate.memory_type,
+                        title=row.candidate.title,
+                        superseded_id=outcome.superseded_id,
+                        replayed=outcome.replayed,
+                    )
+                    for row, outcome in zip(rows, outcomes, strict=True)
+                ]
+                await record_outcomes(conn, key, chunk)
+            results += chunk
+            derivation += [
+                PublishedItem(
+                    o.memory_id,
+                    r.candidate.memory_type,
+                    tuple(r.candidate.source_entry_ids),
+                    r.candidate.canonical_key,
+                )
+                for r, o in zip(rows, outcomes, strict=True)
+            ]
+            if not local:
+                activity.heartbeat(len(results) + len(held))
+        if len(results) + len(held) != data.total:
+            raise ApplicationError(
+                f"the plan of {data.workflow_id} has {len(results)} of its {data.total} items",
+                type=NotFound.__name__,
+                non_retryable=True,
+            )
+        async with self._engine.begin() as conn:
+            await record_published(conn, key, [], count=len(results))
             # what builds on what, within this promotion: a source's later change marks these stale
             await record_derivations(conn, derivation_links(derivation), task_id=data.task_id)
             if data.approver is not None:

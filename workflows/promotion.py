@@ -82,6 +82,12 @@ _COMPUTE_TIMEOUT = timedelta(minutes=5)
 # transaction). Plan resumes after its committed chunks, so a timeout there costs little anyway.
 _PLAN_TIME_PER_CANDIDATE = timedelta(milliseconds=50)
 _PUBLISH_TIME_PER_ITEM = timedelta(milliseconds=20)
+# Runs from then on publish a plan of more than _LOCAL_PUBLISH_ITEMS items as a regular, heartbeating
+# activity (chunk by chunk); a small plan stays a local activity (no round trip through the server), and
+# runs that began before replay with the local one
+_BULK_PUBLISH_PATCH = "bulk-publish"
+_LOCAL_PUBLISH_ITEMS = 64
+_PUBLISH_TIMEOUT = timedelta(hours=2)
 # promotions started before the task row recorded every end (unverified by timeout, failed) replay
 # without that step
 _RECORD_OUTCOME_PATCH = "record-outcome-on-task"
@@ -634,9 +640,7 @@ class PromotionWorkflow(ApprovalGate[PromotionStatus]):
         decision: Decision | None,
         summary: dict[str, Any],
     ) -> PublishResult:
-        result: PublishResult = await workflow.execute_local_activity_method(
-            PromotionActivities.publish,
-            PublishInput(
+        publish = PublishInput(
                 workflow_id=workflow.info().workflow_id,
                 run_id=planned.run_id,
                 task_id=collected.task_id,
@@ -652,7 +656,21 @@ class PromotionWorkflow(ApprovalGate[PromotionStatus]):
                 approval_note=decision.note if decision else "",
                 summary=summary,
                 valid_from_commit=self._verified_commit() if verified else None,
-            ),
+            )
+        if workflow.patched(_BULK_PUBLISH_PATCH) and planned.total > _LOCAL_PUBLISH_ITEMS:
+            # a big plan: a regular activity, chunk by chunk, heartbeating; its timeout is a ceiling, not
+            # a guess of the plan's size (the heartbeat notices a dead worker, a retry resumes)
+            big: PublishResult = await workflow.execute_activity_method(
+                PromotionActivities.publish,
+                publish,
+                start_to_close_timeout=_PUBLISH_TIMEOUT,
+                heartbeat_timeout=_HEARTBEAT_TIMEOUT,
+                retry_policy=DB_RETRY,
+            )
+            return big
+        result: PublishResult = await workflow.execute_local_activity_method(
+            PromotionActivities.publish,
+            publish,
             start_to_close_timeout=_DB_TIMEOUT + _PUBLISH_TIME_PER_ITEM * planned.total,
             retry_policy=DB_RETRY,
         )

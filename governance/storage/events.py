@@ -36,6 +36,7 @@ __all__ = [
     "record_event",
     "record_events",
     "recorded_payload",
+    "recorded_payloads",
 ]
 
 # the payload field holding the hash of the request an idempotency key was first used for
@@ -171,6 +172,18 @@ async def recorded_payload(
             "body); a new request needs a new key"
         )
     return payload
+
+
+async def recorded_payloads(conn: AsyncConnection, dedupe_keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """The payloads recorded under any of `dedupe_keys` (by key): `recorded_payload` for many at once."""
+    if not dedupe_keys:
+        return {}
+    rows = await conn.execute(
+        memory_events.select()
+        .with_only_columns(memory_events.c.dedupe_key, memory_events.c.payload)
+        .where(memory_events.c.dedupe_key.in_(list(dedupe_keys)))
+    )
+    return {r.dedupe_key: dict(r.payload or {}) for r in rows}
 
 
 def expired_event(memory_id: str, expires_at: datetime) -> Event:
