@@ -641,22 +641,22 @@ class PromotionWorkflow(ApprovalGate[PromotionStatus]):
         summary: dict[str, Any],
     ) -> PublishResult:
         publish = PublishInput(
-                workflow_id=workflow.info().workflow_id,
-                run_id=planned.run_id,
-                task_id=collected.task_id,
-                org=collected.org,
-                project=collected.project,
-                worktree=collected.worktree,
-                scope=scope,
-                total=planned.total,
-                verified=verified,
-                validation_source=source,
-                approver=decision.approver if decision else None,
-                approver_type=decision.approver_type if decision else None,
-                approval_note=decision.note if decision else "",
-                summary=summary,
-                valid_from_commit=self._verified_commit() if verified else None,
-            )
+            workflow_id=workflow.info().workflow_id,
+            run_id=planned.run_id,
+            task_id=collected.task_id,
+            org=collected.org,
+            project=collected.project,
+            worktree=collected.worktree,
+            scope=scope,
+            total=planned.total,
+            verified=verified,
+            validation_source=source,
+            approver=decision.approver if decision else None,
+            approver_type=decision.approver_type if decision else None,
+            approval_note=decision.note if decision else "",
+            summary=summary,
+            valid_from_commit=self._verified_commit() if verified else None,
+        )
         if workflow.patched(_BULK_PUBLISH_PATCH) and planned.total > _LOCAL_PUBLISH_ITEMS:
             # a big plan: a regular activity, chunk by chunk, heartbeating; its timeout is a ceiling, not
             # a guess of the plan's size (the heartbeat notices a dead worker, a retry resumes)
