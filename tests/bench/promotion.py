@@ -525,11 +525,11 @@ async def big(n: int, distinct: int, *, alike: bool = False) -> None:
     print(f"history: {len(history.events)} events, {size / 1024:.1f} KiB as JSON")
     print(f"baseline (embedding the {len(texts)} distinct texts alone): {baseline:.1f} s")
     print(f"promotion / baseline: {elapsed / baseline:.2f}")
-    for name, seconds in (("promotion", tasks_promotion), ("probe", tasks_probe)):
-        over = sum(1 for s in seconds if s > 1.0)
+    for name, durations in (("promotion", tasks_promotion), ("probe", tasks_probe)):
+        over = sum(1 for d in durations if d > 1.0)
         print(
-            f"workflow tasks of the {name}: {len(seconds)}, longest {max(seconds, default=0) * 1000:.0f} ms, "
-            f"{over} over 1 s"
+            f"workflow tasks of the {name}: {len(durations)}, longest "
+            f"{max(durations, default=0) * 1000:.0f} ms, {over} over 1 s"
         )
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print("time inside activities:")
