@@ -111,6 +111,8 @@ __all__ = [
 _HEARTBEAT_EVERY_SECONDS = 2.0  # well inside the workflow's heartbeat timeout
 # plan embeds and classifies this many candidates at a time, committing each chunk (a retry resumes after it)
 PLAN_CHUNK = 64
+# rule-based cognify runs as a local activity up to this many staged entries (milliseconds), regular above
+LOCAL_COGNIFY_ENTRIES = 200
 # texts embedded per turn at the worker's embedder: other promotions' turns come between a big plan's slices
 EMBED_SLICE = 8
 # what travels through Temporal of a plan or a publication: the first items, each text shortened (the full
@@ -519,7 +521,9 @@ class PromotionActivities:
             last_seq=snapshot_end,
             redaction_counts={},  # cognify's, which reads the content
             requires_approval=self._authorizer.requires_validation(scope),
-            cognify_local=self._llm is None,
+            # a big task's cognify takes seconds: a regular activity then, so that no workflow task is held
+            # open meanwhile
+            cognify_local=self._llm is None and entry_count <= LOCAL_COGNIFY_ENTRIES,
             scope_key=scope_key(scope, **keys),
             visible_scope_keys=_keys_from(scope, keys),
         )
