@@ -128,7 +128,7 @@ async def find_neighbours_many(
                 WHERE scope_key = ANY(:keys) AND deprecated_at IS NULL
                   AND (expires_at IS NULL OR expires_at > now())
             ),
-            probe AS (
+            probe AS MATERIALIZED (
                 SELECT p.ord, p.hash, p.ck, CAST(p.emb AS vector) AS emb
                 FROM jsonb_to_recordset(CAST(:probes AS jsonb)) AS p(ord int, hash text, ck text, emb text)
             )
