@@ -2,7 +2,7 @@
 
 One workflow per task, id `promote-<task id>`. It waits for verification evidence, distils the task's
 redacted staging into a plan (new / duplicate / supersede per candidate), waits for a human approval
-when the policy says the target scope needs one, and publishes the plan in one transaction. The wait for
+when the policy says the target scope needs one, and publishes the plan, a chunk per transaction. The wait
 a decision is the approval gate every human-decided workflow shares (workflows/approval.py): approvers
 arrive by signal (the Temporal UI: the approver named in the payload is only a claim, proven by an approval
 token and checked by an activity against the principals table and Casbin) or by update (the API: the
@@ -513,7 +513,7 @@ class PromotionWorkflow(ApprovalGate[PromotionStatus]):
         decision: Decision | None,
         summary: dict[str, Any],
     ) -> PromotionResult:
-        """Publish the (approved) plan into the target scope in one transaction; maybe start a reflection."""
+        """Publish the (approved) plan into the target scope; maybe start a reflection."""
         self._set_state(PromotionState.PUBLISHING)
         published = await self._publish(
             collected, data.target_scope, planned, True, evidence.source, decision, summary
