@@ -32,6 +32,9 @@ __all__ = [
 ]
 
 
+PROBES_PER_STATEMENT = 32
+
+
 @dataclass(frozen=True)
 class NeighbourProbe:
     """One candidate whose neighbours `find_neighbours_many` looks up: what `find_neighbours` takes."""
@@ -114,11 +117,30 @@ async def find_neighbours_many(
     """`find_neighbours` for many candidates in one statement: for each probe (in order), the active memories
     of `scope_keys` with its hash, the canonical-key head, and its k nearest (exact, as there).
 
-    The visible set is read once for all of them; each probe's neighbours are at most k plus its exact and
-    canonical-key matches, however many memories are close to it.
+    The visible set is read once per `PROBES_PER_STATEMENT` probes (each statement's time stays that of a
+    few single lookups, within the statement timeout however large the visible set); each probe's
+    neighbours are at most k plus its exact and canonical-key matches, however many memories are close to it.
     """
-    if not probes:
-        return []
+    found: list[list[Neighbour]] = []
+    for start in range(0, len(probes), PROBES_PER_STATEMENT):
+        found += await _neighbours_of(
+            conn,
+            scope_keys=scope_keys,
+            target_scope_key=target_scope_key,
+            probes=probes[start : start + PROBES_PER_STATEMENT],
+            k=k,
+        )
+    return found
+
+
+async def _neighbours_of(
+    conn: AsyncConnection,
+    *,
+    scope_keys: Sequence[str],
+    target_scope_key: str,
+    probes: Sequence[NeighbourProbe],
+    k: int,
+) -> list[list[Neighbour]]:
     rows = await conn.execute(
         text(
             """
