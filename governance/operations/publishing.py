@@ -13,6 +13,7 @@ import asyncio
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,7 @@ from governance.dedup import BUG_PATTERN, Decision, DecisionKind, Neighbour, cla
 from governance.errors import Conflict, InvalidInput
 from governance.scopes import ValidationSource
 from governance.storage.bug_patterns import record_occurrence
-from governance.storage.derivations import mark_derived_stale
+from governance.storage.derivations import derived_from_any, mark_derived_stale
 from governance.storage.events import (
     Event,
     EventType,
@@ -34,14 +35,17 @@ from governance.storage.events import (
 )
 from governance.storage.memory_rows import (
     NEIGHBOURS_K,
+    HeadDeprecation,
     MemoryInsert,
     MergeInto,
     NewMemory,
     PublishOutcome,
     deprecate_head,
+    deprecate_heads,
     insert_memories,
     insert_memory,
     lock_scopes,
+    make_citation,
     merge_into,
     merge_many,
     outcome_dict,
@@ -456,33 +460,84 @@ async def publish_chunk(
                 raise Conflict(f"memory {target} was deprecated while merging; retry the publication")
         merges.clear()
 
-    for p in planned:
-        mem = p.item.mem
-        if p.decision.kind is DecisionKind.DUPLICATE and p.target is not None:
-            merges.setdefault(p.target.id, []).append(p)
-            continue
-        old = None
-        if p.target is not None:
-            await flush()  # what the head's deprecation must see written (it may be new in this chunk)
-            old = await deprecate_head(
-                conn, p.target.id, note=p.decision.reason, valid_to_commit=mem.valid_from_commit
-            )
-            if old is None:
-                raise Conflict(
-                    f"memory {p.target.id} is no longer the head of its chain; retry the publication"
+    def merge(p: _Planned) -> bool:
+        return p.decision.kind is DecisionKind.DUPLICATE and p.target is not None
+
+    superseding = {p.target.id: p for p in planned if p.target is not None and not merge(p)}
+    if superseding.keys() & {p.target.id for p in planned if merge(p) and p.target is not None}:
+        # a memory merged into and then superseded within the chunk (rare): in turn, as one by one would
+        for p in planned:
+            mem = p.item.mem
+            if merge(p) and p.target is not None:
+                merges.setdefault(p.target.id, []).append(p)
+                continue
+            old = None
+            if p.target is not None:
+                await flush()  # what the head's deprecation must see written (it may be new in this chunk)
+                old = await deprecate_head(
+                    conn, p.target.id, note=p.decision.reason, valid_to_commit=mem.valid_from_commit
                 )
-            olds[p.memory_id] = old
-        inserts.append(
-            MemoryInsert(
-                mem,
-                memory_id=p.memory_id,
-                chash=p.chash,
-                supersedes_id=p.target.id if p.target is not None else None,
-                canonical_key=mem.canonical_key if old is None else (mem.canonical_key or old.canonical_key),
-                version=old.version + 1 if old is not None else 1,
-                related_ids=p.decision.related_ids if p.target is None else (),
+                if old is None:
+                    raise Conflict(
+                        f"memory {p.target.id} is no longer the head of its chain; retry the publication"
+                    )
+                olds[p.memory_id] = old
+            inserts.append(
+                MemoryInsert(
+                    mem,
+                    memory_id=p.memory_id,
+                    chash=p.chash,
+                    supersedes_id=p.target.id if p.target is not None else None,
+                    canonical_key=mem.canonical_key
+                    if old is None
+                    else (mem.canonical_key or old.canonical_key),
+                    version=old.version + 1 if old is not None else 1,
+                    related_ids=p.decision.related_ids if p.target is None else (),
+                )
             )
+    else:
+        # set-based: the published heads superseded by the chunk deprecated in one statement, then every new
+        # memory in one INSERT, those superseded within the chunk written deprecated already
+        fresh = {p.memory_id for p in planned if not merge(p)}
+        heads = await deprecate_heads(
+            conn,
+            [
+                HeadDeprecation(head, p.decision.reason, p.item.mem.valid_from_commit)
+                for head, p in superseding.items()
+                if head not in fresh
+            ],
         )
+        for head in superseding.keys() - fresh:
+            if head not in heads:
+                raise Conflict(f"memory {head} is no longer the head of its chain; retry the publication")
+        chain: dict[str, tuple[int, str | None, str]] = {
+            head: (row.version, row.canonical_key, row.citation) for head, row in heads.items()
+        }
+        for p in planned:
+            mem = p.item.mem
+            if merge(p) and p.target is not None:
+                merges.setdefault(p.target.id, []).append(p)
+                continue
+            version, key = 1, mem.canonical_key
+            if p.target is not None:
+                old_version, old_key, old_citation = chain[p.target.id]
+                version, key = old_version + 1, mem.canonical_key or old_key
+                olds[p.memory_id] = SimpleNamespace(citation=old_citation)
+            chain[p.memory_id] = (version, key, make_citation(p.memory_id))
+            successor = superseding.get(p.memory_id)
+            inserts.append(
+                MemoryInsert(
+                    mem,
+                    memory_id=p.memory_id,
+                    chash=p.chash,
+                    supersedes_id=p.target.id if p.target is not None else None,
+                    canonical_key=key,
+                    version=version,
+                    related_ids=p.decision.related_ids if p.target is None else (),
+                    deprecated_note=successor.decision.reason if successor is not None else None,
+                    valid_to_commit=successor.item.mem.valid_from_commit if successor is not None else None,
+                )
+            )
     await flush()
 
     events: list[Event] = []
@@ -543,9 +598,13 @@ async def publish_chunk(
         outcomes[n] = outcome
         events.append(Event(dedupe_key=item.idempotency_key, **event, **common))
     await record_events(conn, events)
+    # only a memory something was derived from has derivations to mark stale (none are new in this chunk)
+    sources = await derived_from_any(
+        conn, [p.target.id for p in planned if p.target is not None and not merge(p)]
+    )
     for (_, item), p in zip(todo, planned, strict=True):
         mem = item.mem
-        if p.target is not None and p.decision.kind is not DecisionKind.DUPLICATE:
+        if p.target is not None and not merge(p) and p.target.id in sources:
             await mark_derived_stale(
                 conn,
                 p.target.id,

@@ -41,6 +41,8 @@ __all__ = [
     "MemoryTenant",
     "merge_into",
     "MemoryInsert",
+    "HeadDeprecation",
+    "deprecate_heads",
     "insert_memories",
     "MergeInto",
     "merge_many",
@@ -238,6 +240,9 @@ class MemoryInsert:
     canonical_key: str | None
     version: int
     related_ids: Sequence[str]
+    # written deprecated already: superseded later in the same chunk (why, and the commit it ended at)
+    deprecated_note: str | None = None
+    valid_to_commit: str | None = None
 
 
 async def insert_memories(conn: AsyncConnection, rows: Sequence[MemoryInsert]) -> list[str]:
@@ -279,6 +284,9 @@ async def insert_memories(conn: AsyncConnection, rows: Sequence[MemoryInsert]) -
                 "valid_from_commit": mem.valid_from_commit,
                 "expires_at": mem.expires_at,
                 "version": r.version,
+                "deprecated_at": func.now() if r.deprecated_note is not None else None,
+                "contradiction_note": r.deprecated_note,
+                "valid_to_commit": r.valid_to_commit,
             }
         )
     try:
@@ -459,6 +467,41 @@ async def merge_into(
         )
     ).first()
     return row
+
+
+@dataclass(frozen=True)
+class HeadDeprecation:
+    """One head `deprecate_heads` deprecates: why, and the commit it ends at."""
+
+    memory_id: str
+    note: str
+    valid_to_commit: str | None
+
+
+async def deprecate_heads(conn: AsyncConnection, heads: Sequence[HeadDeprecation]) -> dict[str, Any]:
+    """`deprecate_head` for many in one statement: the rows (as they were) of those still active, by id."""
+    if not heads:
+        return {}
+    rows = await conn.execute(
+        text(
+            """
+            WITH h AS (
+                SELECT * FROM jsonb_to_recordset(CAST(:heads AS jsonb)) AS h(id uuid, note text, commit text)
+            )
+            UPDATE memories SET deprecated_at = now(), valid_to_commit = h.commit,
+                   contradiction_note = h.note, updated_at = now()
+            FROM h
+            WHERE memories.id = h.id AND memories.deprecated_at IS NULL
+            RETURNING memories.id::text AS id, memories.version, memories.canonical_key, memories.citation
+            """
+        ),
+        {
+            "heads": json.dumps(
+                [{"id": h.memory_id, "note": h.note, "commit": h.valid_to_commit} for h in heads]
+            )
+        },
+    )
+    return {r.id: r for r in rows}
 
 
 async def deprecate_head(

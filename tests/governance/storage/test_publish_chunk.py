@@ -57,7 +57,8 @@ async def _memories(engine: AsyncEngine, place: Place) -> list[tuple[Any, ...]]:
             text(
                 """
                 SELECT content, canonical_key, deprecated_at IS NULL AS head, version,
-                       round(confidence::numeric, 4), validation_count, source_entry_ids
+                       round(confidence::numeric, 4), validation_count, source_entry_ids, contradiction_note,
+                       (supersedes_id IS NULL) AS first
                 FROM memories WHERE org = :org ORDER BY content, version
                 """
             ),
@@ -133,4 +134,24 @@ async def test_a_whole_plan_in_one_chunk_matches_too_and_a_retry_replays_it(engi
     again = await _publish_chunks(engine, bulk, _with_entries(_sequence(bulk)), chunk=5, run=run)
     assert all(o.replayed for o in again)
     assert [(o.memory_id, o.action) for o in again] == [(o.memory_id, o.action) for o in chunked]
+    assert await _memories(engine, bulk) == await _memories(engine, one)
+
+
+async def test_supersessions_within_a_chunk_write_their_chains_at_once(engine: AsyncEngine) -> None:
+    """Without a memory merged into and then superseded in the same chunk, the chunk's heads are deprecated
+    in one statement and chains within it are inserted deprecated already: the same memories."""
+    one, bulk = new_place(), new_place()
+    for place in (one, bulk):
+        await publish(
+            engine, place, mem(place, "db.driver: psycopg 2", key="db.driver", embedding=list(unit(4)))
+        )
+    plan = [m for n, m in enumerate(_sequence(one)) if n != 5]
+    singles = [
+        await publish(engine, one, m, idempotency_key=f"{one.org}:{n}")
+        for n, m in enumerate(_with_entries(plan))
+    ]
+    mems = _with_entries([m for n, m in enumerate(_sequence(bulk)) if n != 5])
+    chunked = await _publish_chunks(engine, bulk, mems, chunk=len(mems), run=uuid.uuid4().hex)
+    assert [o.action for o in chunked] == [o.action for o in singles]
+    assert sum(o.action == "superseded" for o in chunked) >= 10
     assert await _memories(engine, bulk) == await _memories(engine, one)
