@@ -403,6 +403,11 @@ async def _rule_proposal(conn: AsyncConnection, candidate: StoredCandidate, scop
     )
 
 
+# the instruction screen costs ~9 ms a text and is a pure function of it: a big task's repeated candidates
+# (one text staged many times) are screened once per worker process
+_screened = functools.lru_cache(maxsize=8192)(quarantine_reason)
+
+
 def _distilled(task_id: str, description: str, analysis: Any, entries: list[StagedEntry]) -> list[Candidate]:
     """The analysis's candidates redacted again, with their expiry, the skill and the episode (CPU work)."""
     entry_ids = [e.id for e in entries]
@@ -671,7 +676,7 @@ class PromotionActivities:
                     scope_key=data.scope_key,
                     memory_type=candidate.memory_type,
                 )
-            return [quarantine_reason(c.title, c.content) for c in candidates]
+            return [_screened(c.title, c.content) for c in candidates]
 
         reasons = await asyncio.to_thread(decide_all)
         return [
