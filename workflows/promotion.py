@@ -83,8 +83,8 @@ _COMPUTE_TIMEOUT = timedelta(minutes=5)
 _PLAN_TIME_PER_CANDIDATE = timedelta(milliseconds=50)
 _PUBLISH_TIME_PER_ITEM = timedelta(milliseconds=20)
 # Runs from then on publish a plan of more than _LOCAL_PUBLISH_ITEMS items as a regular, heartbeating
-# activity (chunk by chunk); a small plan stays a local activity (no round trip through the server), and
-# runs that began before replay with the local one
+# activity (chunk by chunk), and give plan a fixed ceiling instead of a time per candidate; a small plan
+# stays a local activity (no round trip through the server); runs that began before replay as they ran
 _BULK_PUBLISH_PATCH = "bulk-publish"
 _LOCAL_PUBLISH_ITEMS = 64
 _PUBLISH_TIMEOUT = timedelta(hours=2)
@@ -461,7 +461,11 @@ class PromotionWorkflow(ApprovalGate[PromotionStatus]):
         planned: PlanResult = await workflow.execute_activity_method(
             PromotionActivities.plan,
             plan,
-            start_to_close_timeout=_COMPUTE_TIMEOUT + _PLAN_TIME_PER_CANDIDATE * analysis.candidate_count,
+            # a ceiling, not a guess of the plan's size, for runs from the bulk-publish patch on: the
+            # heartbeat notices a dead worker, and a retry resumes after the committed chunks
+            start_to_close_timeout=_PUBLISH_TIMEOUT
+            if workflow.patched(_BULK_PUBLISH_PATCH)
+            else _COMPUTE_TIMEOUT + _PLAN_TIME_PER_CANDIDATE * analysis.candidate_count,
             heartbeat_timeout=_HEARTBEAT_TIMEOUT,
             retry_policy=COMPUTE_RETRY,
         )
