@@ -271,7 +271,7 @@ class PlanResult:
 
 @dataclass
 class PublishInput:
-    """Publish the stored plan of (workflow id, `run_id`), `total` items, into `scope` in one transaction."""
+    """Publish the stored plan of (workflow id, `run_id`), `total` items, into `scope`, chunk by chunk."""
 
     workflow_id: str
     run_id: str
