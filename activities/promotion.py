@@ -25,7 +25,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from governance.adapters.embedders import Embedder, EmbeddingDimensionMismatch, embed_passages_async
+from governance.adapters.embedders import (
+    EMBEDDING_TENANT,
+    Embedder,
+    EmbeddingDimensionMismatch,
+    embed_passages_async,
+)
 from governance.adapters.llm_cognifier import LLMCognifier, cognify
 from governance.adapters.llm_judge import make_judge
 from governance.cognify import (
@@ -40,7 +45,7 @@ from governance.dedup import Decision, classify, content_hash
 from governance.errors import InvalidInput, NotFound
 from governance.instruction_exemplars import EXEMPLAR_EMBEDDER, exemplar_texts, nearest_exemplar
 from governance.instructions import QuarantinedItem, quarantine_reason
-from governance.operations.publishing import publish_candidate
+from governance.operations.publishing import ChunkItem, publish_chunk
 from governance.publication import NearbyMemory, PlanItem, PublishedMemory
 from governance.redaction import redact, redact_json
 from governance.scopes import SCOPE_LEVEL, ActorType, Scope, scope_key
@@ -54,6 +59,7 @@ from governance.storage.plans import (
     PlannedItem,
     PlanRow,
     PublishedRow,
+    PublishRow,
     StoredCandidate,
     cache_vectors,
     cached_vectors,
@@ -66,13 +72,14 @@ from governance.storage.plans import (
     planned_count,
     publish_rows,
     quarantined_items,
+    record_outcomes,
     record_published,
     save_candidates,
     save_plan_items,
     text_digest,
 )
 from governance.storage.promotions import grant_note
-from governance.storage.publish import find_neighbours, lock_for_publication
+from governance.storage.publish import NeighbourProbe, find_neighbours_many, lock_for_publication
 from governance.storage.staging import (
     ENDED_STATUSES,
     entry_decay_policies,
@@ -101,6 +108,7 @@ __all__ = [
     "DecisionRecordInput",
     "OutcomeInput",
     "PLAN_CHUNK",
+    "PUBLISH_CHUNK",
     "PREVIEW_ITEMS",
     "PREVIEW_CHARS",
     "preview",
@@ -109,12 +117,17 @@ __all__ = [
 _HEARTBEAT_EVERY_SECONDS = 2.0  # well inside the workflow's heartbeat timeout
 # plan embeds and classifies this many candidates at a time, committing each chunk (a retry resumes after it)
 PLAN_CHUNK = 64
+# rule-based cognify runs as a local activity up to this many staged entries (milliseconds), regular above
+LOCAL_COGNIFY_ENTRIES = 200
+# texts embedded per turn at the worker's embedder: other promotions' turns come between a big plan's slices
+EMBED_SLICE = 8
 # what travels through Temporal of a plan or a publication: the first items, each text shortened (the full
 # plan is in the database, governance/storage/plans.py, and the API serves it page by page)
 PREVIEW_ITEMS = 20
 PREVIEW_CHARS = 200
 _CRITIQUE_CHARS = 2000
-_PUBLISH_PAGE = 500  # plan items publish reads at a time
+# plan items publish decides and writes at a time, in one transaction (a retry resumes after the last one)
+PUBLISH_CHUNK = 250
 _PUBLISH_JUDGE_TIMEOUT = (
     5.0  # seconds one LLM contradiction call may take inside publish (a 30 s local activity)
 )
@@ -248,7 +261,7 @@ class PlanResult:
 
 @dataclass
 class PublishInput:
-    """Publish the stored plan of (workflow id, `run_id`), `total` items, into `scope` in one transaction."""
+    """Publish the stored plan of (workflow id, `run_id`), `total` items, into `scope`, chunk by chunk."""
 
     workflow_id: str
     run_id: str
@@ -391,6 +404,38 @@ async def _rule_proposal(conn: AsyncConnection, candidate: StoredCandidate, scop
     )
 
 
+# the instruction screen costs ~9 ms a text and is a pure function of it: a big task's repeated candidates
+# (one text staged many times) are screened once per worker process
+_screened = functools.lru_cache(maxsize=8192)(quarantine_reason)
+
+
+def _distilled(task_id: str, description: str, analysis: Any, entries: list[StagedEntry]) -> list[Candidate]:
+    """The analysis's candidates redacted again, with their expiry, the skill and the episode (CPU work)."""
+    entry_ids = [e.id for e in entries]
+    # an entry's expires_at / ttl_seconds travels to what is distilled from it (not to the episode or a
+    # generated skill, which quote the whole task)
+    expiries = {e.id: t for e in entries if (t := entry_expiry(e.payload, e.created_at)) is not None}
+    # the model could echo a secret it was never shown in full; candidates are redacted again
+    candidates = [
+        Candidate(
+            **{
+                **c.__dict__,
+                "title": redact(c.title).text,
+                "content": redact(c.content).text,
+                "expires_at": candidate_expiry(c.source_entry_ids, expiries),
+            }
+        )
+        for c in analysis.candidates
+        if redact(c.content).text.strip()
+    ]
+    skill = skill_candidate(description, analysis, entry_ids)
+    if skill is not None:
+        candidates.append(skill)
+    episode = episode_candidate(task_id, description, analysis, entry_ids)
+    candidates.append(Candidate(**{**episode.__dict__, "content": redact(episode.content).text}))
+    return candidates
+
+
 class PromotionActivities:
     """The promotion gate's I/O; one instance per worker, sharing its clients."""
 
@@ -404,6 +449,7 @@ class PromotionActivities:
         llm: LLMCognifier | None = None,
         judge: ContradictionJudge | None = None,
         plan_chunk: int = PLAN_CHUNK,
+        publish_chunk: int = PUBLISH_CHUNK,
     ) -> None:
         self._engine = engine
         self._embedder = embedder
@@ -411,6 +457,7 @@ class PromotionActivities:
         # calibrated with (governance/instruction_exemplars.py)
         self._exemplars: Any = None
         self._plan_chunk = max(1, plan_chunk)
+        self._publish_chunk = max(1, publish_chunk)
         self._authorizer = authorizer
         self._settings = settings
         self._llm = llm
@@ -426,6 +473,11 @@ class PromotionActivities:
         self, conn: AsyncConnection, task_id: str, last_seq: int
     ) -> tuple[list[StagedEntry], dict[str, int]]:
         rows = await snapshot_entries(conn, task_id, up_to_seq=last_seq)
+        # redaction is CPU work (a big task's snapshot takes seconds): off the event loop
+        return await asyncio.to_thread(self._redacted, rows)
+
+    @staticmethod
+    def _redacted(rows: Sequence[Any]) -> tuple[list[StagedEntry], dict[str, int]]:
         entries: list[StagedEntry] = []
         counts: dict[str, int] = {}
         for row in rows:
@@ -478,8 +530,10 @@ class PromotionActivities:
             last_seq=snapshot_end,
             redaction_counts={},  # cognify's, which reads the content
             requires_approval=self._authorizer.requires_validation(scope),
-            cognify_local=self._llm is None,
             console_url=self._settings.console_base(),
+            # a big task's cognify takes seconds: a regular activity then, so that no workflow task is held
+            # open meanwhile
+            cognify_local=self._llm is None and entry_count <= LOCAL_COGNIFY_ENTRIES,
             scope_key=scope_key(scope, **keys),
             visible_scope_keys=_keys_from(scope, keys),
         )
@@ -495,28 +549,7 @@ class PromotionActivities:
         description = redact(task.description if task is not None else data.description).text
         outcome = await cognify(description, entries, success=data.success, llm=self._llm)
         analysis = outcome.analysis
-        entry_ids = [e.id for e in entries]
-        # an entry's expires_at / ttl_seconds travels to what is distilled from it (not to the episode or a
-        # generated skill, which quote the whole task)
-        expiries = {e.id: t for e in entries if (t := entry_expiry(e.payload, e.created_at)) is not None}
-        # the model could echo a secret it was never shown in full; candidates are redacted again
-        candidates = [
-            Candidate(
-                **{
-                    **c.__dict__,
-                    "title": redact(c.title).text,
-                    "content": redact(c.content).text,
-                    "expires_at": candidate_expiry(c.source_entry_ids, expiries),
-                }
-            )
-            for c in analysis.candidates
-            if redact(c.content).text.strip()
-        ]
-        skill = skill_candidate(description, analysis, entry_ids)
-        if skill is not None:
-            candidates.append(skill)
-        episode = episode_candidate(data.task_id, description, analysis, entry_ids)
-        candidates.append(Candidate(**{**episode.__dict__, "content": redact(episode.content).text}))
+        candidates = await asyncio.to_thread(_distilled, data.task_id, description, analysis, entries)
         # the candidates stay in the database; the history gets where they are and how many
         run_id = activity.info().workflow_run_id or "-"
         critique = preview(redact(analysis.critique).text, _CRITIQUE_CHARS)
@@ -620,32 +653,59 @@ class PromotionActivities:
             candidates = await load_candidates(conn, key, chunk)
         vectors = await self._vectors([c.content for c in candidates], progress)
         resemblances = await self._resemblances(vectors)
-        items: list[PlannedItem] = []
+        digests = [content_hash(c.content) for c in candidates]
+        sames = [(text_digest(c.content), c.canonical_key, c.memory_type) for c in candidates]
+        # identical candidates meet the same neighbours: each distinct one is looked up and decided once
+        todo: dict[tuple[str, str | None, str], int] = {}
+        for n, same in enumerate(sames):
+            if same not in decided and same not in todo:
+                todo[same] = n
         async with self._engine.connect() as conn:
-            for offset, (candidate, vector, resemblance) in enumerate(
-                zip(candidates, vectors, resemblances, strict=True)
-            ):
-                digest = content_hash(candidate.content)
-                same = (text_digest(candidate.content), candidate.canonical_key, candidate.memory_type)
-                decision = decided.get(same) or await self._decide(data, conn, candidate, digest, vector)
-                decided[same] = decision
-                items.append(
-                    PlannedItem(
-                        idx=start + offset,
-                        candidate_idx=candidate.idx,
-                        decision=decision.kind.value,
-                        target_id=decision.target_id,
-                        similarity=decision.similarity,
-                        reason=decision.reason,
-                        content_hash=digest,
-                        embedding=vector,
-                        quarantine=quarantine_reason(
-                            candidate.title, candidate.content, resemblance=resemblance
-                        )
-                        or await _rule_proposal(conn, candidate, data.scope_key),
-                    )
+            found = await find_neighbours_many(
+                conn,
+                scope_keys=data.visible_scope_keys,
+                target_scope_key=data.scope_key,
+                probes=[
+                    NeighbourProbe(digests[n], candidates[n].canonical_key, vectors[n]) for n in todo.values()
+                ],
+            )
+            proposals = [await _rule_proposal(conn, c, data.scope_key) for c in candidates]
+
+        def decide_all() -> list[str | None]:
+            """The chunk's CPU work, off the event loop: the decisions, then the quarantine checks."""
+            for (same, n), neighbours in zip(todo.items(), found, strict=True):
+                candidate = candidates[n]
+                decided[same] = classify(
+                    content=candidate.content,
+                    content_hash=digests[n],
+                    canonical_key=candidate.canonical_key,
+                    neighbours=neighbours,
+                    dup_threshold=self._settings.dedup_similarity_threshold,
+                    related_threshold=self._settings.related_similarity_threshold,
+                    judge=self._judge,
+                    scope_key=data.scope_key,
+                    memory_type=candidate.memory_type,
                 )
-        return items
+            return [
+                _screened(c.title, c.content, resemblance=r)
+                for c, r in zip(candidates, resemblances, strict=True)
+            ]
+
+        reasons = await asyncio.to_thread(decide_all)
+        return [
+            PlannedItem(
+                idx=start + offset,
+                candidate_idx=candidate.idx,
+                decision=decided[sames[offset]].kind.value,
+                target_id=decided[sames[offset]].target_id,
+                similarity=decided[sames[offset]].similarity,
+                reason=decided[sames[offset]].reason,
+                content_hash=digests[offset],
+                embedding=vectors[offset],
+                quarantine=reasons[offset] or proposals[offset],
+            )
+            for offset, candidate in enumerate(candidates)
+        ]
 
     async def _resemblances(self, vectors: list[list[float]]) -> list[float | None]:
         """Each candidate's cosine to its nearest known injection; None with an uncalibrated embedder."""
@@ -655,37 +715,18 @@ class PromotionActivities:
             self._exemplars = await embed_passages_async(self._embedder, exemplar_texts())
         return [nearest_exemplar(v, self._exemplars) for v in vectors]
 
-    async def _decide(
-        self,
-        data: PlanInput,
-        conn: AsyncConnection,
-        candidate: StoredCandidate,
-        digest: str,
-        vector: list[float],
-    ) -> Decision:
-        """New, duplicate or supersede, for one candidate against memory visible from the target scope."""
-        neighbours = await find_neighbours(
-            conn,
-            scope_keys=data.visible_scope_keys,
-            target_scope_key=data.scope_key,
-            content_hash=digest,
-            canonical_key=candidate.canonical_key,
-            embedding=vector,
-        )
-        decide = functools.partial(
-            classify,
-            content=candidate.content,
-            content_hash=digest,
-            canonical_key=candidate.canonical_key,
-            neighbours=neighbours,
-            dup_threshold=self._settings.dedup_similarity_threshold,
-            related_threshold=self._settings.related_similarity_threshold,
-            judge=self._judge,
-            scope_key=data.scope_key,
-            memory_type=candidate.memory_type,
-        )
-        # an LLM judge blocks on the network: keep the event loop (and the heartbeat) running
-        return await asyncio.to_thread(decide) if self._judge.blocking else decide()
+    async def _embed_in_turns(self, texts: list[str]) -> list[Any]:
+        """Embed `texts` a few at a time, each slice its own turn at the worker's embedder.
+
+        The embedder takes callers in turns, least recently served first (`FairEmbedder`), and each promotion
+        is its own caller: a small promotion's candidates wait for one slice of a big plan's, not for its
+        whole chunk (measured by `tests/bench/fairness.py`).
+        """
+        EMBEDDING_TENANT.set(f"promotion:{activity.info().workflow_id}")
+        vectors: list[Any] = []
+        for start in range(0, len(texts), EMBED_SLICE):
+            vectors.extend(await embed_passages_async(self._embedder, texts[start : start + EMBED_SLICE]))
+        return vectors
 
     async def _vectors(self, texts: list[str], progress: _Progress) -> list[list[float]]:
         """One vector per text: from the embedding cache, embedding (once) only the texts it lacks."""
@@ -697,7 +738,7 @@ class PromotionActivities:
         missing = {d: t for d, t in zip(digests, texts, strict=True) if d not in found}
         if missing:
             try:
-                embedded = await embed_passages_async(self._embedder, list(missing.values()))
+                embedded = await self._embed_in_turns(list(missing.values()))
             except EmbeddingDimensionMismatch as exc:
                 # retrying cannot fix a misconfigured endpoint; fail the promotion now, saying why
                 raise ApplicationError(
@@ -710,12 +751,56 @@ class PromotionActivities:
             progress.embedded += len(fresh)
         return [found[d] for d in digests]
 
-    @activity.defn
-    async def publish(self, data: PublishInput) -> PublishResult:
-        """Publish the stored plan in one transaction with its events; a retry publishes nothing twice.
+    def _new_memory(
+        self,
+        data: PublishInput,
+        scope: Scope,
+        target_key: str,
+        row: PublishRow,
+        confidence: float,
+        validation_source: str | None,
+        asked: dict[int, str],
+    ) -> NewMemory:
+        c = row.candidate
+        return NewMemory(
+            memory_type=c.memory_type,
+            scope=scope.value,
+            scope_key=target_key,
+            org=data.org,
+            project=data.project if scope is not Scope.ORG else None,
+            canonical_key=c.canonical_key,
+            title=c.title,
+            content=c.content,
+            embedding=row.embedding,
+            confidence=confidence,
+            validation_source=validation_source,
+            importance=c.importance,
+            reward=data.summary.get("reward") if c.memory_type == "episode" else None,
+            success=data.summary.get("success")
+            if c.memory_type in ("episode", "skill", "bug_pattern")
+            else None,
+            source_task_ids=[data.task_id],
+            source_entry_ids=list(c.source_entry_ids),
+            # a decay policy asked in the source entries' payloads (governance/trust.py)
+            decay_policy=published_decay_policy(
+                c.memory_type,
+                [asked.get(i) for i in c.source_entry_ids],
+                human_approved=data.approver_type == ActorType.HUMAN.value,
+            ).value,
+            expires_at=c.expires_at,
+            valid_from_commit=data.valid_from_commit,
+        )
 
-        The plan items come from the database (the history only names them); what each did is written back
-        onto them in the same transaction, and the result carries counts and the first few.
+    @activity.defn
+    @_heartbeating
+    async def publish(self, data: PublishInput) -> PublishResult:
+        """Publish the stored plan a chunk at a time, each chunk one transaction under the scopes' locks,
+        set-based (`publish_chunk`); the summary, derivations and the task's end in a last one.
+
+        A retry publishes nothing twice: the committed chunks replay by their items' idempotency keys. The
+        plan items come from the database (the history only names them); what each did is written back onto
+        them in its chunk's transaction, and the result carries counts and the first few. A regular
+        (non-local) attempt heartbeats the items done after each chunk, so no timeout guesses the plan's size.
         """
         scope = Scope(data.scope)
         keys = {"org": data.org, "project": data.project, "worktree": data.worktree, "task_id": data.task_id}
@@ -729,7 +814,7 @@ class PromotionActivities:
         key = PlanKey(data.workflow_id, data.run_id)
         results: list[PublishedRow] = []
         derivation: list[PublishedItem] = []
-        async with self._engine.begin() as conn:
+        async with self._engine.connect() as conn:
             header = await get_plan(conn, key)
             note = data.approval_note or await grant_note(
                 conn, workflow_id=data.workflow_id, grant=data.approval_grant
@@ -743,90 +828,85 @@ class PromotionActivities:
                     type=NotFound.__name__,
                     non_retryable=True,
                 )
-            # the scopes are locked (and expired memories retired) once, for the whole plan
-            await lock_for_publication(conn, scope.value, target_key, visible)
             # instructions aimed at agents leave only with a human's approval (a plan holding them waits
             # for one; a failed task's episodes, published without waiting, keep them back)
             held: set[int] = set()
             if data.approver_type != ActorType.HUMAN.value:
                 _, quarantined = await quarantined_items(conn, key, limit=data.total)
                 held = {q.idx for q in quarantined}
-            human_approved = data.approver_type == ActorType.HUMAN.value
-            for start in range(0, data.total, _PUBLISH_PAGE):
-                page = await publish_rows(conn, key, start, min(data.total, start + _PUBLISH_PAGE))
-                # a decay policy asked in the source entries' payloads (governance/trust.py)
+        local = activity.info().is_local
+        for start in range(0, data.total, self._publish_chunk):
+            # one transaction per chunk, under the scopes' locks taken again (and expired memories retired):
+            # a retry replays the committed chunks by their items' idempotency keys and goes on from there
+            async with self._engine.begin() as conn:
+                await lock_for_publication(conn, scope.value, target_key, visible)
+                rows = [
+                    r
+                    for r in await publish_rows(
+                        conn, key, start, min(data.total, start + self._publish_chunk)
+                    )
+                    if r.idx not in held
+                ]
                 asked = await entry_decay_policies(
-                    conn, sorted({i for row in page for i in row.candidate.source_entry_ids})
+                    conn, sorted({i for row in rows for i in row.candidate.source_entry_ids})
                 )
-                for row in page:
-                    if row.idx in held:
-                        continue
-                    c = row.candidate
-                    outcome = await publish_candidate(
-                        conn,
-                        NewMemory(
-                            memory_type=c.memory_type,
-                            scope=scope.value,
-                            scope_key=target_key,
-                            org=data.org,
-                            project=data.project if scope is not Scope.ORG else None,
-                            canonical_key=c.canonical_key,
-                            title=c.title,
-                            content=c.content,
-                            embedding=row.embedding,
-                            confidence=confidence,
-                            validation_source=validation_source,
-                            importance=c.importance,
-                            reward=summary.get("reward") if c.memory_type == "episode" else None,
-                            success=summary.get("success")
-                            if c.memory_type in ("episode", "skill", "bug_pattern")
-                            else None,
-                            source_task_ids=[data.task_id],
-                            source_entry_ids=list(c.source_entry_ids),
-                            decay_policy=published_decay_policy(
-                                c.memory_type,
-                                [asked.get(i) for i in c.source_entry_ids],
-                                human_approved=human_approved,
-                            ).value,
-                            expires_at=c.expires_at,
-                            valid_from_commit=data.valid_from_commit,
-                        ),
-                        visible_scope_keys=visible,
-                        actor_id=actor_id,
-                        actor_type=actor_type,
-                        task_id=data.task_id,
-                        workflow_id=data.workflow_id,
-                        # by plan index, as before the plan moved to the database: one event per item
-                        idempotency_key=f"{data.workflow_id}:publish:{row.idx}",
-                        dup_threshold=self._settings.dedup_similarity_threshold,
-                        related_threshold=self._settings.related_similarity_threshold,
-                        judge=self._publish_judge,
-                        locked=True,
-                    )
-                    derivation.append(
-                        PublishedItem(
-                            outcome.memory_id, c.memory_type, tuple(c.source_entry_ids), c.canonical_key
+                outcomes = await publish_chunk(
+                    conn,
+                    [
+                        ChunkItem(
+                            self._new_memory(
+                                data, scope, target_key, row, confidence, validation_source, asked
+                            ),
+                            # by plan index, as before the plan moved to the database: one event per item
+                            idempotency_key=f"{data.workflow_id}:publish:{row.idx}",
                         )
-                    )
-                    results.append(
-                        PublishedRow(
-                            idx=row.idx,
-                            memory_id=outcome.memory_id,
-                            citation=outcome.citation,
-                            action=outcome.action,
-                            memory_type=c.memory_type,
-                            title=c.title,
-                            superseded_id=outcome.superseded_id,
-                            replayed=outcome.replayed,
-                        )
-                    )
-            if len(results) + len(held) != data.total:
-                raise ApplicationError(
-                    f"the plan of {data.workflow_id} has {len(results)} of its {data.total} items",
-                    type=NotFound.__name__,
-                    non_retryable=True,
+                        for row in rows
+                    ],
+                    scope=scope.value,
+                    target_scope_key=target_key,
+                    visible_scope_keys=visible,
+                    actor_id=actor_id,
+                    actor_type=actor_type,
+                    task_id=data.task_id,
+                    workflow_id=data.workflow_id,
+                    dup_threshold=self._settings.dedup_similarity_threshold,
+                    related_threshold=self._settings.related_similarity_threshold,
+                    judge=self._publish_judge,
                 )
-            await record_published(conn, key, results)
+                chunk = [
+                    PublishedRow(
+                        idx=row.idx,
+                        memory_id=outcome.memory_id,
+                        citation=outcome.citation,
+                        action=outcome.action,
+                        memory_type=row.candidate.memory_type,
+                        title=row.candidate.title,
+                        superseded_id=outcome.superseded_id,
+                        replayed=outcome.replayed,
+                    )
+                    for row, outcome in zip(rows, outcomes, strict=True)
+                ]
+                await record_outcomes(conn, key, chunk)
+            results += chunk
+            derivation += [
+                PublishedItem(
+                    o.memory_id,
+                    r.candidate.memory_type,
+                    tuple(r.candidate.source_entry_ids),
+                    r.candidate.canonical_key,
+                )
+                for r, o in zip(rows, outcomes, strict=True)
+            ]
+            if not local:
+                activity.heartbeat(len(results) + len(held))
+        if len(results) + len(held) != data.total:
+            raise ApplicationError(
+                f"the plan of {data.workflow_id} has {len(results)} of its {data.total} items",
+                type=NotFound.__name__,
+                non_retryable=True,
+            )
+        async with self._engine.begin() as conn:
+            await record_published(conn, key, [], count=len(results))
             # what builds on what, within this promotion: a source's later change marks these stale
             await record_derivations(conn, derivation_links(derivation), task_id=data.task_id)
             if data.approver is not None:

@@ -2,7 +2,7 @@
 
 One workflow per task, id `promote-<task id>`. It waits for verification evidence, distils the task's
 redacted staging into a plan (new / duplicate / supersede per candidate), waits for a human approval
-when the policy says the target scope needs one, and publishes the plan in one transaction. The wait for
+when the policy says the target scope needs one, and publishes the plan, a chunk per transaction. The wait
 a decision is the approval gate every human-decided workflow shares (workflows/approval.py): approvers
 arrive by signal (the Temporal UI: the approver named in the payload is only a claim, proven by an approval
 token and checked by an activity against the principals table and Casbin) or by update (the API: the
@@ -87,6 +87,12 @@ _COMPUTE_TIMEOUT = timedelta(minutes=5)
 # transaction). Plan resumes after its committed chunks, so a timeout there costs little anyway.
 _PLAN_TIME_PER_CANDIDATE = timedelta(milliseconds=50)
 _PUBLISH_TIME_PER_ITEM = timedelta(milliseconds=20)
+# Runs from then on publish a plan of more than _LOCAL_PUBLISH_ITEMS items as a regular, heartbeating
+# activity (chunk by chunk), and give plan a fixed ceiling instead of a time per candidate; a small plan
+# stays a local activity (no round trip through the server); runs that began before replay as they ran
+_BULK_PUBLISH_PATCH = "bulk-publish"
+_LOCAL_PUBLISH_ITEMS = 64
+_PUBLISH_TIMEOUT = timedelta(hours=2)
 # promotions started before the task row recorded every end (unverified by timeout, failed) replay
 # without that step
 _RECORD_OUTCOME_PATCH = "record-outcome-on-task"
@@ -446,7 +452,11 @@ class PromotionWorkflow(ApprovalGate[PromotionStatus]):
         planned: PlanResult = await workflow.execute_activity_method(
             PromotionActivities.plan,
             plan,
-            start_to_close_timeout=_COMPUTE_TIMEOUT + _PLAN_TIME_PER_CANDIDATE * analysis.candidate_count,
+            # a ceiling, not a guess of the plan's size, for runs from the bulk-publish patch on: the
+            # heartbeat notices a dead worker, and a retry resumes after the committed chunks
+            start_to_close_timeout=_PUBLISH_TIMEOUT
+            if workflow.patched(_BULK_PUBLISH_PATCH)
+            else _COMPUTE_TIMEOUT + _PLAN_TIME_PER_CANDIDATE * analysis.candidate_count,
             heartbeat_timeout=_HEARTBEAT_TIMEOUT,
             retry_policy=COMPUTE_RETRY,
         )
@@ -502,7 +512,7 @@ class PromotionWorkflow(ApprovalGate[PromotionStatus]):
         decision: Decision | None,
         summary: dict[str, Any],
     ) -> PromotionResult:
-        """Publish the (approved) plan into the target scope in one transaction; maybe start a reflection."""
+        """Publish the (approved) plan into the target scope; maybe start a reflection."""
         self._set_state(PromotionState.PUBLISHING)
         published = await self._publish(
             collected, data.target_scope, planned, True, evidence.source, decision, summary
@@ -629,26 +639,38 @@ class PromotionWorkflow(ApprovalGate[PromotionStatus]):
         decision: Decision | None,
         summary: dict[str, Any],
     ) -> PublishResult:
+        publish = PublishInput(
+            workflow_id=workflow.info().workflow_id,
+            run_id=planned.run_id,
+            task_id=collected.task_id,
+            org=collected.org,
+            project=collected.project,
+            worktree=collected.worktree,
+            scope=scope,
+            total=planned.total,
+            verified=verified,
+            validation_source=source,
+            approver=decision.approver if decision else None,
+            approver_type=decision.approver_type if decision else None,
+            approval_note=decision.note if decision else "",
+            approval_grant=decision.grant if decision else None,
+            summary=summary,
+            valid_from_commit=self._verified_commit() if verified else None,
+        )
+        if workflow.patched(_BULK_PUBLISH_PATCH) and planned.total > _LOCAL_PUBLISH_ITEMS:
+            # a big plan: a regular activity, chunk by chunk, heartbeating; its timeout is a ceiling, not
+            # a guess of the plan's size (the heartbeat notices a dead worker, a retry resumes)
+            big: PublishResult = await workflow.execute_activity_method(
+                PromotionActivities.publish,
+                publish,
+                start_to_close_timeout=_PUBLISH_TIMEOUT,
+                heartbeat_timeout=_HEARTBEAT_TIMEOUT,
+                retry_policy=DB_RETRY,
+            )
+            return big
         result: PublishResult = await workflow.execute_local_activity_method(
             PromotionActivities.publish,
-            PublishInput(
-                workflow_id=workflow.info().workflow_id,
-                run_id=planned.run_id,
-                task_id=collected.task_id,
-                org=collected.org,
-                project=collected.project,
-                worktree=collected.worktree,
-                scope=scope,
-                total=planned.total,
-                verified=verified,
-                validation_source=source,
-                approver=decision.approver if decision else None,
-                approver_type=decision.approver_type if decision else None,
-                approval_note=decision.note if decision else "",
-                approval_grant=decision.grant if decision else None,
-                summary=summary,
-                valid_from_commit=self._verified_commit() if verified else None,
-            ),
+            publish,
             start_to_close_timeout=_DB_TIMEOUT + _PUBLISH_TIME_PER_ITEM * planned.total,
             retry_policy=DB_RETRY,
         )

@@ -8,6 +8,7 @@ memories poorer, never block or crash a promotion. No retries here: one attempt,
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -172,7 +173,8 @@ async def cognify(
     task_description: str, entries: list[StagedEntry], *, success: bool, llm: LLMCognifier | None
 ) -> CognifyOutcome:
     """LLM analysis when configured and well-formed, else the rule-based one (with the reason)."""
-    fallback = rule_based_analysis(task_description, entries, success=success)
+    # CPU work (seconds for a big task's staging): off the caller's event loop
+    fallback = await asyncio.to_thread(rule_based_analysis, task_description, entries, success=success)
     if llm is None:
         return CognifyOutcome(analysis=fallback)
     try:

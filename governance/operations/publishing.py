@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from governance.bug_signature import error_signature, failed_fixes, split_bug_pattern
@@ -20,24 +24,45 @@ from governance.dedup import BUG_PATTERN, Decision, DecisionKind, Neighbour, cla
 from governance.errors import Conflict, InvalidInput
 from governance.scopes import ValidationSource
 from governance.storage.bug_patterns import record_occurrence
-from governance.storage.derivations import mark_derived_stale
-from governance.storage.events import EventType, record_event, recorded_payload
+from governance.storage.derivations import derived_from_any, mark_derived_stale
+from governance.storage.events import (
+    Event,
+    EventType,
+    record_event,
+    record_events,
+    recorded_payload,
+    recorded_payloads,
+)
 from governance.storage.memory_rows import (
+    NEIGHBOURS_K,
+    HeadDeprecation,
+    MemoryInsert,
+    MergeInto,
     NewMemory,
     PublishOutcome,
     deprecate_head,
+    deprecate_heads,
+    insert_memories,
     insert_memory,
     lock_scopes,
+    make_citation,
     merge_into,
+    merge_many,
     outcome_dict,
     replay_outcome,
     wider_scope_keys,
 )
-from governance.storage.publish import expire_in_scope, find_neighbours, lock_for_publication
+from governance.storage.publish import (
+    NeighbourProbe,
+    expire_in_scope,
+    find_neighbours,
+    find_neighbours_many,
+    lock_for_publication,
+)
 from governance.supersession import ContradictionJudge
 from governance.trust import VALIDATION_BOOSTS
 
-__all__ = ["lock_for_publication", "publish_candidate"]
+__all__ = ["ChunkItem", "lock_for_publication", "publish_candidate", "publish_chunk"]
 
 
 async def publish_candidate(
@@ -226,3 +251,377 @@ async def _insert(
             "similarity": decision.similarity,
         },
     }
+
+
+@dataclass(frozen=True)
+class ChunkItem:
+    """One plan item of a chunk publishing at once: the memory and its (per item) idempotency key."""
+
+    mem: NewMemory
+    idempotency_key: str
+
+
+@dataclass
+class _Planned:
+    """What the chunk's decision loop chose for one item (`publish_chunk`)."""
+
+    item: ChunkItem
+    chash: str
+    decision: Decision
+    target: Neighbour | None
+    memory_id: str  # the new memory's id (insert, supersede) or the target's (merge)
+
+
+def _vector(values: list[float] | None) -> np.ndarray | None:
+    if values is None:
+        return None
+    v = np.asarray(values, dtype=np.float32)
+    norm = float(np.linalg.norm(v))
+    return v / norm if norm else None
+
+
+def _decide_chunk(
+    items: Sequence[ChunkItem],
+    found: Sequence[Sequence[Neighbour]],
+    *,
+    target_scope_key: str,
+    dup_threshold: float,
+    related_threshold: float,
+    judge: ContradictionJudge | None,
+    k: int = NEIGHBOURS_K,
+) -> list[_Planned]:
+    """Each item's decision in plan order, as if published one after another (pure; run off the event loop).
+
+    An item meets its neighbours in published memory (`found`, read under the locks at the chunk's start)
+    and the items of this chunk decided before it (a new memory joins the neighbours, a superseded one
+    leaves): the same neighbour set one-by-one publishing would read, bounded by `k` nearest plus exact and
+    canonical-key matches, whatever the number of close memories.
+    """
+    planned: list[_Planned] = []
+    gone: set[str] = set()  # superseded within the chunk
+    fresh: list[Neighbour] = []  # new memories of the chunk, as neighbours
+    fresh_vectors: list[np.ndarray | None] = []
+    for item, neighbours in zip(items, found, strict=True):
+        mem = item.mem
+        chash = content_hash(mem.content)
+        vector = _vector(mem.embedding)
+        near = [n for n in neighbours if n.id not in gone]
+        if fresh:
+            scored: list[Neighbour] = []
+            for n, v in zip(fresh, fresh_vectors, strict=True):
+                if n.id in gone:
+                    continue
+                similarity = float(np.dot(vector, v)) if vector is not None and v is not None else 0.0
+                scored.append(replace(n, similarity=similarity))
+            matches = [
+                n
+                for n in scored
+                if n.content_hash == chash
+                or (mem.canonical_key is not None and n.canonical_key == mem.canonical_key)
+            ]
+            nearest = sorted(scored, key=lambda n: (-n.similarity, n.id))[:k]
+            seen = {n.id for n in near}
+            for n in (*matches, *nearest):
+                if n.id not in seen:
+                    near.append(n)
+                    seen.add(n.id)
+            keep = {n.id for n in sorted(near, key=lambda n: (-n.similarity, n.id))[:k]}
+            near = [
+                n
+                for n in near
+                if n.id in keep
+                or n.content_hash == chash
+                or (mem.canonical_key is not None and n.canonical_key == mem.canonical_key)
+            ]
+        decision = classify(
+            content=mem.content,
+            content_hash=chash,
+            canonical_key=mem.canonical_key,
+            neighbours=near,
+            dup_threshold=dup_threshold,
+            related_threshold=related_threshold,
+            judge=judge,
+            scope_key=mem.scope_key,
+            memory_type=mem.memory_type,
+        )
+        target = next((n for n in near if n.id == decision.target_id), None)
+        if decision.kind is DecisionKind.DUPLICATE and target is not None:
+            planned.append(_Planned(item, chash, decision, target, target.id))
+            continue
+        superseded = target if decision.kind is DecisionKind.SUPERSEDE else None
+        memory_id = str(uuid.uuid4())
+        if superseded is not None:
+            gone.add(superseded.id)
+        planned.append(_Planned(item, chash, decision, superseded, memory_id))
+        fresh.append(
+            Neighbour(
+                id=memory_id,
+                scope_key=target_scope_key,
+                canonical_key=mem.canonical_key
+                if superseded is None
+                else (mem.canonical_key or superseded.canonical_key),
+                content_hash=chash,
+                similarity=0.0,
+                title=mem.title,
+                content=mem.content,
+                memory_type=mem.memory_type,
+            )
+        )
+        fresh_vectors.append(vector)
+    return planned
+
+
+async def publish_chunk(
+    conn: AsyncConnection,
+    items: Sequence[ChunkItem],
+    *,
+    scope: str,
+    target_scope_key: str,
+    visible_scope_keys: list[str],
+    actor_id: str,
+    actor_type: str,
+    task_id: str | None,
+    workflow_id: str | None,
+    dup_threshold: float,
+    related_threshold: float,
+    judge: ContradictionJudge | None = None,
+) -> list[PublishOutcome]:
+    """Publish a chunk of a plan in the caller's transaction, which ran `lock_for_publication`: what
+    `publish_candidate` does for each item in turn, in a few set-based statements.
+
+    Items already published (their idempotency key recorded) are replayed. The others are decided in plan
+    order off the event loop against one neighbour lookup for the chunk (`_decide_chunk`), then written: one
+    INSERT for the new memories, one UPDATE for the merges, one INSERT for the events; a supersession
+    (rare) deprecates its head in turn, after what was pending is written. One outcome per item, in order.
+    """
+    recorded = await recorded_payloads(conn, [i.idempotency_key for i in items])
+    outcomes: dict[int, PublishOutcome] = {
+        n: replay_outcome(recorded[i.idempotency_key])
+        for n, i in enumerate(items)
+        if i.idempotency_key in recorded
+    }
+    todo = [(n, i) for n, i in enumerate(items) if n not in outcomes]
+    for _, item in todo:
+        if item.mem.scope_key != target_scope_key or item.mem.scope_key not in visible_scope_keys:
+            raise InvalidInput(f"scope key {item.mem.scope_key!r} is not the plan's target scope key")
+    wider = wider_scope_keys(scope, visible_scope_keys, target_scope_key)
+    found = await find_neighbours_many(
+        conn,
+        scope_keys=[target_scope_key, *wider],
+        target_scope_key=target_scope_key,
+        probes=[
+            NeighbourProbe(content_hash(i.mem.content), i.mem.canonical_key, i.mem.embedding) for _, i in todo
+        ],
+    )
+    planned = await asyncio.to_thread(
+        _decide_chunk,
+        [i for _, i in todo],
+        found,
+        target_scope_key=target_scope_key,
+        dup_threshold=dup_threshold,
+        related_threshold=related_threshold,
+        judge=judge,
+    )
+    common: dict[str, Any] = {
+        "actor_id": actor_id,
+        "actor_type": actor_type,
+        "task_id": task_id,
+        "workflow_id": workflow_id,
+    }
+    inserts: list[MemoryInsert] = []
+    merges: dict[str, list[_Planned]] = {}
+    merged: dict[str, tuple[str, float]] = {}
+    citations: dict[str, str] = {}
+    olds: dict[str, Any] = {}
+
+    async def flush() -> None:
+        citations.update(
+            zip([r.memory_id for r in inserts], await insert_memories(conn, inserts), strict=True)
+        )
+        inserts.clear()
+        merged.update(
+            await merge_many(
+                conn,
+                [
+                    MergeInto(
+                        target,
+                        len(ps),
+                        [t for p in ps for t in p.item.mem.source_task_ids],
+                        [e for p in ps for e in p.item.mem.source_entry_ids],
+                        approved=any(p.item.mem.validation_source == "human_approved" for p in ps),
+                    )
+                    for target, ps in merges.items()
+                ],
+                boost=VALIDATION_BOOSTS[ValidationSource.REPEATED_SUCCESS],
+            )
+        )
+        for target in merges:
+            if target not in merged:
+                raise Conflict(f"memory {target} was deprecated while merging; retry the publication")
+        merges.clear()
+
+    def merge(p: _Planned) -> bool:
+        return p.decision.kind is DecisionKind.DUPLICATE and p.target is not None
+
+    superseding = {p.target.id: p for p in planned if p.target is not None and not merge(p)}
+    if superseding.keys() & {p.target.id for p in planned if merge(p) and p.target is not None}:
+        # a memory merged into and then superseded within the chunk (rare): in turn, as one by one would
+        for p in planned:
+            mem = p.item.mem
+            if merge(p) and p.target is not None:
+                merges.setdefault(p.target.id, []).append(p)
+                continue
+            old = None
+            if p.target is not None:
+                await flush()  # what the head's deprecation must see written (it may be new in this chunk)
+                old = await deprecate_head(
+                    conn, p.target.id, note=p.decision.reason, valid_to_commit=mem.valid_from_commit
+                )
+                if old is None:
+                    raise Conflict(
+                        f"memory {p.target.id} is no longer the head of its chain; retry the publication"
+                    )
+                olds[p.memory_id] = old
+            inserts.append(
+                MemoryInsert(
+                    mem,
+                    memory_id=p.memory_id,
+                    chash=p.chash,
+                    supersedes_id=p.target.id if p.target is not None else None,
+                    canonical_key=mem.canonical_key
+                    if old is None
+                    else (mem.canonical_key or old.canonical_key),
+                    version=old.version + 1 if old is not None else 1,
+                    related_ids=p.decision.related_ids if p.target is None else (),
+                )
+            )
+    else:
+        # set-based: the published heads superseded by the chunk deprecated in one statement, then every new
+        # memory in one INSERT, those superseded within the chunk written deprecated already
+        fresh = {p.memory_id for p in planned if not merge(p)}
+        heads = await deprecate_heads(
+            conn,
+            [
+                HeadDeprecation(head, p.decision.reason, p.item.mem.valid_from_commit)
+                for head, p in superseding.items()
+                if head not in fresh
+            ],
+        )
+        for head in superseding.keys() - fresh:
+            if head not in heads:
+                raise Conflict(f"memory {head} is no longer the head of its chain; retry the publication")
+        chain: dict[str, tuple[int, str | None, str]] = {
+            head: (row.version, row.canonical_key, row.citation) for head, row in heads.items()
+        }
+        for p in planned:
+            mem = p.item.mem
+            if merge(p) and p.target is not None:
+                merges.setdefault(p.target.id, []).append(p)
+                continue
+            version, key = 1, mem.canonical_key
+            if p.target is not None:
+                old_version, old_key, old_citation = chain[p.target.id]
+                version, key = old_version + 1, mem.canonical_key or old_key
+                olds[p.memory_id] = SimpleNamespace(citation=old_citation)
+            chain[p.memory_id] = (version, key, make_citation(p.memory_id))
+            successor = superseding.get(p.memory_id)
+            inserts.append(
+                MemoryInsert(
+                    mem,
+                    memory_id=p.memory_id,
+                    chash=p.chash,
+                    supersedes_id=p.target.id if p.target is not None else None,
+                    canonical_key=key,
+                    version=version,
+                    related_ids=p.decision.related_ids if p.target is None else (),
+                    deprecated_note=successor.decision.reason if successor is not None else None,
+                    valid_to_commit=successor.item.mem.valid_from_commit if successor is not None else None,
+                )
+            )
+    await flush()
+
+    events: list[Event] = []
+    for (n, item), p in zip(todo, planned, strict=True):
+        mem = item.mem
+        if p.decision.kind is DecisionKind.DUPLICATE and p.target is not None:
+            citation, confidence = merged[p.target.id]
+            outcome = PublishOutcome(p.target.id, citation, "merged")
+            event: dict[str, Any] = {
+                "memory_id": p.target.id,
+                "event_type": EventType.MERGED,
+                "reason": p.decision.reason,
+                "payload": {
+                    "outcome": outcome_dict(outcome),
+                    "duplicate_of": p.target.id,
+                    "candidate": {
+                        "title": mem.title,
+                        "content": mem.content,
+                        "content_hash": p.chash,
+                        "scope_key": mem.scope_key,
+                        "source_task_ids": list(mem.source_task_ids),
+                        "source_entry_ids": list(mem.source_entry_ids),
+                    },
+                    "similarity": p.decision.similarity,
+                    # after every merge of this chunk into it
+                    "confidence": confidence,
+                },
+            }
+        elif p.target is None:
+            outcome = PublishOutcome(p.memory_id, citations[p.memory_id], "promoted")
+            event = {
+                "memory_id": p.memory_id,
+                "event_type": EventType.PROMOTED,
+                "reason": p.decision.reason,
+                "payload": {
+                    "outcome": outcome_dict(outcome),
+                    "related_ids": list(p.decision.related_ids),
+                    "scope_key": mem.scope_key,
+                    "source_entry_ids": list(mem.source_entry_ids),
+                },
+            }
+        else:
+            outcome = PublishOutcome(
+                p.memory_id, citations[p.memory_id], "superseded", superseded_id=p.target.id
+            )
+            event = {
+                "memory_id": p.memory_id,
+                "event_type": EventType.SUPERSEDED,
+                "reason": p.decision.reason,
+                "payload": {
+                    "outcome": outcome_dict(outcome),
+                    "old": p.target.id,
+                    "new": p.memory_id,
+                    "old_citation": olds[p.memory_id].citation,
+                    "similarity": p.decision.similarity,
+                },
+            }
+        outcomes[n] = outcome
+        events.append(Event(idempotency_key=item.idempotency_key, **event, **common))
+    await record_events(conn, events)
+    # only a memory something was derived from has derivations to mark stale (none are new in this chunk)
+    sources = await derived_from_any(
+        conn, [p.target.id for p in planned if p.target is not None and not merge(p)]
+    )
+    for (_, item), p in zip(todo, planned, strict=True):
+        mem = item.mem
+        if p.target is not None and not merge(p) and p.target.id in sources:
+            await mark_derived_stale(
+                conn,
+                p.target.id,
+                cause="superseded",
+                reason=p.decision.reason,
+                successor_id=p.memory_id,
+                **common,
+            )
+        if mem.memory_type == BUG_PATTERN:
+            error, fix = split_bug_pattern(mem.content)
+            await record_occurrence(
+                conn,
+                memory_id=p.memory_id,
+                scope_key=mem.scope_key,
+                signature=error_signature(error),
+                solution=fix,
+                failed=failed_fixes(mem.content),
+                succeeded=mem.success is True,
+            )
+    return [outcomes[n] for n in range(len(items))]

@@ -27,6 +27,7 @@ __all__ = [
     "StaleMemory",
     "record_derivations",
     "mark_derived_stale",
+    "derived_from_any",
     "stale_memories",
     "confirm_memory",
 ]
@@ -69,6 +70,20 @@ async def record_derivations(
         {"derived": [d for d, _ in links], "sources": [s for _, s in links], "task": task_id},
     )
     return int(result.rowcount or 0)
+
+
+async def derived_from_any(conn: AsyncConnection, ids: Sequence[str]) -> set[str]:
+    """Which of `ids` something was derived from (what `mark_derived_stale` would find anything for)."""
+    if not ids:
+        return set()
+    rows = await conn.execute(
+        text(
+            "SELECT DISTINCT derived_from_id::text AS id FROM memory_derivations "
+            "WHERE derived_from_id = ANY(CAST(:ids AS uuid[]))"
+        ),
+        {"ids": sorted(set(ids))},
+    )
+    return {r.id for r in rows}
 
 
 async def mark_derived_stale(

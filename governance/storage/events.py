@@ -37,6 +37,7 @@ __all__ = [
     "record_event",
     "record_events",
     "recorded_payload",
+    "recorded_payloads",
 ]
 
 # the payload field holding the hash of the request an idempotency key was first used for
@@ -173,6 +174,20 @@ async def recorded_payload(
             "body); a new request needs a new key"
         )
     return payload
+
+
+async def recorded_payloads(
+    conn: AsyncConnection, idempotency_keys: Sequence[str]
+) -> dict[str, dict[str, Any]]:
+    """The payloads recorded under any of `idempotency_keys` (by key): `recorded_payload` for many at once."""
+    if not idempotency_keys:
+        return {}
+    rows = await conn.execute(
+        memory_events.select()
+        .with_only_columns(memory_events.c.idempotency_key, memory_events.c.payload)
+        .where(memory_events.c.idempotency_key.in_(list(idempotency_keys)))
+    )
+    return {r.idempotency_key: dict(r.payload or {}) for r in rows}
 
 
 def expired_event(memory_id: str, expires_at: datetime) -> Event:

@@ -21,6 +21,7 @@ is governance/operations/ (publishing, changes).
 from __future__ import annotations
 
 import base64
+import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -39,6 +40,12 @@ from governance.trust import MAX_CONFIDENCE, MIN_CONFIDENCE, UNREVIEWED_CEILING
 __all__ = [
     "MemoryTenant",
     "merge_into",
+    "MemoryInsert",
+    "HeadDeprecation",
+    "deprecate_heads",
+    "insert_memories",
+    "MergeInto",
+    "merge_many",
     "deprecate_head",
     "resolve_memory_id",
     "NEIGHBOURS_K",
@@ -222,6 +229,143 @@ async def insert_memory(
     return citation
 
 
+@dataclass(frozen=True)
+class MemoryInsert:
+    """One row of `insert_memories`: what `insert_memory` takes for one memory."""
+
+    mem: NewMemory
+    memory_id: str
+    chash: str
+    supersedes_id: str | None
+    canonical_key: str | None
+    version: int
+    related_ids: Sequence[str]
+    # written deprecated already: superseded later in the same chunk (why, and the commit it ended at)
+    deprecated_note: str | None = None
+    valid_to_commit: str | None = None
+
+
+async def insert_memories(conn: AsyncConnection, rows: Sequence[MemoryInsert]) -> list[str]:
+    """Insert many memories in one statement (the full-text lexicon's triggers run once for all of them);
+    their citations, in order. A canonical-key head that exists already is a Conflict, as for one."""
+    if not rows:
+        return []
+    values = []
+    for r in rows:
+        mem = r.mem
+        confidence = min(MAX_CONFIDENCE, max(MIN_CONFIDENCE, mem.confidence))
+        values.append(
+            {
+                "id": r.memory_id,
+                "citation": make_citation(r.memory_id),
+                "memory_type": mem.memory_type,
+                "scope": mem.scope,
+                "scope_key": mem.scope_key,
+                "org": mem.org,
+                "project": mem.project,
+                "canonical_key": r.canonical_key,
+                "title": mem.title,
+                "content": mem.content,
+                "embedding": mem.embedding,
+                "content_hash": r.chash,
+                "confidence": confidence,
+                "base_confidence": confidence,
+                "validation_source": mem.validation_source,
+                "validation_count": 1 if mem.validation_source else 0,
+                "last_validated_at": func.now(),
+                "decay_policy": mem.decay_policy,
+                "importance": mem.importance,
+                "reward": mem.reward,
+                "success": mem.success,
+                "source_task_ids": list(mem.source_task_ids),
+                "source_entry_ids": list(mem.source_entry_ids),
+                "related_ids": list(r.related_ids),
+                "supersedes_id": r.supersedes_id,
+                "valid_from_commit": mem.valid_from_commit,
+                "expires_at": mem.expires_at,
+                "version": r.version,
+                "deprecated_at": func.now() if r.deprecated_note is not None else None,
+                "contradiction_note": r.deprecated_note,
+                "valid_to_commit": r.valid_to_commit,
+            }
+        )
+    try:
+        async with conn.begin_nested():
+            await conn.execute(insert(memories).values(values))
+    except IntegrityError as exc:
+        raise Conflict("an active memory with one of these canonical keys already exists") from exc
+    return [str(v["citation"]) for v in values]
+
+
+@dataclass(frozen=True)
+class MergeInto:
+    """`times` duplicates merged into one active memory at once (`merge_many`)."""
+
+    target_id: str
+    times: int
+    source_task_ids: Sequence[str]
+    source_entry_ids: Sequence[int]
+    approved: bool = False
+
+
+async def merge_many(
+    conn: AsyncConnection, merges: Sequence[MergeInto], *, boost: float
+) -> dict[str, tuple[str, float]]:
+    """`merge_into` for many targets in one statement, each `times` over: the boost applied `times` times
+    (which, within the same bounds, is the boost times `times` up to the same ceiling), the sources united.
+    Answers target id -> (citation, new confidence) for the targets still active."""
+    if not merges:
+        return {}
+    rows = await conn.execute(
+        text(
+            """
+            WITH m AS (
+                SELECT * FROM jsonb_to_recordset(CAST(:merges AS jsonb))
+                    AS m(id uuid, times int, tasks text[], entries bigint[], approved boolean)
+            )
+            UPDATE memories SET
+                confidence = LEAST(:max, GREATEST(:min, memories.confidence + :boost * m.times),
+                                   CASE WHEN m.approved OR memories.validation_source = 'human_approved'
+                                        THEN :max ELSE GREATEST(memories.confidence, :ceiling) END),
+                base_confidence = LEAST(:max, GREATEST(:min, memories.confidence + :boost * m.times),
+                                        CASE WHEN m.approved OR memories.validation_source = 'human_approved'
+                                             THEN :max ELSE GREATEST(memories.confidence, :ceiling) END),
+                validation_source = CASE WHEN memories.validation_source = 'human_approved'
+                                         THEN memories.validation_source ELSE 'repeated_success' END,
+                validation_count = memories.validation_count + m.times,
+                last_validated_at = now(),
+                source_task_ids = ARRAY(SELECT DISTINCT unnest(memories.source_task_ids || m.tasks)
+                                        ORDER BY 1),
+                source_entry_ids = ARRAY(SELECT DISTINCT unnest(memories.source_entry_ids || m.entries)
+                                         ORDER BY 1),
+                updated_at = now()
+            FROM m
+            WHERE memories.id = m.id AND memories.deprecated_at IS NULL
+            RETURNING memories.id::text AS id, memories.citation, memories.confidence
+            """
+        ),
+        {
+            "merges": json.dumps(
+                [
+                    {
+                        "id": m.target_id,
+                        "times": m.times,
+                        "tasks": sorted(set(m.source_task_ids)),
+                        "entries": sorted(set(m.source_entry_ids)),
+                        "approved": m.approved,
+                    }
+                    for m in merges
+                ]
+            ),
+            "boost": boost,
+            "max": MAX_CONFIDENCE,
+            "min": MIN_CONFIDENCE,
+            "ceiling": UNREVIEWED_CEILING,
+        },
+    )
+    return {r.id: (r.citation, float(r.confidence)) for r in rows}
+
+
 def outcome_dict(outcome: PublishOutcome) -> dict[str, Any]:
     return {
         "memory_id": outcome.memory_id,
@@ -323,6 +467,41 @@ async def merge_into(
         )
     ).first()
     return row
+
+
+@dataclass(frozen=True)
+class HeadDeprecation:
+    """One head `deprecate_heads` deprecates: why, and the commit it ends at."""
+
+    memory_id: str
+    note: str
+    valid_to_commit: str | None
+
+
+async def deprecate_heads(conn: AsyncConnection, heads: Sequence[HeadDeprecation]) -> dict[str, Any]:
+    """`deprecate_head` for many in one statement: the rows (as they were) of those still active, by id."""
+    if not heads:
+        return {}
+    rows = await conn.execute(
+        text(
+            """
+            WITH h AS (
+                SELECT * FROM jsonb_to_recordset(CAST(:heads AS jsonb)) AS h(id uuid, note text, commit text)
+            )
+            UPDATE memories SET deprecated_at = now(), valid_to_commit = h.commit,
+                   contradiction_note = h.note, updated_at = now()
+            FROM h
+            WHERE memories.id = h.id AND memories.deprecated_at IS NULL
+            RETURNING memories.id::text AS id, memories.version, memories.canonical_key, memories.citation
+            """
+        ),
+        {
+            "heads": json.dumps(
+                [{"id": h.memory_id, "note": h.note, "commit": h.valid_to_commit} for h in heads]
+            )
+        },
+    )
+    return {r.id: r for r in rows}
 
 
 async def deprecate_head(

@@ -82,6 +82,7 @@ __all__ = [
     "get_plan",
     "publish_rows",
     "record_published",
+    "record_outcomes",
     "published_page",
     "cached_vectors",
     "cache_vectors",
@@ -570,8 +571,20 @@ async def publish_rows(conn: AsyncConnection, key: PlanKey, start: int, stop: in
     ]
 
 
-async def record_published(conn: AsyncConnection, key: PlanKey, outcomes: Sequence[PublishedRow]) -> None:
-    """Write publish's outcomes onto the plan items and the count onto the header (in its transaction)."""
+async def record_published(
+    conn: AsyncConnection, key: PlanKey, outcomes: Sequence[PublishedRow], *, count: int | None = None
+) -> None:
+    """Write publish's outcomes onto the plan items and the count (default: theirs) onto the header."""
+    await record_outcomes(conn, key, outcomes)
+    await conn.execute(
+        update(promotion_plans)
+        .where(_of(key, promotion_plans))
+        .values(published_count=len(outcomes) if count is None else count, updated_at=func.now())
+    )
+
+
+async def record_outcomes(conn: AsyncConnection, key: PlanKey, outcomes: Sequence[PublishedRow]) -> None:
+    """Write what publishing did onto those plan items (a chunk of them, in the chunk's transaction)."""
     if outcomes:
         await conn.execute(
             update(promotion_plan_items)
@@ -601,11 +614,6 @@ async def record_published(conn: AsyncConnection, key: PlanKey, outcomes: Sequen
                 for o in outcomes
             ],
         )
-    await conn.execute(
-        update(promotion_plans)
-        .where(_of(key, promotion_plans))
-        .values(published_count=len(outcomes), updated_at=func.now())
-    )
 
 
 async def published_page(

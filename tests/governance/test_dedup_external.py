@@ -38,15 +38,12 @@ def test_held_aside_sample_merges_few_different_meaning_pairs() -> None:
     merged_neg = sum(k is DecisionKind.DUPLICATE for k in negatives) / len(negatives)
     superseded_neg = sum(k is DecisionKind.SUPERSEDE for k in negatives) / len(negatives)
     merged_para = sum(k is DecisionKind.DUPLICATE for k in paraphrases) / len(paraphrases)
-    # measured here: 0.067 merged (11 of 164), 0.116 superseded, paraphrases 0.382 merged. Before the
-    # rewording exemptions and the name exchange: 0.055 (9), 0.122, 0.324 -- this subset took two more
-    # different-meaning merges while the whole 1,500-pair held-aside sample went 0.055 -> 0.051 (the
-    # rules were tuned on the tune part only; docs/dedup-calibration.md). Before order_difference ~0.52
-    # and ~0.39 of different-meaning pairs were merged and superseded.
+    # measured here: 0.055 merged, 0.122 superseded, paraphrases 0.324 merged; before order_difference
+    # ~0.52 and ~0.39 of different-meaning pairs were merged and superseded (docs/dedup-calibration.md).
     # The targets (<= 0.03 merged, >= 0.5 paraphrases merged) are not met yet.
-    assert merged_neg <= 0.07, merged_neg
-    assert superseded_neg <= 0.12, superseded_neg
-    assert merged_para >= 0.38, merged_para
+    assert merged_neg <= 0.06, merged_neg
+    assert superseded_neg <= 0.13, superseded_neg
+    assert merged_para >= 0.3, merged_para
 
 
 def test_order_difference_keeps_swapped_roles_apart() -> None:

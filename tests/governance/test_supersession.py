@@ -9,7 +9,7 @@ import pytest
 
 from governance.adapters.llm_judge import LLMJudge, make_judge
 from governance.config import Settings
-from governance.supersession import RuleBasedJudge, material_difference, order_difference
+from governance.supersession import RuleBasedJudge, material_difference
 
 
 @pytest.mark.parametrize(
@@ -140,49 +140,3 @@ def test_material_difference_substituted_owner_tool_or_unit_is_a_difference(a: s
 )
 def test_material_difference_paraphrase_is_no_difference(a: str, b: str) -> None:
     assert material_difference(a, b) is None
-
-
-def test_material_difference_a_reworded_link_or_inflection_is_no_new_value() -> None:
-    # PAWS-shaped paraphrases: linking words traded, the same word inflected, a name inflected
-    assert (
-        material_difference("He was married with Boshra in 1990.", "He was married to Boshra in 1990.")
-        is None
-    )
-    assert (
-        material_difference(
-            "Jonathan Erlich won the title, defeating Mark Knowles in the final.",
-            "Jonathan Erlich won the title and defeated Mark Knowles in the final.",
-        )
-        is None
-    )
-    assert (
-        material_difference("The Serbian army entered the town.", "The Serb army entered the town.") is None
-    )
-
-
-def test_material_difference_a_direction_or_another_name_still_differs() -> None:
-    assert material_difference(
-        "Move the backups to the archive bucket nightly.", "Move the backups from the archive bucket nightly."
-    )
-    assert material_difference("We deploy with Java services.", "We deploy with JavaScript services.")
-
-
-def test_order_difference_names_exchanged_around_another_verb() -> None:
-    assert order_difference(
-        "Joshua Pim beat Wilfred Baddeley in the final.", "Wilfred Baddeley defeated Joshua Pim in the final."
-    )
-    # the passive keeps the roles; a phrase moved whole keeps them too
-    assert (
-        order_difference(
-            "Joshua Pim beat Wilfred Baddeley in the final.",
-            "Wilfred Baddeley was beaten by Joshua Pim in the final.",
-        )
-        is None
-    )
-    assert (
-        order_difference(
-            "The billing service calls the Ledger API before Checkout.",
-            "Before Checkout, the billing service calls the Ledger API.",
-        )
-        is None
-    )
