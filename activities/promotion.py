@@ -456,6 +456,7 @@ class PromotionActivities:
         # known injections' vectors, embedded once per worker where the embedder is the one they were
         # calibrated with (governance/instruction_exemplars.py)
         self._exemplars: Any = None
+        self._exemplars_lock = asyncio.Lock()
         self._plan_chunk = max(1, plan_chunk)
         self._publish_chunk = max(1, publish_chunk)
         self._authorizer = authorizer
@@ -711,8 +712,9 @@ class PromotionActivities:
         """Each candidate's cosine to its nearest known injection; None with an uncalibrated embedder."""
         if self._embedder.model_id != EXEMPLAR_EMBEDDER:
             return [None] * len(vectors)
-        if self._exemplars is None:
-            self._exemplars = await embed_passages_async(self._embedder, exemplar_texts())
+        async with self._exemplars_lock:  # once per worker, however many plans start together
+            if self._exemplars is None:
+                self._exemplars = await embed_passages_async(self._embedder, exemplar_texts())
         return [nearest_exemplar(v, self._exemplars) for v in vectors]
 
     async def _embed_in_turns(self, texts: list[str]) -> list[Any]:

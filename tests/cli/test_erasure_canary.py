@@ -220,7 +220,7 @@ def test_erasure_leaves_no_canary_in_database_histories_data_dir_or_logs(
         assert erased.status_code == 200, erased.text
         receipt = erased.json()
         # the running change requests were terminated and their histories deleted, named in the receipt
-        assert f"promote-{task_id}" in receipt["temporal_workflows"]
+        assert f"promote-acme/{task_id}" in receipt["temporal_workflows"]  # the key: ids belong to the org
         assert sum(1 for w in receipt["temporal_workflows"] if w.startswith("change-")) == 2
         assert receipt["counts"]["temporal_histories"] == len(receipt["temporal_workflows"])
         for place in ("staging_entries", "memories", "change_requests", "approaches", "events_scrubbed"):

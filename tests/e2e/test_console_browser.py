@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -91,7 +92,9 @@ async def _review_in_console(page: Page, platform: Platform, task_id: str, human
     await expect(page.get_by_role("heading", level=3, name=CI_TITLE, exact=False)).to_be_visible()
     temporal = page.get_by_role("link", name=f"promote-{task_key(ORG, task_id)} in the Temporal UI")
     await expect(temporal).to_have_attribute(
-        "href", f"{platform.ui_url}/namespaces/{platform.namespace}/workflows/promote-{task_id}"
+        "href",
+        f"{platform.ui_url}/namespaces/{platform.namespace}/workflows/"
+        + quote(f"promote-{task_key(ORG, task_id)}", safe=""),
     )
     await page.screenshot(path=str(ARTIFACTS / "console-pending.png"), full_page=True)
 

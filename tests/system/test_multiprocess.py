@@ -378,7 +378,9 @@ async def check_and_report(
         staged = (
             await conn.execute(
                 text(
-                    "SELECT task_id, id, seq, idempotency_key FROM staging_entries WHERE task_id = ANY(:ids)"
+                    "SELECT COALESCE(t.public_id, t.id) AS task_id, s.id, s.seq, s.idempotency_key"
+                    " FROM staging_entries s JOIN tasks t ON t.id = s.task_id"
+                    " WHERE COALESCE(t.public_id, t.id) = ANY(:ids)"
                 ),
                 {"ids": run.task_ids},
             )
@@ -386,8 +388,9 @@ async def check_and_report(
         events = (
             await conn.execute(
                 text(
-                    "SELECT task_id, workflow_id, event_type, idempotency_key, memory_id FROM memory_events"
-                    " WHERE task_id = ANY(:ids)"
+                    "SELECT COALESCE(t.public_id, t.id) AS task_id, e.workflow_id, e.event_type,"
+                    " e.idempotency_key, e.memory_id FROM memory_events e JOIN tasks t ON t.id = e.task_id"
+                    " WHERE COALESCE(t.public_id, t.id) = ANY(:ids)"
                 ),
                 {"ids": run.task_ids},
             )

@@ -15,7 +15,6 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from governance.storage.tables import staging_entries, tasks
 from tests.utils.factories import Actor
-from tests.utils.tenancy import task_key_of
 
 __all__ = ["open_task_http", "count_entries", "count_tasks", "count_all_entries", "assert_refused"]
 
@@ -40,8 +39,20 @@ async def open_task_http(client: httpx.AsyncClient, opener: Actor, org: str, pro
 
 async def count_entries(engine: AsyncEngine, task_id: str) -> int:
     """Staging rows of one task (by the id its tenant gave it, or its key)."""
-    key = task_key_of(task_id)
-    async with engine.connect() as conn:
+    async with engine.connect() as conn:  # resolved in the engine's own database (some tests start their own)
+        keys = (
+            (
+                await conn.execute(
+                    select(tasks.c.id).where(
+                        (tasks.c.id == task_id) | (func.coalesce(tasks.c.public_id, tasks.c.id) == task_id)
+                    )
+                )
+            )
+            .scalars()
+            .all()
+        )
+        assert len(keys) <= 1, f"task id {task_id!r} names {len(keys)} tasks: use its key"
+        key = keys[0] if keys else task_id
         query = select(func.count()).select_from(staging_entries).where(staging_entries.c.task_id == key)
         return int((await conn.execute(query)).scalar_one())
 
