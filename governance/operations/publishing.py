@@ -148,18 +148,7 @@ async def publish_candidate(
             **common,
         )
     if mem.memory_type == BUG_PATTERN:
-        # one more occurrence of its signature, with the fix tried
-        error, fix = split_bug_pattern(mem.content)
-        await record_occurrence(
-            conn,
-            memory_id=outcome.memory_id,
-            scope_key=mem.scope_key,
-            signature=error_signature(error),
-            solution=fix,
-            failed=failed_fixes(mem.content),
-            # bug patterns come from verified tasks (cognify); an unknown outcome is not a success
-            succeeded=mem.success is True,
-        )
+        await _count_occurrence(conn, outcome.memory_id, mem)
     return outcome
 
 
@@ -614,14 +603,20 @@ async def publish_chunk(
                 **common,
             )
         if mem.memory_type == BUG_PATTERN:
-            error, fix = split_bug_pattern(mem.content)
-            await record_occurrence(
-                conn,
-                memory_id=p.memory_id,
-                scope_key=mem.scope_key,
-                signature=error_signature(error),
-                solution=fix,
-                failed=failed_fixes(mem.content),
-                succeeded=mem.success is True,
-            )
+            await _count_occurrence(conn, p.memory_id, mem)
     return [outcomes[n] for n in range(len(items))]
+
+
+async def _count_occurrence(conn: AsyncConnection, memory_id: str, mem: NewMemory) -> None:
+    """One more occurrence of a bug pattern's signature, with the fix tried."""
+    error, fix = split_bug_pattern(mem.content)
+    await record_occurrence(
+        conn,
+        memory_id=memory_id,
+        scope_key=mem.scope_key,
+        signature=error_signature(error),
+        solution=fix,
+        failed=failed_fixes(mem.content),
+        # bug patterns come from verified tasks (cognify); an unknown outcome is not a success
+        succeeded=mem.success is True,
+    )
