@@ -267,9 +267,20 @@ def temporal_test_server_path() -> str:
 
 
 def temporal_dev_server_command(
-    *, db_file: Path, port: int, ui_port: int, search_attributes: dict[str, str], headless: bool = False
+    *,
+    db_file: Path,
+    port: int,
+    ui_port: int,
+    search_attributes: dict[str, str],
+    headless: bool = False,
+    http_port: int | None = None,
+    metrics_port: int | None = None,
 ) -> list[str]:
-    """The command line of `temporal server start-dev` with file persistence and our search attributes."""
+    """The command line of `temporal server start-dev` with file persistence and our search attributes.
+
+    `http_port` and `metrics_port`, when given, are ports the caller picked; left out, the dev server picks
+    them itself and a clash on one cannot be told from a clash on the caller's.
+    """
     cmd = [
         temporal_cli_path(),
         "server",
@@ -283,6 +294,10 @@ def temporal_dev_server_command(
         "--log-level",
         "warn",
     ]
+    if http_port is not None:
+        cmd += ["--http-port", str(http_port)]
+    if metrics_port is not None:
+        cmd += ["--metrics-port", str(metrics_port)]
     if headless:
         cmd.append("--headless")
     else:

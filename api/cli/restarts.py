@@ -8,15 +8,25 @@ the supervisor stops the platform with the child's log instead of looping.
 from __future__ import annotations
 
 import re
+import socket
 from collections import deque
 from dataclasses import dataclass, field
 
-__all__ = ["RestartPolicy", "RestartBudget", "BIND_ATTEMPTS", "bind_failure"]
+__all__ = ["RestartPolicy", "RestartBudget", "BIND_ATTEMPTS", "bind_failure", "pick_free_port"]
 
 # how many times `loregate up` starts the Temporal dev server when a port it picked itself was taken
 BIND_ATTEMPTS = 3
 _IN_USE = re.compile(r"address already in use|EADDRINUSE", re.IGNORECASE)
 _PORT = re.compile(r":(\d{2,5})\b")
+
+
+def pick_free_port() -> int:
+    """A loopback port free right now. Another process may take it before it is bound: `bind_failure`
+    tells that clash apart, and `loregate up` picks again."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
 
 
 def bind_failure(log_tail: str, configured: dict[int, str]) -> tuple[bool, str | None]:

@@ -41,7 +41,7 @@ from api.cli.embedded import (
     stop_embedded_postgres,
     temporal_dev_server_command,
 )
-from api.cli.restarts import BIND_ATTEMPTS, RestartBudget, RestartPolicy, bind_failure
+from api.cli.restarts import BIND_ATTEMPTS, RestartBudget, RestartPolicy, bind_failure, pick_free_port
 from governance.approval import ApprovalMode
 from governance.config import Settings
 
@@ -88,8 +88,10 @@ class Supervisor:
         *,
         grace_seconds: float = 10.0,
         startup_timeout: float = 180.0,
+        pick_port: Callable[[], int] = pick_free_port,
     ) -> None:
         self.settings = settings
+        self._pick_port = pick_port  # the dev server's HTTP API and metrics ports, picked anew per start
         self.console = console
         self.grace_seconds = grace_seconds
         self.startup_timeout = startup_timeout
@@ -288,12 +290,6 @@ class Supervisor:
             )
             return address
         address = f"127.0.0.1:{settings.temporal_port}"
-        command = temporal_dev_server_command(
-            db_file=self.data_dir / "temporal.db",
-            port=settings.temporal_port,
-            ui_port=settings.temporal_ui_port,
-            search_attributes=SEARCH_ATTRIBUTES,
-        )
         # the local dev server speaks plain gRPC whatever credentials are configured for a remote cluster
         local = settings.model_copy(
             update={
@@ -309,6 +305,14 @@ class Supervisor:
             settings.temporal_ui_port: "LOREGATE_TEMPORAL_UI_PORT",
         }
         for attempt in range(1, BIND_ATTEMPTS + 1):
+            command = temporal_dev_server_command(
+                db_file=self.data_dir / "temporal.db",
+                port=settings.temporal_port,
+                ui_port=settings.temporal_ui_port,
+                search_attributes=SEARCH_ATTRIBUTES,
+                http_port=self._pick_port(),
+                metrics_port=self._pick_port(),
+            )
             self._temporal = self._spawn("temporal", command, env=dict(os.environ))
             try:
                 with self.console.status(f"starting Temporal dev server on {address} …"):
@@ -324,8 +328,10 @@ class Supervisor:
                     ) from None
                 if attempt == BIND_ATTEMPTS:
                     raise
-                # a port the dev server picked for itself was taken meanwhile: it picks anew
-                self._step(f"Temporal dev server: a port it picked was taken; starting it again ({attempt})")
+                # a port picked here (HTTP API, metrics) was taken meanwhile: pick anew and start again
+                self._step(
+                    f"Temporal dev server: a port picked for it was taken; starting it again ({attempt})"
+                )
         secure_data_dir(self.data_dir)  # temporal.db (workflow histories) from before the umask, too
         self._step(f"Temporal dev server: {address}, UI on port {settings.temporal_ui_port}")
         return address

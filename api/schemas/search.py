@@ -133,14 +133,6 @@ class SearchPublic(BaseModel):
     preferred_types: list[str] | None = Field(
         default=None, description="The types the intent weights up; a weight, never a filter"
     )
-    widened: bool = Field(
-        default=False,
-        deprecated=True,
-        description=(
-            "Deprecated, always false: an intent weights memory types and never narrows a search, so "
-            "nothing is widened. Kept because released clients' models read it; it will be removed."
-        ),
-    )
     results: list[SearchResultPublic] | list[CompactResultPublic]
 
 

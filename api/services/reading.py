@@ -89,15 +89,14 @@ class SearchOutcome:
     """Ranked hits and how the query was routed.
 
     `types` filters (only explicit types do; None = every type); `preferred_types` are the types the intent
-    weights up (None: no preference). `widened` is kept for clients and is always False now: a detected
-    intent weights types and never narrows the search, so there is nothing to widen.
+    weights up (None: no preference).
+    A detected intent weights types and never narrows the search.
     """
 
     hits: list[SearchHit]
     intent: Intent
     types: tuple[str, ...] | None
     vector_used: bool
-    widened: bool = False
     preferred_types: tuple[str, ...] | None = None
 
 

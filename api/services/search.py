@@ -142,7 +142,6 @@ async def search(
         intent=outcome.intent,
         types=types,
         preferred_types=preferred,
-        widened=outcome.widened,
         results=results,
     )
     return answer, [h.id for h in outcome.hits]

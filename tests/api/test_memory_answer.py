@@ -1,4 +1,4 @@
-"""The memory answer (GET /v1/memories/{ref}) carries `related_ids`; `widened` is deprecated."""
+"""The memory answer (GET /v1/memories/{ref}) carries `related_ids`; a search answer no `widened`."""
 
 from __future__ import annotations
 
@@ -33,8 +33,9 @@ async def test_memory_answer_lists_its_related_ids(engine: AsyncEngine, gateway_
     assert without.json()["memory"]["related_ids"] == []
 
 
-async def test_openapi_marks_widened_deprecated(gateway_url: str) -> None:
+async def test_search_answer_no_longer_carries_widened(gateway_url: str) -> None:
     async with httpx.AsyncClient(base_url=gateway_url) as http:
         schema = (await http.get("/openapi.json")).json()
-    widened = schema["components"]["schemas"]["SearchPublic"]["properties"]["widened"]
-    assert widened["deprecated"] is True and "always false" in widened["description"]
+    properties = schema["components"]["schemas"]["SearchPublic"]["properties"]
+    assert "widened" not in properties
+    assert {"intent", "types", "preferred_types", "results"} <= set(properties)

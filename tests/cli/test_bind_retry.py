@@ -1,12 +1,17 @@
-"""`loregate up` tells a port clash it can cure (a port the dev server picked itself) from one it cannot."""
+"""`loregate up` tells a port clash it can cure (a port it picked for the dev server) from one it cannot."""
 
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
+from rich.console import Console
 
-from api.cli.restarts import bind_failure
+from api.cli.restarts import bind_failure, pick_free_port
+from api.cli.supervisor import StartupFailed, Supervisor
+from governance.config import Settings
 
 CONFIGURED = {7233: "LOREGATE_TEMPORAL_PORT", 8233: "LOREGATE_TEMPORAL_UI_PORT"}
 
@@ -34,3 +39,49 @@ def test_bind_failure_on_a_port_the_server_picked_is_retried() -> None:
 
 def test_other_failures_are_not_bind_failures() -> None:
     assert bind_failure("Error: database is locked", CONFIGURED) == (False, None)
+
+
+def _supervisor(
+    tmp_path: Path, pick_port: Callable[[], int], ui_port: int | None = None
+) -> tuple[Supervisor, Console]:
+    settings = Settings(
+        data_dir=tmp_path, temporal_port=pick_free_port(), temporal_ui_port=ui_port or pick_free_port()
+    )
+    console = Console(record=True, width=200)
+    supervisor = Supervisor(settings, console, startup_timeout=60.0, pick_port=pick_port)
+    supervisor.log_dir.mkdir(parents=True, exist_ok=True)
+    return supervisor, console
+
+
+def test_a_taken_port_picked_for_the_dev_server_is_picked_again(tmp_path: Path) -> None:
+    """The real dev server meets a port taken between the pick and its bind, and starts on a new pick."""
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        taken = holder.getsockname()[1]
+        picks = iter([taken, pick_free_port()])
+        supervisor, console = _supervisor(tmp_path, lambda: next(picks, None) or pick_free_port())
+        try:
+            address = supervisor._start_temporal()
+            assert supervisor._temporal is not None and supervisor._temporal.process.poll() is None
+        finally:
+            supervisor._shutdown()
+    log = (tmp_path / "logs" / "temporal.log").read_text()
+    assert f"127.0.0.1:{taken}: bind: address already in use" in log
+    output = console.export_text()
+    assert "a port picked for it was taken; starting it again (1)" in output
+    assert address in output
+
+
+def test_a_taken_configured_port_is_named_and_not_retried(tmp_path: Path) -> None:
+    """A clash on the UI port the user configured is the user's to fix: one start, the setting named."""
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        supervisor, console = _supervisor(tmp_path, pick_free_port, ui_port=holder.getsockname()[1])
+        try:
+            with pytest.raises(StartupFailed, match="LOREGATE_TEMPORAL_UI_PORT"):
+                supervisor._start_temporal()
+        finally:
+            supervisor._shutdown()
+    assert "starting it again" not in console.export_text()
