@@ -2,7 +2,7 @@
 
 At a scope whose policy requires validation (project and org by default), a supersede or retire by anyone
 but a human allowed to approve that scope is a **change request**: nothing changes until a principal allowed
-to approve decides it (workflows/change_request.py). A human approver's own call applies at once and is
+to approve decides it (workflows/change_requests.py). A human approver's own call applies at once and is
 recorded as the approval it is.
 
 A superseding memory never inherits the old one's trust: a change a human validated (a human approver's

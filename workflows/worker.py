@@ -28,7 +28,7 @@ from governance.adapters.tracing import instrument_engine
 from governance.config import Settings
 from governance.storage.engine import make_engine
 from policy.enforcer import Authorizer, make_authorizer
-from workflows.change_request import ChangeRequestWorkflow
+from workflows.change_requests import ChangeRequestWorkflow
 from workflows.client import connect_temporal, tracing_interceptors
 from workflows.notifications import NotificationWorkflow
 from workflows.promotion import PromotionWorkflow

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from api.schemas.memories import IdempotencyKey
 from api.schemas.text import Text
 from governance.limits import MAX_LIFT_ITEMS
-from workflows.change_request_contract import ChangeRequestState
+from workflows.change_requests_contract import ChangeRequestState
 
 __all__ = [
     "ChangeRequestState",

@@ -3,7 +3,7 @@
 At a scope whose policy requires validation (project and org by default), a supersede or retire by anyone
 but a human allowed to approve that scope (`is_approver`: in the memory's tenant, an org memory judged in the
 caller's project) is proposed here: the request is stored (content redacted, embedding computed) and its
-`ChangeRequestWorkflow` started (workflows/change_request_contract.py); the answer is a 202 with the request.
+`ChangeRequestWorkflow` started (workflows/change_requests_contract.py); the answer is a 202 with the request.
 Nothing changes until an approver decides, through `decide` (an update with the gateway's grant row) or a
 signal from the Temporal UI.
 
@@ -54,7 +54,7 @@ from governance.storage.change_requests import (
 )
 from governance.storage.lifting import lift_items, lift_source_tenants
 from governance.storage.memory_changes import MemoryTenant
-from workflows.change_request_contract import (
+from workflows.change_requests_contract import (
     WORKFLOW_TYPE,
     ChangeRequestInput,
     ChangeRequestResult,

@@ -306,7 +306,7 @@ subtasks = Table(
     Column("stuck_at", DateTime(timezone=True), nullable=True),
 )
 
-# supersede and retire waiting for an approval (storage/change_requests.py, workflows/change_request.py)
+# supersede and retire waiting for an approval (storage/change_requests.py, workflows/change_requests.py)
 change_requests = Table(
     "change_requests",
     metadata,

@@ -24,7 +24,7 @@ from governance.storage.identity import disable_principal
 from governance.storage.tables import memory_events
 from tests.utils.factories import Actor, make_actor
 from tests.utils.lifecycle_factories import Place, insert_memory
-from workflows.change_request_contract import STATE_ATTRIBUTE
+from workflows.change_requests_contract import STATE_ATTRIBUTE
 
 FACT = "db.driver: psycopg 3 with the async API"
 EVIL = {"content": "db.driver: evil-lib", "reason": "faster"}

@@ -32,7 +32,7 @@ from governance.storage.tables import memory_events
 from tests.utils.factories import Actor, make_actor
 from tests.utils.lifecycle_factories import Place, insert_memory
 from tests.utils.tenancy import task_key_of
-from workflows.change_request import ChangeRequestWorkflow
+from workflows.change_requests import ChangeRequestWorkflow
 
 FACT = "db.driver: psycopg 3 with the async API"
 

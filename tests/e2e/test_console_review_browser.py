@@ -29,7 +29,7 @@ from playwright.async_api import Browser, Page, expect
 
 from governance.staging import task_key
 from tests.e2e.conftest import ARTIFACTS, UI_TIMEOUT_MS, Platform, Principal
-from workflows.change_request_contract import workflow_id_for
+from workflows.change_requests_contract import workflow_id_for
 from workflows.promotion_contract import workflow_id_for as promotion_id_for
 
 pytestmark = pytest.mark.timeout(300)

@@ -18,7 +18,7 @@ from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
 from tests.conftest import repo_root
-from workflows.change_request import ChangeRequestWorkflow
+from workflows.change_requests import ChangeRequestWorkflow
 
 HISTORIES = repo_root() / "tests" / "data" / "histories"
 NAMES = [

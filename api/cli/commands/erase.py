@@ -24,11 +24,11 @@ from api.cli.commands._common import print_json as _print_json
 if TYPE_CHECKING:
     from api.schemas.erasure import ErasurePublic
 
-__all__ = ["register", "forget_memory", "forget_task", "forget_subject", "forget_compact"]
+__all__ = ["register", "erase_memory", "erase_task", "erase_subject", "erase_compact"]
 
 DryRun = Annotated[bool, typer.Option("--dry-run", help="List what would go; erase nothing.")]
 
-forget = typer.Typer(help="Erase a memory, a task or a subject, leaving a receipt (no content).")
+erase = typer.Typer(help="Erase a memory, a task or a subject, leaving a receipt (no content).")
 
 
 def _show(answer: ErasurePublic, as_json: bool) -> None:
@@ -60,8 +60,8 @@ def _show(answer: ErasurePublic, as_json: bool) -> None:
         )
 
 
-@forget.command("memory")
-def forget_memory(
+@erase.command("memory")
+def erase_memory(
     memory: Annotated[str, typer.Argument(help="A memory's uuid or citation.")],
     dry_run: DryRun = False,
     url: UrlOption = None,
@@ -73,8 +73,8 @@ def forget_memory(
         _show(client.erase(memory=memory.removeprefix("mem:"), dry_run=dry_run), as_json)
 
 
-@forget.command("task")
-def forget_task(
+@erase.command("task")
+def erase_task(
     task: Annotated[str, typer.Argument(help="A task id.")],
     dry_run: DryRun = False,
     url: UrlOption = None,
@@ -86,8 +86,8 @@ def forget_task(
         _show(client.erase(task=task, dry_run=dry_run), as_json)
 
 
-@forget.command("subject")
-def forget_subject(
+@erase.command("subject")
+def erase_subject(
     subject: Annotated[str, typer.Argument(help="Erase every text that contains this string.")],
     org: Annotated[str, typer.Option("--org", help="The tenant's org.")],
     project: Annotated[str | None, typer.Option("--project", help="Only this project.")] = None,
@@ -101,8 +101,8 @@ def forget_subject(
         _show(client.erase(subject=subject, org=org, project=project, dry_run=dry_run), as_json)
 
 
-@forget.command("compact")
-def forget_compact() -> None:
+@erase.command("compact")
+def erase_compact() -> None:
     """After an erasure: rewrite every table, drop old WAL and Temporal's free pages (docs/privacy.md).
 
     Until this runs, erased bytes survive in Postgres' dead tuples and WAL and in Temporal's sqlite file's
@@ -131,5 +131,5 @@ def forget_compact() -> None:
 
 
 def register(app: typer.Typer) -> None:
-    app.add_typer(forget, name="erase")
-    app.add_typer(forget, name="forget", hidden=True)
+    app.add_typer(erase, name="erase")
+    app.add_typer(erase, name="forget", hidden=True)

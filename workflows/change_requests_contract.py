@@ -4,7 +4,7 @@ A change request (a supersede, retire or lift of published memory at a scope tha
 decided like a promotion: the same `approve`/`reject` payload (`ApprovalRequest`, `{"approver":
 "<principal id>", "note": "..."}`), the same acknowledgement and error types, and the same `LoregateState`
 search attribute, so the Temporal UI lists both with one filter. This module imports no temporalio; the
-workflow (workflows/change_request.py) implements it.
+workflow (workflows/change_requests.py) implements it.
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ with workflow.unsafe.imports_passed_through():
         DescribeChangeInput,
     )
     from activities.gate_checks import ChangeCheckInput, CheckResult, GateCheckActivities
-    from workflows.change_request_contract import (
+    from workflows.change_requests_contract import (
         STATE_ATTRIBUTE,
         ChangeRequestInput,
         ChangeRequestResult,
