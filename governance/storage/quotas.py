@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from governance.limits import StagingUsage
 
-__all__ = ["DAILY_SHARDS", "count_task", "count_task_and_day"]
+__all__ = ["DAILY_SHARDS", "count_task", "count_task_and_day", "task_usage"]
 
 # rows per tenant and day: appends to different tasks of a tenant spread over them
 DAILY_SHARDS = 8
@@ -52,6 +52,17 @@ _TASK_AND_DAY = text(
     FROM task, mine, others
     """
 )
+
+
+async def task_usage(conn: AsyncConnection, task_id: str) -> StagingUsage | None:
+    """What the task holds now (entries ever appended, bytes counted); None: no such task."""
+    row = (
+        await conn.execute(
+            text("SELECT next_seq AS entries, staged_bytes AS bytes FROM tasks WHERE id = :task_id"),
+            {"task_id": task_id},
+        )
+    ).first()
+    return None if row is None else StagingUsage(entries=int(row.entries), bytes=int(row.bytes))
 
 
 async def count_task(conn: AsyncConnection, task_id: str, size: int) -> StagingUsage | None:
