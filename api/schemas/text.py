@@ -8,6 +8,7 @@ nevertheless accepts `NaN`, `Infinity`, `1e400` (read as infinity) and lone surr
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from typing import Annotated, Any
@@ -57,7 +58,7 @@ def _surrogate_message(text: str, index: int) -> str:
 
 def refuse_lone_surrogates(value: Any) -> Any:
     """Before str validation: refuse a string holding a lone surrogate (other input passes through)."""
-    if isinstance(value, str):
+    if isinstance(value, str) and not value.isascii():  # isascii reads a flag: free for ASCII text
         index = lone_surrogate(value)
         if index is not None:
             raise ValueError(_surrogate_message(value, index))
@@ -118,8 +119,25 @@ def json_problem(value: Any, *, max_depth: int = MAX_JSON_DEPTH) -> str | None:
     return None
 
 
+def _plainly_storable(value: Any) -> bool:
+    """True when `value` surely is storable, judged by C code (the JSON encoder) instead of a walk in Python:
+    it encodes with finite numbers only, holds no lone surrogate, and has fewer brackets than the depth
+    limit allows levels. False means only "look closer" (`json_problem` says where, if anywhere)."""
+    try:
+        encoded = json.dumps(value, allow_nan=False, ensure_ascii=False)
+    except (ValueError, TypeError, RecursionError):
+        return False
+    if not encoded.isascii() and _SURROGATE.search(encoded):
+        return False
+    return encoded.count("[") + encoded.count("{") <= MAX_JSON_DEPTH
+
+
 def refuse_unstorable_json(value: Any) -> Any:
     """After validation: refuse a JSON value `jsonb` cannot hold, saying where the problem is."""
+    if value is None or isinstance(value, int) or (isinstance(value, str) and value.isascii()):
+        return value
+    if isinstance(value, dict | list) and _plainly_storable(value):
+        return value
     problem = json_problem(value)
     if problem is not None:
         raise ValueError(problem)

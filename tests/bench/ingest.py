@@ -340,14 +340,14 @@ def main() -> None:
 
             common = dict(clients=args.clients, seconds=args.seconds, spy=args.py_spy)
             _measure(url, fx, gateway, Phase("warm-up"), clients=args.clients, seconds=2, batch=1)
-            single = _measure(url, fx, gateway, Phase("single"), batch=1, **common)  # type: ignore[arg-type]
+            single = _measure(url, fx, gateway, Phase("single"), batch=1, **common)
             batched = _measure(
                 url,
                 fx,
                 gateway,
                 Phase(f"batch-{args.batch}"),
                 batch=args.batch,
-                **common,  # type: ignore[arg-type]
+                **common,
             )
             phases = [single, batched]
             if not args.no_grpc:
@@ -375,7 +375,7 @@ def main() -> None:
                             grpc_target=grpc_target,
                             batch=batch,
                             messages=messages,
-                            **common,  # type: ignore[arg-type]
+                            **common,
                         )
                     )
             copy = _copy(database_url, fx, args.copy_rows)
