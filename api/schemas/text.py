@@ -119,12 +119,15 @@ def json_problem(value: Any, *, max_depth: int = MAX_JSON_DEPTH) -> str | None:
     return None
 
 
+_ENCODER = json.JSONEncoder(allow_nan=False, ensure_ascii=False)  # built once: dumps builds one per call
+
+
 def _plainly_storable(value: Any) -> bool:
     """True when `value` surely is storable, judged by C code (the JSON encoder) instead of a walk in Python:
     it encodes with finite numbers only, holds no lone surrogate, and has fewer brackets than the depth
     limit allows levels. False means only "look closer" (`json_problem` says where, if anywhere)."""
     try:
-        encoded = json.dumps(value, allow_nan=False, ensure_ascii=False)
+        encoded = _ENCODER.encode(value)
     except (ValueError, TypeError, RecursionError):
         return False
     if not encoded.isascii() and _SURROGATE.search(encoded):
