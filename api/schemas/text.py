@@ -135,9 +135,29 @@ def _plainly_storable(value: Any) -> bool:
     return encoded.count("[") + encoded.count("{") <= MAX_JSON_DEPTH
 
 
+def _flat_and_plain(value: dict[Any, Any]) -> bool:
+    """An object of ASCII keys and plain scalars (ASCII text, integers, finite floats, booleans, null): the
+    shape of most payloads, judged without encoding it."""
+    for key, item in value.items():
+        if type(key) is not str or not key.isascii():
+            return False
+        kind = type(item)
+        if kind is str:
+            if not item.isascii():
+                return False
+        elif kind is float:
+            if not math.isfinite(item):
+                return False
+        elif item is not None and kind is not int and kind is not bool:
+            return False
+    return True
+
+
 def refuse_unstorable_json(value: Any) -> Any:
     """After validation: refuse a JSON value `jsonb` cannot hold, saying where the problem is."""
     if value is None or isinstance(value, int) or (isinstance(value, str) and value.isascii()):
+        return value
+    if type(value) is dict and _flat_and_plain(value):
         return value
     if isinstance(value, dict | list) and _plainly_storable(value):
         return value
