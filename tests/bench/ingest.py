@@ -15,7 +15,8 @@ client) from this process. Prints:
   - the ratios, against the targets (batched >= 0.5 of COPY; single >= 1,500/s with p99 < 50 ms)
 
 With `--py-spy DIR` every gateway worker is sampled by py-spy during each measured phase (raw collapsed
-stacks in DIR, `<phase>-<pid>.txt`): where a request's CPU goes (docs/scaling.md, "Ingest profile").
+stacks in DIR, `<phase>-<pid>.txt`; py-spy is not a dependency): where a request's CPU goes (docs/scaling.md,
+"The append path, profiled").
 
 Everything (Postgres, gateway processes, load generator) shares this machine's cores, so the load
 generator's own CPU is part of the measurement; the figures are a floor for a gateway on its own host.
