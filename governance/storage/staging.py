@@ -264,8 +264,9 @@ async def _check_tenant_quota(
         raise DailyQuotaExceeded(refusal[1], quota=refusal[0], retry_after=wait)
 
 
-class _Raced(Exception):
-    """The task changed between the append statement and the look at why it took nothing: run again."""
+class _Raced(Conflict):
+    """The task changed between the append statement and the look at why it took nothing: run again (a
+    second time, the caller gets this Conflict)."""
 
 
 async def _refused(
@@ -281,7 +282,7 @@ async def _refused(
     refusal = None if used is None else task_quota_refusal(quota, task_id, used, len(fresh), size)
     if refusal:
         return TaskQuotaExceeded(refusal[1], quota=refusal[0])
-    return _Raced()
+    return _Raced(f"task {public_task_id(task_id)!r} changed while the batch was appended; retry it")
 
 
 async def _append_once(
