@@ -20,7 +20,8 @@ from governance.storage.staging import TaskInfo
 __all__ = ["Resources", "CurrentPrincipal", "TaskFor", "TaskId"]
 
 
-def _resources(request: Request) -> GatewayResources:
+async def _resources(request: Request) -> GatewayResources:
+    # async: FastAPI runs a plain `def` dependency in its thread pool, a thread hop on every request
     return request.app.state.resources  # type: ignore[no-any-return]
 
 

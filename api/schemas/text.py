@@ -8,6 +8,7 @@ nevertheless accepts `NaN`, `Infinity`, `1e400` (read as infinity) and lone surr
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from typing import Annotated, Any
@@ -57,7 +58,7 @@ def _surrogate_message(text: str, index: int) -> str:
 
 def refuse_lone_surrogates(value: Any) -> Any:
     """Before str validation: refuse a string holding a lone surrogate (other input passes through)."""
-    if isinstance(value, str):
+    if isinstance(value, str) and not value.isascii():  # isascii reads a flag: free for ASCII text
         index = lone_surrogate(value)
         if index is not None:
             raise ValueError(_surrogate_message(value, index))
@@ -118,8 +119,48 @@ def json_problem(value: Any, *, max_depth: int = MAX_JSON_DEPTH) -> str | None:
     return None
 
 
+_ENCODER = json.JSONEncoder(allow_nan=False, ensure_ascii=False)  # built once: dumps builds one per call
+
+
+def _plainly_storable(value: Any) -> bool:
+    """True when `value` surely is storable, judged by C code (the JSON encoder) instead of a walk in Python:
+    it encodes with finite numbers only, holds no lone surrogate, and has fewer brackets than the depth
+    limit allows levels. False means only "look closer" (`json_problem` says where, if anywhere)."""
+    try:
+        encoded = _ENCODER.encode(value)
+    except (ValueError, TypeError, RecursionError):
+        return False
+    if not encoded.isascii() and _SURROGATE.search(encoded):
+        return False
+    return encoded.count("[") + encoded.count("{") <= MAX_JSON_DEPTH
+
+
+def _flat_and_plain(value: dict[Any, Any]) -> bool:
+    """An object of ASCII keys and plain scalars (ASCII text, integers, finite floats, booleans, null): the
+    shape of most payloads, judged without encoding it."""
+    for key, item in value.items():
+        if type(key) is not str or not key.isascii():
+            return False
+        kind = type(item)
+        if kind is str:
+            if not item.isascii():
+                return False
+        elif kind is float:
+            if not math.isfinite(item):
+                return False
+        elif item is not None and kind is not int and kind is not bool:
+            return False
+    return True
+
+
 def refuse_unstorable_json(value: Any) -> Any:
     """After validation: refuse a JSON value `jsonb` cannot hold, saying where the problem is."""
+    if value is None or isinstance(value, int) or (isinstance(value, str) and value.isascii()):
+        return value
+    if type(value) is dict and _flat_and_plain(value):
+        return value
+    if isinstance(value, dict | list) and _plainly_storable(value):
+        return value
     problem = json_problem(value)
     if problem is not None:
         raise ValueError(problem)

@@ -35,6 +35,7 @@ from api.services.gateway import GatewayResources, load_task
 from api.services.search import provenance_entry
 from governance.errors import PolicyDenied
 from governance.identity import Principal
+from governance.operations import working_memory as working
 from governance.scopes import Scope
 from governance.storage import working_memory as working_statements
 from governance.storage.staging import get_tasks
@@ -133,6 +134,8 @@ async def export_lines(state: GatewayResources, export: PreparedExport) -> Async
     tasks (if asked), trailer."""
     counts = {"memory": 0, "event": 0, "staging": 0}
     scope_key = export.header.scope_key
+    for task_id in export.staging_tasks:  # a reader folds first: the append path leaves it to readers
+        await working.catch_up(state.engine, task_id)
     yield _line(export.header)
     async with state.engine.connect() as base:
         conn = await base.execution_options(isolation_level="REPEATABLE READ")

@@ -2,8 +2,9 @@
 
 `catch_up` folds the entries appended since the last fold into `task_code_locations` (their payload's files
 and symbols, and what their text names: governance/code_locations.py), in one transaction that holds the
-task's state row, so two folds never count an entry twice. Gateways fold after an append, and every reader
-folds first (`catch_up_project` for a project's tasks), so what is read never lags the log.
+task's state row, so two folds never count an entry twice. Every reader folds first (`catch_up_project` for a
+project's tasks), so what is read never lags the log; the append path does not fold (scanning each entry's
+text there was about a third of a batch's gateway CPU, docs/scaling.md), so a task's first read pays it.
 """
 
 from __future__ import annotations

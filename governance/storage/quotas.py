@@ -1,12 +1,14 @@
 """Staging usage for the quotas, counted as appends happen (migration 0015), inside the append's transaction.
 
-`count_task` adds a batch's bytes to `tasks.staged_bytes` (the row the append locks anyway) and returns what
-the task held before it; `count_task_and_day` does that and adds the batch to one of the tenant's 8 rows of
-the UTC day, returning the day's total before it, in one round trip. A refused batch raises, and its
-transaction rolls the counts back with it: nothing is written, nothing is counted. Across tasks of one
-tenant the day's total is what this statement's snapshot sees, so concurrent appends to different tasks may
-both pass the last few entries of a daily quota. Bytes are the UTF-8 length of the content plus that of the
-payload's JSON text; entries are every entry ever appended (`next_seq`), archived ones included.
+Without a daily quota the append statement itself counts a batch's bytes on `tasks.staged_bytes` and checks
+the task's quotas (governance/storage/staging.py); with one, `count_task_and_day` adds the bytes to the task
+and the batch to one of the tenant's 8 rows of the UTC day, returning what the task held and the day's total
+before it, in one round trip. A refused batch raises, and its transaction rolls the counts back with it:
+nothing is written, nothing is counted. `task_usage` reads what a task holds (to word a refusal). Across
+tasks of one tenant the day's total is what this statement's snapshot sees, so concurrent appends to
+different tasks may both pass the last few entries of a daily quota. Bytes are the UTF-8 length of the
+content plus that of the payload's JSON text; entries are every entry ever appended (`next_seq`), archived
+ones included.
 """
 
 from __future__ import annotations
@@ -18,17 +20,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from governance.limits import StagingUsage
 
-__all__ = ["DAILY_SHARDS", "count_task", "count_task_and_day"]
+__all__ = ["DAILY_SHARDS", "count_task_and_day", "task_usage"]
 
 # rows per tenant and day: appends to different tasks of a tenant spread over them
 DAILY_SHARDS = 8
 
-_TASK = text(
-    """
-    UPDATE tasks SET staged_bytes = staged_bytes + :size WHERE id = :task_id
-    RETURNING next_seq AS entries, staged_bytes - :size AS bytes
-    """
-)
 # one round trip: the task's count, the tenant's shard of the day, and the day's total before this batch
 # (the other shards as this statement's snapshot sees them, plus this shard's row as it was)
 _TASK_AND_DAY = text(
@@ -54,9 +50,14 @@ _TASK_AND_DAY = text(
 )
 
 
-async def count_task(conn: AsyncConnection, task_id: str, size: int) -> StagingUsage | None:
-    """Add `size` bytes to the task's count (its row locked); what it held before. None: no such task."""
-    row = (await conn.execute(_TASK, {"task_id": task_id, "size": size})).first()
+async def task_usage(conn: AsyncConnection, task_id: str) -> StagingUsage | None:
+    """What the task holds now (entries ever appended, bytes counted); None: no such task."""
+    row = (
+        await conn.execute(
+            text("SELECT next_seq AS entries, staged_bytes AS bytes FROM tasks WHERE id = :task_id"),
+            {"task_id": task_id},
+        )
+    ).first()
     return None if row is None else StagingUsage(entries=int(row.entries), bytes=int(row.bytes))
 
 

@@ -7,7 +7,8 @@ partitioned table's unique indexes must contain that column, so the key's unique
 Sequence numbers are gapless per task under any number of concurrent writers because the counter lives
 on the task row: `UPDATE tasks SET next_seq = next_seq + n` both reserves the numbers and locks the row
 until commit, and a rolled-back append rolls its reservation back with it. The common path is a single
-statement (reserve + insert in one CTE), so an append costs one round trip.
+statement (reserve, count the task's bytes against its quotas, insert entries and keys in one CTE), run in
+autocommit when no daily quota is set, so an append costs one round trip.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from governance.errors import Conflict, DailyQuotaExceeded, GovernanceError, Not
 from governance.identity import Principal
 from governance.limits import (
     StagingQuota,
-    StagingUsage,
     seconds_to_utc_midnight,
     task_quota_refusal,
     tenant_quota_refusal,
@@ -193,12 +193,17 @@ async def open_task(
 
 
 # The task's row is locked by the sequence reservation anyway: refusing a closed task there costs the
-# hot path nothing, and reads the status fresh (the gateways cache tasks, status and all).
+# hot path nothing, and reads the status fresh (the gateways cache tasks, status and all). The task's
+# quotas are checked there too (`:max_entries`, `:max_bytes`; 0: none), against the row as locked, and its
+# bytes counted (`:size`): a batch one would refuse reserves, counts and inserts nothing. Reservation, count,
+# entries and idempotency keys are one statement, so an append is one round trip, atomic on its own.
 _APPEND = text(
     """
     WITH reserved AS (
-        UPDATE tasks SET next_seq = next_seq + :n
+        UPDATE tasks SET next_seq = next_seq + :n, staged_bytes = staged_bytes + :size
         WHERE id = :task_id AND status NOT IN (__CLOSED__)
+          AND (:max_entries = 0 OR next_seq + :n <= :max_entries)
+          AND (:max_bytes = 0 OR staged_bytes + :size <= :max_bytes)
         RETURNING next_seq
     ), appended AS (
         INSERT INTO staging_entries
@@ -236,28 +241,48 @@ async def _existing_by_key(conn: AsyncConnection, principal: Principal, keys: li
     return {row.idempotency_key: row for row in rows}
 
 
-async def _check_quota(
-    conn: AsyncConnection, task_id: str, org: str, quota: StagingQuota, fresh: list[EntryDraft]
-) -> None:
-    """Count the batch; refuse it (nothing written: the caller's transaction rolls back) past a quota.
+def _batch_bytes(fresh: list[EntryDraft]) -> int:
+    """What a batch adds to its task's and tenant's byte counts: content and payload JSON, UTF-8."""
+    return sum(len(d.content.encode()) + len((d.payload_json or "").encode()) for d in fresh)
 
-    The task's bytes are counted on every append, quota or not, so a quota set later counts what came before.
-    """
-    size = sum(len(d.content.encode()) + len((d.payload_json or "").encode()) for d in fresh)
-    today: StagingUsage | None = None
-    if quota.counts_tenant:
-        counted = await quotas.count_task_and_day(conn, task_id, org, len(fresh), size)
-        used, today = counted if counted is not None else (None, None)
-    else:
-        used = await quotas.count_task(conn, task_id, size)
-    refusal = None if used is None else task_quota_refusal(quota, task_id, used, len(fresh), size)
+
+async def _check_tenant_quota(
+    conn: AsyncConnection, task_id: str, org: str, quota: StagingQuota, fresh: list[EntryDraft], size: int
+) -> None:
+    """Count the batch on its task and its tenant's day; refuse it (the caller's transaction rolls the
+    counts back, nothing is written) past a task or daily quota."""
+    counted = await quotas.count_task_and_day(conn, task_id, org, len(fresh), size)
+    if counted is None:
+        return  # no such task: the append statement says so
+    used, today = counted
+    refusal = task_quota_refusal(quota, task_id, used, len(fresh), size)
     if refusal:
         raise TaskQuotaExceeded(refusal[1], quota=refusal[0])
-    if today is not None:
-        refusal = tenant_quota_refusal(quota, org, today, len(fresh), size)
-        if refusal:
-            wait = seconds_to_utc_midnight(time.time())
-            raise DailyQuotaExceeded(refusal[1], quota=refusal[0], retry_after=wait)
+    refusal = tenant_quota_refusal(quota, org, today, len(fresh), size)
+    if refusal:
+        wait = seconds_to_utc_midnight(time.time())
+        raise DailyQuotaExceeded(refusal[1], quota=refusal[0], retry_after=wait)
+
+
+class _Raced(Conflict):
+    """The task changed between the append statement and the look at why it took nothing: run again (a
+    second time, the caller gets this Conflict)."""
+
+
+async def _refused(
+    conn: AsyncConnection, task_id: str, quota: StagingQuota, fresh: list[EntryDraft]
+) -> Exception:
+    """Why the append statement took nothing: the task is gone or closed, or the batch passes a task quota
+    (read only now, never on the hot path)."""
+    task = await get_task(conn, task_id)
+    if task is None or task.status in CLOSED_STATUSES:
+        return _refusal(task, task_id)
+    used = await quotas.task_usage(conn, task_id)
+    size = _batch_bytes(fresh)
+    refusal = None if used is None else task_quota_refusal(quota, task_id, used, len(fresh), size)
+    if refusal:
+        return TaskQuotaExceeded(refusal[1], quota=refusal[0])
+    return _Raced(f"task {public_task_id(task_id)!r} changed while the batch was appended; retry it")
 
 
 async def _append_once(
@@ -268,58 +293,60 @@ async def _append_once(
     quota: tuple[str, StagingQuota] | None = None,
 ) -> list[AppendedEntry]:
     hashes = [request_hash(d) for d in drafts]
-    async with engine.begin() as conn:
-        keys = [d.idempotency_key for d in drafts if d.idempotency_key is not None]
-        existing = await _existing_by_key(conn, principal, keys) if keys else {}
-        for draft, rhash in zip(drafts, hashes, strict=True):
-            old = existing.get(draft.idempotency_key) if draft.idempotency_key else None
-            if old is None:
-                continue
-            if old.task_id != task_id:
-                raise Conflict(
-                    f"idempotency key {draft.idempotency_key!r} was already used for task "
-                    f"{public_task_id(old.task_id)!r}"
-                )
-            if old.request_hash != rhash:
-                raise Conflict(
-                    f"idempotency key {draft.idempotency_key!r} was already used with a different entry "
-                    f"(seq {old.seq}); retries must repeat the original kind, content and payload"
-                )
-        fresh = [
-            (d, h)
-            for d, h in zip(drafts, hashes, strict=True)
-            if d.idempotency_key is None or d.idempotency_key not in existing
-        ]
-        inserted: list[Any] = []
-        if fresh:  # counted (and checked, with a quota) in this transaction: a refusal undoes the count
-            org, limits = quota if quota is not None else ("", StagingQuota())
-            await _check_quota(conn, task_id, org, limits, [d for d, _ in fresh])
-        if fresh:
-            inserted = list(
-                (
-                    await conn.execute(
-                        _APPEND,
-                        {
-                            "n": len(fresh),
-                            "task_id": task_id,
-                            "actor_id": principal.id,
-                            "actor_type": principal.actor_type.value,
-                            # one JSON document instead of five text[] parameters: psycopg dumps
-                            # arrays element by element in Python, which cost ~18% of a batch's CPU
-                            "rows": json.dumps(
-                                [
-                                    [d.kind.value, d.content, d.payload_json, d.idempotency_key, h]
-                                    for d, h in fresh
-                                ],
-                                ensure_ascii=False,
-                                separators=(",", ":"),
-                            ),
-                        },
+    org, limits = quota if quota is not None else ("", StagingQuota())
+    # Without a daily quota an append is one statement, atomic on its own: autocommit spares the BEGIN and
+    # COMMIT round trips. A daily quota counts the tenant's day first, in a transaction a refusal rolls back.
+    counts_day = limits.counts_tenant
+    async with engine.connect() as conn:
+        if not counts_day:
+            await conn.execution_options(isolation_level="AUTOCOMMIT")
+        async with conn.begin():
+            keys = [d.idempotency_key for d in drafts if d.idempotency_key is not None]
+            existing = await _existing_by_key(conn, principal, keys) if keys else {}
+            for draft, rhash in zip(drafts, hashes, strict=True):
+                old = existing.get(draft.idempotency_key) if draft.idempotency_key else None
+                if old is None:
+                    continue
+                if old.task_id != task_id:
+                    raise Conflict(
+                        f"idempotency key {draft.idempotency_key!r} was already used for task "
+                        f"{public_task_id(old.task_id)!r}"
                     )
-                ).all()
-            )
-            if not inserted:  # the task is gone or closed: only now read which (never on the hot path)
-                raise _refusal(await get_task(conn, task_id), task_id)
+                if old.request_hash != rhash:
+                    raise Conflict(
+                        f"idempotency key {draft.idempotency_key!r} was already used with a different entry "
+                        f"(seq {old.seq}); retries must repeat the original kind, content and payload"
+                    )
+            fresh = [
+                (d, h)
+                for d, h in zip(drafts, hashes, strict=True)
+                if d.idempotency_key is None or d.idempotency_key not in existing
+            ]
+            inserted: list[Any] = []
+            if fresh:
+                batch = [d for d, _ in fresh]
+                size = _batch_bytes(batch)
+                if counts_day:  # task and day counted and checked here, in this transaction
+                    await _check_tenant_quota(conn, task_id, org, limits, batch, size)
+                params = {
+                    "n": len(fresh),
+                    "size": 0 if counts_day else size,
+                    "max_entries": 0 if counts_day else limits.task_entries,
+                    "max_bytes": 0 if counts_day else limits.task_bytes,
+                    "task_id": task_id,
+                    "actor_id": principal.id,
+                    "actor_type": principal.actor_type.value,
+                    # one JSON document instead of five text[] parameters: psycopg dumps arrays
+                    # element by element in Python, which cost ~18% of a batch's CPU
+                    "rows": json.dumps(
+                        [[d.kind.value, d.content, d.payload_json, d.idempotency_key, h] for d, h in fresh],
+                        ensure_ascii=False,
+                        separators=(",", ":"),
+                    ),
+                }
+                inserted = list((await conn.execute(_APPEND, params)).all())
+                if not inserted:  # gone, closed or over a task quota: read which (never on the hot path)
+                    raise await _refused(conn, task_id, limits, batch)
     inserted.sort(key=lambda r: r.seq)  # RETURNING order is not guaranteed; ordinality fixed the seqs
     new_iter = iter(inserted)
     results: list[AppendedEntry] = []
@@ -364,7 +391,9 @@ async def append_entries(
     except IntegrityError as exc:
         if "staging_idempotency_pkey" not in str(exc.orig):
             raise
-        return await _append_once(engine, task_id, principal, drafts, quota)
+    except _Raced:
+        pass
+    return await _append_once(engine, task_id, principal, drafts, quota)
 
 
 async def read_entries(

@@ -65,6 +65,18 @@ def quota_url(settings: Settings) -> Iterator[str]:
         yield url
 
 
+@pytest.fixture(scope="module")
+def task_quota_url(settings: Settings) -> Iterator[str]:
+    """Task quotas alone: an append is then one autocommitted statement that checks them itself."""
+    no_daily = {"staging_max_tenant_entries_per_day": 0, "staging_max_tenant_bytes_per_day": 0}
+    with running_gateway(settings.model_copy(update={**_QUOTAS, **no_daily})) as url:
+        yield url
+
+
+# the task's quotas are checked with the tenant's day (a transaction) and without it (one statement)
+_TASK_QUOTA_GATEWAYS = pytest.mark.parametrize("gateway", ["quota_url", "task_quota_url"])
+
+
 async def _agent(engine: AsyncEngine, org: str, project: str) -> Actor:
     return await make_actor(engine, ActorType.AGENT, org, project)
 
@@ -171,7 +183,11 @@ def _entries(n: int, size: int = 10) -> dict[str, Any]:
     return {"entries": [{"kind": "fact", "content": "x" * size} for _ in range(n)]}
 
 
-async def test_task_entry_quota_refuses_the_whole_batch(engine: AsyncEngine, quota_url: str) -> None:
+@_TASK_QUOTA_GATEWAYS
+async def test_task_entry_quota_refuses_the_whole_batch(
+    engine: AsyncEngine, gateway: str, request: pytest.FixtureRequest
+) -> None:
+    quota_url = request.getfixturevalue(gateway)
     org, project = new_tenant()
     agent = await _agent(engine, org, project)
     task_id = await _task(engine, org, project)
@@ -186,7 +202,11 @@ async def test_task_entry_quota_refuses_the_whole_batch(engine: AsyncEngine, quo
     assert await _count(engine, task_id) == 4
 
 
-async def test_task_byte_quota_counts_content(engine: AsyncEngine, quota_url: str) -> None:
+@_TASK_QUOTA_GATEWAYS
+async def test_task_byte_quota_counts_content(
+    engine: AsyncEngine, gateway: str, request: pytest.FixtureRequest
+) -> None:
+    quota_url = request.getfixturevalue(gateway)
     org, project = new_tenant()
     agent = await _agent(engine, org, project)
     task_id = await _task(engine, org, project)

@@ -1,15 +1,22 @@
 """Staging ingest benchmark: HTTP gateway rows/s against a raw psycopg COPY into the same table, same run.
 
     python tests/bench/ingest.py [--clients N] [--seconds S] [--workers W] [--batch B] [--same-task]
+                                 [--stream-messages M] [--no-grpc] [--py-spy DIR]
 
 Starts its own embedded Postgres (pgserver, in a temporary directory) with the migrations applied, runs the
 gateway as `uvicorn --factory api.http.app:create_app --workers W` (separate OS processes), and drives it with
-an asyncio load generator (one httpx.AsyncClient per client, HTTP/1.1 keep-alive) from this process. Prints:
+an asyncio load generator (one httpx.AsyncClient per client, HTTP/1.1 keep-alive; one grpc.aio channel per
+client) from this process. Prints:
 
-  - single-entry appends: rows/s with N concurrent clients, p50/p99 latency
-  - batches of B (default 100) entries: rows/s
+  - single-entry appends: rows/s with N concurrent clients, p50/p99 latency, over HTTP and over gRPC (one
+    AppendEntries call carrying one entry)
+  - batches of B (default 100) entries: rows/s over HTTP, and over gRPC as streams of M messages of B entries
   - a plain psycopg COPY of the same rows into staging_entries: rows/s
-  - the ratios, against the targets (batched >= 0.3 of COPY; single >= 1,500/s with p99 < 50 ms)
+  - the ratios, against the targets (batched >= 0.5 of COPY; single >= 1,500/s with p99 < 50 ms)
+
+With `--py-spy DIR` every gateway worker is sampled by py-spy during each measured phase (raw collapsed
+stacks in DIR, `<phase>-<pid>.txt`; py-spy is not a dependency): where a request's CPU goes (docs/scaling.md,
+"The append path, profiled").
 
 Everything (Postgres, gateway processes, load generator) shares this machine's cores, so the load
 generator's own CPU is part of the measurement; the figures are a floor for a gateway on its own host.
@@ -20,7 +27,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
+import socket
 import statistics
 import subprocess
 import sys
@@ -107,7 +116,9 @@ async def _prepare(database_url: str, clients: int, same_task: bool) -> Fixture:
     return Fixture(keys, task_ids[:-1], task_ids[-1], agent_id)
 
 
-def _start_gateway(database_url: str, port: int, workers: int, pool: int) -> subprocess.Popen[bytes]:
+def _start_gateway(
+    database_url: str, port: int, workers: int, pool: int, grpc_port: int
+) -> subprocess.Popen[bytes]:
     env = {**os.environ, "LOREGATE_DATABASE_URL": database_url, "LOREGATE_DB_POOL_SIZE": str(pool)}
     # throughput is measured here, not limits: one tenant's 16 keys would pass its request rate and quota
     env |= {
@@ -116,7 +127,7 @@ def _start_gateway(database_url: str, port: int, workers: int, pool: int) -> sub
         "LOREGATE_STAGING_MAX_TENANT_ENTRIES_PER_DAY": "0",
         "LOREGATE_STAGING_MAX_TENANT_BYTES_PER_DAY": "0",
     }
-    # what a user runs: `loregate serve` (its HTTP protocol, no access log), gRPC off
+    # what a user runs: `loregate serve` (its HTTP protocol, no access log), gRPC in the same processes
     cmd = [
         sys.executable,
         "-m",
@@ -129,7 +140,7 @@ def _start_gateway(database_url: str, port: int, workers: int, pool: int) -> sub
         "--workers",
         str(workers),
         "--grpc-port",
-        "0",
+        str(grpc_port),
     ]
     return subprocess.Popen(cmd, env=env, cwd=REPO)
 
@@ -146,11 +157,46 @@ def _wait_healthy(url: str, timeout: float = 60) -> None:
     raise TimeoutError(f"gateway at {url} did not become healthy")
 
 
-async def _drive(url: str, fx: Fixture, *, clients: int, seconds: float, batch: int, phase: Phase) -> None:
-    """N clients, each sending one request at a time for `seconds`; rows and latencies go into `phase`."""
+async def _drive(
+    url: str, fx: Fixture, *, clients: int, seconds: float, batch: int, phase: Phase, raw: bool = True
+) -> None:
+    """N clients, each sending one request at a time for `seconds`; rows and latencies go into `phase`.
+
+    `raw` (the default): each client writes its request, encoded once, on its own keep-alive connection and
+    reads the answer by Content-Length: ~0.1 ms of load-generator CPU per request. httpx (`--http-client
+    httpx`) spends ~1.3-2 ms per request, which on a busy machine capped this phase at the load generator
+    (measured: 41-91 single appends/s while the gateway had CPU to spare).
+    """
     body = {"entries": [{"kind": "tool_output", "content": CONTENT, "payload": PAYLOAD}] * batch}
     stop_at = time.perf_counter() + seconds
     limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+    host, _, port = url.removeprefix("http://").partition(":")
+
+    async def raw_client(i: int) -> None:
+        task_id = fx.task_ids[i % len(fx.task_ids)]
+        content = json.dumps(body).encode()
+        request = (
+            f"POST /v1/tasks/{task_id}/entries HTTP/1.1\r\nHost: {host}\r\n"
+            f"Authorization: Bearer {fx.agent_keys[i]}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(content)}\r\n\r\n"
+        ).encode() + content
+        reader, writer = await asyncio.open_connection(host, int(port))
+        writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            while time.perf_counter() < stop_at:
+                start = time.perf_counter()
+                writer.write(request)
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = int(head.lower().split(b"content-length:", 1)[1].split(b"\r\n", 1)[0])
+                await reader.readexactly(length)
+                phase.latencies.append(time.perf_counter() - start)
+                phase.requests += 1
+                if head.startswith(b"HTTP/1.1 201"):
+                    phase.rows += batch
+                else:
+                    phase.errors += 1
+        finally:
+            writer.close()
 
     async def client(i: int) -> None:
         task_id = fx.task_ids[i % len(fx.task_ids)]
@@ -167,9 +213,75 @@ async def _drive(url: str, fx: Fixture, *, clients: int, seconds: float, batch: 
                     phase.errors += 1
 
     started, cpu = time.perf_counter(), time.process_time()
+    await asyncio.gather(*((raw_client if raw else client)(i) for i in range(clients)))
+    phase.seconds = time.perf_counter() - started
+    phase.client_cpu = time.process_time() - cpu
+
+
+async def _drive_grpc(
+    target: str, fx: Fixture, *, clients: int, seconds: float, batch: int, messages: int, phase: Phase
+) -> None:
+    """N clients, each making one AppendEntries call at a time: `messages` messages of `batch` entries."""
+    import grpc
+
+    from api.grpc.proto import pb2, pb2_grpc
+
+    entry = pb2.Entry(kind="tool_output", content=CONTENT, payload_json=json.dumps(PAYLOAD))
+    stop_at = time.perf_counter() + seconds
+
+    async def client(i: int) -> None:
+        task_id = fx.task_ids[i % len(fx.task_ids)]
+        metadata = (("authorization", f"Bearer {fx.agent_keys[i]}"),)
+        requests = [pb2.AppendRequest(task_id=task_id, entries=[entry] * batch)]
+        requests += [pb2.AppendRequest(entries=[entry] * batch) for _ in range(messages - 1)]
+        async with grpc.aio.insecure_channel(target) as channel:
+            stub = pb2_grpc.LoregateStub(channel)
+            while time.perf_counter() < stop_at:
+                start = time.perf_counter()
+                try:
+                    reply = await stub.AppendEntries(iter(requests), metadata=metadata, timeout=30)
+                except grpc.aio.AioRpcError:
+                    phase.errors += 1
+                    reply = None
+                phase.latencies.append(time.perf_counter() - start)
+                phase.requests += 1
+                if reply is not None:
+                    phase.rows += len(reply.entries)
+
+    started, cpu = time.perf_counter(), time.process_time()
     await asyncio.gather(*(client(i) for i in range(clients)))
     phase.seconds = time.perf_counter() - started
     phase.client_cpu = time.process_time() - cpu
+
+
+def _workers_of(proc: subprocess.Popen[bytes]) -> list[int]:
+    """The gateway's worker processes (uvicorn's children that serve requests)."""
+    import psutil
+
+    root = psutil.Process(proc.pid)
+    found = [p for p in root.children(recursive=True) if "python" in p.name().lower()]
+    return [p.pid for p in found if not p.children()] or [proc.pid]
+
+
+def _py_spy(
+    proc: subprocess.Popen[bytes], out: Path | None, phase: str, seconds: float
+) -> list[subprocess.Popen[bytes]]:
+    """py-spy samplers of the gateway's workers for one phase (none without `--py-spy`)."""
+    if out is None:
+        return []
+    out.mkdir(parents=True, exist_ok=True)
+    spies = []
+    for pid in _workers_of(proc):
+        cmd = ["py-spy", "record", "--pid", str(pid), "--format", "raw", "--rate", "250"]
+        cmd += [
+            "--duration",
+            str(max(1, int(seconds))),
+            "--nonblocking",
+            "-o",
+            str(out / f"{phase}-{pid}.txt"),
+        ]
+        spies.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    return spies
 
 
 def _cpu_of(proc: subprocess.Popen[bytes]) -> float:
@@ -188,12 +300,25 @@ def _cpu_of(proc: subprocess.Popen[bytes]) -> float:
 
 
 def _measure(
-    url: str, fx: Fixture, gateway: subprocess.Popen[bytes], phase: Phase, **kwargs: object
+    url: str,
+    fx: Fixture,
+    gateway: subprocess.Popen[bytes],
+    phase: Phase,
+    *,
+    spy: Path | None = None,
+    grpc_target: str | None = None,
+    **kwargs: object,
 ) -> Phase:
     """Run one phase and charge it the gateway CPU it cost (a load-independent figure on a shared machine)."""
+    spies = _py_spy(gateway, spy, phase.name, float(kwargs["seconds"]))  # type: ignore[arg-type]
     before = _cpu_of(gateway)
-    asyncio.run(_drive(url, fx, phase=phase, **kwargs))  # type: ignore[arg-type]
+    if grpc_target is None:
+        asyncio.run(_drive(url, fx, phase=phase, **kwargs))  # type: ignore[arg-type]
+    else:
+        asyncio.run(_drive_grpc(grpc_target, fx, phase=phase, **kwargs))  # type: ignore[arg-type]
     phase.gateway_cpu = _cpu_of(gateway) - before
+    for s in spies:
+        s.wait(timeout=60)
     return phase
 
 
@@ -228,7 +353,14 @@ def main() -> None:
     parser.add_argument("--pool", type=int, default=16, help="LOREGATE_DB_POOL_SIZE of each worker")
     parser.add_argument("--copy-rows", type=int, default=200_000)
     parser.add_argument("--same-task", action="store_true", help="all clients write into one task")
+    parser.add_argument("--stream-messages", type=int, default=10, help="messages per gRPC stream call")
+    parser.add_argument("--no-grpc", action="store_true", help="measure HTTP only")
+    parser.add_argument(
+        "--http-client", choices=("raw", "httpx"), default="raw", help="HTTP load generator (see _drive)"
+    )
+    parser.add_argument("--py-spy", type=Path, default=None, help="sample the workers into this directory")
     args = parser.parse_args()
+    phases: list[Phase] = []
 
     with tempfile.TemporaryDirectory(prefix="loregate-bench-") as tmp:
         server, _ = start_embedded_postgres(Path(tmp))
@@ -240,24 +372,48 @@ def main() -> None:
             fx = asyncio.run(_prepare(database_url, args.clients, args.same_task))
             from tests.utils.gateway import free_port
 
-            port = free_port()
+            port, grpc_port = free_port(), 0 if args.no_grpc else free_port()
             url = f"http://127.0.0.1:{port}"
-            gateway = _start_gateway(database_url, port, args.workers, args.pool)
+            gateway = _start_gateway(database_url, port, args.workers, args.pool, grpc_port)
             _wait_healthy(url)
+            grpc_target = f"127.0.0.1:{grpc_port}"
 
-            _measure(url, fx, gateway, Phase("warm-up"), clients=args.clients, seconds=2, batch=1)
-            single = _measure(
-                url, fx, gateway, Phase("single"), clients=args.clients, seconds=args.seconds, batch=1
-            )
+            common = dict(clients=args.clients, seconds=args.seconds, spy=args.py_spy)
+            raw = args.http_client == "raw"
+            _measure(url, fx, gateway, Phase("warm-up"), clients=args.clients, seconds=2, batch=1, raw=raw)
+            single = _measure(url, fx, gateway, Phase("single"), batch=1, raw=raw, **common)
             batched = _measure(
-                url,
-                fx,
-                gateway,
-                Phase(f"batch-{args.batch}"),
-                clients=args.clients,
-                seconds=args.seconds,
-                batch=args.batch,
+                url, fx, gateway, Phase(f"batch-{args.batch}"), batch=args.batch, raw=raw, **common
             )
+            phases = [single, batched]
+            if not args.no_grpc:
+                _measure(
+                    url,
+                    fx,
+                    gateway,
+                    Phase("warm-up"),
+                    grpc_target=grpc_target,
+                    clients=args.clients,
+                    seconds=2,
+                    batch=1,
+                    messages=1,
+                )
+                for name, batch, messages in (
+                    ("grpc-single", 1, 1),
+                    (f"grpc-stream-{args.stream_messages}x{args.batch}", args.batch, args.stream_messages),
+                ):
+                    phases.append(
+                        _measure(
+                            url,
+                            fx,
+                            gateway,
+                            Phase(name),
+                            grpc_target=grpc_target,
+                            batch=batch,
+                            messages=messages,
+                            **common,
+                        )
+                    )
             copy = _copy(database_url, fx, args.copy_rows)
         finally:
             if gateway is not None:
@@ -271,41 +427,40 @@ def main() -> None:
     http = "httptools" if importlib.util.find_spec("httptools") else "h11"
     print(
         f"configuration: {os.cpu_count()} cores shared by Postgres (pgserver), {args.workers} uvicorn worker "
-        f"process(es) [{loop} loop, {http} parser], and this load generator (httpx.AsyncClient, "
+        f"process(es) [{loop} loop, {http} parser], and this load generator ({args.http_client} HTTP client, "
         f"{args.clients} clients, keep-alive, one request in flight per client); db pool {args.pool}/worker; "
         f"{'one shared task' if args.same_task else 'one task per client'}; "
         f"{len(CONTENT)}-char entries with a small JSON payload; {args.seconds:g} s per phase"
     )
-    print(
-        f"single-entry appends : {single.rows_per_s:9,.0f} rows/s   p50 {single.pct(0.5):6.1f} ms   "
-        f"p99 {single.pct(0.99):6.1f} ms   errors {single.errors}"
-    )
-    print(
-        f"batches of {args.batch:<4}       : {batched.rows_per_s:9,.0f} rows/s   "
-        f"p50 {batched.pct(0.5):6.1f} ms   "
-        f"p99 {batched.pct(0.99):6.1f} ms   errors {batched.errors}"
-    )
-    for ph in (single, batched):
+    for ph in phases:
         print(
-            f"  {ph.name:<10} CPU per request: gateway {1000 * ph.gateway_cpu / max(ph.requests, 1):.2f} ms, "
-            f"load generator {1000 * ph.client_cpu / max(ph.requests, 1):.2f} ms  ({ph.requests} requests)"
+            f"{ph.name:<22}: {ph.rows_per_s:9,.0f} rows/s   p50 {ph.pct(0.5):7.1f} ms   "
+            f"p99 {ph.pct(0.99):7.1f} ms   errors {ph.errors}"
+        )
+    for ph in phases:
+        print(
+            f"  {ph.name:<20} CPU per call: gateway {1000 * ph.gateway_cpu / max(ph.requests, 1):.2f} ms "
+            f"({1000 * ph.gateway_cpu / max(ph.rows, 1):.3f} ms/row), "
+            f"load generator {1000 * ph.client_cpu / max(ph.requests, 1):.2f} ms  ({ph.requests} calls)"
         )
     print(f"machine load average : {os.getloadavg()[0]:.1f} (other work on these cores slows every figure)")
     print(
         f"raw psycopg COPY     : {copy.rows_per_s:9,.0f} rows/s   "
         f"({copy.rows:,} rows in {copy.seconds:.2f} s)"
     )
-    batch_ratio = batched.rows_per_s / copy.rows_per_s
-    single_ratio = single.rows_per_s / copy.rows_per_s
-    print(
-        f"ratio batched/COPY   : {batch_ratio:.3f}   "
-        f"(target >= 0.30: {'met' if batch_ratio >= 0.3 else 'MISSED'})"
-    )
-    print(f"ratio single/COPY    : {single_ratio:.4f}")
-    ok = single.rows_per_s >= 1500 and single.pct(0.99) < 50
-    print(f"single-entry target  : >= 1,500 rows/s with p99 < 50 ms: {'met' if ok else 'MISSED'}")
-    if statistics.mean(single.latencies or [0]) and single.errors + batched.errors:
-        print(f"note: {single.errors + batched.errors} requests were refused; figures count only stored rows")
+    for ph in phases:
+        ratio = ph.rows_per_s / copy.rows_per_s
+        goal = ""
+        if ph.name.startswith(("batch", "grpc-stream")):
+            goal = f"   (target >= 0.50: {'met' if ratio >= 0.5 else 'MISSED'})"
+        print(f"ratio {ph.name + '/COPY':<26}: {ratio:.4f}{goal}")
+    for ph in phases:
+        if ph.name.endswith("single"):
+            ok = ph.rows_per_s >= 1500 and ph.pct(0.99) < 50
+            print(f"{ph.name} target: >= 1,500 rows/s with p99 < 50 ms: {'met' if ok else 'MISSED'}")
+    refused = sum(ph.errors for ph in phases)
+    if statistics.mean(single.latencies or [0]) and refused:
+        print(f"note: {refused} requests were refused; figures count only stored rows")
 
 
 if __name__ == "__main__":

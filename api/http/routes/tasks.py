@@ -39,9 +39,11 @@ async def append(
     resources: Resources,
     principal: CurrentPrincipal,
     task: Annotated[TaskInfo, Depends(TaskFor("write"))],
-) -> EntriesAck:
+) -> Response:
     """Append one entry or a batch, all or nothing; each gets the task's next gapless sequence number."""
-    return await staging.append_entries(resources, principal, task, body)
+    ack = await staging.append_entries(resources, principal, task, body)
+    # serialised once, by pydantic's core: as a model, FastAPI would dump, validate and encode it again
+    return Response(content=ack.model_dump_json(), status_code=201, media_type="application/json")
 
 
 @router.get("/{task_id}/entries", response_model=EntriesPage)
