@@ -414,7 +414,12 @@ async def promotion_status(
 
 
 async def promotion_plan(
-    state: GatewayResources, principal: Principal, task_id: str, offset: int, limit: int
+    state: GatewayResources,
+    principal: Principal,
+    task_id: str,
+    offset: int,
+    limit: int,
+    number: int | None = None,
 ) -> PromotionPlanPage:
     """A page of the promotion's plan, full contents, from the database (the caller needs `read`).
 
@@ -423,7 +428,7 @@ async def promotion_plan(
     scope, which the workflow's memo holds: when Temporal cannot say, they are left out.
     """
     task = await authorized_task(state, principal, task_id, "read")
-    workflow_id, _ = await _promotion(state, task)
+    workflow_id, _ = await _promotion(state, task, number)
     header = await _complete_plan(state, workflow_id)
     total = header.plan_total or 0 if header is not None else 0
     rows: list[PlanRow] = []

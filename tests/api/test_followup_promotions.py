@@ -9,15 +9,20 @@ Temporal starts of follow-up ids with forged input.
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
+import grpc
 import httpx
+import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 from temporalio.client import Client, WorkflowFailureError
 
-from governance.storage.tables import memories, memory_events
+from governance.config import Settings
+from governance.storage.tables import memories
 from tests.utils.factories import Actor
+from tests.utils.grpc_gateway import bearer, grpc_gateway, pb2, refusal
 from tests.utils.promotion_gateway import wait_promotion_state
 from tests.utils.tenancy import task_key_of
 from workflows.promotion import PromotionWorkflow
@@ -253,39 +258,23 @@ async def test_closed_task_refuses_entries_and_promotions_on_http(
     assert outsider.status_code == 404
 
 
-async def _start_grant(engine: AsyncEngine, workflow_id: str) -> str:
-    """The grant the gateway wrote for the API's start of `workflow_id` (its history holds it too)."""
-    async with engine.connect() as conn:
-        key = (
-            await conn.execute(
-                select(memory_events.c.idempotency_key).where(
-                    memory_events.c.idempotency_key.like(f"{workflow_id}:grant:%"),
-                    memory_events.c.payload["decision"].astext == "start",
-                )
-            )
-        ).scalar_one()
-    return str(key).rsplit(":", 1)[1]
-
-
 async def test_raw_starts_of_promotion_ids_with_forged_input_are_refused(
-    http: httpx.AsyncClient,
-    team: dict[str, Actor],
-    engine: AsyncEngine,
-    temporal: Client,
-    promo_settings: Any,
+    http: httpx.AsyncClient, team: dict[str, Actor], temporal: Client, promo_settings: Settings
 ) -> None:
+    """The suite's worker trusts raw starts (a single local operator), as for a first promotion: a raw start
+    runs only the task's next promotion under its own id; the rows, not the input, decide the rest."""
     task_id = await _open(http, team, FIRST)
+    other = await _open(http, team, LATER)
     key = task_key_of(task_id)
     assert (await _start(http, team, task_id, "task")).status_code == 202
     await wait_promotion_state(http, team["agent"].headers, task_id, "published")
     await _append(http, team, task_id, LATER)
-    grant = await _start_grant(engine, workflow_id_for(key))
     requester = team["orchestrator"].principal.id
 
-    async def raw(workflow_id: str, grant: str | None) -> str:
+    async def raw(workflow_id: str, task: str = key) -> str:
         handle = await temporal.start_workflow(
             PromotionWorkflow.run,
-            PromotionInput(key, "task", requested_by=requester, grant=grant),
+            PromotionInput(task, "task", requested_by=requester),
             id=workflow_id,
             task_queue=promo_settings.task_queue,
         )
@@ -295,17 +284,21 @@ async def test_raw_starts_of_promotion_ids_with_forged_input_are_refused(
             return str(err.cause)
         raise AssertionError(f"{workflow_id} ran")
 
-    # promotion 1 again, with the grant its own start left in its history: it ended, it does not run twice
-    assert "already ended (published)" in await raw(workflow_id_for(key), grant)
-    # the follow-up's id without the gateway's grant for it: refused as promotion 1's would be
-    assert "must be started through the API" in await raw(workflow_id_for(key, 2), None)
-    assert "must be started through the API" in await raw(workflow_id_for(key, 2), grant)
+    # promotion 1 again under its own id: it ended, its staging is not published twice
+    assert "already ended (published)" in await raw(workflow_id_for(key))
+    # out of turn: the task's next promotion is 2
+    assert "its next promotion is 2" in await raw(workflow_id_for(key, 5))
+    # the follow-up's id with another task in its input
+    forged = await raw(workflow_id_for(key, 2), task_key_of(other))
+    assert f"is not a promotion of task {other!r}" in forged
     listed = await _promotions(http, team["agent"], task_id)
     assert [(r["number"], r["outcome"]) for r in listed["promotions"]] == [(1, "published")]
-    # the API still starts the follow-up afterwards
+    assert (await _promotions(http, team["agent"], other))["promotions"] == []
+    # the API starts the follow-up afterwards; once it ended, a raw start of its id is refused too
     follow = await _start(http, team, task_id, "task")
     assert follow.status_code == 202 and follow.json()["number"] == 2, follow.text
     await wait_promotion_state(http, team["agent"].headers, task_id, "published")
+    assert "promotion 2 of task" in (ended := await raw(workflow_id_for(key, 2))) and "already ended" in ended
 
 
 async def test_erasing_a_task_deletes_every_promotions_history_and_closes_it(
@@ -345,3 +338,65 @@ async def _history_gone(temporal: Client, workflow_id: str, timeout: float = 300
             return
         await asyncio.sleep(1.0)
     raise AssertionError(f"the history of {workflow_id} is still there")
+
+
+async def test_followups_over_grpc_answer_numbers_and_refuse_like_http(
+    http: httpx.AsyncClient, team: dict[str, Actor], promo_settings: Settings
+) -> None:
+    task_id = await _open(http, team, FIRST)
+    body = json.dumps({"target_scope": "task", "verification": TESTS_PASSED})
+    orchestrator, agent = bearer(team["orchestrator"].key), bearer(team["agent"].key)
+    async with grpc_gateway(promo_settings) as stub:
+        first = json.loads(
+            (
+                await stub.StartPromotion(
+                    pb2.TaskJsonRequest(task_id=task_id, json=body), metadata=orchestrator
+                )
+            ).json
+        )
+        assert first["number"] == 1
+        await wait_promotion_state(http, team["agent"].headers, task_id, "published")
+        with pytest.raises(grpc.aio.AioRpcError) as nothing_new:
+            await stub.StartPromotion(pb2.TaskJsonRequest(task_id=task_id, json=body), metadata=orchestrator)
+        assert nothing_new.value.code() == grpc.StatusCode.ALREADY_EXISTS
+        assert "no entry was appended after its snapshot" in refusal(nothing_new.value)["detail"]
+        appended = await stub.AppendEntries(
+            iter(
+                [
+                    pb2.AppendRequest(
+                        task_id=task_id, entries=[pb2.Entry(kind="fact", content=LATER[0]["content"])]
+                    )
+                ]
+            ),
+            metadata=agent,
+        )
+        assert appended.promotion == 2
+        second = json.loads(
+            (
+                await stub.StartPromotion(
+                    pb2.TaskJsonRequest(task_id=task_id, json=body), metadata=orchestrator
+                )
+            ).json
+        )
+        assert (second["number"], second["workflow_id"]) == (2, workflow_id_for(task_key_of(task_id), 2))
+        await wait_promotion_state(http, team["agent"].headers, task_id, "published")
+        older = json.loads(
+            (await stub.GetPromotion(pb2.TaskRequest(task_id=task_id, number=1), metadata=agent)).json
+        )
+        latest = json.loads((await stub.GetPromotion(pb2.TaskRequest(task_id=task_id), metadata=agent)).json)
+        assert (older["number"], latest["number"]) == (1, 2)
+        listed = json.loads(
+            (await stub.ListTaskPromotions(pb2.TaskRequest(task_id=task_id), metadata=agent)).json
+        )
+        assert [p["number"] for p in listed["promotions"]] == [1, 2]
+        with pytest.raises(grpc.aio.AioRpcError) as denied:
+            await stub.CloseTask(pb2.TaskRequest(task_id=task_id), metadata=agent)
+        assert denied.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        closed = json.loads(
+            (await stub.CloseTask(pb2.TaskRequest(task_id=task_id), metadata=orchestrator)).json
+        )
+        assert closed["closed"] == "closed"
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await stub.StartPromotion(pb2.TaskJsonRequest(task_id=task_id, json=body), metadata=orchestrator)
+        assert refused.value.code() == grpc.StatusCode.ALREADY_EXISTS
+        assert "was closed" in refusal(refused.value)["detail"]
