@@ -173,12 +173,26 @@ async def record_snapshot(conn: AsyncConnection, workflow_id: str, last_seq: int
 
 
 async def end_promotion(conn: AsyncConnection, workflow_id: str, outcome: str) -> None:
-    """How the promotion ended (`published`, `unverified`, `rejected`, `failed`)."""
-    await conn.execute(
-        update(promotions)
-        .where(promotions.c.workflow_id == workflow_id)
-        .values(outcome=outcome, ended_at=func.now())
-    )
+    """How the promotion ended (`published`, `unverified`, `rejected`, `failed`).
+
+    Entries appended after its snapshot (while it ran) wait for the task's next promotion: the task is then
+    not ended (`tasks.ended_at` cleared, as a later append clears it), so the staging archive leaves them
+    alone until a promotion that read them ends.
+    """
+    ended = (
+        await conn.execute(
+            update(promotions)
+            .where(promotions.c.workflow_id == workflow_id)
+            .values(outcome=outcome, ended_at=func.now())
+            .returning(promotions.c.task_id, promotions.c.last_seq, promotions.c.after_seq)
+        )
+    ).first()
+    if ended is not None and ended.last_seq is not None:
+        await conn.execute(
+            update(tasks)
+            .where(tasks.c.id == ended.task_id, tasks.c.next_seq > ended.last_seq)
+            .values(ended_at=None)
+        )
 
 
 async def close_task(conn: AsyncConnection, task_id: str, *, reason: str, by: str | None) -> bool:
