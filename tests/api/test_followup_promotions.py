@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from temporalio.client import Client, WorkflowFailureError
 
 from governance.config import Settings
-from governance.storage.tables import memories
+from governance.storage.tables import memories, tasks
 from tests.utils.factories import Actor
 from tests.utils.grpc_gateway import bearer, grpc_gateway, pb2, refusal
 from tests.utils.promotion_gateway import wait_promotion_state
@@ -189,7 +189,7 @@ async def test_rejected_promotion_starts_again_after_new_evidence(
 
 
 async def test_appends_during_a_promotion_belong_to_it_until_its_snapshot_then_to_the_next(
-    http: httpx.AsyncClient, team: dict[str, Actor]
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
 ) -> None:
     task_id = await _open(http, team, FIRST)
     assert (await _start(http, team, task_id, "project", evidence=False)).status_code == 202
@@ -214,6 +214,13 @@ async def test_appends_during_a_promotion_belong_to_it_until_its_snapshot_then_t
     ]
     rejected = await http.post(f"/v1/promotions/{task_id}/reject", headers=team["human"].headers, json={})
     assert rejected.status_code == 200, rejected.text
+    await wait_promotion_state(http, team["agent"].headers, task_id, "rejected")
+    # an entry waits for the next promotion: the staging archive does not count the task as ended
+    async with engine.connect() as conn:
+        ended_at = (
+            await conn.execute(select(tasks.c.ended_at).where(tasks.c.id == task_key_of(task_id)))
+        ).scalar_one()
+    assert ended_at is None
 
 
 async def test_parallel_starts_take_one_number_and_run_one_workflow(
@@ -400,3 +407,30 @@ async def test_followups_over_grpc_answer_numbers_and_refuse_like_http(
             await stub.StartPromotion(pb2.TaskJsonRequest(task_id=task_id, json=body), metadata=orchestrator)
         assert refused.value.code() == grpc.StatusCode.ALREADY_EXISTS
         assert "was closed" in refusal(refused.value)["detail"]
+
+
+async def test_console_lists_every_promotion_of_the_task_and_shows_an_older_one(
+    http: httpx.AsyncClient, team: dict[str, Actor]
+) -> None:
+    from tests.api.test_console import sign_in
+
+    task_id = await _open(http, team, FIRST)
+    assert (await _start(http, team, task_id, "task")).status_code == 202
+    await wait_promotion_state(http, team["agent"].headers, task_id, "published")
+    await _append(http, team, task_id, LATER)
+    assert (await _start(http, team, task_id, "task")).status_code == 202
+    await wait_promotion_state(http, team["agent"].headers, task_id, "published")
+    async with httpx.AsyncClient(base_url=str(http.base_url), timeout=90) as browser:
+        await sign_in(browser, team["human"])
+        latest = await browser.get(f"/console/promotions/{task_id}")
+        assert latest.status_code == 200 and "Promotion 2 of task" in latest.text
+        for number in (1, 2):
+            assert f'?number={number}">promotion {number}</a>' in latest.text
+        older = await browser.get(f"/console/promotions/{task_id}", params={"number": 1})
+        assert older.status_code == 200 and "Promotion 1 of task" in older.text
+        assert f"{workflow_id_for(task_key_of(task_id))} in the Temporal UI" in older.text
+        task_page = await browser.get(f"/console/tasks/{task_id}")
+        assert task_page.status_code == 200 and "Promotions of this task" in task_page.text
+        assert "Entries appended now belong to promotion 3." in task_page.text
+        missing = await browser.get(f"/console/promotions/{task_id}", params={"number": 7})
+        assert missing.status_code == 404
