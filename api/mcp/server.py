@@ -41,6 +41,8 @@ TOOL_NAMES = (
     "get_promotion",
     "get_promotion_plan",
     "verify_promotion",
+    "list_task_promotions",
+    "close_task",
     "lift_memories",
     "search_index",
     "get_memories",

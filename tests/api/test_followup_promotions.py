@@ -434,3 +434,45 @@ async def test_console_lists_every_promotion_of_the_task_and_shows_an_older_one(
         assert "Entries appended now belong to promotion 3." in task_page.text
         missing = await browser.get(f"/console/promotions/{task_id}", params={"number": 7})
         assert missing.status_code == 404
+
+
+async def test_followups_over_mcp_answer_numbers_and_refuse_like_http(
+    http: httpx.AsyncClient, team: dict[str, Actor], gateway: str
+) -> None:
+    import sys
+
+    from mcp import Client as McpClient
+    from mcp.client.stdio import StdioServerParameters
+
+    from tests.conftest import repo_root
+
+    task_id = await _open(http, team, FIRST)
+    assert (await _start(http, team, task_id, "task")).status_code == 202
+    await wait_promotion_state(http, team["agent"].headers, task_id, "published")
+    env = {"LOREGATE_URL": gateway, "LOREGATE_API_KEY": team["orchestrator"].key, "LOREGATE_TASK_ID": task_id}
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "api.cli", "mcp"], env=env, cwd=str(repo_root())
+    )
+    async with McpClient(params, read_timeout_seconds=120) as mcp:
+        refused = await mcp.call_tool("start_promotion", {"target_scope": "task"})
+        assert refused.is_error and "no entry was appended after its snapshot" in refused.content[0].text
+        appended = await mcp.call_tool("append_staging", {"kind": "fact", "content": LATER[0]["content"]})
+        assert not appended.is_error and _tool(appended)["promotion"] == 2
+        started = await mcp.call_tool(
+            "start_promotion", {"target_scope": "task", "verification_source": "tests_passed"}
+        )
+        assert not started.is_error and _tool(started)["number"] == 2
+        await wait_promotion_state(http, team["agent"].headers, task_id, "published")
+        listed = _tool(await mcp.call_tool("list_task_promotions", {}))
+        assert [p["number"] for p in listed["promotions"]] == [1, 2]
+        older = _tool(await mcp.call_tool("get_promotion", {"number": 1}))
+        assert older["number"] == 1 and older["state"] == "published"
+        closed = await mcp.call_tool("close_task", {})
+        assert not closed.is_error and _tool(closed)["closed"] == "closed"
+
+
+def _tool(result: Any) -> dict[str, Any]:
+    """An MCP tool's answer: its structured content, else the JSON in its text."""
+    if result.structured_content is not None:
+        return dict(result.structured_content)
+    return dict(json.loads(result.content[0].text))
