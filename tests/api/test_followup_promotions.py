@@ -22,6 +22,7 @@ from temporalio.client import Client, WorkflowFailureError
 from governance.config import Settings
 from governance.storage.tables import memories, tasks
 from tests.utils.factories import Actor
+from tests.utils.gateway import running_gateway
 from tests.utils.grpc_gateway import bearer, grpc_gateway, pb2, refusal
 from tests.utils.promotion_gateway import wait_promotion_state
 from tests.utils.tenancy import task_key_of
@@ -224,15 +225,21 @@ async def test_appends_during_a_promotion_belong_to_it_until_its_snapshot_then_t
 
 
 async def test_parallel_starts_take_one_number_and_run_one_workflow(
-    http: httpx.AsyncClient, team: dict[str, Actor], temporal: Client
+    http: httpx.AsyncClient, team: dict[str, Actor], temporal: Client, promo_settings: Settings
 ) -> None:
+    """Eight start requests at once, through two gateways (each its own loop, pool and Temporal client)."""
     task_id = await _open(http, team, FIRST)
     assert (await _start(http, team, task_id, "task")).status_code == 202
     await wait_promotion_state(http, team["agent"].headers, task_id, "published")
     await _append(http, team, task_id, LATER)
-    answers = await asyncio.gather(
-        *(_start(http, team, task_id, "project", evidence=False) for _ in range(8))
-    )
+    with running_gateway(promo_settings) as other_url:
+        async with httpx.AsyncClient(base_url=other_url, timeout=90) as other:
+            requests = [
+                _start(client, team, task_id, "project", evidence=False)
+                for _ in range(4)
+                for client in (http, other)
+            ]
+            answers = await asyncio.gather(*requests)
     assert [a.status_code for a in answers] == [202] * 8, [a.text for a in answers]
     started = [a.json() for a in answers]
     assert {s["workflow_id"] for s in started} == {f"promote-{task_key_of(task_id)}-2"}
