@@ -305,7 +305,8 @@ async def start_promotion(
             handle, created = await _start(state, principal, client, task, target, body, chosen.workflow_id)
         except WorkflowAlreadyStartedError as exc:
             # it ended without recording how (a best-effort step failed): record it, decide again
-            ended = await _handle(client, chosen.workflow_id).describe()
+            async with _temporal_errors(task.public_id):
+                ended = await _handle(client, chosen.workflow_id).describe()
             last = ended.typed_search_attributes.get(LOREGATE_STATE)
             if attempt == 0 and last in _ENDED_STATES:
                 await record_end(state.engine, chosen.workflow_id, _ENDED_STATES[last])
