@@ -419,7 +419,8 @@ async def snapshot_size(conn: AsyncConnection, task_id: str, after_seq: int = 0)
     row = (
         await conn.execute(
             select(func.count(), func.coalesce(func.max(staging_entries.c.seq), -1)).where(
-                staging_entries.c.task_id == task_id, staging_entries.c.seq > after_seq
+                staging_entries.c.task_id == task_id,
+                staging_entries.c.seq > (after_seq if after_seq > 0 else -1),
             )
         )
     ).one()
