@@ -20,11 +20,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from temporalio.client import Client, WorkflowFailureError
 
 from governance.config import Settings
-from governance.storage.tables import memories, tasks
+from governance.storage.tables import memories, memory_events, tasks
 from tests.utils.factories import Actor
 from tests.utils.gateway import running_gateway
 from tests.utils.grpc_gateway import bearer, grpc_gateway, pb2, refusal
-from tests.utils.promotion_gateway import wait_promotion_state
+from tests.utils.promotion_gateway import running_worker, wait_promotion_state
 from tests.utils.tenancy import task_key_of
 from workflows.promotion import PromotionWorkflow
 from workflows.promotion_contract import PromotionInput, workflow_id_for
@@ -483,3 +483,62 @@ def _tool(result: Any) -> dict[str, Any]:
     if result.structured_content is not None:
         return dict(result.structured_content)
     return dict(json.loads(result.content[0].text))
+
+
+async def test_raw_start_of_a_follow_up_id_needs_the_gateways_grant_as_the_first_does(
+    team: dict[str, Actor], engine: AsyncEngine, temporal: Client, promo_settings: Settings
+) -> None:
+    """`approval_mode=authenticated` (the default outside the test suite): a raw start proves no requester,
+    whichever promotion's id it names; the grant of promotion 1's start, read from its history's input,
+    does not run promotion 1 again nor start promotion 2."""
+    strict = promo_settings.model_copy(
+        update={"task_queue": f"{promo_settings.task_queue}-strict", "approval_mode": "authenticated"}
+    )
+    async with running_worker(temporal, strict):
+        with running_gateway(strict) as url:
+            async with httpx.AsyncClient(base_url=url, timeout=90) as http:
+                task_id = await _open(http, team, FIRST)
+                key = task_key_of(task_id)
+                assert (await _start(http, team, task_id, "task")).status_code == 202
+                await wait_promotion_state(http, team["agent"].headers, task_id, "published")
+                await _append(http, team, task_id, LATER)
+                grant = await _start_grant(engine, workflow_id_for(key))
+
+                async def raw(workflow_id: str, grant: str | None) -> str:
+                    handle = await temporal.start_workflow(
+                        PromotionWorkflow.run,
+                        PromotionInput(
+                            key, "task", requested_by=team["orchestrator"].principal.id, grant=grant
+                        ),
+                        id=workflow_id,
+                        task_queue=strict.task_queue,
+                    )
+                    try:
+                        await handle.result()
+                    except WorkflowFailureError as err:
+                        return str(err.cause)
+                    raise AssertionError(f"{workflow_id} ran")
+
+                assert "already ended (published)" in await raw(workflow_id_for(key), grant)
+                for forged in (None, grant):
+                    assert "must be started through the API" in await raw(workflow_id_for(key, 2), forged)
+                assert [
+                    r["number"] for r in (await _promotions(http, team["agent"], task_id))["promotions"]
+                ] == [1]
+                follow = await _start(http, team, task_id, "task")
+                assert follow.status_code == 202 and follow.json()["number"] == 2, follow.text
+                await wait_promotion_state(http, team["agent"].headers, task_id, "published")
+
+
+async def _start_grant(engine: AsyncEngine, workflow_id: str) -> str:
+    """The grant the gateway wrote for the API's start of `workflow_id` (its history's input holds it)."""
+    async with engine.connect() as conn:
+        key = (
+            await conn.execute(
+                select(memory_events.c.idempotency_key).where(
+                    memory_events.c.idempotency_key.like(f"{workflow_id}:grant:%"),
+                    memory_events.c.payload["decision"].astext == "start",
+                )
+            )
+        ).scalar_one()
+    return str(key).rsplit(":", 1)[1]
