@@ -41,6 +41,7 @@ from governance.errors import NotFound
 from governance.identity import Principal, judged_project
 from governance.instructions import approval_scope
 from governance.lifting import lift_refusal
+from governance.operations.promotions import check_started
 from governance.scopes import ActorType, ValidationSource
 from governance.storage.approval_proofs import approval_secret, change_request_digest, plan_digest
 from governance.storage.change_requests import ChangeRequest, close_change_request, get_change_request
@@ -322,6 +323,13 @@ class GateCheckActivities:
                 f"human_approved evidence needs a human allowed to approve; {principal.id} is not",
                 principal,
             )
+        # the workflow id must be the task's current or next promotion (governance/operations/promotions.py):
+        # a raw start cannot run an ended promotion again, another task's, or one out of turn
+        claim = await check_started(
+            self._engine, data.task_id, data.workflow_id, data.target_scope, principal.id
+        )
+        if claim is not None:
+            return claim, principal
         return None, principal
 
     async def _change_refusal(

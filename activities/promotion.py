@@ -78,7 +78,7 @@ from governance.storage.plans import (
     save_plan_items,
     text_digest,
 )
-from governance.storage.promotions import grant_note
+from governance.storage.promotions import end_promotion, grant_note, promotion_by_workflow, record_snapshot
 from governance.storage.publish import NeighbourProbe, find_neighbours_many, lock_for_publication
 from governance.storage.staging import (
     ENDED_STATUSES,
@@ -471,9 +471,9 @@ class PromotionActivities:
         )
 
     async def _entries(
-        self, conn: AsyncConnection, task_id: str, last_seq: int
+        self, conn: AsyncConnection, task_id: str, last_seq: int, after_seq: int = 0
     ) -> tuple[list[StagedEntry], dict[str, int]]:
-        rows = await snapshot_entries(conn, task_id, up_to_seq=last_seq)
+        rows = await snapshot_entries(conn, task_id, up_to_seq=last_seq, after_seq=after_seq)
         # redaction is CPU work (a big task's snapshot takes seconds): off the event loop
         return await asyncio.to_thread(self._redacted, rows)
 
@@ -516,7 +516,12 @@ class PromotionActivities:
                 raise ApplicationError(
                     f"task {data.task_id} does not exist", type=NotFound.__name__, non_retryable=True
                 )
-            entry_count, snapshot_end = await snapshot_size(conn, data.task_id)
+            # a follow-up promotion takes the entries after the last snapshot that published
+            # (governance/promotions.py); one with no record (a workflow from before numbering) takes all
+            promotion = await promotion_by_workflow(conn, data.workflow_id)
+            after_seq = promotion.after_seq if promotion is not None else 0
+            entry_count, snapshot_end = await snapshot_size(conn, data.task_id, after_seq)
+            await record_snapshot(conn, data.workflow_id, snapshot_end)
             # a promotion under way: the staging archive leaves this task alone until it ends
             await set_task_status(conn, data.task_id, "promoting")
         scope = Scope(data.target_scope)
@@ -544,7 +549,9 @@ class PromotionActivities:
     async def cognify(self, data: CognifyInput) -> CognifyResult:
         """Analyse the redacted snapshot (LLM if configured, rule-based otherwise or on any LLM failure)."""
         async with self._engine.connect() as conn:
-            entries, counts = await self._entries(conn, data.task_id, data.last_seq)
+            promotion = await promotion_by_workflow(conn, data.workflow_id)
+            after_seq = promotion.after_seq if promotion is not None else 0
+            entries, counts = await self._entries(conn, data.task_id, data.last_seq, after_seq)
             task = await get_task(conn, data.task_id)
         # the episode and a generated skill quote the description (title included): it is redacted too
         description = redact(task.description if task is not None else data.description).text
@@ -942,6 +949,7 @@ class PromotionActivities:
                 if_absent=True,
             )
             await set_task_status(conn, data.task_id, "promoted" if data.verified else "unverified")
+            await end_promotion(conn, data.workflow_id, "published" if data.verified else "unverified")
         return PublishResult(
             total=len(results),
             actions=dict(Counter(r.action for r in results)),
@@ -967,6 +975,7 @@ class PromotionActivities:
                 if_absent=True,
             )
             await set_task_status(conn, data.task_id, "rejected")
+            await end_promotion(conn, data.workflow_id, "rejected")
 
     @activity.defn
     async def record_outcome(self, data: OutcomeInput) -> None:
@@ -977,3 +986,4 @@ class PromotionActivities:
             )
         async with self._engine.begin() as conn:
             await set_task_status(conn, data.task_id, data.status)
+            await end_promotion(conn, data.workflow_id, data.status)

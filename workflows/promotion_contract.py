@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from governance.instructions import QuarantinedItem
+from governance.promotions import promotion_workflow_id
 from governance.publication import NearbyMemory, PlanItem, PublishedMemory
 from workflows.approval_contract import (
     APPROVAL_TIMEOUT_SECONDS,
@@ -79,13 +80,21 @@ WORKFLOW_TYPE = "PromotionWorkflow"
 WORKFLOW_ID_PREFIX = "promote-"
 
 
-def workflow_id_for(task_id: str) -> str:
-    """The one workflow id of a task's promotion (so a second start finds the first)."""
-    return f"{WORKFLOW_ID_PREFIX}{task_id}"
+def workflow_id_for(task_id: str, number: int = 1) -> str:
+    """The workflow id of promotion `number` of a task (by its key): `promote-<key>`, then `-<n>` from 2 on.
+
+    Numbers are given out by loregate (governance/promotions.py), one at a time, so a second start of the
+    same promotion finds the first.
+    """
+    return promotion_workflow_id(task_id, number)
 
 
 def task_id_of(workflow_id: str) -> str | None:
-    """The task a promotion's workflow id names, or None for another workflow's id."""
+    """The task a first promotion's workflow id names, or None for another workflow's id.
+
+    A follow-up's id (`promote-<key>-<n>`) cannot be told apart from a task whose id ends in `-<n>`: the
+    `promotions` table says whose it is (storage/promotions.py); this is the fallback for ids it lacks.
+    """
     return workflow_id[len(WORKFLOW_ID_PREFIX) :] if workflow_id.startswith(WORKFLOW_ID_PREFIX) else None
 
 

@@ -64,6 +64,7 @@ from api.schemas.promotions import (
     PromotionPlanPage,
     PromotionPublic,
     PromotionStarted,
+    TaskPromotions,
 )
 from api.schemas.reflections import ReflectionsPage, ReflectionStarted
 from api.schemas.review import ConfirmPublic, ReviewPublic
@@ -184,9 +185,19 @@ class _Api:
         return Request("POST", f"/v1/tasks/{_seg(task_id)}/promotion", body)
 
     @endpoint(PromotionPublic)
-    def promotion(self, task_id: str) -> Request:
-        """Where the task's promotion stands, with the first page of its plan."""
-        return Request("GET", f"/v1/promotions/{_seg(task_id)}")
+    def promotion(self, task_id: str, number: int | None = None) -> Request:
+        """Where the task's latest promotion (or promotion `number`) stands, with its plan's first page."""
+        return Request("GET", f"/v1/promotions/{_seg(task_id)}", params=drop_none({"number": number}))
+
+    @endpoint(TaskPromotions)
+    def task_promotions(self, task_id: str) -> Request:
+        """Every promotion of the task, by number: the staging each took and how it ended."""
+        return Request("GET", f"/v1/tasks/{_seg(task_id)}/promotions")
+
+    @endpoint(TaskPromotions)
+    def close_task(self, task_id: str) -> Request:
+        """Close the task: no more entries, no more promotions (orchestrator or human)."""
+        return Request("POST", f"/v1/tasks/{_seg(task_id)}/close", {})
 
     @endpoint(PromotionPlanPage)
     def promotion_plan(self, task_id: str, offset: int = 0, limit: int | None = None) -> Request:

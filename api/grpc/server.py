@@ -227,6 +227,7 @@ class LoregateServicer(pb2_grpc.LoregateServicer):  # type: ignore[misc]
             task_id: str | None = None
             acks: list[Any] = []
             hints: list[Any] = []
+            promotion = 0
             async for message in request_iterator:
                 if task_id is None:
                     if not message.task_id:
@@ -241,10 +242,11 @@ class LoregateServicer(pb2_grpc.LoregateServicer):  # type: ignore[misc]
                 committed += 1
                 context.set_trailing_metadata(((COMMITTED_METADATA, str(committed)),))
                 hints.extend(_hint(h, offset=len(acks)) for h in ack.hints)
+                promotion = ack.promotion
                 acks.extend(pb2.EntryAck(id=a.id, seq=a.seq, replayed=a.replayed) for a in ack.entries)
             if task_id is None:
                 raise ge.InvalidInput("the stream carried no messages")
-            return pb2.AppendReply(task_id=task_id, entries=acks, hints=hints)
+            return pb2.AppendReply(task_id=task_id, entries=acks, hints=hints, promotion=promotion)
 
         return await _guarded(context, work)
 
@@ -301,7 +303,26 @@ class LoregateServicer(pb2_grpc.LoregateServicer):  # type: ignore[misc]
         async def work() -> Any:
             principal = await self._principal(context)
             task_id = _required(request.task_id, "task_id")
-            return _reply(await promotions.promotion_status(self._state, principal, task_id))
+            number = request.number if request.HasField("number") else None
+            if number is not None and number < 1:
+                raise ge.InvalidInput("number: promotions are numbered from 1")
+            return _reply(await promotions.promotion_status(self._state, principal, task_id, number))
+
+        return await _guarded(context, work)
+
+    async def ListTaskPromotions(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802
+        async def work() -> Any:
+            principal = await self._principal(context)
+            task_id = _required(request.task_id, "task_id")
+            return _reply(await promotions.task_promotions(self._state, principal, task_id))
+
+        return await _guarded(context, work)
+
+    async def CloseTask(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802
+        async def work() -> Any:
+            principal = await self._principal(context)
+            task_id = _required(request.task_id, "task_id")
+            return _reply(await promotions.close_task(self._state, principal, task_id))
 
         return await _guarded(context, work)
 

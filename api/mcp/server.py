@@ -41,6 +41,8 @@ TOOL_NAMES = (
     "get_promotion",
     "get_promotion_plan",
     "verify_promotion",
+    "list_task_promotions",
+    "close_task",
     "lift_memories",
     "search_index",
     "get_memories",
@@ -372,9 +374,24 @@ def build_server(client: AsyncLoregateClient | None = None) -> MCPServer:
         return await _answer(call)
 
     @server.tool()
-    async def get_promotion(task_id: TaskId = None) -> dict[str, Any]:
+    async def get_promotion(
+        task_id: TaskId = None,
+        number: Annotated[
+            int | None, Field(ge=1, description="Which of the task's promotions (default: the latest)")
+        ] = None,
+    ) -> dict[str, Any]:
         """Where the task's promotion stands: its state, the first page of its plan, what it published."""
-        return await _answer(gateway().promotion(_task(task_id)))
+        return await _answer(gateway().promotion(_task(task_id), number))
+
+    @server.tool()
+    async def list_task_promotions(task_id: TaskId = None) -> dict[str, Any]:
+        """Every promotion of the task, by number, and the promotion entries appended now belong to."""
+        return await _answer(gateway().task_promotions(_task(task_id)))
+
+    @server.tool()
+    async def close_task(task_id: TaskId = None) -> dict[str, Any]:
+        """Close the task: it takes no more entries and no more promotions (orchestrators, humans)."""
+        return await _answer(gateway().close_task(_task(task_id)))
 
     @server.tool()
     async def get_promotion_plan(

@@ -30,6 +30,8 @@ __all__ = [
     "DecisionPublic",
     "PromotionSummary",
     "PromotionList",
+    "TaskPromotionPublic",
+    "TaskPromotions",
 ]
 
 
@@ -88,6 +90,9 @@ class PromotionStarted(BaseModel):
     target_scope: str
     created: bool
     requested_by: str
+    number: int = Field(
+        default=1, description="Which of the task's promotions this is (1, then 2, 3… for follow-ups)"
+    )
 
 
 class VerificationPublic(BaseModel):
@@ -201,6 +206,7 @@ class PromotionPublic(BaseModel):
 
     task_id: str
     workflow_id: str
+    number: int = Field(default=1, description="Which of the task's promotions this is")
     run_id: str | None
     workflow_status: str = Field(description="Temporal's execution status: RUNNING, COMPLETED...")
     state: str = Field(description=f"One of: {', '.join(PromotionState)}")
@@ -270,6 +276,7 @@ class PromotionSummary(BaseModel):
 
     task_id: str
     workflow_id: str
+    number: int = Field(default=1, description="Which of the task's promotions this is")
     state: str | None
     workflow_status: str
     target_scope: str | None
@@ -281,3 +288,29 @@ class PromotionSummary(BaseModel):
 
 class PromotionList(BaseModel):
     promotions: list[PromotionSummary]
+
+
+class TaskPromotionPublic(BaseModel):
+    """One of a task's promotions, as loregate records it: which staging it took and how it ended."""
+
+    number: int
+    workflow_id: str
+    target_scope: str | None
+    after_seq: int = Field(description="It takes the task's entries with a seq above this one…")
+    last_seq: int | None = Field(description="…up to this one, its snapshot (null until it took it)")
+    outcome: str | None = Field(description="published, unverified, rejected or failed; null while it runs")
+    requested_by: str | None
+    started_at: datetime | None
+    snapshot_at: datetime | None
+    ended_at: datetime | None
+
+
+class TaskPromotions(BaseModel):
+    """Every promotion of a task, by number, and the number its next entries belong to."""
+
+    task_id: str
+    closed: str | None = Field(
+        default=None, description="Why the task is closed (closed, erased); null: open"
+    )
+    next_entries_promotion: int = Field(description="The promotion an entry appended now belongs to")
+    promotions: list[TaskPromotionPublic]

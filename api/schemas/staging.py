@@ -54,6 +54,9 @@ class TaskPublic(BaseModel):
     created_by: str
     created_at: datetime
     promotion_workflow_id: str | None = None
+    closed_reason: str | None = Field(
+        default=None, description="Why the task takes no more entries or promotions (closed, erased)"
+    )
 
 
 class EntryIn(BaseModel):
@@ -88,6 +91,11 @@ class EntryAck(BaseModel):
 class EntriesAck(BaseModel):
     task_id: str
     entries: list[EntryAck]
+    promotion: int = Field(
+        default=1,
+        description="The task's promotion these entries belong to: the running one until it takes its "
+        "snapshot, then the next (a follow-up promotion)",
+    )
     hints: list[FixHintPublic] = Field(
         default_factory=list,
         description="fixes other tasks of the project wrote after an error of this signature (unreviewed)",

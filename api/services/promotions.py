@@ -1,7 +1,8 @@
 """The promotion gate's use cases: the API side of PromotionWorkflow (workflows/promotion_contract.py).
 
-Each operation authorises through Casbin in the task's tenant first, then talks to the task's one workflow
-(`promote-<task id>`): start it, query its `state`, or send the `verify` / `approve` / `reject` updates.
+Each operation authorises through Casbin in the task's tenant first, then talks to one of the task's
+numbered promotions (governance/promotions.py: `promote-<key>`, then `promote-<key>-<n>`), the latest
+unless a number is asked: start it, query its `state`, or send the `verify` / `approve` / `reject` updates.
 Temporal's answers become the domain's errors here, so a gateway never shows a client a 500 for them:
 no such workflow → NotFound, a validator's refusal → Conflict / InvalidInput, an approver the workflow
 refuses → PolicyDenied, Temporal or the worker not answering → Unavailable.
@@ -38,6 +39,8 @@ from api.schemas.promotions import (
     PromotionSummary,
     PublishedPublic,
     QuarantinedPublic,
+    TaskPromotionPublic,
+    TaskPromotions,
     VerificationIn,
 )
 from api.services.approvals import UPDATE_TIMEOUT, mint_approval_token, proof_grant, send_decision
@@ -47,6 +50,8 @@ from api.services.temporal_errors import temporal_errors
 from governance.errors import Conflict, GovernanceError, NotFound, PolicyDenied, Unavailable
 from governance.identity import Principal
 from governance.instructions import approval_scope
+from governance.operations.promotions import claim_promotion, close, promotions_of, record_end
+from governance.promotions import PromotionRecord, promotion_of_append
 from governance.redaction import redact_free_text
 from governance.scopes import ActorType, Scope, ValidationSource
 from governance.storage.approval_proofs import plan_digest
@@ -59,8 +64,8 @@ from governance.storage.plans import (
     published_page,
     quarantined_items,
 )
-from governance.storage.promotions import decision_note
-from governance.storage.staging import TaskInfo, get_task, get_tasks, set_promotion_workflow
+from governance.storage.promotions import decision_note, promotions_by_workflows
+from governance.storage.staging import TaskInfo, get_tasks
 from workflows.promotion_contract import (
     STATE_ATTRIBUTE,
     WORKFLOW_TYPE,
@@ -81,6 +86,8 @@ __all__ = [
     "decide_promotion",
     "promotion_approval_token",
     "list_promotions",
+    "task_promotions",
+    "close_task",
 ]
 
 # A query is answered by a worker replaying the workflow: quick, or the worker is not there.
@@ -113,8 +120,20 @@ def _check_evidence(
         state.authorizer.check(principal, org=task.org, project=task.project, scope=scope, action="approve")
 
 
-def _handle(client: Client, task_id: str) -> WorkflowHandle[Any, Any]:
-    return client.get_workflow_handle(workflow_id_for(task_id))
+def _handle(client: Client, workflow_id: str) -> WorkflowHandle[Any, Any]:
+    return client.get_workflow_handle(workflow_id)
+
+
+async def _promotion(state: GatewayResources, task: TaskInfo, number: int | None = None) -> tuple[str, int]:
+    """The workflow id and number of the task's promotion `number` (None: its latest)."""
+    records = await promotions_of(state.engine, task.id)
+    if number is None:
+        # a task with no recorded promotion answers as its first would (NotFound from Temporal)
+        return (records[-1].workflow_id, records[-1].number) if records else (workflow_id_for(task.id), 1)
+    for record in records:
+        if record.number == number:
+            return record.workflow_id, number
+    raise NotFound(f"task {task.public_id!r} has no promotion {number}")
 
 
 async def _status(handle: WorkflowHandle[Any, Any]) -> PromotionStatus:
@@ -128,8 +147,10 @@ async def _status(handle: WorkflowHandle[Any, Any]) -> PromotionStatus:
 async def _live_status(
     state: GatewayResources, task: TaskInfo
 ) -> tuple[WorkflowHandle[Any, Any], PromotionStatus]:
-    """The handle and the queried status, for operations that need the workflow to answer."""
-    handle = _handle(await temporal_client(state), task.id)
+    """The handle and the queried status of the task's latest promotion, for operations that need it to
+    answer (verification and decisions go to the promotion under way)."""
+    workflow_id, _ = await _promotion(state, task)
+    handle = _handle(await temporal_client(state), workflow_id)
     async with _temporal_errors(task.public_id):
         try:
             return handle, await _status(handle)
@@ -139,18 +160,23 @@ async def _live_status(
             ) from exc
 
 
-async def _complete_plan(state: GatewayResources, task_id: str) -> PlanHeader | None:
-    """The newest run's plan of the task's promotion, once complete (the workflow only names it)."""
+async def _complete_plan(state: GatewayResources, workflow_id: str) -> PlanHeader | None:
+    """The newest run's plan of the promotion, once complete (the workflow only names it)."""
     async with state.engine.connect() as conn:
-        header = await latest_plan(conn, workflow_id_for(task_id))
+        header = await latest_plan(conn, workflow_id)
     return header if header is not None and header.plan_total is not None else None
 
 
 async def _stored(
-    state: GatewayResources, principal: Principal, task: TaskInfo, status: PromotionStatus, live: bool
+    state: GatewayResources,
+    principal: Principal,
+    task: TaskInfo,
+    status: PromotionStatus,
+    live: bool,
+    workflow_id: str,
 ) -> dict[str, Any]:
     """The plan's first page, reviewed for `principal`, and the publication's, as `PromotionPublic` fields."""
-    header = await _complete_plan(state, task.id)
+    header = await _complete_plan(state, workflow_id)
     if header is None or (live and not status.plan_total and not status.published_total):
         # no plan yet (a re-run after a failure has not planned: an older run's plan is not this one's)
         return {
@@ -197,7 +223,7 @@ async def _public(
     live: bool,
 ) -> PromotionPublic:
     """The workflow's status, with the plan and the publication read from the database."""
-    fields = {**dataclasses.asdict(status), **await _stored(state, principal, task, status, live)}
+    fields = {**dataclasses.asdict(status), **await _stored(state, principal, task, status, live, desc.id)}
     # the critique and the decision's note are loregate's rows (the history carries neither; an older
     # history's copy is the fallback)
     async with state.engine.connect() as conn:
@@ -211,6 +237,7 @@ async def _public(
             **fields,
             "task_id": task.public_id,
             "workflow_id": desc.id,
+            "number": await _number_of(state, desc.id),
             "run_id": desc.run_id,
             "workflow_status": desc.status.name if desc.status is not None else "UNKNOWN",
             "live": live,
@@ -221,6 +248,13 @@ async def _public(
             "critique": redact_free_text(critique),
         }
     )
+
+
+async def _number_of(state: GatewayResources, workflow_id: str) -> int:
+    """Which promotion of its task `workflow_id` runs (1 for one loregate did not number)."""
+    async with state.engine.connect() as conn:
+        recorded = await promotions_by_workflows(conn, [workflow_id])
+    return recorded[workflow_id].number if workflow_id in recorded else 1
 
 
 def _static_details(task_id: str, target: Scope) -> str:
@@ -244,28 +278,66 @@ def _static_details(task_id: str, target: Scope) -> str:
     )
 
 
-# how a task's promotion ended, stamped on the task → the promotion's state (a failed one may start again)
-ENDED_TASK_STATES = {"promoted": "published", "unverified": "unverified", "rejected": "rejected"}
+# how a promotion ended, as its workflow's `LoregateState` says, → the outcome recorded in Postgres
+_ENDED_STATES = {
+    PromotionState.PUBLISHED.value: "published",
+    PromotionState.UNVERIFIED.value: "unverified",
+    PromotionState.REJECTED.value: "rejected",
+}
 
 
 async def start_promotion(
     state: GatewayResources, principal: Principal, task_id: str, body: PromotionStart
 ) -> PromotionStarted:
-    """Start (or find running) the task's PromotionWorkflow; the caller needs `promote` at the scope."""
+    """Start the task's next promotion (or find the one running); the caller needs `promote` at the scope.
+
+    The number comes from Postgres under the task's lock (governance/operations/promotions.py): the first
+    promotion, a follow-up once entries came after the last one's snapshot, or the running (or failed)
+    one again. A closed task, or one whose last promotion ended with nothing new appended, is a Conflict.
+    """
     target = Scope(body.target_scope)
     task = await authorized_task(state, principal, task_id, "promote", target)
-    async with state.engine.connect() as conn:
-        current = await get_task(conn, task.id)  # the cached task's status may be stale
-    if current is not None and current.status in ENDED_TASK_STATES:
-        # also when its history is gone (an erasure deletes it): a new run would publish the staging again
-        raise Conflict(
-            f"the promotion of task {task.public_id!r} already ended ({ENDED_TASK_STATES[current.status]}); "
-            "a task is promoted once"
-        )
     _check_evidence(state, principal, task, target.value, body.verification)
     client = await temporal_client(state)
+    for attempt in range(2):
+        chosen = await claim_promotion(state.engine, task.id, target.value, principal.id)
+        try:
+            handle, created = await _start(state, principal, client, task, target, body, chosen.workflow_id)
+        except WorkflowAlreadyStartedError as exc:
+            # it ended without recording how (a best-effort step failed): record it, decide again
+            async with _temporal_errors(task.public_id):
+                ended = await _handle(client, chosen.workflow_id).describe()
+            last = ended.typed_search_attributes.get(LOREGATE_STATE)
+            if attempt == 0 and last in _ENDED_STATES:
+                await record_end(state.engine, chosen.workflow_id, _ENDED_STATES[last])
+                continue
+            raise Conflict(
+                f"promotion {chosen.number} of task {task.public_id!r} ({chosen.workflow_id}) already ended "
+                f"({last or 'closed'})"
+            ) from exc
+        return PromotionStarted(
+            task_id=task.public_id,
+            workflow_id=chosen.workflow_id,
+            run_id=handle.result_run_id,
+            target_scope=target.value,
+            created=created,
+            requested_by=principal.id,
+            number=chosen.number,
+        )
+    raise Conflict(f"the promotion of task {task.public_id!r} could not be started")  # pragma: no cover
+
+
+async def _start(
+    state: GatewayResources,
+    principal: Principal,
+    client: Client,
+    task: TaskInfo,
+    target: Scope,
+    body: PromotionStart,
+    workflow_id: str,
+) -> tuple[WorkflowHandle[Any, Any], bool]:
+    """Start `workflow_id` (or find it running); (its handle, whether this call started it)."""
     settings = state.settings
-    workflow_id = workflow_id_for(task.id)
     evidence = body.verification
     data = PromotionInput(
         task_id=task.id,
@@ -285,33 +357,26 @@ async def start_promotion(
         grant=await proof_grant(state, principal, workflow_id, task.id, "start"),
     )
     async with _temporal_errors(task.public_id):
-        try:
-            handle = await client.start_workflow(
-                WORKFLOW_TYPE,
-                data,
-                id=workflow_id,
-                task_queue=settings.task_queue,
-                id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-                # a promotion that ended is not run again: its publish events are keyed by the workflow id
-                id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
-                memo={
-                    "task_id": task.id,
-                    "org": task.org,
-                    "project": task.project,
-                    "target_scope": target.value,
-                    "requested_by": principal.id,
-                },
-                static_summary=f"Promote task {task.id} into {target.value} scope "
-                f"({task.org}/{task.project}), requested by {principal.id}",
-                static_details=_static_details(task.public_id, target),
-            )
-        except WorkflowAlreadyStartedError as exc:
-            ended = await _handle(client, task.id).describe()
-            last = ended.typed_search_attributes.get(LOREGATE_STATE)
-            raise Conflict(
-                f"the promotion of task {task.public_id!r} already ended ({last or 'closed'}); "
-                "a task is promoted once"
-            ) from exc
+        handle = await client.start_workflow(
+            WORKFLOW_TYPE,
+            data,
+            id=workflow_id,
+            task_queue=settings.task_queue,
+            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+            # a promotion that ended is not run again (its publish events are keyed by the workflow id):
+            # the task's next one has the next number; a failed one runs again under its own
+            id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
+            memo={
+                "task_id": task.id,
+                "org": task.org,
+                "project": task.project,
+                "target_scope": target.value,
+                "requested_by": principal.id,
+            },
+            static_summary=f"Promote task {task.id} into {target.value} scope "
+            f"({task.org}/{task.project}), requested by {principal.id}",
+            static_details=_static_details(task.public_id, target),
+        )
         # USE_EXISTING answers with the running workflow and `started` false (the SDK keeps the response)
         response = getattr(handle, "_start_workflow_response", None)
         created = bool(getattr(response, "started", True))
@@ -320,25 +385,19 @@ async def start_promotion(
             running_scope = await running.memo_value("target_scope", None)
             if running_scope is not None and running_scope != target.value:
                 raise Conflict(
-                    f"task {task.public_id!r} is already being promoted into {running_scope} scope, "
-                    f"not {target.value}"
+                    f"task {task.public_id!r} is already being promoted into {running_scope} scope "
+                    f"({workflow_id}), not {target.value}"
                 )
-    async with state.engine.begin() as conn:
-        await set_promotion_workflow(conn, task.id, workflow_id)
-    return PromotionStarted(
-        task_id=task.public_id,
-        workflow_id=workflow_id,
-        run_id=handle.result_run_id,
-        target_scope=target.value,
-        created=created,
-        requested_by=principal.id,
-    )
+    return handle, created
 
 
-async def promotion_status(state: GatewayResources, principal: Principal, task_id: str) -> PromotionPublic:
-    """The promotion's state and plan (the caller needs `read` on the task)."""
+async def promotion_status(
+    state: GatewayResources, principal: Principal, task_id: str, number: int | None = None
+) -> PromotionPublic:
+    """The state and plan of the task's latest promotion, or of promotion `number` (needs `read`)."""
     task = await authorized_task(state, principal, task_id, "read")
-    handle = _handle(await temporal_client(state), task.id)
+    workflow_id, _ = await _promotion(state, task, number)
+    handle = _handle(await temporal_client(state), workflow_id)
     async with _temporal_errors(task.public_id):
         desc = await handle.describe()
         try:
@@ -356,7 +415,12 @@ async def promotion_status(state: GatewayResources, principal: Principal, task_i
 
 
 async def promotion_plan(
-    state: GatewayResources, principal: Principal, task_id: str, offset: int, limit: int
+    state: GatewayResources,
+    principal: Principal,
+    task_id: str,
+    offset: int,
+    limit: int,
+    number: int | None = None,
 ) -> PromotionPlanPage:
     """A page of the promotion's plan, full contents, from the database (the caller needs `read`).
 
@@ -365,7 +429,8 @@ async def promotion_plan(
     scope, which the workflow's memo holds: when Temporal cannot say, they are left out.
     """
     task = await authorized_task(state, principal, task_id, "read")
-    header = await _complete_plan(state, task.id)
+    workflow_id, _ = await _promotion(state, task, number)
+    header = await _complete_plan(state, workflow_id)
     total = header.plan_total or 0 if header is not None else 0
     rows: list[PlanRow] = []
     items: list[PlanEntryPublic] = []
@@ -373,7 +438,7 @@ async def promotion_plan(
         key = PlanKey(header.workflow_id, header.run_id)
         async with state.engine.connect() as conn:
             rows = await plan_page(conn, key, offset=offset, limit=limit)
-        target = await _memo_target_scope(state, task.id)
+        target = await _memo_target_scope(state, workflow_id)
         items = await reviewed_entries(state, principal, key, rows, target_scope_key(task, target))
     following = offset + len(rows)
     return PromotionPlanPage(
@@ -386,10 +451,10 @@ async def promotion_plan(
     )
 
 
-async def _memo_target_scope(state: GatewayResources, task_id: str) -> str | None:
+async def _memo_target_scope(state: GatewayResources, workflow_id: str) -> str | None:
     """The target scope the promotion was started with (its memo); None when Temporal does not answer."""
     try:
-        desc = await _handle(await temporal_client(state), task_id).describe()
+        desc = await _handle(await temporal_client(state), workflow_id).describe()
         return str(await desc.memo_value("target_scope", "")) or None
     except (RPCError, Unavailable):
         return None
@@ -514,14 +579,15 @@ async def _readable(
     state: GatewayResources, principal: Principal, executions: list[Any]
 ) -> list[PromotionSummary]:
     """Those of `executions` whose task the caller may read, in the order given."""
-    ids = [task_id for e in executions if (task_id := task_id_of(e.id)) is not None]
-    if not ids:
-        return []
     async with state.engine.connect() as conn:
-        by_id = await get_tasks(conn, ids)
+        # a follow-up's id is the task's key and a number: the promotions table says whose it is
+        recorded = await promotions_by_workflows(conn, [e.id for e in executions])
+        owner = {e.id: recorded[e.id].task_id if e.id in recorded else task_id_of(e.id) for e in executions}
+        ids = [task for task in owner.values() if task is not None]
+        by_id = await get_tasks(conn, ids) if ids else {}
     readable: list[PromotionSummary] = []
     for execution in executions:
-        row = by_id.get(task_id_of(execution.id) or "")
+        row = by_id.get(owner.get(execution.id) or "")
         if row is None or not state.authorizer.allowed(
             principal, org=row.org, project=row.project, scope=Scope.TASK, action="read"
         ):
@@ -530,6 +596,7 @@ async def _readable(
             PromotionSummary(
                 task_id=row.public_id,
                 workflow_id=execution.id,
+                number=recorded[execution.id].number if execution.id in recorded else 1,
                 state=execution.typed_search_attributes.get(LOREGATE_STATE),
                 workflow_status=execution.status.name if execution.status is not None else "UNKNOWN",
                 target_scope=await execution.memo_value("target_scope", None),
@@ -540,3 +607,42 @@ async def _readable(
             )
         )
     return readable
+
+
+def _record_public(record: PromotionRecord) -> TaskPromotionPublic:
+    return TaskPromotionPublic(
+        number=record.number,
+        workflow_id=record.workflow_id,
+        target_scope=record.target_scope,
+        after_seq=record.after_seq,
+        last_seq=record.last_seq,
+        outcome=record.outcome,
+        requested_by=record.requested_by,
+        started_at=record.started_at,
+        snapshot_at=record.snapshot_at,
+        ended_at=record.ended_at,
+    )
+
+
+async def task_promotions(state: GatewayResources, principal: Principal, task_id: str) -> TaskPromotions:
+    """Every promotion of the task, by number (the caller needs `read` on the task)."""
+    task = await authorized_task(state, principal, task_id, "read")
+    async with state.engine.connect() as conn:
+        fresh = (await get_tasks(conn, [task.id])).get(task.id, task)
+    records = await promotions_of(state.engine, task.id)
+    return TaskPromotions(
+        task_id=task.public_id,
+        closed=fresh.closed_reason,
+        next_entries_promotion=promotion_of_append(records, 1 << 62),
+        promotions=[_record_public(r) for r in records],
+    )
+
+
+async def close_task(state: GatewayResources, principal: Principal, task_id: str) -> TaskPromotions:
+    """Close the task: no more entries and no more promotions (an orchestrator or a human: `open`).
+
+    A promotion under way goes on; closing twice answers as once.
+    """
+    task = await authorized_task(state, principal, task_id, "open")
+    await close(state.engine, task.id, reason="closed", by=principal.id)
+    return await task_promotions(state, principal, task_id)

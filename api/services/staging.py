@@ -28,6 +28,7 @@ from api.services.metrics import ENTRIES_APPENDED, ENTRIES_REPLAYED, QUOTA_REFUS
 from governance.errors import DailyQuotaExceeded, TaskQuotaExceeded
 from governance.identity import Principal
 from governance.limits import StagingQuota
+from governance.operations.promotions import append_promotion
 from governance.scopes import Scope
 from governance.staging import EntryDraft, validate_batch
 from governance.storage import staging
@@ -107,7 +108,9 @@ async def append_entries(
     signals = await live.record_signals(state, task, principal, drafts, acks)
     await citations.count_entry_citations(state, principal, task, drafts, acks)
     hints = await live.fix_hints(state, principal, task, signals)
-    return EntriesAck(task_id=task.public_id, entries=acks, hints=hints)
+    # which promotion takes them: the running one before its snapshot, the next one after (a follow-up)
+    number = await append_promotion(state.engine, task.id, max(r.seq for r in results))
+    return EntriesAck(task_id=task.public_id, entries=acks, hints=hints, promotion=number)
 
 
 async def list_entries(state: GatewayResources, task: TaskInfo, *, after_seq: int, limit: int) -> EntriesPage:

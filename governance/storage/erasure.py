@@ -167,6 +167,8 @@ async def _add_workflows(conn: AsyncConnection, found: ErasureSet) -> None:
             "OR target_id = ANY(CAST(:m AS text[])) "
             "UNION SELECT DISTINCT t.promotion_workflow_id FROM tasks t "
             "WHERE t.id = ANY(CAST(:t AS text[])) AND t.promotion_workflow_id IS NOT NULL "
+            # every promotion of those tasks, the follow-ups too (promote-<key>-<n>)
+            "UNION SELECT p.workflow_id FROM promotions p WHERE p.task_id = ANY(CAST(:t AS text[])) "
             # change requests (a lift's history holds its memories' titles), and those quoting the subject
             "UNION SELECT DISTINCT c.workflow_id FROM change_requests c "
             "LEFT JOIN change_request_items i ON i.request_id = c.id "
@@ -423,7 +425,13 @@ async def erase(conn: AsyncConnection, found: ErasureSet) -> dict[str, int]:
     if task is not None:
         await run("approaches", "DELETE FROM approaches WHERE task_id = :t", {"t": task})
         await run("subtasks", "DELETE FROM subtasks WHERE task_id = :t", {"t": task})
-        await run("tasks_scrubbed", "UPDATE tasks SET description = '[erased]' WHERE id = :t", {"t": task})
+        # an erased task is closed: nothing more is staged or promoted under it
+        await run(
+            "tasks_scrubbed",
+            "UPDATE tasks SET description = '[erased]', closed_at = coalesce(closed_at, now()), "
+            "closed_reason = 'erased' WHERE id = :t",
+            {"t": task},
+        )
     wm = {"task_id": task, "subject": found.subject, "org": found.org, "project": found.project}
     counts.update(await erase_working_memory(conn, **wm, entry_ids=entry_ids))  # hypotheses, files, symbols
     if found.subject is not None:

@@ -1,4 +1,5 @@
-"""What is recorded about a task's promotion besides its memories: approval grants and the gateway's proof.
+"""What is recorded about a task's promotions besides their memories: the numbered promotions themselves
+(`promotions`, governance/promotions.py), approval grants and the gateway's proof.
 
 The note of a decision made through the API lives in its grant row only: the update the gateway sends
 carries the grant's id, not the note, so no Temporal history holds it (`grant_note` reads it back for the
@@ -12,20 +13,196 @@ the approver it names and the decision it makes; the Temporal UI cannot write on
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from governance.identity import Principal
+from governance.promotions import PromotionRecord
 from governance.storage.events import EventType, record_event
-from governance.storage.tables import memory_events
+from governance.storage.tables import memory_events, promotions, tasks
 
 __all__ = [
+    "TaskLock",
+    "lock_task_for_promotion",
+    "task_promotions",
+    "promotion_by_workflow",
+    "promotions_by_workflows",
+    "promotion_workflows",
+    "add_promotion",
+    "rerun_promotion",
+    "record_snapshot",
+    "end_promotion",
+    "close_task",
     "grant_idempotency_key",
     "record_approval_grant",
     "approval_grant_exists",
     "grant_note",
     "decision_note",
 ]
+
+
+def _record(row: Any) -> PromotionRecord:
+    return PromotionRecord(
+        task_id=row.task_id,
+        number=int(row.number),
+        workflow_id=row.workflow_id,
+        target_scope=row.target_scope,
+        after_seq=int(row.after_seq),
+        last_seq=int(row.last_seq) if row.last_seq is not None else None,
+        outcome=row.outcome,
+        requested_by=row.requested_by,
+        started_at=row.started_at,
+        snapshot_at=row.snapshot_at,
+        ended_at=row.ended_at,
+    )
+
+
+class TaskLock:
+    """A task's row locked for a promotion's start: its last seq and why it is closed (None: open)."""
+
+    def __init__(self, last_seq: int, closed_reason: str | None) -> None:
+        self.last_seq = last_seq
+        self.closed_reason = closed_reason
+
+
+async def lock_task_for_promotion(conn: AsyncConnection, task_id: str) -> TaskLock | None:
+    """Lock the task's row until the caller's transaction ends (one start decides at a time); None: no task.
+
+    Appends take the same row lock for their sequence numbers, so the last seq read here is final.
+    """
+    row = (
+        await conn.execute(
+            select(tasks.c.next_seq, tasks.c.closed_reason).where(tasks.c.id == task_id).with_for_update()
+        )
+    ).first()
+    if row is None:
+        return None
+    return TaskLock(int(row.next_seq), row.closed_reason)
+
+
+async def task_promotions(conn: AsyncConnection, task_id: str) -> list[PromotionRecord]:
+    """The task's promotions, by number."""
+    rows = await conn.execute(
+        select(promotions).where(promotions.c.task_id == task_id).order_by(promotions.c.number)
+    )
+    return [_record(r) for r in rows]
+
+
+async def promotion_by_workflow(conn: AsyncConnection, workflow_id: str) -> PromotionRecord | None:
+    """The promotion whose workflow id is `workflow_id`, if one was recorded."""
+    row = (await conn.execute(select(promotions).where(promotions.c.workflow_id == workflow_id))).first()
+    return _record(row) if row is not None else None
+
+
+async def promotions_by_workflows(
+    conn: AsyncConnection, workflow_ids: list[str]
+) -> dict[str, PromotionRecord]:
+    """The recorded promotions among `workflow_ids`, by workflow id."""
+    if not workflow_ids:
+        return {}
+    rows = await conn.execute(select(promotions).where(promotions.c.workflow_id.in_(workflow_ids)))
+    return {r.workflow_id: _record(r) for r in rows}
+
+
+async def promotion_workflows(conn: AsyncConnection, task_ids: list[str]) -> list[str]:
+    """Every workflow id the promotions of these tasks ran under (an erasure deletes their histories)."""
+    if not task_ids:
+        return []
+    rows = await conn.execute(
+        select(promotions.c.workflow_id)
+        .where(promotions.c.task_id.in_(task_ids))
+        .order_by(promotions.c.workflow_id)
+    )
+    return [r[0] for r in rows]
+
+
+async def add_promotion(
+    conn: AsyncConnection,
+    *,
+    task_id: str,
+    number: int,
+    workflow_id: str,
+    after_seq: int,
+    target_scope: str,
+    requested_by: str | None,
+) -> None:
+    """Record a new promotion of the task (under the task's lock: numbers are taken one at a time)."""
+    await conn.execute(
+        insert(promotions)
+        .values(
+            task_id=task_id,
+            number=number,
+            workflow_id=workflow_id,
+            after_seq=after_seq,
+            target_scope=target_scope,
+            requested_by=requested_by,
+        )
+        .on_conflict_do_nothing()
+    )
+    await conn.execute(update(tasks).where(tasks.c.id == task_id).values(promotion_workflow_id=workflow_id))
+
+
+async def rerun_promotion(
+    conn: AsyncConnection, workflow_id: str, *, target_scope: str, requested_by: str | None
+) -> None:
+    """A failed promotion runs again: no outcome, no snapshot yet, the target scope it is asked for now."""
+    await conn.execute(
+        update(promotions)
+        .where(promotions.c.workflow_id == workflow_id, promotions.c.outcome == "failed")
+        .values(
+            outcome=None,
+            last_seq=None,
+            snapshot_at=None,
+            ended_at=None,
+            target_scope=target_scope,
+            requested_by=requested_by,
+        )
+    )
+
+
+async def record_snapshot(conn: AsyncConnection, workflow_id: str, last_seq: int) -> None:
+    """The last seq the promotion's collect step took (a retried collect takes the same or a later one)."""
+    await conn.execute(
+        update(promotions)
+        .where(promotions.c.workflow_id == workflow_id)
+        .values(last_seq=last_seq, snapshot_at=func.now())
+    )
+
+
+async def end_promotion(conn: AsyncConnection, workflow_id: str, outcome: str) -> None:
+    """How the promotion ended (`published`, `unverified`, `rejected`, `failed`).
+
+    Entries appended after its snapshot (while it ran) wait for the task's next promotion: the task is then
+    not ended (`tasks.ended_at` cleared, as a later append clears it), so the staging archive leaves them
+    alone until a promotion that read them ends.
+    """
+    ended = (
+        await conn.execute(
+            update(promotions)
+            .where(promotions.c.workflow_id == workflow_id)
+            .values(outcome=outcome, ended_at=func.now())
+            .returning(promotions.c.task_id, promotions.c.last_seq, promotions.c.after_seq)
+        )
+    ).first()
+    if ended is not None and ended.last_seq is not None:
+        await conn.execute(
+            update(tasks)
+            .where(tasks.c.id == ended.task_id, tasks.c.next_seq > ended.last_seq)
+            .values(ended_at=None)
+        )
+
+
+async def close_task(conn: AsyncConnection, task_id: str, *, reason: str, by: str | None) -> bool:
+    """Close the task (`closed` or `erased`); False when it was closed already (the first reason stays)."""
+    result = await conn.execute(
+        update(tasks)
+        .where(tasks.c.id == task_id, tasks.c.closed_at.is_(None))
+        .values(closed_at=func.now(), closed_reason=reason, closed_by=by)
+    )
+    return bool(result.rowcount)
 
 
 def grant_idempotency_key(workflow_id: str, grant: str) -> str:

@@ -32,6 +32,7 @@ from governance.limits import (
     task_quota_refusal,
     tenant_quota_refusal,
 )
+from governance.promotions import closed_refusal
 from governance.redaction import redact_free_text
 from governance.staging import EntryDraft, public_task_id, request_hash, task_key
 from governance.storage import quotas
@@ -40,7 +41,6 @@ from governance.storage.tables import staging_entries, staging_idempotency, task
 __all__ = [
     "written_by_non_humans",
     "ENDED_STATUSES",
-    "CLOSED_STATUSES",
     "TaskInfo",
     "AppendedEntry",
     "StoredEntry",
@@ -62,9 +62,9 @@ __all__ = [
 # a task's status once its promotion ended: published (`promoted`; `unverified` when the verification
 # failed or never came), `rejected` (by a human or the approval timeout) or `failed`
 ENDED_STATUSES: frozenset[str] = frozenset({"promoted", "unverified", "rejected", "failed"})
-# ...and those after which the task takes no more entries: nothing appended could ever be promoted
-# (a task is promoted once). A `failed` promotion may be started again, so its task stays open.
-CLOSED_STATUSES: frozenset[str] = ENDED_STATUSES - {"failed"}
+# An ended promotion no longer closes its task: what is appended afterwards belongs to the task's next
+# promotion (governance/promotions.py). Only a task closed by its orchestrator or a human, or erased
+# (`tasks.closed_at`), takes no more entries.
 
 
 @dataclass(frozen=True)
@@ -81,6 +81,8 @@ class TaskInfo:
     created_by: str
     created_at: datetime
     promotion_workflow_id: str | None
+    # why the task takes no more entries or promotions (`closed`, `erased`); None while it is open
+    closed_reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,7 @@ def _task(row: Any) -> TaskInfo:
         created_by=row.created_by,
         created_at=row.created_at,
         promotion_workflow_id=row.promotion_workflow_id,
+        closed_reason=row.closed_reason,
     )
 
 
@@ -193,15 +196,16 @@ async def open_task(
 
 
 # The task's row is locked by the sequence reservation anyway: refusing a closed task there costs the
-# hot path nothing, and reads the status fresh (the gateways cache tasks, status and all). The task's
-# quotas are checked there too (`:max_entries`, `:max_bytes`; 0: none), against the row as locked, and its
-# bytes counted (`:size`): a batch one would refuse reserves, counts and inserts nothing. Reservation, count,
-# entries and idempotency keys are one statement, so an append is one round trip, atomic on its own.
+# hot path nothing, and reads it fresh (the gateways cache tasks, status and all). The task's quotas are
+# checked there too (`:max_entries`, `:max_bytes`; 0: none), against the row as locked, and its bytes counted
+# (`:size`): a batch one would refuse reserves, counts and inserts nothing. New entries clear `ended_at`: the
+# staging archive leaves a task alone while it holds entries its next promotion will take. Reservation,
+# count, entries and idempotency keys are one statement, so an append is one round trip, atomic on its own.
 _APPEND = text(
     """
     WITH reserved AS (
-        UPDATE tasks SET next_seq = next_seq + :n, staged_bytes = staged_bytes + :size
-        WHERE id = :task_id AND status NOT IN (__CLOSED__)
+        UPDATE tasks SET next_seq = next_seq + :n, staged_bytes = staged_bytes + :size, ended_at = NULL
+        WHERE id = :task_id AND closed_at IS NULL
           AND (:max_entries = 0 OR next_seq + :n <= :max_entries)
           AND (:max_bytes = 0 OR staged_bytes + :size <= :max_bytes)
         RETURNING next_seq
@@ -219,7 +223,7 @@ _APPEND = text(
         FROM appended WHERE idempotency_key IS NOT NULL
     )
     SELECT id, seq FROM appended
-    """.replace("__CLOSED__", ", ".join(f"'{status}'" for status in sorted(CLOSED_STATUSES)))
+    """
 )
 
 
@@ -275,7 +279,7 @@ async def _refused(
     """Why the append statement took nothing: the task is gone or closed, or the batch passes a task quota
     (read only now, never on the hot path)."""
     task = await get_task(conn, task_id)
-    if task is None or task.status in CLOSED_STATUSES:
+    if task is None or task.closed_reason is not None:
         return _refusal(task, task_id)
     used = await quotas.task_usage(conn, task_id)
     size = _batch_bytes(fresh)
@@ -363,11 +367,7 @@ async def _append_once(
 def _refusal(task: TaskInfo | None, task_id: str) -> GovernanceError:
     if task is None:
         return NotFound(f"task {public_task_id(task_id)!r} does not exist")
-    promotion = task.promotion_workflow_id or f"promote-{task.id}"
-    return Conflict(
-        f"task {task.public_id!r} is closed: its promotion {promotion} ended ({task.status}), so nothing "
-        "appended now could ever be promoted; stage new work in a new task"
-    )
+    return closed_refusal(task.public_id, task.closed_reason or "closed", doing="entries")
 
 
 async def append_entries(
@@ -380,8 +380,8 @@ async def append_entries(
     """Append a batch, all or nothing; entries whose idempotency key was seen return the first result.
 
     With `quota` (the task's org and the quotas), a batch whose new entries would pass one is refused whole.
-    A task whose promotion ended (`CLOSED_STATUSES`) takes nothing new: Conflict naming the promotion. Replays
-    of entries it took before still return their first result.
+    A closed task (`tasks.closed_at`: closed explicitly or erased) takes nothing new: Conflict naming why.
+    Replays of entries it took before still return their first result.
 
     Two concurrent requests carrying the same new key race on the unique index: the loser's transaction
     (and its sequence reservation) rolls back, and it runs again to find the winner's rows.
@@ -442,16 +442,19 @@ async def last_seq(conn: AsyncConnection, task_id: str) -> int:
     return int(value)
 
 
-async def snapshot_size(conn: AsyncConnection, task_id: str) -> tuple[int, int]:
-    """(entries, last seq) of the task's staging now: the extent of a promotion's snapshot (-1 if empty)."""
+async def snapshot_size(conn: AsyncConnection, task_id: str, after_seq: int = 0) -> tuple[int, int]:
+    """(entries, last seq) of the task's staging after `after_seq` now: the extent of a promotion's snapshot
+    (last seq -1 when the task has no entry at all, `after_seq` when none came after it)."""
     row = (
         await conn.execute(
             select(func.count(), func.coalesce(func.max(staging_entries.c.seq), -1)).where(
-                staging_entries.c.task_id == task_id
+                staging_entries.c.task_id == task_id,
+                staging_entries.c.seq > (after_seq if after_seq > 0 else -1),
             )
         )
     ).one()
-    return int(row[0]), int(row[1])
+    last = int(row[1])
+    return int(row[0]), last if last >= 0 or after_seq <= 0 else after_seq
 
 
 async def written_by_non_humans(conn: AsyncConnection, entry_ids: Sequence[int]) -> bool:
@@ -466,9 +469,13 @@ async def written_by_non_humans(conn: AsyncConnection, entry_ids: Sequence[int])
     return found.first() is not None
 
 
-async def snapshot_entries(conn: AsyncConnection, task_id: str, *, up_to_seq: int) -> list[StoredEntry]:
-    """The task's entries with `seq <= up_to_seq`, in order: what a promotion reads (raw, unredacted)."""
-    return await read_entries(conn, task_id, after_seq=-1, limit=None, up_to_seq=up_to_seq)
+async def snapshot_entries(
+    conn: AsyncConnection, task_id: str, *, up_to_seq: int, after_seq: int = 0
+) -> list[StoredEntry]:
+    """The task's entries with `after_seq < seq <= up_to_seq`, in order: what a promotion reads (raw)."""
+    return await read_entries(
+        conn, task_id, after_seq=after_seq if after_seq > 0 else -1, limit=None, up_to_seq=up_to_seq
+    )
 
 
 async def set_task_status(conn: AsyncConnection, task_id: str, status: str) -> None:

@@ -33,6 +33,7 @@ __all__ = [
     "principals",
     "api_keys",
     "tasks",
+    "promotions",
     "staging_entries",
     "staging_daily_usage",
     "staging_idempotency",
@@ -99,6 +100,28 @@ tasks = Table(
     Column("archived_next_seq", BigInteger, nullable=False, server_default="0"),
     # content and payload bytes ever appended (the staging quota's count: governance/storage/quotas.py)
     Column("staged_bytes", BigInteger, nullable=False, server_default="0"),
+    # closed by an orchestrator or a human (`closed`), or `erased`: no more entries, no more promotions
+    Column("closed_at", DateTime(timezone=True), nullable=True),
+    Column("closed_reason", Text, nullable=True),
+    Column("closed_by", String(64), nullable=True),
+)
+
+# a task's promotions, numbered from 1 (migration 0025, governance/promotions.py): each takes the staging
+# `after_seq < seq <= last_seq` (`last_seq` fixed by its collect step); `outcome` null while it runs
+promotions = Table(
+    "promotions",
+    metadata,
+    Column("task_id", Text, ForeignKey("tasks.id", ondelete="CASCADE"), primary_key=True),
+    Column("number", Integer, primary_key=True),
+    Column("workflow_id", Text, nullable=False, unique=True),
+    Column("target_scope", String(16), nullable=True),
+    Column("after_seq", BigInteger, nullable=False, server_default="0"),
+    Column("last_seq", BigInteger, nullable=True),
+    Column("outcome", String(32), nullable=True),
+    Column("requested_by", String(64), nullable=True),
+    Column("started_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("snapshot_at", DateTime(timezone=True), nullable=True),
+    Column("ended_at", DateTime(timezone=True), nullable=True),
 )
 
 # a tenant's staging appends per UTC day, in a few rows (shards) so concurrent tasks rarely share one

@@ -169,6 +169,9 @@ async def test_each_client_method_returns_its_declared_model(
     await call(orchestrator, "start_promotion", other.task_id, "project", {"source": "tests_passed"})
     await call.until(human, "promotion", other.task_id, "awaiting_approval")
     assert (await call(human, "reject", other.task_id, "no")).decision == "reject"
+    listed = await call(human, "task_promotions", task_id)
+    assert [(p.number, p.outcome) for p in listed.promotions] == [(1, "published")]
+    assert (await call(orchestrator, "close_task", other.task_id)).closed == "closed"
 
     # the read path and trust
     found = await call(agent, "search", "which database driver", task_id=task_id, k=5)

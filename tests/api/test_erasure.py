@@ -242,7 +242,7 @@ async def test_erase_subject_deletes_temporal_histories_and_running_change_reque
         json={"target_scope": "project", "verification": {"source": "tests_passed", "success": True}},
     )
     assert again.status_code == 409, again.text
-    assert "promoted once" in again.json()["detail"]
+    assert "no entry was appended after its snapshot" in again.json()["detail"]
 
 
 async def test_erase_refused_to_agents_outsiders_and_bad_input(

@@ -1,8 +1,9 @@
-"""Appends to a task whose promotion ended: 409 naming the promotion, on HTTP, gRPC and MCP, nothing written.
+"""Appends to a closed task: 409 naming why, on HTTP, gRPC and MCP, nothing written; appends after an ended
+promotion: accepted, answering the promotion they belong to (docs/promotions.md).
 
-The task's status is set as the promotion's activities set it (`set_task_status`), after the gateway has
-cached the task from an earlier append, so a stale cache would show. A `failed` promotion may be started
-again: its task stays open.
+The task is closed (`close_task`, as `POST /v1/tasks/{id}/close` and a task's erasure close it) after the
+gateway has cached the task from an earlier append, so a stale cache would show. An ended promotion no
+longer closes its task: what is appended afterwards belongs to its next promotion.
 """
 
 from __future__ import annotations
@@ -20,13 +21,18 @@ from mcp.client.stdio import StdioServerParameters
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from governance.config import Settings
+from governance.promotions import CLOSE_REASONS
 from governance.scopes import ActorType
-from governance.storage.staging import CLOSED_STATUSES, set_task_status
+from governance.storage.promotions import add_promotion, close_task, end_promotion, record_snapshot
+from governance.storage.staging import ENDED_STATUSES, set_task_status
 from tests.conftest import repo_root
 from tests.utils.factories import Actor, make_actor, new_tenant
 from tests.utils.grpc_gateway import bearer, grpc_gateway, pb2, refusal
 from tests.utils.staging import assert_refused, count_entries, open_task_http
 from tests.utils.tenancy import task_key_of
+
+# a task's status when its promotion ended → the promotion's recorded outcome
+_OUTCOMES = {"promoted": "published", "unverified": "unverified", "rejected": "rejected", "failed": "failed"}
 
 
 @pytest.fixture
@@ -45,8 +51,30 @@ async def client(gateway_url: str) -> AsyncIterator[httpx.AsyncClient]:
 
 
 async def _end_promotion(engine: AsyncEngine, task_id: str, status: str) -> None:
+    """Promotion 1 of the task took its one entry and ended as `status` says (as its activities record it)."""
+    key = task_key_of(task_id)
+    workflow_id = f"promote-{key}"
     async with engine.begin() as conn:
-        await set_task_status(conn, task_key_of(task_id), status)
+        await add_promotion(
+            conn,
+            task_id=key,
+            number=1,
+            workflow_id=workflow_id,
+            after_seq=0,
+            target_scope="task",
+            requested_by=None,
+        )
+        await record_snapshot(conn, workflow_id, 1)
+        await set_task_status(conn, key, status)
+        await end_promotion(conn, workflow_id, _OUTCOMES[status])
+
+
+async def _close(engine: AsyncEngine, task_id: str, reason: str) -> None:
+    async with engine.begin() as conn:
+        assert await close_task(conn, task_key_of(task_id), reason=reason, by=None)
+
+
+_WHY = {"closed": "was closed", "erased": "was erased"}
 
 
 def _entry(content: str, key: str | None = None) -> dict[str, Any]:
@@ -70,23 +98,36 @@ async def _open_with_an_entry(client: httpx.AsyncClient, team: dict[str, Actor],
     return task_id
 
 
-@pytest.mark.parametrize("status", sorted(CLOSED_STATUSES))
-async def test_staging_append_after_the_promotion_ended_is_409_naming_it(
+@pytest.mark.parametrize("reason", sorted(CLOSE_REASONS))
+async def test_staging_append_to_a_closed_task_is_409_naming_why(
+    client: httpx.AsyncClient, engine: AsyncEngine, team: dict[str, Actor], reason: str
+) -> None:
+    task_id = await _open_with_an_entry(client, team, f"k-{uuid.uuid4().hex}")
+    await _close(engine, task_id, reason)
+    answer = await _append(client, team["agent"], task_id, _entry("too late"), _entry("also too late"))
+    assert_refused(answer, 409, "conflict", rf"task '{task_id}' is closed: it {_WHY[reason]}")
+    assert await count_entries(engine, task_id) == 1
+
+
+@pytest.mark.parametrize("status", sorted(ENDED_STATUSES))
+async def test_staging_append_after_the_promotion_ended_goes_to_the_next_promotion(
     client: httpx.AsyncClient, engine: AsyncEngine, team: dict[str, Actor], status: str
 ) -> None:
     task_id = await _open_with_an_entry(client, team, f"k-{uuid.uuid4().hex}")
     await _end_promotion(engine, task_id, status)
-    answer = await _append(client, team["agent"], task_id, _entry("too late"), _entry("also too late"))
-    assert_refused(answer, 409, "conflict", rf"promote-{task_key_of(task_id)} ended \({status}\)")
-    assert await count_entries(engine, task_id) == 1
+    answer = await _append(client, team["agent"], task_id, _entry("learnt afterwards"))
+    assert answer.status_code == 201, answer.text
+    assert answer.json()["entries"][0]["seq"] == 2
+    # a failed promotion runs again under its number (and snapshots anew); an ended one has a successor
+    assert answer.json()["promotion"] == (1 if status == "failed" else 2)
 
 
-async def test_staging_replay_of_an_entry_from_before_the_end_returns_its_first_result(
+async def test_staging_replay_of_an_entry_from_before_closing_returns_its_first_result(
     client: httpx.AsyncClient, engine: AsyncEngine, team: dict[str, Actor]
 ) -> None:
     key = f"k-{uuid.uuid4().hex}"
     task_id = await _open_with_an_entry(client, team, key)
-    await _end_promotion(engine, task_id, "promoted")
+    await _close(engine, task_id, "closed")
     again = await _append(client, team["agent"], task_id, _entry("the CI cache lives in S3", key))
     assert again.status_code == 201, again.text
     assert again.json()["entries"][0] == {"id": again.json()["entries"][0]["id"], "seq": 1, "replayed": True}
@@ -94,45 +135,34 @@ async def test_staging_replay_of_an_entry_from_before_the_end_returns_its_first_
     mixed = await _append(
         client, team["agent"], task_id, _entry("the CI cache lives in S3", key), _entry("new")
     )
-    assert_refused(mixed, 409, "conflict", "promote-")
+    assert_refused(mixed, 409, "conflict", "is closed")
     assert await count_entries(engine, task_id) == 1
 
 
-async def test_staging_append_after_a_failed_promotion_is_accepted(
-    client: httpx.AsyncClient, engine: AsyncEngine, team: dict[str, Actor]
-) -> None:
-    task_id = await _open_with_an_entry(client, team, f"k-{uuid.uuid4().hex}")
-    await _end_promotion(engine, task_id, "failed")
-    answer = await _append(client, team["agent"], task_id, _entry("retrying the promotion after the fix"))
-    assert answer.status_code == 201, answer.text
-    assert answer.json()["entries"][0]["seq"] == 2
-
-
-async def test_staging_append_over_grpc_after_the_promotion_ended_is_already_exists(
+async def test_staging_append_over_grpc_to_a_closed_task_is_already_exists(
     settings: Settings, engine: AsyncEngine, team: dict[str, Actor], client: httpx.AsyncClient
 ) -> None:
     task_id = await _open_with_an_entry(client, team, f"k-{uuid.uuid4().hex}")
     async with grpc_gateway(settings) as stub:
         agent_key = bearer(team["agent"].key)
         first = pb2.AppendRequest(task_id=task_id, entries=[pb2.Entry(kind="log", content="still open")])
-        assert (await stub.AppendEntries(iter([first]), metadata=agent_key)).entries[0].seq == 2
-        await _end_promotion(engine, task_id, "rejected")
+        reply = await stub.AppendEntries(iter([first]), metadata=agent_key)
+        assert (reply.entries[0].seq, reply.promotion) == (2, 1)
+        await _close(engine, task_id, "closed")
         late = pb2.AppendRequest(task_id=task_id, entries=[pb2.Entry(kind="log", content="too late")])
         with pytest.raises(grpc.aio.AioRpcError) as caught:
             await stub.AppendEntries(iter([late]), metadata=agent_key)
     assert caught.value.code() == grpc.StatusCode.ALREADY_EXISTS
     body = refusal(caught.value)
-    assert (
-        body["error"] == "conflict" and f"promote-{task_key_of(task_id)} ended (rejected)" in body["detail"]
-    )
+    assert body["error"] == "conflict" and f"task '{task_id}' is closed: it was closed" in body["detail"]
     assert await count_entries(engine, task_id) == 2
 
 
-async def test_staging_append_over_mcp_after_the_promotion_ended_is_a_tool_error(
+async def test_staging_append_over_mcp_to_an_erased_task_is_a_tool_error(
     gateway_url: str, engine: AsyncEngine, team: dict[str, Actor], client: httpx.AsyncClient
 ) -> None:
     task_id = await _open_with_an_entry(client, team, f"k-{uuid.uuid4().hex}")
-    await _end_promotion(engine, task_id, "unverified")
+    await _close(engine, task_id, "erased")
     env = {"LOREGATE_URL": gateway_url, "LOREGATE_API_KEY": team["agent"].key, "LOREGATE_TASK_ID": task_id}
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "api.cli", "mcp"], env=env, cwd=str(repo_root())
@@ -141,5 +171,5 @@ async def test_staging_append_over_mcp_after_the_promotion_ended_is_a_tool_error
         result = await mcp.call_tool("append_staging", {"kind": "fact", "content": "too late"})
     assert result.is_error
     text = result.content[0].text
-    assert "conflict" in text and f"promote-{task_key_of(task_id)} ended (unverified)" in text
+    assert "conflict" in text and f"task '{task_id}' is closed: it was erased" in text
     assert await count_entries(engine, task_id) == 1

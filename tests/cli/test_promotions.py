@@ -240,3 +240,64 @@ async def test_approve_several_tasks_decides_each_and_reports_each_refusal(
         (team["task_id"], "conflict"),
         (second.task_id, "conflict"),
     ]
+
+
+async def test_promote_again_lists_and_shows_every_promotion_then_close(team: dict[str, Any]) -> None:
+    # a task staged through the API (sequence numbers from 1, as every append hands them out)
+    orchestrator = team["orchestrator"].principal
+    async with httpx.AsyncClient(base_url=team["gateway"], timeout=30) as http:
+        opened = await http.post(
+            "/v1/tasks",
+            headers=team["orchestrator"].headers,
+            json={
+                "org": orchestrator.org,
+                "project": orchestrator.project,
+                "worktree": "main",
+                "description": "d",
+            },
+        )
+        task_id = opened.json()["task_id"]
+        staged = await http.post(
+            f"/v1/tasks/{task_id}/entries",
+            headers=team["agent"].headers,
+            json={"entries": [{"kind": "fact", "content": ENTRIES[1].content}]},
+        )
+        assert staged.status_code == 201, staged.text
+    team = {**team, "task_id": task_id}
+    first = await _cli(
+        team, "orchestrator", "promote", task_id, "--scope", "task", "--verified", "tests_passed"
+    )
+    assert first.returncode == 0 and "promotion 1" in first.stdout, first.stderr
+    await _wait(team, "published")
+    nothing_new = await _cli(
+        team, "orchestrator", "promote", task_id, "--scope", "task", "--verified", "tests_passed"
+    )
+    assert nothing_new.returncode == 1 and "no entry was appended after its snapshot" in nothing_new.stderr
+    async with httpx.AsyncClient(base_url=team["gateway"], timeout=30) as http:
+        appended = await http.post(
+            f"/v1/tasks/{task_id}/entries",
+            headers=team["agent"].headers,
+            json={"entries": [{"kind": "fact", "content": "The staging cluster runs Postgres 16."}]},
+        )
+    assert appended.status_code == 201 and appended.json()["promotion"] == 2, appended.text
+    second = await _cli(
+        team, "orchestrator", "promote", task_id, "--scope", "task", "--verified", "tests_passed"
+    )
+    assert second.returncode == 0, second.stderr
+    assert "promotion 2" in second.stdout and f"promote-{task_key_of(task_id)}-2" in second.stdout
+    await _wait(team, "published")
+
+    listed = await _cli(team, "human", "promotions", "--task", task_id)
+    assert listed.returncode == 0, listed.stderr
+    assert f"promote-{task_key_of(task_id)}-2" in listed.stdout and listed.stdout.count("published") == 2
+    assert "belong to promotion 3" in listed.stdout
+    older = await _cli(team, "human", "promotion", task_id, "--number", "1", "--json")
+    assert older.returncode == 0 and json.loads(older.stdout)["number"] == 1, older.stderr
+    refused = await _cli(team, "agent", "close", task_id)
+    assert refused.returncode == 1 and "forbidden" in refused.stderr
+    closed = await _cli(team, "orchestrator", "close", task_id)
+    assert closed.returncode == 0 and "is closed (closed)" in closed.stdout, closed.stderr
+    after = await _cli(
+        team, "orchestrator", "promote", task_id, "--scope", "task", "--verified", "tests_passed"
+    )
+    assert after.returncode == 1 and "was closed" in after.stderr

@@ -1,4 +1,7 @@
-"""`loregate promote|verify|approve|reject|promotion|promotions`: the promotion gate for people.
+"""`loregate promote|verify|approve|reject|promotion|promotions|close`: the promotion gate for people.
+
+A task is promoted as often as it learns something new (docs/promotions.md): `promotions --task T`
+lists its promotions, `promotion T --number n` shows an older one, `close T` ends the task.
 
 Like `loregate search`, they talk to a running gateway (`LOREGATE_URL`) with `LOREGATE_API_KEY`: the
 approver of `approve`/`reject` is whoever owns that key. `--json` prints the gateway's answer unchanged.
@@ -21,9 +24,9 @@ from api.cli.commands._common import print_json as _print_json
 from api.cli.commands.batch import decide_batch
 
 if TYPE_CHECKING:
-    from api.schemas.promotions import DiffOpPublic, PlanEntryPublic
+    from api.schemas.promotions import DiffOpPublic, PlanEntryPublic, TaskPromotions
 
-__all__ = ["register", "promote", "verify", "approve", "reject", "promotion", "promotions"]
+__all__ = ["register", "promote", "verify", "approve", "reject", "promotion", "promotions", "close"]
 
 TaskArgument = Annotated[str, typer.Argument(help="The task whose promotion this is.")]
 TasksArgument = Annotated[
@@ -57,7 +60,7 @@ def promote(
         return
     how = "started" if answer.created else "already running"
     console.print(
-        f"promotion [bold]{escape(answer.workflow_id)}[/] {how}: task {escape(task)} → "
+        f"promotion {answer.number} [bold]{escape(answer.workflow_id)}[/] {how}: task {escape(task)} → "
         f"{answer.target_scope} scope",
         highlight=False,
     )
@@ -224,13 +227,16 @@ def promotion(
     show_all: Annotated[
         bool, typer.Option("--all", help="The whole plan, fetched page by page (default: its first page).")
     ] = False,
+    number: Annotated[
+        int | None, typer.Option("--number", min=1, help="Which of the task's promotions (default: latest).")
+    ] = None,
     url: UrlOption = None,
     api_key: KeyOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Where a task's promotion stands, and the plan an approver is asked to approve."""
     with _client(url, api_key) as client:
-        answer = client.promotion(task)
+        answer = client.promotion(task, number)
         if show_all and answer.plan_total > len(answer.plan):
             answer = answer.model_copy(update={"plan": list(client.promotion_plan_all(task))})
     if as_json:
@@ -241,6 +247,7 @@ def promotion(
     facts.add_column()
     evidence = answer.verification
     for label, value in (
+        ("promotion", str(answer.number)),
         ("workflow", f"{answer.workflow_id} ({answer.workflow_status})"),
         ("state", answer.state if answer.live else f"{answer.state} (no worker answered)"),
         ("target scope", answer.target_scope),
@@ -309,11 +316,19 @@ def promotions(
     ids: Annotated[
         bool, typer.Option("--ids", help="Only the task ids, one a line (e.g. for `approve $(…)`).")
     ] = False,
+    task: Annotated[
+        str | None, typer.Option("--task", "-t", help="Every promotion of this task, by number.")
+    ] = None,
     url: UrlOption = None,
     api_key: KeyOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Promotions of the tasks your key may read (`--pending`: those waiting for an approver)."""
+    if task is not None:
+        if pending or state or ids:
+            fail("--task lists one task's promotions: without --pending, --state or --ids")
+        _task_promotions(task, url, api_key, as_json)
+        return
     if pending and state and state != "awaiting_approval":
         fail("--pending means --state awaiting_approval")
     with _client(url, api_key) as client:
@@ -344,6 +359,57 @@ def promotions(
     console.print(table)
 
 
+def _task_promotions(task: str, url: str | None, api_key: str | None, as_json: bool) -> None:
+    with _client(url, api_key) as client:
+        answer = client.task_promotions(task)
+    if as_json:
+        _print_json(answer)
+        return
+    _print_task_promotions(task, answer)
+
+
+def _print_task_promotions(task: str, answer: TaskPromotions) -> None:
+    if answer.closed:
+        console.print(f"task {escape(task)} is closed ({answer.closed})", style="yellow", highlight=False)
+    if not answer.promotions:
+        console.print(f"task {escape(task)} has no promotion yet", style="yellow", highlight=False)
+    else:
+        table = Table()
+        for name in ("#", "workflow", "scope", "entries", "outcome", "started", "ended"):
+            table.add_column(name)
+        for row in answer.promotions:
+            last = "…" if row.last_seq is None else str(row.last_seq)
+            table.add_row(
+                str(row.number),
+                escape(row.workflow_id),
+                row.target_scope or "",
+                f"{row.after_seq + 1}–{last}",
+                row.outcome or "running",
+                _when(row.started_at),
+                _when(row.ended_at),
+            )
+        console.print(table)
+    if not answer.closed:
+        console.print(
+            f"entries appended now belong to promotion {answer.next_entries_promotion}", style="dim"
+        )
+
+
+def close(
+    task: TaskArgument,
+    url: UrlOption = None,
+    api_key: KeyOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Close a task: it takes no more entries and no more promotions (orchestrators and humans)."""
+    with _client(url, api_key) as client:
+        answer = client.close_task(task)
+    if as_json:
+        _print_json(answer)
+        return
+    _print_task_promotions(task, answer)
+
+
 _COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
     ("promote", promote),
     ("verify", verify),
@@ -351,6 +417,7 @@ _COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
     ("reject", reject),
     ("promotion", promotion),
     ("promotions", promotions),
+    ("close", close),
 )
 
 

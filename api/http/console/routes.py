@@ -192,9 +192,12 @@ async def promotion_page(
     session: Session,
     offset: Annotated[int, Query(ge=0)] = 0,
     decided: Annotated[str | None, Query()] = None,
+    number: Annotated[int | None, Query(ge=1, le=1_000_000)] = None,
 ) -> Response:
-    """A promotion: where it stands, its plan beside what it changes, and the decision form."""
-    return await _promotion_page(request, task_id, resources, session, offset, DECIDED.get(decided or ""))
+    """A promotion (the task's latest, or `number`): where it stands, its plan, the decision form, and
+    every promotion of the task."""
+    notice = DECIDED.get(decided or "")
+    return await _promotion_page(request, task_id, resources, session, offset, notice, number=number)
 
 
 async def _promotion_page(
@@ -205,14 +208,20 @@ async def _promotion_page(
     offset: int,
     notice: str | None,
     approval_token: ApprovalTokenPublic | None = None,
+    *,
+    number: int | None = None,
 ) -> Response:
-    status = await promotions.promotion_status(resources, session.principal, task_id)
-    plan = await promotions.promotion_plan(resources, session.principal, task_id, offset, PLAN_PAGE)
+    status = await promotions.promotion_status(resources, session.principal, task_id, number)
+    plan = await promotions.promotion_plan(resources, session.principal, task_id, offset, PLAN_PAGE, number)
+    listed = await promotions.task_promotions(resources, session.principal, task_id)
+    latest = not listed.promotions or status.number == listed.promotions[-1].number
     return render(
         request,
         "promotion.html",
         status=status,
         plan=plan,
+        task_promotions=listed,
+        latest=latest,
         workflow_url=workflow_url(resources, status.workflow_id),
         notice=notice,
         approval_token=approval_token,
@@ -358,4 +367,5 @@ async def task_page(
     task = await authorized_task(resources, session.principal, task_id, "read")
     shown = await staging.show_task(resources, task)
     page = await staging.list_entries(resources, task, after_seq=after_seq, limit=STAGING_PAGE)
-    return render(request, "task.html", task=shown, page=page, after_seq=after_seq)
+    listed = await promotions.task_promotions(resources, session.principal, task_id)
+    return render(request, "task.html", task=shown, page=page, after_seq=after_seq, task_promotions=listed)

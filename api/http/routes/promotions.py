@@ -24,6 +24,7 @@ from api.schemas.promotions import (
     PromotionStart,
     PromotionStarted,
     PromotionState,
+    TaskPromotions,
     VerificationIn,
 )
 from api.services import decisions, promotions
@@ -40,8 +41,22 @@ OptionalDecision = Annotated[DecisionIn | None, Body()]
 async def start_promotion(
     task_id: TaskId, body: PromotionStart, resources: Resources, principal: CurrentPrincipal
 ) -> PromotionStarted:
-    """Start the task's promotion into `target_scope`; a second start returns the running one."""
+    """Start the task's next promotion into `target_scope`; a second start returns the running one."""
     return await promotions.start_promotion(resources, principal, task_id, body)
+
+
+@router.get("/v1/tasks/{task_id}/promotions", response_model=TaskPromotions)
+async def task_promotions(
+    task_id: TaskId, resources: Resources, principal: CurrentPrincipal
+) -> TaskPromotions:
+    """Every promotion of the task, by number: the staging each took and how it ended."""
+    return await promotions.task_promotions(resources, principal, task_id)
+
+
+@router.post("/v1/tasks/{task_id}/close", response_model=TaskPromotions)
+async def close_task(task_id: TaskId, resources: Resources, principal: CurrentPrincipal) -> TaskPromotions:
+    """Close the task: it takes no more entries and no more promotions (orchestrator or human)."""
+    return await promotions.close_task(resources, principal, task_id)
 
 
 @router.get("/v1/promotions", response_model=PromotionList)
@@ -57,10 +72,15 @@ async def list_promotions(
 
 @router.get("/v1/promotions/{task_id}", response_model=PromotionPublic)
 async def show_promotion(
-    task_id: TaskId, resources: Resources, principal: CurrentPrincipal
+    task_id: TaskId,
+    resources: Resources,
+    principal: CurrentPrincipal,
+    number: Annotated[
+        int | None, Query(ge=1, le=1_000_000, description="Which promotion (default: the latest)")
+    ] = None,
 ) -> PromotionPublic:
-    """The task's promotion: its state, plan (first page), verification, refusals and what it published."""
-    return await promotions.promotion_status(resources, principal, task_id)
+    """The task's latest promotion (or `number`): state, plan (first page), verification, publication."""
+    return await promotions.promotion_status(resources, principal, task_id, number)
 
 
 @router.get("/v1/promotions/{task_id}/plan", response_model=PromotionPlanPage)
