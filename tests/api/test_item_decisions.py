@@ -10,9 +10,11 @@ edits redacted, and records each item's fate.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+import grpc
 import httpx
 import pytest
 from sqlalchemy import func, select
@@ -23,6 +25,7 @@ from governance.config import Settings
 from governance.storage.item_decisions import promotion_item_decisions
 from tests.utils.factories import Actor
 from tests.utils.gateway import running_gateway
+from tests.utils.grpc_gateway import bearer, grpc_gateway, pb2, refusal
 from tests.utils.promotion_factories import active_memories, events_of
 from tests.utils.promotion_gateway import running_worker, staged_promotion, wait_promotion_state
 from tests.utils.tenancy import task_key_of
@@ -300,3 +303,42 @@ async def test_item_texts_and_reasons_stay_out_of_the_history_of_an_api_approval
     history = await temporal.get_workflow_handle(workflow_id_for(task_key_of(task_id))).fetch_history()
     text = history.to_json()
     assert reason not in text and "edited-text-kept-in-postgres" not in text
+
+
+async def test_grpc_approval_takes_the_same_items_and_refuses_the_same_bad_ones(
+    auth_http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine, auth_settings: Settings
+) -> None:
+    task_id, index = await awaiting(auth_http, team)
+    human = bearer(team["human"].key)
+    async with grpc_gateway(auth_settings) as stub:
+        for items, code, message in (
+            ([{"index": 99, "decision": "reject", "reason": "no"}], grpc.StatusCode.INVALID_ARGUMENT, "99"),
+            ([{"index": index[WRONG], "decision": "reject"}], grpc.StatusCode.INVALID_ARGUMENT, "reason"),
+        ):
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await stub.ApprovePromotion(
+                    pb2.TaskJsonRequest(task_id=task_id, json=json.dumps({"items": items})), metadata=human
+                )
+            assert refused.value.code() == code
+            assert message in refusal(refused.value)["detail"]
+        assert await stored_decisions(engine, task_id) == 0
+        answer = await stub.ApprovePromotion(
+            pb2.TaskJsonRequest(
+                task_id=task_id,
+                json=json.dumps(
+                    {
+                        "items": [
+                            {
+                                "index": index[WRONG],
+                                "decision": "reject",
+                                "reason": "the runners have four cores",
+                            },
+                            {"index": index[TYPO], "decision": "edit", "content": FIXED},
+                        ]
+                    }
+                ),
+            ),
+            metadata=human,
+        )
+    assert json.loads(answer.json)["rejected_items"] == [index[WRONG]]
+    await assert_published_exactly(auth_http, engine, team, task_id, index)
