@@ -202,6 +202,11 @@ def _markdown(status: PromotionStatus, decisions: dict[str, int] | None = None, 
         lines += [
             "",
             how_to_decide(f"loregate approval-token {task}", f"loregate approve {task}"),
+            "",
+            'Some items only: add `"items": [{"index": <n - 1>, "decision": "reject", "reason": "..."}, '
+            '{"index": <n - 1>, "decision": "edit", "content": "..."}]` to an approval (item n above is '
+            f"index n - 1), or `loregate approve {task} --reject-item N:REASON --edit-item N=TEXT`; the "
+            "rest publish as planned.",
         ]
     if status.refusals:
         lines += ["", f"Refused approvals: {len(status.refusals)} (last: {status.refusals[-1].reason})"]
