@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -389,3 +390,28 @@ async def test_a_quarantined_item_cannot_be_edited_but_can_be_rejected(
     await wait_promotion_state(auth_http, team["orchestrator"].headers, task_id, "published")
     contents = [m.content for m in await active_memories(engine, task_id=task_id)]
     assert any(KEEP in c for c in contents) and not any("evil.example" in c for c in contents)
+
+
+async def test_erasing_a_subject_takes_the_item_decisions_quoting_it(
+    auth_http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
+) -> None:
+    task_id, index = await awaiting(auth_http, team)
+    marker = f"erasable-{uuid.uuid4().hex[:10]}"
+    approved = await auth_http.post(
+        f"/v1/promotions/{task_id}/approve",
+        headers=team["human"].headers,
+        json={"items": [{"index": index[WRONG], "decision": "reject", "reason": f"{marker} said so"}]},
+    )
+    assert approved.status_code == 200, approved.text
+    await wait_promotion_state(auth_http, team["orchestrator"].headers, task_id, "published")
+    assert await stored_decisions(engine, task_id) == 1
+    human = team["human"]
+    erased = await auth_http.post(
+        "/v1/erasures",
+        headers=human.headers,
+        json={"subject": marker, "org": human.principal.org, "project": human.principal.project},
+    )
+    assert erased.status_code == 200, erased.text
+    assert erased.json()["counts"]["item_decisions"] == 1
+    assert await stored_decisions(engine, task_id) == 0
+    assert not any(marker in (e.reason or "") for e in await events_of(engine, task_id))
