@@ -23,6 +23,7 @@ history carries indexes and decisions only.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -47,6 +48,9 @@ __all__ = [
 # entry size limit the caller passes (what staging accepts is what an approver may write)
 MAX_REASON_CHARS = 4000
 MAX_TITLE_CHARS = 500
+# what Postgres `text` cannot hold (NUL, lone surrogates): refused here, so no channel reaches the database
+# with it (a Temporal UI signal's text is not validated by a request model)
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 class ItemDecisionKind(StrEnum):
@@ -138,6 +142,9 @@ def check_choices(
 
 
 def _check_texts(choice: ItemChoice, where: str, max_content_bytes: int | None) -> None:
+    for name, text in (("reason", choice.reason), ("title", choice.title), ("content", choice.content)):
+        if text is not None and _UNSTORABLE.search(text):
+            raise InvalidInput(f"{where}: the {name} holds a NUL or a lone surrogate, which cannot be stored")
     if len(choice.reason) > MAX_REASON_CHARS:
         raise InvalidInput(f"{where}: the reason is over {MAX_REASON_CHARS} characters")
     if choice.decision == ItemDecisionKind.REJECT:

@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from api.schemas.text import Text
 from governance.item_decisions import MAX_REASON_CHARS, MAX_TITLE_CHARS
 from governance.scopes import Scope, ValidationSource
 from governance.validity import COMMIT_PATTERN
@@ -87,11 +88,13 @@ class ItemDecisionIn(BaseModel):
 
     index: int = Field(description="The plan item's `index`, as the plan lists it (from 0)")
     decision: Literal["reject", "edit"]
-    reason: str = Field(default="", max_length=MAX_REASON_CHARS, description="Why (required for a rejection)")
-    title: str | None = Field(
+    reason: Text = Field(
+        default="", max_length=MAX_REASON_CHARS, description="Why (required for a rejection)"
+    )
+    title: Text | None = Field(
         default=None, max_length=MAX_TITLE_CHARS, description="An edit's new title (omit to keep it)"
     )
-    content: str | None = Field(default=None, description="An edit's new content (omit to keep it)")
+    content: Text | None = Field(default=None, description="An edit's new content (omit to keep it)")
 
 
 class DecisionIn(BaseModel):

@@ -261,7 +261,13 @@ async def test_ui_signal_with_bad_items_is_refused_then_good_items_publish_exact
         ([{"index": 99, "decision": "reject", "reason": "no"}], "plan item 99 does not exist"),
         ([{"index": index[WRONG], "decision": "reject", "reason": ""}], "needs a reason"),
         ([{"index": index[TYPO], "decision": "edit", "content": "x" * 70_000}], "over the limit of 65536"),
+        ([{"index": index[TYPO], "decision": "edit", "content": "a\x00b"}], "holds a NUL"),
+        ([{"index": index[WRONG], "decision": "reject", "reason": "x"}] * 2, "decided twice"),
     ]
+    # a payload that is not the contract's shape at all is dropped by the SDK: nothing changes either
+    await signal(
+        temporal, task_id, {"approver": human.principal.id, "token": token, "items": [{"index": "first"}]}
+    )
     for n, (items, reason) in enumerate(bad, start=1):
         await signal(temporal, task_id, {"approver": human.principal.id, "token": token, "items": items})
         status = await refusals(auth_http, human, task_id, n)

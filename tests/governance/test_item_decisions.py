@@ -41,6 +41,8 @@ def _check(*choices: ItemChoice, total: int = 3, approving: bool = True, texts: 
         (ItemChoice(0, "edit", content=" "), "the edited content is empty"),
         (ItemChoice(0, "edit", content="é" * 51), "is 102 bytes, over the limit of 100"),
         (ItemChoice(0, "edit", title="t" * 501), "the edited title is over 500 characters"),
+        (ItemChoice(0, "edit", content="a\x00b"), "the content holds a NUL or a lone surrogate"),
+        (ItemChoice(0, "reject", "why\ud800"), "the reason holds a NUL or a lone surrogate"),
     ],
 )
 def test_check_choices_refuses_with_the_item_named(choice: ItemChoice, message: str) -> None:
