@@ -29,7 +29,7 @@ who tried what.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -37,9 +37,10 @@ from temporalio import activity
 
 from governance.approval import TokenRefused, check_token
 from governance.config import Settings
-from governance.errors import NotFound
+from governance.errors import GovernanceError, NotFound
 from governance.identity import Principal, judged_project
 from governance.instructions import approval_scope
+from governance.item_decisions import ItemChoice, check_against_plan, check_choices, prepare
 from governance.lifting import lift_refusal
 from governance.operations.promotions import check_started
 from governance.scopes import ActorType, ValidationSource
@@ -47,7 +48,9 @@ from governance.storage.approval_proofs import approval_secret, change_request_d
 from governance.storage.change_requests import ChangeRequest, close_change_request, get_change_request
 from governance.storage.events import EventType, record_event
 from governance.storage.identity import get_enabled_principal
+from governance.storage.item_decisions import item_decisions_of, plan_item_views, record_item_decisions
 from governance.storage.lifting import lift_source_tenants
+from governance.storage.plans import PlanKey
 from governance.storage.promotions import approval_grant_exists
 from governance.storage.staging import get_task
 from policy.enforcer import Authorizer
@@ -127,6 +130,12 @@ class ApproverCheckInput:
     change_request_id: str | None = None
     # the plan holds quarantined items: only a human who may approve at least project scope decides
     quarantine: bool = False
+    # an approval's per-item decisions (governance/item_decisions.py) on the plan of run `plan_run_id`
+    # (`plan_total` items): the API's name indexes only (its rows are under the grant), a signal's carry
+    # their texts, checked and stored here
+    items: list[ItemChoice] = field(default_factory=list)
+    plan_run_id: str = ""
+    plan_total: int = 0
 
 
 @dataclass
@@ -147,6 +156,8 @@ class ApproverCheckResult:
     reason: str
     approver_name: str | None = None
     approver_type: str | None = None
+    # the id the accepted per-item decisions are stored under (None: the plan is decided whole)
+    item_decisions: str | None = None
 
 
 @dataclass
@@ -217,12 +228,16 @@ class GateCheckActivities:
         keeps waiting.
         """
         reason, principal = await self._approver_refusal(data)
+        item_decisions: str | None = None
+        if reason is None and principal is not None:
+            reason, item_decisions = await self._item_decisions(data, principal)
         if reason is None and principal is not None:
             return ApproverCheckResult(
                 accepted=True,
                 reason="accepted",
                 approver_name=principal.name,
                 approver_type=principal.actor_type.value,
+                item_decisions=item_decisions,
             )
         await self._record(
             _Refusal(
@@ -290,6 +305,50 @@ class GateCheckActivities:
                 principal_id=data.requested_by,
                 decision="start",
             )
+
+    async def _item_decisions(
+        self, data: ApproverCheckInput, principal: Principal
+    ) -> tuple[str | None, str | None]:
+        """(refusal, decision id) of an approval's per-item decisions; (None, None) without any.
+
+        Through the API the gateway checked and stored them under its grant: they must be those rows, the
+        approver's. A signal's are checked here as the API checks them (the plan's items, quarantine,
+        reasons, sizes), then stored under the check's request id, in one transaction.
+        """
+        if not data.items:
+            return None, None
+        key = PlanKey(data.workflow_id, data.plan_run_id)
+        asked = {(c.index, c.decision) for c in data.items}
+        try:
+            async with self._engine.begin() as conn:
+                if data.grant is not None:
+                    stored = await item_decisions_of(conn, data.workflow_id, data.grant)
+                    if stored:
+                        if asked != {(r.idx, r.decision) for r in stored} or any(
+                            r.decided_by != principal.id or r.run_id != data.plan_run_id for r in stored
+                        ):
+                            return "the per-item decisions are not those the gateway recorded", None
+                        return None, data.grant
+                check_choices(
+                    data.items,
+                    data.plan_total,
+                    approving=data.decision == "approve",
+                    texts_given=True,
+                    max_content_bytes=self._settings.max_entry_bytes,
+                )
+                views = await plan_item_views(conn, key, [c.index for c in data.items])
+                check_against_plan(data.items, views)
+                await record_item_decisions(
+                    conn,
+                    key=key,
+                    decision_id=data.request_id,
+                    task_id=data.task_id,
+                    decided_by=principal.id,
+                    choices=[prepare(c, views[c.index]) for c in data.items],
+                )
+        except GovernanceError as err:
+            return str(err), None
+        return None, data.request_id
 
     # ---- the rules -----------------------------------------------------------------------------
     async def _start_refusal(self, data: StartCheckInput) -> tuple[str | None, Principal | None]:

@@ -18,7 +18,7 @@ import asyncio
 import functools
 from collections import Counter
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -45,12 +45,20 @@ from governance.dedup import Decision, classify, content_hash
 from governance.errors import InvalidInput, NotFound
 from governance.instruction_exemplars import EXEMPLAR_EMBEDDER, exemplar_texts, nearest_exemplar
 from governance.instructions import QuarantinedItem, quarantine_reason
+from governance.item_decisions import ItemDecisionKind
 from governance.operations.publishing import ChunkItem, publish_chunk
 from governance.publication import NearbyMemory, PlanItem, PublishedMemory
 from governance.redaction import redact, redact_json
 from governance.scopes import SCOPE_LEVEL, ActorType, Scope, scope_key
 from governance.storage.derivations import record_derivations
-from governance.storage.events import EventType, record_event
+from governance.storage.events import Event, EventType, record_event, record_events
+from governance.storage.item_decisions import (
+    ItemDecisionRow,
+    item_decisions_of,
+    mark_applied,
+    plan_item_views,
+    rewrite_candidate_text,
+)
 from governance.storage.memory_rows import NewMemory
 from governance.storage.plan_review import NearMemory, PublishedTarget, nearest_memories, published_targets
 from governance.storage.plans import (
@@ -281,6 +289,9 @@ class PublishInput:
     valid_from_commit: str | None = None
     # the gateway's grant of the approval: its row holds the approver's note (the history never does)
     approval_grant: str | None = None
+    # the approver's per-item decisions (rows of promotion_item_decisions under this id): rejected items
+    # are skipped, edited ones re-planned and published with the approver's text
+    item_decisions: str | None = None
 
 
 @dataclass
@@ -314,6 +325,48 @@ class OutcomeInput:
     workflow_id: str
     task_id: str
     status: str
+
+
+def _item_counts(decided: Sequence[ItemDecisionRow]) -> dict[str, list[int]]:
+    """The plan indexes the approver rejected and edited, for the decision's and the summary's events."""
+    if not decided:
+        return {}
+    return {
+        "rejected_items": [r.idx for r in decided if r.decision == ItemDecisionKind.REJECT],
+        "edited_items": [r.idx for r in decided if r.decision == ItemDecisionKind.EDIT],
+    }
+
+
+def _item_event(data: PublishInput, row: ItemDecisionRow, actor_type: str, replanned: str | None) -> Event:
+    """The audit row of one per-item decision: a rejection with its reason, an edit with its word diff."""
+    rejected = row.decision == ItemDecisionKind.REJECT
+    diff = row.diff or {}
+    return Event(
+        event_type=EventType.ITEM_REJECTED if rejected else EventType.ITEM_EDITED,
+        actor_id=row.decided_by,
+        actor_type=actor_type,
+        task_id=data.task_id,
+        workflow_id=data.workflow_id,
+        reason=row.reason if rejected else (row.reason or "edited by the approver"),
+        payload={"index": row.idx, "decision_id": row.decision_id}
+        if rejected
+        else {
+            "index": row.idx,
+            "decision_id": row.decision_id,
+            "plan_decision": replanned,
+            "title_diff": _diff_text(diff.get("title")),
+            "content_diff": _diff_text(diff.get("content")),
+        },
+        idempotency_key=f"{data.workflow_id}:item:{row.idx}:{row.decision}",
+    )
+
+
+def _diff_text(ops: Any) -> str | None:
+    """A stored diff (`[{"op", "text"}…]`) as one `[-removed-]{+added+}` line; None without one."""
+    if not ops:
+        return None
+    marks = {"equal": "{}", "delete": "[-{}-]", "insert": "{{+{}+}}"}
+    return "".join(marks.get(o.get("op"), "{}").format(o.get("text", "")) for o in ops)
 
 
 def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
@@ -659,6 +712,17 @@ class PromotionActivities:
     ) -> list[PlannedItem]:
         async with self._engine.connect() as conn:
             candidates = await load_candidates(conn, key, chunk)
+        return await self._plan_candidates(data, start, candidates, progress, decided)
+
+    async def _plan_candidates(
+        self,
+        data: PlanInput,
+        start: int,
+        candidates: Sequence[StoredCandidate],
+        progress: _Progress,
+        decided: dict[tuple[str, str | None, str], Decision],
+    ) -> list[PlannedItem]:
+        """Plan items `start`.. for `candidates`: embedded, decided against visible memory, screened."""
         vectors = await self._vectors([c.content for c in candidates], progress)
         resemblances = await self._resemblances(vectors)
         digests = [content_hash(c.content) for c in candidates]
@@ -837,12 +901,16 @@ class PromotionActivities:
                     type=NotFound.__name__,
                     non_retryable=True,
                 )
+        # the approver's per-item decisions: edits re-planned and in place, rejections skipped
+        decided = await self._apply_item_decisions(data, key, target_key, visible, actor_type)
+        rejected = {r.idx for r in decided if r.decision == ItemDecisionKind.REJECT}
+        held: set[int] = set(rejected)
+        async with self._engine.connect() as conn:
             # instructions aimed at agents leave only with a human's approval (a plan holding them waits
             # for one; a failed task's episodes, published without waiting, keep them back)
-            held: set[int] = set()
             if data.approver_type != ActorType.HUMAN.value:
                 _, quarantined = await quarantined_items(conn, key, limit=data.total)
-                held = {q.idx for q in quarantined}
+                held |= {q.idx for q in quarantined}
         local = activity.info().is_local
         for start in range(0, data.total, self._publish_chunk):
             # one transaction per chunk, under the scopes' locks taken again (and expired memories retired):
@@ -927,7 +995,11 @@ class PromotionActivities:
                     task_id=data.task_id,
                     workflow_id=data.workflow_id,
                     reason=note or "approved",
-                    payload={"memory_ids": [r.memory_id for r in results], **summary},
+                    payload={
+                        "memory_ids": [r.memory_id for r in results],
+                        **_item_counts(decided),
+                        **summary,
+                    },
                     idempotency_key=f"{data.workflow_id}:approved",
                     if_absent=True,
                 )
@@ -942,6 +1014,7 @@ class PromotionActivities:
                 reason=f"published {len(results)} memories into {target_key}",
                 payload={
                     "memory_ids": [r.memory_id for r in results],
+                    **_item_counts(decided),
                     "scope_key": target_key,
                     **summary,
                 },
@@ -955,6 +1028,60 @@ class PromotionActivities:
             actions=dict(Counter(r.action for r in results)),
             memories=[_published(r) for r in results[:PREVIEW_ITEMS]],
         )
+
+    async def _apply_item_decisions(
+        self, data: PublishInput, key: PlanKey, target_key: str, visible: list[str], actor_type: str
+    ) -> list[ItemDecisionRow]:
+        """Apply the approver's per-item decisions once, before anything is published; the decisions.
+
+        An edited item is planned again with the approver's text (embedded, decided against published
+        memory as plan decides, screened for instructions aimed at agents) and its candidate and plan line
+        rewritten; each rejection and edit writes its event (the reason; the word diff), all in one
+        transaction with the rows' `applied_at`. A retry after it finds them applied and only skips.
+        """
+        if data.item_decisions is None:
+            return []
+        async with self._engine.connect() as conn:
+            rows = await item_decisions_of(conn, data.workflow_id, data.item_decisions)
+        if not rows or any(r.run_id != data.run_id for r in rows):
+            raise ApplicationError(
+                f"the per-item decisions {data.item_decisions} of {data.workflow_id} are not in the database",
+                type=NotFound.__name__,
+                non_retryable=True,
+            )
+        if all(r.applied for r in rows):
+            return rows
+        edits = [r for r in rows if r.decision == ItemDecisionKind.EDIT]
+        async with self._engine.connect() as conn:
+            views = await plan_item_views(conn, key, [r.idx for r in edits])
+            candidates = await load_candidates(conn, key, [views[r.idx].candidate_index for r in edits])
+        again = PlanInput(data.task_id, data.workflow_id, data.run_id, target_key, visible)
+        edited = [
+            replace(
+                c,
+                title=r.title if r.title is not None else c.title,
+                content=r.content if r.content is not None else c.content,
+            )
+            for r, c in zip(edits, candidates, strict=True)
+        ]
+        planned = [
+            (await self._plan_candidates(again, r.idx, [c], _Progress(), {}))[0]
+            for r, c in zip(edits, edited, strict=True)
+        ]
+        async with self._engine.begin() as conn:
+            for candidate in edited:
+                await rewrite_candidate_text(
+                    conn, key, candidate.idx, title=candidate.title, content=candidate.content
+                )
+            await save_plan_items(conn, key, planned)
+            await mark_applied(conn, data.workflow_id, data.item_decisions)
+            replanned = {p.idx: p.decision for p in planned}
+            await record_events(
+                conn,
+                [_item_event(data, r, actor_type, replanned.get(r.idx)) for r in rows],
+                if_absent=True,
+            )
+        return rows
 
     @activity.defn
     async def record_decision(self, data: DecisionRecordInput) -> None:

@@ -12,7 +12,7 @@ from alembic import command
 
 from governance.storage.migrate import alembic_config
 
-_BEFORE = "0023_idempotency_key"
+_BEFORE = "0024_item_decisions"
 _AFTER = "0025_followup_promotions"
 
 

@@ -26,6 +26,7 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from activities.gate_checks import ApproverCheckInput, ApproverCheckResult, GateCheckActivities
+    from governance.errors import GovernanceError, InvalidInput
     from workflows.approval_contract import ApprovalAck, ApprovalRequest, DecisionNames, ErrorTypes, Refusal
 
 __all__ = [
@@ -64,6 +65,8 @@ class Decision:
     # the gateway's grant: its row holds the note of a decision made through the API (the update carries
     # no note, so no history holds it); the activities recording the decision read it from there
     grant: str | None = None
+    # the id of the per-item decisions accepted with an approval (rows of promotion_item_decisions)
+    item_decisions: str | None = None
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,9 @@ class DecidedScope:
     change_request_id: str | None = None
     # the plan holds quarantined items: only a human who approves at project scope or wider clears it
     quarantine: bool = False
+    # the promotion run whose plan is decided, and its size (per-item decisions name its items)
+    run_id: str = ""
+    plan_total: int = 0
 
 
 def how_to_decide(token_command: str, api_command: str) -> str:
@@ -123,6 +129,14 @@ class ApprovalGate(ABC, Generic[StatusT]):
     def _show(self) -> None:
         """Refresh the workflow's current details."""
 
+    def _check_items(self, request: ApprovalRequest, approving: bool) -> None:
+        """Refuse per-item decisions this workflow cannot take (a GovernanceError saying why).
+
+        Only a promotion's plan has items (PromotionWorkflow overrides this); anything else refuses them.
+        """
+        if request.items:
+            raise InvalidInput(f"a {self._noun()} has no plan items to decide one by one")
+
     # ---- the handlers --------------------------------------------------------------------------
     @workflow.signal(name=DecisionNames.APPROVE)
     async def approve_signal(self, request: ApprovalRequest) -> None:
@@ -141,7 +155,7 @@ class ApprovalGate(ABC, Generic[StatusT]):
 
     @approve_update.validator
     def _validate_approve(self, request: ApprovalRequest) -> None:
-        self._validate_decision(request)
+        self._validate_decision(request, approving=True)
 
     @workflow.update(name=DecisionNames.REJECT)
     async def reject_update(self, request: ApprovalRequest) -> ApprovalAck:
@@ -150,15 +164,26 @@ class ApprovalGate(ABC, Generic[StatusT]):
 
     @reject_update.validator
     def _validate_reject(self, request: ApprovalRequest) -> None:
-        self._validate_decision(request)
+        self._validate_decision(request, approving=False)
 
-    def _validate_decision(self, request: ApprovalRequest) -> None:
+    def _validate_decision(self, request: ApprovalRequest, *, approving: bool) -> None:
         if not request.approver:
             raise ApplicationError("approver is required", type=ErrorTypes.INVALID_INPUT)
         if not self._awaiting_approval() or self._decision is not None:
             raise ApplicationError(
                 f"{self._noun()} is {self._status.state}, not awaiting approval", type=ErrorTypes.CONFLICT
             )
+        refusal = self._items_refusal(request, approving)
+        if refusal is not None:
+            raise refusal
+
+    def _items_refusal(self, request: ApprovalRequest, approving: bool) -> ApplicationError | None:
+        """The per-item decisions' refusal (typed as the domain's error, so the API maps it), or None."""
+        try:
+            self._check_items(request, approving)
+        except GovernanceError as err:
+            return ApplicationError(str(err), type=type(err).__name__, non_retryable=True)
+        return None
 
     # ---- the decision --------------------------------------------------------------------------
     async def _decide(self, approved: bool, request: ApprovalRequest, channel: str) -> ApprovalAck:
@@ -173,6 +198,12 @@ class ApprovalGate(ABC, Generic[StatusT]):
             # only signals get here (validators stop updates); keep the attempt visible to approvers
             self._refuse(request.approver, verb, channel, "not awaiting approval")
             return ApprovalAck(False, self._status.state, "not awaiting approval")
+        if request.items and channel == SIGNAL:
+            # a signal has no validator: its per-item decisions meet the update's checks here
+            refusal = self._items_refusal(request, approved)
+            if refusal is not None:
+                self._refuse(request.approver, verb, channel, str(refusal.message))
+                return ApprovalAck(False, self._status.state, str(refusal.message))
         check = await self._check_approver(verb, request, channel, scope)
         if not check.accepted:
             self._refuse(request.approver, verb, channel, check.reason)
@@ -182,7 +213,12 @@ class ApprovalGate(ABC, Generic[StatusT]):
         if self._decision is not None:  # another approver won while this one was being checked
             return ApprovalAck(False, self._status.state, "already decided")
         self._decision = Decision(
-            approved, request.approver, check.approver_type, request.note, grant=request.grant
+            approved,
+            request.approver,
+            check.approver_type,
+            request.note,
+            grant=request.grant,
+            item_decisions=check.item_decisions,
         )
         return ApprovalAck(True, self._status.state, "accepted")
 
@@ -207,6 +243,9 @@ class ApprovalGate(ABC, Generic[StatusT]):
                 token=request.token,
                 change_request_id=scope.change_request_id,
                 quarantine=scope.quarantine,
+                items=list(request.items),
+                plan_run_id=scope.run_id,
+                plan_total=scope.plan_total,
             ),
             start_to_close_timeout=DB_TIMEOUT,
             retry_policy=DB_RETRY,

@@ -7,10 +7,11 @@ record, and the same error types. This module imports no temporalio, so gateways
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from governance.approval import APPROVAL_TIMEOUT_SECONDS, VERIFY_TIMEOUT_SECONDS
 from governance.errors import Conflict, InvalidInput, NotFound
+from governance.item_decisions import ItemChoice
 
 __all__ = [
     "APPROVAL_TIMEOUT_SECONDS",
@@ -18,6 +19,7 @@ __all__ = [
     "DecisionNames",
     "ErrorTypes",
     "ApprovalRequest",
+    "ItemChoice",
     "ApprovalAck",
     "Refusal",
 ]
@@ -50,17 +52,21 @@ class ErrorTypes:
 @dataclass
 class ApprovalRequest:
     """Payload of `approve`/`reject` (signal or update): `{"approver": "<principal id>", "note": "...",
-    "token": "<approval token>"}`.
+    "token": "<approval token>", "items": [{"index": 2, "decision": "reject", "reason": "..."}]}`.
 
     `grant` is set only by the API gateway (a row it wrote for the authenticated caller). `token` is what
     a human pastes into a Temporal UI signal: minted by loregate for their own key
     (`loregate approval-token`), bound to them, the workflow and what they decide, and short-lived.
+    `items` (an approval of a promotion only): plan items rejected (with a reason) or edited (new title
+    and/or content), governance/item_decisions.py. The API sends indexes and decisions only (the reasons
+    and texts are rows under its grant); a Temporal UI signal carries them as the human typed them.
     """
 
     approver: str
     note: str = ""
     grant: str | None = None
     token: str | None = None
+    items: list[ItemChoice] = field(default_factory=list)
 
 
 @dataclass

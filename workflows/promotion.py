@@ -48,10 +48,12 @@ with workflow.unsafe.imports_passed_through():
         PublishResult,
     )
     from activities.reflection import DueInput, DueResult, ReflectionActivities
+    from governance.item_decisions import check_choices
     from governance.scopes import Scope, ValidationSource
     from governance.staging import public_task_id
     from workflows.promotion_contract import (
         STATE_ATTRIBUTE,
+        ApprovalRequest,
         ErrorTypes,
         Names,
         NearbyMemory,
@@ -200,6 +202,11 @@ def _markdown(status: PromotionStatus, decisions: dict[str, int] | None = None, 
         lines += [
             "",
             how_to_decide(f"loregate approval-token {task}", f"loregate approve {task}"),
+            "",
+            'Some items only: add `"items": [{"index": <n - 1>, "decision": "reject", "reason": "..."}, '
+            '{"index": <n - 1>, "decision": "edit", "content": "..."}]` to an approval (item n above is '
+            f"index n - 1), or `loregate approve {task} --reject-item N:REASON --edit-item N=TEXT`; the "
+            "rest publish as planned.",
         ]
     if status.refusals:
         lines += ["", f"Refused approvals: {len(status.refusals)} (last: {status.refusals[-1].reason})"]
@@ -315,6 +322,20 @@ class PromotionWorkflow(ApprovalGate[PromotionStatus]):
             self._status.target_scope,
             task_id=collected.task_id,
             quarantine=self._status.quarantined_total > 0,
+            run_id=self._planned.run_id if self._planned is not None else "",
+            plan_total=self._status.plan_total,
+        )
+
+    def _check_items(self, request: ApprovalRequest, approving: bool) -> None:
+        """Per-item decisions name items of this plan, once each; a signal's carry their reasons and texts
+        (the API's are rows under its grant). The approver check then checks them against the plan's rows."""
+        check_choices(
+            request.items,
+            self._status.plan_total,
+            approving=approving,
+            texts_given=request.grant is None,
+            max_content_bytes=None,
+            quarantined=frozenset(q.index for q in self._status.quarantined),
         )
 
     def _noun(self) -> str:
@@ -654,6 +675,7 @@ class PromotionWorkflow(ApprovalGate[PromotionStatus]):
             approver_type=decision.approver_type if decision else None,
             approval_note=decision.note if decision else "",
             approval_grant=decision.grant if decision else None,
+            item_decisions=decision.item_decisions if decision else None,
             summary=summary,
             valid_from_commit=self._verified_commit() if verified else None,
         )

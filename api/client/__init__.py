@@ -223,9 +223,19 @@ class _Api:
         return Request("POST", f"/v1/promotions/{_seg(task_id)}/verify", body)
 
     @endpoint(DecisionPublic)
-    def approve(self, task_id: str, note: str | None = None) -> Request:
-        """Approve a promotion awaiting approval; the approver is this key's principal."""
-        return Request("POST", f"/v1/promotions/{_seg(task_id)}/approve", drop_none({"note": note}))
+    def approve(
+        self, task_id: str, note: str | None = None, items: list[dict[str, Any]] | None = None
+    ) -> Request:
+        """Approve a promotion awaiting approval; the approver is this key's principal.
+
+        `items`: plan items rejected or edited (`{"index", "decision": "reject"|"edit", "reason", "title",
+        "content"}`); the rest publish as planned.
+        """
+        return Request(
+            "POST",
+            f"/v1/promotions/{_seg(task_id)}/approve",
+            drop_none({"note": note, "items": items or None}),
+        )
 
     @endpoint(DecisionPublic)
     def reject(self, task_id: str, note: str | None = None) -> Request:

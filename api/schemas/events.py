@@ -41,6 +41,8 @@ EventKind = Literal[
     "LIFTED",
     "DISTILLED",
     "DECAY_POLICY",
+    "ITEM_REJECTED",
+    "ITEM_EDITED",
 ]
 
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from api.schemas.text import Text
+from governance.item_decisions import MAX_REASON_CHARS, MAX_TITLE_CHARS
 from governance.scopes import Scope, ValidationSource
 from governance.validity import COMMIT_PATTERN
 from workflows.promotion_contract import PromotionState
@@ -15,6 +18,8 @@ __all__ = [
     "VerificationIn",
     "PromotionStart",
     "DecisionIn",
+    "ItemDecisionIn",
+    "MAX_ITEM_DECISIONS",
     "PromotionStarted",
     "VerificationPublic",
     "PlanEntryPublic",
@@ -73,12 +78,37 @@ class PromotionStart(BaseModel):
     verification: VerificationIn | None = None
 
 
+# per-item decisions in one approval, at most (a plan page's maximum: an approver reads them all)
+MAX_ITEM_DECISIONS = 1000
+
+
+class ItemDecisionIn(BaseModel):
+    """One plan item's decision within an approval: rejected (with a reason) or edited (new title and/or
+    content, redacted as the gate redacts staging, then planned again against published memory)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    index: int = Field(description="The plan item's `index`, as the plan lists it (from 0)")
+    decision: Literal["reject", "edit"]
+    reason: Text = Field(
+        default="", max_length=MAX_REASON_CHARS, description="Why (required for a rejection)"
+    )
+    title: Text | None = Field(
+        default=None, max_length=MAX_TITLE_CHARS, description="An edit's new title (omit to keep it)"
+    )
+    content: Text | None = Field(default=None, description="An edit's new content (omit to keep it)")
+
+
 class DecisionIn(BaseModel):
-    """An approval or rejection; the approver is whoever owns the API key."""
+    """An approval or rejection; the approver is whoever owns the API key.
+
+    `items` (approvals only): plan items rejected or edited; the rest publish as planned.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
     note: str = Field(default="", max_length=4000)
+    items: list[ItemDecisionIn] = Field(default_factory=list, max_length=MAX_ITEM_DECISIONS)
 
 
 class PromotionStarted(BaseModel):
@@ -171,6 +201,22 @@ class PlanEntryPublic(BaseModel):
         description="Why this item is quarantined (it carries instructions aimed at agents: commands, code "
         "sending data out, overrides, hijacks, or the same encoded), or null: a plan holding one waits for a "
         "human's approval at any scope",
+    )
+    fate: Literal["planned", "published", "edited", "rejected_by_approver"] = Field(
+        default="planned",
+        description="What became of the item: `planned` (not published, or not yet), `published`, `edited` "
+        "(the approver's text replaced the item's; `published_memory_id` says whether it is out) or "
+        "`rejected_by_approver` (`approver_reason` says why)",
+    )
+    published_memory_id: str | None = Field(default=None, description="The memory it published, if any")
+    approver_reason: str | None = Field(default=None, description="The approver's reason for its fate")
+    original_title: str | None = Field(default=None, description="An edited item's title before the edit")
+    original_content: str | None = Field(default=None, description="An edited item's content before the edit")
+    edit_diff: list[DiffOpPublic] | None = Field(
+        default=None, description="An edited item's word diff from its planned content to the approver's"
+    )
+    edit_title_diff: list[DiffOpPublic] | None = Field(
+        default=None, description="An edited item's word diff from its planned title to the approver's"
     )
 
 
@@ -269,6 +315,8 @@ class DecisionPublic(BaseModel):
     accepted: bool
     state: str
     reason: str
+    rejected_items: list[int] = Field(default_factory=list, description="Plan items rejected by the approver")
+    edited_items: list[int] = Field(default_factory=list, description="Plan items edited by the approver")
 
 
 class PromotionSummary(BaseModel):

@@ -13,7 +13,9 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -24,18 +26,35 @@ from api.services.gateway import GatewayResources
 from governance.approval import TokenClaims, mint_token
 from governance.errors import Conflict
 from governance.identity import Principal
+from governance.item_decisions import ItemChoice, PreparedChoice
 from governance.redaction import redact_free_text
 from governance.storage.approval_proofs import approval_secret
+from governance.storage.item_decisions import record_item_decisions
+from governance.storage.plans import PlanKey
 from governance.storage.promotions import record_approval_grant
 from workflows.approval_contract import ApprovalAck, ApprovalRequest
 
-__all__ = ["UPDATE_TIMEOUT", "proof_grant", "send_decision", "mint_approval_token"]
+__all__ = ["UPDATE_TIMEOUT", "ItemDecisions", "proof_grant", "send_decision", "mint_approval_token"]
 
 UPDATE_TIMEOUT = timedelta(seconds=60)
 
 
+@dataclass(frozen=True)
+class ItemDecisions:
+    """An approval's per-item decisions, checked against the plan of run `key` and prepared for storage."""
+
+    key: PlanKey
+    choices: Sequence[PreparedChoice]
+
+
 async def _record_grant(
-    state: GatewayResources, principal: Principal, workflow_id: str, task_id: str, what: str, note: str
+    state: GatewayResources,
+    principal: Principal,
+    workflow_id: str,
+    task_id: str,
+    what: str,
+    note: str,
+    items: ItemDecisions | None = None,
 ) -> str:
     grant = uuid.uuid4().hex
     async with state.engine.begin() as conn:
@@ -48,6 +67,16 @@ async def _record_grant(
             decision=what,
             note=note,
         )
+        if items is not None:
+            # the reasons and texts stay here, under the grant: the update carries indexes only
+            await record_item_decisions(
+                conn,
+                key=items.key,
+                decision_id=grant,
+                task_id=task_id,
+                decided_by=principal.id,
+                choices=items.choices,
+            )
     return grant
 
 
@@ -74,20 +103,22 @@ async def send_decision(
     note: str,
     errors: AbstractAsyncContextManager[None],
     what: str,
+    items: ItemDecisions | None = None,
 ) -> ApprovalAck:
     """Approve or reject `what` as the caller: a grant row, then the `approve`/`reject` update.
 
     The workflow checks the caller again (and the grant); its refusal is PolicyDenied (a 403), another
-    decision accepted first a Conflict.
+    decision accepted first a Conflict. `items`: an approval's per-item decisions, stored with the grant.
     """
     note = redact_free_text(note) or ""
     # the note stays in the grant row (the activities recording the decision read it there): the update
     # carries the grant's id only, so the workflow's history holds no note (docs/privacy.md)
-    grant = await _record_grant(state, principal, handle.id, task_id, decision, note)
+    grant = await _record_grant(state, principal, handle.id, task_id, decision, note, items)
+    indexes = [ItemChoice(c.index, c.decision.value) for c in items.choices] if items is not None else []
     async with errors:
         ack: ApprovalAck = await handle.execute_update(
             decision,
-            ApprovalRequest(approver=principal.id, note="", grant=grant),
+            ApprovalRequest(approver=principal.id, note="", grant=grant, items=indexes),
             result_type=ApprovalAck,
             rpc_timeout=UPDATE_TIMEOUT,
         )

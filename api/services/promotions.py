@@ -45,6 +45,7 @@ from api.schemas.promotions import (
 )
 from api.services.approvals import UPDATE_TIMEOUT, mint_approval_token, proof_grant, send_decision
 from api.services.gateway import GatewayResources, authorized_task, temporal_client
+from api.services.item_decisions import checked_items, with_fates
 from api.services.plan_review import reviewed_entries, target_scope_key
 from api.services.temporal_errors import temporal_errors
 from governance.errors import Conflict, GovernanceError, NotFound, PolicyDenied, Unavailable
@@ -194,7 +195,7 @@ async def _stored(
         quarantined_total, quarantined = await quarantined_items(conn, key, limit=PLAN_PAGE_SIZE)
     target_key = target_scope_key(task, status.target_scope)
     return {
-        "plan": await reviewed_entries(state, principal, key, rows, target_key),
+        "plan": await with_fates(state, key, await reviewed_entries(state, principal, key, rows, target_key)),
         "plan_total": header.plan_total or 0,
         "published": [
             PublishedPublic(
@@ -439,7 +440,9 @@ async def promotion_plan(
         async with state.engine.connect() as conn:
             rows = await plan_page(conn, key, offset=offset, limit=limit)
         target = await _memo_target_scope(state, workflow_id)
-        items = await reviewed_entries(state, principal, key, rows, target_scope_key(task, target))
+        items = await with_fates(
+            state, key, await reviewed_entries(state, principal, key, rows, target_scope_key(task, target))
+        )
     following = offset + len(rows)
     return PromotionPlanPage(
         task_id=task.public_id,
@@ -520,6 +523,8 @@ async def decide_promotion(
     (and finds the grant row), and its refusal is a 403 with its reason.
     """
     task, handle = await _awaiting_decision(state, principal, task_id)
+    # per-item decisions are checked against the plan before anything is written
+    items = await checked_items(state, handle.id, task.public_id, decision, body.items)
     ack = await send_decision(
         state,
         principal,
@@ -529,6 +534,7 @@ async def decide_promotion(
         note=body.note,
         errors=_temporal_errors(task.public_id),
         what=f"the promotion of task {task.public_id!r}",
+        items=items,
     )
     return DecisionPublic(
         task_id=task.public_id,
@@ -538,6 +544,8 @@ async def decide_promotion(
         accepted=True,
         state=ack.state,
         reason=ack.reason,
+        rejected_items=[i.index for i in body.items if i.decision == "reject"],
+        edited_items=[i.index for i in body.items if i.decision == "edit"],
     )
 
 

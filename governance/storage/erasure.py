@@ -366,8 +366,24 @@ async def erase(conn: AsyncConnection, found: ErasureSet) -> dict[str, int]:
             "DELETE FROM promotion_plans WHERE workflow_id = :w AND run_id = :r",
             {"w": wf, "r": run_id},
         )
+    # an approver's per-item decisions keep the planned text beside the edit, and the reasons: they go
+    # with their plan items, and wherever they quote what goes
+    await run(
+        "item_decisions",
+        "DELETE FROM promotion_item_decisions WHERE EXISTS (SELECT 1 FROM unnest(CAST(:needles AS text[])) n "
+        "WHERE strpos(original_title, n) > 0 OR strpos(original_content, n) > 0 OR strpos(reason, n) > 0 "
+        "OR strpos(COALESCE(title, ''), n) > 0 OR strpos(COALESCE(content, ''), n) > 0)",
+        {"needles": needles},
+    )
     for c in found.candidates:
         params = {"w": c.workflow_id, "r": c.run_id, "i": c.idx}
+        await run(
+            "item_decisions",
+            "DELETE FROM promotion_item_decisions WHERE workflow_id = :w AND run_id = :r AND idx IN "
+            "(SELECT idx FROM promotion_plan_items "
+            "WHERE workflow_id = :w AND run_id = :r AND candidate_idx = :i)",
+            params,
+        )
         await run(
             "plan_items",
             "DELETE FROM promotion_plan_items WHERE workflow_id = :w AND run_id = :r AND candidate_idx = :i",

@@ -83,6 +83,10 @@ class EventType(StrEnum):
     DISTILLED = "DISTILLED"
     # a memory's decay policy was set (storage/decay_policy.py): from what, to what
     DECAY_POLICY = "DECAY_POLICY"
+    # an approver rejected one plan item of the promotion it approved (the reason), or edited it (the
+    # word diff): storage/item_decisions.py, written by publish before the plan's items are published
+    ITEM_REJECTED = "ITEM_REJECTED"
+    ITEM_EDITED = "ITEM_EDITED"
 
 
 @dataclass(frozen=True)

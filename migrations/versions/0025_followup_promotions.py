@@ -14,7 +14,7 @@ promotion under way took its snapshot before this migration, at most its last se
 table and the columns: tasks keep the workflow id of their latest promotion.
 
 Revision ID: 0025_followup_promotions
-Revises: 0023_idempotency_key
+Revises: 0024_item_decisions
 Create Date: 2026-11-27
 """
 
@@ -24,7 +24,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0025_followup_promotions"
-down_revision = "0023_idempotency_key"
+down_revision = "0024_item_decisions"
 branch_labels = None
 depends_on = None
 

@@ -64,6 +64,7 @@ VOLATILE = {
     "last_attempt_at",
     "id",
     "memory_id",
+    "published_memory_id",
     "citation",
 }
 Answer = dict[str, Any]

@@ -119,7 +119,15 @@ async def test_promotion_plan_is_served_from_the_database_page_by_page(
     assert approved.status_code == 200, approved.text
     done = await wait_promotion_state(http, team["human"].headers, task_id, "published")
     assert done["published_total"] == total and len(done["published"]) == 100
-    assert done["plan_total"] == total and done["plan"] == status["plan"]
+    # the same plan, each item now showing its fate (the memory it published)
+    fate = ("fate", "published_memory_id")
+    assert done["plan_total"] == total
+    assert [{k: v for k, v in p.items() if k not in fate} for p in done["plan"]] == [
+        {k: v for k, v in p.items() if k not in fate} for p in status["plan"]
+    ]
+    assert {p["fate"] for p in done["plan"]} == {"published"} and all(
+        p["published_memory_id"] for p in done["plan"]
+    )
 
 
 async def _promote_into_worktree(http: httpx.AsyncClient, team: dict[str, Actor], content: str) -> str:

@@ -87,6 +87,26 @@ async def _refused_then_approved(handle: WorkflowHandle[Any, Any], who: dict[str
     await handle.execute_update("approve", ApprovalRequest(approver=who["human"], note="by the API"))
 
 
+async def _items_refused_then_approved_with_items(
+    handle: WorkflowHandle[Any, Any], who: dict[str, str]
+) -> None:
+    """The Temporal UI's per-item decisions: an unknown item refused, then one rejected and one edited."""
+    await _wait_state(handle, PromotionState.AWAITING_APPROVAL)
+    await handle.signal(
+        "approve", {"approver": who["human"], "items": [{"index": 99, "decision": "reject", "reason": "no"}]}
+    )
+    await handle.signal(
+        "approve",
+        {
+            "approver": who["human"],
+            "items": [
+                {"index": 1, "decision": "reject", "reason": "not worth keeping"},
+                {"index": 0, "decision": "edit", "content": "db.driver: psycopg 3, async API"},
+            ],
+        },
+    )
+
+
 async def _fail_verification(handle: WorkflowHandle[Any, Any], who: dict[str, str]) -> None:
     await _wait_state(handle, PromotionState.AWAITING_VERIFICATION)
     await handle.execute_update("verify", Verification("tests_passed", False))
@@ -126,6 +146,11 @@ PATHS: dict[str, tuple[dict[str, Any], Drive, str]] = {
         PromotionState.UNVERIFIED,
     ),
     "verification_failed": ({"target_scope": "project"}, _fail_verification, PromotionState.UNVERIFIED),
+    "project_items_refused_then_approved_with_items": (
+        {"target_scope": "project", "verification": PASSED},
+        _items_refused_then_approved_with_items,
+        PromotionState.PUBLISHED,
+    ),
 }
 
 

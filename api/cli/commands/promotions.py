@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -33,6 +34,26 @@ TasksArgument = Annotated[
     list[str], typer.Argument(help="The task whose promotion this is; several decide each on its own.")
 ]
 NoteOption = Annotated[str | None, typer.Option("--note", "-n", help="Why; kept with the decision.")]
+RejectItemOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--reject-item",
+        metavar="N:REASON",
+        help="Approve without plan item N (its # in `loregate promotion`), saying why; repeatable.",
+    ),
+]
+EditItemOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--edit-item",
+        metavar="N=TEXT|@FILE",
+        help="Publish plan item N with this content (@FILE: a file's), redacted, planned again; repeatable.",
+    ),
+]
+EditTitleOption = Annotated[
+    list[str] | None,
+    typer.Option("--edit-title", metavar="N=TITLE", help="Publish plan item N under this title; repeatable."),
+]
 SOURCES = "tests_passed, pr_merged, human_approved or repeated_success"
 
 
@@ -111,6 +132,9 @@ def _decide(
 def approve(
     tasks: TasksArgument,
     note: NoteOption = None,
+    reject_item: RejectItemOption = None,
+    edit_item: EditItemOption = None,
+    edit_title: EditTitleOption = None,
     url: UrlOption = None,
     api_key: KeyOption = None,
     as_json: JsonOption = False,
@@ -118,8 +142,69 @@ def approve(
     """Approve promotions awaiting approval, as the owner of the API key; they then publish.
 
     Several tasks are decided in one action, each checked on its own (exit code 1 if any was refused).
+    One task may be approved with some plan items rejected (`--reject-item 2:"wrong numbers"`) or edited
+    (`--edit-item 3=@fixed.md`, `--edit-title 3="a better title"`); the rest publish as planned.
     """
+    items = item_decisions(reject_item or [], edit_item or [], edit_title or [])
+    if items and len(tasks) > 1:
+        fail("per-item decisions name one task's plan items: approve one task at a time with them")
+    if items:
+        _approve_items(tasks[0], note, items, url, api_key, as_json)
+        return
     _decide("approve", tasks, note, url, api_key, as_json)
+
+
+def _item_number(text: str, option: str) -> int:
+    """A plan item's index from the number `loregate promotion` shows (from 1)."""
+    if not text.strip().isdigit() or int(text) < 1:
+        fail(f"{option}: {text!r} is not a plan item number (the # column of `loregate promotion`, from 1)")
+    return int(text) - 1
+
+
+def item_decisions(rejects: list[str], edits: list[str], titles: list[str]) -> list[dict[str, Any]]:
+    """The approval's `items` from the command line's options (an edit's content and title merge)."""
+    items: list[dict[str, Any]] = []
+    for given in rejects:
+        number, sep, reason = given.partition(":")
+        if not sep:
+            fail(f"--reject-item takes N:REASON, not {given!r}")
+        items.append({"index": _item_number(number, "--reject-item"), "decision": "reject", "reason": reason})
+    edited: dict[int, dict[str, Any]] = {}
+    for option, key, values in (("--edit-item", "content", edits), ("--edit-title", "title", titles)):
+        for given in values:
+            number, sep, text = given.partition("=")
+            if not sep:
+                fail(f"{option} takes N=TEXT, not {given!r}")
+            if key == "content" and text.startswith("@"):
+                try:
+                    text = Path(text[1:]).read_text(encoding="utf-8")
+                except OSError as err:
+                    fail(f"{option}: cannot read {text[1:]!r}: {err.strerror}")
+            index = _item_number(number, option)
+            edited.setdefault(index, {"index": index, "decision": "edit"})[key] = text
+    return items + [edited[i] for i in sorted(edited)]
+
+
+def _approve_items(
+    task: str,
+    note: str | None,
+    items: list[dict[str, Any]],
+    url: str | None,
+    api_key: str | None,
+    as_json: bool,
+) -> None:
+    with _client(url, api_key) as client:
+        answer = client.approve(task, note, items)
+    if as_json:
+        _print_json(answer)
+        return
+    rejected = ", ".join(f"#{i + 1}" for i in answer.rejected_items) or "none"
+    edited = ", ".join(f"#{i + 1}" for i in answer.edited_items) or "none"
+    console.print(
+        f"task {escape(task)}: approved by {escape(answer.approver)}; rejected items: {rejected}; "
+        f"edited items: {edited}",
+        highlight=False,
+    )
 
 
 def reject(
@@ -155,10 +240,15 @@ def _plan_table(plan: list[PlanEntryPublic]) -> Table:
             # what the item merges into or replaces, as published now: the approver sees old beside new
             verb = "replaces" if entry.decision == "supersede" else "merges into"
             title += f"\n[dim]{verb}: {escape(entry.target_title)}[/dim]"
+        decision = entry.decision
+        if entry.fate in ("edited", "rejected_by_approver"):
+            decision += f"\n[bold]{entry.fate.replace('_', ' ')}[/bold]"
+            if entry.approver_reason:
+                decision += f": {escape(entry.approver_reason)}"
         table.add_row(
             str(entry.index + 1),
             entry.memory_type,
-            entry.decision,
+            decision,
             title,
             escape(entry.canonical_key or ""),
             f"{similarity:.3f}" if similarity is not None else "–",

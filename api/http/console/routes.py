@@ -22,7 +22,7 @@ from api.http.deps import Resources, TaskId
 from api.schemas.approvals import ApprovalTokenPublic
 from api.schemas.events import MAX_EVENTS_PAGE
 from api.schemas.memories import MemoryStateName
-from api.schemas.promotions import DecisionIn, PromotionState
+from api.schemas.promotions import MAX_ITEM_DECISIONS, DecisionIn, ItemDecisionIn, PromotionState
 from api.services import browse, change_requests, events, memories, promotions, sessions, staging
 from api.services import search as reads
 from api.services.gateway import authorized_task
@@ -246,19 +246,63 @@ def decision_note(note: str) -> DecisionIn:
 
 
 async def _decide(
-    resources: Resources, session: ConsoleSession, task_id: str, decision: str, note: str
+    resources: Resources,
+    session: ConsoleSession,
+    task_id: str,
+    decision: str,
+    note: str,
+    items: list[ItemDecisionIn] | None = None,
 ) -> Response:
     body = decision_note(note)
+    if items:
+        body = body.model_copy(update={"items": items})
     await promotions.decide_promotion(resources, session.principal, task_id, decision, body)
     return see_other(f"{PREFIX}/promotions/{quote(task_id, safe='')}?decided={decision}")
 
 
+async def form_items(request: Request) -> list[ItemDecisionIn]:
+    """The plan page's per-item choices (`item_<index>`: reject or edit, with `reason_<index>`,
+    `title_<index>`, `content_<index>`) as the API's `items`; a malformed one is a 422, as over the API."""
+    form = await request.form()
+    items: list[ItemDecisionIn] = []
+    for name, value in form.multi_items():
+        number = name.removeprefix("item_")
+        if number == name or value not in ("reject", "edit") or not number.isdigit():
+            continue
+        n = int(number)
+
+        def field(prefix: str, n: int = n) -> str | None:
+            given = form.get(f"{prefix}_{n}")
+            return given if isinstance(given, str) else None
+
+        try:
+            items.append(
+                ItemDecisionIn(
+                    index=n,
+                    decision="reject" if value == "reject" else "edit",
+                    reason=field("reason") or "",
+                    title=field("title") if value == "edit" else None,
+                    content=field("content") if value == "edit" else None,
+                )
+            )
+        except ValidationError as exc:
+            raise InvalidInput(f"plan item {n}: {exc.errors()[0]['msg']}") from exc
+    if len(items) > MAX_ITEM_DECISIONS:
+        raise InvalidInput(f"at most {MAX_ITEM_DECISIONS} items may be decided one by one")
+    return items
+
+
 @router.post("/promotions/{task_id}/approve", response_class=HTMLResponse)
 async def approve(
-    task_id: TaskId, resources: Resources, session: CheckedSession, note: Annotated[str, Form()] = ""
+    request: Request,
+    task_id: TaskId,
+    resources: Resources,
+    session: CheckedSession,
+    note: Annotated[str, Form()] = "",
 ) -> Response:
-    """Approve as the session's principal (the same use case as POST /v1/promotions/{id}/approve)."""
-    return await _decide(resources, session, task_id, "approve", note)
+    """Approve as the session's principal (the same use case as POST /v1/promotions/{id}/approve), with
+    the plan items the approver chose to reject or edit."""
+    return await _decide(resources, session, task_id, "approve", note, await form_items(request))
 
 
 @router.post("/promotions/{task_id}/reject", response_class=HTMLResponse)
