@@ -12,6 +12,7 @@ pages until a `VACUUM`).
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ __all__ = ["Compaction", "compact", "compact_sqlite", "disable_wal_recycling"]
 
 @dataclass
 class Compaction:
-    """What `compact` did, step by step, and what it could not do (with why)."""
+    """What `compact` did, step by step, and what it could not do (each with the SQL an operator runs)."""
 
     done: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
@@ -43,23 +44,93 @@ def disable_wal_recycling(psql: Callable[[str], str]) -> None:
     psql("SELECT pg_reload_conf();")
 
 
+# what VACUUM says of a table it may not rewrite, across versions: `permission denied to vacuum "t",
+# skipping it` (16+), `skipping "t" --- only table or database owner can vacuum it` (before)
+_SKIPPED_TABLE = re.compile(r'(?:permission denied to vacuum|skipping) "(?P<name>[^"]+)"')
+
+# the WAL steps, each with the privilege that allows it (Postgres 15+ grants them apart from superuser)
+_WAL_PRIVILEGES = (
+    "SELECT current_setting('is_superuser') = 'on',"
+    " has_parameter_privilege('wal_recycle', 'ALTER SYSTEM'),"
+    " has_function_privilege('pg_reload_conf()', 'EXECUTE'),"
+    " has_function_privilege('pg_switch_wal()', 'EXECUTE'),"
+    " pg_has_role('pg_checkpoint', 'MEMBER')"
+)
+_WAL_SQL = (
+    "ALTER SYSTEM SET wal_recycle = off; SELECT pg_reload_conf(); "
+    "CHECKPOINT; SELECT pg_switch_wal(); CHECKPOINT; SELECT pg_switch_wal(); CHECKPOINT;"
+)
+
+
+def _unshared(conn: psycopg.Connection[tuple[object, ...]], names: set[str]) -> list[str]:
+    """Of the tables VACUUM skipped, those that may hold rows loregate wrote: not the catalogs, which hold
+    the schema (shared ones hold roles and databases); `pg_statistic`, the one catalog that keeps sampled
+    values, has a step of its own."""
+    if not names:
+        return []
+    rows = conn.execute(
+        "SELECT DISTINCT quote_ident(n.nspname) || '.' || quote_ident(c.relname) FROM pg_class c"
+        " JOIN pg_namespace n ON n.oid = c.relnamespace"
+        " WHERE c.relname = ANY(%s) AND NOT c.relisshared AND c.relkind IN ('r', 'm')"
+        " AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast')",
+        (sorted(names),),
+    ).fetchall()
+    return sorted(str(r[0]) for r in rows)
+
+
+def _vacuum(conn: psycopg.Connection[tuple[object, ...]], sql: str) -> set[str]:
+    """Run a VACUUM; the names of the tables it skipped for want of privilege."""
+    skipped: set[str] = set()
+
+    def notice(diag: psycopg.errors.Diagnostic) -> None:
+        found = _SKIPPED_TABLE.search(diag.message_primary or "")
+        if found is not None:
+            skipped.add(found.group("name"))
+
+    conn.add_notice_handler(notice)
+    try:
+        conn.execute(sql)
+    finally:
+        conn.remove_notice_handler(notice)
+    return skipped
+
+
 def compact(url: str) -> Compaction:
-    """Rewrite every table, then let the WAL written before go (`url`: any Postgres URL)."""
+    """Rewrite every table the role may, then let the WAL written before go where the role may
+    (`url`: any Postgres URL). What it may not do is in `skipped`, with the SQL an operator runs for it."""
     result = Compaction()
     with psycopg.connect(_psycopg_url(url), autocommit=True, connect_timeout=30) as conn:
-        superuser = conn.execute("SELECT current_setting('is_superuser')").fetchone() == ("on",)
-        # every table this role owns (all of them for a superuser, the catalogs included), with its indexes
-        # and TOAST: a new file each, the old one unlinked
-        conn.execute("VACUUM (FULL, ANALYZE)")
-        result.done.append("VACUUM (FULL, ANALYZE) of the database")
-        if not superuser:
+        # every table this role may vacuum (all of them for a superuser, the catalogs included; a database
+        # owner's database but the shared catalogs; else the tables it owns), with indexes and TOAST: a new
+        # file each, the old one unlinked. The others are skipped with a warning, not an error.
+        skipped = _unshared(conn, _vacuum(conn, "VACUUM (FULL, ANALYZE)"))
+        if skipped:
+            shown = ", ".join(skipped[:10]) + (f" and {len(skipped) - 10} more" if len(skipped) > 10 else "")
+            result.done.append("VACUUM (FULL, ANALYZE) of every table this role may rewrite")
             result.skipped.append(
-                "not a superuser: catalogs (pg_statistic) not rewritten, WAL not switched or checkpointed; "
-                "run `VACUUM (FULL) pg_catalog.pg_statistic; SELECT pg_switch_wal(); CHECKPOINT;` as one"
+                f"{len(skipped)} table{'s' if len(skipped) > 1 else ''} not rewritten (this role may not "
+                f"vacuum {'them' if len(skipped) > 1 else 'it'}): {shown}; run "
+                f"`VACUUM (FULL, ANALYZE) {', '.join(skipped)};` as their owner or a superuser"
+            )
+        else:
+            result.done.append("VACUUM (FULL, ANALYZE) of the database")
+        if _vacuum(conn, "VACUUM (FULL) pg_catalog.pg_statistic"):
+            result.skipped.append(
+                "pg_statistic not rewritten (it keeps sampled column values): run "
+                "`VACUUM (FULL) pg_catalog.pg_statistic;` as a superuser or the database's owner"
+            )
+        else:
+            result.done.append("VACUUM (FULL) pg_catalog.pg_statistic")
+        row = conn.execute(_WAL_PRIVILEGES).fetchone()
+        superuser, *privileges = row if row is not None else (False,)
+        if not (superuser or all(privileges)):
+            result.skipped.append(
+                "WAL not switched or checkpointed, wal_recycle not turned off (this role may not: it "
+                "needs a superuser, or ALTER SYSTEM on wal_recycle, EXECUTE on pg_reload_conf() and "
+                "pg_switch_wal() and membership of pg_checkpoint): erased rows stay in WAL segments until "
+                f"then; run `{_WAL_SQL}` as a superuser"
             )
             return result
-        conn.execute("VACUUM (FULL) pg_catalog.pg_statistic")
-        result.done.append("VACUUM (FULL) pg_catalog.pg_statistic")
         conn.execute("ALTER SYSTEM SET wal_recycle = off")
         conn.execute("SELECT pg_reload_conf()")
         result.done.append("wal_recycle = off (old WAL segments are removed, not renamed for reuse)")
