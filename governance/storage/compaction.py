@@ -4,7 +4,8 @@ An erasure deletes rows in one transaction, but Postgres keeps the deleted tuple
 a vacuum reuses them, and the inserts that wrote them in its WAL segments until a checkpoint lets the
 segments go (renamed for reuse, bytes intact, unless `wal_recycle` is off). `compact` is what an operator
 runs after an erasure (`loregate erase compact`, docs/privacy.md): it rewrites every table and index
-(`VACUUM (FULL, ANALYZE)`, catalogs included when the role may: `pg_statistic` keeps sampled column values),
+(`VACUUM (FULL, ANALYZE)`, catalogs included when the role may: `pg_statistic` keeps sampled column values,
+and an emptied table's statistics are deleted, ANALYZE leaving them as they were),
 turns WAL recycling off, and switches and checkpoints the WAL twice so the segments written before are
 removed. `compact_sqlite` rewrites the Temporal dev server's sqlite file (deleted histories stay in its free
 pages until a `VACUUM`).
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,11 +97,72 @@ def _vacuum(conn: psycopg.Connection[tuple[object, ...]], sql: str) -> set[str]:
     return skipped
 
 
-def compact(url: str) -> Compaction:
+# sessions whose snapshot is older than the compaction: VACUUM must keep what they may still see, the
+# erased rows among it, so `compact` waits for them to end (they hold a transaction, never for long)
+_OLD_SNAPSHOTS = (
+    "SELECT count(*) FROM pg_stat_activity WHERE pid <> pg_backend_pid()"
+    " AND (backend_xmin IS NOT NULL OR backend_xid IS NOT NULL) AND xact_start < %s"
+)
+SNAPSHOT_WAIT_SECONDS = 60.0
+
+
+def _wait_for_old_snapshots(conn: psycopg.Connection[tuple[object, ...]], wait: float) -> int:
+    """Wait up to `wait` seconds until no session holds a snapshot taken before now; how many still do."""
+    row = conn.execute("SELECT now()").fetchone()
+    started = row[0] if row is not None else None
+    deadline = time.monotonic() + wait
+    while True:
+        left = conn.execute(_OLD_SNAPSHOTS, (started,)).fetchone()
+        count = int(str(left[0])) if left is not None else 0
+        if count == 0 or time.monotonic() >= deadline:
+            return count
+        time.sleep(0.2)
+
+
+# ANALYZE of a table left empty (everything in it erased) keeps the statistics sampled before: values of
+# erased rows, live in pg_statistic. Only a superuser may delete them.
+_STALE_STATISTICS = (
+    "DELETE FROM pg_catalog.pg_statistic s USING pg_catalog.pg_class c"
+    " WHERE c.oid = s.starelid AND c.reltuples = 0"
+)
+_STALE_VISIBLE = (
+    "SELECT count(DISTINCT (s.schemaname, s.tablename)) FROM pg_catalog.pg_stats s"
+    " JOIN pg_catalog.pg_namespace n ON n.nspname = s.schemaname"
+    " JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = s.tablename"
+    " WHERE c.reltuples = 0"
+)
+
+
+def _drop_stale_statistics(conn: psycopg.Connection[tuple[object, ...]], result: Compaction) -> None:
+    row = conn.execute("SELECT current_setting('is_superuser') = 'on'").fetchone()
+    if row is not None and row[0]:
+        deleted = conn.execute(_STALE_STATISTICS).rowcount
+        result.done.append(f"statistics of empty tables deleted ({deleted} rows sampled before the erasure)")
+        return
+    stale = conn.execute(_STALE_VISIBLE).fetchone()
+    if stale is not None and int(str(stale[0])):
+        result.skipped.append(
+            f"{stale[0]} empty tables keep statistics sampled before they were emptied (ANALYZE leaves an "
+            f"empty table's statistics as they were): run `{_STALE_STATISTICS}; VACUUM (FULL) "
+            "pg_catalog.pg_statistic;` as a superuser"
+        )
+
+
+def _report_old_snapshots(result: Compaction, holding: int, wait: float) -> None:
+    if holding and not any(line.startswith("sessions kept") for line in result.skipped):
+        result.skipped.append(
+            f"sessions kept a transaction open from before the compaction for {wait:.0f} s ({holding} at the "
+            "end): VACUUM keeps the rows they may still see, erased ones included; run `loregate erase "
+            "compact` again when they have ended (pg_stat_activity shows them)"
+        )
+
+
+def compact(url: str, *, wait: float = SNAPSHOT_WAIT_SECONDS) -> Compaction:
     """Rewrite every table the role may, then let the WAL written before go where the role may
     (`url`: any Postgres URL). What it may not do is in `skipped`, with the SQL an operator runs for it."""
     result = Compaction()
     with psycopg.connect(_psycopg_url(url), autocommit=True, connect_timeout=30) as conn:
+        _report_old_snapshots(result, _wait_for_old_snapshots(conn, wait), wait)
         # every table this role may vacuum (all of them for a superuser, the catalogs included; a database
         # owner's database but the shared catalogs; else the tables it owns), with indexes and TOAST: a new
         # file each, the old one unlinked. The others are skipped with a warning, not an error.
@@ -114,6 +177,10 @@ def compact(url: str) -> Compaction:
             )
         else:
             result.done.append("VACUUM (FULL, ANALYZE) of the database")
+        # ANALYZE replaced the statistics sampled before the erasure: a session that began meanwhile may
+        # still see the old rows, which VACUUM would then keep
+        _report_old_snapshots(result, _wait_for_old_snapshots(conn, wait), wait)
+        _drop_stale_statistics(conn, result)
         if _vacuum(conn, "VACUUM (FULL) pg_catalog.pg_statistic"):
             result.skipped.append(
                 "pg_statistic not rewritten (it keeps sampled column values): run "

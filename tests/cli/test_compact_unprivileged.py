@@ -123,3 +123,36 @@ def test_compact_unreachable_database_is_one_line(tmp_path: Path) -> None:
     compacted = run_cli("erase", "compact", env=env, timeout=120)
     assert compacted.returncode == 1
     assert "database unreachable" in compacted.stderr and "Traceback" not in compacted.stderr
+
+
+def test_compact_says_when_an_open_transaction_may_keep_erased_rows(empty_database_url: str) -> None:
+    from governance.storage.compaction import compact
+
+    url = empty_database_url.replace("postgresql+psycopg://", "postgresql://", 1)
+    with psycopg.connect(url) as holder:  # a transaction begun before the compaction, still open
+        holder.execute("CREATE TABLE held (n int)")
+        result = compact(empty_database_url, wait=1.0)
+    assert any(line.startswith("sessions kept a transaction open") for line in result.skipped), result
+    # once it has ended, nothing is left for that reason
+    again = compact(empty_database_url, wait=1.0)
+    assert not any(line.startswith("sessions kept") for line in again.skipped), again
+
+
+def test_compact_drops_statistics_an_emptied_table_kept(empty_database_url: str) -> None:
+    """ANALYZE leaves an emptied table's statistics as they were: the erased values, until compaction."""
+    from governance.storage.compaction import compact
+
+    url = empty_database_url.replace("postgresql+psycopg://", "postgresql://", 1)
+    canary = "canary" + "".join(random.choice(string.ascii_lowercase) for _ in range(12))
+    sampled = "SELECT count(*) FROM pg_stats WHERE tablename = 'notes' AND most_common_vals::text LIKE %s"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE notes (word text)")
+        conn.execute("INSERT INTO notes SELECT %s FROM generate_series(1, 50)", (canary,))
+        conn.execute("ANALYZE notes")
+        conn.execute("DELETE FROM notes")
+        conn.execute("ANALYZE notes")
+        assert conn.execute(sampled, (f"%{canary}%",)).fetchone() == (1,)  # still there
+    result = compact(empty_database_url, wait=1.0)
+    assert any(step.startswith("statistics of empty tables deleted") for step in result.done), result
+    with psycopg.connect(url, autocommit=True) as conn:
+        assert conn.execute(sampled, (f"%{canary}%",)).fetchone() == (0,)
