@@ -8,12 +8,22 @@ and visibility record. A workflow Temporal no longer knows counts as already gon
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 from temporalio.api.common.v1 import WorkflowExecution
-from temporalio.api.workflowservice.v1 import DeleteWorkflowExecutionRequest
+from temporalio.api.workflowservice.v1 import (
+    DeleteWorkflowExecutionRequest,
+    DescribeWorkflowExecutionRequest,
+)
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-__all__ = ["delete_histories"]
+__all__ = ["delete_histories", "GONE_WAIT_SECONDS"]
+
+# Temporal deletes a history in the background after accepting the request: erasure waits this long for
+# each to be gone, so the compaction an operator runs next finds nothing left to delete
+GONE_WAIT_SECONDS = 30.0
 
 
 async def delete_histories(client: Client, workflow_ids: list[str]) -> list[str]:
@@ -31,7 +41,32 @@ async def delete_histories(client: Client, workflow_ids: list[str]) -> list[str]
             held = await _delete(client, workflow_id, run_id) or held
         if held:
             deleted.append(workflow_id)
+    await _until_gone(client, deleted, GONE_WAIT_SECONDS)
     return deleted
+
+
+async def _until_gone(client: Client, workflow_ids: list[str], wait: float) -> None:
+    """Wait (up to `wait` seconds) until Temporal no longer describes any of `workflow_ids`."""
+    deadline = time.monotonic() + wait
+    pending = list(workflow_ids)
+    while pending and time.monotonic() < deadline:
+        still = []
+        for workflow_id in pending:
+            try:
+                await client.workflow_service.describe_workflow_execution(
+                    DescribeWorkflowExecutionRequest(
+                        namespace=client.namespace,
+                        execution=WorkflowExecution(workflow_id=workflow_id),
+                    )
+                )
+            except RPCError as err:
+                if err.status == RPCStatusCode.NOT_FOUND:
+                    continue
+                raise
+            still.append(workflow_id)
+        pending = still
+        if pending:
+            await asyncio.sleep(0.2)
 
 
 def _quoted(workflow_id: str) -> str:

@@ -29,7 +29,8 @@ How a text is scanned:
 * 79 vendor token formats are data (catalogue.toml): each runs when its keyword is in the text, and once
   more on the reversed text when a reversed keyword is there (`ks_evil_...`).
 * A secret wrapped over several lines is found in a second pass over the text with its line breaks
-  removed (only where the next line starts with something that does not look like a word), and a base64
+  removed (only where the next line starts with something that does not look like a word), or with the
+  quotes and operator between two string literals removed (`"ghp_…" +` / `"…"`), and a base64
   run is decoded and scanned again: when the decoded text holds a secret, the whole run goes.
 """
 
@@ -96,23 +97,49 @@ def _token_before(text: str, index: int, limit: int) -> int:
 _WORDISH = re.compile(r"[A-Za-z][a-z]*|[A-Z]{1,7}|\d{1,6}(?:[./:-]\d+)*|\d{4}-\d{2}-\d{2}T[\d:.]*|-+|=+")
 
 
+# a string literal continued in the next one: `"ghp_abc" +\n "def"`, `'x' . 'y'`, `"a" "b"`, `'a' || 'b'`
+_CONCAT = re.compile(
+    r"(?<=[A-Za-z0-9+/=_-])(?P<q>[\"'])[^\S\n]*(?:\+|\.{1,2}|\|\||&)?[^\S\n]*\\?\r?\n?[^\S\n]*"
+    r"(?:\+|\.{1,2}|\|\||&)?[^\S\n]*(?P=q)(?=[A-Za-z0-9+/=_-])"
+)
+
+
+def _line_joints(text: str) -> list[tuple[int, int]]:
+    """Line breaks inside what may be one token: the next line starts with no word, number or date."""
+    out: list[tuple[int, int]] = []
+    for match in _BREAK.finditer(text):
+        after = _TOKEN_AFTER.match(text, match.end())
+        if after is None or _token_before(text, match.start(), 6) < 6 or _WORDISH.fullmatch(after.group()):
+            continue
+        out.append(match.span())
+    return out
+
+
+def _concat_joints(text: str) -> list[tuple[int, int]]:
+    """The quotes and operator between two string literals that continue one another."""
+    return [m.span() for m in _CONCAT.finditer(text) if _token_before(text, m.start(), 6) >= 6]
+
+
 def _wrapped(text: str) -> list[Span]:
-    """Spans of secrets that run across a line break, found in the text with those breaks removed."""
+    """Spans of secrets that run across a line break or a string concatenation, found in the text with
+    those joints removed."""
+    cuts = _line_joints(text) if "\n" in text else []
+    if '"' in text or "'" in text:
+        cuts = sorted(set(cuts) | set(_concat_joints(text)))
     pieces: list[str] = []
     starts_c: list[int] = []  # where each piece starts in the collapsed text
     starts_n: list[int] = []  # and in the original
     joints: list[int] = []
     last, length = 0, 0
-    for match in _BREAK.finditer(text):
-        after = _TOKEN_AFTER.match(text, match.end())
-        if after is None or _token_before(text, match.start(), 6) < 6 or _WORDISH.fullmatch(after.group()):
+    for cut_start, cut_end in cuts:
+        if cut_start < last:
             continue
-        pieces.append(text[last : match.start()])
+        pieces.append(text[last:cut_start])
         starts_c.append(length)
         starts_n.append(last)
-        length += match.start() - last
+        length += cut_start - last
         joints.append(length)
-        last = match.end()
+        last = cut_end
     if not joints:
         return []
     pieces.append(text[last:])
@@ -168,7 +195,7 @@ def redact(text: str) -> Redaction:
     # ASCII they stand for (NFKC, character by character)
     scanned = _fold(normal)
     spans = _spans(scanned)
-    if "\n" in scanned:
+    if "\n" in scanned or '"' in scanned or "'" in scanned:
         spans.extend(_wrapped(scanned))
     spans.extend(reversed_spans(scanned))
     if spans and PLACEHOLDER in normal:  # redacting redacted text again finds nothing new

@@ -311,8 +311,9 @@ def _korean_prose(text: str, depth: int) -> Iterator[Span]:
             yield start, end, priority
 
 
-_CARD = re.compile(r"(?<![0-9A-Za-z.,/:_-])[2-6]\d{3}(?:[ -]?\d){9,15}(?![0-9A-Za-z_-]|\.\d)")
-_CARD_SEPARATOR = re.compile(r"[ -]")
+# separators: a space, a dash, or a dash between spaces ("6011 - 6239 - ...")
+_CARD = re.compile(r"(?<![0-9A-Za-z.,/:_-])[2-6]\d{3}(?:(?: - |[ -])?\d){9,15}(?![0-9A-Za-z_-]|\.\d)")
+_CARD_SEPARATOR = re.compile(r" - |[ -]")
 
 
 def _luhn(digits: str) -> bool:

@@ -75,6 +75,8 @@ _PLACEHOLDER_VALUE = re.compile(
     r"|change_?me|replace_?me|placeholder|dummy|example|sample|secret|password|foo|bar|foobar"
     r"|(?:your|my|insert|enter|put)[_-].*|.*[_-](?:here|goes_here)|x{4,}.*|.*x{6,}|\*{3,}.*"
     r"|<[^<>]*>|\*+|x{3,}|\.{3}|…|\?+|-+|_+"
+    # a token's documented prefix cut short by an ellipsis: `sk-...`, `ghp_…`
+    r"|[A-Za-z0-9_.-]{1,16}?(?:\.{3,}|…)"
     r"|[\[{(]"  # a structure opens: the value is on the next lines or in a list
     # references: ${DB_PASSWORD}, $DB_PASSWORD, $(cat file), {{ vault_pw }}, {% ... %}, %(password)s, %s,
     # !vault (a YAML tag), $1 and :password (SQL parameters)

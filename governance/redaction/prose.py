@@ -65,7 +65,9 @@ def multilingual_prose(text: str, depth: int) -> Iterator[Span]:
             # an ASCII value stops at the first non-ASCII character ("X です", "X입니다")
             value = match.group("value").rstrip(_TRAILING)
             start = match.start("value")
-            if not value or _benign(value) or _benign(match.group("value")) or value[0] == "<":
+            whole = match.group("value")
+            quoted = whole.rstrip("'\"`”’」』,;")  # `'sk_live_...'`: the dots stay
+            if not value or _benign(value) or _benign(whole) or _benign(quoted) or value[0] == "<":
                 continue  # `<your-password>` opens a template
             if _LATIN_LETTER.match(text, match.end("value")):
                 continue  # the word goes on past ASCII ("<tu-contraseña>"): not an ASCII password

@@ -1,6 +1,10 @@
-"""Redaction against the evaluation corpus (tests/data/redaction_eval): tune and held-out tables, and speed.
+"""Redaction against the evaluation corpora: tune and held-out tables, and speed.
 
-    python tests/bench/redaction.py [--families] [--misses] [--heldout-misses] [--kb 256] [--unseen DIR]
+    python tests/bench/redaction.py [--corpus first|fresh|both] [--families] [--misses] [--heldout-misses]
+                                    [--kb 256] [--unseen DIR]
+
+`first` is tests/data/redaction_eval, `fresh` the second corpus written blind (tests/data/redaction_fresh);
+`both` (the default) prints the tables of each.
 
 Prints, for the tune half and the held-out half: secret samples, recall, near-miss samples, the share of
 near-misses left unchanged; with `--families`, the same per family; with `--misses`, each missed secret
@@ -110,13 +114,18 @@ def main() -> None:
         action="store_true",
         help="the held-out half's too (look only after tuning is done)",
     )
+    parser.add_argument("--corpus", choices=("first", "fresh", "both"), default="both")
     parser.add_argument("--kb", type=int, default=256)
     parser.add_argument("--unseen", type=Path, help="a directory of public text (commit logs, sentences)")
     args = parser.parse_args()
 
     corpus = redaction_eval.load()
-    _table("tune", corpus, "tune", args.families, args.misses)
-    _table("held-out", corpus, "heldout", args.families, args.heldout_misses)
+    loaders = {"first": redaction_eval.load, "fresh": redaction_eval.load_fresh}
+    for name in ("first", "fresh") if args.corpus == "both" else (args.corpus,):
+        print(f"corpus {name}:")
+        part = loaders[name]()
+        _table("tune", part, "tune", args.families, args.misses)
+        _table("held-out", part, "heldout", args.families, args.heldout_misses)
 
     if args.unseen is not None:
         print("unseen public text (no secrets expected):")

@@ -256,3 +256,51 @@ def score(redact: Callable[[str], str], secrets: list[Sample], near_misses: list
         misses=misses,
         altered=altered,
     )
+
+
+FRESH = Path(__file__).resolve().parents[1] / "data" / "redaction_fresh" / "corpus.jsonl"
+
+
+def load_fresh(path: Path = FRESH) -> Corpus:
+    """The second corpus (tests/data/redaction_fresh), split by family into `tune` and `heldout` halves.
+
+    Its `keep` strings are not used here: a near-miss must come back unchanged, as in the first corpus.
+    """
+    import hashlib
+    import json
+
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    split: dict[str, str] = {}
+    for kind in ("secret", "near_miss"):
+        names = sorted(
+            {r["family"] for r in rows if r["kind"] == kind},
+            key=lambda n: hashlib.sha256(n.encode()).hexdigest(),
+        )
+        split.update({n: "tune" if i % 2 == 0 else "heldout" for i, n in enumerate(names)})
+    corpus = Corpus()
+    for r in rows:
+        if r["kind"] == "secret":
+            sample = Sample(r["family"], split[r["family"]], r["text"], tuple(r["secrets"]))
+            corpus.secrets.append(sample)
+        else:
+            corpus.near_misses.append(Sample(r["family"], split[r["family"]], r["text"]))
+    return corpus
+
+
+def keep_score(redact: Callable[[str], str], path: Path = FRESH) -> dict[str, tuple[int, int]]:
+    """The fresh corpus' own looser near-miss measure: per half, (near-misses whose `keep` strings all
+    survive, near-misses)."""
+    import json
+
+    fresh = load_fresh(path)
+    halves = {s.text: s.split for s in fresh.near_misses}
+    out: dict[str, tuple[int, int]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        r = json.loads(line)
+        if r["kind"] != "near_miss":
+            continue
+        half = halves[r["text"]]
+        kept, total = out.get(half, (0, 0))
+        output = redact(r["text"])
+        out[half] = (kept + all(k in output for k in r["keep"]), total + 1)
+    return out

@@ -226,6 +226,30 @@ def test_redact_secret_split_across_lines() -> None:
     assert out == f"token {PLACEHOLDER}\nThen deploy."
 
 
+def test_redact_secret_split_across_string_literals() -> None:
+    fake = Fake(12)
+    token = f"ghp_{fake.mixed(36)}"
+    for text in [
+        f'token = "{token[:20]}" +\n        "{token[20:]}"',
+        f"$t = '{token[:15]}' . '{token[15:]}';",
+        f'KEY = ("{token[:18]}"\n       "{token[18:]}")',
+    ]:
+        out = redact(text).text
+        assert token[:15] not in out and token[-15:] not in out, out
+    # literals that join into no secret stay as written
+    text = 'msg = "the deploy finished" +\n      " without errors"'
+    assert redact(text).text == text
+
+
+def test_redact_placeholder_prefix_with_ellipsis_stays() -> None:
+    for text in [
+        "Set OPENAI_API_KEY=sk-... before running.",
+        "GITHUB_TOKEN: ghp_…",
+        "api_key = 'sk_live_...'",
+    ]:
+        assert redact(text).text == text
+
+
 def test_redact_base64_wrapping() -> None:
     fake = Fake(9)
     inner = f"DB_PASSWORD={fake.password()}"
@@ -305,6 +329,8 @@ def test_redact_luhn_card_numbers_not_other_digit_runs() -> None:
         assert redact(f"card {grouped} declined").text == f"card {PLACEHOLDER} declined", grouped
         dashed = "-".join(number[i : i + 4] for i in range(0, length, 4))
         assert redact(f"카드번호 {dashed} 로 결제").counts == {"card_number": 1}, dashed
+        spaced_dash = " - ".join(number[i : i + 4] for i in range(0, length, 4))
+        assert redact(f"Karte {spaced_dash} belastet").counts == {"card_number": 1}, spaced_dash
         other = fake.non_luhn_number(prefix, length)
         assert redact(f"reference {other} ok").text == f"reference {other} ok", other
     for text in [

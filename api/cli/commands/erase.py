@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 
 __all__ = ["register", "erase_memory", "erase_task", "erase_subject", "erase_compact"]
 
+# `loregate erase compact` did what the role may; the steps printed as `not done:` are the operator's
+PARTLY_DONE = 3
+
 DryRun = Annotated[bool, typer.Option("--dry-run", help="List what would go; erase nothing.")]
 
 erase = typer.Typer(help="Erase a memory, a task or a subject, leaving a receipt (no content).")
@@ -106,8 +109,10 @@ def erase_compact() -> None:
     """After an erasure: rewrite every table, drop old WAL and Temporal's free pages (docs/privacy.md).
 
     Until this runs, erased bytes survive in Postgres' dead tuples and WAL and in Temporal's sqlite file's
-    free pages (see the docs for how long). Needs a superuser (the embedded database's role is one); it
-    takes an exclusive lock on each table while it rewrites it.
+    free pages (see the docs for how long). It takes an exclusive lock on each table while it rewrites it.
+    All of it needs a superuser (the embedded database's role is one); a role that is not does what it may
+    and prints each step it could not do as `not done:` with the SQL to run as a superuser. Exit code 0
+    when everything was done, 3 when some steps were left to the operator, 1 when it could not run.
     """
     from api.cli.commands._common import database, friendly_errors, load_settings
     from governance.storage.compaction import compact, compact_sqlite
@@ -125,9 +130,9 @@ def erase_compact() -> None:
         else:
             result.skipped.append(refused)
     for why in result.skipped:
-        console.print(f"[yellow]not done:[/] {escape(why)}", highlight=False)
+        console.print(f"[yellow]not done:[/] {escape(why)}", highlight=False, soft_wrap=True)
     if result.skipped:
-        raise typer.Exit(1)
+        raise typer.Exit(PARTLY_DONE)
 
 
 def register(app: typer.Typer) -> None:
