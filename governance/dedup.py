@@ -41,12 +41,13 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from governance.dedup_model import DEDUP_MODEL, DedupModel, duplicate_probability
-from governance.order_model import order_veto
+from governance.order_model import asked, order_veto
 from governance.supersession import (
     ContradictionJudge,
     RuleBasedJudge,
     material_difference,
     order_difference,
+    value_difference,
 )
 
 __all__ = [
@@ -123,6 +124,15 @@ def _refused(a: str, b: str) -> bool:
     if _HANGUL.search(a) or _HANGUL.search(b):
         return material_difference(a, b) is not None or order_difference(a, b) is not None
     return order_veto(a, b) is not None
+
+
+def _reworded_swap(a: str, b: str) -> bool:
+    """Two long sentences of nearly the same words, with no other value, whose word order the learned
+    model reads as another statement: the new one is not a revision of the old, so no judge supersedes it
+    (a word moved reads to the rules as a substituted value)."""
+    if _HANGUL.search(a) or _HANGUL.search(b) or not asked(a, b):
+        return False
+    return value_difference(a, b) is None and order_veto(a, b) is not None
 
 
 def classify(
@@ -204,6 +214,8 @@ def classify(
         if not in_scope(n) or not _keys_compatible(canonical_key, n.canonical_key):
             continue
         if memory_type is not None and n.memory_type is not None and n.memory_type != memory_type:
+            continue
+        if _reworded_swap(content, n.content):
             continue
         verdict = active_judge.judge(new=content, old=n.content, similarity=n.similarity)
         if verdict.contradicts:
