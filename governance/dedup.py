@@ -7,7 +7,7 @@ the neighbours (same hash, same canonical-key head, nearest embeddings) under a 
 2. a bug pattern with the same error signature (its canonical key)  -> DUPLICATE (one pattern, counted)
    an active head with the same canonical key, other content     -> SUPERSEDE it
 3. same content hash in a wider visible scope                     -> DUPLICATE
-4. cosine >= dup_threshold, compatible keys, no material or order difference, and the duplicate model
+4. cosine >= dup_threshold, compatible keys, no veto (below), and the duplicate model
    (`governance.dedup_model`: cosine, lexical similarity, named terms and numbers) says so -> DUPLICATE
 5. the contradiction judge says a close neighbour of the same memory type is contradicted -> SUPERSEDE it
 6. otherwise                                                      -> NEW, linked to close neighbours
@@ -16,9 +16,13 @@ Step 4's "material difference" (a changed number, unit or version, another tool 
 opposite term) keeps near-misses like "timeout 30 s" / "timeout 60 s" apart even when the embedder puts them
 side by side; it is a veto. So is an "order difference" (`governance.supersession.order_difference`): the
 same words in an order that says another thing ("A calls B" / "B calls A", "migrate X to Y" / "Y to X",
-a moved "only"), where a merge would keep one statement and lose the other. The model then separates
-paraphrases, abbreviations and translations from other statements of the same subject; `dup_threshold`
-is the cosine floor below which it is not asked (docs/dedup-calibration.md).
+a moved "only"), where a merge would keep one statement and lose the other. Between two Latin-script
+texts the veto is `governance.order_model.order_veto`: a value difference always refuses; the wording and
+order rules refuse between short texts, and otherwise a learned model over how the shared words moved
+(fitted on external paraphrase-adversary pairs) decides, the rules' verdicts among its signals. The
+duplicate model then separates paraphrases, abbreviations and translations from other statements of
+the same subject; `dup_threshold` is the cosine floor below which it is not asked
+(docs/dedup-calibration.md).
 Supersession only targets memories of the target scope: a project cannot deprecate org knowledge.
 A judged contradiction (step 5) needs the same memory type: a skill whose steps quote a decision is not
 a newer version of that decision's fact, and superseding it would hand the skill the fact's canonical key.
@@ -30,17 +34,20 @@ same episode, identical content, is a duplicate).
 from __future__ import annotations
 
 import hashlib
+import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
 from governance.dedup_model import DEDUP_MODEL, DedupModel, duplicate_probability
+from governance.order_model import asked, order_veto
 from governance.supersession import (
     ContradictionJudge,
     RuleBasedJudge,
     material_difference,
     order_difference,
+    value_difference,
 )
 
 __all__ = [
@@ -57,6 +64,7 @@ __all__ = [
 # memory types that record what happened rather than state what is true: never merged or superseded by
 # similarity or judgment
 RECORD_TYPES = frozenset({"episode"})
+_HANGUL = re.compile(r"[\uac00-\ud7a3]")
 # a bug pattern's canonical key is its error signature: a new occurrence merges, it never replaces
 BUG_PATTERN = "bug_pattern"
 
@@ -107,6 +115,24 @@ class Decision:
 def _keys_compatible(a: str | None, b: str | None) -> bool:
     # two different canonical keys are two different subjects, however similar the wording
     return a is None or b is None or a == b
+
+
+def _refused(a: str, b: str) -> bool:
+    """A veto on merging `a` and `b`: for two Latin-script texts, `governance.order_model.order_veto` (value
+    differences, then the rules and the learned order model); with Korean on a side, the material and
+    order differences of `governance.supersession`."""
+    if _HANGUL.search(a) or _HANGUL.search(b):
+        return material_difference(a, b) is not None or order_difference(a, b) is not None
+    return order_veto(a, b) is not None
+
+
+def _reworded_swap(a: str, b: str) -> bool:
+    """Two long sentences of nearly the same words, with no other value, whose word order the learned
+    model reads as another statement: the new one is not a revision of the old, so no judge supersedes it
+    (a word moved reads to the rules as a substituted value)."""
+    if _HANGUL.search(a) or _HANGUL.search(b) or not asked(a, b):
+        return False
+    return value_difference(a, b) is None and order_veto(a, b) is not None
 
 
 def classify(
@@ -170,11 +196,7 @@ def classify(
     for n in ordered:
         if n.similarity < dup_threshold:
             break
-        if (
-            not _keys_compatible(canonical_key, n.canonical_key)
-            or material_difference(content, n.content) is not None
-            or order_difference(content, n.content) is not None
-        ):
+        if not _keys_compatible(canonical_key, n.canonical_key) or _refused(content, n.content):
             continue
         probability = duplicate_probability(content, n.content, n.similarity, model)
         if probability >= model.cut:
@@ -192,6 +214,8 @@ def classify(
         if not in_scope(n) or not _keys_compatible(canonical_key, n.canonical_key):
             continue
         if memory_type is not None and n.memory_type is not None and n.memory_type != memory_type:
+            continue
+        if _reworded_swap(content, n.content):
             continue
         verdict = active_judge.judge(new=content, old=n.content, similarity=n.similarity)
         if verdict.contradicts:

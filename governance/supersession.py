@@ -20,6 +20,7 @@ import difflib
 import re
 import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Protocol
 
 from rapidfuzz import fuzz
@@ -29,7 +30,10 @@ __all__ = [
     "ContradictionJudge",
     "RuleBasedJudge",
     "material_difference",
+    "value_difference",
+    "wording_difference",
     "order_difference",
+    "order_signals",
     "canonical_aliases",
     "quantities",
     "salient_terms",
@@ -232,6 +236,7 @@ _QUANTITY = re.compile(
 )
 
 
+@lru_cache(maxsize=8192)
 def canonical_aliases(text: str) -> str:
     """`text` with abbreviations and aliases spelt one way (and, in Korean text, loanwords in Korean)."""
     text = unicodedata.normalize("NFKC", text)
@@ -644,6 +649,22 @@ def order_difference(a: str, b: str) -> str | None:
     )
 
 
+def order_signals(a: str, b: str) -> tuple[bool, bool, bool]:
+    """Which rules of `order_difference` speak for two Latin-script texts: (an exchange of two words, a
+    moved qualifier, a long reordering); all False for Korean text."""
+    if _HANGUL.search(a) or _HANGUL.search(b):
+        return (False, False, False)
+    ca_text, cb_text = canonical_aliases(a), canonical_aliases(b)
+    ta, content_a = _order_tokens(ca_text)
+    tb, _ = _order_tokens(cb_text)
+    if ta == tb:
+        return (False, False, False)
+    na, named_a = _order_tokens(ca_text, join_names=True)
+    nb, _ = _order_tokens(cb_text, join_names=True)
+    exchange = _exchange(ta, content_a, tb) or _exchange(na, named_a, nb)
+    return (exchange is not None, _moved_qualifier(ta, tb) is not None, _reordered(ta, tb) is not None)
+
+
 def _once(tokens: list[str]) -> dict[str, int]:
     """Each word the text holds exactly once, and where."""
     return {w: i for i, w in enumerate(tokens) if tokens.count(w) == 1}
@@ -738,24 +759,75 @@ def material_difference(a: str, b: str) -> str | None:
     if _normalise(a) == _normalise(b):
         return None
     a, b = canonical_aliases(a), canonical_aliases(b)
-    # names are compared only within one script: a translation legitimately drops or spells them out
     if bool(_HANGUL.search(a)) == bool(_HANGUL.search(b)):
-        names_a, names_b = _names(a), _names(b)
-        words_a = _latin_words(a) | {d for d in _WEEKDAYS_KO if d in a}
-        words_b = _latin_words(b) | {d for d in _WEEKDAYS_KO if d in b}
-        only_a, only_b = names_a - words_b, names_b - words_a
-        if only_a or only_b:
-            return f"different named choices: {sorted(only_a)} vs {sorted(only_b)}"
-        shared = names_a & names_b
-        contrast = bool(_CONTRAST.search(a.casefold())) or bool(_CONTRAST.search(b.casefold()))
-        if contrast and len(shared) >= 2 and _name_order(a, shared) != _name_order(b, shared):
-            return f"the same names in another order: {_name_order(a, shared)} vs {_name_order(b, shared)}"
-        tokens_a, tokens_b = _raw_tokens(a.casefold()), _raw_tokens(b.casefold())
-        polar = contrast or bool(_NEVER.search(a.casefold()))
-        if polar and tokens_a != tokens_b and sorted(tokens_a) == sorted(tokens_b):
-            # "on the server, never in the browser" / "in the browser, never on the server"
-            return "the same words in another order around a contrast"
-    else:
+        named = _named_difference(a, b)
+        if named:
+            return named
+        return _value_difference(a, b) or _substitution(a, b)
+    return _value_difference(a, b)
+
+
+def value_difference(a: str, b: str) -> str | None:
+    """The part of `material_difference` no rewording explains, or None: another number, unit or version, a
+    negation on one side, opposite terms, another member of a choice group (gzip/brotli) or another owner;
+    between an English and a Korean text, also a name swapped across them.
+
+    Left out (see `wording_difference`): a name one side writes and the other does not, the same names or
+    words in another order around a contrast, and a substituted word — what a paraphrase of a long
+    sentence also does ("the Royal Navy" / "the navy"), and what `governance.order_model` weighs instead.
+    """
+    if _normalise(a) == _normalise(b):
+        return None
+    a, b = canonical_aliases(a), canonical_aliases(b)
+    if bool(_HANGUL.search(a)) == bool(_HANGUL.search(b)):
+        teams_a, teams_b = set(_TEAM.findall(a.casefold())), set(_TEAM.findall(b.casefold()))
+        if teams_a and teams_b and not teams_a & teams_b:
+            return f"different owners: {sorted(teams_a)} vs {sorted(teams_b)}"
+    return _value_difference(a, b)
+
+
+def wording_difference(a: str, b: str) -> tuple[bool, bool, bool]:
+    """Which of the wording checks of `material_difference` speak for two texts of one script: (a name on
+    one side only, the same names or words in another order around a contrast, a substituted word)."""
+    if _normalise(a) == _normalise(b):
+        return (False, False, False)
+    a, b = canonical_aliases(a), canonical_aliases(b)
+    if bool(_HANGUL.search(a)) != bool(_HANGUL.search(b)):
+        return (False, False, False)
+    named = _named_difference(a, b) or ""
+    return (
+        named.startswith("different named choices"),
+        "another order" in named,
+        _substitution(a, b) is not None,
+    )
+
+
+def _named_difference(a: str, b: str) -> str | None:
+    """Named choices one side writes and the other does not; the same names, or words, in another order next
+    to a contrast. Same-script texts, aliases spelt one way."""
+    names_a, names_b = _names(a), _names(b)
+    words_a = _latin_words(a) | {d for d in _WEEKDAYS_KO if d in a}
+    words_b = _latin_words(b) | {d for d in _WEEKDAYS_KO if d in b}
+    only_a, only_b = names_a - words_b, names_b - words_a
+    if only_a or only_b:
+        return f"different named choices: {sorted(only_a)} vs {sorted(only_b)}"
+    shared = names_a & names_b
+    contrast = bool(_CONTRAST.search(a.casefold())) or bool(_CONTRAST.search(b.casefold()))
+    if contrast and len(shared) >= 2 and _name_order(a, shared) != _name_order(b, shared):
+        return f"the same names in another order: {_name_order(a, shared)} vs {_name_order(b, shared)}"
+    tokens_a, tokens_b = _raw_tokens(a.casefold()), _raw_tokens(b.casefold())
+    polar = contrast or bool(_NEVER.search(a.casefold()))
+    if polar and tokens_a != tokens_b and sorted(tokens_a) == sorted(tokens_b):
+        # "on the server, never in the browser" / "in the browser, never on the server"
+        return "the same words in another order around a contrast"
+    return None
+
+
+def _value_difference(a: str, b: str) -> str | None:
+    """Numbers, units, a negation, opposite terms, choice groups (aliases spelt one way); between an English
+    and a Korean text also a name swapped across them and the Korean polarity terms glossed."""
+    same_script = bool(_HANGUL.search(a)) == bool(_HANGUL.search(b))
+    if not same_script:
         # an English text and a Korean one: a name on each side that the other does not write is a swap
         # ("managed in Crowdin" / "Lokalise에서 관리한다"); a name on one side only is a translation's freedom
         english, korean = (a, b) if _HANGUL.search(b) else (b, a)
@@ -781,8 +853,8 @@ def material_difference(a: str, b: str) -> str | None:
     chosen = _choices(na, nb)
     if chosen:
         return chosen
-    if bool(_HANGUL.search(a)) == bool(_HANGUL.search(b)):
-        return _substitution(a, b)
+    if same_script:
+        return None
     # an English text and a Korean one: their polarity terms, the Korean ones glossed
     english, korean = (na, nb) if _HANGUL.search(nb) else (nb, na)
     pair = _opposite(english, _gloss(korean))

@@ -45,6 +45,7 @@ __all__ = [
     "decide",
     "Shares",
     "shares",
+    "cost",
     "main",
 ]
 
@@ -152,6 +153,37 @@ def paws_cosines(pairs: Sequence[PawsPair], embedder: object) -> list[float]:
     return [cache[key(p)] for p in pairs]
 
 
+def cost(pairs: Sequence[PawsPair]) -> None:
+    """µs per pair of the merge veto: the rules alone (material and order difference, the same-run
+    baseline) against the shipped veto (rules and the learned order model), and of `classify` whole;
+    caches cleared before each pass, best of three passes."""
+    import time
+
+    from governance.dedup import _refused
+    from governance.supersession import canonical_aliases, material_difference, order_difference
+
+    def rules(a: str, b: str) -> object:
+        return material_difference(a, b) or order_difference(a, b)
+
+    def whole(a: str, b: str) -> object:
+        return decide(a, b, 0.95, floor=0.79, related=0.85)
+
+    timings = {}
+    for name, step in (("rules alone", rules), ("shipped veto", _refused), ("classify", whole)):
+        best = float("inf")
+        for _ in range(3):
+            canonical_aliases.cache_clear()
+            start = time.perf_counter()
+            for p in pairs:
+                step(p.a, p.b)
+            best = min(best, (time.perf_counter() - start) / len(pairs) * 1e6)
+        timings[name] = best
+    base = timings["rules alone"]
+    print(f"cost per pair on {len(pairs)} tune pairs (best of 3):")
+    for name, us in timings.items():
+        print(f"  {name}: {us:.0f} µs/pair ({us / base:.2f} of the rules alone)")
+
+
 def _row(name: str, s: Shares) -> str:
     return (
         f"| {name} | {s.negatives} | **{s.negatives_merged:.3f}** | {s.negatives_superseded:.3f} "
@@ -186,6 +218,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         ]
         print(_row(f"{part}: cosine >= 0.92 alone", shares(picked, bare)))
         print(_row(f"{part}: shipped", shares(picked, kinds)))
+    print()
+    cost(sample(pairs, "tune", args.per_part))
     print()
     print(
         f"targets on held_aside: different-meaning merged <= {TARGET_NEGATIVES_MERGED}, "

@@ -38,12 +38,13 @@ def test_held_aside_sample_merges_few_different_meaning_pairs() -> None:
     merged_neg = sum(k is DecisionKind.DUPLICATE for k in negatives) / len(negatives)
     superseded_neg = sum(k is DecisionKind.SUPERSEDE for k in negatives) / len(negatives)
     merged_para = sum(k is DecisionKind.DUPLICATE for k in paraphrases) / len(paraphrases)
-    # measured here: 0.055 merged, 0.122 superseded, paraphrases 0.324 merged; before order_difference
-    # ~0.52 and ~0.39 of different-meaning pairs were merged and superseded (docs/dedup-calibration.md).
-    # The targets (<= 0.03 merged, >= 0.5 paraphrases merged) are not met yet.
-    assert merged_neg <= 0.06, merged_neg
-    assert superseded_neg <= 0.13, superseded_neg
-    assert merged_para >= 0.3, merged_para
+    # measured here: 0.049 merged, 0.116 superseded, paraphrases 0.375 merged (with the rules alone
+    # 0.055, 0.122, 0.324; before order_difference ~0.52 and ~0.39 of different-meaning pairs were merged
+    # and superseded; docs/dedup-calibration.md). The targets (<= 0.03 merged, >= 0.5 paraphrases
+    # merged) are not met on this small sample yet.
+    assert merged_neg <= 0.05, merged_neg
+    assert superseded_neg <= 0.12, superseded_neg
+    assert merged_para >= 0.35, merged_para
 
 
 def test_order_difference_keeps_swapped_roles_apart() -> None:

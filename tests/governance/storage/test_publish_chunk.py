@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from governance.operations.publishing import ChunkItem, lock_for_publication, publish_chunk
 from governance.scopes import Scope
 from governance.storage.memory_rows import NewMemory, PublishOutcome
-from tests.governance.storage.test_lifecycle import mem, near, publish, unit
+from tests.governance.storage.test_lifecycle import mem, near, publish, scalar, unit
 from tests.utils.lifecycle_factories import Place, new_place
 
 
@@ -155,3 +155,23 @@ async def test_supersessions_within_a_chunk_write_their_chains_at_once(engine: A
     assert [o.action for o in chunked] == [o.action for o in singles]
     assert sum(o.action == "superseded" for o in chunked) >= 10
     assert await _memories(engine, bulk) == await _memories(engine, one)
+
+
+async def test_a_merge_in_a_chunk_keeps_the_candidates_wording(engine: AsyncEngine) -> None:
+    place = new_place()
+    base = unit(7)
+    mems = _with_entries(
+        [
+            mem(place, "Run the tests before pushing.", embedding=list(base)),
+            mem(place, "Always run tests prior to a push.", embedding=near(base, 0.96, 8)),
+        ]
+    )
+    outcomes = await _publish_chunks(engine, place, mems, chunk=2, run=uuid.uuid4().hex)
+    assert [o.action for o in outcomes] == ["promoted", "merged"]
+    payload = await scalar(
+        engine,
+        "SELECT payload FROM memory_events WHERE event_type = 'MERGED' AND memory_id = CAST(:i AS uuid)",
+        i=outcomes[0].memory_id,
+    )
+    # the merged candidate's own wording is kept with the memory it joined, as one by one
+    assert payload["candidate"]["content"] == "Always run tests prior to a push."

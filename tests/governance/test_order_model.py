@@ -1,0 +1,104 @@
+"""The learned order veto (governance/order_model.py): what it refuses, what it leaves to the rules."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from governance.order_model import (
+    MODEL_FILE,
+    ORDER_FEATURES,
+    OrderModel,
+    asked,
+    order_features,
+    order_model,
+    order_veto,
+)
+from governance.supersession import material_difference, order_difference
+from tests.bench.fit_order_model import fit_trees
+
+# sentences of the length the model is asked about, written here (not PAWS)
+RAILWAY = (
+    "In 1998 the northern railway company bought the harbour line from the city council "
+    "and extended it to the coast."
+)
+RAILWAY_SWAPPED = (
+    "In 1998 the city council bought the harbour line from the northern railway company "
+    "and extended it to the coast."
+)
+RIVER = (
+    "The river rises in the hills above Lindfield and flows south through the valley "
+    "before it joins the Ouse at Barcombe."
+)
+RIVER_SWAPPED = (
+    "The river rises in the hills above Barcombe and flows south through the valley "
+    "before it joins the Ouse at Lindfield."
+)
+BOSTON = (
+    "After the war he moved to Boston , where he taught music at the conservatory "
+    "and wrote two operas for the city theatre ."
+)
+BOSTON_PUNCTUATED = (
+    "After the war , he moved to Boston where he taught music at the conservatory "
+    "and wrote two operas for the city theatre ."
+)
+
+
+def test_order_veto_refuses_long_sentences_whose_roles_are_exchanged() -> None:
+    assert asked(RAILWAY, RAILWAY_SWAPPED) and order_veto(RAILWAY, RAILWAY_SWAPPED) is not None
+    assert asked(RIVER, RIVER_SWAPPED) and order_veto(RIVER, RIVER_SWAPPED) is not None
+
+
+def test_order_veto_lets_the_same_sentence_punctuated_otherwise_merge() -> None:
+    assert asked(BOSTON, BOSTON_PUNCTUATED)
+    assert order_veto(BOSTON, BOSTON_PUNCTUATED) is None
+
+
+def test_order_veto_leaves_short_statements_to_the_rules() -> None:
+    pairs = [
+        ("Service A calls service B.", "Service B calls service A."),
+        ("Run the tests before pushing.", "Before pushing, run the tests."),
+        ("Use ruff for linting.", "Use pylint for linting."),
+        (
+            "A canary release receives 3 percent of traffic for the first hour.",
+            "For the first hour the canary release gets 3 percent of traffic.",
+        ),
+    ]
+    for a, b in pairs:
+        assert not asked(a, b)
+        assert order_veto(a, b) == (material_difference(a, b) or order_difference(a, b))
+
+
+def test_order_veto_refuses_a_value_difference_whatever_the_model() -> None:
+    a = RAILWAY
+    b = RAILWAY.replace("1998", "1999")
+    assert asked(a, b)
+    assert order_veto(a, b) == material_difference(a, b)
+
+
+def test_order_features_are_one_value_per_signal_and_symmetric_in_words() -> None:
+    values = order_features(RAILWAY, RAILWAY_SWAPPED)
+    assert len(values) == len(ORDER_FEATURES)
+    same = order_features(RAILWAY, RAILWAY)
+    assert same[ORDER_FEATURES.index("jaccard")] == 1.0
+    assert same[ORDER_FEATURES.index("crossings")] == 0.0
+    assert values[ORDER_FEATURES.index("content_crossings")] > 0.0
+
+
+def test_shipped_order_model_file_is_what_the_module_reads() -> None:
+    data = json.loads(MODEL_FILE.read_text(encoding="utf-8"))
+    model = order_model()
+    assert tuple(data["features"]) == ORDER_FEATURES
+    assert model == OrderModel.from_json(data)
+    assert 0.5 < model.cut < 1.0 and model.min_words >= 12 and len(model.trees) == 100
+
+
+def test_fit_trees_is_deterministic() -> None:
+    rng = np.random.default_rng(7)
+    x = rng.random((400, len(ORDER_FEATURES)))
+    y = (x[:, 0] + 0.3 * x[:, 3] > 0.7).astype(float)
+    first, second = fit_trees(x, y), fit_trees(x, y)
+    assert first == second
+    predicted = np.array([first.probability(tuple(float(v) for v in row)) for row in x]) >= 0.5
+    assert (predicted == (y == 1)).mean() > 0.9
