@@ -1,5 +1,5 @@
-"""Patterns from patches: a unified diff in, code-rule proposals staged into a task out
-(docs/patch-patterns.md)."""
+"""Patterns from patches (a unified diff in, code-rule proposals staged into a task out) and preferences from
+a human's repeated corrections (docs/patch-patterns.md)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from api.schemas.text import SPACE, Text
+from api.schemas.text import MAX_JSON_DEPTH, SPACE, JsonPayload, Text
 from governance.staging import TASK_ID_PATTERN
 
-__all__ = ["FromPatchIn", "PatternProposalPublic", "FromPatchPublic"]
+__all__ = ["FromPatchIn", "PatternProposalPublic", "FromPatchPublic", "CorrectionIn", "CorrectionPublic"]
 
 
 class FromPatchIn(BaseModel):
@@ -64,3 +64,31 @@ class FromPatchPublic(BaseModel):
     files: int
     languages: list[str]
     proposals: list[PatternProposalPublic]
+
+
+class CorrectionIn(BaseModel):
+    """A human's correction of an agent's work in a task; the same in several tasks proposes a preference."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: Text = Field(min_length=1, max_length=10_000, description="What should be done otherwise")
+    payload: JsonPayload = Field(
+        default=None,
+        description="`key` (a canonical key) counts differently worded corrections as one; "
+        f"any JSON, at most {MAX_JSON_DEPTH} levels",
+    )
+    idempotency_key: Text | None = Field(default=None, min_length=1, max_length=200)
+
+
+class CorrectionPublic(BaseModel):
+    """The correction as staged, and how far it is from proposing a preference."""
+
+    task_id: str
+    entry_id: int
+    seq: int
+    replayed: bool
+    tasks_seen: int = Field(description="Tasks of the project in which this same correction was written")
+    threshold: int = Field(description="preference_corrections: tasks needed before a preference is proposed")
+    preference_proposed: bool = Field(
+        description="A `preference` entry was staged for it (into the task that reached the threshold)"
+    )

@@ -23,7 +23,7 @@ from api.schemas.staging import (
     TaskCreate,
     TaskPublic,
 )
-from api.services import citations, live
+from api.services import citations, correction_counts, live
 from api.services.gateway import GatewayResources
 from api.services.metrics import ENTRIES_APPENDED, ENTRIES_REPLAYED, QUOTA_REFUSED
 from governance.code_locations import locations_of_entry
@@ -128,6 +128,7 @@ async def append_entries(
     signals = await live.record_signals(state, task, principal, drafts, acks)
     await citations.count_entry_citations(state, principal, task, drafts, acks)
     hints = await live.fix_hints(state, principal, task, signals)
+    await correction_counts.after_append(state, principal, task, drafts, acks)  # docs/patch-patterns.md
     return EntriesAck(task_id=task.public_id, entries=acks, hints=hints)
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Response
+from fastapi import APIRouter, Depends, Path, Response
 
-from api.http.deps import CurrentPrincipal, Resources
+from api.http.deps import CurrentPrincipal, Resources, TaskFor
 from api.schemas.learning import (
     BugMatchIn,
     BugMatchPublic,
@@ -15,8 +15,9 @@ from api.schemas.learning import (
     ObservationPublic,
     RuleCandidatesPublic,
 )
-from api.schemas.patterns import FromPatchIn, FromPatchPublic
-from api.services import bug_patterns, code_rules, patch_patterns
+from api.schemas.patterns import CorrectionIn, CorrectionPublic, FromPatchIn, FromPatchPublic
+from api.services import bug_patterns, code_rules, corrections, patch_patterns
+from governance.storage.staging import TaskInfo
 
 __all__ = ["router"]
 
@@ -57,3 +58,14 @@ async def code_rules_from_patch(
     if not answer.proposals:
         response.status_code = 200  # nothing staged
     return answer
+
+
+@router.post("/tasks/{task_id}/corrections", response_model=CorrectionPublic, status_code=201)
+async def correct(
+    body: CorrectionIn,
+    resources: Resources,
+    principal: CurrentPrincipal,
+    task: Annotated[TaskInfo, Depends(TaskFor("read"))],
+) -> CorrectionPublic:
+    """A human corrects an agent's work in a task; the same correction in N tasks proposes a preference."""
+    return await corrections.correct(resources, principal, task, body)
