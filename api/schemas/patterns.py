@@ -19,7 +19,9 @@ class FromPatchIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     diff: Text = Field(
-        min_length=1, description="A unified diff (`git diff`, `diff -u`), at most patch_max_bytes"
+        min_length=1,
+        description="A unified diff (`git diff`, `diff -u`), at most patch_max_bytes",
+        json_schema_extra={"format": "unified-diff"},  # beyond a schema: text that is not one is a 422
     )
     outcome: Literal["success", "failure"] = Field(
         description="success: its patterns are proposed as code rules; failure: staged as failed approaches"

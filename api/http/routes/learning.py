@@ -49,7 +49,12 @@ async def code_rule_candidates(resources: Resources, principal: CurrentPrincipal
     return await code_rules.candidates(resources, principal)
 
 
-@router.post("/code-rules/from-patch", response_model=FromPatchPublic, status_code=201)
+@router.post(
+    "/code-rules/from-patch",
+    response_model=FromPatchPublic,
+    status_code=201,
+    responses={200: {"model": FromPatchPublic, "description": "No pattern found: nothing staged"}},
+)
 async def code_rules_from_patch(
     body: FromPatchIn, resources: Resources, principal: CurrentPrincipal, response: Response
 ) -> FromPatchPublic:
