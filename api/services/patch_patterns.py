@@ -14,8 +14,9 @@ entry per pattern through the staging use case (limits, quotas, idempotency, all
   pattern of a failed change is no evidence for a rule.
 
 A patch that shows no pattern stages nothing and opens no task. Without `task_id` the task opened is
-`patch-<digest>` (the diff, outcome and message), so a retry finds the same task, and the entries carry
-idempotency keys of that digest (or of the caller's `idempotency_key`), so a retry stages nothing twice.
+`patch-<digest>` (the diff, outcome, message, project and worktree), so a retry finds the same task, and
+the entries carry idempotency keys of that digest (or of the caller's `idempotency_key`), so a retry
+stages nothing twice.
 """
 
 from __future__ import annotations
@@ -35,9 +36,9 @@ from governance.storage.staging import TaskInfo
 __all__ = ["from_patch"]
 
 
-def _digest(body: FromPatchIn) -> str:
+def _digest(body: FromPatchIn, project: str) -> str:
     h = hashlib.sha256()
-    for part in (body.diff, body.outcome, body.message or ""):
+    for part in (body.diff, body.outcome, body.message or "", project, body.worktree):
         h.update(part.encode("utf-8", "surrogatepass"))
         h.update(b"\0")
     return h.hexdigest()[:24]
@@ -116,7 +117,7 @@ async def from_patch(state: GatewayResources, principal: Principal, body: FromPa
             languages=languages,
             proposals=[],
         )
-    digest = _digest(body)
+    digest = _digest(body, body.project or principal.project or "")
     task, opened = await _task_for(state, principal, body, digest, [f.path for f in files])
     prefix = body.idempotency_key or f"patch:{digest}"
     entries = [_entry(p, body, f"{prefix}:{p.canonical_key}") for p in proposals]
