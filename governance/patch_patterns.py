@@ -45,6 +45,7 @@ __all__ = [
     "language_of",
     "detect",
     "propose",
+    "proposals_of",
     "pattern_key",
 ]
 
@@ -564,8 +565,13 @@ def _example(evidence: _Evidence) -> str:
 
 def propose(diff: str) -> list[Proposal]:
     """The proposals of a unified diff (`InvalidInput` when it is not one), in taxonomy order."""
+    return proposals_of(parse_diff(diff))
+
+
+def proposals_of(files: Sequence[FileChange]) -> list[Proposal]:
+    """The proposals of a diff's files (`parse_diff`), in taxonomy order."""
     proposals: list[Proposal] = []
-    for category, evidence in detect(parse_diff(diff)).items():
+    for category, evidence in detect(files).items():
         spec = CATEGORIES[category]
         languages = tuple(sorted(evidence.languages))
         named = ", ".join(languages) if languages else "any language"

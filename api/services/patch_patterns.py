@@ -29,7 +29,7 @@ from api.services import staging
 from api.services.gateway import GatewayResources, authorized_task
 from governance.errors import InvalidInput, LimitExceeded
 from governance.identity import Principal
-from governance.patch_patterns import Proposal, parse_diff, propose
+from governance.patch_patterns import Proposal, parse_diff, proposals_of
 from governance.scopes import EntryKind, Scope
 from governance.storage.staging import TaskInfo
 
@@ -106,7 +106,7 @@ async def from_patch(state: GatewayResources, principal: Principal, body: FromPa
             raise InvalidInput("name the task (`task_id`) or the project of the task to open for the patch")
         state.authorizer.check(principal, org=principal.org, project=project, scope=Scope.TASK, action="open")
     files = parse_diff(body.diff)
-    proposals = propose(body.diff)
+    proposals = proposals_of(files)
     languages = sorted({f.language for f in files if f.language is not None})
     if not proposals:
         return FromPatchPublic(
