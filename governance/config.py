@@ -75,6 +75,11 @@ class Settings(BaseSettings):
     max_request_bytes: int = 8 * 1024 * 1024
     max_page_size: int = 1000
     max_import_bytes: int = 256 * 1024 * 1024  # an export file sent to POST /v1/imports or /v1/restores
+    # a unified diff sent to POST /v1/code-rules/from-patch (docs/patch-patterns.md); past it a 413
+    patch_max_bytes: int = Field(default=1024 * 1024, ge=1)
+    # the same human correction in this many tasks of a project proposes a `preference`
+    # (docs/patch-patterns.md)
+    preference_corrections: int = Field(default=3, ge=1)
     # staging quotas, counted in Postgres at each append (0: no quota); a refusal is 429, nothing written
     staging_max_task_entries: int = Field(default=100_000, ge=0)  # entries one task may hold
     staging_max_task_bytes: int = Field(default=256 * 1024 * 1024, ge=0)  # content bytes of one task

@@ -52,6 +52,7 @@ class EntryKind(StrEnum):
     PROFILE = "profile"  # who someone is: their role, tools, working habits (becomes a `profile`)
     SKILL = "skill"
     RULE = "rule"  # a code rule the work should follow (becomes a `code_rule`)
+    CORRECTION = "correction"  # a human's correction of an agent's work (repeated: a `preference`)
 
 
 class MemoryType(StrEnum):

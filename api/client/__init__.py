@@ -57,6 +57,7 @@ from api.schemas.events import EventsPage
 from api.schemas.health import HealthPublic
 from api.schemas.learning import BugMatchPublic, ObservationPublic, RuleCandidatesPublic
 from api.schemas.memories import FeedbackPublic, ValidatePublic
+from api.schemas.patterns import CorrectionPublic, FromPatchPublic
 from api.schemas.promotions import (
     DecisionPublic,
     PlanEntryPublic,
@@ -370,6 +371,47 @@ class _Api:
     def rule_candidates(self) -> Request:
         """Code rules below 0.3 you may read: candidates to retire, weakest first."""
         return Request("GET", "/v1/code-rules/candidates")
+
+    @endpoint(FromPatchPublic)
+    def code_rules_from_patch(
+        self,
+        diff: str,
+        outcome: str = "success",
+        *,
+        task_id: str | None = None,
+        message: str | None = None,
+        project: str | None = None,
+        worktree: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Request:
+        """Stage the code patterns a unified diff shows as rule proposals (into `task_id`, or a task opened
+        for the patch); nothing is published before the task's promotion."""
+        body = drop_none(
+            {
+                "diff": diff,
+                "outcome": outcome,
+                "task_id": task_id,
+                "message": message,
+                "project": project,
+                "worktree": worktree,
+                "idempotency_key": idempotency_key,
+            }
+        )
+        return Request("POST", "/v1/code-rules/from-patch", body)
+
+    @endpoint(CorrectionPublic)
+    def correct(
+        self,
+        task_id: str,
+        content: str,
+        *,
+        key: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Request:
+        """A human's correction of an agent's work in a task; the same in N tasks proposes a preference."""
+        payload = {"key": key} if key is not None else None
+        body = drop_none({"content": content, "payload": payload, "idempotency_key": idempotency_key})
+        return Request("POST", f"/v1/tasks/{_seg(task_id)}/corrections", body)
 
     # circular-fix detection
 

@@ -30,6 +30,7 @@ from api.schemas.citations import CitationsIn
 from api.schemas.learning import BugMatchIn, ObservationIn
 from api.schemas.live import FixHintPublic
 from api.schemas.memories import FeedbackIn, ValidateIn
+from api.schemas.patterns import CorrectionIn, FromPatchIn
 from api.schemas.promotions import DecisionIn, PlanPageIn, PromotionStart, VerificationIn
 from api.schemas.reflections import ReflectionStart
 from api.schemas.search import ContextIn, SearchIn
@@ -41,8 +42,10 @@ from api.services import (
     bug_patterns,
     citations,
     code_rules,
+    corrections,
     lifting,
     memories,
+    patch_patterns,
     promotions,
     reflections,
     search,
@@ -427,6 +430,25 @@ class LoregateServicer(pb2_grpc.LoregateServicer):  # type: ignore[misc]
             ref = _memory_ref(request.memory_id)
             body = ObservationIn.model_validate(_json_object(request.json, "json"))
             return _reply(await code_rules.observe(self._state, principal, ref, body))
+
+        return await _guarded(context, work)
+
+    async def CodeRulesFromPatch(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802
+        async def work() -> Any:
+            principal = await self._principal(context)
+            body = FromPatchIn.model_validate(_json_object(request.json, "json"))
+            return _reply(await patch_patterns.from_patch(self._state, principal, body))
+
+        return await _guarded(context, work)
+
+    async def CorrectTask(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802
+        async def work() -> Any:
+            principal = await self._principal(context)
+            task = await authorized_task(
+                self._state, principal, _required(request.task_id, "task_id"), "read"
+            )
+            body = CorrectionIn.model_validate(_json_object(request.json, "json"))
+            return _reply(await corrections.correct(self._state, principal, task, body))
 
         return await _guarded(context, work)
 

@@ -31,6 +31,7 @@ TOOL_NAMES = (
     "get_memory",
     "match_bug_pattern",
     "observe_code_rule",
+    "code_rules_from_patch",
     "get_context",
     "append_staging",
     "check_approach",
@@ -257,6 +258,20 @@ def build_server(client: AsyncLoregateClient | None = None) -> MCPServer:
     ) -> dict[str, Any]:
         """Report how a code rule fared (orchestrators and humans); its confidence moves by EMA (α 0.2)."""
         return await _answer(gateway().observe_rule(_citation(memory), outcome, note=note))
+
+    @server.tool()
+    async def code_rules_from_patch(
+        diff: Annotated[str, Field(description="A unified diff (`git diff`)")],
+        outcome: Annotated[
+            Literal["success", "failure"], Field(description="How the change fared")
+        ] = "success",
+        task_id: TaskId = None,
+        message: Annotated[str | None, Field(description="The commit message or a note")] = None,
+    ) -> dict[str, Any]:
+        """Stage the code patterns a diff shows (guard clause, error handling, rename...) as rule proposals of
+        your task; they reach memory only through its promotion."""
+        chosen = task_id or os.environ.get("LOREGATE_TASK_ID")  # none: a task is opened for the patch
+        return await _answer(gateway().code_rules_from_patch(diff, outcome, task_id=chosen, message=message))
 
     @server.tool()
     async def get_memory(

@@ -22,7 +22,7 @@ from api.schemas.staging import (
     TaskCreate,
     TaskPublic,
 )
-from api.services import citations, live
+from api.services import citations, correction_counts, live
 from api.services.gateway import GatewayResources
 from api.services.metrics import ENTRIES_APPENDED, ENTRIES_REPLAYED, QUOTA_REFUSED
 from governance.errors import DailyQuotaExceeded, TaskQuotaExceeded
@@ -108,6 +108,7 @@ async def append_entries(
     signals = await live.record_signals(state, task, principal, drafts, acks)
     await citations.count_entry_citations(state, principal, task, drafts, acks)
     hints = await live.fix_hints(state, principal, task, signals)
+    await correction_counts.after_append(state, principal, task, drafts, acks)  # docs/patch-patterns.md
     # which promotion takes them: the running one before its snapshot, the next one after (a follow-up)
     number = await append_promotion(state.engine, task.id, max(r.seq for r in results))
     return EntriesAck(task_id=task.public_id, entries=acks, hints=hints, promotion=number)

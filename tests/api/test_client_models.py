@@ -206,6 +206,11 @@ async def test_each_client_method_returns_its_declared_model(
     assert (await call(observer, "observe_rule", rule["citation"], "violated")).retirement_candidate
     candidates = await call(orchestrator, "rule_candidates")
     assert rule["citation"] in [r.citation for r in candidates.rules]
+    patch = "--- a/db.py\n+++ b/db.py\n@@ -1 +1,3 @@\n def connect(url):\n"
+    patch += "+    if url is None:\n+        return None\n"
+    proposed = await call(orchestrator, "code_rules_from_patch", patch)  # into a task opened for it
+    assert proposed.opened and "guard-clause" in {p.category for p in proposed.proposals}
+    assert (await call(human, "correct", proposed.task_id, "Prefer psycopg 3")).tasks_seen == 1
 
     # reflection: the project's episodes into insights, through the gate
     started = await call(human, "start_reflection")

@@ -94,3 +94,14 @@ async def test_mcp_working_memory_tools_keep_hypotheses_and_files(world: dict[st
     assert [(i["citation"], i["via"]) for i in history["items"]] == [(world["citation"], "task")]
     # the file leads to that memory although the query names nothing of it
     assert world["citation"] in block["citations"]
+
+
+async def test_mcp_code_rules_from_patch_stages_into_the_task(world: dict[str, str]) -> None:
+    diff = "--- a/jobs/run.py\n+++ b/jobs/run.py\n@@ -1,2 +1,3 @@\n def run(job):\n"
+    diff += '+    logger.info("job %s", job.id)\n     job.start()\n'
+    async with mcp_session(world) as client:
+        made = _body(await client.call_tool("code_rules_from_patch", {"diff": diff, "message": "log jobs"}))
+        refused = await client.call_tool("code_rules_from_patch", {"diff": "no diff at all"})
+    assert made["task_id"] == world["task_id"] and made["opened"] is False
+    assert [(p["category"], p["kind"]) for p in made["proposals"]] == [("logging", "rule")]
+    assert refused.is_error

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from governance.config import Settings
@@ -28,6 +29,22 @@ MAX_EXAMPLES = 15
 def _ndjson(ctx: Any, value: Any) -> bytes:
     """An import's body (an export file) is raw bytes: whatever the strategy made, sent as it is."""
     return value if isinstance(value, bytes) else str(value).encode("utf-8")
+
+
+_LINE = st.text(st.characters(codec="utf-8", exclude_categories=("Cc", "Cs", "Zl", "Zp")), max_size=40)
+
+
+@st.composite
+def _unified_diff(draw: st.DrawFn) -> str:
+    """A well-formed unified diff of one file and one hunk: what no JSON schema can say a diff is."""
+    name = draw(st.from_regex(r"[a-z][a-z0-9_/]{0,20}\.(py|ts|go|md)", fullmatch=True))
+    context, removed, added = (draw(st.lists(_LINE, max_size=4)) for _ in range(3))
+    old, new = len(context) + len(removed), len(context) + len(added)
+    body = [f" {c}" for c in context] + [f"-{r}" for r in removed] + [f"+{a}" for a in added]
+    return f"--- a/{name}\n+++ b/{name}\n@@ -1,{old} +1,{new} @@\n" + "".join(f"{line}\n" for line in body)
+
+
+schemathesis.openapi.format("unified-diff", _unified_diff())
 
 
 @pytest.fixture(scope="module")

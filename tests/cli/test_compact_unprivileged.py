@@ -18,7 +18,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from api.cli.commands.forget import PARTLY_DONE
+from api.cli.commands.erase import PARTLY_DONE
 from governance.storage.migrate import upgrade_head
 from tests.utils.cli import cli_env, run_cli
 

@@ -1,12 +1,13 @@
-"""Memory that learns, over HTTP: bug patterns matched to an error; code rules observed, weak ones listed."""
+"""Memory that learns, over HTTP: bug patterns matched to an error; code rules observed, weak ones listed,
+proposed from patches."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path
+from fastapi import APIRouter, Depends, Path, Response
 
-from api.http.deps import CurrentPrincipal, Resources
+from api.http.deps import CurrentPrincipal, Resources, TaskFor
 from api.schemas.learning import (
     BugMatchIn,
     BugMatchPublic,
@@ -14,7 +15,9 @@ from api.schemas.learning import (
     ObservationPublic,
     RuleCandidatesPublic,
 )
-from api.services import bug_patterns, code_rules
+from api.schemas.patterns import CorrectionIn, CorrectionPublic, FromPatchIn, FromPatchPublic
+from api.services import bug_patterns, code_rules, corrections, patch_patterns
+from governance.storage.staging import TaskInfo
 
 __all__ = ["router"]
 
@@ -44,3 +47,30 @@ async def observe_code_rule(
 async def code_rule_candidates(resources: Resources, principal: CurrentPrincipal) -> RuleCandidatesPublic:
     """Code rules below 0.3 you may read: candidates to retire, weakest first."""
     return await code_rules.candidates(resources, principal)
+
+
+@router.post(
+    "/code-rules/from-patch",
+    response_model=FromPatchPublic,
+    status_code=201,
+    responses={200: {"model": FromPatchPublic, "description": "No pattern found: nothing staged"}},
+)
+async def code_rules_from_patch(
+    body: FromPatchIn, resources: Resources, principal: CurrentPrincipal, response: Response
+) -> FromPatchPublic:
+    """Stage the code patterns a unified diff shows into a task, as rule proposals for its promotion."""
+    answer = await patch_patterns.from_patch(resources, principal, body)
+    if not answer.proposals:
+        response.status_code = 200  # nothing staged
+    return answer
+
+
+@router.post("/tasks/{task_id}/corrections", response_model=CorrectionPublic, status_code=201)
+async def correct(
+    body: CorrectionIn,
+    resources: Resources,
+    principal: CurrentPrincipal,
+    task: Annotated[TaskInfo, Depends(TaskFor("read"))],
+) -> CorrectionPublic:
+    """A human corrects an agent's work in a task; the same correction in N tasks proposes a preference."""
+    return await corrections.correct(resources, principal, task, body)
