@@ -103,6 +103,8 @@ async def code_focus(
         touched=touched,
         names=tuple([text_key(p) for p in paths] + [n for n in names if len(n) >= 4]),
         only=only,
+        files=tuple(paths),
+        symbols=tuple(names),
     )
 
 

@@ -156,6 +156,7 @@ async def file_history(
             path=text_key(cleaned),
             types=FILE_HISTORY_TYPES,
             limit=limit,
+            file=cleaned,
         )
     items = [
         FileHistoryItemPublic(

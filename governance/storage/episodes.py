@@ -9,7 +9,7 @@ changes nothing (`ON CONFLICT DO NOTHING`).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -23,6 +23,7 @@ __all__ = [
     "episode_of",
     "path_suffixes",
     "file_match_sql",
+    "links_match_sql",
     "episodes_quoting",
 ]
 
@@ -172,6 +173,25 @@ def file_match_sql(memory: str, path: str, *, prefix: str = "ef") -> tuple[str, 
         f"{prefix}_rev": _like_escape(("/" + path.lstrip("/"))[::-1]) + "%",
         f"{prefix}_longer": longer,
     }
+
+
+def links_match_sql(memory: str, files: Sequence[str], symbols: Sequence[str]) -> tuple[str, dict[str, Any]]:
+    """An SQL condition "the episode `memory` touched one of `files` or `symbols`" (through the link tables;
+    a symbol meets itself or a method of that name), with its parameters; `false` when nothing is asked."""
+    clauses: list[str] = []
+    params: dict[str, Any] = {}
+    for i, path in enumerate(files):
+        clause, more = file_match_sql(memory, path, prefix=f"ef{i}")
+        clauses.append(clause)
+        params.update(more)
+    if symbols:
+        params["es_symbols"] = list(symbols)
+        params["es_like"] = ["%." + _like_escape(x) for x in symbols]
+        clauses.append(
+            f"EXISTS (SELECT 1 FROM episode_symbols es WHERE es.memory_id = {memory} AND "
+            "(es.symbol = ANY(CAST(:es_symbols AS text[])) OR es.symbol LIKE ANY(CAST(:es_like AS text[]))))"
+        )
+    return (" OR ".join(clauses) or "false"), params
 
 
 async def episodes_quoting(
