@@ -220,7 +220,9 @@ class EpisodeStructure:
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> EpisodeStructure:
-        """The inverse of `to_json`."""
+        """The inverse of `to_json`; ValueError for a task type or outcome it does not know."""
+        if raw.get("task_type") not in TASK_TYPES or raw.get("outcome") not in OUTCOMES:
+            raise ValueError(f"task_type must be one of {TASK_TYPES}, outcome one of {OUTCOMES}")
         tests = raw.get("tests")
         return cls(
             task_type=str(raw["task_type"]),

@@ -200,17 +200,24 @@ async def latest_snapshot(
 
 
 async def erase_snapshots(
-    conn: AsyncConnection, *, org: str | None, project: str | None, fragments: Sequence[str]
+    conn: AsyncConnection,
+    *,
+    task_id: str | None,
+    org: str | None,
+    project: str | None,
+    fragments: Sequence[str],
 ) -> int:
-    """Delete the snapshots of a project (when both are given) and every snapshot quoting one of
-    `fragments` (texts as they appear inside JSON): an erasure takes what they were computed from; the next
-    scheduled run computes them again."""
+    """Delete the snapshots an erasure reaches: the erased task's project, a subject erasure's tenant (its
+    project, or the whole org when `project` is None), and any quoting one of `fragments` (texts and
+    citations as they appear inside JSON). The next scheduled run computes them again without what went."""
     result = await conn.execute(
         text(
-            "DELETE FROM project_knowledge WHERE (org = :o AND project = :p) "
+            "DELETE FROM project_knowledge k WHERE "
+            "EXISTS (SELECT 1 FROM tasks t WHERE t.id = :t AND t.org = k.org AND t.project = k.project) "
+            "OR (k.org = :o AND (CAST(:p AS text) IS NULL OR k.project = :p)) "
             "OR EXISTS (SELECT 1 FROM unnest(CAST(:f AS text[])) f "
-            "WHERE f <> '' AND strpos(CAST(snapshot AS text), f) > 0)"
+            "WHERE f <> '' AND strpos(CAST(k.snapshot AS text), f) > 0)"
         ),
-        {"o": org, "p": project, "f": list(fragments)},
+        {"t": task_id, "o": org, "p": project, "f": list(fragments)},
     )
     return max(result.rowcount or 0, 0)

@@ -8,6 +8,7 @@ field, the link tables hold them, and a file's history finds the episode through
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import httpx
@@ -182,3 +183,67 @@ async def test_memory_answer_of_a_non_episode_has_no_episode_fields(
     assert other is not None  # the traceback and the result that followed: a bug pattern
     answer = await http.get(f"/v1/memories/{other}", headers=team["orchestrator"].headers)
     assert answer.status_code == 200 and answer.json()["episode"] is None
+
+
+async def test_erasing_a_subject_quoted_only_by_episode_fields_takes_them(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
+) -> None:
+    """A tracked file's name reaches the episode's structure, not its prose: an erasure of that name still
+    takes the episode, its link rows, and the project knowledge quoting it."""
+    marker = "canaryzqx" + uuid.uuid4().hex[:8]
+    o = team["orchestrator"]
+    org, project = o.principal.org, o.principal.project
+    opened = await http.post(
+        "/v1/tasks",
+        headers=o.headers,
+        json={"org": org, "project": project, "worktree": "main", "description": "Add retries"},
+    )
+    task_id = opened.json()["task_id"]
+    agent = team["agent"]
+    await http.post(
+        f"/v1/tasks/{task_id}/entries",
+        headers=agent.headers,
+        json={"entries": [{"kind": "result", "content": "Retries added."}]},
+    )
+    tracked = await http.post(
+        f"/v1/tasks/{task_id}/working-memory", headers=agent.headers, json={"files": [f"src/{marker}.py"]}
+    )
+    assert tracked.status_code == 200, tracked.text
+    started = await http.post(
+        f"/v1/tasks/{task_id}/promotion",
+        headers=o.headers,
+        json={"target_scope": "task", "verification": {"source": "tests_passed", "success": True}},
+    )
+    assert started.status_code == 202, started.text
+    await wait_promotion_state(http, o.headers, task_id, "published")
+
+    async def holding() -> dict[str, int]:
+        async with engine.connect() as conn:
+            return {
+                table: int(
+                    (
+                        await conn.execute(
+                            text(
+                                f"SELECT count(*) FROM {table} WHERE strpos(CAST({column} AS text), :m) > 0"
+                            ),
+                            {"m": marker},
+                        )
+                    ).scalar_one()
+                )
+                for table, column in (
+                    ("episode_details", "structure"),
+                    ("episode_files", "path"),
+                    ("promotion_candidates", "structure"),
+                    ("memories", "content"),
+                )
+            }
+
+    before = await holding()
+    assert before["episode_details"] == 1 and before["episode_files"] == 1 and before["memories"] == 0
+    erased = await http.post(
+        "/v1/erasures",
+        headers=team["human"].headers,
+        json={"subject": marker, "org": org, "project": project},
+    )
+    assert erased.status_code == 200, erased.text
+    assert await holding() == {t: 0 for t in before}
