@@ -13,7 +13,7 @@ pivots, tokens and duration — stored beside it (migration 0026: `episode_detai
 | `tool` | string | the tool the entry records a call of (`Edit`, `Bash`, `pytest`) |
 | `tests` | `{run, passed, failed, framework}` | a test run's counts (non-negative integers) and runner |
 | `pivot` | `{from, to, why}` | the approach changed: from what, to what, and why |
-| `lines_added`, `lines_removed` | integers ≥ 0 | lines the entry changed (per file when it names one file) |
+| `lines_added`, `lines_removed` | integers ≥ 0 | lines the entry changed (on its file when it names one) |
 | `tokens` | integer ≥ 0 | model tokens the step used (summed over the task) |
 | `duration_ms` | integer ≥ 0 | time the step took (summed over the task) |
 | `task_type` | bugfix, feature, refactor, test, docs | the kind of task (the last one said wins) |
@@ -50,6 +50,7 @@ from typing import Any
 from governance.bug_signature import error_signature
 from governance.code_locations import (
     MAX_LOCATIONS,
+    locations_from_payload,
     locations_of_entry,
     normalise_path,
 )
@@ -64,7 +65,7 @@ __all__ = [
     "Pivot",
     "EpisodeStructure",
     "EntryView",
-    "test_run_from_text",
+    "parse_test_summary",
     "diff_line_counts",
     "infer_task_type",
     "episode_structure",
@@ -286,7 +287,7 @@ def _short(value: Any, limit: int = MAX_TEXT_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def test_run_from_text(text: str) -> TestRun | None:
+def parse_test_summary(text: str) -> TestRun | None:
     """The last test run a runner's summary in `text` reports: pytest, jest or go test (module docstring)."""
     found: list[tuple[int, TestRun]] = []
     for match in _PYTEST_LINE.finditer(text):
@@ -442,7 +443,10 @@ def episode_structure(
         # line changes: the payload's (on its one file, else on the task), then the diffs in the text
         added, removed = _count(payload.get("lines_added")), _count(payload.get("lines_removed"))
         if added is not None or removed is not None:
-            target = located.files[0] if len(located.files) == 1 else ""
+            # on the one file the payload names (else the text's one file), else on the task as a whole
+            said = locations_from_payload(payload).files
+            named = said if said else located.files
+            target = named[0] if len(named) == 1 else ""
             row = lines.setdefault(target, [0, 0])
             row[0] += added or 0
             row[1] += removed or 0
@@ -469,7 +473,7 @@ def episode_structure(
                     MAX_NAME_CHARS,
                 )
             ] += 1
-        run = _tests_from_payload(payload.get("tests")) or test_run_from_text(entry.content)
+        run = _tests_from_payload(payload.get("tests")) or parse_test_summary(entry.content)
         if run is not None:
             tests, test_runs = run, test_runs + 1
         if (n := _count(payload.get("tokens"))) is not None:

@@ -169,7 +169,7 @@ async def file_history(
             success=r.success,
             created_at=r.created_at,
             stale=r.stale,
-            via="task" if r.by_task else "text",
+            via="task" if r.by_task else "episode" if r.by_episode else "text",
             touches=sum(touched.get(t, 0) for t in r.source_task_ids),
         )
         for r in rows

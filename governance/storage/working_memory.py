@@ -458,14 +458,14 @@ async def file_rows(
 ) -> list[Any]:
     """Active memories of the scopes that came from one of `task_ids`, are episodes linked to `file`
     (`episode_files`), or name `path` in their text, newest first: id, citation, memory_type, scope, title,
-    content, confidence, success, created_at, source_task_ids, and `by_task` (True when found through a task
-    or the episode's links rather than the text)."""
+    content, confidence, success, created_at, source_task_ids, `by_task` (found through a task) and
+    `by_episode` (through the episode's links)."""
     linked, link_params = links_match_sql("memories.id", [file] if file else [], [])
     rows = await conn.execute(
         text(
             "SELECT id::text AS id, citation, memory_type, scope, title, content, confidence, success, "
             "created_at, source_task_ids, stale_at IS NOT NULL AS stale, "
-            f"(source_task_ids && CAST(:tasks AS text[]) OR {linked}) AS by_task FROM memories "
+            f"(source_task_ids && CAST(:tasks AS text[])) AS by_task, ({linked}) AS by_episode FROM memories "
             "WHERE scope_key = ANY(CAST(:keys AS text[])) AND deprecated_at IS NULL "
             "AND (expires_at IS NULL OR expires_at > now()) AND memory_type = ANY(CAST(:types AS text[])) "
             f"AND (source_task_ids && CAST(:tasks AS text[]) OR {linked} OR strpos(content, :path) > 0 "
