@@ -38,6 +38,7 @@ __all__ = [
     "NOTIFICATION_SCHEDULE_ID",
     "KNOWLEDGE_SCHEDULE_ID",
     "knowledge_schedule",
+    "SCHEDULE_IDS",
     "notification_input",
     "notification_schedule",
     "apply_schedules",
@@ -49,6 +50,13 @@ RETENTION_SCHEDULE_ID = "loregate-retention"
 REFLECTION_SCHEDULE_ID = "loregate-reflection"
 NOTIFICATION_SCHEDULE_ID = "loregate-notifications"
 KNOWLEDGE_SCHEDULE_ID = "loregate-knowledge"
+# every schedule `apply_schedules` makes
+SCHEDULE_IDS = (
+    RETENTION_SCHEDULE_ID,
+    REFLECTION_SCHEDULE_ID,
+    NOTIFICATION_SCHEDULE_ID,
+    KNOWLEDGE_SCHEDULE_ID,
+)
 
 
 def retention_schedule(settings: Settings) -> Schedule:
