@@ -168,6 +168,10 @@ class FileHistoryItemPublic(BaseModel):
         "files name it) or `text` (it names the file)"
     )
     touches: int = Field(description="How often its source tasks' entries named the file (0 via text)")
+    task_type: str | None = Field(default=None, description="An episode's task type (docs/episodes.md)")
+    error_types: list[str] = Field(
+        default_factory=list, description="An episode's error types, most frequent first"
+    )
 
 
 class FileHistoryPublic(BaseModel):

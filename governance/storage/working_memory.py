@@ -458,14 +458,17 @@ async def file_rows(
 ) -> list[Any]:
     """Active memories of the scopes that came from one of `task_ids`, are episodes linked to `file`
     (`episode_files`), or name `path` in their text, newest first: id, citation, memory_type, scope, title,
-    content, confidence, success, created_at, source_task_ids, `by_task` (found through a task) and
-    `by_episode` (through the episode's links)."""
+    content, confidence, success, created_at, source_task_ids, `by_task` (found through a task),
+    `by_episode` (through the episode's links), and an episode's `task_type` and `error_types`."""
     linked, link_params = links_match_sql("memories.id", [file] if file else [], [])
     rows = await conn.execute(
         text(
             "SELECT id::text AS id, citation, memory_type, scope, title, content, confidence, success, "
             "created_at, source_task_ids, stale_at IS NOT NULL AS stale, "
-            f"(source_task_ids && CAST(:tasks AS text[])) AS by_task, ({linked}) AS by_episode FROM memories "
+            f"(source_task_ids && CAST(:tasks AS text[])) AS by_task, ({linked}) AS by_episode, "
+            "(SELECT d.task_type FROM episode_details d WHERE d.memory_id = memories.id) AS task_type, "
+            "ARRAY(SELECT x.error_type FROM episode_error_types x WHERE x.memory_id = memories.id "
+            "ORDER BY x.occurrences DESC, x.error_type) AS error_types FROM memories "
             "WHERE scope_key = ANY(CAST(:keys AS text[])) AND deprecated_at IS NULL "
             "AND (expires_at IS NULL OR expires_at > now()) AND memory_type = ANY(CAST(:types AS text[])) "
             f"AND (source_task_ids && CAST(:tasks AS text[]) OR {linked} OR strpos(content, :path) > 0 "

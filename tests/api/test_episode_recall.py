@@ -15,13 +15,14 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from governance.episodes import EntryView, episode_structure
 from governance.scopes import ActorType, Scope
 from governance.storage.episodes import record_episode
+from tests.utils.cli import cli_env, run_cli
 from tests.utils.factories import Actor, make_actor, new_tenant
 from tests.utils.memory_factories import TaskRef, add_memory
 
 
 async def _linked_episode(engine: AsyncEngine, org: str, project: str) -> dict[str, str]:
     structure = episode_structure(
-        "Stop the redirect loop",
+        "Fix the redirect loop",
         [
             EntryView(
                 1,
@@ -98,8 +99,18 @@ async def test_file_history_and_filters_find_episodes_through_their_links(
         by_file = await search(files=["httpx/_redirects.py"])
         by_method = await search(symbols=["follow"])  # `follow` meets `Client.follow`
         by_other = await search(files=["httpx/_models.py"])
-    assert [(i["citation"], i["via"], i["success"]) for i in exact] == [(made["citation"], "episode", False)]
+    assert [(i["citation"], i["via"], i["success"], i["task_type"]) for i in exact] == [
+        (made["citation"], "episode", False, "bugfix")
+    ]
     assert [i["citation"] for i in absolute] == [made["citation"]]
     assert [i["citation"] for i in shorter] == [made["citation"]]
     assert other == []
     assert by_file == [made["citation"]] and by_method == [made["citation"]] and by_other == []
+
+    # the CLI's history shows the same, with the episode's task type
+    env = cli_env(LOREGATE_URL=gateway_url, LOREGATE_API_KEY=agent.key, COLUMNS="200")
+    shown = run_cli("history", "httpx/_redirects.py", "--task", reader, env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert (
+        f"mem:{made['citation']}" in shown.stdout and "bugfix" in shown.stdout and "episode" in shown.stdout
+    )

@@ -15,6 +15,7 @@ import httpx
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from tests.utils.cli import cli_env, run_cli
 from tests.utils.factories import Actor
 from tests.utils.promotion_gateway import wait_promotion_state
 from tests.utils.tenancy import task_key_of
@@ -135,6 +136,18 @@ async def test_episode_structure_is_shown_with_the_memory_and_linked_by_file(
     assert episode["lines_added"] == 2 and episode["lines_removed"] == 1
     assert episode["tokens"] == 120 and episode["duration_ms"] == 800
     assert episode["decided_hypotheses"] and "self-redirect" in episode["decided_hypotheses"][0]
+
+    # `loregate show` prints the same fields
+    env = cli_env(LOREGATE_URL=str(http.base_url), LOREGATE_API_KEY=team["orchestrator"].key, COLUMNS="200")
+    shown = run_cli("show", f"mem:{citation}", env=env)
+    assert shown.returncode == 0, shown.stderr
+    for text_shown in (
+        "bugfix (words)",
+        "8 passed, 0 failed of 8 (pytest)",
+        "httpx/_client.py (+2 -1)",
+        "KeyError x1",
+    ):
+        assert text_shown in shown.stdout, shown.stdout
 
     async with engine.connect() as conn:
         memory_id = (

@@ -42,7 +42,7 @@ def history(
         console.print(f"nothing recorded around {escape(answer.path)}", highlight=False)
         return
     table = Table(title=f"around {escape(answer.path)} (newest first)", title_justify="left")
-    for name in ("date", "citation", "type", "outcome", "via", "title"):
+    for name in ("date", "citation", "type", "outcome", "task type", "errors", "via", "title"):
         table.add_column(name)
     for item in answer.items:
         outcome = "" if item.success is None else ("succeeded" if item.success else "failed")
@@ -51,6 +51,8 @@ def history(
             f"mem:{item.citation}",
             item.type,
             outcome,
+            item.task_type or "",
+            escape(", ".join(item.error_types)),
             item.via,
             escape(item.title),
         )
