@@ -33,6 +33,7 @@ from governance.adapters.embedders import (
 )
 from governance.adapters.llm_cognifier import LLMCognifier, cognify
 from governance.adapters.llm_judge import make_judge
+from governance.code_locations import MAX_LOCATIONS
 from governance.cognify import (
     Candidate,
     StagedEntry,
@@ -583,11 +584,7 @@ class PromotionActivities:
         outcome = await cognify(description, entries, success=data.success, llm=self._llm)
         analysis = outcome.analysis
         # working memory feeds the episode: the files and symbols the agent tracked
-        memory = await working_memory.read(self._engine, data.task_id)
-        tracked = (
-            [r.value for r in memory.files if r.tracked],
-            [r.value for r in memory.symbols if r.tracked],
-        )
+        tracked = await working_memory.tracked(self._engine, data.task_id, MAX_LOCATIONS)
         candidates = await asyncio.to_thread(
             _distilled, data.task_id, description, analysis, entries, tracked
         )
