@@ -33,6 +33,7 @@ from governance.adapters.embedders import (
 )
 from governance.adapters.llm_cognifier import LLMCognifier, cognify
 from governance.adapters.llm_judge import make_judge
+from governance.code_locations import MAX_LOCATIONS
 from governance.cognify import (
     Candidate,
     StagedEntry,
@@ -42,15 +43,18 @@ from governance.cognify import (
 )
 from governance.config import Settings
 from governance.dedup import Decision, classify, content_hash
+from governance.episodes import EntryView, episode_structure
 from governance.errors import InvalidInput, NotFound
 from governance.instruction_exemplars import EXEMPLAR_EMBEDDER, exemplar_texts, nearest_exemplar
 from governance.instructions import QuarantinedItem, quarantine_reason
 from governance.item_decisions import ItemDecisionKind
+from governance.operations import working_memory
 from governance.operations.publishing import ChunkItem, publish_chunk
 from governance.publication import NearbyMemory, PlanItem, PublishedMemory
 from governance.redaction import redact, redact_json
 from governance.scopes import SCOPE_LEVEL, ActorType, Scope, scope_key
 from governance.storage.derivations import record_derivations
+from governance.storage.episodes import record_episode
 from governance.storage.events import Event, EventType, record_event, record_events
 from governance.storage.item_decisions import (
     ItemDecisionRow,
@@ -462,8 +466,36 @@ async def _rule_proposal(conn: AsyncConnection, candidate: StoredCandidate, scop
 _screened = functools.lru_cache(maxsize=8192)(quarantine_reason)
 
 
-def _distilled(task_id: str, description: str, analysis: Any, entries: list[StagedEntry]) -> list[Candidate]:
-    """The analysis's candidates redacted again, with their expiry, the skill and the episode (CPU work)."""
+def _structure(
+    description: str, analysis: Any, entries: list[StagedEntry], tracked: tuple[list[str], list[str]]
+) -> dict[str, Any]:
+    """The episode's structured fields (governance/episodes.py) from the redacted entries and the files and
+    symbols the task's working memory tracked (redacted too: an agent names them freely)."""
+    views = [
+        EntryView(
+            seq=e.seq,
+            kind=e.kind,
+            content=e.content,
+            payload=e.payload,
+            created_at_ms=e.created_at.timestamp() * 1000 if e.created_at is not None else None,
+        )
+        for e in entries
+    ]
+    files, symbols = ([redact(v).text for v in values] for values in tracked)
+    return episode_structure(
+        description, views, success=analysis.success, tracked_files=files, tracked_symbols=symbols
+    ).to_json()
+
+
+def _distilled(
+    task_id: str,
+    description: str,
+    analysis: Any,
+    entries: list[StagedEntry],
+    tracked: tuple[list[str], list[str]] = ([], []),
+) -> list[Candidate]:
+    """The analysis's candidates redacted again, with their expiry, the skill and the episode with its
+    structured fields (CPU work)."""
     entry_ids = [e.id for e in entries]
     # an entry's expires_at / ttl_seconds travels to what is distilled from it (not to the episode or a
     # generated skill, which quote the whole task)
@@ -484,7 +516,8 @@ def _distilled(task_id: str, description: str, analysis: Any, entries: list[Stag
     skill = skill_candidate(description, analysis, entry_ids)
     if skill is not None:
         candidates.append(skill)
-    episode = episode_candidate(task_id, description, analysis, entry_ids)
+    structure = _structure(description, analysis, entries, tracked)
+    episode = episode_candidate(task_id, description, analysis, entry_ids, structure)
     candidates.append(Candidate(**{**episode.__dict__, "content": redact(episode.content).text}))
     return candidates
 
@@ -610,7 +643,11 @@ class PromotionActivities:
         description = redact(task.description if task is not None else data.description).text
         outcome = await cognify(description, entries, success=data.success, llm=self._llm)
         analysis = outcome.analysis
-        candidates = await asyncio.to_thread(_distilled, data.task_id, description, analysis, entries)
+        # working memory feeds the episode: the files and symbols the agent tracked
+        tracked = await working_memory.tracked(self._engine, data.task_id, MAX_LOCATIONS)
+        candidates = await asyncio.to_thread(
+            _distilled, data.task_id, description, analysis, entries, tracked
+        )
         # the candidates stay in the database; the history gets where they are and how many
         run_id = activity.info().workflow_run_id or "-"
         critique = preview(redact(analysis.critique).text, _CRITIQUE_CHARS)
@@ -963,6 +1000,17 @@ class PromotionActivities:
                     )
                     for row, outcome in zip(rows, outcomes, strict=True)
                 ]
+                # an episode's structured fields beside it, in its chunk's transaction (once per memory)
+                for row, outcome in zip(rows, outcomes, strict=True):
+                    if row.candidate.structure is not None and row.candidate.memory_type == "episode":
+                        await record_episode(
+                            conn,
+                            memory_id=outcome.memory_id,
+                            org=data.org,
+                            project=data.project if scope is not Scope.ORG else None,
+                            task_id=data.task_id,
+                            structure=row.candidate.structure,
+                        )
                 await record_outcomes(conn, key, chunk)
             results += chunk
             derivation += [

@@ -104,6 +104,8 @@ class Candidate:
     expires_at: datetime | None = None  # the earliest expiry of its source entries (governance/validity.py)
     # a rule nobody but a non-human wrote: published above task scope only with a human's approval
     needs_human_approval: bool = False
+    # an episode's structured fields (governance/episodes.py `EpisodeStructure.to_json`); None otherwise
+    structure: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -288,9 +290,14 @@ def rule_based_analysis(task_description: str, entries: list[StagedEntry], *, su
 
 
 def episode_candidate(
-    task_id: str, task_description: str, analysis: Analysis, entry_ids: list[int]
+    task_id: str,
+    task_description: str,
+    analysis: Analysis,
+    entry_ids: list[int],
+    structure: dict[str, Any] | None = None,
 ) -> Candidate:
-    """The Reflexion episode of a task: what was tried, how it went, what to do differently."""
+    """The Reflexion episode of a task: what was tried, how it went, what to do differently; `structure`
+    (governance/episodes.py) travels beside the prose, which it leaves as it is."""
     lines = [
         f"Task {task_id}: {task_description}",
         f"Outcome: {'success' if analysis.success else 'failure'} (reward {analysis.reward:.2f})",
@@ -307,6 +314,7 @@ def episode_candidate(
         canonical_key=None,
         importance=round(0.4 + 0.4 * analysis.reward, 3),
         source_entry_ids=entry_ids,
+        structure=structure,
     )
 
 

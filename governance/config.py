@@ -131,6 +131,8 @@ class Settings(BaseSettings):
     # a promotion that leaves a project's pending (not yet reflected) episodes weighing at least this much
     # importance (an episode weighs 0.4-0.8) starts its reflection; 0 turns the trigger off
     reflection_importance_threshold: float = Field(default=8.0, ge=0.0)  # pending importance that starts one
+    # the project knowledge's schedule: every project's hotspots and statistics (workflows/knowledge.py)
+    knowledge_cron: str = "17 * * * *"
     reflection_cron: str = "30 3 * * *"  # the scheduled sweep: every project with pending episodes
     reflection_min_episodes: int = Field(default=2, ge=1)  # the sweep skips projects with fewer pending
     reflection_max_episodes: int = Field(default=500, ge=2, le=5000)  # the window one reflection reads

@@ -1,6 +1,7 @@
 """The Temporal Schedules loregate runs: the nightly retention (default 03:00 UTC, overlap SKIP), the
-reflection sweep (default 03:30 UTC, overlap SKIP: every project with pending episodes gets a reflection)
-and the notification sweep (every minute, overlap SKIP: webhooks hear of what waits or failed).
+reflection sweep (default 03:30 UTC, overlap SKIP: every project with pending episodes gets a reflection),
+the project knowledge (hourly by default, overlap SKIP: every project's hotspots and statistics) and the
+notification sweep (every minute, overlap SKIP: webhooks hear of what waits or failed).
 
 `apply_schedules` is what `loregate up` and `loregate schedules apply` call: it creates the schedule, or
 updates it in place when it exists, so changing `LOREGATE_RETENTION_CRON` and re-applying takes effect
@@ -25,6 +26,7 @@ from temporalio.client import (
 )
 
 from governance.config import Settings
+from workflows.knowledge import KNOWLEDGE_WORKFLOW_ID, ProjectKnowledgeInput, ProjectKnowledgeWorkflow
 from workflows.notifications import NOTIFICATION_WORKFLOW_ID, NotificationInput, NotificationWorkflow
 from workflows.reflection_contract import SWEEP_WORKFLOW_ID, SweepInput
 from workflows.reflection_schedule import ReflectionSweepWorkflow
@@ -34,6 +36,9 @@ __all__ = [
     "RETENTION_SCHEDULE_ID",
     "REFLECTION_SCHEDULE_ID",
     "NOTIFICATION_SCHEDULE_ID",
+    "KNOWLEDGE_SCHEDULE_ID",
+    "knowledge_schedule",
+    "SCHEDULE_IDS",
     "notification_input",
     "notification_schedule",
     "apply_schedules",
@@ -44,6 +49,14 @@ __all__ = [
 RETENTION_SCHEDULE_ID = "loregate-retention"
 REFLECTION_SCHEDULE_ID = "loregate-reflection"
 NOTIFICATION_SCHEDULE_ID = "loregate-notifications"
+KNOWLEDGE_SCHEDULE_ID = "loregate-knowledge"
+# every schedule `apply_schedules` makes
+SCHEDULE_IDS = (
+    RETENTION_SCHEDULE_ID,
+    REFLECTION_SCHEDULE_ID,
+    NOTIFICATION_SCHEDULE_ID,
+    KNOWLEDGE_SCHEDULE_ID,
+)
 
 
 def retention_schedule(settings: Settings) -> Schedule:
@@ -70,6 +83,20 @@ def reflection_schedule(settings: Settings) -> Schedule:
             task_queue=settings.task_queue,
         ),
         spec=ScheduleSpec(cron_expressions=[settings.reflection_cron], time_zone_name="UTC"),
+        policy=SchedulePolicy(overlap=ScheduleOverlapPolicy.SKIP),
+    )
+
+
+def knowledge_schedule(settings: Settings) -> Schedule:
+    """The project knowledge's schedule (hotspots and statistics of every project) built from the settings."""
+    return Schedule(
+        action=ScheduleActionStartWorkflow(
+            ProjectKnowledgeWorkflow.run,
+            ProjectKnowledgeInput(),
+            id=KNOWLEDGE_WORKFLOW_ID,
+            task_queue=settings.task_queue,
+        ),
+        spec=ScheduleSpec(cron_expressions=[settings.knowledge_cron], time_zone_name="UTC"),
         policy=SchedulePolicy(overlap=ScheduleOverlapPolicy.SKIP),
     )
 
@@ -115,3 +142,4 @@ async def apply_schedules(client: Client, settings: Settings) -> None:
     await _apply(client, RETENTION_SCHEDULE_ID, retention_schedule(settings))
     await _apply(client, REFLECTION_SCHEDULE_ID, reflection_schedule(settings))
     await _apply(client, NOTIFICATION_SCHEDULE_ID, notification_schedule(settings))
+    await _apply(client, KNOWLEDGE_SCHEDULE_ID, knowledge_schedule(settings))

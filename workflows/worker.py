@@ -17,6 +17,7 @@ from temporalio.worker import Worker
 from activities.approaches import ApproachActivities
 from activities.change_requests import ChangeRequestActivities
 from activities.gate_checks import GateCheckActivities
+from activities.knowledge import KnowledgeActivities
 from activities.notifications import NotificationActivities
 from activities.promotion import PromotionActivities
 from activities.reflection import ReflectionActivities
@@ -30,6 +31,7 @@ from governance.storage.engine import make_engine
 from policy.enforcer import Authorizer, make_authorizer
 from workflows.change_requests import ChangeRequestWorkflow
 from workflows.client import connect_temporal, tracing_interceptors
+from workflows.knowledge import ProjectKnowledgeWorkflow
 from workflows.notifications import NotificationWorkflow
 from workflows.promotion import PromotionWorkflow
 from workflows.reflection import ReflectionWorkflow
@@ -48,6 +50,7 @@ def workflow_classes() -> list[type]:
         ReflectionWorkflow,
         ReflectionSweepWorkflow,
         NotificationWorkflow,
+        ProjectKnowledgeWorkflow,
     ]
 
 
@@ -69,7 +72,9 @@ def activity_functions(
     changes = ChangeRequestActivities(engine, settings)
     reflection = ReflectionActivities(engine=engine, settings=settings, llm=make_reflector(settings))
     notifications = NotificationActivities(engine, settings)
+    knowledge = KnowledgeActivities(engine)
     return [
+        *knowledge.functions(),
         *reflection.functions(),
         *notifications.functions(),
         *retention.functions(),

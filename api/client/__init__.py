@@ -52,6 +52,7 @@ from api.schemas.approvals import ApprovalTokenPublic
 from api.schemas.change_requests import ChangeDecisionPublic, ChangeRequestList, ChangeRequestPublic
 from api.schemas.citations import CitationsAck, MostUsedPublic, UsedByPublic
 from api.schemas.decisions import BatchDecisionPublic
+from api.schemas.episodes import ProjectKnowledgePublic
 from api.schemas.erasure import ErasurePublic
 from api.schemas.events import EventsPage
 from api.schemas.health import HealthPublic
@@ -304,6 +305,11 @@ class _Api:
     def project_stats(self, *, task_id: str, limit: int | None = None) -> Request:
         """The reader's project in numbers: tasks, success rate, most-touched files, hotspots, errors."""
         return Request("GET", "/v1/projects/stats", params=drop_none({"task_id": task_id, "limit": limit}))
+
+    @endpoint(ProjectKnowledgePublic)
+    def project_knowledge(self, project: str) -> Request:
+        """The project's latest computed hotspots and statistics, with when they were computed."""
+        return Request("GET", f"/v1/projects/{_seg(project)}/knowledge")
 
     # a task's working memory
 

@@ -20,6 +20,7 @@ from api.http.routes import (
     citations,
     erasure,
     health,
+    knowledge,
     learning,
     memories,
     promotions,
@@ -100,6 +101,7 @@ def create_app(settings: Settings | None = None, *, grpc_port: int | None = None
         transfer.router,
         webhooks.router,
         working_memory.router,
+        knowledge.router,
     ):
         app.include_router(router, responses=ERROR_RESPONSES)
     # the web console (api/http/console): server-rendered pages over the same services

@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from api.schemas.episodes import EpisodePublic
 from api.schemas.live import LiveWarningPublic
 from api.schemas.text import Text
 from api.schemas.working_memory import CodePath, CodeSymbol
@@ -248,3 +249,6 @@ class MemoryPublic(BaseModel):
     memory: MemoryDetailPublic
     provenance: list[ProvenanceEntryPublic]
     history: list[ChainLinkPublic]
+    episode: EpisodePublic | None = Field(
+        default=None, description="An episode's structured fields (task type, files, tests…); None otherwise"
+    )

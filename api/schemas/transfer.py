@@ -121,6 +121,9 @@ class MemoryRecord(_Record):
     stale_reason: str | None
     derived_from: list[str] = Field(default_factory=list, description="ids of the memories it builds on")
     bug_pattern: BugPatternRecord | None = None
+    episode: dict[str, Any] | None = Field(
+        default=None, description="An episode's structured fields (docs/episodes.md), restored with it"
+    )
     provenance: list[ProvenanceRecord] = Field(default_factory=list)
 
 

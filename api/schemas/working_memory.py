@@ -163,8 +163,15 @@ class FileHistoryItemPublic(BaseModel):
     success: bool | None = Field(description="An episode's outcome (None for other types)")
     created_at: datetime
     stale: bool
-    via: str = Field(description="`task` (its source task touched the file) or `text` (it names the file)")
+    via: str = Field(
+        description="`task` (its source task touched the file), `episode` (an episode whose structured "
+        "files name it) or `text` (it names the file)"
+    )
     touches: int = Field(description="How often its source tasks' entries named the file (0 via text)")
+    task_type: str | None = Field(default=None, description="An episode's task type (docs/episodes.md)")
+    error_types: list[str] = Field(
+        default_factory=list, description="An episode's error types, most frequent first"
+    )
 
 
 class FileHistoryPublic(BaseModel):

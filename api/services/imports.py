@@ -34,11 +34,13 @@ from api.services.browse import scope_tenant
 from api.services.export_file import ParsedExport, parse_export
 from api.services.gateway import GatewayResources, judged_project
 from governance.adapters.embedders import embed_passages_async, make_embedder
+from governance.episodes import EpisodeStructure
 from governance.errors import Conflict, GovernanceError, InvalidInput, NotFound, Unavailable
 from governance.identity import Principal
 from governance.scopes import EntryKind, Scope
 from governance.staging import EntryDraft, validate_batch
 from governance.storage import staging, transfer
+from governance.storage.episodes import record_episode
 from governance.storage.events import Event, EventType
 from governance.storage.plans import cache_vectors, cached_vectors, text_digest
 from governance.transfer import entries_for_gate, import_task_id
@@ -230,8 +232,16 @@ async def _vectors(state: GatewayResources, texts: list[str]) -> list[list[float
     return [found[d] for d in digests]
 
 
+def _episode(memory_id: str, raw: dict[str, Any]) -> dict[str, Any]:
+    """An exported episode's structured fields, checked (the file is outside input)."""
+    try:
+        return EpisodeStructure.from_json(raw).to_json()
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise InvalidInput(f"memory {memory_id}: its episode fields are malformed ({exc})") from exc
+
+
 def _row(memory: MemoryRecord, vector: list[float]) -> dict[str, Any]:
-    row = memory.model_dump(exclude={"kind", "derived_from", "bug_pattern", "provenance"})
+    row = memory.model_dump(exclude={"kind", "derived_from", "bug_pattern", "episode", "provenance"})
     row["scope"] = memory.scope.value
     row["embedding"] = vector
     return row
@@ -304,6 +314,16 @@ async def _restore(state: GatewayResources, principal: Principal, parsed: Parsed
                     if m.bug_pattern is not None
                 ],
             )
+            for _, m in fresh:
+                if m.episode is not None:
+                    await record_episode(
+                        conn,
+                        memory_id=m.id,
+                        org=m.org,
+                        project=m.project,
+                        task_id=m.source_task_ids[0] if m.source_task_ids else None,
+                        structure=_episode(m.id, m.episode),
+                    )
             new_events = await _new_events(conn, parsed.events)
             await transfer.insert_events(conn, [e.model_dump(exclude={"kind"}) for e in new_events])
             await transfer.advance_event_ids(conn)

@@ -82,6 +82,9 @@ class CodeFocus:
     touched: dict[str, int]
     names: tuple[str, ...]
     only: bool = False
+    # the asked paths and symbols themselves: episodes linked to them (`episode_files`, `episode_symbols`)
+    files: tuple[str, ...] = ()
+    symbols: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -251,6 +254,8 @@ async def _search_side_by_side(
                         types=types,
                         include_history=include_history,
                         query_vector=None if vector is None else vector.tolist(),
+                        files=focus.files,
+                        symbols=focus.symbols,
                     )
                     by_location = [(i, strength) for i, strength, _ in found]
                     # the memories of those files compete on meaning among themselves too, not only those

@@ -37,6 +37,7 @@ from governance.identity import Principal
 from governance.redaction import redact, redact_json
 from governance.scopes import Scope
 from governance.staging import public_task_id
+from governance.storage.episodes import episode_of
 from governance.storage.retrieval import SearchHit, get_memory
 from governance.storage.staging import get_tasks
 
@@ -102,6 +103,8 @@ async def code_focus(
         touched=touched,
         names=tuple([text_key(p) for p in paths] + [n for n in names if len(n) >= 4]),
         only=only,
+        files=tuple(paths),
+        symbols=tuple(names),
     )
 
 
@@ -226,8 +229,15 @@ async def show_memory(state: GatewayResources, principal: Principal, ref: str) -
     ]
     # tasks by the ids their tenant gave them (the keys stay inside; governance/staging.task_key)
     memory = {**memory, "source_task_ids": [public_task_id(t) for t in memory["source_task_ids"] or []]}
+    async with state.engine.connect() as conn:
+        episode = await episode_of(conn, str(memory["id"]))
     return MemoryPublic.model_validate(
-        {"memory": memory, "provenance": provenance, "history": detail.history}
+        {
+            "memory": memory,
+            "provenance": provenance,
+            "history": detail.history,
+            "episode": episode.structure if episode is not None else None,
+        }
     )
 
 

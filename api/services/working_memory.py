@@ -156,6 +156,7 @@ async def file_history(
             path=text_key(cleaned),
             types=FILE_HISTORY_TYPES,
             limit=limit,
+            file=cleaned,
         )
     items = [
         FileHistoryItemPublic(
@@ -168,7 +169,9 @@ async def file_history(
             success=r.success,
             created_at=r.created_at,
             stale=r.stale,
-            via="task" if r.by_task else "text",
+            via="task" if r.by_task else "episode" if r.by_episode else "text",
+            task_type=r.task_type,
+            error_types=list(r.error_types or []),
             touches=sum(touched.get(t, 0) for t in r.source_task_ids),
         )
         for r in rows

@@ -28,6 +28,7 @@ from governance.working_memory import (
 )
 
 __all__ = [
+    "tracked",
     "FOLD_BATCH",
     "WorkingMemory",
     "HypothesisDraft",
@@ -144,6 +145,17 @@ async def set_decision(engine: AsyncEngine, hypothesis_id: int, entry_id: int) -
     """Record the decision entry a hypothesis became."""
     async with engine.begin() as conn:
         await statements.set_decision_entry(conn, hypothesis_id, entry_id)
+
+
+async def tracked(engine: AsyncEngine, task_id: str, limit: int) -> tuple[list[str], list[str]]:
+    """The files and symbols the agent tracked (at most `limit` of each), without folding staging: what
+    cognify adds to an episode (governance/episodes.py) beside what the entries name."""
+    async with engine.connect() as conn:
+        files, symbols = [
+            [r.value for r in await statements.locations_of(conn, task_id, kind, limit) if r.tracked]
+            for kind in ("file", "symbol")
+        ]
+    return files, symbols
 
 
 async def read(engine: AsyncEngine, task_id: str) -> WorkingMemory:

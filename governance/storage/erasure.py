@@ -31,6 +31,7 @@ from sqlalchemy import insert, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from governance.storage.events import Event
+from governance.storage.knowledge import erase_snapshots
 from governance.storage.tables import memory_events
 from governance.storage.working_memory import erase_working_memory
 
@@ -287,14 +288,18 @@ async def subject_erasure_set(
     await _add_plan_candidates(
         conn,
         found,
-        f"{in_tenant} AND (strpos(c.content, :s) > 0 OR strpos(c.title, :s) > 0)",
+        f"{in_tenant} AND (strpos(c.content, :s) > 0 OR strpos(c.title, :s) > 0 "
+        "OR strpos(coalesce(CAST(c.structure AS text), ''), :j) > 0)",
         tenant,
     )
     memories = await conn.execute(
         text(
             f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE org = :o "
             "AND (CAST(:p AS text) IS NULL OR project = :p) "
-            "AND (strpos(content, :s) > 0 OR strpos(title, :s) > 0) ORDER BY created_at"
+            "AND (strpos(content, :s) > 0 OR strpos(title, :s) > 0 "
+            # an episode whose structured fields (a path, a pivot's why) quote the subject
+            "OR EXISTS (SELECT 1 FROM episode_details x WHERE x.memory_id = memories.id "
+            "AND strpos(CAST(x.structure AS text), :j) > 0)) ORDER BY created_at"
         ),
         tenant,
     )
@@ -413,6 +418,14 @@ async def erase(conn: AsyncConnection, found: ErasureSet) -> dict[str, int]:
         "OR source_entry_ids && CAST(:entries AS bigint[]) "
         "OR (CAST(:task AS text) IS NOT NULL AND :task = ANY(source_task_ids)))",
         {"ids": ids, "entries": entry_ids, "task": task},
+    )
+    # project knowledge computed from what goes (its episodes' structured rows go with their memories)
+    counts["project_knowledge"] = await erase_snapshots(
+        conn,
+        task_id=task,
+        org=found.org if found.subject is not None else None,
+        project=found.project,
+        fragments=[*fragments, *(_json_fragment(m.citation) for m in found.memories)],
     )
     await run("memories", "DELETE FROM memories WHERE id::text = ANY(CAST(:ids AS text[]))", {"ids": ids})
     await run(

@@ -48,7 +48,7 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, UUID
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -118,6 +118,8 @@ promotion_candidates = Table(
     Column("importance", Float, nullable=False),
     Column("source_entry_ids", ARRAY(BigInteger), nullable=False),
     Column("expires_at", DateTime(timezone=True), nullable=True),
+    # an episode's structured fields (governance/episodes.py, migration 0026)
+    Column("structure", JSONB, nullable=True),
     ForeignKeyConstraint(
         ["workflow_id", "run_id"],
         ["promotion_plans.workflow_id", "promotion_plans.run_id"],
@@ -202,6 +204,7 @@ class StoredCandidate:
     importance: float
     source_entry_ids: list[int]
     expires_at: datetime | None = None
+    structure: dict[str, Any] | None = None  # an episode's structured fields
 
 
 @dataclass(frozen=True)
@@ -310,6 +313,7 @@ async def save_candidates(
                     "importance": c.importance,
                     "source_entry_ids": list(c.source_entry_ids),
                     "expires_at": c.expires_at,
+                    "structure": c.structure,
                 }
                 for idx, c in enumerate(candidates)
             ],
@@ -336,6 +340,7 @@ def _candidate(row: Any) -> StoredCandidate:
         importance=float(row.importance),
         source_entry_ids=[int(i) for i in row.source_entry_ids],
         expires_at=row.expires_at,
+        structure=row.structure,
     )
 
 
@@ -547,6 +552,7 @@ async def publish_rows(conn: AsyncConnection, key: PlanKey, start: int, stop: in
             _C.importance,
             _C.source_entry_ids,
             _C.expires_at,
+            _C.structure,
         )
         .select_from(_joined())
         .where(_of(key, promotion_plan_items), _P.idx >= start, _P.idx < stop)
@@ -564,6 +570,7 @@ async def publish_rows(conn: AsyncConnection, key: PlanKey, start: int, stop: in
                 importance=float(r.importance),
                 source_entry_ids=[int(i) for i in r.source_entry_ids],
                 expires_at=r.expires_at,
+                structure=r.structure,
             ),
             embedding=[float(x) for x in r.embedding] if r.embedding is not None else None,
         )

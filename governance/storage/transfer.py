@@ -82,11 +82,12 @@ def _select_columns() -> str:
 
 
 _COLUMNS_SQL = _select_columns()
-# what a memory builds on, and its bug-pattern row, with it
+# what a memory builds on, its bug-pattern row and an episode's structured fields, with it
 _LINEAGE_SQL = """,
     COALESCE((SELECT array_agg(d.derived_from_id::text ORDER BY d.derived_from_id)
               FROM memory_derivations d WHERE d.memory_id = m.id), '{}') AS derived_from,
-    (SELECT to_jsonb(b) - 'memory_id' FROM bug_patterns b WHERE b.memory_id = m.id) AS bug_pattern"""
+    (SELECT to_jsonb(b) - 'memory_id' FROM bug_patterns b WHERE b.memory_id = m.id) AS bug_pattern,
+    (SELECT x.structure FROM episode_details x WHERE x.memory_id = m.id) AS episode"""
 
 
 def _memory(row: Any) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from governance.storage.episodes import links_match_sql
 from governance.storage.tables import vector_literal
 
 __all__ = [
@@ -453,22 +454,35 @@ async def file_rows(
     path: str,
     types: Sequence[str],
     limit: int,
+    file: str | None = None,
 ) -> list[Any]:
-    """Active memories of the scopes that came from one of `task_ids` or name `path` in their text, newest
-    first: id, citation, memory_type, scope, title, content, confidence, success, created_at, source_task_ids,
-    and `by_task` (True when found through a task rather than the text)."""
+    """Active memories of the scopes that came from one of `task_ids`, are episodes linked to `file`
+    (`episode_files`), or name `path` in their text, newest first: id, citation, memory_type, scope, title,
+    content, confidence, success, created_at, source_task_ids, `by_task` (found through a task),
+    `by_episode` (through the episode's links), and an episode's `task_type` and `error_types`."""
+    linked, link_params = links_match_sql("memories.id", [file] if file else [], [])
     rows = await conn.execute(
         text(
             "SELECT id::text AS id, citation, memory_type, scope, title, content, confidence, success, "
             "created_at, source_task_ids, stale_at IS NOT NULL AS stale, "
-            "(source_task_ids && CAST(:tasks AS text[])) AS by_task FROM memories "
+            f"(source_task_ids && CAST(:tasks AS text[])) AS by_task, ({linked}) AS by_episode, "
+            "(SELECT d.task_type FROM episode_details d WHERE d.memory_id = memories.id) AS task_type, "
+            "ARRAY(SELECT x.error_type FROM episode_error_types x WHERE x.memory_id = memories.id "
+            "ORDER BY x.occurrences DESC, x.error_type) AS error_types FROM memories "
             "WHERE scope_key = ANY(CAST(:keys AS text[])) AND deprecated_at IS NULL "
             "AND (expires_at IS NULL OR expires_at > now()) AND memory_type = ANY(CAST(:types AS text[])) "
-            "AND (source_task_ids && CAST(:tasks AS text[]) OR strpos(content, :path) > 0 "
+            f"AND (source_task_ids && CAST(:tasks AS text[]) OR {linked} OR strpos(content, :path) > 0 "
             "OR strpos(title, :path) > 0) "
             "ORDER BY created_at DESC, id LIMIT :n"
         ),
-        {"keys": list(scope_keys), "tasks": list(task_ids), "path": path, "types": list(types), "n": limit},
+        {
+            **link_params,
+            "keys": list(scope_keys),
+            "tasks": list(task_ids),
+            "path": path,
+            "types": list(types),
+            "n": limit,
+        },
     )
     return list(rows)
 
@@ -509,10 +523,14 @@ async def location_candidates(
     types: Sequence[str] | None,
     include_history: bool,
     query_vector: Sequence[float] | None = None,
+    files: Sequence[str] = (),
+    symbols: Sequence[str] = (),
 ) -> list[tuple[str, float, float | None]]:
     """(id, strength, cosine to `query_vector` or None) of visible memories from tasks that touched the
-    locations (strength: their touches) or naming one of `names` in title or content (strength 1), strongest
-    then newest first."""
+    locations (strength: their touches), episodes linked to `files` or `symbols` (`episode_files`,
+    `episode_symbols`; strength 1 at least) or naming one of `names` in title or content (strength 1),
+    strongest then newest first."""
+    linked, link_params = links_match_sql("memories.id", files, symbols)
     history = (
         "" if include_history else "AND deprecated_at IS NULL AND (expires_at IS NULL OR expires_at > now()) "
     )
@@ -529,11 +547,12 @@ async def location_candidates(
             "CAST(:counts AS int[])) AS x(t, n) WHERE x.t = ANY(source_task_ids)), 0), 1) AS strength "
             "FROM memories WHERE scope_key = ANY(CAST(:keys AS text[])) "
             f"{history}{only}"
-            "AND (source_task_ids && CAST(:tasks AS text[]) OR EXISTS (SELECT 1 "
+            f"AND (source_task_ids && CAST(:tasks AS text[]) OR {linked} OR EXISTS (SELECT 1 "
             "FROM unnest(CAST(:names AS text[])) AS n WHERE strpos(content, n) > 0 OR strpos(title, n) > 0)) "
             "ORDER BY strength DESC, created_at DESC, id LIMIT :limit"
         ),
         {
+            **link_params,
             "keys": list(scope_keys),
             "tasks": list(touched),
             "counts": list(touched.values()),

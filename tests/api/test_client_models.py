@@ -26,6 +26,7 @@ from api.http.app import create_app
 from api.schemas.search import MemoryDetailPublic, MemoryPublic
 from governance.config import Settings
 from governance.scopes import ActorType, Scope
+from governance.storage.knowledge import compute_snapshot, save_snapshot
 from governance.storage.retrieval import get_memory
 from tests.utils.factories import Actor, make_actor
 from tests.utils.memory_factories import TaskRef, add_entries, add_memory, new_task
@@ -186,6 +187,10 @@ async def test_each_client_method_returns_its_declared_model(
     assert (await call(agent, "working_memory", task_id)).statistics.files >= 1
     assert (await call(agent, "file_history", "src/db.py", task_id=task_id)).path == "src/db.py"
     assert (await call(agent, "project_stats", task_id=task_id)).tasks >= 1
+    async with engine.begin() as conn:  # what the scheduled ProjectKnowledgeWorkflow stores
+        snapshot = await compute_snapshot(conn, org=org, project=project, limit=5)
+        await save_snapshot(conn, org=org, project=project, snapshot=snapshot)
+    assert (await call(agent, "project_knowledge", project)).project == project
     # the approver and the author are involved: trust comes from others (docs/trust.md)
     reviewer = await make_actor(engine, ActorType.HUMAN, org, project)
     reader = await make_actor(engine, ActorType.AGENT, org, project)

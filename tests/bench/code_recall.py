@@ -9,7 +9,9 @@ beside it): subject, body (cut at 600 characters) and the paths each commit touc
 Replay: every commit, oldest first, is a task of one project. Its staging is what a coding agent's hooks
 record: one `tool_output` entry per file it edited (payload `{"tool": "Edit", "files": [path]}`) and its
 message as a `decision`. Its published episode is what the rule-based cognify makes of that staging
-(governance/cognify.py: task, outcome, critique, decisions; no paths), with the commit's date.
+(governance/cognify.py: task, outcome, critique, decisions; no paths), with the commit's date, and its
+structured fields as the promotion stores them (governance/episodes.py → `episode_files` and the other link
+tables, storage/episodes.py).
 
 Which tasks failed: a commit whose later fix touched its code (SZZ, simplified): for every fix commit (the
 subject says fix, bug, regression, broken, crash or error) and every library file it touched (`httpx/*.py`),
@@ -17,10 +19,13 @@ the last earlier commit that touched that file is a task that failed, and its ep
 
 Question, for every library file with a failed task: "What broke last time someone touched <path>?" with
 k = 5. Relevant: the failed tasks that touched the file. recall@5 = relevant in the top 5 / min(5,
-relevant). Three readers in the same run, on the same database and query vectors:
+relevant). Readers in the same run, on the same database and query vectors:
 - baseline: plain hybrid search (`api.services.reading.search_memories`, no new field);
-- files boost: the same with `files=[path]` (memories of tasks that touched it vote in the fusion);
-- files filter: `files=[path]` with `code_filter` (only those memories, ranked the same way).
+- files boost / files filter (before the link tables): `files=[path]` as the tasks' folded staging
+  (`task_code_locations`) and the path in the text lead to memories (a vote in the fusion / only those);
+- links boost / links filter: the same plus the episodes' link tables (`episode_files`), as the gateway
+  now asks;
+- links only filter: the link tables alone (no staging fold, no text match).
 """
 
 from __future__ import annotations
@@ -45,14 +50,16 @@ from governance.adapters.embedders import embed_query_async, make_embedder  # no
 from governance.code_locations import text_key  # noqa: E402
 from governance.cognify import StagedEntry, episode_candidate, rule_based_analysis  # noqa: E402
 from governance.config import Settings  # noqa: E402
+from governance.episodes import EntryView, episode_structure  # noqa: E402
 from governance.identity import Principal  # noqa: E402
 from governance.limits import StagingQuota  # noqa: E402
 from governance.operations import working_memory  # noqa: E402
 from governance.scopes import ActorType, EntryKind, Scope  # noqa: E402
-from governance.staging import EntryDraft  # noqa: E402
+from governance.staging import EntryDraft, task_key  # noqa: E402
 from governance.storage import staging  # noqa: E402
 from governance.storage import working_memory as statements  # noqa: E402
 from governance.storage.engine import make_engine  # noqa: E402
+from governance.storage.episodes import record_episode  # noqa: E402
 from tests.bench.retrieval import CACHE, bench_database, embed_cached, log  # noqa: E402
 from tests.utils.factories import make_actor  # noqa: E402
 from tests.utils.memory_factories import TaskRef, add_memory  # noqa: E402
@@ -111,19 +118,19 @@ async def replay(settings: Settings, commits: Sequence[Commit], failed: set[str]
     engine = make_engine(settings)
     agent = await make_actor(engine, ActorType.AGENT, ORG, PROJECT)
     principal: Principal = agent.principal
-    episodes: list[tuple[TaskRef, str, str, bool, datetime]] = []
+    episodes: list[tuple[TaskRef, str, str, bool, datetime, dict[str, object]]] = []
     started = time.perf_counter()
     for commit in commits:
-        task_id = f"httpx-{commit.sha[:12]}"
-        await staging.open_task(
+        opened, _ = await staging.open_task(
             engine,
-            task_id=task_id,
+            task_id=f"httpx-{commit.sha[:12]}",
             org=ORG,
             project=PROJECT,
             worktree="main",
             description=commit.subject,
             created_by=principal.id,
         )
+        task_id = opened.id  # the task's key in its tenant (memories and locations carry it)
         message = f"{commit.subject}\n\n{commit.body}".strip()
         edits = [{"tool": "Edit", "files": [f]} for f in commit.files]
         drafts = [
@@ -137,15 +144,17 @@ async def replay(settings: Settings, commits: Sequence[Commit], failed: set[str]
         ]
         success = commit.sha not in failed
         analysis = rule_based_analysis(commit.subject, staged, success=success)
-        episode = episode_candidate(task_id, commit.subject, analysis, [a.id for a in appended])
+        views = [EntryView(seq=e.seq, kind=e.kind, content=e.content, payload=e.payload) for e in staged]
+        structure = episode_structure(commit.subject, views, success=success).to_json()
+        episode = episode_candidate(task_id, commit.subject, analysis, [a.id for a in appended], structure)
         ref = TaskRef(task_id=task_id, org=ORG, project=PROJECT, worktree="main")
-        episodes.append((ref, episode.title, episode.content, success, commit.date))
+        episodes.append((ref, episode.title, episode.content, success, commit.date, structure))
     log(f"  staged {len(commits)} tasks in {time.perf_counter() - started:.1f}s")
     embedder = make_embedder(settings)
-    vectors = embed_cached(embedder, [content for _, _, content, _, _ in episodes], "episodes")
+    vectors = embed_cached(embedder, [content for _, _, content, _, _, _ in episodes], "episodes")
     async with engine.begin() as conn:
-        for (ref, title, content, success, when), vector in zip(episodes, vectors, strict=True):
-            await add_memory(
+        for (ref, title, content, success, when, structure), vector in zip(episodes, vectors, strict=True):
+            added = await add_memory(
                 conn,
                 ref,
                 title=title,
@@ -155,6 +164,14 @@ async def replay(settings: Settings, commits: Sequence[Commit], failed: set[str]
                 scope=Scope.PROJECT,
                 created_at=when,
                 success=success,
+            )
+            await record_episode(
+                conn,
+                memory_id=added["id"],
+                org=ORG,
+                project=PROJECT,
+                task_id=ref.task_id,
+                structure=structure,
             )
     while await working_memory.catch_up_project(engine, org=ORG, project=PROJECT):
         pass
@@ -168,13 +185,23 @@ def recall(ranked: Sequence[str], relevant: set[str]) -> float:
 async def measure(settings: Settings, commits: Sequence[Commit], failed: set[str]) -> None:
     engine = make_engine(settings)
     embedder = make_embedder(settings)
-    task_of = {f"httpx-{c.sha[:12]}": c for c in commits}
+    task_of = {task_key(ORG, f"httpx-{c.sha[:12]}"): c for c in commits}
     files = sorted(
         {f for c in commits if c.sha in failed for f in c.files if _library(f)}
         & {f for c in commits for f in c.files}
     )
     key = TaskRef(task_id="-", org=ORG, project=PROJECT, worktree="main").key(Scope.PROJECT)
-    scores: dict[str, list[float]] = {"baseline": [], "files boost": [], "files filter": []}
+    scores: dict[str, list[float]] = {
+        name: []
+        for name in (
+            "baseline",
+            "files boost",
+            "files filter",
+            "links boost",
+            "links filter",
+            "links only",
+        )
+    }
     took: dict[str, list[float]] = {name: [] for name in scores}
     queries = 0
     for path in files:
@@ -192,6 +219,9 @@ async def measure(settings: Settings, commits: Sequence[Commit], failed: set[str
             "baseline": None,
             "files boost": CodeFocus(touched=touched, names=(text_key(path),)),
             "files filter": CodeFocus(touched=touched, names=(text_key(path),), only=True),
+            "links boost": CodeFocus(touched=touched, names=(text_key(path),), files=(path,)),
+            "links filter": CodeFocus(touched=touched, names=(text_key(path),), only=True, files=(path,)),
+            "links only": CodeFocus(touched={}, names=(), only=True, files=(path,)),
         }
         for name, focus in readers.items():
             started = time.perf_counter()

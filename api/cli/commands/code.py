@@ -21,7 +21,7 @@ from api.cli.commands._common import print_json as _print_json
 if TYPE_CHECKING:  # the help stays light: the schema loads with the command that shows it
     from api.schemas.working_memory import WorkingMemoryPublic
 
-__all__ = ["register", "history", "working_memory", "stats"]
+__all__ = ["register", "history", "working_memory", "stats", "knowledge"]
 
 
 def history(
@@ -42,7 +42,7 @@ def history(
         console.print(f"nothing recorded around {escape(answer.path)}", highlight=False)
         return
     table = Table(title=f"around {escape(answer.path)} (newest first)", title_justify="left")
-    for name in ("date", "citation", "type", "outcome", "via", "title"):
+    for name in ("date", "citation", "type", "outcome", "task type", "errors", "via", "title"):
         table.add_column(name)
     for item in answer.items:
         outcome = "" if item.success is None else ("succeeded" if item.success else "failed")
@@ -51,6 +51,8 @@ def history(
             f"mem:{item.citation}",
             item.type,
             outcome,
+            item.task_type or "",
+            escape(", ".join(item.error_types)),
             item.via,
             escape(item.title),
         )
@@ -123,6 +125,57 @@ def working_memory(
     _show(answer)
 
 
+def knowledge(
+    project: Annotated[str, typer.Argument(help="A project of your org.")],
+    url: UrlOption = None,
+    api_key: KeyOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """The project's hotspots and statistics as the scheduled workflow last computed them."""
+    with _client(url, api_key) as client:
+        answer = client.project_knowledge(project)
+    if as_json:
+        _print_json(answer)
+        return
+    rate = "–" if answer.success_rate is None else f"{answer.success_rate:.0%}"
+    computed = answer.model_dump(mode="json")["computed_at"]
+    console.print(
+        f"[bold]{escape(answer.org)}/{escape(answer.project)}[/] (computed {computed}): "
+        f"{answer.tasks} tasks, {answer.episodes} episodes, {answer.succeeded} succeeded, "
+        f"success rate {rate}",
+        highlight=False,
+    )
+    types = ", ".join(f"{t.task_type} {t.succeeded}/{t.episodes}" for t in answer.task_types)
+    console.print(f"task types: {escape(types) or '–'}", highlight=False)
+    hot = Table(title="hotspots", title_justify="left")
+    for name in ("file", "failed episodes", "episodes", "errors", "lines changed"):
+        hot.add_column(name)
+    for h in answer.hotspots:
+        hot.add_row(
+            escape(h.path), str(h.failed_episodes), str(h.episodes), str(h.errors), str(h.lines_changed)
+        )
+    console.print(hot)
+    for title, rows in (("churn", answer.churn), ("most touched", answer.most_touched)):
+        table = Table(title=title, title_justify="left")
+        for name in ("file", "episodes", "lines changed"):
+            table.add_column(name)
+        for f in rows:
+            table.add_row(escape(f.path), str(f.episodes), str(f.lines_changed))
+        console.print(table)
+    errors = Table(title="most common errors", title_justify="left")
+    for name in ("error type", "count"):
+        errors.add_column(name)
+    for e in answer.common_errors:
+        errors.add_row(escape(e.error_type), str(e.count))
+    console.print(errors)
+    bugs = Table(title="bug patterns", title_justify="left")
+    for name in ("citation", "title", "occurrences"):
+        bugs.add_column(name)
+    for b in answer.bug_patterns:
+        bugs.add_row(f"mem:{b.citation}", escape(b.title), str(b.occurrences))
+    console.print(bugs)
+
+
 def stats(
     task: Annotated[str, typer.Option("--task", "-t", help="A task of the project (fixes what it can see).")],
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=100, help="Rows per list.")] = 10,
@@ -156,6 +209,7 @@ def stats(
 _COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
     ("history", history),
     ("stats", stats),
+    ("knowledge", knowledge),
     ("working-memory", working_memory),
 )
 

@@ -132,6 +132,8 @@ def show(
         _print_json(answer)
         return
     console.print(_memory_panel(answer.memory))
+    if answer.episode is not None:
+        console.print(_episode_table(answer.episode))
     provenance = answer.provenance
     if provenance:
         table = Table(title="provenance (staging entries)", title_justify="left")
@@ -157,6 +159,44 @@ def show(
                 f"mem:{version.citation}", str(version.version), escape(version.title), deprecated or ""
             )
         console.print(table)
+
+
+def _episode_table(episode: Any) -> Table:
+    """An episode's structured fields, one row each (docs/episodes.md)."""
+    table = Table(title="episode", title_justify="left", show_header=False)
+    table.add_column("field")
+    table.add_column("value")
+    tests = episode.tests
+    rows = [
+        ("task type", f"{episode.task_type} ({episode.task_type_source})"),
+        ("outcome", episode.outcome),
+        (
+            "tests",
+            f"{tests.passed} passed, {tests.failed} failed of {tests.run} ({tests.framework or '?'}), "
+            f"{episode.test_runs} run(s)"
+            if tests
+            else "none reported",
+        ),
+        ("lines", f"+{episode.lines_added} -{episode.lines_removed}"),
+        ("tokens", "—" if episode.tokens is None else str(episode.tokens)),
+        ("duration", "—" if episode.duration_ms is None else f"{episode.duration_ms} ms"),
+        ("tools", ", ".join(f"{t.tool} x{t.calls}" for t in episode.tools) or "—"),
+        ("error types", ", ".join(f"{e.error_type} x{e.count}" for e in episode.error_types) or "—"),
+        (
+            "files",
+            "\n".join(
+                f"{f.path} (+{f.lines_added} -{f.lines_removed}{', tracked' if f.tracked else ''})"
+                for f in episode.files
+            )
+            or "—",
+        ),
+        ("symbols", ", ".join(episode.symbols) or "—"),
+        ("pivots", "\n".join(f"{p.from_} -> {p.to} ({p.why})" for p in episode.pivots) or "—"),
+        ("decided hypotheses", "\n".join(episode.decided_hypotheses) or "—"),
+    ]
+    for name, value in rows:
+        table.add_row(name, escape(value))
+    return table
 
 
 def context(

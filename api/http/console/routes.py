@@ -23,7 +23,7 @@ from api.schemas.approvals import ApprovalTokenPublic
 from api.schemas.events import MAX_EVENTS_PAGE
 from api.schemas.memories import MemoryStateName
 from api.schemas.promotions import MAX_ITEM_DECISIONS, DecisionIn, ItemDecisionIn, PromotionState
-from api.services import browse, change_requests, events, memories, promotions, sessions, staging
+from api.services import browse, change_requests, events, knowledge, memories, promotions, sessions, staging
 from api.services import search as reads
 from api.services.gateway import authorized_task
 from api.services.sessions import ConsoleSession, SessionBook
@@ -362,6 +362,21 @@ async def memory_browser(
         min_trust=min_trust or "",
         max_trust=max_trust or "",
     )
+
+
+@router.get("/knowledge", response_class=HTMLResponse)
+async def project_knowledge_page(
+    request: Request,
+    resources: Resources,
+    session: Session,
+    project: Annotated[str | None, Query(max_length=128)] = None,
+) -> Response:
+    """A project's hotspots and statistics as last computed (GET /v1/projects/{project}/knowledge)."""
+    chosen = (project or session.principal.project or "").strip()
+    if not chosen:
+        raise InvalidInput("project: name a project of your org (?project=…)")
+    shown = await knowledge.project_knowledge(resources, session.principal, chosen)
+    return render(request, "knowledge.html", knowledge=shown)
 
 
 @router.get("/memories/{ref}", response_class=HTMLResponse)
