@@ -1,8 +1,11 @@
 """A coding agent's session through `loregate hook`, against the real gateway, Temporal and a worker.
 
 `tests/data/agent_hooks/session.jsonl` is a session written in the documented hook-input shape of coding-agent
-CLIs (session start, a prompt, a failing test run, a read, an edit, a passing run, stop, session end). Each
-line goes through the real `loregate` command, as the agent's CLI would run it.
+CLIs (session start, a prompt, a failing test run, a read, an edit, a passing run, stop, session end).
+`recorded_session.jsonl` was recorded from a real session by `tests/data/agent_hooks/record.py`, which ran
+each tool as it went (a real pytest failure with its traceback, the read, the edit, the passing run, the
+`git diff`) and wrote the events a coding-agent CLI sends. Each line goes through the real `loregate`
+command, as the agent's CLI would run it.
 """
 
 from __future__ import annotations
@@ -19,11 +22,11 @@ from tests.utils.cli import cli_env, run_cli
 from tests.utils.factories import Actor, make_actor, new_tenant
 from tests.utils.memory_factories import add_memory, new_task
 
-SESSION = Path(__file__).resolve().parents[1] / "data" / "agent_hooks" / "session.jsonl"
+HOOKS = Path(__file__).resolve().parents[1] / "data" / "agent_hooks"
 
 
-def _events() -> list[dict[str, Any]]:
-    return [json.loads(line) for line in SESSION.read_text().splitlines() if line.strip()]
+def _events(name: str = "session.jsonl") -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (HOOKS / name).read_text().splitlines() if line.strip()]
 
 
 def _run(events: list[dict[str, Any]], env: dict[str, str]) -> list[str]:
@@ -96,6 +99,47 @@ async def test_agent_session_through_hooks_stages_its_work_gets_context_and_requ
     # the agent's CLI may run a hook twice: nothing is written twice
     _run(events[1:8], env)
     assert len(await _entries(http, orchestrator, task_id)) == len(entries)
+
+
+async def test_a_recorded_real_session_stages_its_failure_fix_and_files_and_gets_context(
+    http: httpx.AsyncClient, gateway: str, engine: AsyncEngine
+) -> None:
+    """The recorded session: a Decimal the json module cannot encode, found by a failing run and fixed."""
+    org, project = new_tenant()
+    orchestrator = await make_actor(engine, ActorType.ORCHESTRATOR, org, project)
+    async with engine.begin() as conn:
+        earlier = await new_task(conn, org=org, project=project)
+        known = await add_memory(
+            conn,
+            earlier,
+            title="Money in the billing export is a string",
+            content="Prices are Decimal since the switch; the billing export writes amounts as strings.",
+            embedding=None,
+        )
+    env = cli_env(
+        LOREGATE_URL=gateway,
+        LOREGATE_API_KEY=orchestrator.key,
+        LOREGATE_ORG=org,
+        LOREGATE_PROJECT=project,
+        LOREGATE_HOOK_PROMOTE="task",
+    )
+    events = _events("recorded_session.jsonl")
+    outputs = _run(events, env)
+    prompt = json.loads(outputs[1])["hookSpecificOutput"]
+    assert f"[mem:{known['citation']}]" in prompt["additionalContext"]
+
+    entries = await _entries(http, orchestrator, f"session-{events[0]['session_id']}")
+    kinds = [e["kind"] for e in entries]
+    assert kinds[0] == "log" and kinds[1] == "error" and kinds[-1] == "result", kinds
+    assert "TypeError: Object of type Decimal is not JSON serializable" in entries[1]["content"]
+    assert entries[1]["payload"]["command"] == "python -m pytest -q tests/test_invoices.py"
+    edited = [e for e in entries if e["payload"] and e["payload"].get("tool") == "Edit"]
+    assert len(edited) == 1 and edited[0]["payload"]["files"][0].endswith("/invoices.py")
+    assert any("2 passed" in e["content"] for e in entries if e["kind"] == "tool_output")
+    promotion = await http.get(
+        f"/v1/promotions/session-{events[0]['session_id']}", headers=orchestrator.headers
+    )
+    assert promotion.status_code == 200, promotion.text
 
 
 async def test_agent_hooks_write_into_the_task_an_orchestrator_opened(
