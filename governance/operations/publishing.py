@@ -10,6 +10,7 @@ counts one more occurrence of its signature (`governance/bug_signature.py`). Eve
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -374,6 +375,7 @@ async def publish_chunk(
     dup_threshold: float,
     related_threshold: float,
     judge: ContradictionJudge | None = None,
+    timings: dict[str, float] | None = None,
 ) -> list[PublishOutcome]:
     """Publish a chunk of a plan in the caller's transaction, which ran `lock_for_publication`: what
     `publish_candidate` does for each item in turn, in a few set-based statements.
@@ -383,6 +385,7 @@ async def publish_chunk(
     INSERT for the new memories, one UPDATE for the merges, one INSERT for the events; a supersession
     (rare) deprecates its head in turn, after what was pending is written. One outcome per item, in order.
     """
+    lap = _Laps(timings)
     recorded = await recorded_payloads(conn, [i.idempotency_key for i in items])
     outcomes: dict[int, PublishOutcome] = {
         n: replay_outcome(recorded[i.idempotency_key])
@@ -402,6 +405,7 @@ async def publish_chunk(
             NeighbourProbe(content_hash(i.mem.content), i.mem.canonical_key, i.mem.embedding) for _, i in todo
         ],
     )
+    lap("neighbours")
     planned = await asyncio.to_thread(
         _decide_chunk,
         [i for _, i in todo],
@@ -411,6 +415,7 @@ async def publish_chunk(
         related_threshold=related_threshold,
         judge=judge,
     )
+    lap("decide")
     common: dict[str, Any] = {
         "actor_id": actor_id,
         "actor_type": actor_type,
@@ -528,6 +533,7 @@ async def publish_chunk(
                 )
             )
     await flush()
+    lap("write")
 
     events: list[Event] = []
     for (n, item), p in zip(todo, planned, strict=True):
@@ -587,6 +593,7 @@ async def publish_chunk(
         outcomes[n] = outcome
         events.append(Event(idempotency_key=item.idempotency_key, **event, **common))
     await record_events(conn, events)
+    lap("events")
     # only a memory something was derived from has derivations to mark stale (none are new in this chunk)
     sources = await derived_from_any(
         conn, [p.target.id for p in planned if p.target is not None and not merge(p)]
@@ -604,7 +611,22 @@ async def publish_chunk(
             )
         if mem.memory_type == BUG_PATTERN:
             await _count_occurrence(conn, p.memory_id, mem)
+    lap("derived")
     return [outcomes[n] for n in range(len(items))]
+
+
+class _Laps:
+    """A stopwatch whose laps add up by name in a caller's `timings` (where it asked where time goes)."""
+
+    def __init__(self, timings: dict[str, float] | None) -> None:
+        self._timings = timings
+        self._last = time.perf_counter()
+
+    def __call__(self, name: str) -> None:
+        now = time.perf_counter()
+        if self._timings is not None:
+            self._timings[name] = self._timings.get(name, 0.0) + now - self._last
+        self._last = now
 
 
 async def _count_occurrence(conn: AsyncConnection, memory_id: str, mem: NewMemory) -> None:
