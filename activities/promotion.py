@@ -118,7 +118,7 @@ __all__ = [
 
 _HEARTBEAT_EVERY_SECONDS = 2.0  # well inside the workflow's heartbeat timeout
 # plan embeds and classifies this many candidates at a time, committing each chunk (a retry resumes after it)
-PLAN_CHUNK = 64
+PLAN_CHUNK = 256
 # rule-based cognify runs as a local activity up to this many staged entries (milliseconds), regular above
 LOCAL_COGNIFY_ENTRIES = 200
 # texts embedded per turn at the worker's embedder: other promotions' turns come between a big plan's slices

@@ -17,6 +17,7 @@ never merged, however close their embeddings are (embedders place "timeout 30 s"
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -232,6 +233,7 @@ _QUANTITY = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=8192)  # a neighbour's text is compared with every candidate near it
 def canonical_aliases(text: str) -> str:
     """`text` with abbreviations and aliases spelt one way (and, in Korean text, loanwords in Korean)."""
     text = unicodedata.normalize("NFKC", text)
