@@ -420,9 +420,9 @@ async def _rule_proposal(conn: AsyncConnection, candidate: StoredCandidate, scop
     )
 
 
-# the instruction screen costs ~9 ms a text and is a pure function of it: a big task's repeated candidates
-# (one text staged many times) are screened once per worker process
-_screened = functools.lru_cache(maxsize=8192)(quarantine_reason)
+# the instruction screen: its rules read each text once per worker process (governance/instructions.py
+# caches them by text); the resemblance, measured per chunk, is not part of that key
+_screened = quarantine_reason
 
 
 def _distilled(task_id: str, description: str, analysis: Any, entries: list[StagedEntry]) -> list[Candidate]:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import re
 import unicodedata
 import urllib.parse
@@ -565,6 +566,12 @@ def scan(text: str) -> list[Finding]:
     return list(found.values())
 
 
+# a big task stages one text many times: each is scanned once per process (~5-10 ms a text)
+@functools.lru_cache(maxsize=8192)
+def _findings(text: str) -> tuple[Finding, ...]:
+    return tuple(scan(text))
+
+
 def resemblance_finding(similarity: float | None) -> Finding | None:
     """A finding when the candidate's embedding is as close to a known injection as the cut says
     (`governance.instruction_exemplars`); None when it is not, or when no similarity was measured."""
@@ -584,7 +591,7 @@ def quarantine_reason(*texts: str, resemblance: float | None = None) -> str | No
     if close is not None:
         findings[close.rule] = close
     for text in dict.fromkeys(texts):  # a title that is the whole content is read once
-        for finding in scan(text):
+        for finding in _findings(text):
             findings.setdefault(finding.rule, finding)
     if not findings:
         return None
