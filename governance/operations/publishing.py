@@ -1,15 +1,17 @@
-"""Publish one candidate memory: lock, find neighbours, classify, then merge, supersede or insert.
+"""Publish candidate memories: lock, find neighbours, classify, then merge, supersede or insert.
 
-Runs in the caller's transaction, so a promotion publishes its whole plan at once and a lift publishes
-its copies with the rest of the lift. The decision is the pure rules' (`governance/dedup.py`, over
-`governance/supersession.py`'s judge); the trust of a merge is `governance/trust.py`'s; a bug pattern
-counts one more occurrence of its signature (`governance/bug_signature.py`). Every statement is
-`governance/storage/`'s.
+One path for all: a plan publishes chunk by chunk (`publish_chunk`, set-based), and a single candidate (a
+lift's copy, an import) is a chunk of one (`publish_candidate`). Each runs in the caller's transaction, so
+a lift publishes its copies with the rest of the lift. The decision is the pure rules'
+(`governance/dedup.py`, over `governance/supersession.py`'s judge); the trust of a merge is
+`governance/trust.py`'s; a bug pattern counts one more occurrence of its signature
+(`governance/bug_signature.py`). Every statement is `governance/storage/`'s.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -28,7 +30,6 @@ from governance.storage.derivations import derived_from_any, mark_derived_stale
 from governance.storage.events import (
     Event,
     EventType,
-    record_event,
     record_events,
     recorded_payload,
     recorded_payloads,
@@ -43,10 +44,7 @@ from governance.storage.memory_rows import (
     deprecate_head,
     deprecate_heads,
     insert_memories,
-    insert_memory,
-    lock_scopes,
     make_citation,
-    merge_into,
     merge_many,
     outcome_dict,
     replay_outcome,
@@ -54,8 +52,6 @@ from governance.storage.memory_rows import (
 )
 from governance.storage.publish import (
     NeighbourProbe,
-    expire_in_scope,
-    find_neighbours,
     find_neighbours_many,
     lock_for_publication,
 )
@@ -80,7 +76,7 @@ async def publish_candidate(
     judge: ContradictionJudge | None = None,
     locked: bool = False,
 ) -> PublishOutcome:
-    """Publish one candidate: merge into a duplicate, supersede a contradicted head, or insert it new.
+    """Publish one candidate (a lift's copy, an import's memory): `publish_chunk` of a chunk of one.
 
     Runs inside the caller's transaction; idempotent on `idempotency_key` (a replay writes nothing). `locked`:
     the transaction already ran `lock_for_publication` for this scope key (a whole plan publishing).
@@ -90,156 +86,24 @@ async def publish_candidate(
         return replay_outcome(recorded)
     if mem.scope_key not in visible_scope_keys:
         raise InvalidInput(f"scope key {mem.scope_key!r} is not among the visible scope keys")
-    wider = wider_scope_keys(mem.scope, visible_scope_keys, mem.scope_key)
     if not locked:
-        await lock_scopes(conn, mem.scope_key, wider)
-        # a concurrent attempt with the same key may have committed while we waited for the lock
-        recorded = await recorded_payload(conn, idempotency_key)
-        if recorded is not None:
-            return replay_outcome(recorded)
-        await expire_in_scope(conn, mem.scope_key)
-
-    chash = content_hash(mem.content)
-    neighbours = await find_neighbours(
+        # a concurrent attempt with the same key may commit while we wait: publish_chunk asks again
+        await lock_for_publication(conn, mem.scope, mem.scope_key, visible_scope_keys)
+    (outcome,) = await publish_chunk(
         conn,
-        scope_keys=[mem.scope_key, *wider],
+        [ChunkItem(mem, idempotency_key)],
+        scope=mem.scope,
         target_scope_key=mem.scope_key,
-        content_hash=chash,
-        canonical_key=mem.canonical_key,
-        embedding=mem.embedding,
+        visible_scope_keys=visible_scope_keys,
+        actor_id=actor_id,
+        actor_type=actor_type,
+        task_id=task_id,
+        workflow_id=workflow_id,
+        dup_threshold=dup_threshold,
+        related_threshold=related_threshold,
+        judge=judge,
     )
-
-    def decide() -> Decision:
-        return classify(
-            content=mem.content,
-            content_hash=chash,
-            canonical_key=mem.canonical_key,
-            neighbours=neighbours,
-            dup_threshold=dup_threshold,
-            related_threshold=related_threshold,
-            judge=judge,
-            scope_key=mem.scope_key,
-            memory_type=mem.memory_type,
-        )
-
-    # an LLM judge blocks on the network: keep the event loop free (the locks are held meanwhile)
-    decision = await asyncio.to_thread(decide) if judge is not None and judge.blocking else decide()
-    common: dict[str, Any] = {
-        "actor_id": actor_id,
-        "actor_type": actor_type,
-        "task_id": task_id,
-        "workflow_id": workflow_id,
-    }
-    target = next((n for n in neighbours if n.id == decision.target_id), None)
-    if decision.kind is DecisionKind.DUPLICATE and target is not None:
-        outcome, event = await _merge(conn, mem, decision, target, chash)
-    else:
-        outcome, event = await _insert(
-            conn, mem, decision, target if decision.kind is DecisionKind.SUPERSEDE else None, chash
-        )
-    await record_event(conn, idempotency_key=idempotency_key, **event, **common)
-    if outcome.superseded_id is not None:
-        await mark_derived_stale(
-            conn,
-            outcome.superseded_id,
-            cause="superseded",
-            reason=decision.reason,
-            successor_id=outcome.memory_id,
-            **common,
-        )
-    if mem.memory_type == BUG_PATTERN:
-        await _count_occurrence(conn, outcome.memory_id, mem)
     return outcome
-
-
-async def _merge(
-    conn: AsyncConnection, mem: NewMemory, decision: Decision, target: Neighbour, chash: str
-) -> tuple[PublishOutcome, dict[str, Any]]:
-    """Merge into the duplicate `target` (its trust boosted as a repeated success): the outcome, its event."""
-    row = await merge_into(
-        conn,
-        target.id,
-        boost=VALIDATION_BOOSTS[ValidationSource.REPEATED_SUCCESS],
-        source_task_ids=mem.source_task_ids,
-        source_entry_ids=mem.source_entry_ids,
-        approved=mem.validation_source == "human_approved",
-    )
-    if row is None:
-        raise Conflict(f"memory {target.id} was deprecated while merging; retry the publication")
-    outcome = PublishOutcome(target.id, row.citation, "merged")
-    return outcome, {
-        "memory_id": target.id,
-        "event_type": EventType.MERGED,
-        "reason": decision.reason,
-        "payload": {
-            "outcome": outcome_dict(outcome),
-            "duplicate_of": target.id,
-            # the merged candidate's own wording is kept with the memory it joined (its history shows it)
-            "candidate": {
-                "title": mem.title,
-                "content": mem.content,
-                "content_hash": chash,
-                "scope_key": mem.scope_key,
-                "source_task_ids": list(mem.source_task_ids),
-                "source_entry_ids": list(mem.source_entry_ids),
-            },
-            "similarity": decision.similarity,
-            "confidence": row.confidence,
-        },
-    }
-
-
-async def _insert(
-    conn: AsyncConnection, mem: NewMemory, decision: Decision, superseded: Neighbour | None, chash: str
-) -> tuple[PublishOutcome, dict[str, Any]]:
-    """Insert the candidate as a new memory, superseding the contradicted head `superseded` if any."""
-    old = None
-    if superseded is not None:
-        old = await deprecate_head(
-            conn, superseded.id, note=decision.reason, valid_to_commit=mem.valid_from_commit
-        )
-        if old is None:
-            raise Conflict(
-                f"memory {superseded.id} is no longer the head of its chain; retry the publication"
-            )
-    memory_id = str(uuid.uuid4())
-    citation = await insert_memory(
-        conn,
-        mem,
-        memory_id=memory_id,
-        chash=chash,
-        supersedes_id=superseded.id if superseded is not None else None,
-        canonical_key=mem.canonical_key if old is None else (mem.canonical_key or old.canonical_key),
-        version=old.version + 1 if old is not None else 1,
-        related_ids=decision.related_ids if superseded is None else (),
-    )
-    if superseded is None or old is None:
-        outcome = PublishOutcome(memory_id, citation, "promoted")
-        payload = {
-            "outcome": outcome_dict(outcome),
-            "related_ids": list(decision.related_ids),
-            "scope_key": mem.scope_key,
-            "source_entry_ids": list(mem.source_entry_ids),
-        }
-        return outcome, {
-            "memory_id": memory_id,
-            "event_type": EventType.PROMOTED,
-            "reason": decision.reason,
-            "payload": payload,
-        }
-    outcome = PublishOutcome(memory_id, citation, "superseded", superseded_id=superseded.id)
-    return outcome, {
-        "memory_id": memory_id,
-        "event_type": EventType.SUPERSEDED,
-        "reason": decision.reason,
-        "payload": {
-            "outcome": outcome_dict(outcome),
-            "old": superseded.id,
-            "new": memory_id,
-            "old_citation": old.citation,
-            "similarity": decision.similarity,
-        },
-    }
 
 
 @dataclass(frozen=True)
@@ -374,6 +238,7 @@ async def publish_chunk(
     dup_threshold: float,
     related_threshold: float,
     judge: ContradictionJudge | None = None,
+    timings: dict[str, float] | None = None,
 ) -> list[PublishOutcome]:
     """Publish a chunk of a plan in the caller's transaction, which ran `lock_for_publication`: what
     `publish_candidate` does for each item in turn, in a few set-based statements.
@@ -383,6 +248,7 @@ async def publish_chunk(
     INSERT for the new memories, one UPDATE for the merges, one INSERT for the events; a supersession
     (rare) deprecates its head in turn, after what was pending is written. One outcome per item, in order.
     """
+    lap = _Laps(timings)
     recorded = await recorded_payloads(conn, [i.idempotency_key for i in items])
     outcomes: dict[int, PublishOutcome] = {
         n: replay_outcome(recorded[i.idempotency_key])
@@ -402,6 +268,7 @@ async def publish_chunk(
             NeighbourProbe(content_hash(i.mem.content), i.mem.canonical_key, i.mem.embedding) for _, i in todo
         ],
     )
+    lap("neighbours")
     planned = await asyncio.to_thread(
         _decide_chunk,
         [i for _, i in todo],
@@ -411,6 +278,7 @@ async def publish_chunk(
         related_threshold=related_threshold,
         judge=judge,
     )
+    lap("decide")
     common: dict[str, Any] = {
         "actor_id": actor_id,
         "actor_type": actor_type,
@@ -528,6 +396,7 @@ async def publish_chunk(
                 )
             )
     await flush()
+    lap("write")
 
     events: list[Event] = []
     for (n, item), p in zip(todo, planned, strict=True):
@@ -587,6 +456,7 @@ async def publish_chunk(
         outcomes[n] = outcome
         events.append(Event(idempotency_key=item.idempotency_key, **event, **common))
     await record_events(conn, events)
+    lap("events")
     # only a memory something was derived from has derivations to mark stale (none are new in this chunk)
     sources = await derived_from_any(
         conn, [p.target.id for p in planned if p.target is not None and not merge(p)]
@@ -604,7 +474,22 @@ async def publish_chunk(
             )
         if mem.memory_type == BUG_PATTERN:
             await _count_occurrence(conn, p.memory_id, mem)
+    lap("derived")
     return [outcomes[n] for n in range(len(items))]
+
+
+class _Laps:
+    """A stopwatch whose laps add up by name in a caller's `timings` (where it asked where time goes)."""
+
+    def __init__(self, timings: dict[str, float] | None) -> None:
+        self._timings = timings
+        self._last = time.perf_counter()
+
+    def __call__(self, name: str) -> None:
+        now = time.perf_counter()
+        if self._timings is not None:
+            self._timings[name] = self._timings.get(name, 0.0) + now - self._last
+        self._last = now
 
 
 async def _count_occurrence(conn: AsyncConnection, memory_id: str, mem: NewMemory) -> None:

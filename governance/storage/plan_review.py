@@ -11,7 +11,7 @@
   memories is scanned exactly; a larger one is searched through the HNSW index (approximate; pgvector 0.6
   filters after the index scan, so `hnsw.ef_search` is raised to keep three per item in reach). That is the
   trade for a hint shown on every plan page; dedup itself, which must not miss, scans exactly
-  (storage/publish.py `find_neighbours`).
+  (storage/publish.py `find_neighbours_many`).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ of the table), a plan of `--items` new items, and times, per plan page:
 - `nearest_memories` (storage/plan_review.py): one LATERAL query, the planner choosing the scope's btree
   index (exact) or the HNSW index (approximate) per query;
 - the baseline measured in the same run: the same top-3 by an exact scan of the scope (a materialized CTE
-  of its rows, as dedup's `find_neighbours` does), and reading the plan page itself (`plan_page`).
+  of its rows, as dedup's `find_neighbours_many` does), and reading the plan page itself (`plan_page`).
 
 Vectors are random unit vectors: fine for timing, meaningless for recall (recall is not measured here).
 Uses LOREGATE_BENCH_DATABASE_URL's server, else an embedded Postgres under tests/bench/.cache.

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import statistics
 import sys
@@ -438,6 +439,9 @@ async def big(n: int, distinct: int, *, alike: bool = False) -> None:
 
     if alike:
         distinct = n
+    # plan's and publish's own account of where their time went, per phase (activities/promotion.py)
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    logging.getLogger("temporalio.activity").setLevel(logging.INFO)
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
     tmp = Path(tempfile.mkdtemp(prefix="loregate-bench-promotion-"))
     print(f"starting embedded Postgres in {tmp} ...", flush=True)

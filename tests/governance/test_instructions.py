@@ -9,14 +9,17 @@ from __future__ import annotations
 import base64
 import codecs
 import json
+import re
 from pathlib import Path
 
 import pytest
 
+from governance import instructions
 from governance.adapters.embedders import make_embedder
 from governance.config import Settings
 from governance.instruction_exemplars import (
     EXEMPLAR_EMBEDDER,
+    EXEMPLARS,
     SIMILARITY_CUT,
     exemplar_texts,
     nearest_exemplar,
@@ -190,3 +193,32 @@ def test_approval_of_a_quarantine_is_judged_at_project_scope_at_least() -> None:
     assert approval_scope("worktree") == "project"
     assert approval_scope("project") == "project"
     assert approval_scope("org") == "org"
+
+
+def _every_rule(text: str) -> set[str]:
+    """The rules whose patterns match `text`, each asked in full (no literal prefilter)."""
+    return {rule for rule, _, pattern in instructions._RULES if pattern.search(text)}
+
+
+def test_the_literal_prefilter_finds_what_every_rule_searched_in_full_finds() -> None:
+    # attacks nobody here wrote (held out and the exemplars), commits, commands, and the variants a text
+    # is read in (rotations, reversal, upper case): a rule skipped for lack of its literals never matched
+    attacks = [a["text"] for a in json.loads((DATA / "bipia_held_out.json").read_text())["attacks"]]
+    commits = json.loads((DATA / "httpx_commits.json").read_text())["texts"][:100]
+    texts = attacks + [attack for _, attack in EXEMPLARS] + commits + DEV_COMMANDS
+    texts += [codecs.encode(t, "rot13") for t in attacks] + [t[::-1] for t in attacks]
+    texts += [t.upper() for t in attacks] + ["observation 17: service kappa-17 answered in 17 ms"]
+    flagged = 0
+    for text in texts:
+        for variant in (text, *(v for _, v in instructions._variants(instructions._fold(text)))):
+            expected = _every_rule(variant)
+            assert {f.rule for f in instructions._match(variant, None)} == expected, variant
+            flagged += bool(expected)
+    assert flagged > len(attacks)
+
+
+def test_the_prefilter_knows_a_literal_of_each_rule_and_that_other_scripts_need_no_search() -> None:
+    assert all(instructions._REQUIRED[rule] for rule, _, _ in instructions._RULES)
+    # a branch spelt in another script cannot match an ASCII text at all
+    parsed = instructions._parser.parse("ignore (?:всё|все)", re.IGNORECASE)
+    assert instructions._required(parsed) == frozenset()
