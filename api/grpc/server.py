@@ -187,8 +187,8 @@ def _hint(hint: FixHintPublic, *, offset: int) -> Any:
 class LoregateServicer(pb2_grpc.LoregateServicer):  # type: ignore[misc]
     """The `loregate.v1.Loregate` service over a gateway's shared state."""
 
-    def __init__(self, state: GatewayResources) -> None:
-        self._state = state
+    def __init__(self, resources: GatewayResources) -> None:
+        self._state = resources
         self._background: set[asyncio.Task[Any]] = set()
 
     async def _principal(self, context: grpc.aio.ServicerContext) -> Principal:
@@ -506,14 +506,14 @@ def _tracing_interceptors() -> list[Any]:
     return [aio_server_interceptor(tracer_provider=provider)]  # type: ignore[no-untyped-call]
 
 
-async def start_grpc_server(state: GatewayResources, host: str, port: int) -> tuple[grpc.aio.Server, int]:
+async def start_grpc_server(resources: GatewayResources, host: str, port: int) -> tuple[grpc.aio.Server, int]:
     """Serve on `host:port` (port 0: any free port); returns the started server and its bound port."""
-    limit = state.settings.max_request_bytes
+    limit = resources.settings.max_request_bytes
     server = grpc.aio.server(
         interceptors=_tracing_interceptors(),
         options=[("grpc.max_receive_message_length", limit), ("grpc.max_send_message_length", limit)],
     )
-    pb2_grpc.add_LoregateServicer_to_server(LoregateServicer(state), server)
+    pb2_grpc.add_LoregateServicer_to_server(LoregateServicer(resources), server)
     bound = server.add_insecure_port(f"{host}:{port}")
     if bound == 0:
         raise OSError(f"cannot bind the gRPC gateway to {host}:{port}")

@@ -10,31 +10,31 @@ from governance.identity import Principal
 __all__ = ["list_policy", "add_policy", "remove_policy"]
 
 
-def _require_admin(state: GatewayResources, principal: Principal) -> None:
-    state.authorizer.check(principal, org="*", project="*", scope="policy", action="admin")
+def _require_admin(resources: GatewayResources, principal: Principal) -> None:
+    resources.authorizer.check(principal, org="*", project="*", scope="policy", action="admin")
 
 
-def list_policy(state: GatewayResources, principal: Principal) -> PolicyList:
+def list_policy(resources: GatewayResources, principal: Principal) -> PolicyList:
     """The policy rules in force."""
-    _require_admin(state, principal)
+    _require_admin(resources, principal)
     return PolicyList(
         rules=[
             PolicyRule.model_validate({"role": r[0], "scope": r[1], "action": r[2], "effect": r[3]})
-            for r in state.authorizer.list_policies()
+            for r in resources.authorizer.list_policies()
         ]
     )
 
 
-def add_policy(state: GatewayResources, principal: Principal, rule: PolicyRule) -> PolicyRule:
+def add_policy(resources: GatewayResources, principal: Principal, rule: PolicyRule) -> PolicyRule:
     """Add a rule (a deny overrides allows)."""
-    _require_admin(state, principal)
-    state.authorizer.add_policy(rule.role, rule.scope, rule.action, rule.effect)
+    _require_admin(resources, principal)
+    resources.authorizer.add_policy(rule.role, rule.scope, rule.action, rule.effect)
     return rule
 
 
-def remove_policy(state: GatewayResources, principal: Principal, rule: PolicyRule) -> PolicyRule:
+def remove_policy(resources: GatewayResources, principal: Principal, rule: PolicyRule) -> PolicyRule:
     """Remove a rule; NotFound when no such rule exists."""
-    _require_admin(state, principal)
-    if not state.authorizer.remove_policy(rule.role, rule.scope, rule.action, rule.effect):
+    _require_admin(resources, principal)
+    if not resources.authorizer.remove_policy(rule.role, rule.scope, rule.action, rule.effect):
         raise NotFound("no such rule")
     return rule

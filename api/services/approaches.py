@@ -19,7 +19,7 @@ __all__ = ["record_approach", "check_approach"]
 
 
 async def record_approach(
-    state: GatewayResources, principal: Principal, task: TaskInfo, body: ApproachIn
+    resources: GatewayResources, principal: Principal, task: TaskInfo, body: ApproachIn
 ) -> ApproachPublic:
     """Record an attempted approach and its outcome (failures keep their reason)."""
     attempt = operation.Attempt(
@@ -34,12 +34,12 @@ async def record_approach(
         if body.idempotency_key
         else None,
     )
-    past = await operation.record_approach(state.engine, make_embedder(state.settings), attempt)
+    past = await operation.record_approach(resources.engine, make_embedder(resources.settings), attempt)
     return ApproachPublic.model_validate(past)
 
 
 async def check_approach(
-    state: GatewayResources, principal: Principal, task: TaskInfo, body: CheckIn
+    resources: GatewayResources, principal: Principal, task: TaskInfo, body: CheckIn
 ) -> CheckPublic:
     """Did this approach (or a near-duplicate) already fail on this task? Refusals may mark it stuck."""
     proposal = operation.Proposal(
@@ -50,10 +50,10 @@ async def check_approach(
         actor_type=principal.actor_type.value,
     )
     answer = await operation.check_proposal(
-        state.engine, make_embedder(state.settings), state.settings, proposal
+        resources.engine, make_embedder(resources.settings), resources.settings, proposal
     )
     elsewhere = await live.approach_warnings(
-        state, principal, task, fingerprint=answer.fingerprint, embedding=answer.embedding
+        resources, principal, task, fingerprint=answer.fingerprint, embedding=answer.embedding
     )
     return CheckPublic.model_validate(answer, from_attributes=True).model_copy(
         update={"elsewhere": elsewhere}

@@ -48,7 +48,7 @@ class ItemDecisions:
 
 
 async def _record_grant(
-    state: GatewayResources,
+    resources: GatewayResources,
     principal: Principal,
     workflow_id: str,
     task_id: str,
@@ -57,7 +57,7 @@ async def _record_grant(
     items: ItemDecisions | None = None,
 ) -> str:
     grant = uuid.uuid4().hex
-    async with state.engine.begin() as conn:
+    async with resources.engine.begin() as conn:
         await record_approval_grant(
             conn,
             workflow_id=workflow_id,
@@ -81,20 +81,20 @@ async def _record_grant(
 
 
 async def proof_grant(
-    state: GatewayResources, principal: Principal, workflow_id: str, task_id: str, what: str
+    resources: GatewayResources, principal: Principal, workflow_id: str, task_id: str, what: str
 ) -> str | None:
     """The gateway's grant proving `what` ("start", "verify") came from this caller; None when trusting.
 
     The workflow's gate checks accept a start or evidence only with a grant row naming the caller (the
     Temporal UI and `temporal workflow start` cannot write one) unless `approval_mode=trusting`.
     """
-    if not state.settings.proof_required:
+    if not resources.settings.proof_required:
         return None
-    return await _record_grant(state, principal, workflow_id, task_id, what, "")
+    return await _record_grant(resources, principal, workflow_id, task_id, what, "")
 
 
 async def send_decision(
-    state: GatewayResources,
+    resources: GatewayResources,
     principal: Principal,
     handle: WorkflowHandle[Any, Any],
     *,
@@ -113,7 +113,7 @@ async def send_decision(
     note = redact_free_text(note) or ""
     # the note stays in the grant row (the activities recording the decision read it there): the update
     # carries the grant's id only, so the workflow's history holds no note (docs/privacy.md)
-    grant = await _record_grant(state, principal, handle.id, task_id, decision, note, items)
+    grant = await _record_grant(resources, principal, handle.id, task_id, decision, note, items)
     indexes = [ItemChoice(c.index, c.decision.value) for c in items.choices] if items is not None else []
     async with errors:
         ack: ApprovalAck = await handle.execute_update(
@@ -128,16 +128,16 @@ async def send_decision(
 
 
 def mint_approval_token(
-    state: GatewayResources, principal: Principal, workflow_id: str, digest: str
+    resources: GatewayResources, principal: Principal, workflow_id: str, digest: str
 ) -> ApprovalTokenPublic:
     """A token for the caller to decide `workflow_id` in the state `digest`, from the Temporal UI."""
-    if state.settings.api_only:
+    if resources.settings.api_only:
         raise Conflict(
             "approval_mode is api_only: the Temporal UI's decisions are refused; decide through the API"
         )
-    expires = time.time() + state.settings.approval_token_ttl_seconds
+    expires = time.time() + resources.settings.approval_token_ttl_seconds
     token = mint_token(
-        approval_secret(state.settings), TokenClaims(principal.id, workflow_id, digest, expires)
+        approval_secret(resources.settings), TokenClaims(principal.id, workflow_id, digest, expires)
     )
     return ApprovalTokenPublic(
         token=token,
@@ -145,6 +145,6 @@ def mint_approval_token(
         workflow_id=workflow_id,
         digest=digest,
         expires_at=datetime.fromtimestamp(int(expires), UTC),
-        approval_mode=state.settings.gate_mode.value,
+        approval_mode=resources.settings.gate_mode.value,
         signal_input=json.dumps({"approver": principal.id, "note": "", "token": token}),
     )

@@ -81,7 +81,7 @@ def scope_tenant(scope_key: str) -> ScopeTenant:
     )
 
 
-async def authorize_scope(state: GatewayResources, principal: Principal, scope_key: str) -> str:
+async def authorize_scope(resources: GatewayResources, principal: Principal, scope_key: str) -> str:
     """Allow reading the scope's memories, or NotFound (the same answer for every scope one cannot see).
 
     Returns the scope's key as memories store it: `task:<id>` names the caller's tenant's task, stored
@@ -89,9 +89,9 @@ async def authorize_scope(state: GatewayResources, principal: Principal, scope_k
     """
     tenant = scope_tenant(scope_key)
     if tenant.task_id is not None:
-        task = await authorized_task(state, principal, tenant.task_id, "read")
+        task = await authorized_task(resources, principal, tenant.task_id, "read")
         return f"{Scope.TASK.value}:{task.id}"
-    if not state.authorizer.allowed(
+    if not resources.authorizer.allowed(
         principal,
         org=tenant.org,
         project=judged_project(principal, tenant.org, tenant.project),
@@ -115,12 +115,12 @@ def _check(filters: MemoryFilter) -> None:
 
 
 async def browse_memories(
-    state: GatewayResources, principal: Principal, scope_key: str, filters: MemoryFilter
+    resources: GatewayResources, principal: Principal, scope_key: str, filters: MemoryFilter
 ) -> MemoryListPublic:
     """A page of one scope's memories that pass `filters`, newest first (the caller needs `read` there)."""
     _check(filters)
-    scope_key = await authorize_scope(state, principal, scope_key)
-    async with state.engine.connect() as conn:
+    scope_key = await authorize_scope(resources, principal, scope_key)
+    async with resources.engine.connect() as conn:
         rows = await list_memories(
             conn,
             scope_key,
@@ -206,20 +206,22 @@ def trust_history(trail: EventsPage) -> list[TrustStep]:
     return steps
 
 
-async def readable_links(state: GatewayResources, principal: Principal, memory_id: str) -> DerivationLinks:
+async def readable_links(
+    resources: GatewayResources, principal: Principal, memory_id: str
+) -> DerivationLinks:
     """What the memory builds on and what builds on it, of the memories the caller may read.
 
     The caller must already be allowed to read `memory_id` (the memory's page checks it first).
     """
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         links = await derivation_links(conn, memory_id)
     return DerivationLinks(
-        sources=readable(state, principal, links.sources),
-        derived=readable(state, principal, links.derived),
+        sources=readable(resources, principal, links.sources),
+        derived=readable(resources, principal, links.derived),
     )
 
 
-async def publication(state: GatewayResources, memory_id: str) -> PublishedTarget | None:
+async def publication(resources: GatewayResources, memory_id: str) -> PublishedTarget | None:
     """Who published the memory and who approved it then (the caller may already read it)."""
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         return (await published_targets(conn, [memory_id])).get(memory_id)

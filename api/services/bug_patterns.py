@@ -22,24 +22,24 @@ _log = logging.getLogger(__name__)
 _DEFAULT_K = 5
 
 
-async def match(state: GatewayResources, principal: Principal, body: BugMatchIn) -> BugMatchPublic:
+async def match(resources: GatewayResources, principal: Principal, body: BugMatchIn) -> BugMatchPublic:
     """Bug patterns matching the error, the same signature first, best solutions first."""
-    keys = await readable_scope_keys(state, principal, body.task_id)
-    admit(state, principal, "search")  # it embeds the error text, as a search embeds its query
+    keys = await readable_scope_keys(resources, principal, body.task_id)
+    admit(resources, principal, "search")  # it embeds the error text, as a search embeds its query
     EMBEDDING_TENANT.set(principal.org)
     signature = error_signature(body.error, body.stack)
     vector: list[float] | None = None
     try:
-        vector = [float(x) for x in await embed_query_async(make_embedder(state.settings), body.error)]
+        vector = [float(x) for x in await embed_query_async(make_embedder(resources.settings), body.error)]
     except Exception:  # an unreachable embedding endpoint: the signature still matches
         _log.warning("error embedding failed; matching by signature only", exc_info=True)
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         found = await match_bug_patterns(
             conn,
             scope_keys=keys,
             signature=signature,
             embedding=vector,
-            min_similarity=state.settings.bug_match_min_similarity,
+            min_similarity=resources.settings.bug_match_min_similarity,
             k=body.k or _DEFAULT_K,
         )
     patterns = [

@@ -89,9 +89,9 @@ def _temporal_errors(request_id: str) -> AbstractAsyncContextManager[None]:
     )
 
 
-def is_approver(state: GatewayResources, principal: Principal, memory: MemoryTenant) -> bool:
+def is_approver(resources: GatewayResources, principal: Principal, memory: MemoryTenant) -> bool:
     """Whether `principal` is a human allowed to approve the memory's scope (org memories: in its project)."""
-    return principal.actor_type is ActorType.HUMAN and state.authorizer.allowed(
+    return principal.actor_type is ActorType.HUMAN and resources.authorizer.allowed(
         principal,
         org=memory.org,
         project=judged_project(principal, memory.org, memory.project),
@@ -100,37 +100,42 @@ def is_approver(state: GatewayResources, principal: Principal, memory: MemoryTen
     )
 
 
-def needs_change_request(state: GatewayResources, principal: Principal, memory: MemoryTenant) -> bool:
+def needs_change_request(resources: GatewayResources, principal: Principal, memory: MemoryTenant) -> bool:
     """A change to this memory by this caller waits for an approval (validated scope, caller no approver)."""
-    return state.authorizer.requires_validation(memory.scope) and not is_approver(state, principal, memory)
+    return resources.authorizer.requires_validation(memory.scope) and not is_approver(
+        resources, principal, memory
+    )
 
 
-async def embedding_of(state: GatewayResources, proposed: ProposedContent, title_given: bool) -> list[float]:
+async def embedding_of(
+    resources: GatewayResources, proposed: ProposedContent, title_given: bool
+) -> list[float]:
     """The superseding memory's embedding (its title prefixed when the caller gave one)."""
     text = f"{proposed.title}: {proposed.content}" if title_given else proposed.content
-    return list(await embed_one(make_embedder(state.settings), text))
+    return list(await embed_one(make_embedder(resources.settings), text))
 
 
 async def _lifts_hidden(
-    state: GatewayResources, principal: Principal, requests: list[ChangeRequest]
+    resources: GatewayResources, principal: Principal, requests: list[ChangeRequest]
 ) -> set[str]:
     """The ids of the lift requests among `requests` that carry a memory the caller may not read."""
     lifts = [r.id for r in requests if r.operation == ChangeOperation.LIFT]
     if not lifts:
         return set()
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         sources = await lift_source_tenants(conn, lifts)
     return {
         request_id
         for request_id, tenants in sources.items()
-        if lift_refusal(reads_every_source=all(may(state, principal, t, "read") for t in tenants)) is not None
+        if lift_refusal(reads_every_source=all(may(resources, principal, t, "read") for t in tenants))
+        is not None
     }
 
 
-async def public_request(state: GatewayResources, request: ChangeRequest) -> ChangeRequestPublic:
+async def public_request(resources: GatewayResources, request: ChangeRequest) -> ChangeRequestPublic:
     """A request as the API shows it: the memory as it is now beside the change (a lift: its items)."""
     items: list[LiftItemPublic] = []
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         try:
             target = await change_target(conn, request.memory_id)
         except NotFound:
@@ -182,14 +187,14 @@ async def public_request(state: GatewayResources, request: ChangeRequest) -> Cha
 
 
 async def propose(
-    state: GatewayResources, principal: Principal, new: NewChangeRequest
+    resources: GatewayResources, principal: Principal, new: NewChangeRequest
 ) -> ChangeRequestPublic:
     """Store the request and start its workflow; a replay of the same idempotent request answers the first."""
-    async with state.engine.begin() as conn:
+    async with resources.engine.begin() as conn:
         request = await create_change_request(conn, new)
     if request.replayed:  # the first answer: the request as it stands now
-        return await public_request(state, request)
-    return await start_change_workflow(state, principal, request)
+        return await public_request(resources, request)
+    return await start_change_workflow(resources, principal, request)
 
 
 def _summary(request: ChangeRequest, principal: Principal) -> str:
@@ -205,35 +210,35 @@ def _summary(request: ChangeRequest, principal: Principal) -> str:
 
 
 async def start_change_workflow(
-    state: GatewayResources, principal: Principal, request: ChangeRequest
+    resources: GatewayResources, principal: Principal, request: ChangeRequest
 ) -> ChangeRequestPublic:
     """Start the workflow of a stored request; if Temporal cannot take it, the request ends `failed`."""
-    client = await temporal_client(state)
+    client = await temporal_client(resources)
     workflow_id = workflow_id_for(request.id)
     data = ChangeRequestInput(
         request_id=request.id,
         requested_by=principal.id,
-        approval_timeout_seconds=state.settings.approval_timeout_seconds,
-        grant=await proof_grant(state, principal, workflow_id, "", "start"),
+        approval_timeout_seconds=resources.settings.approval_timeout_seconds,
+        grant=await proof_grant(resources, principal, workflow_id, "", "start"),
     )
     try:
         await client.start_workflow(
             WORKFLOW_TYPE,
             data,
             id=workflow_id,
-            task_queue=state.settings.task_queue,
+            task_queue=resources.settings.task_queue,
             memo={"memory_id": request.memory_id, "operation": request.operation, "org": request.org},
             static_summary=_summary(request, principal),
             static_details=(
                 "What changes (the memory's id; for a lift, from → to and how many) and how to decide: "
                 "the *User Metadata* tab (current details), or *Queries* → `state`; the texts are in "
-                f"loregate ({state.settings.console_base()}/changes/{request.id}). Approve "
+                f"loregate ({resources.settings.console_base()}/changes/{request.id}). Approve "
                 'with *Send a Signal*, name `approve`, input `{"approver": "<your principal id>", '
                 f'"note": "..."}}`, or `loregate changes approve {request.id}`.'
             ),
         )
     except Exception as exc:  # Temporal unreachable: the request cannot be decided, so it does not stay
-        async with state.engine.begin() as conn:
+        async with resources.engine.begin() as conn:
             await close_change_request(
                 conn,
                 request.id,
@@ -246,44 +251,48 @@ async def start_change_workflow(
         if isinstance(exc, GovernanceError):
             raise
         raise Unavailable(f"Temporal is unavailable: {exc}") from exc
-    async with state.engine.begin() as conn:
+    async with resources.engine.begin() as conn:
         await set_change_workflow(conn, request.id, workflow_id)
         request = await get_change_request(conn, request.id)
-    return await public_request(state, request)
+    return await public_request(resources, request)
 
 
-async def _readable(state: GatewayResources, principal: Principal, request_id: str) -> ChangeRequest:
+async def _readable(resources: GatewayResources, principal: Principal, request_id: str) -> ChangeRequest:
     """The request if the caller may read its memory; NotFound (as for an unknown id) otherwise."""
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         request = await get_change_request(conn, request_id)
-    if not may(state, principal, request, "read") or await _lifts_hidden(state, principal, [request]):
+    if not may(resources, principal, request, "read") or await _lifts_hidden(resources, principal, [request]):
         raise NotFound(f"change request {request_id!r} does not exist")
     return request
 
 
-async def show_request(state: GatewayResources, principal: Principal, request_id: str) -> ChangeRequestPublic:
+async def show_request(
+    resources: GatewayResources, principal: Principal, request_id: str
+) -> ChangeRequestPublic:
     """A change request with the memory it changes, old and new side by side."""
-    return await public_request(state, await _readable(state, principal, request_id))
+    return await public_request(resources, await _readable(resources, principal, request_id))
 
 
 async def list_requests(
-    state: GatewayResources, principal: Principal, request_state: str | None, limit: int
+    resources: GatewayResources, principal: Principal, request_state: str | None, limit: int
 ) -> ChangeRequestList:
     """Change requests (optionally in one state) of memories the caller may read, newest first."""
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         rows = await list_change_requests(
             conn, org=principal.org, state=request_state, limit=limit * LIST_SCAN_FACTOR
         )
-    visible = readable(state, principal, rows)
-    hidden = await _lifts_hidden(state, principal, visible)
+    visible = readable(resources, principal, rows)
+    hidden = await _lifts_hidden(resources, principal, visible)
     shown = [r for r in visible if r.id not in hidden][:limit]
-    return ChangeRequestList(change_requests=[await public_request(state, r) for r in shown])
+    return ChangeRequestList(change_requests=[await public_request(resources, r) for r in shown])
 
 
-async def _awaiting_decision(state: GatewayResources, principal: Principal, request_id: str) -> ChangeRequest:
+async def _awaiting_decision(
+    resources: GatewayResources, principal: Principal, request_id: str
+) -> ChangeRequest:
     """The request, once the caller may `approve` its scope and it awaits approval."""
-    request = await _readable(state, principal, request_id)
-    if not may(state, principal, request, "approve"):
+    request = await _readable(resources, principal, request_id)
+    if not may(resources, principal, request, "approve"):
         raise PolicyDenied(
             f"{principal.actor_type} '{principal.name}' ({principal.id}) may not approve changes at "
             f"{request.scope} scope"
@@ -304,20 +313,20 @@ async def _awaiting_decision(state: GatewayResources, principal: Principal, requ
 
 
 async def decide(
-    state: GatewayResources, principal: Principal, request_id: str, decision: str, body: DecisionIn
+    resources: GatewayResources, principal: Principal, request_id: str, decision: str, body: DecisionIn
 ) -> ChangeDecisionPublic:
     """Approve or reject as the caller: a grant row for them, then the workflow's `approve`/`reject` update.
 
     The caller needs `approve` at the memory's scope; the workflow checks it again (and finds the grant
     row), and its refusal is a 403 with its reason.
     """
-    request = await _awaiting_decision(state, principal, request_id)
+    request = await _awaiting_decision(resources, principal, request_id)
     assert request.workflow_id is not None
-    handle = (await temporal_client(state)).get_workflow_handle(
+    handle = (await temporal_client(resources)).get_workflow_handle(
         request.workflow_id, result_type=ChangeRequestResult
     )
     ack = await send_decision(
-        state,
+        resources,
         principal,
         handle,
         task_id="",
@@ -346,11 +355,11 @@ async def decide(
 
 
 async def change_approval_token(
-    state: GatewayResources, principal: Principal, request_id: str
+    resources: GatewayResources, principal: Principal, request_id: str
 ) -> ApprovalTokenPublic:
     """A short-lived token for the caller to approve or reject this change request in the Temporal UI."""
-    request = await _awaiting_decision(state, principal, request_id)
+    request = await _awaiting_decision(resources, principal, request_id)
     assert request.workflow_id is not None
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         digest = await change_request_digest(conn, request.id)
-    return mint_approval_token(state, principal, request.workflow_id, digest)
+    return mint_approval_token(resources, principal, request.workflow_id, digest)

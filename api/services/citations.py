@@ -41,26 +41,26 @@ _log = logging.getLogger("loregate.citations")
 USED_BY_LIMIT = 100
 
 
-def _citing_scope_keys(state: GatewayResources, principal: Principal, task: TaskInfo) -> list[str]:
+def _citing_scope_keys(resources: GatewayResources, principal: Principal, task: TaskInfo) -> list[str]:
     """The scopes whose memories the principal may read from this task (what it could have cited)."""
     return [
         scope_key(s, org=task.org, project=task.project, worktree=task.worktree, task_id=task.id)
         for s in Scope
-        if state.authorizer.allowed(principal, org=task.org, project=task.project, scope=s, action="read")
+        if resources.authorizer.allowed(principal, org=task.org, project=task.project, scope=s, action="read")
     ]
 
 
 async def _count(
-    state: GatewayResources,
+    resources: GatewayResources,
     principal: Principal,
     task: TaskInfo,
     refs: Sequence[tuple[int | None, Sequence[str]]],
 ) -> tuple[list[CitationCounted], list[str]]:
     """Record the uses of (entry id or None, citations) pairs in one transaction; (counted, unknown)."""
     wanted = list(dict.fromkeys(c for _, cited in refs for c in cited))
-    keys = _citing_scope_keys(state, principal, task)
+    keys = _citing_scope_keys(resources, principal, task)
     counted: list[CitationCounted] = []
-    async with state.engine.begin() as conn:
+    async with resources.engine.begin() as conn:
         found = {m.citation: m for m in await citations.resolve_citations(conn, wanted, keys)}
         independent = {m.id: not await involved(conn, principal.id, m.id) for m in found.values()}
         for entry_id, cited in refs:
@@ -89,7 +89,7 @@ async def _count(
 
 
 async def count_entry_citations(
-    state: GatewayResources,
+    resources: GatewayResources,
     principal: Principal,
     task: TaskInfo,
     drafts: Sequence[EntryDraft],
@@ -104,28 +104,28 @@ async def count_entry_citations(
     if not refs:
         return
     try:
-        await _count(state, principal, task, refs)
+        await _count(resources, principal, task, refs)
     except Exception:  # the entries are durable; a replay of the batch counts them again
         _log.warning("could not count the citations of task %s", task.id, exc_info=True)
 
 
 async def record_citations(
-    state: GatewayResources, principal: Principal, task: TaskInfo, body: CitationsIn
+    resources: GatewayResources, principal: Principal, task: TaskInfo, body: CitationsIn
 ) -> CitationsAck:
     """Declare that a task (authorised for `write`) used these memories; once per task, caller and memory."""
     wanted = list(dict.fromkeys(parse_memory_ref(c)[1].lower() for c in body.citations))
-    counted, unknown = await _count(state, principal, task, [(None, wanted)])
+    counted, unknown = await _count(resources, principal, task, [(None, wanted)])
     return CitationsAck(task_id=task.public_id, counted=counted, unknown=unknown)
 
 
-async def used_by(state: GatewayResources, principal: Principal, ref: str) -> UsedByPublic:
+async def used_by(resources: GatewayResources, principal: Principal, ref: str) -> UsedByPublic:
     """The tasks that used a memory the caller may read; tasks the caller may not read are only counted."""
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         memory = await memory_tenant(conn, ref)
     authorize_memory(
-        state, principal, ref, org=memory.org, project=memory.project, scope=memory.scope, action="read"
+        resources, principal, ref, org=memory.org, project=memory.project, scope=memory.scope, action="read"
     )
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         uses, total = await citations.used_by(conn, memory.id, limit=USED_BY_LIMIT)
     shown = [
         TaskUsePublic(
@@ -137,7 +137,9 @@ async def used_by(state: GatewayResources, principal: Principal, ref: str) -> Us
             last_at=u.last_at,
         )
         for u in uses
-        if state.authorizer.allowed(principal, org=u.org, project=u.project, scope=Scope.TASK, action="read")
+        if resources.authorizer.allowed(
+            principal, org=u.org, project=u.project, scope=Scope.TASK, action="read"
+        )
     ]
     return UsedByPublic(
         citation=memory.citation, tasks=shown, total_tasks=total, hidden_tasks=total - len(shown)
@@ -145,12 +147,12 @@ async def used_by(state: GatewayResources, principal: Principal, ref: str) -> Us
 
 
 async def most_used(
-    state: GatewayResources, principal: Principal, task_id: str, limit: int
+    resources: GatewayResources, principal: Principal, task_id: str, limit: int
 ) -> MostUsedPublic:
     """The memories a task sees, most used by independent principals first."""
-    keys = await readable_scope_keys(state, principal, task_id)
-    async with state.engine.connect() as conn:
-        rows = await citations.most_used(conn, keys, limit=min(limit, state.settings.max_page_size))
+    keys = await readable_scope_keys(resources, principal, task_id)
+    async with resources.engine.connect() as conn:
+        rows = await citations.most_used(conn, keys, limit=min(limit, resources.settings.max_page_size))
     return MostUsedPublic(
         task_id=task_id,
         results=[

@@ -35,19 +35,19 @@ __all__ = ["observe", "may_observe", "candidates"]
 
 
 async def observe(
-    state: GatewayResources, principal: Principal, ref: str, body: ObservationIn
+    resources: GatewayResources, principal: Principal, ref: str, body: ObservationIn
 ) -> ObservationPublic:
     """One observation of a code rule: its confidence moves one EMA step (α 0.2) towards the outcome.
 
     Counted once per (principal, rule, task); refused to principals involved in the rule (403
     `self_endorsement`) and to those who may not write at its scope (403).
     """
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         memory = await memory_tenant(conn, ref)
     authorize_memory(
-        state, principal, ref, org=memory.org, project=memory.project, scope=memory.scope, action="read"
+        resources, principal, ref, org=memory.org, project=memory.project, scope=memory.scope, action="read"
     )
-    if not may_observe(state.authorizer, principal, memory):
+    if not may_observe(resources.authorizer, principal, memory):
         raise PolicyDenied(
             f"{principal.actor_type.value} {principal.id} may not write at the rule's {memory.scope} scope: "
             "observations of a rule come from those who work where it binds"
@@ -57,14 +57,14 @@ async def observe(
         raise PolicyDenied(refusal)
     task_id = body.task_id
     if task_id is not None:
-        task = await authorized_task(state, principal, task_id, "read")
+        task = await authorized_task(resources, principal, task_id, "read")
         if task.org != memory.org or (memory.project is not None and task.project != memory.project):
             raise InvalidInput(
                 f"task {task_id!r} is not a task of the rule's tenant: observe a rule in its own work"
             )
         task_id = task.public_id  # one spelling per task of the rule's org, whichever the caller used
     seen = await trust.observe(
-        state.engine,
+        resources.engine,
         memory.id,
         body.outcome,
         Endorser(principal.id, principal.actor_type.value),
@@ -104,12 +104,13 @@ def may_observe(authorizer: Authorizer, principal: Principal, memory: MemoryTena
     )
 
 
-async def candidates(state: GatewayResources, principal: Principal) -> RuleCandidatesPublic:
+async def candidates(resources: GatewayResources, principal: Principal) -> RuleCandidatesPublic:
     """Code rules below 0.3 of the caller's tenant that it may read, weakest first."""
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         rows = await retirement_candidates(conn, org=principal.org, project=principal.project)
     return RuleCandidatesPublic(
         rules=[
-            CodeRulePublic.model_validate(r, from_attributes=True) for r in readable(state, principal, rows)
+            CodeRulePublic.model_validate(r, from_attributes=True)
+            for r in readable(resources, principal, rows)
         ]
     )

@@ -41,7 +41,7 @@ _log = logging.getLogger("loregate.corrections")
 
 
 async def after_append(
-    state: GatewayResources,
+    resources: GatewayResources,
     principal: Principal,
     task: TaskInfo,
     drafts: Sequence[EntryDraft],
@@ -59,19 +59,19 @@ async def after_append(
     if not found:
         return []
     try:
-        return await _record_and_propose(state, principal, task, found)
+        return await _record_and_propose(resources, principal, task, found)
     except Exception:  # the corrections are durable; a replay of the batch records and proposes again
         _log.warning("could not count the corrections of task %s", task.id, exc_info=True)
         return []
 
 
 async def _record_and_propose(
-    state: GatewayResources,
+    resources: GatewayResources,
     principal: Principal,
     task: TaskInfo,
     found: list[tuple[EntryDraft, EntryAck, str]],
 ) -> list[int]:
-    async with state.engine.begin() as conn:
+    async with resources.engine.begin() as conn:
         await corrections.record_signatures(
             conn,
             [
@@ -82,7 +82,7 @@ async def _record_and_propose(
     proposed: list[int] = []
     latest = {signature: draft for draft, _, signature in found}  # the last wording of each signature
     for signature, draft in latest.items():
-        async with state.engine.connect() as conn:
+        async with resources.engine.connect() as conn:
             seen = await corrections.corrections_seen(
                 conn, org=task.org, project=task.project, signature=signature
             )
@@ -90,23 +90,25 @@ async def _record_and_propose(
                 conn, org=task.org, project=task.project, signature=signature
             )
         tasks = list(dict.fromkeys(s.task_id for s in seen))
-        if not should_propose(len(tasks), state.settings.preference_corrections, already_proposed=already):
+        if not should_propose(
+            len(tasks), resources.settings.preference_corrections, already_proposed=already
+        ):
             continue
-        entry_id = await _propose(state, task, draft, signature, tasks, [s.entry_id for s in seen])
+        entry_id = await _propose(resources, task, draft, signature, tasks, [s.entry_id for s in seen])
         if entry_id is not None:
             proposed.append(entry_id)
     return proposed
 
 
 async def _propose(
-    state: GatewayResources,
+    resources: GatewayResources,
     task: TaskInfo,
     draft: EntryDraft,
     signature: str,
     tasks: list[str],
     entry_ids: list[int],
 ) -> int | None:
-    async with state.engine.begin() as conn:
+    async with resources.engine.begin() as conn:
         writer = await ensure_reflector(conn, task.org)
     if writer is None:
         _log.info("the reflector of %s is disabled: no preference proposed for %s", task.org, signature)
@@ -123,7 +125,7 @@ async def _propose(
         project=None,
     )
     [appended] = await staging.append_entries(
-        state.engine,
+        resources.engine,
         task.id,
         system,
         [
@@ -137,7 +139,7 @@ async def _propose(
     )
     if appended.replayed:  # another gateway proposed it first, and recorded it
         return None
-    async with state.engine.begin() as conn:
+    async with resources.engine.begin() as conn:
         await corrections.record_signatures(
             conn,
             [

@@ -21,7 +21,7 @@ __all__ = ["correct"]
 
 
 async def correct(
-    state: GatewayResources, principal: Principal, task: TaskInfo, body: CorrectionIn
+    resources: GatewayResources, principal: Principal, task: TaskInfo, body: CorrectionIn
 ) -> CorrectionPublic:
     """Stage a human's `correction` entry into a task authorised for `read`; counted towards a preference.
 
@@ -40,10 +40,10 @@ async def correct(
         payload=body.payload,
         idempotency_key=body.idempotency_key,
     )
-    acks = await staging.append_entries(state, principal, task, EntriesIn(entries=[entry]))
+    acks = await staging.append_entries(resources, principal, task, EntriesIn(entries=[entry]))
     [ack] = acks.entries
     signature = correction_signature(body.content, body.payload)
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         seen = await corrections.corrections_seen(
             conn, org=task.org, project=task.project, signature=signature
         )
@@ -56,6 +56,6 @@ async def correct(
         seq=ack.seq,
         replayed=ack.replayed,
         tasks_seen=len({s.task_id for s in seen}),
-        threshold=state.settings.preference_corrections,
+        threshold=resources.settings.preference_corrections,
         preference_proposed=proposed,
     )

@@ -27,14 +27,14 @@ def _refused(
 
 
 async def decide_batch(
-    state: GatewayResources, principal: Principal, body: BatchDecisionIn
+    resources: GatewayResources, principal: Principal, body: BatchDecisionIn
 ) -> BatchDecisionPublic:
     """Decide every listed promotion and change request as `principal`; each item's outcome in order."""
     note = DecisionIn(note=body.note)
     items: list[BatchItemPublic] = []
     for task_id in body.promotions:
         try:
-            answer = await promotions.decide_promotion(state, principal, task_id, body.decision, note)
+            answer = await promotions.decide_promotion(resources, principal, task_id, body.decision, note)
         except GovernanceError as exc:
             items.append(_refused("promotion", task_id, exc))
             continue
@@ -50,7 +50,7 @@ async def decide_batch(
         )
     for request_id in body.change_requests:
         try:
-            change = await change_requests.decide(state, principal, request_id, body.decision, note)
+            change = await change_requests.decide(resources, principal, request_id, body.decision, note)
         except GovernanceError as exc:
             items.append(_refused("change_request", request_id, exc))
             continue

@@ -42,13 +42,13 @@ ERASE_ACTION = "erase"
 
 
 async def erase_memory(
-    state: GatewayResources, principal: Principal, ref: str, *, dry_run: bool
+    resources: GatewayResources, principal: Principal, ref: str, *, dry_run: bool
 ) -> ErasurePublic:
     """Erase one memory (uuid or citation) and the memories derived only from it."""
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         memory = await memory_tenant(conn, ref)
     authorize_memory(
-        state,
+        resources,
         principal,
         ref,
         org=memory.org,
@@ -56,21 +56,21 @@ async def erase_memory(
         scope=memory.scope,
         action=ERASE_ACTION,
     )
-    erasure = await find_memory(state.engine, memory.id, (memory.org, memory.project, memory.scope))
-    return await _run(state, principal, erasure, dry_run=dry_run)
+    erasure = await find_memory(resources.engine, memory.id, (memory.org, memory.project, memory.scope))
+    return await _run(resources, principal, erasure, dry_run=dry_run)
 
 
 async def erase_task(
-    state: GatewayResources, principal: Principal, task_id: str, *, dry_run: bool
+    resources: GatewayResources, principal: Principal, task_id: str, *, dry_run: bool
 ) -> ErasurePublic:
     """Erase a task's staging, its promotion plans, and the memories derived only from it."""
-    task = await authorized_task(state, principal, task_id, ERASE_ACTION, Scope.TASK)
-    erasure = await find_task(state.engine, task.id, (task.org, task.project, Scope.TASK.value))
-    return await _run(state, principal, erasure, dry_run=dry_run)
+    task = await authorized_task(resources, principal, task_id, ERASE_ACTION, Scope.TASK)
+    erasure = await find_task(resources.engine, task.id, (task.org, task.project, Scope.TASK.value))
+    return await _run(resources, principal, erasure, dry_run=dry_run)
 
 
 async def erase_subject(
-    state: GatewayResources,
+    resources: GatewayResources,
     principal: Principal,
     subject: str,
     *,
@@ -80,60 +80,60 @@ async def erase_subject(
 ) -> ErasurePublic:
     """Erase every staging entry, candidate and memory of a tenant that contains `subject`."""
     scope = Scope.PROJECT if project is not None else Scope.ORG
-    authorizer = state.authorizer
+    authorizer = resources.authorizer
     if not authorizer.allowed(principal, org=org, project=project, scope=scope, action=ERASE_ACTION):
         if authorizer.allowed(principal, org=org, project=project, scope=scope, action="read"):
             authorizer.check(principal, org=org, project=project, scope=scope, action=ERASE_ACTION)
         raise NotFound(f"tenant {org}/{project or '*'} does not exist")
     erasure = await find_subject(
-        state.engine,
+        resources.engine,
         subject,
         org=org,
         project=project,
         scope=scope.value,
-        archive_dir=state.settings.archive_dir(),
+        archive_dir=resources.settings.archive_dir(),
     )
-    return await _run(state, principal, erasure, dry_run=dry_run)
+    return await _run(resources, principal, erasure, dry_run=dry_run)
 
 
-async def erasure(state: GatewayResources, principal: Principal, body: ErasureIn) -> ErasurePublic:
+async def erasure(resources: GatewayResources, principal: Principal, body: ErasureIn) -> ErasurePublic:
     """`POST /v1/erasures`: the one target the body names."""
     if body.memory is not None:
-        return await erase_memory(state, principal, body.memory, dry_run=body.dry_run)
+        return await erase_memory(resources, principal, body.memory, dry_run=body.dry_run)
     if body.task is not None:
-        return await erase_task(state, principal, body.task, dry_run=body.dry_run)
+        return await erase_task(resources, principal, body.task, dry_run=body.dry_run)
     assert body.subject is not None and body.org is not None  # the schema's validator
     return await erase_subject(
-        state, principal, body.subject, org=body.org, project=body.project, dry_run=body.dry_run
+        resources, principal, body.subject, org=body.org, project=body.project, dry_run=body.dry_run
     )
 
 
 async def _run(
-    state: GatewayResources, principal: Principal, erasure: Erasure, *, dry_run: bool
+    resources: GatewayResources, principal: Principal, erasure: Erasure, *, dry_run: bool
 ) -> ErasurePublic:
     if dry_run:
         return _public(erasure.kind, erasure.found, {}, dry_run=True, receipt_id=None)
-    histories = await _delete_histories(state, erasure.found.workflows)
+    histories = await _delete_histories(resources, erasure.found.workflows)
     erased = await carry_out(
-        state.engine,
+        resources.engine,
         erasure,
         actor_id=principal.id,
         actor_type=principal.actor_type.value,
         histories=histories,
-        archive_dir=state.settings.archive_dir(),
+        archive_dir=resources.settings.archive_dir(),
     )
     # workflows that arrived between the first read and the transaction
-    late = await _delete_histories(state, sorted(set(erased.found.workflows) - set(histories)))
+    late = await _delete_histories(resources, sorted(set(erased.found.workflows) - set(histories)))
     erased.counts["temporal_histories"] += len(late)
     return _public(erasure.kind, erased.found, erased.counts, dry_run=False, receipt_id=erased.receipt_id)
 
 
-async def _delete_histories(state: GatewayResources, workflow_ids: list[str]) -> list[str]:
+async def _delete_histories(resources: GatewayResources, workflow_ids: list[str]) -> list[str]:
     """Delete the Temporal histories of `workflow_ids`; Temporal unreachable is a 503 (nothing erased)."""
     if not workflow_ids:
         return []
     try:
-        return await delete_histories(await temporal_client(state), workflow_ids)
+        return await delete_histories(await temporal_client(resources), workflow_ids)
     except RPCError as err:
         raise Unavailable(
             f"Temporal did not delete the workflow histories involved ({err.message}); nothing was erased, "

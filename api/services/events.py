@@ -58,14 +58,20 @@ def _public(row: EventRow) -> EventPublic:
 
 
 async def memory_events(
-    state: GatewayResources, principal: Principal, ref: str, *, cursor: str | None, limit: int
+    resources: GatewayResources, principal: Principal, ref: str, *, cursor: str | None, limit: int
 ) -> EventsPage:
     """A memory's events, oldest first; 404 for a memory the caller may not read."""
     after, size = _cursor(cursor), _limit(limit)
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         memory = await memory_tenant(conn, ref)
         authorize_memory(
-            state, principal, ref, org=memory.org, project=memory.project, scope=memory.scope, action="read"
+            resources,
+            principal,
+            ref,
+            org=memory.org,
+            project=memory.project,
+            scope=memory.scope,
+            action="read",
         )
         rows = await memory_events_page(conn, memory.id, after_id=after, limit=size)
     return EventsPage(
@@ -73,8 +79,8 @@ async def memory_events(
     )
 
 
-def _readable(state: GatewayResources, principal: Principal, row: EventRow) -> bool:
-    allowed = state.authorizer.allowed
+def _readable(resources: GatewayResources, principal: Principal, row: EventRow) -> bool:
+    allowed = resources.authorizer.allowed
     if row.memory_org is not None and row.memory_scope is not None:
         project = judged_project(principal, row.memory_org, row.memory_project)
         return allowed(principal, org=row.memory_org, project=project, scope=row.memory_scope, action="read")
@@ -84,7 +90,7 @@ def _readable(state: GatewayResources, principal: Principal, row: EventRow) -> b
 
 
 async def tenant_events(
-    state: GatewayResources,
+    resources: GatewayResources,
     principal: Principal,
     *,
     event_type: str | None,
@@ -106,14 +112,14 @@ async def tenant_events(
     where = EventFilter(event_type.upper() if event_type else None, actor, since, until)
     found: list[EventRow] = []
     more = False
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         for _ in range(_MAX_BATCHES):
             batch = await tenant_events_page(
                 conn, org=principal.org, project=principal.project, where=where, before_id=before, limit=size
             )
             for row in batch:
                 before = row.id
-                if _readable(state, principal, row):
+                if _readable(resources, principal, row):
                     found.append(row)
                     if len(found) == size:
                         break

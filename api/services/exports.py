@@ -69,22 +69,24 @@ class PreparedExport:
 
 
 async def prepare_export(
-    state: GatewayResources, principal: Principal, scope_key: str, *, include_staging: bool
+    resources: GatewayResources, principal: Principal, scope_key: str, *, include_staging: bool
 ) -> PreparedExport:
     """Check the caller may export `scope_key` (and its staging); NotFound / PolicyDenied otherwise."""
     tenant = scope_tenant(scope_key)
-    scope_key = await authorize_scope(state, principal, scope_key)
+    scope_key = await authorize_scope(resources, principal, scope_key)
     org, project = tenant.org, tenant.project
     if tenant.task_id is not None:
-        task = await load_task(state, principal, tenant.task_id)
+        task = await load_task(resources, principal, tenant.task_id)
         org, project = task.org, task.project
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         task_ids = await source_task_ids(conn, scope_key)
         tasks = await get_tasks(conn, task_ids)
     readable = frozenset(
         t.id
         for t in tasks.values()
-        if state.authorizer.allowed(principal, org=t.org, project=t.project, scope=Scope.TASK, action="read")
+        if resources.authorizer.allowed(
+            principal, org=t.org, project=t.project, scope=Scope.TASK, action="read"
+        )
     )
     if include_staging:
         hidden = len(set(tasks) - readable)
@@ -129,15 +131,15 @@ def _line(record: BaseModel) -> bytes:
     return record.model_dump_json().encode("utf-8") + b"\n"
 
 
-async def export_lines(state: GatewayResources, export: PreparedExport) -> AsyncIterator[bytes]:
+async def export_lines(resources: GatewayResources, export: PreparedExport) -> AsyncIterator[bytes]:
     """The file, a line at a time: header, memories, their events, staging and the working memory of its
     tasks (if asked), trailer."""
     counts = {"memory": 0, "event": 0, "staging": 0}
     scope_key = export.header.scope_key
     for task_id in export.staging_tasks:  # a reader folds first: the append path leaves it to readers
-        await working.catch_up(state.engine, task_id)
+        await working.catch_up(resources.engine, task_id)
     yield _line(export.header)
-    async with state.engine.connect() as base:
+    async with resources.engine.connect() as base:
         conn = await base.execution_options(isolation_level="REPEATABLE READ")
         async with conn.begin():
             after: MemoryKey | None = None

@@ -107,7 +107,7 @@ class GatewayResources:
     temporal: Client | None = None
 
 
-async def principal_from_authorization(state: GatewayResources, authorization: str | None) -> Principal:
+async def principal_from_authorization(resources: GatewayResources, authorization: str | None) -> Principal:
     """The principal behind `Bearer <api key>` (cached briefly); the actor of every write is this."""
     if not authorization:
         raise Unauthenticated("missing Authorization header; send `Authorization: Bearer <api key>`")
@@ -117,14 +117,14 @@ async def principal_from_authorization(state: GatewayResources, authorization: s
         raise Unauthenticated("Authorization must be `Bearer <api key>`")
     if key_id_of(key) is None:
         raise Unauthenticated("malformed API key")
-    principal = state.key_cache.get(key)
+    principal = resources.key_cache.get(key)
     if principal is None:
-        async with state.engine.connect() as conn:
+        async with resources.engine.connect() as conn:
             principal = await authenticate(conn, key)
         if principal is None:
             raise Unauthenticated("unknown or revoked API key")
-        state.key_cache.put(key, principal)
-    admit(state, principal, "requests")
+        resources.key_cache.put(key, principal)
+    admit(resources, principal, "requests")
     return principal
 
 
@@ -141,14 +141,14 @@ def _rules(settings: Settings, budget: str) -> tuple[BucketRule, BucketRule]:
     )
 
 
-def admit(state: GatewayResources, principal: Principal, budget: str) -> None:
+def admit(resources: GatewayResources, principal: Principal, budget: str) -> None:
     """Take one token of `budget` from the caller's key and tenant buckets, or RateLimited (nothing done).
 
     Every authenticated call takes from `requests` (here, on authentication, whatever the transport);
     reads that embed their text (search, context, bug-pattern match) take from `search` as well.
     """
-    mine, tenants = _rules(state.settings, budget)
-    wait, refusing = state.limiter.admit(
+    mine, tenants = _rules(resources.settings, budget)
+    wait, refusing = resources.limiter.admit(
         [(f"principal:{principal.id}:{budget}", mine), (f"tenant:{principal.org}:{budget}", tenants)],
         time.monotonic(),
     )
@@ -174,7 +174,7 @@ async def _tenant_task(conn: AsyncConnection, principal: Principal, task_id: str
     )
 
 
-async def load_task(state: GatewayResources, principal: Principal, task_id: str) -> TaskInfo:
+async def load_task(resources: GatewayResources, principal: Principal, task_id: str) -> TaskInfo:
     """The task `task_id` names for `principal`, or NotFound.
 
     A task id belongs to its tenant: `t-1` is the caller's org's task `t-1`, never another org's (two orgs
@@ -185,9 +185,9 @@ async def load_task(state: GatewayResources, principal: Principal, task_id: str)
     if re.fullmatch(TASK_ID_PATTERN, public) is None or (slash and not org):
         raise NotFound(f"task {task_id!r} does not exist")  # no task can have this id; spare the database
     tenant = "/" if slash else principal.org
-    task = state.task_cache.get(tenant, task_id)
+    task = resources.task_cache.get(tenant, task_id)
     if task is None:
-        async with state.engine.connect() as conn:
+        async with resources.engine.connect() as conn:
             if slash:
                 task = await staging.get_task(conn, task_id)
             else:
@@ -195,12 +195,12 @@ async def load_task(state: GatewayResources, principal: Principal, task_id: str)
         if task is None:
             raise NotFound(f"task {task_id!r} does not exist")
         if slash or task.org == principal.org:  # an admin's reach into another org is not cached as its own
-            state.task_cache.put(tenant, task_id, task)
+            resources.task_cache.put(tenant, task_id, task)
     return task
 
 
 def _authorize_visible(
-    state: GatewayResources,
+    resources: GatewayResources,
     principal: Principal,
     *,
     org: str,
@@ -212,7 +212,7 @@ def _authorize_visible(
 ) -> None:
     """Allow `action`; else PolicyDenied if the caller may read the thing (`read` at `read_scope`), else
     NotFound(`hidden`), the answer an unknown id gets."""
-    authorizer = state.authorizer
+    authorizer = resources.authorizer
     if authorizer.allowed(principal, org=org, project=project, scope=scope, action=action):
         return
     if action != "read" and authorizer.allowed(
@@ -223,16 +223,16 @@ def _authorize_visible(
 
 
 async def authorized_task(
-    state: GatewayResources, principal: Principal, task_id: str, action: str, scope: Scope = Scope.TASK
+    resources: GatewayResources, principal: Principal, task_id: str, action: str, scope: Scope = Scope.TASK
 ) -> TaskInfo:
     """The task, after Casbin allowed `principal` to `action` at `scope` in the task's tenant.
 
     NotFound, as for an unknown id, when the caller may not even read the task (`read` at task scope in its
     tenant); PolicyDenied when it may read it but not do `action`.
     """
-    task = await load_task(state, principal, task_id)
+    task = await load_task(resources, principal, task_id)
     _authorize_visible(
-        state,
+        resources,
         principal,
         org=task.org,
         project=task.project,
@@ -245,7 +245,7 @@ async def authorized_task(
 
 
 def authorize_memory(
-    state: GatewayResources,
+    resources: GatewayResources,
     principal: Principal,
     ref: str,
     *,
@@ -261,7 +261,7 @@ def authorize_memory(
     feedback, supersede, retire, history) goes through here, so they all judge alike.
     """
     _authorize_visible(
-        state,
+        resources,
         principal,
         org=org,
         project=judged_project(principal, org, project),
@@ -286,10 +286,10 @@ class Tenanted(Protocol):
 _T = TypeVar("_T", bound=Tenanted)
 
 
-def may(state: GatewayResources, principal: Principal, row: Tenanted, action: str) -> bool:
+def may(resources: GatewayResources, principal: Principal, row: Tenanted, action: str) -> bool:
     """Whether the policy lets `principal` do `action` at the row's scope, judged as `authorize_memory`
     judges a memory (in the project `judged_project` chooses)."""
-    return state.authorizer.allowed(
+    return resources.authorizer.allowed(
         principal,
         org=row.org,
         project=judged_project(principal, row.org, row.project),
@@ -298,26 +298,26 @@ def may(state: GatewayResources, principal: Principal, row: Tenanted, action: st
     )
 
 
-def readable(state: GatewayResources, principal: Principal, rows: Iterable[_T]) -> list[_T]:
+def readable(resources: GatewayResources, principal: Principal, rows: Iterable[_T]) -> list[_T]:
     """The rows the policy lets `principal` read (`may` read each)."""
-    return [r for r in rows if may(state, principal, r, "read")]
+    return [r for r in rows if may(resources, principal, r, "read")]
 
 
-async def temporal_client(state: GatewayResources) -> Client:
+async def temporal_client(resources: GatewayResources) -> Client:
     """The process's Temporal client, connected on first use (gateways start without Temporal)."""
-    if state.temporal is None:
+    if resources.temporal is None:
         try:
-            state.temporal = await connect_temporal(state.settings)
+            resources.temporal = await connect_temporal(resources.settings)
         except Exception as exc:  # connection refused, DNS, TLS: all mean "retry later"
             raise Unavailable(f"Temporal is unavailable: {exc}") from exc
-    return state.temporal
+    return resources.temporal
 
 
-async def readable_scope_keys(state: GatewayResources, principal: Principal, task_id: str) -> list[str]:
+async def readable_scope_keys(resources: GatewayResources, principal: Principal, task_id: str) -> list[str]:
     """Scope keys of the task the caller may read; NotFound for an unknown task or one it may not read."""
-    task = await authorized_task(state, principal, task_id, "read")
+    task = await authorized_task(resources, principal, task_id, "read")
     return [
         scope_key(s, org=task.org, project=task.project, worktree=task.worktree, task_id=task.id)
         for s in Scope
-        if state.authorizer.allowed(principal, org=task.org, project=task.project, scope=s, action="read")
+        if resources.authorizer.allowed(principal, org=task.org, project=task.project, scope=s, action="read")
     ]

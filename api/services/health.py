@@ -10,10 +10,10 @@ from governance.storage.health import ping
 __all__ = ["health"]
 
 
-async def health(state: GatewayResources) -> HealthPublic:
+async def health(resources: GatewayResources) -> HealthPublic:
     """`ok` when the gateway reaches its database; Unavailable otherwise."""
     try:
-        await ping(state.engine)
+        await ping(resources.engine)
     except Exception as exc:
         raise Unavailable(f"database check failed: {type(exc).__name__}") from exc
     return HealthPublic(status="ok", database="ok")

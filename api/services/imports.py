@@ -56,28 +56,28 @@ _EMBED_CHUNK = 64
 
 
 async def import_file(
-    state: GatewayResources, principal: Principal, data: bytes, options: ImportOptions
+    resources: GatewayResources, principal: Principal, data: bytes, options: ImportOptions
 ) -> ImportPublic:
     """Import `data` (an export file) through the gate as `options` say; authorised before it is read."""
-    return await _through_gate(state, principal, data, options)
+    return await _through_gate(resources, principal, data, options)
 
 
-async def restore_file(state: GatewayResources, principal: Principal, data: bytes) -> ImportPublic:
+async def restore_file(resources: GatewayResources, principal: Principal, data: bytes) -> ImportPublic:
     """Restore `data` (an export file) as it was (admins only; authorised before it is read)."""
-    _require_admin(state, principal)
-    return await _restore(state, principal, parse_export(data))
+    _require_admin(resources, principal)
+    return await _restore(resources, principal, parse_export(data))
 
 
-def _require_admin(state: GatewayResources, principal: Principal) -> None:
+def _require_admin(resources: GatewayResources, principal: Principal) -> None:
     # the same check as every admin operation (api/services/admin.py)
-    state.authorizer.check(principal, org="*", project="*", scope="restore", action="admin")
+    resources.authorizer.check(principal, org="*", project="*", scope="restore", action="admin")
 
 
 # --- through the gate ----------------------------------------------------------------------------------
 
 
 def _target(
-    state: GatewayResources, principal: Principal, options: ImportOptions
+    resources: GatewayResources, principal: Principal, options: ImportOptions
 ) -> tuple[str, Scope, str, str, str]:
     """(scope key, scope, org, project, worktree) of the import task, once the caller's rights are checked."""
     key = options.scope_key
@@ -85,7 +85,7 @@ def _target(
     if tenant.scope == Scope.TASK:
         raise InvalidInput("scope_key: a gate import targets worktree, project or org scope, not a task")
     org = tenant.org
-    authorizer = state.authorizer
+    authorizer = resources.authorizer
     if not authorizer.allowed(
         principal,
         org=org,
@@ -104,12 +104,12 @@ def _target(
     return key, tenant.scope, org, project, worktree
 
 
-def _drafts(state: GatewayResources, parsed: ParsedExport) -> tuple[list[EntryDraft], dict[str, int]]:
+def _drafts(resources: GatewayResources, parsed: ParsedExport) -> tuple[list[EntryDraft], dict[str, int]]:
     now = datetime.now(UTC)
     memories = [(line, m.model_dump()) for line, m in parsed.memories]
     entries, skipped = entries_for_gate(memories, parsed.digest, now=now)
     drafts: list[EntryDraft] = []
-    settings = state.settings
+    settings = resources.settings
     for entry in entries:
         draft = EntryDraft(
             kind=EntryKind(entry.kind),
@@ -128,16 +128,16 @@ def _drafts(state: GatewayResources, parsed: ParsedExport) -> tuple[list[EntryDr
 
 
 async def _through_gate(
-    state: GatewayResources, principal: Principal, data: bytes, options: ImportOptions
+    resources: GatewayResources, principal: Principal, data: bytes, options: ImportOptions
 ) -> ImportPublic:
-    key, scope, org, project, worktree = _target(state, principal, options)
+    key, scope, org, project, worktree = _target(resources, principal, options)
     parsed = parse_export(data)
     header = parsed.header
     if header.org != org:
         raise InvalidInput(
             f"the file is an export of org {header.org!r}; it cannot be imported into {key} (org {org!r})"
         )
-    drafts, skipped = _drafts(state, parsed)
+    drafts, skipped = _drafts(resources, parsed)
     if not drafts:
         raise InvalidInput(f"the file holds no active memory to import (left out: {skipped or 'none'})")
     task_id = import_task_id(parsed.digest, key)
@@ -151,7 +151,7 @@ async def _through_gate(
         skipped=skipped,
     )
     task, _ = await staging.open_task(
-        state.engine,
+        resources.engine,
         task_id=task_id,
         org=org,
         project=project,
@@ -164,17 +164,17 @@ async def _through_gate(
         answer.workflow_id = task.promotion_workflow_id
         answer.promotion_created = False
         return answer
-    batch = state.settings.max_batch_entries
+    batch = resources.settings.max_batch_entries
     created = replayed = 0
     for start in range(0, len(drafts), batch):
         results = await staging.append_entries(
-            state.engine, task.id, principal, drafts[start : start + batch]
+            resources.engine, task.id, principal, drafts[start : start + batch]
         )
         replayed += sum(r.replayed for r in results)
         created += sum(not r.replayed for r in results)
     verification = VerificationIn(source=options.verified) if options.verified else None
     started = await promotions.start_promotion(
-        state, principal, task.id, PromotionStart(target_scope=scope, verification=verification)
+        resources, principal, task.id, PromotionStart(target_scope=scope, verification=verification)
     )
     answer.created = {"entry": created}
     answer.unchanged = {"entry": replayed}
@@ -212,11 +212,11 @@ def _ordered(records: list[tuple[int, MemoryRecord]]) -> list[tuple[int, MemoryR
     return out
 
 
-async def _vectors(state: GatewayResources, texts: list[str]) -> list[list[float]]:
+async def _vectors(resources: GatewayResources, texts: list[str]) -> list[list[float]]:
     """One vector per text from the embedding cache, embedding only what it lacks (as a promotion does)."""
-    embedder = make_embedder(state.settings)
+    embedder = make_embedder(resources.settings)
     digests = [text_digest(t) for t in texts]
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         found = await cached_vectors(conn, embedder.model_id, digests)
     missing = sorted({d: t for d, t in zip(digests, texts, strict=True) if d not in found}.items())
     for start in range(0, len(missing), _EMBED_CHUNK):
@@ -226,7 +226,7 @@ async def _vectors(state: GatewayResources, texts: list[str]) -> list[list[float
         except Exception as exc:  # the model or endpoint failed: nothing was written yet, retry later
             raise Unavailable(f"the embedder is unavailable ({exc}); nothing was restored") from exc
         fresh = {d: [float(x) for x in row] for d, row in zip(chunk, vectors, strict=True)}
-        async with state.engine.begin() as conn:
+        async with resources.engine.begin() as conn:
             await cache_vectors(conn, embedder.model_id, fresh)
         found.update(fresh)
     return [found[d] for d in digests]
@@ -247,18 +247,18 @@ def _row(memory: MemoryRecord, vector: list[float]) -> dict[str, Any]:
     return row
 
 
-async def _restore(state: GatewayResources, principal: Principal, parsed: ParsedExport) -> ImportPublic:
+async def _restore(resources: GatewayResources, principal: Principal, parsed: ParsedExport) -> ImportPublic:
     header = parsed.header
     answer = ImportPublic(
         mode="restore", file_sha256=parsed.digest, org=header.org, source_scope_key=header.scope_key
     )
     in_file = {m.id for _, m in parsed.memories}
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         present = await transfer.existing_ids(conn, sorted(in_file))
     new = [(line, m) for line, m in _ordered(parsed.memories) if m.id not in present]
-    vectors = await _vectors(state, [m.content for _, m in new]) if new else []
+    vectors = await _vectors(resources, [m.content for _, m in new]) if new else []
     try:
-        async with state.engine.begin() as conn:
+        async with resources.engine.begin() as conn:
             stored = await transfer.memories_by_ids(conn, sorted(in_file))
             for line, memory in parsed.memories:
                 if memory.id in stored:

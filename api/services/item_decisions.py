@@ -29,7 +29,7 @@ __all__ = ["checked_items", "with_fates"]
 
 
 async def checked_items(
-    state: GatewayResources,
+    resources: GatewayResources,
     workflow_id: str,
     task_public_id: str,
     decision: str,
@@ -39,7 +39,7 @@ async def checked_items(
     if not items:
         return None
     choices = [ItemChoice(i.index, i.decision, i.reason, i.title, i.content) for i in items]
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         header = await latest_plan(conn, workflow_id)
         if header is None or header.plan_total is None:
             raise Conflict(f"the promotion of task {task_public_id!r} has no complete plan yet")
@@ -48,7 +48,7 @@ async def checked_items(
             header.plan_total,
             approving=decision == "approve",
             texts_given=True,
-            max_content_bytes=state.settings.max_entry_bytes,
+            max_content_bytes=resources.settings.max_entry_bytes,
         )
         key = PlanKey(header.workflow_id, header.run_id)
         views = await plan_item_views(conn, key, [c.index for c in choices])
@@ -63,12 +63,12 @@ def _diff(ops: Any) -> list[DiffOpPublic] | None:
 
 
 async def with_fates(
-    state: GatewayResources, key: PlanKey, entries: list[PlanEntryPublic]
+    resources: GatewayResources, key: PlanKey, entries: list[PlanEntryPublic]
 ) -> list[PlanEntryPublic]:
     """`entries` with each item's fate: published, edited (with the diff) or rejected by the approver."""
     if not entries:
         return entries
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         fates = await item_fates(conn, key, [e.index for e in entries])
     shown: list[PlanEntryPublic] = []
     for entry in entries:

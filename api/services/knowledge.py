@@ -17,16 +17,16 @@ __all__ = ["project_knowledge"]
 
 
 async def project_knowledge(
-    state: GatewayResources, principal: Principal, project: str
+    resources: GatewayResources, principal: Principal, project: str
 ) -> ProjectKnowledgePublic:
     """The latest snapshot of `project` (of the caller's org), with when it was computed."""
     name = project.strip()
     if not name:
         raise InvalidInput("project: give a project name, not white space")
     org = principal.org
-    if not state.authorizer.allowed(principal, org=org, project=name, scope=Scope.PROJECT, action="read"):
+    if not resources.authorizer.allowed(principal, org=org, project=name, scope=Scope.PROJECT, action="read"):
         raise PolicyDenied(f"{principal.id} may not read project {name!r} of {org!r}")
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         if not await project_exists(conn, org=org, project=name):
             raise NotFound(f"project {name!r} has no tasks or memories in org {org!r}")
         latest = await latest_snapshot(conn, org=org, project=name)

@@ -81,13 +81,13 @@ def _target_key(body: LiftIn, sources: list[LiftSource]) -> str:
     return keys[0]
 
 
-async def lift(state: GatewayResources, principal: Principal, body: LiftIn) -> ChangeRequestPublic:
+async def lift(resources: GatewayResources, principal: Principal, body: LiftIn) -> ChangeRequestPublic:
     """Lift memories to a wider scope: applied at once, or a change request awaiting approval."""
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         sources = await lift_sources(conn, body.memory_ids)
     for ref, source in zip(body.memory_ids, sources, strict=True):
         authorize_memory(
-            state,
+            resources,
             principal,
             ref,
             org=source.org,
@@ -98,12 +98,12 @@ async def lift(state: GatewayResources, principal: Principal, body: LiftIn) -> C
     target_key = _target_key(body, sources)
     first, target = sources[0], Scope(body.target_scope.scope)
     org, project = first.org, target_project(target, first.project)
-    state.authorizer.check(
+    resources.authorizer.check(
         principal, org=org, project=judged_project(principal, org, project), scope=target, action="promote"
     )
     tenant = MemoryTenant(first.id, first.citation, org, project, target.value)
-    validated = state.authorizer.requires_validation(target)
-    approver = validated and is_approver(state, principal, tenant)
+    validated = resources.authorizer.requires_validation(target)
+    approver = validated and is_approver(resources, principal, tenant)
     new = NewChangeRequest(
         memory_id=first.id,
         org=org,
@@ -118,7 +118,7 @@ async def lift(state: GatewayResources, principal: Principal, body: LiftIn) -> C
         target_scope=target.value,
         target_scope_key=target_key,
     )
-    async with state.engine.begin() as conn:
+    async with resources.engine.begin() as conn:
         request = await create_change_request(conn, new)
         if not request.replayed:
             for ref, source in zip(body.memory_ids, sources, strict=True):
@@ -139,12 +139,13 @@ async def lift(state: GatewayResources, principal: Principal, body: LiftIn) -> C
                     # a human approver's own lift is its approval; elsewhere no approval was needed
                     trust=ChangeTrust.HUMAN_VALIDATED if approver else None,
                     lift_rules=LiftRules(
-                        state.settings.dedup_similarity_threshold, state.settings.related_similarity_threshold
+                        resources.settings.dedup_similarity_threshold,
+                        resources.settings.related_similarity_threshold,
                     ),
                 )
                 if applied.state != "applied":  # lost a race: the transaction is undone, nothing stays
                     raise Conflict(applied.reason)
             request = await get_change_request(conn, request.id)
     if request.replayed or not validated or approver:
-        return await public_request(state, request)
-    return await start_change_workflow(state, principal, request)
+        return await public_request(resources, request)
+    return await start_change_workflow(resources, principal, request)

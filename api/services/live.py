@@ -65,20 +65,20 @@ def public_warning(warning: LiveWarning) -> LiveWarningPublic:
     )
 
 
-def may_read_staging(state: GatewayResources, principal: Principal, task: TaskInfo) -> bool:
+def may_read_staging(resources: GatewayResources, principal: Principal, task: TaskInfo) -> bool:
     """Whether the caller may read the staging of the tasks of `task`'s project (the other tasks live in
     the same tenant; the enforcer decides)."""
-    return state.authorizer.allowed(
+    return resources.authorizer.allowed(
         principal, org=task.org, project=task.project, scope=Scope.TASK, action="read"
     )
 
 
-def _since(state: GatewayResources) -> datetime:
-    return datetime.now(UTC) - timedelta(days=state.settings.live_window_days)
+def _since(resources: GatewayResources) -> datetime:
+    return datetime.now(UTC) - timedelta(days=resources.settings.live_window_days)
 
 
 async def record_signals(
-    state: GatewayResources,
+    resources: GatewayResources,
     task: TaskInfo,
     principal: Principal,
     drafts: Sequence[EntryDraft],
@@ -104,7 +104,7 @@ async def record_signals(
         for _, ack, signal in found
     ]
     try:
-        async with state.engine.begin() as conn:
+        async with resources.engine.begin() as conn:
             await live.record_signals(conn, rows)
     except Exception:  # the entries are durable; a replay of the batch records the signals again
         _log.warning("could not record %d live signals of task %s", len(rows), task.id, exc_info=True)
@@ -124,9 +124,9 @@ def _keep(warnings: list[LiveWarning], limit: int) -> list[LiveWarning]:
 
 
 async def _fixes(
-    state: GatewayResources, task: TaskInfo, keys: Sequence[str]
+    resources: GatewayResources, task: TaskInfo, keys: Sequence[str]
 ) -> list[tuple[str, LiveWarning]]:
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         rows = await live.fixes_elsewhere(
             conn,
             task_id=task.id,
@@ -134,8 +134,8 @@ async def _fixes(
             project=task.project,
             worktree=task.worktree,
             keys=keys,
-            since=_since(state),
-            limit=state.settings.live_max_warnings * max(1, len(keys)),
+            since=_since(resources),
+            limit=resources.settings.live_max_warnings * max(1, len(keys)),
         )
     return [
         (
@@ -157,31 +157,34 @@ async def _fixes(
 
 
 async def fix_hints(
-    state: GatewayResources, principal: Principal, task: TaskInfo, errors: Sequence[tuple[int, int, Signal]]
+    resources: GatewayResources,
+    principal: Principal,
+    task: TaskInfo,
+    errors: Sequence[tuple[int, int, Signal]],
 ) -> list[FixHintPublic]:
     """For each appended error, the fixes other tasks wrote after the same signature (unreviewed)."""
     errors = [e for e in errors if e[2].kind is SignalKind.ERROR]
-    if not errors or not state.settings.live_warnings or not may_read_staging(state, principal, task):
+    if not errors or not resources.settings.live_warnings or not may_read_staging(resources, principal, task):
         return []
     by_key: dict[str, list[LiveWarning]] = {}
-    for key, warning in await _fixes(state, task, sorted({s.key for _, _, s in errors})):
+    for key, warning in await _fixes(resources, task, sorted({s.key for _, _, s in errors})):
         by_key.setdefault(key, []).append(warning)
     hints: list[FixHintPublic] = []
     for index, seq, signal in errors:
-        for warning in _keep(by_key.get(signal.key, []), state.settings.live_max_warnings):
+        for warning in _keep(by_key.get(signal.key, []), resources.settings.live_max_warnings):
             hints.append(FixHintPublic(**public_warning(warning).model_dump(), entry_index=index, seq=seq))
     return hints
 
 
 async def _failed(
-    state: GatewayResources,
+    resources: GatewayResources,
     task: TaskInfo,
     *,
     fingerprint: str,
     embedding: Sequence[float] | None,
     threshold: float,
 ) -> list[LiveWarning]:
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         rows = await live.failed_approaches_elsewhere(
             conn,
             task_id=task.id,
@@ -191,8 +194,8 @@ async def _failed(
             fingerprint=fingerprint,
             embedding=embedding,
             threshold=threshold,
-            since=_since(state),
-            limit=state.settings.live_max_warnings * 2,
+            since=_since(resources),
+            limit=resources.settings.live_max_warnings * 2,
         )
     return [
         LiveWarning(
@@ -211,7 +214,7 @@ async def _failed(
 
 
 async def approach_warnings(
-    state: GatewayResources,
+    resources: GatewayResources,
     principal: Principal,
     task: TaskInfo,
     *,
@@ -219,46 +222,46 @@ async def approach_warnings(
     embedding: Sequence[float] | None,
 ) -> list[LiveWarningPublic]:
     """The same approach (or a near-same one) failed in other tasks of the project: unreviewed warnings."""
-    if not state.settings.live_warnings or not may_read_staging(state, principal, task):
+    if not resources.settings.live_warnings or not may_read_staging(resources, principal, task):
         return []
     found = await _failed(
-        state,
+        resources,
         task,
         fingerprint=fingerprint,
         embedding=embedding,
-        threshold=state.settings.approach_similarity_threshold,
+        threshold=resources.settings.approach_similarity_threshold,
     )
-    return [public_warning(w) for w in _keep(found, state.settings.live_max_warnings)]
+    return [public_warning(w) for w in _keep(found, resources.settings.live_max_warnings)]
 
 
 async def context_warnings(
-    state: GatewayResources, principal: Principal, task: TaskInfo, query: str
+    resources: GatewayResources, principal: Principal, task: TaskInfo, query: str
 ) -> list[LiveWarning]:
     """For the context block: fixes of the errors this task met, then approaches near the query that failed
     elsewhere (screened, at most `live_max_warnings`)."""
-    if not state.settings.live_warnings or not may_read_staging(state, principal, task):
+    if not resources.settings.live_warnings or not may_read_staging(resources, principal, task):
         return []
     try:  # the query's vector: the read path embeds it too, and the query cache answers the second ask
         query_vector: Sequence[float] | None = [
-            float(x) for x in await embed_query_async(make_embedder(state.settings), query)
+            float(x) for x in await embed_query_async(make_embedder(resources.settings), query)
         ]
     except Exception:  # an unreachable embedding endpoint: the fixes still answer
         _log.warning("query embedding failed; live warnings by error signature only", exc_info=True)
         query_vector = None
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         keys = await live.task_signal_keys(conn, task.id, SignalKind.ERROR.value)
-    fixes = [w for _, w in await _fixes(state, task, keys)] if keys else []
+    fixes = [w for _, w in await _fixes(resources, task, keys)] if keys else []
     failed = (
         await _failed(
-            state,
+            resources,
             task,
             fingerprint="",
             embedding=query_vector,
-            threshold=state.settings.live_context_similarity,
+            threshold=resources.settings.live_context_similarity,
         )
         if query_vector is not None
         else []
     )
     failed = [w for w in failed if shares_words(query, w.text)]  # near the query and about it
-    limit = state.settings.live_max_warnings
+    limit = resources.settings.live_max_warnings
     return (_keep(fixes, limit) + _keep(failed, limit))[:limit]

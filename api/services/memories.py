@@ -79,15 +79,17 @@ VALIDATION_ACTION: dict[ValidationSource, str] = {
 }
 
 
-async def _authorized(state: GatewayResources, principal: Principal, ref: str, action: str) -> MemoryTenant:
+async def _authorized(
+    resources: GatewayResources, principal: Principal, ref: str, action: str
+) -> MemoryTenant:
     """The memory, after Casbin allowed `principal` to `action` at its scope in its tenant.
 
     NotFound for an unknown ref and for a memory the caller may not read; PolicyDenied if it may read it.
     """
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         memory = await memory_tenant(conn, ref)
     authorize_memory(
-        state,
+        resources,
         principal,
         ref,
         org=memory.org,
@@ -125,12 +127,12 @@ def _endorser(
 
 
 async def validate(
-    state: GatewayResources, principal: Principal, ref: str, body: ValidateIn
+    resources: GatewayResources, principal: Principal, ref: str, body: ValidateIn
 ) -> ValidatePublic:
     """Boost a memory's confidence by the validation source's amount, once per principal and source."""
-    memory = await _authorized(state, principal, ref, VALIDATION_ACTION[body.source])
+    memory = await _authorized(resources, principal, ref, VALIDATION_ACTION[body.source])
     outcome = await trust.validate(
-        state.engine,
+        resources.engine,
         memory.id,
         body.source,
         _endorser(principal, memory, "validate", body),
@@ -146,23 +148,23 @@ async def validate(
 
 
 async def feedback(
-    state: GatewayResources, principal: Principal, ref: str, body: FeedbackIn
+    resources: GatewayResources, principal: Principal, ref: str, body: FeedbackIn
 ) -> FeedbackPublic:
     """Record whether a memory helped: one vote per principal (its latest); usefulness follows the votes."""
-    memory = await _authorized(state, principal, ref, "read")
+    memory = await _authorized(resources, principal, ref, "read")
     usefulness = await trust.feedback(
-        state.engine, memory.id, body.helpful, _endorser(principal, memory, "feedback", body)
+        resources.engine, memory.id, body.helpful, _endorser(principal, memory, "feedback", body)
     )
     return FeedbackPublic(id=memory.id, citation=memory.citation, usefulness=usefulness)
 
 
 async def set_decay_policy(
-    state: GatewayResources, principal: Principal, ref: str, body: DecayPolicyIn
+    resources: GatewayResources, principal: Principal, ref: str, body: DecayPolicyIn
 ) -> DecayPolicyPublic:
     """Set how a memory's confidence decays; deciding it takes `approve` at the memory's scope."""
-    memory = await _authorized(state, principal, ref, "approve")
+    memory = await _authorized(resources, principal, ref, "approve")
     changed = await trust.set_decay_policy(
-        state.engine,
+        resources.engine,
         memory.id,
         body.decay_policy.value,
         Endorser(principal.id, principal.actor_type.value),
@@ -174,15 +176,15 @@ async def set_decay_policy(
 
 
 async def supersede(
-    state: GatewayResources, principal: Principal, ref: str, body: SupersedeIn
+    resources: GatewayResources, principal: Principal, ref: str, body: SupersedeIn
 ) -> SupersedePublic | ChangeRequestPublic:
     """Replace the head of a chain with new content, or propose it (a change request) where approval is due.
 
     Conflict if the memory is not the head; InvalidInput if nothing is left of the content once redacted.
     """
-    memory = await _authorized(state, principal, ref, "write")
+    memory = await _authorized(resources, principal, ref, "write")
     proposed = proposed_content(body.content, body.title)
-    embedding = await embedding_of(state, proposed, body.title is not None and bool(body.title.strip()))
+    embedding = await embedding_of(resources, proposed, body.title is not None and bool(body.title.strip()))
     change = changes.Supersession(
         memory_id=memory.id,
         content=proposed.content,
@@ -196,24 +198,24 @@ async def supersede(
         idempotency_key=_idempotency_key(principal, "supersede", body.idempotency_key),
         request_hash=_request_hash(memory, "supersede", body),
     )
-    if needs_change_request(state, principal, memory):
+    if needs_change_request(resources, principal, memory):
         request = changes.as_request(change, memory, redaction_counts=proposed.redaction_counts)
-        return await propose(state, principal, request)
-    approver = is_approver(state, principal, memory)
+        return await propose(resources, principal, request)
+    approver = is_approver(resources, principal, memory)
     outcome = await changes.supersede(
-        state.engine,
+        resources.engine,
         change,
         trust=ChangeTrust.HUMAN_VALIDATED if approver else ChangeTrust.DRAFT,
-        approved_at=memory.scope if state.authorizer.requires_validation(memory.scope) else None,
+        approved_at=memory.scope if resources.authorizer.requires_validation(memory.scope) else None,
     )
     return SupersedePublic(id=outcome.memory_id, citation=outcome.citation, superseded_id=memory.id)
 
 
 async def retire(
-    state: GatewayResources, principal: Principal, ref: str, body: RetireIn
+    resources: GatewayResources, principal: Principal, ref: str, body: RetireIn
 ) -> RetirePublic | ChangeRequestPublic:
     """Deprecate a memory without a successor, or propose it where approval is due; Conflict if deprecated."""
-    memory = await _authorized(state, principal, ref, "write")
+    memory = await _authorized(resources, principal, ref, "write")
     change = changes.Retirement(
         memory_id=memory.id,
         reason=body.reason,
@@ -222,20 +224,20 @@ async def retire(
         idempotency_key=_idempotency_key(principal, "retire", body.idempotency_key),
         request_hash=_request_hash(memory, "retire", body),
     )
-    if needs_change_request(state, principal, memory):
-        return await propose(state, principal, changes.as_request(change, memory))
+    if needs_change_request(resources, principal, memory):
+        return await propose(resources, principal, changes.as_request(change, memory))
     await changes.retire(
-        state.engine,
+        resources.engine,
         change,
-        approved_at=memory.scope if state.authorizer.requires_validation(memory.scope) else None,
+        approved_at=memory.scope if resources.authorizer.requires_validation(memory.scope) else None,
     )
     return RetirePublic(id=memory.id, citation=memory.citation)
 
 
-async def history(state: GatewayResources, principal: Principal, ref: str) -> HistoryPublic:
+async def history(resources: GatewayResources, principal: Principal, ref: str) -> HistoryPublic:
     """The supersession chain through a memory, oldest first."""
-    memory = await _authorized(state, principal, ref, "read")
-    async with state.engine.connect() as conn:
+    memory = await _authorized(resources, principal, ref, "read")
+    async with resources.engine.connect() as conn:
         chain = await memory_history(conn, memory.id)
     return HistoryPublic(
         id=memory.id,

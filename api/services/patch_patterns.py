@@ -68,16 +68,16 @@ def _entry(proposal: Proposal, body: FromPatchIn, key: str) -> EntryIn:
 
 
 async def _task_for(
-    state: GatewayResources, principal: Principal, body: FromPatchIn, digest: str, files: list[str]
+    resources: GatewayResources, principal: Principal, body: FromPatchIn, digest: str, files: list[str]
 ) -> tuple[TaskInfo, bool]:
     if body.task_id is not None:
-        return await authorized_task(state, principal, body.task_id, "write"), False
+        return await authorized_task(resources, principal, body.task_id, "write"), False
     project = body.project or principal.project
     if project is None:
         raise InvalidInput("name the task (`task_id`) or the project of the task to open for the patch")
     shown = ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
     opened, created = await staging.open_task(
-        state,
+        resources,
         principal,
         TaskCreate(
             org=principal.org,
@@ -87,24 +87,26 @@ async def _task_for(
             task_id=f"patch-{digest}",
         ),
     )
-    return await authorized_task(state, principal, opened.task_id, "write"), created
+    return await authorized_task(resources, principal, opened.task_id, "write"), created
 
 
-async def from_patch(state: GatewayResources, principal: Principal, body: FromPatchIn) -> FromPatchPublic:
+async def from_patch(resources: GatewayResources, principal: Principal, body: FromPatchIn) -> FromPatchPublic:
     """Stage the patterns a unified diff shows into a task, as proposals for its promotion."""
     size = len(body.diff.encode("utf-8", "surrogatepass"))
-    if size > state.settings.patch_max_bytes:
+    if size > resources.settings.patch_max_bytes:
         raise LimitExceeded(
-            f"the diff is {size} bytes; at most {state.settings.patch_max_bytes} (patch_max_bytes): "
+            f"the diff is {size} bytes; at most {resources.settings.patch_max_bytes} (patch_max_bytes): "
             "send the patch a part at a time"
         )
     if body.task_id is not None:  # authorised before the diff is read: an outsider learns nothing from it
-        await authorized_task(state, principal, body.task_id, "write")
+        await authorized_task(resources, principal, body.task_id, "write")
     else:
         project = body.project or principal.project
         if project is None:
             raise InvalidInput("name the task (`task_id`) or the project of the task to open for the patch")
-        state.authorizer.check(principal, org=principal.org, project=project, scope=Scope.TASK, action="open")
+        resources.authorizer.check(
+            principal, org=principal.org, project=project, scope=Scope.TASK, action="open"
+        )
     files = parse_diff(body.diff)
     proposals = proposals_of(files)
     languages = sorted({f.language for f in files if f.language is not None})
@@ -118,10 +120,10 @@ async def from_patch(state: GatewayResources, principal: Principal, body: FromPa
             proposals=[],
         )
     digest = _digest(body, body.project or principal.project or "")
-    task, opened = await _task_for(state, principal, body, digest, [f.path for f in files])
+    task, opened = await _task_for(resources, principal, body, digest, [f.path for f in files])
     prefix = body.idempotency_key or f"patch:{digest}"
     entries = [_entry(p, body, f"{prefix}:{p.canonical_key}") for p in proposals]
-    acks = await staging.append_entries(state, principal, task, EntriesIn(entries=entries))
+    acks = await staging.append_entries(resources, principal, task, EntriesIn(entries=entries))
     return FromPatchPublic(
         task_id=task.public_id,
         opened=opened,

@@ -39,9 +39,9 @@ def target_scope_key(task: TaskInfo, target_scope: str | None) -> str | None:
 
 
 def _may_read(
-    state: GatewayResources, principal: Principal, org: str, project: str | None, scope: str
+    resources: GatewayResources, principal: Principal, org: str, project: str | None, scope: str
 ) -> bool:
-    return state.authorizer.allowed(
+    return resources.authorizer.allowed(
         principal, org=org, project=judged_project(principal, org, project), scope=scope, action="read"
     )
 
@@ -64,7 +64,7 @@ def _plain(row: PlanRow) -> PlanEntryPublic:
 
 
 async def reviewed_entries(
-    state: GatewayResources,
+    resources: GatewayResources,
     principal: Principal,
     key: PlanKey,
     rows: Sequence[PlanRow],
@@ -73,14 +73,16 @@ async def reviewed_entries(
     """`rows` as public plan entries with targets, diffs and nearest memories, as `principal` may see."""
     targets_wanted = [r.target_id for r in rows if r.decision in _CHANGES and r.target_id]
     new_items = [r.idx for r in rows if r.decision == "new"]
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         targets = await published_targets(conn, targets_wanted)
         nearest = await nearest_memories(conn, key, new_items, scope_key_) if scope_key_ is not None else {}
     entries: list[PlanEntryPublic] = []
     for row in rows:
         entry = _plain(row)
         target = targets.get(row.target_id or "") if row.decision in _CHANGES else None
-        if target is not None and not _may_read(state, principal, target.org, target.project, target.scope):
+        if target is not None and not _may_read(
+            resources, principal, target.org, target.project, target.scope
+        ):
             entry.target_title = entry.target_content = None
             entry.target_withheld = True
         elif target is not None:
@@ -99,7 +101,7 @@ async def reviewed_entries(
                 id=n.id, citation=n.citation, title=n.title, similarity=n.similarity, trust=n.confidence
             )
             for n in nearest.get(row.idx, [])
-            if _may_read(state, principal, n.org, n.project, n.scope)
+            if _may_read(resources, principal, n.org, n.project, n.scope)
         ]
         entries.append(entry)
     return entries

@@ -48,8 +48,8 @@ class PlatformSnapshot:
     taken_at: float = field(default_factory=time.monotonic)
 
 
-async def _pending_promotions(state: GatewayResources) -> tuple[int, float]:
-    client = await temporal_client(state)
+async def _pending_promotions(resources: GatewayResources) -> tuple[int, float]:
+    client = await temporal_client(resources)
     query = (
         f'WorkflowType = "{WORKFLOW_TYPE}" AND ExecutionStatus = "Running" '
         f'AND {STATE_ATTRIBUTE} = "{PromotionState.AWAITING_APPROVAL.value}"'
@@ -62,17 +62,19 @@ async def _pending_promotions(state: GatewayResources) -> tuple[int, float]:
     return count, oldest
 
 
-async def platform_snapshot(state: GatewayResources, cache: dict[str, PlatformSnapshot]) -> PlatformSnapshot:
+async def platform_snapshot(
+    resources: GatewayResources, cache: dict[str, PlatformSnapshot]
+) -> PlatformSnapshot:
     """The snapshot, fresh or at most `SNAPSHOT_SECONDS` old (`cache` is the caller's, per process)."""
     held = cache.get("snapshot")
     if held is not None and time.monotonic() - held.taken_at < SNAPSHOT_SECONDS:
         return held
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         counts = await platform_counts(conn, APPROVAL_LATENCY_BOUNDS)
     snapshot = PlatformSnapshot(counts)
-    if state.settings.temporal_address:
+    if resources.settings.temporal_address:
         try:
-            found = await asyncio.wait_for(_pending_promotions(state), _TEMPORAL_TIMEOUT)
+            found = await asyncio.wait_for(_pending_promotions(resources), _TEMPORAL_TIMEOUT)
             snapshot.promotions_pending, snapshot.promotions_oldest_seconds = found
         except Exception:  # Temporal down or slow: the Postgres figures still go out
             pass

@@ -114,20 +114,28 @@ def _temporal_errors(task_id: str) -> AbstractAsyncContextManager[None]:
 
 
 def _check_evidence(
-    state: GatewayResources, principal: Principal, task: TaskInfo, scope: str, evidence: VerificationIn | None
+    resources: GatewayResources,
+    principal: Principal,
+    task: TaskInfo,
+    scope: str,
+    evidence: VerificationIn | None,
 ) -> None:
     """`human_approved` is a human's word: only who may `approve` the scope may give it (as for memories)."""
     if evidence is not None and evidence.source is ValidationSource.HUMAN_APPROVED:
-        state.authorizer.check(principal, org=task.org, project=task.project, scope=scope, action="approve")
+        resources.authorizer.check(
+            principal, org=task.org, project=task.project, scope=scope, action="approve"
+        )
 
 
 def _handle(client: Client, workflow_id: str) -> WorkflowHandle[Any, Any]:
     return client.get_workflow_handle(workflow_id)
 
 
-async def _promotion(state: GatewayResources, task: TaskInfo, number: int | None = None) -> tuple[str, int]:
+async def _promotion(
+    resources: GatewayResources, task: TaskInfo, number: int | None = None
+) -> tuple[str, int]:
     """The workflow id and number of the task's promotion `number` (None: its latest)."""
-    records = await promotions_of(state.engine, task.id)
+    records = await promotions_of(resources.engine, task.id)
     if number is None:
         # a task with no recorded promotion answers as its first would (NotFound from Temporal)
         return (records[-1].workflow_id, records[-1].number) if records else (workflow_id_for(task.id), 1)
@@ -146,12 +154,12 @@ async def _status(handle: WorkflowHandle[Any, Any]) -> PromotionStatus:
 
 
 async def _live_status(
-    state: GatewayResources, task: TaskInfo
+    resources: GatewayResources, task: TaskInfo
 ) -> tuple[WorkflowHandle[Any, Any], PromotionStatus]:
     """The handle and the queried status of the task's latest promotion, for operations that need it to
     answer (verification and decisions go to the promotion under way)."""
-    workflow_id, _ = await _promotion(state, task)
-    handle = _handle(await temporal_client(state), workflow_id)
+    workflow_id, _ = await _promotion(resources, task)
+    handle = _handle(await temporal_client(resources), workflow_id)
     async with _temporal_errors(task.public_id):
         try:
             return handle, await _status(handle)
@@ -161,15 +169,15 @@ async def _live_status(
             ) from exc
 
 
-async def _complete_plan(state: GatewayResources, workflow_id: str) -> PlanHeader | None:
+async def _complete_plan(resources: GatewayResources, workflow_id: str) -> PlanHeader | None:
     """The newest run's plan of the promotion, once complete (the workflow only names it)."""
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         header = await latest_plan(conn, workflow_id)
     return header if header is not None and header.plan_total is not None else None
 
 
 async def _stored(
-    state: GatewayResources,
+    resources: GatewayResources,
     principal: Principal,
     task: TaskInfo,
     status: PromotionStatus,
@@ -177,7 +185,7 @@ async def _stored(
     workflow_id: str,
 ) -> dict[str, Any]:
     """The plan's first page, reviewed for `principal`, and the publication's, as `PromotionPublic` fields."""
-    header = await _complete_plan(state, workflow_id)
+    header = await _complete_plan(resources, workflow_id)
     if header is None or (live and not status.plan_total and not status.published_total):
         # no plan yet (a re-run after a failure has not planned: an older run's plan is not this one's)
         return {
@@ -189,13 +197,15 @@ async def _stored(
             "quarantined": [],
         }
     key = PlanKey(header.workflow_id, header.run_id)
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         rows = await plan_page(conn, key, offset=0, limit=PLAN_PAGE_SIZE)
         published_total, published = await published_page(conn, key, offset=0, limit=PLAN_PAGE_SIZE)
         quarantined_total, quarantined = await quarantined_items(conn, key, limit=PLAN_PAGE_SIZE)
     target_key = target_scope_key(task, status.target_scope)
     return {
-        "plan": await with_fates(state, key, await reviewed_entries(state, principal, key, rows, target_key)),
+        "plan": await with_fates(
+            resources, key, await reviewed_entries(resources, principal, key, rows, target_key)
+        ),
         "plan_total": header.plan_total or 0,
         "published": [
             PublishedPublic(
@@ -216,7 +226,7 @@ async def _stored(
 
 
 async def _public(
-    state: GatewayResources,
+    resources: GatewayResources,
     principal: Principal,
     task: TaskInfo,
     desc: WorkflowExecutionDescription,
@@ -224,10 +234,13 @@ async def _public(
     live: bool,
 ) -> PromotionPublic:
     """The workflow's status, with the plan and the publication read from the database."""
-    fields = {**dataclasses.asdict(status), **await _stored(state, principal, task, status, live, desc.id)}
+    fields = {
+        **dataclasses.asdict(status),
+        **await _stored(resources, principal, task, status, live, desc.id),
+    }
     # the critique and the decision's note are loregate's rows (the history carries neither; an older
     # history's copy is the fallback)
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         header = await latest_plan(conn, desc.id)
         note = await decision_note(conn, desc.id)
     critique = header.critique if header is not None and header.critique else status.critique
@@ -238,7 +251,7 @@ async def _public(
             **fields,
             "task_id": task.public_id,
             "workflow_id": desc.id,
-            "number": await _number_of(state, desc.id),
+            "number": await _number_of(resources, desc.id),
             "run_id": desc.run_id,
             "workflow_status": desc.status.name if desc.status is not None else "UNKNOWN",
             "live": live,
@@ -251,9 +264,9 @@ async def _public(
     )
 
 
-async def _number_of(state: GatewayResources, workflow_id: str) -> int:
+async def _number_of(resources: GatewayResources, workflow_id: str) -> int:
     """Which promotion of its task `workflow_id` runs (1 for one loregate did not number)."""
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         recorded = await promotions_by_workflows(conn, [workflow_id])
     return recorded[workflow_id].number if workflow_id in recorded else 1
 
@@ -288,7 +301,7 @@ _ENDED_STATES = {
 
 
 async def start_promotion(
-    state: GatewayResources, principal: Principal, task_id: str, body: PromotionStart
+    resources: GatewayResources, principal: Principal, task_id: str, body: PromotionStart
 ) -> PromotionStarted:
     """Start the task's next promotion (or find the one running); the caller needs `promote` at the scope.
 
@@ -297,20 +310,22 @@ async def start_promotion(
     one again. A closed task, or one whose last promotion ended with nothing new appended, is a Conflict.
     """
     target = Scope(body.target_scope)
-    task = await authorized_task(state, principal, task_id, "promote", target)
-    _check_evidence(state, principal, task, target.value, body.verification)
-    client = await temporal_client(state)
+    task = await authorized_task(resources, principal, task_id, "promote", target)
+    _check_evidence(resources, principal, task, target.value, body.verification)
+    client = await temporal_client(resources)
     for attempt in range(2):
-        chosen = await claim_promotion(state.engine, task.id, target.value, principal.id)
+        chosen = await claim_promotion(resources.engine, task.id, target.value, principal.id)
         try:
-            handle, created = await _start(state, principal, client, task, target, body, chosen.workflow_id)
+            handle, created = await _start(
+                resources, principal, client, task, target, body, chosen.workflow_id
+            )
         except WorkflowAlreadyStartedError as exc:
             # it ended without recording how (a best-effort step failed): record it, decide again
             async with _temporal_errors(task.public_id):
                 ended = await _handle(client, chosen.workflow_id).describe()
             last = ended.typed_search_attributes.get(LOREGATE_STATE)
             if attempt == 0 and last in _ENDED_STATES:
-                await record_end(state.engine, chosen.workflow_id, _ENDED_STATES[last])
+                await record_end(resources.engine, chosen.workflow_id, _ENDED_STATES[last])
                 continue
             raise Conflict(
                 f"promotion {chosen.number} of task {task.public_id!r} ({chosen.workflow_id}) already ended "
@@ -329,7 +344,7 @@ async def start_promotion(
 
 
 async def _start(
-    state: GatewayResources,
+    resources: GatewayResources,
     principal: Principal,
     client: Client,
     task: TaskInfo,
@@ -338,7 +353,7 @@ async def _start(
     workflow_id: str,
 ) -> tuple[WorkflowHandle[Any, Any], bool]:
     """Start `workflow_id` (or find it running); (its handle, whether this call started it)."""
-    settings = state.settings
+    settings = resources.settings
     evidence = body.verification
     data = PromotionInput(
         task_id=task.id,
@@ -355,7 +370,7 @@ async def _start(
         verify_timeout_seconds=settings.verify_timeout_seconds,
         approval_timeout_seconds=settings.approval_timeout_seconds,
         requested_by=principal.id,
-        grant=await proof_grant(state, principal, workflow_id, task.id, "start"),
+        grant=await proof_grant(resources, principal, workflow_id, task.id, "start"),
     )
     async with _temporal_errors(task.public_id):
         handle = await client.start_workflow(
@@ -393,12 +408,12 @@ async def _start(
 
 
 async def promotion_status(
-    state: GatewayResources, principal: Principal, task_id: str, number: int | None = None
+    resources: GatewayResources, principal: Principal, task_id: str, number: int | None = None
 ) -> PromotionPublic:
     """The state and plan of the task's latest promotion, or of promotion `number` (needs `read`)."""
-    task = await authorized_task(state, principal, task_id, "read")
-    workflow_id, _ = await _promotion(state, task, number)
-    handle = _handle(await temporal_client(state), workflow_id)
+    task = await authorized_task(resources, principal, task_id, "read")
+    workflow_id, _ = await _promotion(resources, task, number)
+    handle = _handle(await temporal_client(resources), workflow_id)
     async with _temporal_errors(task.public_id):
         desc = await handle.describe()
         try:
@@ -411,12 +426,12 @@ async def promotion_status(
                 state=desc.typed_search_attributes.get(LOREGATE_STATE)
                 or PromotionState.AWAITING_VERIFICATION,
             )
-            return await _public(state, principal, task, desc, fallback, live=False)
-    return await _public(state, principal, task, desc, status, live=True)
+            return await _public(resources, principal, task, desc, fallback, live=False)
+    return await _public(resources, principal, task, desc, status, live=True)
 
 
 async def promotion_plan(
-    state: GatewayResources,
+    resources: GatewayResources,
     principal: Principal,
     task_id: str,
     offset: int,
@@ -429,19 +444,21 @@ async def promotion_plan(
     Each item says what it changes (plan_review.py); the nearest memories of new items need the target
     scope, which the workflow's memo holds: when Temporal cannot say, they are left out.
     """
-    task = await authorized_task(state, principal, task_id, "read")
-    workflow_id, _ = await _promotion(state, task, number)
-    header = await _complete_plan(state, workflow_id)
+    task = await authorized_task(resources, principal, task_id, "read")
+    workflow_id, _ = await _promotion(resources, task, number)
+    header = await _complete_plan(resources, workflow_id)
     total = header.plan_total or 0 if header is not None else 0
     rows: list[PlanRow] = []
     items: list[PlanEntryPublic] = []
     if header is not None and offset < total:
         key = PlanKey(header.workflow_id, header.run_id)
-        async with state.engine.connect() as conn:
+        async with resources.engine.connect() as conn:
             rows = await plan_page(conn, key, offset=offset, limit=limit)
-        target = await _memo_target_scope(state, workflow_id)
+        target = await _memo_target_scope(resources, workflow_id)
         items = await with_fates(
-            state, key, await reviewed_entries(state, principal, key, rows, target_scope_key(task, target))
+            resources,
+            key,
+            await reviewed_entries(resources, principal, key, rows, target_scope_key(task, target)),
         )
     following = offset + len(rows)
     return PromotionPlanPage(
@@ -454,27 +471,27 @@ async def promotion_plan(
     )
 
 
-async def _memo_target_scope(state: GatewayResources, workflow_id: str) -> str | None:
+async def _memo_target_scope(resources: GatewayResources, workflow_id: str) -> str | None:
     """The target scope the promotion was started with (its memo); None when Temporal does not answer."""
     try:
-        desc = await _handle(await temporal_client(state), workflow_id).describe()
+        desc = await _handle(await temporal_client(resources), workflow_id).describe()
         return str(await desc.memo_value("target_scope", "")) or None
     except (RPCError, Unavailable):
         return None
 
 
 async def verify_promotion(
-    state: GatewayResources, principal: Principal, task_id: str, body: VerificationIn
+    resources: GatewayResources, principal: Principal, task_id: str, body: VerificationIn
 ) -> PromotionPublic:
     """Give the evidence the promotion waits for; the caller needs `promote` at the target scope."""
     # `read` first: a caller from another tenant learns nothing about the promotion, not even that it exists
-    task = await authorized_task(state, principal, task_id, "read")
-    handle, status = await _live_status(state, task)
-    state.authorizer.check(
+    task = await authorized_task(resources, principal, task_id, "read")
+    handle, status = await _live_status(resources, task)
+    resources.authorizer.check(
         principal, org=task.org, project=task.project, scope=status.target_scope, action="promote"
     )
-    _check_evidence(state, principal, task, status.target_scope, body)
-    grant = await proof_grant(state, principal, handle.id, task.id, "verify")
+    _check_evidence(resources, principal, task, status.target_scope, body)
+    grant = await proof_grant(resources, principal, handle.id, task.id, "verify")
     async with _temporal_errors(task.public_id):
         updated: PromotionStatus = await handle.execute_update(
             Names.VERIFY,
@@ -490,15 +507,15 @@ async def verify_promotion(
             rpc_timeout=UPDATE_TIMEOUT,
         )
         desc = await handle.describe()
-    return await _public(state, principal, task, desc, updated, live=True)
+    return await _public(resources, principal, task, desc, updated, live=True)
 
 
 async def _awaiting_decision(
-    state: GatewayResources, principal: Principal, task_id: str
+    resources: GatewayResources, principal: Principal, task_id: str
 ) -> tuple[TaskInfo, WorkflowHandle[Any, Any]]:
     """The task and its promotion, once the caller may `approve` its target scope and it awaits approval."""
-    task = await authorized_task(state, principal, task_id, "read")
-    handle, status = await _live_status(state, task)
+    task = await authorized_task(resources, principal, task_id, "read")
+    handle, status = await _live_status(resources, task)
     scope = status.target_scope
     if status.quarantined_total:
         # instructions aimed at agents: a human who may approve at least project scope decides
@@ -508,25 +525,25 @@ async def _awaiting_decision(
                 "items: only a human may decide it"
             )
         scope = approval_scope(scope)
-    state.authorizer.check(principal, org=task.org, project=task.project, scope=scope, action="approve")
+    resources.authorizer.check(principal, org=task.org, project=task.project, scope=scope, action="approve")
     if status.state != PromotionState.AWAITING_APPROVAL or status.decided_by is not None:
         raise Conflict(f"the promotion of task {task.public_id!r} is {status.state}, not awaiting approval")
     return task, handle
 
 
 async def decide_promotion(
-    state: GatewayResources, principal: Principal, task_id: str, decision: str, body: DecisionIn
+    resources: GatewayResources, principal: Principal, task_id: str, decision: str, body: DecisionIn
 ) -> DecisionPublic:
     """Approve or reject as the caller: a grant row for them, then the workflow's `approve`/`reject` update.
 
     The caller needs `approve` at the target scope in the task's tenant; the workflow checks it again
     (and finds the grant row), and its refusal is a 403 with its reason.
     """
-    task, handle = await _awaiting_decision(state, principal, task_id)
+    task, handle = await _awaiting_decision(resources, principal, task_id)
     # per-item decisions are checked against the plan before anything is written
-    items = await checked_items(state, handle.id, task.public_id, decision, body.items)
+    items = await checked_items(resources, handle.id, task.public_id, decision, body.items)
     ack = await send_decision(
-        state,
+        resources,
         principal,
         handle,
         task_id=task.id,
@@ -550,22 +567,22 @@ async def decide_promotion(
 
 
 async def promotion_approval_token(
-    state: GatewayResources, principal: Principal, task_id: str
+    resources: GatewayResources, principal: Principal, task_id: str
 ) -> ApprovalTokenPublic:
     """A short-lived token for the caller to approve or reject this promotion's current plan in the UI."""
-    task, handle = await _awaiting_decision(state, principal, task_id)
-    async with state.engine.connect() as conn:
+    task, handle = await _awaiting_decision(resources, principal, task_id)
+    async with resources.engine.connect() as conn:
         digest = await plan_digest(conn, handle.id)
     if digest is None:
         raise Conflict(f"the promotion of task {task.public_id!r} has no complete plan yet")
-    return mint_approval_token(state, principal, handle.id, digest)
+    return mint_approval_token(resources, principal, handle.id, digest)
 
 
 async def list_promotions(
-    state: GatewayResources, principal: Principal, promotion_state: str | None, limit: int
+    resources: GatewayResources, principal: Principal, promotion_state: str | None, limit: int
 ) -> PromotionList:
     """Promotions (optionally in one state) of the tasks the caller may read, newest first."""
-    client = await temporal_client(state)
+    client = await temporal_client(resources)
     query = f'WorkflowType = "{WORKFLOW_TYPE}"'
     if promotion_state is not None:  # a PromotionState (validated by the request model)
         query += f' AND {STATE_ATTRIBUTE} = "{promotion_state}"'
@@ -575,19 +592,19 @@ async def list_promotions(
         async for execution in client.list_workflows(query, limit=limit * LIST_SCAN_FACTOR, page_size=limit):
             page.append(execution)
             if len(page) == limit:
-                found += await _readable(state, principal, page)
+                found += await _readable(resources, principal, page)
                 page = []
                 if len(found) >= limit:
                     break
-    found += await _readable(state, principal, page)
+    found += await _readable(resources, principal, page)
     return PromotionList(promotions=found[:limit])
 
 
 async def _readable(
-    state: GatewayResources, principal: Principal, executions: list[Any]
+    resources: GatewayResources, principal: Principal, executions: list[Any]
 ) -> list[PromotionSummary]:
     """Those of `executions` whose task the caller may read, in the order given."""
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         # a follow-up's id is the task's key and a number: the promotions table says whose it is
         recorded = await promotions_by_workflows(conn, [e.id for e in executions])
         owner = {e.id: recorded[e.id].task_id if e.id in recorded else task_id_of(e.id) for e in executions}
@@ -596,7 +613,7 @@ async def _readable(
     readable: list[PromotionSummary] = []
     for execution in executions:
         row = by_id.get(owner.get(execution.id) or "")
-        if row is None or not state.authorizer.allowed(
+        if row is None or not resources.authorizer.allowed(
             principal, org=row.org, project=row.project, scope=Scope.TASK, action="read"
         ):
             continue
@@ -632,12 +649,12 @@ def _record_public(record: PromotionRecord) -> TaskPromotionPublic:
     )
 
 
-async def task_promotions(state: GatewayResources, principal: Principal, task_id: str) -> TaskPromotions:
+async def task_promotions(resources: GatewayResources, principal: Principal, task_id: str) -> TaskPromotions:
     """Every promotion of the task, by number (the caller needs `read` on the task)."""
-    task = await authorized_task(state, principal, task_id, "read")
-    async with state.engine.connect() as conn:
+    task = await authorized_task(resources, principal, task_id, "read")
+    async with resources.engine.connect() as conn:
         fresh = (await get_tasks(conn, [task.id])).get(task.id, task)
-    records = await promotions_of(state.engine, task.id)
+    records = await promotions_of(resources.engine, task.id)
     return TaskPromotions(
         task_id=task.public_id,
         closed=fresh.closed_reason,
@@ -646,11 +663,11 @@ async def task_promotions(state: GatewayResources, principal: Principal, task_id
     )
 
 
-async def close_task(state: GatewayResources, principal: Principal, task_id: str) -> TaskPromotions:
+async def close_task(resources: GatewayResources, principal: Principal, task_id: str) -> TaskPromotions:
     """Close the task: no more entries and no more promotions (an orchestrator or a human: `open`).
 
     A promotion under way goes on; closing twice answers as once.
     """
-    task = await authorized_task(state, principal, task_id, "open")
-    await close(state.engine, task.id, reason="closed", by=principal.id)
-    return await task_promotions(state, principal, task_id)
+    task = await authorized_task(resources, principal, task_id, "open")
+    await close(resources.engine, task.id, reason="closed", by=principal.id)
+    return await task_promotions(resources, principal, task_id)

@@ -35,16 +35,18 @@ def _project_of(principal: Principal, org: str | None, project: str | None) -> t
 
 
 async def start_reflection(
-    state: GatewayResources, principal: Principal, body: ReflectionStart
+    resources: GatewayResources, principal: Principal, body: ReflectionStart
 ) -> ReflectionStarted:
     """Start the project's ReflectionWorkflow (or find the one running); needs `approve` at project scope."""
     org, project = _project_of(principal, body.org, body.project)
-    if not state.authorizer.allowed(principal, org=org, project=project, scope="project", action="approve"):
+    if not resources.authorizer.allowed(
+        principal, org=org, project=project, scope="project", action="approve"
+    ):
         raise PolicyDenied(
             f"{principal.actor_type.value} {principal.id} may not start a reflection of {org}/{project}: it "
             "needs the right to approve the project scope"
         )
-    client = await temporal_client(state)
+    client = await temporal_client(resources)
     workflow_id = workflow_id_for(org, project)
 
     def _not_found(exc: Exception) -> NotFound:
@@ -56,7 +58,7 @@ async def start_reflection(
                 WORKFLOW_TYPE,
                 ReflectionInput(org, project, ReflectionTrigger.MANUAL.value, requested_by=principal.id),
                 id=workflow_id,
-                task_queue=state.settings.task_queue,
+                task_queue=resources.settings.task_queue,
                 id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
                 id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
                 static_summary=f"Reflect on {org}/{project}, requested by {principal.id}",
@@ -67,12 +69,12 @@ async def start_reflection(
 
 
 async def reflections(
-    state: GatewayResources, principal: Principal, org: str | None, project: str | None
+    resources: GatewayResources, principal: Principal, org: str | None, project: str | None
 ) -> ReflectionsPage:
     """The project's newest reflections; needs `read` in the project."""
     org, project = _project_of(principal, org, project)
-    if not state.authorizer.allowed(principal, org=org, project=project, scope="project", action="read"):
+    if not resources.authorizer.allowed(principal, org=org, project=project, scope="project", action="read"):
         raise NotFound(f"project {org}/{project} does not exist")
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         rows = await list_reflections(conn, org, project, limit=_LIST_LIMIT)
     return ReflectionsPage(reflections=[ReflectionPublic(**r.__dict__) for r in rows])

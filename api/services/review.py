@@ -23,11 +23,11 @@ from governance.storage.memory_changes import memory_tenant
 __all__ = ["review", "confirm"]
 
 
-async def review(state: GatewayResources, principal: Principal, scope_key: str | None) -> ReviewPublic:
+async def review(resources: GatewayResources, principal: Principal, scope_key: str | None) -> ReviewPublic:
     """Stale memories of the caller's tenant it may read (of one scope key when given), oldest mark first."""
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         rows = await stale_memories(conn, org=principal.org, project=principal.project, scope_key=scope_key)
-    shown = readable(state, principal, rows)
+    shown = readable(resources, principal, rows)
     return ReviewPublic(
         memories=[
             StaleMemoryPublic(
@@ -46,13 +46,15 @@ async def review(state: GatewayResources, principal: Principal, scope_key: str |
     )
 
 
-async def confirm(state: GatewayResources, principal: Principal, ref: str, body: ConfirmIn) -> ConfirmPublic:
+async def confirm(
+    resources: GatewayResources, principal: Principal, ref: str, body: ConfirmIn
+) -> ConfirmPublic:
     """Clear a stale mark (a human's word that the memory still holds); 409 if it is not stale."""
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         memory = await memory_tenant(conn, ref)
-    action = "approve" if state.authorizer.requires_validation(memory.scope) else "read"
+    action = "approve" if resources.authorizer.requires_validation(memory.scope) else "read"
     authorize_memory(
-        state, principal, ref, org=memory.org, project=memory.project, scope=memory.scope, action="read"
+        resources, principal, ref, org=memory.org, project=memory.project, scope=memory.scope, action="read"
     )
     if principal.actor_type is not ActorType.HUMAN and not principal.is_admin:
         raise PolicyDenied(
@@ -60,9 +62,9 @@ async def confirm(state: GatewayResources, principal: Principal, ref: str, body:
             "confirms it; rewrite it through the gate (supersede) or have a human retire it"
         )
     authorize_memory(
-        state, principal, ref, org=memory.org, project=memory.project, scope=memory.scope, action=action
+        resources, principal, ref, org=memory.org, project=memory.project, scope=memory.scope, action=action
     )
-    async with state.engine.begin() as conn:
+    async with resources.engine.begin() as conn:
         was = await confirm_memory(
             conn, memory.id, note=body.note, actor_id=principal.id, actor_type=principal.actor_type.value
         )

@@ -81,7 +81,7 @@ def public_hit(hit: SearchHit) -> SearchResultPublic:
 
 
 async def code_focus(
-    state: GatewayResources,
+    resources: GatewayResources,
     principal: Principal,
     task_id: str,
     files: list[str] | None,
@@ -94,10 +94,10 @@ async def code_focus(
         if only:
             raise InvalidInput("code_filter needs files or symbols")
         return None
-    task = await authorized_task(state, principal, task_id, "read")
+    task = await authorized_task(resources, principal, task_id, "read")
     paths = [p for p in (normalise_path(f) for f in files or []) if p]
     names = [" ".join(s.split()) for s in symbols or [] if s.strip()]
-    touched = await working_memory.touching_tasks(state, task, files=paths, symbols=names)
+    touched = await working_memory.touching_tasks(resources, task, files=paths, symbols=names)
     # a memory may name a file, or a symbol long enough not to be an everyday word
     return reading.CodeFocus(
         touched=touched,
@@ -109,17 +109,17 @@ async def code_focus(
 
 
 async def search(
-    state: GatewayResources, principal: Principal, body: SearchIn, *, compact: bool = False
+    resources: GatewayResources, principal: Principal, body: SearchIn, *, compact: bool = False
 ) -> tuple[SearchPublic, list[str]]:
     """Hybrid search over what the task sees; returns the answer and the ids whose retrieval count rises."""
-    keys = await readable_scope_keys(state, principal, body.task_id)
-    focus = await code_focus(state, principal, body.task_id, body.files, body.symbols, body.code_filter)
-    admit(state, principal, "search")
+    keys = await readable_scope_keys(resources, principal, body.task_id)
+    focus = await code_focus(resources, principal, body.task_id, body.files, body.symbols, body.code_filter)
+    admit(resources, principal, "search")
     EMBEDDING_TENANT.set(principal.org)  # the embedder takes tenants in turn (FairEmbedder)
-    settings = state.settings
+    settings = resources.settings
     with SEARCH_SECONDS.labels("search").time():
         outcome = await reading.search_memories(
-            state.engine,
+            resources.engine,
             make_embedder(settings),
             settings,
             query=body.query,
@@ -151,23 +151,23 @@ async def search(
 
 
 async def context(
-    state: GatewayResources, principal: Principal, body: ContextIn
+    resources: GatewayResources, principal: Principal, body: ContextIn
 ) -> tuple[ContextPublic, list[str]]:
     """The `[MEMORY CONTEXT]` block within budget; returns it and the ids of the memories it cites."""
-    settings = state.settings
+    settings = resources.settings
     max_tokens = body.max_tokens or settings.context_default_max_tokens
     if max_tokens > settings.context_max_tokens_limit:
         raise InvalidInput(f"max_tokens must be at most {settings.context_max_tokens_limit}")
-    keys = await readable_scope_keys(state, principal, body.task_id)
-    focus = await code_focus(state, principal, body.task_id, body.files, body.symbols, body.code_filter)
-    admit(state, principal, "search")
+    keys = await readable_scope_keys(resources, principal, body.task_id)
+    focus = await code_focus(resources, principal, body.task_id, body.files, body.symbols, body.code_filter)
+    admit(resources, principal, "search")
     EMBEDDING_TENANT.set(principal.org)
     with SEARCH_SECONDS.labels("context").time():
         # other tasks' unreviewed warnings: a section of their own, after the published memories
-        task = await load_task(state, principal, body.task_id)  # authorised above (readable_scope_keys)
-        warnings = await live.context_warnings(state, principal, task, body.query)
+        task = await load_task(resources, principal, body.task_id)  # authorised above (readable_scope_keys)
+        warnings = await live.context_warnings(resources, principal, task, body.query)
         outcome = await reading.build_context(
-            state.engine,
+            resources.engine,
             make_embedder(settings),
             settings,
             query=body.query,
@@ -191,19 +191,19 @@ async def context(
     return answer, [h.id for h in outcome.search.hits if h.citation in cited]
 
 
-async def count_retrievals(state: GatewayResources, ids: list[str]) -> None:
+async def count_retrievals(resources: GatewayResources, ids: list[str]) -> None:
     """Raise the retrieval counts of returned memories (run after the answer is sent)."""
-    await reading.count_retrievals(state.engine, ids)
+    await reading.count_retrievals(resources.engine, ids)
 
 
-async def show_memory(state: GatewayResources, principal: Principal, ref: str) -> MemoryPublic:
+async def show_memory(resources: GatewayResources, principal: Principal, ref: str) -> MemoryPublic:
     """A memory with its source staging entries and supersession history (progressive disclosure)."""
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         detail = await get_memory(conn, ref)
     memory = detail.memory
     # an org memory is judged in the caller's own project; a caller who may not read it gets a 404
     authorize_memory(
-        state,
+        resources,
         principal,
         ref,
         org=memory["org"],
@@ -211,12 +211,12 @@ async def show_memory(state: GatewayResources, principal: Principal, ref: str) -
         scope=memory["scope"],
         action="read",
     )
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         tasks = await get_tasks(conn, sorted({str(e["task_id"]) for e in detail.provenance}))
     readable = {
         task.id
         for task in tasks.values()
-        if state.authorizer.allowed(
+        if resources.authorizer.allowed(
             principal, org=task.org, project=task.project, scope=Scope.TASK, action="read"
         )
     }
@@ -229,7 +229,7 @@ async def show_memory(state: GatewayResources, principal: Principal, ref: str) -
     ]
     # tasks by the ids their tenant gave them (the keys stay inside; governance/staging.task_key)
     memory = {**memory, "source_task_ids": [public_task_id(t) for t in memory["source_task_ids"] or []]}
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         episode = await episode_of(conn, str(memory["id"]))
     return MemoryPublic.model_validate(
         {

@@ -167,7 +167,7 @@ def _sign(secret: bytes, message: str) -> str:
 
 
 async def sign_in(
-    state: GatewayResources, book: SessionBook, client: str, api_key: str
+    resources: GatewayResources, book: SessionBook, client: str, api_key: str
 ) -> tuple[ConsoleSession, str]:
     """The session for a valid API key and its token (the cookie's value).
 
@@ -175,9 +175,9 @@ async def sign_in(
     whatever its address's count: the key is checked first (one indexed read), so a throttled address
     learns no more than an unthrottled one, and its owner is never locked out by someone else's guesses.
     """
-    server = book.server_secret(state.settings)
+    server = book.server_secret(resources.settings)
     try:
-        principal = await principal_from_authorization(state, f"Bearer {api_key.strip()}")
+        principal = await principal_from_authorization(resources, f"Bearer {api_key.strip()}")
     except Unauthenticated:
         book.throttle(client)
         book.failed(client)
@@ -185,10 +185,10 @@ async def sign_in(
     key_id = key_id_of(api_key.strip())
     if key_id is None:  # principal_from_authorization refused malformed keys already
         raise Unauthenticated("malformed API key")
-    expires = int(time.time() + state.settings.console_session_hours * 3600)
+    expires = int(time.time() + resources.settings.console_session_hours * 3600)
     nonce = secrets.token_urlsafe(18)
     body = f"{key_id}.{expires}.{nonce}"
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         found = await principal_by_key_id(conn, key_id)
     if found is None:  # revoked between the two reads
         raise Unauthenticated("unknown or revoked API key")
@@ -197,7 +197,9 @@ async def sign_in(
     return session, f"{body}.{_sign(secret, body)}"
 
 
-async def session_from_token(state: GatewayResources, book: SessionBook, token: str | None) -> ConsoleSession:
+async def session_from_token(
+    resources: GatewayResources, book: SessionBook, token: str | None
+) -> ConsoleSession:
     """The session a token stands for; Unauthenticated when it is missing, forged, expired or ended."""
     if not token:
         raise Unauthenticated("not signed in")
@@ -208,12 +210,12 @@ async def session_from_token(state: GatewayResources, book: SessionBook, token: 
     expires = int(expires_text)
     if expires < time.time() or nonce in book.ended:
         raise Unauthenticated("the session has ended; sign in again")
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         found = await principal_by_key_id(conn, key_id)
     if found is None:
         raise Unauthenticated("not signed in")
     principal, key_hash = found
-    secret = _secret(book.server_secret(state.settings), key_hash)
+    secret = _secret(book.server_secret(resources.settings), key_hash)
     if not hmac.compare_digest(_sign(secret, f"{key_id}.{expires_text}.{nonce}"), signature):
         raise Unauthenticated("not signed in")
     return ConsoleSession(principal, key_id, _sign(secret, f"csrf.{nonce}"), expires, nonce)

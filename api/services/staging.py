@@ -48,12 +48,12 @@ def task_public(task: TaskInfo) -> TaskPublic:
 
 
 async def open_task(
-    state: GatewayResources, principal: Principal, body: TaskCreate
+    resources: GatewayResources, principal: Principal, body: TaskCreate
 ) -> tuple[TaskPublic, bool]:
     """Open a task; the same request again returns it with `created` False. Returns (task, created)."""
-    state.authorizer.check(principal, org=body.org, project=body.project, scope=Scope.TASK, action="open")
+    resources.authorizer.check(principal, org=body.org, project=body.project, scope=Scope.TASK, action="open")
     task, created = await staging.open_task(
-        state.engine,
+        resources.engine,
         task_id=body.task_id or f"task-{uuid.uuid4().hex}",
         org=body.org,
         project=body.project,
@@ -64,22 +64,22 @@ async def open_task(
     return task_public(task), created
 
 
-async def show_task(state: GatewayResources, task: TaskInfo) -> TaskPublic:
+async def show_task(resources: GatewayResources, task: TaskInfo) -> TaskPublic:
     """A task (authorised for `read`) and its current status."""
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         fresh = await staging.get_task(conn, task.id)
     return task_public(fresh or task)
 
 
 async def append_entries(
-    state: GatewayResources, principal: Principal, task: TaskInfo, body: EntriesIn
+    resources: GatewayResources, principal: Principal, task: TaskInfo, body: EntriesIn
 ) -> EntriesAck:
     """Append a batch to a task authorised for `write`, all or nothing, idempotency keys honoured."""
     drafts = [
         EntryDraft(kind=e.kind, content=e.content, payload=e.payload, idempotency_key=e.idempotency_key)
         for e in body.entries
     ]
-    limits = state.settings
+    limits = resources.settings
     validate_batch(drafts, max_entry_bytes=limits.max_entry_bytes, max_batch_entries=limits.max_batch_entries)
     now = datetime.now(UTC)
     for index, draft in enumerate(drafts):
@@ -92,7 +92,9 @@ async def append_entries(
         tenant_bytes_per_day=limits.staging_max_tenant_bytes_per_day,
     )
     try:
-        results = await staging.append_entries(state.engine, task.id, principal, drafts, (task.org, quota))
+        results = await staging.append_entries(
+            resources.engine, task.id, principal, drafts, (task.org, quota)
+        )
     except (TaskQuotaExceeded, DailyQuotaExceeded) as exc:
         QUOTA_REFUSED.labels(exc.quota).inc()
         raise
@@ -105,19 +107,21 @@ async def append_entries(
     # one validation of plain dicts (pydantic's core) instead of a model built in Python per entry
     acks = _ACKS.validate_python([{"id": r.id, "seq": r.seq, "replayed": r.replayed} for r in results])
     # what other tasks learn from this batch at once, and what it learns from them (api/services/live.py)
-    signals = await live.record_signals(state, task, principal, drafts, acks)
-    await citations.count_entry_citations(state, principal, task, drafts, acks)
-    hints = await live.fix_hints(state, principal, task, signals)
-    await correction_counts.after_append(state, principal, task, drafts, acks)  # docs/patch-patterns.md
+    signals = await live.record_signals(resources, task, principal, drafts, acks)
+    await citations.count_entry_citations(resources, principal, task, drafts, acks)
+    hints = await live.fix_hints(resources, principal, task, signals)
+    await correction_counts.after_append(resources, principal, task, drafts, acks)  # docs/patch-patterns.md
     # which promotion takes them: the running one before its snapshot, the next one after (a follow-up)
-    number = await append_promotion(state.engine, task.id, max(r.seq for r in results))
+    number = await append_promotion(resources.engine, task.id, max(r.seq for r in results))
     return EntriesAck(task_id=task.public_id, entries=acks, hints=hints, promotion=number)
 
 
-async def list_entries(state: GatewayResources, task: TaskInfo, *, after_seq: int, limit: int) -> EntriesPage:
+async def list_entries(
+    resources: GatewayResources, task: TaskInfo, *, after_seq: int, limit: int
+) -> EntriesPage:
     """The staging log of a task authorised for `read`, in sequence order, a page at a time."""
-    limit = min(limit, state.settings.max_page_size)
-    async with state.engine.connect() as conn:
+    limit = min(limit, resources.settings.max_page_size)
+    async with resources.engine.connect() as conn:
         rows = await staging.read_entries(conn, task.id, after_seq=after_seq, limit=limit)
     entries = [EntryPublic.model_validate(r, from_attributes=True) for r in rows]
     return EntriesPage(

@@ -31,16 +31,18 @@ def _require_admin(principal: Principal) -> None:
         raise PolicyDenied("only an admin registers, lists or removes webhooks")
 
 
-async def register_webhook(state: GatewayResources, principal: Principal, body: WebhookIn) -> WebhookCreated:
+async def register_webhook(
+    resources: GatewayResources, principal: Principal, body: WebhookIn
+) -> WebhookCreated:
     """Register a webhook for a tenant; its secret is in this answer only."""
     _require_admin(principal)
     check_destination(
         body.url,
         await resolve_addresses(destination_host(body.url)),
-        allow_private=state.settings.webhook_allow_private,
+        allow_private=resources.settings.webhook_allow_private,
     )
     secret = new_secret()
-    async with state.engine.begin() as conn:
+    async with resources.engine.begin() as conn:
         created = await store.create_webhook(
             conn,
             org=body.org,
@@ -53,28 +55,30 @@ async def register_webhook(state: GatewayResources, principal: Principal, body: 
     return WebhookCreated(**dataclasses.asdict(created), secret=secret)
 
 
-async def list_webhooks(state: GatewayResources, principal: Principal, org: str | None) -> WebhookList:
+async def list_webhooks(resources: GatewayResources, principal: Principal, org: str | None) -> WebhookList:
     """Every webhook (of `org` when given)."""
     _require_admin(principal)
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         found = await store.list_webhooks(conn, org=org)
     return WebhookList(webhooks=[WebhookPublic(**dataclasses.asdict(w)) for w in found])
 
 
-async def remove_webhook(state: GatewayResources, principal: Principal, webhook_id: str) -> WebhookPublic:
+async def remove_webhook(resources: GatewayResources, principal: Principal, webhook_id: str) -> WebhookPublic:
     """Remove a webhook and its delivery records."""
     _require_admin(principal)
-    async with state.engine.begin() as conn:
+    async with resources.engine.begin() as conn:
         found = await store.get_webhook(conn, webhook_id)
         if found is None or not await store.delete_webhook(conn, webhook_id):
             raise NotFound(f"webhook {webhook_id!r} does not exist")
     return WebhookPublic(**dataclasses.asdict(found))
 
 
-async def webhook_deliveries(state: GatewayResources, principal: Principal, webhook_id: str) -> DeliveryList:
+async def webhook_deliveries(
+    resources: GatewayResources, principal: Principal, webhook_id: str
+) -> DeliveryList:
     """A webhook's deliveries, newest first (the last 100)."""
     _require_admin(principal)
-    async with state.engine.connect() as conn:
+    async with resources.engine.connect() as conn:
         if await store.get_webhook(conn, webhook_id) is None:
             raise NotFound(f"webhook {webhook_id!r} does not exist")
         found = await store.list_deliveries(conn, webhook_id)

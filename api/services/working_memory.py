@@ -64,9 +64,9 @@ def _buffered(entry: BufferedEntry) -> BufferedEntryPublic:
     return BufferedEntryPublic.model_validate(entry, from_attributes=True)
 
 
-async def show(state: GatewayResources, task: TaskInfo) -> WorkingMemoryPublic:
+async def show(resources: GatewayResources, task: TaskInfo) -> WorkingMemoryPublic:
     """The working memory of a task authorised for `read`, in one answer."""
-    memory = await working.read(state.engine, task.id)
+    memory = await working.read(resources.engine, task.id)
     return WorkingMemoryPublic(
         task_id=task.public_id,
         hypotheses=[HypothesisPublic.model_validate(h, from_attributes=True) for h in memory.hypotheses],
@@ -80,7 +80,7 @@ async def show(state: GatewayResources, task: TaskInfo) -> WorkingMemoryPublic:
 
 
 async def update(
-    state: GatewayResources, principal: Principal, task: TaskInfo, body: WorkingMemoryIn
+    resources: GatewayResources, principal: Principal, task: TaskInfo, body: WorkingMemoryIn
 ) -> WorkingMemoryPublic:
     """Track files and symbols and set hypotheses on a task authorised for `write`; the working memory after.
 
@@ -91,7 +91,7 @@ async def update(
     if "" in files or "" in symbols:
         raise InvalidInput("files and symbols must not be blank")
     stored = await working.record(
-        state.engine,
+        resources.engine,
         task.id,
         principal.id,
         hypotheses=[
@@ -103,7 +103,7 @@ async def update(
     )
     for hypothesis in stored:
         if becomes_decision(hypothesis.confidence) and hypothesis.decision_entry_id is None:
-            seqs = await _seqs(state, task, hypothesis.evidence_ids)
+            seqs = await _seqs(resources, task, hypothesis.evidence_ids)
             entry = EntryIn(
                 kind=EntryKind.DECISION,
                 content=decision_content(hypothesis.text, hypothesis.confidence, seqs),
@@ -115,40 +115,40 @@ async def update(
                 },
                 idempotency_key=f"hypothesis-{hypothesis.id}-decision",
             )
-            ack = await staging_service.append_entries(state, principal, task, EntriesIn(entries=[entry]))
-            await working.set_decision(state.engine, hypothesis.id, ack.entries[0].id)
-    return await show(state, task)
+            ack = await staging_service.append_entries(resources, principal, task, EntriesIn(entries=[entry]))
+            await working.set_decision(resources.engine, hypothesis.id, ack.entries[0].id)
+    return await show(resources, task)
 
 
-async def _seqs(state: GatewayResources, task: TaskInfo, entry_ids: list[int]) -> list[int]:
-    async with state.engine.connect() as conn:
+async def _seqs(resources: GatewayResources, task: TaskInfo, entry_ids: list[int]) -> list[int]:
+    async with resources.engine.connect() as conn:
         return sorted((await statements.entry_ids_of_task(conn, task.id, entry_ids)).values())
 
 
 async def touching_tasks(
-    state: GatewayResources, task: TaskInfo, *, files: list[str], symbols: list[str]
+    resources: GatewayResources, task: TaskInfo, *, files: list[str], symbols: list[str]
 ) -> dict[str, int]:
     """Tasks of the reader's project whose entries named one of the files or symbols, with counts."""
-    await working.catch_up_project(state.engine, org=task.org, project=task.project)
-    async with state.engine.connect() as conn:
+    await working.catch_up_project(resources.engine, org=task.org, project=task.project)
+    async with resources.engine.connect() as conn:
         return await statements.tasks_touching(
             conn, org=task.org, project=task.project, files=files, symbols=symbols
         )
 
 
 async def file_history(
-    state: GatewayResources, principal: Principal, task_id: str, path: str, *, limit: int
+    resources: GatewayResources, principal: Principal, task_id: str, path: str, *, limit: int
 ) -> FileHistoryPublic:
     """What happened around a file, seen from a task authorised for `read`: the published memories (episodes,
     bug patterns, rules, decisions) of tasks that touched it or naming it, newest first."""
-    task = await authorized_task(state, principal, task_id, "read")
+    task = await authorized_task(resources, principal, task_id, "read")
     cleaned = normalise_path(path) or path.strip()
     if not cleaned:
         raise InvalidInput("path: give a file path, not white space")
     limit = min(limit, FILE_HISTORY_MAX)
-    keys = _readable_keys(state, principal, task)
-    touched = await touching_tasks(state, task, files=[cleaned], symbols=[])
-    async with state.engine.connect() as conn:
+    keys = _readable_keys(resources, principal, task)
+    touched = await touching_tasks(resources, task, files=[cleaned], symbols=[])
+    async with resources.engine.connect() as conn:
         rows = await statements.file_rows(
             conn,
             scope_keys=keys,
@@ -180,14 +180,14 @@ async def file_history(
 
 
 async def project_stats(
-    state: GatewayResources, principal: Principal, task_id: str, *, limit: int
+    resources: GatewayResources, principal: Principal, task_id: str, *, limit: int
 ) -> ProjectStatsPublic:
     """The reader's project in numbers (the task authorised for `read` fixes it; memories the reader may
     see only)."""
-    task = await authorized_task(state, principal, task_id, "read")
-    keys = _readable_keys(state, principal, task)
-    await working.catch_up_project(state.engine, org=task.org, project=task.project)
-    async with state.engine.connect() as conn:
+    task = await authorized_task(resources, principal, task_id, "read")
+    keys = _readable_keys(resources, principal, task)
+    await working.catch_up_project(resources.engine, org=task.org, project=task.project)
+    async with resources.engine.connect() as conn:
         counts = await statements.project_counts(conn, org=task.org, project=task.project, scope_keys=keys)
         touched, hot = [
             await statements.file_stats(
@@ -216,9 +216,9 @@ async def project_stats(
     )
 
 
-def _readable_keys(state: GatewayResources, principal: Principal, task: TaskInfo) -> list[str]:
+def _readable_keys(resources: GatewayResources, principal: Principal, task: TaskInfo) -> list[str]:
     return [
         scope_key(s, org=task.org, project=task.project, worktree=task.worktree, task_id=task.id)
         for s in Scope
-        if state.authorizer.allowed(principal, org=task.org, project=task.project, scope=s, action="read")
+        if resources.authorizer.allowed(principal, org=task.org, project=task.project, scope=s, action="read")
     ]
