@@ -69,11 +69,11 @@ from governance.storage.memory_rows import NewMemory
 from governance.storage.plan_review import NearMemory, PublishedTarget, nearest_memories, published_targets
 from governance.storage.plans import (
     PlanHeader,
+    PlanItemForReview,
+    PlanItemPublished,
+    PlanItemToPublish,
+    PlanItemToWrite,
     PlanKey,
-    PlannedItem,
-    PlanRow,
-    PublishedRow,
-    PublishRow,
     StoredCandidate,
     cache_vectors,
     cached_vectors,
@@ -381,7 +381,7 @@ def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
 
 
 def _preview_item(
-    row: PlanRow, targets: dict[str, PublishedTarget], nearest: dict[int, list[NearMemory]]
+    row: PlanItemForReview, targets: dict[str, PublishedTarget], nearest: dict[int, list[NearMemory]]
 ) -> PlanItem:
     """A plan item as Temporal's history may hold it: kinds, ids, numbers, trust and approver.
 
@@ -418,7 +418,7 @@ def _with_critique(summary: dict[str, Any], header: PlanHeader | None) -> dict[s
     return {**summary, "critique": header.critique}
 
 
-def _published(row: PublishedRow) -> PublishedMemory:
+def _published(row: PlanItemPublished) -> PublishedMemory:
     return PublishedMemory(
         memory_id=row.memory_id,
         citation=row.citation,
@@ -773,7 +773,7 @@ class PromotionActivities:
         chunk: Sequence[int],
         progress: _Progress,
         decided: dict[tuple[str, str | None, str], Decision],
-    ) -> list[PlannedItem]:
+    ) -> list[PlanItemToWrite]:
         with progress.phase("load"):
             async with self._engine.connect() as conn:
                 candidates = await load_candidates(conn, key, chunk)
@@ -786,7 +786,7 @@ class PromotionActivities:
         candidates: Sequence[StoredCandidate],
         progress: _Progress,
         decided: dict[tuple[str, str | None, str], Decision],
-    ) -> list[PlannedItem]:
+    ) -> list[PlanItemToWrite]:
         """Plan items `start`.. for `candidates`: embedded, decided against visible memory, screened."""
         vectors = await self._vectors([c.content for c in candidates], progress)
         exemplars = await self._exemplar_vectors(progress)
@@ -835,7 +835,7 @@ class PromotionActivities:
 
         reasons = await asyncio.to_thread(decide_all)
         return [
-            PlannedItem(
+            PlanItemToWrite(
                 idx=start + offset,
                 candidate_idx=candidate.idx,
                 decision=decided[sames[offset]].kind.value,
@@ -903,7 +903,7 @@ class PromotionActivities:
         data: PublishInput,
         scope: Scope,
         target_key: str,
-        row: PublishRow,
+        row: PlanItemToPublish,
         confidence: float,
         validation_source: str | None,
         asked: dict[int, str],
@@ -959,7 +959,7 @@ class PromotionActivities:
         actor_id = data.approver or f"workflow:{data.workflow_id}"[:64]
         actor_type = data.approver_type or "system"
         key = PlanKey(data.workflow_id, data.run_id)
-        results: list[PublishedRow] = []
+        results: list[PlanItemPublished] = []
         derivation: list[PublishedItem] = []
         async with self._engine.connect() as conn:
             header = await get_plan(conn, key)
@@ -1029,7 +1029,7 @@ class PromotionActivities:
                     timings=timing.phases,
                 )
                 chunk = [
-                    PublishedRow(
+                    PlanItemPublished(
                         idx=row.idx,
                         memory_id=outcome.memory_id,
                         citation=outcome.citation,

@@ -20,7 +20,7 @@ from api.services.gateway import GatewayResources
 from governance.identity import Principal, judged_project
 from governance.scopes import Scope, scope_key
 from governance.storage.plan_review import nearest_memories, published_targets
-from governance.storage.plans import PlanKey, PlanRow
+from governance.storage.plans import PlanItemForReview, PlanKey
 from governance.storage.staging import TaskInfo
 from governance.word_diff import word_diff, word_diff_text
 
@@ -46,7 +46,7 @@ def _may_read(
     )
 
 
-def _plain(row: PlanRow) -> PlanEntryPublic:
+def _plain(row: PlanItemForReview) -> PlanEntryPublic:
     return PlanEntryPublic(
         index=row.idx,
         memory_type=row.memory_type,
@@ -67,7 +67,7 @@ async def reviewed_entries(
     resources: GatewayResources,
     principal: Principal,
     key: PlanKey,
-    rows: Sequence[PlanRow],
+    rows: Sequence[PlanItemForReview],
     scope_key_: str | None,
 ) -> list[PlanEntryPublic]:
     """`rows` as public plan entries with targets, diffs and nearest memories, as `principal` may see."""

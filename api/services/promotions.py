@@ -58,8 +58,8 @@ from governance.scopes import ActorType, Scope, ValidationSource
 from governance.storage.approval_proofs import plan_digest
 from governance.storage.plans import (
     PlanHeader,
+    PlanItemForReview,
     PlanKey,
-    PlanRow,
     latest_plan,
     plan_page,
     published_page,
@@ -448,7 +448,7 @@ async def promotion_plan(
     workflow_id, _ = await _promotion(resources, task, number)
     header = await _complete_plan(resources, workflow_id)
     total = header.plan_total or 0 if header is not None else 0
-    rows: list[PlanRow] = []
+    rows: list[PlanItemForReview] = []
     items: list[PlanEntryPublic] = []
     if header is not None and offset < total:
         key = PlanKey(header.workflow_id, header.run_id)

@@ -63,10 +63,10 @@ __all__ = [
     "PlanKey",
     "PlanHeader",
     "StoredCandidate",
-    "PlannedItem",
-    "PlanRow",
-    "PublishRow",
-    "PublishedRow",
+    "PlanItemToWrite",
+    "PlanItemForReview",
+    "PlanItemToPublish",
+    "PlanItemPublished",
     "text_digest",
     "save_candidates",
     "candidate_indexes",
@@ -208,7 +208,7 @@ class StoredCandidate:
 
 
 @dataclass(frozen=True)
-class PlannedItem:
+class PlanItemToWrite:
     """One plan item as plan writes it."""
 
     idx: int
@@ -223,7 +223,7 @@ class PlannedItem:
 
 
 @dataclass(frozen=True)
-class PlanRow:
+class PlanItemForReview:
     """One plan item as approvers read it (no embedding)."""
 
     idx: int
@@ -243,7 +243,7 @@ class PlanRow:
 
 
 @dataclass(frozen=True)
-class PublishRow:
+class PlanItemToPublish:
     """One plan item with what publish needs: the candidate and its embedding."""
 
     idx: int
@@ -252,7 +252,7 @@ class PublishRow:
 
 
 @dataclass(frozen=True)
-class PublishedRow:
+class PlanItemPublished:
     """What publishing one plan item did."""
 
     idx: int
@@ -363,7 +363,7 @@ async def planned_count(conn: AsyncConnection, key: PlanKey) -> int:
     return int(count or 0)
 
 
-async def save_plan_items(conn: AsyncConnection, key: PlanKey, items: Sequence[PlannedItem]) -> None:
+async def save_plan_items(conn: AsyncConnection, key: PlanKey, items: Sequence[PlanItemToWrite]) -> None:
     """Write (or rewrite, on a retry) plan items by index."""
     if not items:
         return
@@ -434,7 +434,9 @@ def _joined() -> Any:
 _UUID_TEXT = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 
 
-async def plan_page(conn: AsyncConnection, key: PlanKey, *, offset: int, limit: int) -> list[PlanRow]:
+async def plan_page(
+    conn: AsyncConnection, key: PlanKey, *, offset: int, limit: int
+) -> list[PlanItemForReview]:
     """Plan items `offset`.. (at most `limit`), in plan order, with their candidates' full content.
 
     A duplicate's or a supersede's target comes with its current title and content, so an approver reads
@@ -464,7 +466,7 @@ async def plan_page(conn: AsyncConnection, key: PlanKey, *, offset: int, limit: 
         .limit(limit)
     )
     return [
-        PlanRow(
+        PlanItemForReview(
             idx=int(r.idx),
             memory_type=r.memory_type,
             title=r.title,
@@ -538,7 +540,7 @@ async def get_plan(conn: AsyncConnection, key: PlanKey) -> PlanHeader | None:
     return _header(row) if row is not None else None
 
 
-async def publish_rows(conn: AsyncConnection, key: PlanKey, start: int, stop: int) -> list[PublishRow]:
+async def publish_rows(conn: AsyncConnection, key: PlanKey, start: int, stop: int) -> list[PlanItemToPublish]:
     """Plan items `start`..`stop - 1` with their candidates and embeddings, in plan order."""
     rows = await conn.execute(
         select(
@@ -559,7 +561,7 @@ async def publish_rows(conn: AsyncConnection, key: PlanKey, start: int, stop: in
         .order_by(_P.idx)
     )
     return [
-        PublishRow(
+        PlanItemToPublish(
             idx=int(r.idx),
             candidate=StoredCandidate(
                 idx=int(r.candidate_idx),
@@ -579,7 +581,7 @@ async def publish_rows(conn: AsyncConnection, key: PlanKey, start: int, stop: in
 
 
 async def record_published(
-    conn: AsyncConnection, key: PlanKey, outcomes: Sequence[PublishedRow], *, count: int | None = None
+    conn: AsyncConnection, key: PlanKey, outcomes: Sequence[PlanItemPublished], *, count: int | None = None
 ) -> None:
     """Write publish's outcomes onto the plan items and the count (default: theirs) onto the header."""
     await record_outcomes(conn, key, outcomes)
@@ -590,7 +592,7 @@ async def record_published(
     )
 
 
-async def record_outcomes(conn: AsyncConnection, key: PlanKey, outcomes: Sequence[PublishedRow]) -> None:
+async def record_outcomes(conn: AsyncConnection, key: PlanKey, outcomes: Sequence[PlanItemPublished]) -> None:
     """Write what publishing did onto those plan items (a chunk of them, in the chunk's transaction)."""
     if outcomes:
         await conn.execute(
@@ -625,7 +627,7 @@ async def record_outcomes(conn: AsyncConnection, key: PlanKey, outcomes: Sequenc
 
 async def published_page(
     conn: AsyncConnection, key: PlanKey, *, offset: int, limit: int
-) -> tuple[int, list[PublishedRow]]:
+) -> tuple[int, list[PlanItemPublished]]:
     """How many plan items were published, and those from `offset` (at most `limit`), in plan order."""
     where = and_(_of(key, promotion_plan_items), _P.memory_id.is_not(None))
     total = int(await conn.scalar(select(func.count()).select_from(promotion_plan_items).where(where)) or 0)
@@ -647,7 +649,7 @@ async def published_page(
         .limit(limit)
     )
     return total, [
-        PublishedRow(
+        PlanItemPublished(
             idx=int(r.idx),
             memory_id=r.memory_id,
             citation=r.citation,

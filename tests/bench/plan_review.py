@@ -32,8 +32,8 @@ from governance.config import Settings
 from governance.storage.engine import make_engine
 from governance.storage.plan_review import nearest_memories
 from governance.storage.plans import (
+    PlanItemToWrite,
     PlanKey,
-    PlannedItem,
     finish_plan,
     plan_page,
     save_candidates,
@@ -122,7 +122,7 @@ async def main() -> None:
                 conn,
                 key,
                 [
-                    PlannedItem(
+                    PlanItemToWrite(
                         i, i, "new", None, None, "no duplicate", f"{i:064x}", [float(x) for x in vectors[i]]
                     )
                     for i in range(args.items)

@@ -12,8 +12,8 @@ from governance.cognify import Candidate
 from governance.storage.events import EventType, record_event
 from governance.storage.plan_review import nearest_memories, published_targets
 from governance.storage.plans import (
+    PlanItemToWrite,
     PlanKey,
-    PlannedItem,
     promotion_plan_items,
     save_candidates,
     save_plan_items,
@@ -38,7 +38,7 @@ async def _plan(engine: AsyncEngine, vectors: list[list[float]]) -> PlanKey:
         await save_plan_items(
             conn,
             key,
-            [PlannedItem(i, i, "new", None, None, "new", f"{i:064x}", v) for i, v in enumerate(vectors)],
+            [PlanItemToWrite(i, i, "new", None, None, "new", f"{i:064x}", v) for i, v in enumerate(vectors)],
         )
     return key
 
