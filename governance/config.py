@@ -131,14 +131,15 @@ class Settings(BaseSettings):
     # a promotion that leaves a project's pending (not yet reflected) episodes weighing at least this much
     # importance (an episode weighs 0.4-0.8) starts its reflection; 0 turns the trigger off
     reflection_importance_threshold: float = Field(default=8.0, ge=0.0)  # pending importance that starts one
-    # the project knowledge's schedule: every project's hotspots and statistics (workflows/knowledge.py)
-    knowledge_cron: str = "17 * * * *"
     reflection_cron: str = "30 3 * * *"  # the scheduled sweep: every project with pending episodes
     reflection_min_episodes: int = Field(default=2, ge=1)  # the sweep skips projects with fewer pending
     reflection_max_episodes: int = Field(default=500, ge=2, le=5000)  # the window one reflection reads
     reflection_min_support: int = Field(default=2, ge=2)  # episodes an insight needs
     reflection_similarity: float = Field(default=0.95, gt=0.0, le=1.0)  # cosine of "similar tasks" (e5: 0.95)
     reflection_target_scope: Literal["project", "org"] = "project"  # where insights publish (approved)
+
+    # project knowledge (workflows/knowledge.py): every project's hotspots and statistics, on a schedule
+    knowledge_cron: str = "17 * * * *"  # when the snapshot is computed (hourly at minute 17)
 
     # notifications: webhooks an admin registers per tenant (governance/webhooks.py, workflows/notifications)
     notification_interval_seconds: int = Field(default=60, ge=5)  # how often the sweep looks for new events
