@@ -20,7 +20,7 @@ import functools
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -49,29 +49,16 @@ from governance.episodes import EntryView, episode_structure
 from governance.errors import InvalidInput, NotFound
 from governance.instruction_exemplars import EXEMPLAR_EMBEDDER, exemplar_texts, nearest_exemplars
 from governance.instructions import QuarantinedItem, quarantine_reason
-from governance.item_decisions import ItemDecisionKind
 from governance.operations import working_memory
-from governance.operations.publishing import ChunkItem, publish_chunk
+from governance.operations.promotion_publish import PlanMissing, PlanPublication, publish_plan, with_critique
 from governance.publication import NearbyMemory, PlanItem, PublishedMemory
 from governance.redaction import redact, redact_json
-from governance.scopes import SCOPE_LEVEL, ActorType, Scope, scope_key
-from governance.storage.derivations import record_derivations
-from governance.storage.episodes import record_episode
-from governance.storage.events import Event, EventType, record_event, record_events
-from governance.storage.item_decisions import (
-    ItemDecisionRow,
-    item_decisions_of,
-    mark_applied,
-    plan_item_views,
-    rewrite_candidate_text,
-)
-from governance.storage.memory_rows import NewMemory
+from governance.scopes import Scope, keys_at_or_above, scope_key
+from governance.storage.events import EventType, record_event
 from governance.storage.plan_review import NearMemory, PublishedTarget, nearest_memories, published_targets
 from governance.storage.plans import (
-    PlanHeader,
     PlanItemForReview,
     PlanItemPublished,
-    PlanItemToPublish,
     PlanItemToWrite,
     PlanKey,
     StoredCandidate,
@@ -84,19 +71,15 @@ from governance.storage.plans import (
     plan_counts,
     plan_page,
     planned_count,
-    publish_rows,
     quarantined_items,
-    record_outcomes,
-    record_published,
     save_candidates,
     save_plan_items,
     text_digest,
 )
 from governance.storage.promotions import end_promotion, grant_note, promotion_by_workflow, record_snapshot
-from governance.storage.publish import NeighbourProbe, find_neighbours_many, lock_for_publication
+from governance.storage.publish import NeighbourProbe, find_neighbours_many
 from governance.storage.staging import (
     ENDED_STATUSES,
-    entry_decay_policies,
     get_task,
     set_task_status,
     snapshot_entries,
@@ -104,8 +87,7 @@ from governance.storage.staging import (
     written_by_non_humans,
 )
 from governance.supersession import ContradictionJudge
-from governance.trust import published_decay_policy, published_trust
-from governance.validity import PublishedItem, candidate_expiry, derivation_links, entry_expiry
+from governance.validity import candidate_expiry, entry_expiry
 from policy.enforcer import Authorizer
 
 __all__ = [
@@ -273,31 +255,9 @@ class PlanResult:
     quarantined_items: list[QuarantinedItem] = field(default_factory=list)
 
 
-@dataclass
-class PublishInput:
-    """Publish the stored plan of (workflow id, `run_id`), `total` items, into `scope`, chunk by chunk."""
-
-    workflow_id: str
-    run_id: str
-    task_id: str
-    org: str
-    project: str
-    worktree: str
-    scope: str
-    total: int
-    verified: bool
-    validation_source: str | None
-    approver: str | None = None
-    approver_type: str | None = None
-    approval_note: str = ""
-    summary: dict[str, Any] = field(default_factory=dict)
-    # the commit the verification evidence named: what is published is valid from it
-    valid_from_commit: str | None = None
-    # the gateway's grant of the approval: its row holds the approver's note (the history never does)
-    approval_grant: str | None = None
-    # the approver's per-item decisions (rows of promotion_item_decisions under this id): rejected items
-    # are skipped, edited ones re-planned and published with the approver's text
-    item_decisions: str | None = None
+# Publish the stored plan of (workflow id, `run_id`), `total` items, into `scope`, chunk by chunk: the
+# operation's input, as the workflow hands it over (ids, counts and the approval; never a text)
+PublishInput = PlanPublication
 
 
 @dataclass
@@ -331,48 +291,6 @@ class OutcomeInput:
     workflow_id: str
     task_id: str
     status: str
-
-
-def _item_counts(decided: Sequence[ItemDecisionRow]) -> dict[str, list[int]]:
-    """The plan indexes the approver rejected and edited, for the decision's and the summary's events."""
-    if not decided:
-        return {}
-    return {
-        "rejected_items": [r.idx for r in decided if r.decision == ItemDecisionKind.REJECT],
-        "edited_items": [r.idx for r in decided if r.decision == ItemDecisionKind.EDIT],
-    }
-
-
-def _item_event(data: PublishInput, row: ItemDecisionRow, actor_type: str, replanned: str | None) -> Event:
-    """The audit row of one per-item decision: a rejection with its reason, an edit with its word diff."""
-    rejected = row.decision == ItemDecisionKind.REJECT
-    diff = row.diff or {}
-    return Event(
-        event_type=EventType.ITEM_REJECTED if rejected else EventType.ITEM_EDITED,
-        actor_id=row.decided_by,
-        actor_type=actor_type,
-        task_id=data.task_id,
-        workflow_id=data.workflow_id,
-        reason=row.reason if rejected else (row.reason or "edited by the approver"),
-        payload={"index": row.idx, "decision_id": row.decision_id}
-        if rejected
-        else {
-            "index": row.idx,
-            "decision_id": row.decision_id,
-            "plan_decision": replanned,
-            "title_diff": _diff_text(diff.get("title")),
-            "content_diff": _diff_text(diff.get("content")),
-        },
-        idempotency_key=f"{data.workflow_id}:item:{row.idx}:{row.decision}",
-    )
-
-
-def _diff_text(ops: Any) -> str | None:
-    """A stored diff (`[{"op", "text"}…]`) as one `[-removed-]{+added+}` line; None without one."""
-    if not ops:
-        return None
-    marks = {"equal": "{}", "delete": "[-{}-]", "insert": "{{+{}+}}"}
-    return "".join(marks.get(o.get("op"), "{}").format(o.get("text", "")) for o in ops)
 
 
 def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
@@ -409,13 +327,6 @@ def _preview_item(
         similarity=row.similarity,
         reason="",
     )
-
-
-def _with_critique(summary: dict[str, Any], header: PlanHeader | None) -> dict[str, Any]:
-    """The run's summary for its events, with the critique from the plan header (the history has none)."""
-    if header is None or not header.critique or summary.get("critique"):
-        return summary
-    return {**summary, "critique": header.critique}
 
 
 def _published(row: PlanItemPublished) -> PublishedMemory:
@@ -463,7 +374,7 @@ class _Progress:
 
 def _keys_from(scope: Scope, keys: dict[str, str]) -> list[str]:
     # a target scope is classified against itself and wider scopes, never against narrower ones
-    return [scope_key(s, **keys) for s in Scope if SCOPE_LEVEL[s] >= SCOPE_LEVEL[scope]]
+    return keys_at_or_above(scope, **keys)
 
 
 async def _rule_proposal(conn: AsyncConnection, candidate: StoredCandidate, scope_key: str) -> str | None:
@@ -898,281 +809,46 @@ class PromotionActivities:
             progress.embedded += len(fresh)
         return [found[d] for d in digests]
 
-    def _new_memory(
-        self,
-        data: PublishInput,
-        scope: Scope,
-        target_key: str,
-        row: PlanItemToPublish,
-        confidence: float,
-        validation_source: str | None,
-        asked: dict[int, str],
-    ) -> NewMemory:
-        c = row.candidate
-        return NewMemory(
-            memory_type=c.memory_type,
-            scope=scope.value,
-            scope_key=target_key,
-            org=data.org,
-            project=data.project if scope is not Scope.ORG else None,
-            canonical_key=c.canonical_key,
-            title=c.title,
-            content=c.content,
-            embedding=row.embedding,
-            confidence=confidence,
-            validation_source=validation_source,
-            importance=c.importance,
-            reward=data.summary.get("reward") if c.memory_type == "episode" else None,
-            success=data.summary.get("success")
-            if c.memory_type in ("episode", "skill", "bug_pattern")
-            else None,
-            source_task_ids=[data.task_id],
-            source_entry_ids=list(c.source_entry_ids),
-            # a decay policy asked in the source entries' payloads (governance/trust.py)
-            decay_policy=published_decay_policy(
-                c.memory_type,
-                [asked.get(i) for i in c.source_entry_ids],
-                human_approved=data.approver_type == ActorType.HUMAN.value,
-            ).value,
-            expires_at=c.expires_at,
-            valid_from_commit=data.valid_from_commit,
-        )
-
     @activity.defn
     @_heartbeating
     async def publish(self, data: PublishInput) -> PublishResult:
-        """Publish the stored plan a chunk at a time, each chunk one transaction under the scopes' locks,
-        set-based (`publish_chunk`); the summary, derivations and the task's end in a last one.
+        """Publish the stored plan a chunk at a time (governance/operations/promotion_publish.py): each chunk
+        one transaction under the scopes' locks, the summary, derivations and the task's end in a last one.
 
         A retry publishes nothing twice: the committed chunks replay by their items' idempotency keys. The
-        plan items come from the database (the history only names them); what each did is written back onto
-        them in its chunk's transaction, and the result carries counts and the first few. A regular
-        (non-local) attempt heartbeats the items done after each chunk, so no timeout guesses the plan's size.
+        plan items come from the database (the history only names them); the result carries counts and the
+        first few. A regular (non-local) attempt heartbeats the items done after each chunk, so no timeout
+        guesses the plan's size.
         """
-        scope = Scope(data.scope)
-        keys = {"org": data.org, "project": data.project, "worktree": data.worktree, "task_id": data.task_id}
-        target_key = scope_key(scope, **keys)
-        visible = _keys_from(scope, keys)
-        confidence, validation_source = published_trust(
-            data.verified, data.validation_source, human_approved=data.approver_type == ActorType.HUMAN.value
-        )
-        actor_id = data.approver or f"workflow:{data.workflow_id}"[:64]
-        actor_type = data.approver_type or "system"
-        key = PlanKey(data.workflow_id, data.run_id)
-        results: list[PlanItemPublished] = []
-        derivation: list[PublishedItem] = []
-        async with self._engine.connect() as conn:
-            header = await get_plan(conn, key)
-            note = data.approval_note or await grant_note(
-                conn, workflow_id=data.workflow_id, grant=data.approval_grant
-            )
-            summary = _with_critique(data.summary, header)
-            if header is None or header.plan_total != data.total:
-                # the plan this promotion approved is not there (or not that plan): publish nothing
-                raise ApplicationError(
-                    f"the plan of {data.workflow_id} (run {data.run_id}) with {data.total} items is not in "
-                    f"the database (found {header.plan_total if header else 'none'})",
-                    type=NotFound.__name__,
-                    non_retryable=True,
-                )
-        # the approver's per-item decisions: edits re-planned and in place, rejections skipped
-        decided = await self._apply_item_decisions(data, key, target_key, visible, actor_type)
-        rejected = {r.idx for r in decided if r.decision == ItemDecisionKind.REJECT}
-        held: set[int] = set(rejected)
-        async with self._engine.connect() as conn:
-            # instructions aimed at agents leave only with a human's approval (a plan holding them waits
-            # for one; a failed task's episodes, published without waiting, keep them back)
-            if data.approver_type != ActorType.HUMAN.value:
-                _, quarantined = await quarantined_items(conn, key, limit=data.total)
-                held |= {q.idx for q in quarantined}
-        local = activity.info().is_local
         timing = _Progress()
-        for start in range(0, data.total, self._publish_chunk):
-            # one transaction per chunk, under the scopes' locks taken again (and expired memories retired):
-            # a retry replays the committed chunks by their items' idempotency keys and goes on from there
-            async with self._engine.begin() as conn:
-                with timing.phase("lock"):
-                    await lock_for_publication(conn, scope.value, target_key, visible)
-                with timing.phase("rows"):
-                    rows = [
-                        r
-                        for r in await publish_rows(
-                            conn, key, start, min(data.total, start + self._publish_chunk)
-                        )
-                        if r.idx not in held
-                    ]
-                    asked = await entry_decay_policies(
-                        conn, sorted({i for row in rows for i in row.candidate.source_entry_ids})
-                    )
-                outcomes = await publish_chunk(
-                    conn,
-                    [
-                        ChunkItem(
-                            self._new_memory(
-                                data, scope, target_key, row, confidence, validation_source, asked
-                            ),
-                            # by plan index, as before the plan moved to the database: one event per item
-                            idempotency_key=f"{data.workflow_id}:publish:{row.idx}",
-                        )
-                        for row in rows
-                    ],
-                    scope=scope.value,
-                    target_scope_key=target_key,
-                    visible_scope_keys=visible,
-                    actor_id=actor_id,
-                    actor_type=actor_type,
-                    task_id=data.task_id,
-                    workflow_id=data.workflow_id,
-                    dup_threshold=self._settings.dedup_similarity_threshold,
-                    related_threshold=self._settings.related_similarity_threshold,
-                    judge=self._publish_judge,
-                    timings=timing.phases,
-                )
-                chunk = [
-                    PlanItemPublished(
-                        idx=row.idx,
-                        memory_id=outcome.memory_id,
-                        citation=outcome.citation,
-                        action=outcome.action,
-                        memory_type=row.candidate.memory_type,
-                        title=row.candidate.title,
-                        superseded_id=outcome.superseded_id,
-                        replayed=outcome.replayed,
-                    )
-                    for row, outcome in zip(rows, outcomes, strict=True)
-                ]
-                # an episode's structured fields beside it, in its chunk's transaction (once per memory)
-                for row, outcome in zip(rows, outcomes, strict=True):
-                    if row.candidate.structure is not None and row.candidate.memory_type == "episode":
-                        await record_episode(
-                            conn,
-                            memory_id=outcome.memory_id,
-                            org=data.org,
-                            project=data.project if scope is not Scope.ORG else None,
-                            task_id=data.task_id,
-                            structure=row.candidate.structure,
-                        )
-                with timing.phase("outcomes"):
-                    await record_outcomes(conn, key, chunk)
-            results += chunk
-            derivation += [
-                PublishedItem(
-                    o.memory_id,
-                    r.candidate.memory_type,
-                    tuple(r.candidate.source_entry_ids),
-                    r.candidate.canonical_key,
-                )
-                for r, o in zip(rows, outcomes, strict=True)
-            ]
-            if not local:
-                activity.heartbeat(len(results) + len(held))
-        if len(results) + len(held) != data.total:
-            raise ApplicationError(
-                f"the plan of {data.workflow_id} has {len(results)} of its {data.total} items",
-                type=NotFound.__name__,
-                non_retryable=True,
+
+        async def replan(
+            target_key: str, visible: list[str], idx: int, candidate: StoredCandidate
+        ) -> PlanItemToWrite:
+            # an edited item is planned as plan plans it: embedded, decided against visible memory, screened
+            again = PlanInput(data.task_id, data.workflow_id, data.run_id, target_key, visible)
+            return (await self._plan_candidates(again, idx, [candidate], _Progress(), {}))[0]
+
+        try:
+            results = await publish_plan(
+                self._engine,
+                data,
+                replan=replan,
+                chunk_size=self._publish_chunk,
+                dup_threshold=self._settings.dedup_similarity_threshold,
+                related_threshold=self._settings.related_similarity_threshold,
+                judge=self._publish_judge,
+                on_chunk=None if activity.info().is_local else activity.heartbeat,
+                timings=timing.phases,
             )
-        async with self._engine.begin() as conn:
-            await record_published(conn, key, [], count=len(results))
-            # what builds on what, within this promotion: a source's later change marks these stale
-            await record_derivations(conn, derivation_links(derivation), task_id=data.task_id)
-            if data.approver is not None:
-                await record_event(
-                    conn,
-                    event_type=EventType.APPROVED,
-                    actor_id=data.approver,
-                    actor_type=data.approver_type,
-                    task_id=data.task_id,
-                    workflow_id=data.workflow_id,
-                    reason=note or "approved",
-                    payload={
-                        "memory_ids": [r.memory_id for r in results],
-                        **_item_counts(decided),
-                        **summary,
-                    },
-                    idempotency_key=f"{data.workflow_id}:approved",
-                    if_absent=True,
-                )
-            # one summary per promotion: redaction counts, cognify engine and any LLM fallback reason
-            await record_event(
-                conn,
-                event_type=EventType.PROMOTION,
-                actor_id=actor_id,
-                actor_type=actor_type,
-                task_id=data.task_id,
-                workflow_id=data.workflow_id,
-                reason=f"published {len(results)} memories into {target_key}",
-                payload={
-                    "memory_ids": [r.memory_id for r in results],
-                    **_item_counts(decided),
-                    "scope_key": target_key,
-                    **summary,
-                },
-                idempotency_key=f"{data.workflow_id}:summary",
-                if_absent=True,
-            )
-            await set_task_status(conn, data.task_id, "promoted" if data.verified else "unverified")
-            await end_promotion(conn, data.workflow_id, "published" if data.verified else "unverified")
+        except PlanMissing as exc:
+            raise ApplicationError(str(exc), type=NotFound.__name__, non_retryable=True) from exc
         activity.logger.info("publish of %s: %d items: %s", data.workflow_id, data.total, timing.timings())
         return PublishResult(
             total=len(results),
             actions=dict(Counter(r.action for r in results)),
             memories=[_published(r) for r in results[:PREVIEW_ITEMS]],
         )
-
-    async def _apply_item_decisions(
-        self, data: PublishInput, key: PlanKey, target_key: str, visible: list[str], actor_type: str
-    ) -> list[ItemDecisionRow]:
-        """Apply the approver's per-item decisions once, before anything is published; the decisions.
-
-        An edited item is planned again with the approver's text (embedded, decided against published
-        memory as plan decides, screened for instructions aimed at agents) and its candidate and plan line
-        rewritten; each rejection and edit writes its event (the reason; the word diff), all in one
-        transaction with the rows' `applied_at`. A retry after it finds them applied and only skips.
-        """
-        if data.item_decisions is None:
-            return []
-        async with self._engine.connect() as conn:
-            rows = await item_decisions_of(conn, data.workflow_id, data.item_decisions)
-        if not rows or any(r.run_id != data.run_id for r in rows):
-            raise ApplicationError(
-                f"the per-item decisions {data.item_decisions} of {data.workflow_id} are not in the database",
-                type=NotFound.__name__,
-                non_retryable=True,
-            )
-        if all(r.applied for r in rows):
-            return rows
-        edits = [r for r in rows if r.decision == ItemDecisionKind.EDIT]
-        async with self._engine.connect() as conn:
-            views = await plan_item_views(conn, key, [r.idx for r in edits])
-            candidates = await load_candidates(conn, key, [views[r.idx].candidate_index for r in edits])
-        again = PlanInput(data.task_id, data.workflow_id, data.run_id, target_key, visible)
-        edited = [
-            replace(
-                c,
-                title=r.title if r.title is not None else c.title,
-                content=r.content if r.content is not None else c.content,
-            )
-            for r, c in zip(edits, candidates, strict=True)
-        ]
-        planned = [
-            (await self._plan_candidates(again, r.idx, [c], _Progress(), {}))[0]
-            for r, c in zip(edits, edited, strict=True)
-        ]
-        async with self._engine.begin() as conn:
-            for candidate in edited:
-                await rewrite_candidate_text(
-                    conn, key, candidate.idx, title=candidate.title, content=candidate.content
-                )
-            await save_plan_items(conn, key, planned)
-            await mark_applied(conn, data.workflow_id, data.item_decisions)
-            replanned = {p.idx: p.decision for p in planned}
-            await record_events(
-                conn,
-                [_item_event(data, r, actor_type, replanned.get(r.idx)) for r in rows],
-                if_absent=True,
-            )
-        return rows
 
     @activity.defn
     async def record_decision(self, data: DecisionRecordInput) -> None:
@@ -1188,7 +864,7 @@ class PromotionActivities:
                 task_id=data.task_id,
                 workflow_id=data.workflow_id,
                 reason=note or data.reason,
-                payload=_with_critique(data.payload, header),
+                payload=with_critique(data.payload, header),
                 idempotency_key=f"{data.workflow_id}:rejected",
                 if_absent=True,
             )

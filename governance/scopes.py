@@ -14,6 +14,7 @@ __all__ = [
     "can_promote",
     "requires_validation",
     "scope_key",
+    "keys_at_or_above",
     "visible_scope_keys",
 ]
 
@@ -102,6 +103,12 @@ def scope_key(scope: Scope, *, org: str, project: str, worktree: str, task_id: s
     if scope is Scope.PROJECT:
         return f"project:{org}/{project}"
     return f"org:{org}"
+
+
+def keys_at_or_above(scope: Scope, *, org: str, project: str, worktree: str, task_id: str) -> list[str]:
+    """The keys of `scope` and every wider scope: what a memory planned into `scope` is classified against."""
+    keys = {"org": org, "project": project, "worktree": worktree, "task_id": task_id}
+    return [scope_key(s, **keys) for s in Scope if SCOPE_LEVEL[s] >= SCOPE_LEVEL[scope]]
 
 
 def visible_scope_keys(*, org: str, project: str, worktree: str, task_id: str) -> list[str]:
