@@ -26,7 +26,7 @@ from api.http.routes import (
     promotions,
     reflections,
     search,
-    tasks,
+    staging,
     transfer,
     truth,
     webhooks,
@@ -86,7 +86,7 @@ def create_app(settings: Settings | None = None, *, grpc_port: int | None = None
     install_error_handlers(app)
     for router in (
         health.router,
-        tasks.router,
+        staging.router,
         admin.router,
         truth.router,
         erasure.router,

@@ -18,7 +18,7 @@ from api.cli.commands._common import JsonOption, KeyOption, UrlOption, console
 from api.cli.commands._common import api_client as _client
 from api.cli.commands._common import print_json as _print_json
 from api.cli.commands.batch import decide_batch
-from api.cli.commands.lift import print_lift_items
+from api.cli.commands.lifting import print_lift_items
 
 if TYPE_CHECKING:
     from api.schemas.change_requests import ChangeDecisionPublic
