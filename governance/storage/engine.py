@@ -89,8 +89,12 @@ def _ping_when_idle(engine: Engine) -> None:
         dialect = engine.dialect
         try:
             dialect.do_ping(dbapi_connection)
-        except dialect.loaded_dbapi.Error as exc:  # as SQLAlchemy's own pre-ping judges it
-            if dialect.is_disconnect(exc, dbapi_connection, None):
+        except dialect.loaded_dbapi.Error as exc:  # as SQLAlchemy's own pre-ping judges it, and more:
+            # a server that shut down or restarted answers the ping with its FATAL (57P01 admin shutdown,
+            # 57P02 crash shutdown, 57P03 cannot connect now, 08xxx connection exceptions) before libpq has
+            # marked the connection bad, where SQLAlchemy's test would still call it alive
+            sqlstate = str(getattr(exc, "sqlstate", None) or "")
+            if dialect.is_disconnect(exc, dbapi_connection, None) or sqlstate.startswith(("08", "57P")):
                 raise DisconnectionError(str(exc)) from exc
             raise
 
