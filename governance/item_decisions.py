@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from governance.errors import Conflict, InvalidInput
-from governance.redaction import redact, redact_free_text
 from governance.word_diff import DiffOp, word_diff
 
 __all__ = [
@@ -191,8 +190,12 @@ def prepare(choice: ItemChoice, item: PlanItemView) -> PreparedChoice:
     """The stored form of a checked choice: reason cleaned, new text redacted, the approver's diff.
 
     The redaction is the gate's own (`redact`, as collect applies it to staging): an approver's edit is
-    published like a candidate, so it may carry no secret and no `<private>` span either.
+    published like a candidate, so it may carry no secret and no `<private>` span either. It is imported
+    here, not at the top: the workflow's contract imports this module, and clients (`loregate search`)
+    import that contract's types without the detectors' start-up cost.
     """
+    from governance.redaction import redact, redact_free_text
+
     kind = ItemDecisionKind(choice.decision)
     reason = redact_free_text(choice.reason.strip()) or ""
     title = redact(choice.title.strip()).text if choice.title is not None else None

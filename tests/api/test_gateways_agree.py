@@ -91,6 +91,7 @@ class Grpc:
             task = await self._stub.OpenTask(pb2.OpenTaskRequest(**body), metadata=bearer(key))
             answer = {f.name: getattr(task, f.name) for f in task.DESCRIPTOR.fields if f.name != "created"}
             answer["promotion_workflow_id"] = answer["promotion_workflow_id"] or None
+            answer["closed_reason"] = answer["closed_reason"] or None
             return answer
 
         return await self._guard(call())

@@ -87,7 +87,7 @@ async def _review_in_console(page: Page, platform: Platform, task_id: str, human
     await expect(page.get_by_role("banner").get_by_text(human.id)).to_be_visible()
     await page.get_by_role("link", name=task_id, exact=True).click()
 
-    await expect(page.get_by_role("heading", level=1, name=f"Promotion of task {task_id}")).to_be_visible()
+    await expect(page.get_by_role("heading", level=1, name=f"Promotion 1 of task {task_id}")).to_be_visible()
     await expect(page.get_by_role("heading", level=3, name=DRIVER_TITLE, exact=False)).to_be_visible()
     await expect(page.get_by_role("heading", level=3, name=CI_TITLE, exact=False)).to_be_visible()
     temporal = page.get_by_role("link", name=f"promote-{task_key(ORG, task_id)} in the Temporal UI")

@@ -136,7 +136,7 @@ async def _review(
     # the pending plan: a supersede and a duplicate with their targets and diffs, a new item with neighbours
     await expect(page.get_by_role("link", name=second, exact=True)).to_be_visible()
     await page.get_by_role("link", name=second, exact=True).click()
-    await expect(page.get_by_role("heading", level=1, name=f"Promotion of task {second}")).to_be_visible()
+    await expect(page.get_by_role("heading", level=1, name=f"Promotion 1 of task {second}")).to_be_visible()
     await expect(page.locator("del", has_text="psycopg 3")).to_be_visible()
     await expect(page.locator("ins", has_text="asyncpg")).to_be_visible()
     await expect(page.get_by_text("Approved by").first).to_be_visible()
