@@ -10,9 +10,9 @@ Every wait on the database is bounded on the client side, from `LOREGATE_DB_TIME
 
 A request's worst case against a stalled server is a pooled connection whose pre-ping gets no answer
 (1.1 T), then a reconnection that gets none either (0.5 T): 1.6 T, inside the 2 T the gateways promise.
-The pre-ping is skipped for a connection checked in less than `PING_IDLE_SECONDS` ago (under load, nearly
-every checkout): it was answering a moment ago, a round trip per request is a third of a single append's,
-and a statement on it meets a stall within the same 1.1 T bound anyway.
+Every pooled connection is pinged when it is checked out (`PING_IDLE_SECONDS` is 0): skipping the ping
+for one that answered less than a second ago saved a round trip per request, but a Postgres restarted within
+that second handed the dead connection to a caller, who got the server's shutdown error.
 TCP keepalives find a peer that vanished (host down, cable cut) under idle pooled connections; they cannot
 find a stopped process, whose kernel still acknowledges, which is why the client-side bounds exist.
 """
@@ -69,8 +69,9 @@ def libpq_timeouts(timeout: float) -> dict[str, Any]:
     }
 
 
-# a pooled connection idle for longer than this is pinged before use (a dead one is replaced, not used)
-PING_IDLE_SECONDS = 1.0
+# a pooled connection idle for this long or longer is pinged before use (a dead one is replaced, not used);
+# 0: every checkout of a pooled connection (see the module's docstring)
+PING_IDLE_SECONDS = 0.0
 
 
 def _ping_when_idle(engine: Engine) -> None:

@@ -1,4 +1,4 @@
-"""The pool pings a connection idle for a while before handing it out, and replaces a dead one."""
+"""The pool pings a pooled connection before handing it out, and replaces a dead one."""
 
 from __future__ import annotations
 
