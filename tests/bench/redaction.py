@@ -1,16 +1,23 @@
 """Redaction against the evaluation corpora: tune and held-out tables, and speed.
 
-    python tests/bench/redaction.py [--corpus first|fresh|both] [--families] [--misses] [--heldout-misses]
-                                    [--kb 256] [--unseen DIR]
+    python tests/bench/redaction.py [--corpus first|fresh|third|both|all] [--families] [--misses]
+                                    [--heldout-misses] [--third-heldout] [--kb 64] [--baseline REV]
+                                    [--unseen DIR]
 
-`first` is tests/data/redaction_eval, `fresh` the second corpus written blind (tests/data/redaction_fresh);
-`both` (the default) prints the tables of each.
+`first` is tests/data/redaction_eval, `fresh` the second corpus written blind (tests/data/redaction_fresh),
+`third` the third one written blind (tests/data/redaction_third); `both` prints first and fresh, `all` (the
+default) all three.
+
+The third corpus' held-out half is not to be tuned on: its figure is printed only with `--third-heldout`,
+and then only as aggregate numbers (recall, near-misses unchanged, counts), never per family, id or text;
+`--misses` and `--families` show the third corpus' tune half only.
 
 Prints, for the tune half and the held-out half: secret samples, recall, near-miss samples, the share of
 near-misses left unchanged; with `--families`, the same per family; with `--misses`, each missed secret
 and each altered near-miss. Then the time `redact` takes per KB on three texts of `--kb` KB each (prose with
 no secret, a mixed config file, every corpus text joined), against a same-run baseline: the time a single
-`str.lower()` plus a regex scan for whitespace takes on the same text (a floor any scanner pays).
+`str.lower()` plus a regex scan for whitespace takes on the same text (a floor any scanner pays), and with
+`--baseline REV` the time the redaction package of git revision REV takes on the same texts (new/old).
 
 `--unseen DIR` also counts the texts of real, public writing that redaction alters (none should hold a
 secret): every `*.jsonl` of commit records (`subject` and `body`) and every `*.tsv` of sentences (second
@@ -20,10 +27,14 @@ column) found under DIR.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import re
+import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -70,6 +81,66 @@ def _table(name: str, corpus: redaction_eval.Corpus, split: str, families: bool,
             print(f"  ALTERED [{family}] {text!r}\n      -> {output!r}")
 
 
+def _third(corpus: redaction_eval.Corpus, families: bool, misses: bool, heldout: bool) -> None:
+    secrets, near = corpus.part("tune")
+    result = redaction_eval.score(_clean, secrets, near)
+    print(
+        f"{'tune':<9} secrets={result.secrets:4d} recall={result.recall:.3f}   "
+        f"near-misses={result.near_misses:3d} unchanged={result.near_miss_precision:.3f}   "
+        f"families={len({s.family for s in secrets})}+{len({s.family for s in near})}"
+    )
+    if families:
+        _table("tune", corpus, "tune", True, False)
+    if misses:
+        for sample in secrets:
+            output = _clean(sample.text)
+            if redaction_eval.leftovers(sample, output):
+                print(f"  MISSED {sample.id} [{sample.family}] {sample.text!r}\n      -> {output!r}")
+        for sample in near:
+            output = _clean(sample.text)
+            if output != sample.text:
+                print(f"  ALTERED {sample.id} [{sample.family}] {sample.text!r}\n      -> {output!r}")
+    if not heldout:
+        print("held-out  (not shown: pass --third-heldout; aggregate figures only, count each look)")
+        return
+    secrets, near = corpus.part("heldout")
+    result = redaction_eval.score(_clean, secrets, near)
+    print(
+        f"{'held-out':<9} secrets={result.secrets:4d} recall={result.recall:.3f} "
+        f"({result.removed}/{result.secrets})   near-misses={result.near_misses:3d} "
+        f"unchanged={result.near_miss_precision:.3f} ({result.kept}/{result.near_misses})"
+    )
+
+
+def _baseline(rev: str) -> Callable[[str], object]:
+    """`redact` as git revision `rev` had it, imported under another package name for a same-run timing."""
+    root = Path(__file__).resolve().parents[2]
+    target = Path(tempfile.mkdtemp(prefix="redaction-baseline-"))
+    package = target / "redaction_baseline"
+    package.mkdir()
+    names = subprocess.run(
+        ["git", "ls-tree", "--name-only", f"{rev}:governance/redaction"],
+        cwd=root,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    for name in names:
+        body = subprocess.run(
+            ["git", "show", f"{rev}:governance/redaction/{name}"],
+            cwd=root,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        (package / name).write_text(body.replace("governance.redaction", "redaction_baseline"))
+    sys.path.insert(0, str(target))
+    module = importlib.import_module("redaction_baseline")
+    fn = module.redact
+    assert callable(fn)
+    return fn
+
+
 def _unseen(root: Path) -> None:
     for path in sorted(root.rglob("*.jsonl")) + sorted(root.rglob("*.tsv")):
         texts: list[str] = []
@@ -114,15 +185,25 @@ def main() -> None:
         action="store_true",
         help="the held-out half's too (look only after tuning is done)",
     )
-    parser.add_argument("--corpus", choices=("first", "fresh", "both"), default="both")
-    parser.add_argument("--kb", type=int, default=256)
+    parser.add_argument(
+        "--third-heldout",
+        action="store_true",
+        help="print the third corpus' held-out figure (aggregate only; looks are counted in the docs)",
+    )
+    parser.add_argument("--corpus", choices=("first", "fresh", "third", "both", "all"), default="all")
+    parser.add_argument("--kb", type=int, default=64)
+    parser.add_argument("--baseline", help="a git revision whose redaction package is timed beside this one")
     parser.add_argument("--unseen", type=Path, help="a directory of public text (commit logs, sentences)")
     args = parser.parse_args()
 
     corpus = redaction_eval.load()
     loaders = {"first": redaction_eval.load, "fresh": redaction_eval.load_fresh}
-    for name in ("first", "fresh") if args.corpus == "both" else (args.corpus,):
+    chosen = {"both": ("first", "fresh"), "all": ("first", "fresh", "third")}.get(args.corpus, (args.corpus,))
+    for name in chosen:
         print(f"corpus {name}:")
+        if name == "third":
+            _third(redaction_eval.load_third(), args.families, args.misses, args.third_heldout)
+            continue
         part = loaders[name]()
         _table("tune", part, "tune", args.families, args.misses)
         _table("held-out", part, "heldout", args.families, args.heldout_misses)
@@ -138,12 +219,18 @@ def main() -> None:
         "config": (_CONFIG * (size // len(_CONFIG) + 1))[:size],
         "corpus": (joined * (size // len(joined) + 1))[:size],
     }
+    old = _baseline(args.baseline) if args.baseline else None
     print(f"speed on {args.kb} KB texts (µs per KB; floor = lower() + a whitespace scan, same run):")
     for name, text in texts.items():
         redact(text)  # warm the regex caches
         took = _per_kb(text, redact, 3)
         floor = _per_kb(text, _floor, 3)
-        print(f"    {name:<8} redact={took:9.1f}   floor={floor:7.1f}   ratio={took / floor:7.1f}")
+        line = f"    {name:<8} redact={took:9.1f}   floor={floor:7.1f}   ratio={took / floor:7.1f}"
+        if old is not None:
+            old(text)
+            before = _per_kb(text, old, 3)
+            line += f"   old={before:9.1f}   new/old={took / before:5.2f}"
+        print(line)
 
 
 if __name__ == "__main__":

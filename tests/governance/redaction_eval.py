@@ -61,6 +61,7 @@ class Sample:
     split: str
     text: str
     secrets: tuple[str, ...] = ()
+    id: str = ""
 
 
 class _Values:
@@ -304,3 +305,23 @@ def keep_score(redact: Callable[[str], str], path: Path = FRESH) -> dict[str, tu
         output = redact(r["text"])
         out[half] = (kept + all(k in output for k in r["keep"]), total + 1)
     return out
+
+
+THIRD = Path(__file__).resolve().parents[1] / "data" / "redaction_third"
+
+
+def load_third(root: Path = THIRD) -> Corpus:
+    """The third corpus (tests/data/redaction_third), written blind, split by family into the `tune` and
+    `heldout` halves its records name. Scored as the fresh corpus is: no 8-character piece of a secret may
+    survive; a near-miss must come back unchanged. The held-out half is reported as aggregate figures only."""
+    import json
+
+    corpus = Corpus()
+    for name, secret in (("secrets.jsonl", True), ("near_misses.jsonl", False)):
+        for line in (root / name).read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue
+            r = json.loads(line)
+            sample = Sample(r["family"], r["half"], r["text"], tuple(r["secrets"]) if secret else (), r["id"])
+            (corpus.secrets if secret else corpus.near_misses).append(sample)
+    return corpus
