@@ -115,6 +115,10 @@ def _line_joints(text: str) -> list[tuple[int, int]]:
     return out
 
 
+# a shell line continuation (`\` at the end of a line) joins the next line to this one
+_CONTINUATION = re.compile(r"\\\r?\n[^\S\n]*")
+
+
 def _concat_joints(text: str) -> list[tuple[int, int]]:
     """The quotes and operator between two string literals that continue one another."""
     return [m.span() for m in _CONCAT.finditer(text) if _token_before(text, m.start(), 6) >= 6]
@@ -124,6 +128,8 @@ def _wrapped(text: str) -> list[Span]:
     """Spans of secrets that run across a line break or a string concatenation, found in the text with
     those joints removed."""
     cuts = _line_joints(text) if "\n" in text else []
+    if "\\\n" in text or "\\\r\n" in text:
+        cuts = sorted(set(cuts) | {m.span() for m in _CONTINUATION.finditer(text)})
     if '"' in text or "'" in text:
         cuts = sorted(set(cuts) | set(_concat_joints(text)))
     pieces: list[str] = []

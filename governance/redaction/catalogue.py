@@ -22,9 +22,9 @@ _PATH = Path(__file__).with_name("catalogue.toml")
 _START = r"(?<![A-Za-z0-9])"
 _END = r"(?![A-Za-z0-9])"
 # a token whose random part is a run of one character, or that says it is a placeholder, is a template.
-# AWS's documented example keys (`AKIA…EXAMPLE`) are still redacted: the project's tests plant them as the
-# stand-in for a real key, and removing a public example costs a reader nothing.
-_PLACEHOLDER_BODY = re.compile(r"(?i)x{6,}|\*{4,}|0{12,}|placeholder|your[_-]")
+# A vendor's documented example (AWS's `AKIAIOSFODNN7EXAMPLE`, `wJalr…EXAMPLEKEY`: AWS marks every example
+# credential with `EXAMPLE`, as gitleaks' allowlist does) is public and grants nothing: it is kept.
+_PLACEHOLDER_BODY = re.compile(r"(?i)x{6,}|\*{4,}|0{12,}|placeholder|your[_-]|(?-i:EXAMPLE)")
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,15 @@ from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
 
 from governance.redaction.catalogue import catalogue_spans
+from governance.redaction.generic import (
+    call_credentials,
+    directives,
+    near_word_tokens,
+    oracle_userpass,
+    password_hashes,
+    pgpass_lines,
+    short_codes,
+)
 from governance.redaction.kinds import _PRIORITY, Detector, Span
 from governance.redaction.names import (
     _HANGUL,
@@ -147,7 +156,11 @@ def _detect_secrets(
     return detect
 
 
-_VALUE = r"(?:\"(?P<dq>[^\"\n]*)\"|'(?P<sq>[^'\n]*)'|`(?P<bq>[^`\n]*)`|(?P<bare>[^\s,;&\"'`]+))"
+# a bare value stops at `&` only where a query string's next `name=` starts (`pw=a&b` is one value)
+_VALUE = (
+    r"(?:\"(?P<dq>[^\"\n]*)\"|'(?P<sq>[^'\n]*)'|`(?P<bq>[^`\n]*)`"
+    r"|(?P<bare>[^\s,;&\"'`]+(?:&(?![A-Za-z_][\w.\[\]-]*=)[^\s,;&\"'`]+)*))"
+)
 
 
 def _value_span(match: re.Match[str]) -> tuple[int, int, str]:
@@ -168,7 +181,7 @@ _ROOT = re.compile(
 _ROOT_ANY_CASE = re.compile(_ROOT.pattern, re.IGNORECASE)
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 _WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
-_SEP_VALUE = re.compile(r"[\"']?(?P<sep>[^\S\n]*(?::=|=>|=(?!=)|:(?!:))[^\S\n]*)" + _VALUE)
+_SEP_VALUE = re.compile(r"[\"']?\]?(?P<sep>[^\S\n]*(?::=|=>|=(?!=)|:(?!:))[^\S\n]*)" + _VALUE)
 
 
 def _assignments(text: str, depth: int) -> Iterator[Span]:
@@ -208,13 +221,19 @@ def _assignments(text: str, depth: int) -> Iterator[Span]:
             while word > 0 and text[word - 1] in _WORD_CHARS:
                 word -= 1
             if word < start - 1:
-                cls = max(cls, _name_class(f"{text[word : start - 1]}_{name}"))
+                combined = f"{text[word : start - 1]}_{name}"
+                # "public key: x" is published; "admin password: x" is a password
+                cls = 0 if _PUBLIC_WORD.match(combined) else max(cls, _name_class(combined))
         if cls == 2:
             if _benign(value) or (name == "PWD" and value[:1] in "/~"):
                 continue
             yield value_start, value_end, strong
-        elif cls == 1 and _looks_random(value):
+        elif cls == 1 and _looks_random(value, hex_ok=not _DIGEST_NAME.search(name)):
             yield value_start, value_end, generic
+
+
+_PUBLIC_WORD = re.compile(r"(?i)(?:public|pub|publishable)_")
+_DIGEST_NAME = re.compile(r"(?i)sha|hash|digest|commit|checksum|rev|etag|fingerprint|integrity")
 
 
 # the name and the value apart: `<add key="SmtpPassword" value="x" />` (.NET config), a Kubernetes env entry
@@ -326,8 +345,22 @@ def _luhn(digits: str) -> bool:
     return total % 10 == 0
 
 
+# the test numbers payment processors publish for their sandboxes (Stripe, Braintree, Adyen, PayPal docs):
+# public, and no bank issues them, so they are kept like any documented example
+_TEST_CARDS = frozenset(
+    """4242424242424242 4000056655665556 5555555555554444 2223003122003222 5200828282828210
+    5105105105105100 378282246310005 371449635398431 6011111111111117 6011000990139424 6011981111111113
+    3056930009020004 36227206271667 3566002020360505 6200000000000005 4000002500003155 4000000000003220
+    4000000000009995 4000000000000002 4000000000000077 4000000000000341 4111111111111111 4012888888881881
+    4222222222222 5431111111111111 378734493671000 6011601160116611 3530111333300000 30569309025904
+    38520000023237 4005519200000004 4009348888881881 5500000000000004 340000000000009 30000000000004
+    4000000000000010 4000000000000028 4000000000000036 4000000000000101 4000000000000119""".split()
+)
+
+
 def _cards(text: str, depth: int) -> Iterator[Span]:
-    """13 to 19 digits, grouped by fours (or 4-6-5) with one kind of separator or none, Luhn-valid."""
+    """13 to 19 digits, grouped by fours (or 4-6-5) with one kind of separator or none, Luhn-valid; not a
+    processor's published test number."""
     priority = _PRIORITY["card_number"]
     for match in _CARD.finditer(text):
         found = match.group()
@@ -335,7 +368,7 @@ def _cards(text: str, depth: int) -> Iterator[Span]:
         if len(separators) > 1:
             continue
         digits = _CARD_SEPARATOR.sub("", found)
-        if not 13 <= len(digits) <= 19 or not _luhn(digits):
+        if not 13 <= len(digits) <= 19 or not _luhn(digits) or digits in _TEST_CARDS:
             continue
         if separators:
             groups = [len(g) for g in _CARD_SEPARATOR.split(found)]
@@ -667,12 +700,76 @@ _DETECTORS: list[tuple[_Gate, Detector]] = [
                 "clé",
                 "clef",
                 "jeton",
+                "senha",
+                "chave",
+                "chiave",
+                "parola",
+                "пароль",
+                "ключ",
+                "токен",
+                "секрет",
             ),
         ),
         multilingual_prose,
     ),
-    (_gate(lower=("phrase", "パスフレーズ", "口令")), passphrases),
+    (
+        _gate(
+            lower=(
+                "phrase",
+                "mnemonic",
+                "seed",
+                "recovery",
+                "wallet",
+                "パスフレーズ",
+                "口令",
+                "助记",
+                "助記",
+                "ニーモニック",
+                "シード",
+                "복구",
+                "시드",
+                "wiederherstellung",
+            ),
+        ),
+        passphrases,
+    ),
     (_ALWAYS, catalogue_spans),
+    (_ALWAYS, near_word_tokens),
+    (
+        _gate("(", lower=("pdo", "connect", "login", "auth", "credential", "algolia", "initializeapp")),
+        call_credentials,
+    ),
+    (_gate(":"), pgpass_lines),
+    (_gate(lower=("oracle", "sqlplus", "expdp", "impdp", "rman", "sqlldr", "userid")), oracle_userpass),
+    (_gate(lower=("pass", "auth", "secret", "rootpw", "ldap")), directives),
+    (_gate("$", "{"), password_hashes),
+    (
+        _gate(
+            lower=(
+                "pin",
+                "cvv",
+                "cvc",
+                "cid ",
+                "csc",
+                "otp",
+                "security code",
+                "verification",
+                "geheimzahl",
+                "prüf",
+                "código",
+                "code ",
+                "cryptogramme",
+                "codice",
+                "暗証",
+                "セキュリティ",
+                "安全码",
+                "验证码",
+                "보안",
+                "пин",
+            ),
+        ),
+        short_codes,
+    ),
     (_ALWAYS, _cards),
     (_gate("-", "–", "주민"), _rrn),
     (_ALWAYS, _encoded),

@@ -25,6 +25,7 @@ _KEYWORDS = "|".join(KEYWORD_DENYLIST)  # detect-secrets' secret-sounding names 
 _STRONG_NAME = re.compile(
     rf"(?:{_KEYWORDS}|passphrase|passcode|access_?key|access_?token|auth_?token|refresh_?token"
     r"|admin_?pass|root_?pass|user_?pass|_pass|_pw|_token|^pw|^pass_?word|^pass|^pwd"
+    r"|(?:^|_)psk|pre_?shared_?key"
     # the same words in other languages (German, Spanish, French, Portuguese, Italian)
     r"|passwort|kennwort|contrase\w*|clave|mot_de_passe|mdp|senha|parola_?d_?ordine)(?:_[a-z0-9]+)*$"
 )
@@ -46,11 +47,16 @@ _METADATA_SUFFIX = re.compile(
 )
 
 
+_PUBLIC_NAME = re.compile(r"(?:^|_)(?:public|pub|publishable)(?:_|$)|^pubkey|_pubkey")
+
+
 def _name_class(name: str) -> int:
     """2 for a name that holds a secret, 1 for one that does when the value looks random, 0 otherwise."""
     snake = _snake(name)
     if snake in _ALWAYS_SECRET:
         return 2
+    if _PUBLIC_NAME.search(snake):
+        return 0  # `public_key`, `PublicKey`, `publishable_key`: published on purpose
     if not snake or _METADATA_SUFFIX.search(snake):
         return 0
     if _STRONG_NAME.search(snake):
@@ -73,6 +79,9 @@ _PLACEHOLDER_VALUE = re.compile(
     r"(?i)\[REDACTED\].*|REDACTED|true|false|null|nil|none|yes|no|on|off|n/a|tbd|todo|empty|unset|\d{1,3}"
     # words that stand for a value in documentation and templates
     r"|change_?me|replace_?me|placeholder|dummy|example|sample|secret|password|foo|bar|foobar"
+    # the label a translation file gives the field (`"password": "Passwort"`)
+    r"|passwort|kennwort|contraseña|contrasena|mot de passe|senha|palavra-passe|parola d'ordine|пароль"
+    r"|passphrase|passcode|token|api key|clave|clé|chave|chiave|jeton|schlüssel"
     r"|(?:your|my|insert|enter|put)[_-].*|.*[_-](?:here|goes_here)|x{4,}.*|.*x{6,}|\*{3,}.*"
     r"|<[^<>]*>|\*+|x{3,}|\.{3}|…|\?+|-+|_+"
     # a token's documented prefix cut short by an ellipsis: `sk-...`, `ghp_…`
@@ -121,6 +130,14 @@ _IDENTIFIER_VALUE = re.compile(
 )
 
 
+# a header or flag name as the value (`The API key header is X-API-Key`)
+_HEADER_NAME_VALUE = re.compile(
+    r"(?i)(?:x-)?(?:[a-z]+-)*(?:api-?key|token|auth-token|access-token|secret|password|passphrase)[;.,]?"
+)
+_LABEL_VALUE = re.compile(r"[A-Za-z][A-Za-z' ]{0,40}[.:]?")
+_LABEL_WORD = re.compile(r"(?i)\b(?:password|passphrase|passcode|token|key|secret|pin|code)s?\b")
+
+
 def _benign(value: str) -> bool:
     """A value after a secret name that is no secret: a placeholder, a flag word, a prose word."""
     if _PLACEHOLDER_VALUE.fullmatch(value):
@@ -130,14 +147,29 @@ def _benign(value: str) -> bool:
         return True
     if value.lower().rstrip(".,:;!?") in _STOPWORDS:
         return True
-    if _IDENTIFIER_VALUE.fullmatch(value):
+    if _IDENTIFIER_VALUE.fullmatch(value) or _HEADER_NAME_VALUE.fullmatch(value):
         return True  # `self.password = password`, `token=access_token`: a variable, not a value
-    return bool(_HANGUL.match(value))  # "비밀번호: 재설정 필요" is prose, not a password
+    if " " in value and _LABEL_VALUE.fullmatch(value) and _LABEL_WORD.search(value):
+        return True  # "Access token", "Your API key": a label of words that names the field
+    if _HANGUL.match(value):
+        return True  # "비밀번호: 재설정 필요" is prose, not a password
+    # words of a script other than Latin and no digit or symbol (`パスワード`, `秘密の質問`, `Пароль`): a
+    # label or prose in a translation file; passwords are written in ASCII
+    return bool(_NON_LATIN_WORDS.fullmatch(value))
 
 
-def _looks_random(value: str) -> bool:
-    """Whether a value under an ambiguous name (`token`, `key`, `session`) is random enough to be a key."""
-    if len(value) < 12 or _NEAR_MISS_VALUE.fullmatch(value) or _benign(value):
+_NON_LATIN_WORDS = re.compile(r"[^\x00-\x7f\W\d_]+(?:[\s・·][^\x00-\x7f\W\d_]+)*[.!?。！？]?")
+
+
+def _looks_random(value: str, hex_ok: bool = False) -> bool:
+    """Whether a value under an ambiguous name (`token`, `key`, `session`) is random enough to be a key.
+
+    `hex_ok`: 32 hex digits or more count even at a SHA's length (a name or a word beside the value said
+    it is a key: `DD_APP_KEY=<40 hex>`)."""
+    if len(value) < 12 or _benign(value):
+        return False
+    long_hex = hex_ok and len(value) >= 32 and re.fullmatch(r"[0-9a-fA-F]+", value) is not None
+    if not long_hex and _NEAR_MISS_VALUE.fullmatch(value):
         return False
     if re.fullmatch(r"[0-9a-fA-F]+", value):
         return len(value) >= 16 and _HEX_ENTROPY.calculate_shannon_entropy(value) > 3.0

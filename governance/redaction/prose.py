@@ -25,26 +25,37 @@ _LATIN_WORDS = (
     r"|passwort|kennwort|zugangsdaten|geheimnis|schlüssel|zugangsschlüssel|api-schlüssel"
     r"|contraseña|contrasena|clave(?:[ ]de[ ]acceso)?|secreto|frase[ ]de[ ]contraseña"
     r"|mot[ ]de[ ]passe|mdp|phrase[ ]secrète|phrase[ ]de[ ]passe|clé|clef|jeton"
+    # Portuguese, Italian
+    r"|senha|palavra-passe|chave(?:[ ]de[ ](?:acesso|api))?|parola[ ]d'ordine|chiave(?:[ ](?:api|segreta))?"
 )
+# Russian: Cyrillic words need Cyrillic word boundaries
+_CYRILLIC_WORDS = r"пароль|пароля|паролем|ключ(?:[ ]api|[ ]доступа)?|токен|секрет|секретный[ ]ключ"
 _CJK_WORDS = (
     r"パスワード|パスフレーズ|暗証番号|合言葉|トークン|秘密鍵|シークレット|APIキー|アクセスキー"
     r"|密码|密碼|口令|密钥|秘钥|金鑰|令牌|私钥"
     r"|비밀번호|비번|패스워드|암호|토큰|시크릿|비밀키|API\s?키|액세스\s?키"
 )
-# what introduces the value
-_SEPARATORS = r"is|was|ist|lautet|lauten|war|es|era|est|était|sont|是|为|為|は|が|은|는|이|가"
-_WORD = rf"(?:(?<![A-Za-zÀ-ÿ])(?:{_LATIN_WORDS})(?![A-Za-zÀ-ÿ])|{_CJK_WORDS})"
+# what introduces the value: Latin and Cyrillic verbs need word boundaries, CJK particles do not
+# ("パスワードはyAoe…", "密码是Kx9…")
+_SEPARATORS = r"is|was|ist|lautet|lauten|war|es|era|est|était|sont|é|è|são|sono|это|—"
+_CJK_SEPARATORS = r"是|为|為|は|が|은|는|이|가"
+_WORD = (
+    rf"(?:(?<![A-Za-zÀ-ÿ])(?:{_LATIN_WORDS})(?![A-Za-zÀ-ÿ])"
+    rf"|(?<![а-яёА-ЯЁ])(?:{_CYRILLIC_WORDS})(?![а-яёА-ЯЁ])|{_CJK_WORDS})"
+)
 _OPEN = r"[「『“\"'`(（]?"
 _PROSE = re.compile(
     rf"(?i){_WORD}"
     # a few words between the name and the verb ("for the staging server", "de la base", "del servidor")
     r"(?P<fill>(?:[^\S\n]+[^\s:=：]{1,30}){0,4}?)"
-    rf"[^\S\n]*(?:[:=：]|(?<![A-Za-zÀ-ÿ])(?:{_SEPARATORS})(?![A-Za-zÀ-ÿ]))[^\S\n]*:?[^\S\n]*"
+    rf"[^\S\n]*(?:[:=：]|(?<![A-Za-zÀ-ÿа-яё])(?:{_SEPARATORS})(?![A-Za-zÀ-ÿа-яё])|{_CJK_SEPARATORS})"
+    r"[^\S\n]*:?[^\S\n]*"
     rf"{_OPEN}(?P<value>[\x21-\x7e]{{6,}})"
 )
 # where a word naming a secret starts, found in the lower-cased text (a case-sensitive scan is ~3x faster)
 _WORD_LOWER = re.compile(
-    rf"(?:(?<![a-zà-ÿ])(?:{_LATIN_WORDS})(?![a-zà-ÿ])|{_CJK_WORDS.replace('API', 'api')})"
+    rf"(?:(?<![a-zà-ÿ])(?:{_LATIN_WORDS})(?![a-zà-ÿ])|(?<![а-яё])(?:{_CYRILLIC_WORDS})(?![а-яё])"
+    rf"|{_CJK_WORDS.replace('API', 'api')})"
 )
 _WORD_ANY_CASE = re.compile(rf"(?i){_WORD}")
 # no separator: "the api key X for staging", "토큰 X"
@@ -75,12 +86,20 @@ def multilingual_prose(text: str, depth: int) -> Iterator[Span]:
                 yield start, start + len(value), priority
 
 
-# "passphrase: correct horse battery staple", "the passphrase is: ..." (words, with an explicit colon)
+# "passphrase: correct horse battery staple", "the passphrase is: ...", a wallet's recovery words (BIP-39:
+# "seed phrase: w1 … w12"); with no colon ("the recovery phrase is w1 … w12") only a long run of words
+_PHRASE_NAME = (
+    r"passphrase|pass[ -]phrase|phrase[ ]secrète|phrase[ ]de[ ]passe|frase[ ]de[ ]contraseña|Passphrase"
+    r"|(?:secret[ ])?(?:recovery|seed|mnemonic|backup|wallet)[ ](?:phrase|words|sentence)|mnemonic"
+    r"|frase[ ](?:semilla|de[ ]recuperación)|phrase[ ](?:de[ ]récupération|mnémonique)"
+    r"|Wiederherstellungsphrase"
+    r"|パスフレーズ|口令短语|助记词|助記詞|ニーモニック|シードフレーズ|복구[ ]?구문|시드[ ]?문구"
+)
 _PASSPHRASE = re.compile(
-    r"(?i)\b(?:passphrase|pass[ -]phrase|phrase[ ]secrète|phrase[ ]de[ ]passe|frase[ ]de[ ]contraseña"
-    r"|Passphrase|パスフレーズ|口令短语)"
-    r"(?:[^\S\n]+(?:is|was|ist|lautet|es|est))?[^\S\n]*[:：][^\S\n]*[\"'“「]?"
-    r"(?P<words>[A-Za-z]{2,}(?:[ -][A-Za-z]{2,}){2,9})"
+    rf"(?i)(?:{_PHRASE_NAME})"
+    r"(?:[^\S\n]+(?:for|of|de|du|für)[^\S\n]+(?:the[^\S\n]+|la[^\S\n]+|le[^\S\n]+)?[\w-]+(?:[^\S\n]+[\w-]+)?)?"
+    r"(?:[^\S\n]+(?:is|was|ist|lautet|es|est))?[^\S\n]*(?P<colon>[:：]|(?<=[^\S\n]))[^\S\n]*[\"'“「]?"
+    r"(?P<words>[A-Za-z]{2,}(?:[ -][A-Za-z]{2,}){2,23})"
 )
 
 
@@ -90,4 +109,6 @@ def passphrases(text: str, depth: int) -> Iterator[Span]:
         words = re.split(r"[ -]", match.group("words"))
         if any(word.lower() in _STOPWORDS for word in words):
             continue  # "passphrase: stored in the vault" is prose
+        if match.group("colon") not in (":", "：") and len(words) < 8:
+            continue
         yield match.start("words"), match.end("words"), priority

@@ -284,7 +284,7 @@ async def test_orchestrator_supersede_at_worktree_scope_is_a_redacted_draft_with
     mid = await _fact(engine, orchestrator, Scope.WORKTREE, title="The old title")
     content = (
         "deploy.creds: use the staging account\n"
-        "password=hunter2hunter2 and key AKIAIOSFODNN7EXAMPLE for the bucket"
+        "password=hunter2hunter2 and key AKIAQ7R3ZT5XW2MNB4KD for the bucket"
     )
     response = await http.post(
         f"/v1/memories/{mid}/supersede",
@@ -295,7 +295,7 @@ async def test_orchestrator_supersede_at_worktree_scope_is_a_redacted_draft_with
     new = await _memory(http, orchestrator, response.json()["id"])
     assert new["confidence"] == pytest.approx(0.3) and new["validation_source"] is None
     assert new["title"] == "deploy.creds: use the staging account"
-    assert "hunter2hunter2" not in new["content"] and "AKIAIOSFODNN7EXAMPLE" not in new["content"]
+    assert "hunter2hunter2" not in new["content"] and "AKIAQ7R3ZT5XW2MNB4KD" not in new["content"]
     assert "staging account" in new["content"]
     assert await _approved_events(engine, mid) == []
 

@@ -30,8 +30,8 @@ def test_proposed_content_redacts_secrets_and_titles_from_its_own_first_line() -
 
 
 def test_proposed_content_redacts_a_given_title() -> None:
-    proposed = proposed_content("the bucket key rotated", title="key AKIAIOSFODNN7EXAMPLE rotated")
-    assert "AKIAIOSFODNN7EXAMPLE" not in proposed.title and proposed.title
+    proposed = proposed_content("the bucket key rotated", title="key AKIAQ7R3ZT5XW2MNB4KD rotated")
+    assert "AKIAQ7R3ZT5XW2MNB4KD" not in proposed.title and proposed.title
 
 
 def test_proposed_content_nothing_left_is_invalid_input() -> None:

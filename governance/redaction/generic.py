@@ -1,0 +1,322 @@
+"""Detectors that need no vendor format: what the surrounding text says a value is, or how a file lays it out.
+
+* A random-looking token on a line that names a secret (`key`, `token`, `secret`, `password`, `auth` and
+  their equivalents in other languages), before or after it, or on the line before when the token stands
+  alone on its line ("Here is the key:" then the key). Qualified names that are not secrets (`public key`,
+  `primary key`, `idempotency key`, `key id`) do not count; a token that is a hash, an id, a path or base64
+  of plain text is no credential.
+* Credentials passed by position: `new PDO(dsn, 'user', 'pw')`, `mysqli_connect(host, user, pw)`,
+  `.login('user', 'pw')`, `auth=('user', 'pw')`.
+* Credential files and connect strings: `.pgpass` lines (`host:port:db:user:password`), Oracle's
+  `user/password@host`, space-separated directives (`requirepass x`, `masterauth x`), `-w x` after an LDAP
+  client.
+* Password hashes in crypt formats (`$2y$10$…`, `$argon2id$…`, `$6$…`, `{SSHA}…`, Django's `pbkdf2_sha256$…`).
+* Short numeric secrets right after the word naming them: PIN, CVV/CVC, TAN, one-time codes.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Iterator
+from functools import lru_cache
+
+from governance.redaction.kinds import _PRIORITY, Span
+from governance.redaction.names import _benign, _looks_random, _name_class, _password_like
+
+__all__ = [
+    "call_credentials",
+    "directives",
+    "near_word_tokens",
+    "oracle_userpass",
+    "password_hashes",
+    "pgpass_lines",
+    "short_codes",
+]
+
+# ---------------------------------------------------------------------------------------------------------
+# random tokens near a word naming a secret
+
+# a word naming a secret, found in the lower-cased line; Latin words stand alone or as a part of an
+# identifier (`api_key`, `x-api-key`, `add-authtoken`, `key1`), not inside another word (`keyring`, `monkey`)
+_SECRET_WORD = re.compile(
+    r"(?<![a-z])(?:api[-_ ]?key|apikey|access[-_ ]?key|secret[-_ ]?key|private[-_ ]?key|auth[-_ ]?token"
+    r"|authtoken|access[-_ ]?token|refresh[-_ ]?token|keys?|tokens?|secrets?|passwords?|passwd|pwd"
+    r"|passphrase|credentials?|creds|auth|bearer|license[-_ ]?key|licence[-_ ]?key|signing[-_ ]?key"
+    r"|master[-_ ]?key|sas|pat|wif|privkey|psk|seed|mnemonic"
+    r"|schlüssel|kennwort|passwort|clave|contraseña|clé|jeton|mot de passe|chave|senha|chiave"
+    r"|ключ|токен|пароль|секрет)(?:\d{0,2})(?![a-zà-ÿа-я])"
+    r"|密钥|秘钥|私钥|密码|密碼|金鑰|令牌|口令|トークン|キー|鍵|パスワード|シークレット|토큰|키|비밀|암호|시크릿"
+)
+_SECRET_WORD_ANY = re.compile(_SECRET_WORD.pattern, re.IGNORECASE)
+# qualified names that are not secrets: the word before or after says so
+_NOT_SECRET = re.compile(
+    r"(?:public|pub|publishable|primary|foreign|partition|sort|cache|idempotency|object|row|dedup|routing"
+    r"|shard|lookup|composite|unique|natural|surrogate|map|dict|hash|index|sharding|group|ssh-rsa|ssh-ed25519"
+    r"|host|signing-key-id|next|page|continuation|pagination|csrf|xsrf|max|min|num|input|output)"
+    r"[-_ ]?(?:key|keys|token|tokens)(?![a-z])"
+    r"|(?:key|token)[-_ ]?(?:id|ids|ttl|type|name|count|length|size|usage|limit|expiry|prefix|fingerprint"
+    r"|alias|file|path|url|endpoint)(?![a-z])"
+    r"|公钥|公開鍵|공개\s?키|öffentlicher|clave pública|clé publique|chave pública|chiave pubblica|открытый"
+)
+# what marks a line as about public material or hashes whatever words it also holds
+_PUBLIC_LINE = re.compile(
+    r"(?i)-----BEGIN (?:[A-Z ]*PUBLIC KEY|CERTIFICATE)|ssh-(?:rsa|ed25519|dss)|ecdsa-sha2|sk-ssh"
+    r"|\bage1[0-9a-z]{20,}|\bpk_(?:live|test)_|publishable|\bintegrity\b|\bchecksum\b|\bdigest\b"
+)
+# a run of token characters; `=` only as base64 padding at its end (`name=value` is two runs)
+_TOKEN = re.compile(r"(?<![A-Za-z0-9_+/.~%-])[A-Za-z0-9_+/.~%-]{16,}(?:={1,3}(?![A-Za-z0-9]))?")
+_WORDY = re.compile(r"[A-Z]?[a-z]{2,}|[A-Z]{2,}(?![a-z])|\d{1,4}|[_.\-/]")
+_KNOWN_SHAPE = re.compile(
+    r"(?i)(?:sha(?:1|224|256|384|512)|md5|blake2b?|h1)[-:_][A-Za-z0-9+/=_-]+"  # lockfile and SRI hashes
+    r"|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"  # a bare UUID
+    r"|[0-7][0-9A-HJKMNP-TV-Z]{25}"  # ULID
+    r"|0x[0-9a-f]{40}"  # an Ethereum address
+    r"|(?:bc1|tb1)[0-9a-z]{25,87}|[13][1-9A-HJ-NP-Za-km-z]{25,34}"  # Bitcoin addresses
+    r"|[a-z]+(?:[-_.][a-z]+)+"  # words joined by separators
+    r"|(?:[a-z0-9-]+\.)+[a-z]{2,}(?:/\S*)?"  # a host name, maybe with a path
+)
+_HEX_DIGEST = re.compile(r"[0-9a-fA-F]{32,}")
+# words that say a hex string is a digest or a revision, not a key
+_DIGEST_WORDS = re.compile(
+    r"(?i)\b(?:commit|sha\w*|hash\w*|digest|checksum|revision|rev|etag|fingerprint|md5)\b"
+)
+
+
+def _path_like(token: str) -> bool:
+    """`src/app/main.py`, `v1/users/42`: segments that are words, numbers or names, none random."""
+    if "/" not in token:
+        return False
+    return all(len(part) < 16 or not _looks_random(part) for part in token.split("/"))
+
+
+def _identifier_like(token: str) -> bool:
+    """A name made of words (`getUserAccessTokenForTenant`, `PROD_DB_READ_REPLICA_2`), not random."""
+    pieces = _WORDY.findall(token)
+    if "".join(pieces) != token:
+        return False
+    words = [p for p in pieces if len(p) >= 2 and p.isalpha()]
+    return len(words) >= 2 and sum(len(w) for w in words) >= len(token) * 0.7
+
+
+def _plain_base64(token: str) -> bool:
+    """Base64 (standard or URL-safe) of printable text: encoded prose or config, no key material."""
+    body = token.rstrip("=")
+    if len(body) < 16 or len(body) % 4 == 1:
+        return False
+    try:
+        raw = base64.urlsafe_b64decode(body.replace("+", "-").replace("/", "_") + "=" * (-len(body) % 4))
+        decoded = raw.decode("utf-8")
+    except (binascii.Error, ValueError):
+        return False
+    return sum(c.isalnum() or c in " .,:;-_/\n" for c in decoded) >= len(decoded) * 0.9
+
+
+@lru_cache(maxsize=4096)
+def _random_token(token: str) -> bool:
+    token = token.strip(".=-~%")
+    if len(token) < 16 or not _MIXED.search(token):
+        return False
+    if _KNOWN_SHAPE.fullmatch(token) or not _looks_random(token, hex_ok=True):
+        return False
+    return not (_identifier_like(token) or _plain_base64(token) or _path_like(token))
+
+
+# a random token has a digit, or upper- and lower-case letters
+_MIXED = re.compile(r"\d|[A-Z][^A-Z]*[a-z]|[a-z][^a-z]*[A-Z]")
+
+
+def _names_secret(segment: str) -> bool:
+    lower = segment.lower()
+    for word in _SECRET_WORD.finditer(lower):
+        around = lower[max(0, word.start() - 16) : word.end() + 16]
+        if not _NOT_SECRET.search(around):
+            return True
+    return False
+
+
+def _line_at(text: str, index: int) -> tuple[int, int]:
+    start = text.rfind("\n", 0, index) + 1
+    end = text.find("\n", index)
+    return start, len(text) if end < 0 else end
+
+
+def _line_tokens(text: str, start: int, end: int, previous: str) -> Iterator[tuple[int, int]]:
+    """Random tokens of the line text[start:end] that a word naming a secret stands beside."""
+    line = text[start:end]
+    if len(line) < 16 or _PUBLIC_LINE.search(line):
+        return
+    digests = _DIGEST_WORDS.search(line) is not None
+    tokens = [
+        m
+        for m in _TOKEN.finditer(line)
+        if _random_token(m.group()) and not (digests and _HEX_DIGEST.fullmatch(m.group()))
+    ]
+    if not tokens:
+        return
+    alone = len(tokens) == 1 and tokens[0].group() == line.strip().strip("\"'`,;")
+    for match in tokens:
+        before = line[max(0, match.start() - 80) : match.start()]
+        after = line[match.end() : match.end() + 40]
+        if (
+            _names_secret(before)
+            or _names_secret(after)
+            or (alone and _names_secret(previous[-80:]) and not _PUBLIC_LINE.search(previous))
+        ):
+            yield start + match.start(), start + match.end()
+
+
+def near_word_tokens(text: str, depth: int) -> Iterator[Span]:
+    priority = _PRIORITY["generic_secret"]
+    lower = text.lower()
+    # a few letters grow when lowered: then scan the text as written, ignoring case (slower)
+    words = _SECRET_WORD.finditer(lower) if len(lower) == len(text) else _SECRET_WORD_ANY.finditer(text)
+    done: set[int] = set()
+    for word in words:
+        start, end = _line_at(text, word.start())
+        if start in done:
+            continue
+        done.add(start)
+        previous = text[text.rfind("\n", 0, max(0, start - 1)) + 1 : max(0, start - 1)] if start else ""
+        for span in _line_tokens(text, start, end, previous):
+            yield (*span, priority)
+        # the next line, when the token stands alone there ("Here is the key:" then the key)
+        if end < len(text):
+            following = _line_at(text, end + 1)
+            if following[0] not in done:
+                for span in _line_tokens(text, *following, text[start:end]):
+                    yield (*span, priority)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# credentials passed by position
+
+# the name of a call that takes credentials by position, just before its `(` (found in the lower-cased text)
+_CALL_NAME = re.compile(
+    r"(?:\bnew[^\S\n]+pdo|\bmysqli?(?:_connect|_real_connect)?|\bpg_connect|connect|login|\bauth"
+    r"|credentials?|basicauth|digestauth|networkcredential|passwordauthentication|searchclient\.create"
+    r"|algoliasearch|initializeapp)[^\S\n]*(?:=[^\S\n]*)?$"
+)
+_STRING = re.compile(r"\"(?P<dq>[^\"\n]*)\"|'(?P<sq>[^'\n]*)'")
+
+
+def call_credentials(text: str, depth: int) -> Iterator[Span]:
+    """The last string literal of a call that takes credentials by position, when it looks like a password
+    (`new PDO($dsn, 'shop', 'qwGd*l0THMyg7t37')`, `auth=('bob', 'Zx8!q')`, `login("u", "p4ss!")`)."""
+    priority = _PRIORITY["password"]
+    lower = text.lower()
+    if len(lower) != len(text):
+        return
+    index = lower.find("(")
+    while index >= 0:
+        following = lower.find("(", index + 1)
+        if _CALL_NAME.search(lower, max(0, index - 40), index):
+            close = text.find(")", index, index + 300)
+            args = text[index + 1 : close] if close > 0 else ""
+            literals = list(_STRING.finditer(args)) if "\n" not in args else []
+            if len(literals) >= 2:
+                last = literals[-1]
+                group = "dq" if last.group("dq") is not None else "sq"
+                value = last.group(group)
+                if value and not _benign(value) and (_password_like(value) or _looks_random(value)):
+                    yield index + 1 + last.start(group), index + 1 + last.end(group), priority
+        index = following
+
+
+# ---------------------------------------------------------------------------------------------------------
+# credential files and connect strings
+
+# hostname:port:database:username:password (PostgreSQL's password file)
+_PGPASS = re.compile(r"(?m)^[^\S\n]*[\w.*-]+:(?:\d{1,5}|\*):[\w.*-]+:[\w.@*-]+:(?P<v>[^\s:][^\n]*?)[^\S\n]*$")
+
+
+def pgpass_lines(text: str, depth: int) -> Iterator[Span]:
+    priority = _PRIORITY["password"]
+    for match in _PGPASS.finditer(text):
+        value = match.group("v")
+        if not _benign(value):
+            yield match.start("v"), match.end("v"), priority
+
+
+# scott/tiger@host (Oracle's connect strings: JDBC thin, sqlplus, Data Pump, RMAN)
+_ORACLE = re.compile(
+    r"(?i)(?:jdbc:oracle:[a-z]+:|\bsqlplus(?:[^\S\n]+-[a-z]+)*[^\S\n]+|\b(?:expdp|impdp|rman"
+    r"|sqlldr)[^\S\n]+(?:[a-z]+=)?|\b(?:userid|target)[^\S\n]*=?[^\S\n]*)"
+    r"[\"']?[A-Za-z][\w$#]{0,60}/(?P<v>[^\s/@\"']{3,})@"
+)
+
+
+def oracle_userpass(text: str, depth: int) -> Iterator[Span]:
+    priority = _PRIORITY["password"]
+    for match in _ORACLE.finditer(text):
+        if not _benign(match.group("v")):
+            yield match.start("v"), match.end("v"), priority
+
+
+# `requirepass x`, `masterauth x`, `password x` alone on a line (redis.conf, sshd-style, .netrc lines);
+# `-w x` / `-W`-less after an LDAP client (`ldapsearch -D cn=admin -w x`)
+_DIRECTIVE = re.compile(r"(?m)^[^\S\n]*(?P<name>[A-Za-z][\w.-]{1,60})[^\S\n]+(?P<v>[^\s#;]+)[^\S\n]*$")
+_DIRECTIVE_NAMES = frozenset({"requirepass", "masterauth", "masterpassword", "authpass", "rootpw", "secret"})
+_LDAP = re.compile(
+    r"\bldap(?:search|add|modify|delete|passwd|whoami|compare|modrdn|exop)\b[^\n|;&]*?[^\S\n]-w[^\S\n]+"
+    r"(?:\"(?P<dq>[^\"\n]+)\"|'(?P<sq>[^'\n]+)'|(?P<bare>[^\s\"']+))"
+)
+
+
+def directives(text: str, depth: int) -> Iterator[Span]:
+    priority = _PRIORITY["password"]
+    for match in _DIRECTIVE.finditer(text):
+        name = match.group("name")
+        value = match.group("v")
+        if _benign(value):
+            continue
+        if name.lower() in _DIRECTIVE_NAMES or _name_class(name) == 2:
+            yield match.start("v"), match.end("v"), priority
+    for match in _LDAP.finditer(text):
+        group = next(g for g in ("dq", "sq", "bare") if match.group(g) is not None)
+        if not _benign(match.group(group)):
+            yield match.start(group), match.end(group), priority
+
+
+# ---------------------------------------------------------------------------------------------------------
+# password hashes: whoever reads one can try passwords against it offline
+
+_HASH = re.compile(
+    r"\$(?:2[abxy]?)\$\d{2}\$[./A-Za-z0-9]{53}"  # bcrypt
+    r"|\$argon2(?:id|i|d)\$v=\d+\$m=\d+,t=\d+,p=\d+\$[A-Za-z0-9+/]{8,}\$[A-Za-z0-9+/]{16,}"
+    r"|\$(?:1|5|6|apr1|y|gy|7)\$(?:rounds=\d+\$)?[./A-Za-z0-9]{1,64}\$[./A-Za-z0-9]{16,}"  # crypt(3)
+    r"|\{(?:SSHA|SSHA256|SSHA512|SHA|SMD5|PBKDF2[\w-]*|CRYPT)\}[A-Za-z0-9+/.$=]{16,}"  # LDAP userPassword
+    r"|\b(?:pbkdf2_sha(?:1|256)|argon2|bcrypt_sha256|scrypt)\$[A-Za-z0-9$+/=.,_-]{30,}"  # Django
+    r"|\bscrypt:\d+:\d+:\d+\$[A-Za-z0-9]+\$[0-9a-f]{32,}"  # Werkzeug
+)
+
+
+def password_hashes(text: str, depth: int) -> Iterator[Span]:
+    priority = _PRIORITY["password"]
+    for match in _HASH.finditer(text):
+        yield match.start(), match.end(), priority
+
+
+# ---------------------------------------------------------------------------------------------------------
+# PIN, CVV and one-time codes: short digits, a secret only right after the word naming them
+
+# matched in the lower-cased text
+_SHORT_CODE = re.compile(
+    r"(?<![a-z])(?:pin(?:[- ]?(?:code|nummer|number|no\.?))?|cvv2?|cvc2?|cid|csc|otp"
+    r"|security[ ]code|card[ ]verification[ ](?:value|code)|geheimzahl|prüfnummer|kartenprüfnummer"
+    r"|código[ ](?:pin|de[ ]seguridad|cvv)|code[ ](?:pin|de[ ]sécurité|confidentiel)|cryptogramme"
+    r"|codice[ ](?:pin|di[ ]sicurezza)|código[ ]de[ ]segurança|暗証番号|セキュリティコード|安全码|验证码"
+    r"|보안[ ]?코드|пин(?:-код)?|cvv-код)"
+    r"(?![a-z])[^\S\n]*(?:[:=：#]|is|ist|lautet|es|est|é|è|は|是|:?[^\S\n]*-)?[^\S\n]*[\"'`]?"
+    r"(?P<v>\d{3,8})(?![\d/.:,-]\d)(?!\d)"
+)
+_SHORT_CODE_ANY = re.compile(_SHORT_CODE.pattern, re.IGNORECASE)
+
+
+def short_codes(text: str, depth: int) -> Iterator[Span]:
+    priority = _PRIORITY["password"]
+    lower = text.lower()
+    matches = _SHORT_CODE.finditer(lower) if len(lower) == len(text) else _SHORT_CODE_ANY.finditer(text)
+    for match in matches:
+        yield match.start("v"), match.end("v"), priority
