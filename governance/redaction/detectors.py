@@ -41,6 +41,7 @@ from governance.redaction.catalogue import catalogue_spans
 from governance.redaction.generic import (
     call_credentials,
     directives,
+    login_arguments,
     near_word_tokens,
     oracle_userpass,
     password_hashes,
@@ -201,6 +202,8 @@ def _assignments(text: str, depth: int) -> Iterator[Span]:
         while end < size and text[end] in _NAME_CHARS:
             end += 1
         seen = end
+        if start > 0 and text[start - 1] == ":" and text[start - 2 : start - 1] != ":":
+            continue  # a segment of a colon path (`arn:aws:secretsmanager:…:secret:prod/db`), not a name
         name = text[start:end].rstrip(".-")
         match = _SEP_VALUE.match(text, start + len(name))
         if match is None or not name:
@@ -260,8 +263,12 @@ _CLI_FLAG = re.compile(
 )
 # `-p` after a database client or sshpass (a number there is psql's port), `-a` after redis-cli
 _CLI_DB = re.compile(
-    r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mariadb|mariadb-dump|psql|pg_dump|pg_restore|mongo|mongosh"
+    r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mariadb|mariadb-dump|psql|pg_dump|pg_restore|mongo|mongosh|cqlsh"
     r"|mongodump|mongorestore|mongoimport|sshpass)\b[^\n|;&]*?[^\S\n]-p(?:[^\S\n]+|(?=[^\s-]))(?!-)" + _VALUE
+)
+# `-P` after SQL Server's clients (sqlcmd, bcp, osql, isql)
+_CLI_MSSQL = re.compile(
+    r"\b(?:sqlcmd|bcp|osql|isql)\b[^\n|;&]*?[^\S\n]-P(?:[^\S\n]+|(?=[^\s-]))(?!-)" + _VALUE
 )
 _CLI_REDIS = re.compile(r"\bredis-cli\b[^\n|;&]*?[^\S\n]-a[^\S\n]+(?!-)" + _VALUE)
 _CLI_CURL = re.compile(r"\bcurl\b[^\n|;&]*?[^\S\n](?:-u|--user)[^\S\n]*[\"']?[^\s:\"']*:(?P<bare>[^\s\"']+)")
@@ -644,6 +651,7 @@ _DETECTORS: list[tuple[_Gate, Detector]] = [
     (_gate("-"), _cli(_CLI_FLAG)),
     (_gate(" -p"), _cli(_CLI_DB)),
     (_gate("redis-cli"), _cli(_CLI_REDIS)),
+    (_gate(" -P"), _cli(_CLI_MSSQL)),
     (_gate("curl"), _cli(_CLI_CURL)),
     (_gate(lower=("pass", "pwd")), _english_prose),
     (_gate("비밀", "비번", "패스", "암호", "핀", "PIN"), _korean_prose),
@@ -742,6 +750,7 @@ _DETECTORS: list[tuple[_Gate, Detector]] = [
     (_gate(":"), pgpass_lines),
     (_gate(lower=("oracle", "sqlplus", "expdp", "impdp", "rman", "sqlldr", "userid")), oracle_userpass),
     (_gate(lower=("pass", "auth", "secret", "rootpw", "ldap")), directives),
+    (_gate("login"), login_arguments),
     (_gate("$", "{"), password_hashes),
     (
         _gate(

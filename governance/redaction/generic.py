@@ -28,6 +28,7 @@ from governance.redaction.names import _benign, _looks_random, _name_class, _pas
 __all__ = [
     "call_credentials",
     "directives",
+    "login_arguments",
     "near_word_tokens",
     "oracle_userpass",
     "password_hashes",
@@ -145,16 +146,13 @@ def _line_at(text: str, index: int) -> tuple[int, int]:
 def _line_tokens(text: str, start: int, end: int, previous: str) -> Iterator[tuple[int, int]]:
     """Random tokens of the line text[start:end] that a word naming a secret stands beside."""
     line = text[start:end]
-    if len(line) < 16 or _PUBLIC_LINE.search(line):
+    if len(line) < 16:
         return
-    digests = _DIGEST_WORDS.search(line) is not None
-    tokens = [
-        m
-        for m in _TOKEN.finditer(line)
-        if _random_token(m.group()) and not (digests and _HEX_DIGEST.fullmatch(m.group()))
-    ]
-    if not tokens:
+    tokens = [m for m in _TOKEN.finditer(line) if _random_token(m.group())]
+    if not tokens or _PUBLIC_LINE.search(line):
         return
+    if _DIGEST_WORDS.search(line):
+        tokens = [m for m in tokens if not _HEX_DIGEST.fullmatch(m.group())]
     alone = len(tokens) == 1 and tokens[0].group() == line.strip().strip("\"'`,;")
     for match in tokens:
         before = line[max(0, match.start() - 80) : match.start()]
@@ -181,10 +179,11 @@ def near_word_tokens(text: str, depth: int) -> Iterator[Span]:
         previous = text[text.rfind("\n", 0, max(0, start - 1)) + 1 : max(0, start - 1)] if start else ""
         for span in _line_tokens(text, start, end, previous):
             yield (*span, priority)
-        # the next line, when the token stands alone there ("Here is the key:" then the key)
+        # the next line, when a token stands alone there ("Here is the key:" then the key)
         if end < len(text):
             following = _line_at(text, end + 1)
-            if following[0] not in done:
+            alone = text[following[0] : following[1]].strip()
+            if len(alone) >= 16 and " " not in alone and following[0] not in done:
                 for span in _line_tokens(text, *following, text[start:end]):
                     yield (*span, priority)
 
@@ -201,9 +200,16 @@ _CALL_NAME = re.compile(
 _STRING = re.compile(r"\"(?P<dq>[^\"\n]*)\"|'(?P<sq>[^'\n]*)'")
 
 
+# a client set up with a random string: `messagebird.initClient("…")`, `algoliasearch("APPID", "…")`
+_CLIENT_CALL = re.compile(
+    r"(?:client|init|sdk|api|auth|configure|setup|set_?key|credential|login|token)\w*\W{0,2}$"
+)
+
+
 def call_credentials(text: str, depth: int) -> Iterator[Span]:
     """The last string literal of a call that takes credentials by position, when it looks like a password
-    (`new PDO($dsn, 'shop', 'qwGd*l0THMyg7t37')`, `auth=('bob', 'Zx8!q')`, `login("u", "p4ss!")`)."""
+    (`new PDO($dsn, 'shop', 'qwGd*l0THMyg7t37')`, `auth=('bob', 'Zx8!q')`, `login("u", "p4ss!")`), and a
+    random literal passed to a call that sets up a client (`messagebird.initClient("…")`)."""
     priority = _PRIORITY["password"]
     lower = text.lower()
     if len(lower) != len(text):
@@ -211,17 +217,37 @@ def call_credentials(text: str, depth: int) -> Iterator[Span]:
     index = lower.find("(")
     while index >= 0:
         following = lower.find("(", index + 1)
-        if _CALL_NAME.search(lower, max(0, index - 40), index):
+        named = _CALL_NAME.search(lower, max(0, index - 40), index) is not None
+        client = not named and _CLIENT_CALL.search(lower, max(0, index - 40), index) is not None
+        if named or client:
             close = text.find(")", index, index + 300)
             args = text[index + 1 : close] if close > 0 else ""
             literals = list(_STRING.finditer(args)) if "\n" not in args else []
-            if len(literals) >= 2:
-                last = literals[-1]
+            for last in literals[-1:] if named and len(literals) >= 2 else literals if client else ():
                 group = "dq" if last.group("dq") is not None else "sq"
                 value = last.group(group)
-                if value and not _benign(value) and (_password_like(value) or _looks_random(value)):
+                if client:
+                    ok = len(value) >= 20 and _random_token(value)
+                else:
+                    ok = (
+                        bool(value) and not _benign(value) and (_password_like(value) or _looks_random(value))
+                    )
+                if ok:
                     yield index + 1 + last.start(group), index + 1 + last.end(group), priority
         index = following
+
+
+# `wandb login <key>`, `huggingface-cli login --token <token>`: a random argument after a login subcommand
+_LOGIN_ARG = re.compile(
+    r"\blogin(?:[^\S\n]+--?[\w-]+(?:=\S+)?)*[^\S\n]+(?:--?[\w-]+[=\s])?(?P<v>[\w.~+/-]{20,}=*)"
+)
+
+
+def login_arguments(text: str, depth: int) -> Iterator[Span]:
+    priority = _PRIORITY["generic_secret"]
+    for match in _LOGIN_ARG.finditer(text):
+        if _random_token(match.group("v")):
+            yield match.start("v"), match.end("v"), priority
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -271,6 +297,10 @@ def directives(text: str, depth: int) -> Iterator[Span]:
         value = match.group("v")
         if _benign(value):
             continue
+        # "Passwort vergessen?" is a line of prose: a directive's value looks like a password
+        plain = value.rstrip(".,;:!?")
+        if not (_password_like(plain) or _looks_random(plain)):
+            continue
         if name.lower() in _DIRECTIVE_NAMES or _name_class(name) == 2:
             yield match.start("v"), match.end("v"), priority
     for match in _LDAP.finditer(text):
@@ -308,7 +338,9 @@ _SHORT_CODE = re.compile(
     r"|código[ ](?:pin|de[ ]seguridad|cvv)|code[ ](?:pin|de[ ]sécurité|confidentiel)|cryptogramme"
     r"|codice[ ](?:pin|di[ ]sicurezza)|código[ ]de[ ]segurança|暗証番号|セキュリティコード|安全码|验证码"
     r"|보안[ ]?코드|пин(?:-код)?|cvv-код)"
-    r"(?![a-z])[^\S\n]*(?:[:=：#]|is|ist|lautet|es|est|é|è|は|是|:?[^\S\n]*-)?[^\S\n]*[\"'`]?"
+    # "PIN for the corporate card: 7391"
+    r"(?![a-z])(?:[^\S\n]+(?:for|of|für|de|du|del|da|di|для)[^\S\n]+[^:=\n]{1,40}?(?=[:=]))?"
+    r"[^\S\n]*(?:[:=：#]|is|ist|lautet|es|est|é|è|は|是|:?[^\S\n]*-)?[^\S\n]*[\"'`]?"
     r"(?P<v>\d{3,8})(?![\d/.:,-]\d)(?!\d)"
 )
 _SHORT_CODE_ANY = re.compile(_SHORT_CODE.pattern, re.IGNORECASE)

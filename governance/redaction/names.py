@@ -134,6 +134,9 @@ _IDENTIFIER_VALUE = re.compile(
 _HEADER_NAME_VALUE = re.compile(
     r"(?i)(?:x-)?(?:[a-z]+-)*(?:api-?key|token|auth-token|access-token|secret|password|passphrase)[;.,]?"
 )
+_PUBLIC_VALUE = re.compile(
+    r"pk_(?:live|test)_|pk\.eyJ|FLWPUBK|age1[02-9ac-hj-np-z]{20}|[xyz]pub[1-9A-HJ-NP-Za-km-z]{20}"
+)
 _LABEL_VALUE = re.compile(r"[A-Za-z][A-Za-z' ]{0,40}[.:]?")
 _LABEL_WORD = re.compile(r"(?i)\b(?:password|passphrase|passcode|token|key|secret|pin|code)s?\b")
 
@@ -147,6 +150,8 @@ def _benign(value: str) -> bool:
         return True
     if value.lower().rstrip(".,:;!?") in _STOPWORDS:
         return True
+    if _PUBLIC_VALUE.match(value):
+        return True  # a key its vendor documents as public (Stripe `pk_live_`, Mapbox `pk.`, age1, xpub)
     if _IDENTIFIER_VALUE.fullmatch(value) or _HEADER_NAME_VALUE.fullmatch(value):
         return True  # `self.password = password`, `token=access_token`: a variable, not a value
     if " " in value and _LABEL_VALUE.fullmatch(value) and _LABEL_WORD.search(value):

@@ -69,6 +69,8 @@ def multilingual_prose(text: str, depth: int) -> Iterator[Span]:
     lower = text.lower()
     words = _WORD_LOWER.finditer(lower) if len(lower) == len(text) else _WORD_ANY_CASE.finditer(text)
     for word in words:
+        if word.start() > 0 and text[word.start() - 1] == ":":
+            continue  # a segment of a colon path (`arn:aws:secretsmanager:…:secret:name`)
         for pattern in (_PROSE, _PROSE_BARE):
             match = pattern.match(text, word.start())
             if match is None:
@@ -91,6 +93,7 @@ def multilingual_prose(text: str, depth: int) -> Iterator[Span]:
 _PHRASE_NAME = (
     r"passphrase|pass[ -]phrase|phrase[ ]secrète|phrase[ ]de[ ]passe|frase[ ]de[ ]contraseña|Passphrase"
     r"|(?:secret[ ])?(?:recovery|seed|mnemonic|backup|wallet)[ ](?:phrase|words|sentence)|mnemonic"
+    r"|(?:\d{2}-word[ ])?seed"
     r"|frase[ ](?:semilla|de[ ]recuperación)|phrase[ ](?:de[ ]récupération|mnémonique)"
     r"|Wiederherstellungsphrase"
     r"|パスフレーズ|口令短语|助记词|助記詞|ニーモニック|シードフレーズ|복구[ ]?구문|시드[ ]?문구"
@@ -109,6 +112,6 @@ def passphrases(text: str, depth: int) -> Iterator[Span]:
         words = re.split(r"[ -]", match.group("words"))
         if any(word.lower() in _STOPWORDS for word in words):
             continue  # "passphrase: stored in the vault" is prose
-        if match.group("colon") not in (":", "：") and len(words) < 8:
+        if match.group("colon") not in (":", "：") and len(words) < 4:
             continue
         yield match.start("words"), match.end("words"), priority
