@@ -51,6 +51,8 @@ from governance.redaction.names import _benign, _looks_random, _name_class, is_s
 
 __all__ = ["Redaction", "redact", "redact_json", "redact_free_text", "is_secret_name", "PLACEHOLDER"]
 
+# kinds found by what a name or a word says, whose value may still be a placeholder
+_NAMED_KINDS = frozenset({"url_credentials", "password", "generic_secret"})
 _ZERO_WIDTH = re.compile("[\u200b\u200c\u200d\u2060\ufeff]")
 _LEFT_SET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+/-")
 _EXTEND_RIGHT = re.compile(r"[A-Za-z0-9_+/=-]+")
@@ -207,11 +209,15 @@ def redact(text: str) -> Redaction:
     if spans and PLACEHOLDER in normal:  # redacting redacted text again finds nothing new
         done = [(m.start(), m.end()) for m in re.finditer(re.escape(PLACEHOLDER), normal)]
         spans = [(s, e, p) for s, e, p in spans if not any(a <= s and e <= b for a, b in done)]
-    # a documented example (`AKIAIOSFODNN7EXAMPLE`) or a template (`sk_live_xxxxxxxx`) is no credential
+    # a documented example (`AKIAIOSFODNN7EXAMPLE`), a template (`sk_live_xxxxxxxx`) or a placeholder
+    # (`postgres://user:password@…`, `redis://:${REDIS_PASSWORD}@…`) is no credential
     spans = [
         (s, e, p)
         for s, e, p in spans
-        if _KINDS[p] == "private" or not _PLACEHOLDER_BODY.search(scanned, s, e)
+        if _KINDS[p] in ("private", "private_key")
+        or not (
+            _PLACEHOLDER_BODY.search(scanned, s, e) or (_KINDS[p] in _NAMED_KINDS and _benign(scanned[s:e]))
+        )
     ]
     if not spans:
         return Redaction(text=text, counts={})

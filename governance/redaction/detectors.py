@@ -39,6 +39,7 @@ from detect_secrets.plugins.twilio import TwilioKeyDetector
 
 from governance.redaction.catalogue import catalogue_spans
 from governance.redaction.generic import (
+    bitcoin_wif,
     call_credentials,
     directives,
     login_arguments,
@@ -46,7 +47,12 @@ from governance.redaction.generic import (
     oracle_userpass,
     password_hashes,
     pgpass_lines,
+    secure_strings,
     short_codes,
+    url_tokens,
+    value_first,
+    wifi_qr,
+    yaml_blocks,
 )
 from governance.redaction.kinds import _PRIORITY, Detector, Span
 from governance.redaction.names import (
@@ -503,7 +509,7 @@ _DETECTORS: list[tuple[_Gate, Detector]] = [
         _checked(
             "bearer_token",
             re.compile(r"(?i)\bbearer[^\S\n]+(?P<v>[A-Za-z0-9._~+/=-]{8,})"),
-            lambda value: not re.fullmatch(r"[a-z]+|[A-Z][a-z]+", value),
+            lambda value: not re.fullmatch(r"[a-z]+|[A-Z][a-z]+", value) and not _benign(value),
             "v",
         ),
     ),
@@ -749,8 +755,14 @@ _DETECTORS: list[tuple[_Gate, Detector]] = [
     ),
     (_gate(":"), pgpass_lines),
     (_gate(lower=("oracle", "sqlplus", "expdp", "impdp", "rman", "sqlldr", "userid")), oracle_userpass),
-    (_gate(lower=("pass", "auth", "secret", "rootpw", "ldap")), directives),
+    (_gate(lower=("pass", "auth", "secret", "rootpw", "bindpw", "psk", "ldap")), directives),
     (_gate("login"), login_arguments),
+    (_gate(lower=("password", "passphrase", "passcode", "pwd", "key", "token", "secret")), value_first),
+    (_gate("WIFI:"), wifi_qr),
+    (_gate(": |", ": >", ":|", ":>"), yaml_blocks),
+    (_gate(lower=("convertto-securestring",)), secure_strings),
+    (_gate("@"), url_tokens),
+    (_gate("5H", "5J", "5K", "K", "L"), bitcoin_wif),
     (_gate("$", "{"), password_hashes),
     (
         _gate(

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import re
 from collections.abc import Iterator
 from functools import lru_cache
@@ -26,6 +27,7 @@ from governance.redaction.kinds import _PRIORITY, Span
 from governance.redaction.names import _benign, _looks_random, _name_class, _password_like
 
 __all__ = [
+    "bitcoin_wif",
     "call_credentials",
     "directives",
     "login_arguments",
@@ -34,6 +36,11 @@ __all__ = [
     "password_hashes",
     "pgpass_lines",
     "short_codes",
+    "secure_strings",
+    "url_tokens",
+    "value_first",
+    "wifi_qr",
+    "yaml_blocks",
 ]
 
 # ---------------------------------------------------------------------------------------------------------
@@ -45,7 +52,7 @@ _SECRET_WORD = re.compile(
     r"(?<![a-z])(?:api[-_ ]?key|apikey|access[-_ ]?key|secret[-_ ]?key|private[-_ ]?key|auth[-_ ]?token"
     r"|authtoken|access[-_ ]?token|refresh[-_ ]?token|keys?|tokens?|secrets?|passwords?|passwd|pwd"
     r"|passphrase|credentials?|creds|auth|bearer|license[-_ ]?key|licence[-_ ]?key|signing[-_ ]?key"
-    r"|master[-_ ]?key|sas|pat|wif|privkey|psk|seed|mnemonic"
+    r"|master[-_ ]?key|sas|pat|wif|privkey|psk|seed|mnemonic|cookie|session[-_ ]?(?:id|key|token)?|sid"
     r"|schlüssel|kennwort|passwort|clave|contraseña|clé|jeton|mot de passe|chave|senha|chiave"
     r"|ключ|токен|пароль|секрет)(?:\d{0,2})(?![a-zà-ÿа-я])"
     r"|密钥|秘钥|私钥|密码|密碼|金鑰|令牌|口令|トークン|キー|鍵|パスワード|シークレット|토큰|키|비밀|암호|시크릿"
@@ -73,15 +80,24 @@ _KNOWN_SHAPE = re.compile(
     r"(?i)(?:sha(?:1|224|256|384|512)|md5|blake2b?|h1)[-:_][A-Za-z0-9+/=_-]+"  # lockfile and SRI hashes
     r"|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"  # a bare UUID
     r"|[0-7][0-9A-HJKMNP-TV-Z]{25}"  # ULID
-    r"|0x[0-9a-f]{40}"  # an Ethereum address
+    r"|0x[0-9a-f]{40}|0x[0-9a-f]{8,16}"  # an Ethereum address, a PGP key id
     r"|(?:bc1|tb1)[0-9a-z]{25,87}|[13][1-9A-HJ-NP-Za-km-z]{25,34}"  # Bitcoin addresses
+    # Stripe's object ids (requests, charges, customers, events…): ids, never credentials
+    r"|(?:req|ch|cus|pi|pm|evt|acct|sub|in|ii|price|prod|txn|py|po|re|seti|src|card|ba|ipi|si|file|link|sess"
+    r"|cs_(?:test|live)|pi_\w+_secret)_[A-Za-z0-9]{8,}"
     r"|[a-z]+(?:[-_.][a-z]+)+"  # words joined by separators
     r"|(?:[a-z0-9-]+\.)+[a-z]{2,}(?:/\S*)?"  # a host name, maybe with a path
+)
+# the value of a name that says it is an id, a digest or a version
+_ID_NAME_BEFORE = re.compile(
+    r"(?i)(?:\b|_)(?:id|ids|uuid|guid|kid|trace|span|request|correlation|hash|sha\d*|digest|etag|checksum|version"
+    r"|commit|ref|fingerprint|nonce|salt|iv)[\"']?[^\S\n]*[:=][^\S\n]*[\"']?$|(?<=[a-z])Id[\"']?[^\S\n]*[:=][^\S\n]*[\"']?$"
 )
 _HEX_DIGEST = re.compile(r"[0-9a-fA-F]{32,}")
 # words that say a hex string is a digest or a revision, not a key
 _DIGEST_WORDS = re.compile(
-    r"(?i)\b(?:commit|sha\w*|hash\w*|digest|checksum|revision|rev|etag|fingerprint|md5)\b"
+    r"(?i)\b(?:commit|sha\w*|hash\w*|digest|checksum|revision|rev|etag|fingerprint|md5|revert\w*|merge\w*"
+    r"|cherry-pick\w*|blob|tree|head|branch|tag)\b"
 )
 
 
@@ -153,9 +169,18 @@ def _line_tokens(text: str, start: int, end: int, previous: str) -> Iterator[tup
         return
     if _DIGEST_WORDS.search(line):
         tokens = [m for m in tokens if not _HEX_DIGEST.fullmatch(m.group())]
+    # a SHA's length in hex is a credential only right after the word naming it ("API key: <40 hex>")
+    tokens = [
+        m
+        for m in tokens
+        if not (len(m.group()) in (40, 64) and _HEX_DIGEST.fullmatch(m.group()))
+        or _names_secret(line[max(0, m.start() - 24) : m.start()])
+    ]
     alone = len(tokens) == 1 and tokens[0].group() == line.strip().strip("\"'`,;")
     for match in tokens:
         before = line[max(0, match.start() - 80) : match.start()]
+        if _ID_NAME_BEFORE.search(before):
+            continue  # `trace_id=<hex>`, `"kid": "<…>"`: the name says it is an id
         after = line[match.end() : match.end() + 40]
         if (
             _names_secret(before)
@@ -283,7 +308,9 @@ def oracle_userpass(text: str, depth: int) -> Iterator[Span]:
 # `requirepass x`, `masterauth x`, `password x` alone on a line (redis.conf, sshd-style, .netrc lines);
 # `-w x` / `-W`-less after an LDAP client (`ldapsearch -D cn=admin -w x`)
 _DIRECTIVE = re.compile(r"(?m)^[^\S\n]*(?P<name>[A-Za-z][\w.-]{1,60})[^\S\n]+(?P<v>[^\s#;]+)[^\S\n]*$")
-_DIRECTIVE_NAMES = frozenset({"requirepass", "masterauth", "masterpassword", "authpass", "rootpw", "secret"})
+_DIRECTIVE_NAMES = frozenset(
+    {"requirepass", "masterauth", "masterpassword", "authpass", "rootpw", "bindpw", "secret", "psk"}
+)
 _LDAP = re.compile(
     r"\bldap(?:search|add|modify|delete|passwd|whoami|compare|modrdn|exop)\b[^\n|;&]*?[^\S\n]-w[^\S\n]+"
     r"(?:\"(?P<dq>[^\"\n]+)\"|'(?P<sq>[^'\n]+)'|(?P<bare>[^\s\"']+))"
@@ -347,8 +374,103 @@ _SHORT_CODE_ANY = re.compile(_SHORT_CODE.pattern, re.IGNORECASE)
 
 
 def short_codes(text: str, depth: int) -> Iterator[Span]:
-    priority = _PRIORITY["password"]
+    priority = _PRIORITY["pin"]
     lower = text.lower()
     matches = _SHORT_CODE.finditer(lower) if len(lower) == len(text) else _SHORT_CODE_ANY.finditer(text)
     for match in matches:
         yield match.start("v"), match.end("v"), priority
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the value before the word: "use X as the password", "X is the admin password"
+
+_VALUE_FIRST = re.compile(
+    r"(?i)(?:\b(?:use|using|with|try|enter|type)[^\S\n]+[\"'`“]?(?P<a>[\x21-\x7e]{6,}?)[\"'`”]?[^\S\n]+as[^\S\n]+"
+    r"|(?<![\x21-\x7e])[\"'`“]?(?P<b>[\x21-\x7e]{6,}?)[\"'`”]?[^\S\n]+(?:is|was)[^\S\n]+)"
+    r"(?:the|a|an|our|my|your)?[^\S\n]*(?:[\w-]+[^\S\n]+){0,2}?"
+    r"(?:password|passphrase|passcode|pwd|api[ -]?key|token|secret)\b"
+)
+
+
+def value_first(text: str, depth: int) -> Iterator[Span]:
+    priority = _PRIORITY["password"]
+    for match in _VALUE_FIRST.finditer(text):
+        group = "a" if match.group("a") is not None else "b"
+        value = match.group(group)
+        if not _benign(value) and (_password_like(value) or _looks_random(value)):
+            yield match.start(group), match.end(group), priority
+
+
+# the Wi-Fi QR code payload: `WIFI:T:WPA;S:<ssid>;P:<password>;;`
+_WIFI_QR = re.compile(r"WIFI:(?:[TSHIE]:(?:\\.|[^;\\])*;)*?P:(?P<v>(?:\\.|[^;\\\n])+);")
+
+
+def wifi_qr(text: str, depth: int) -> Iterator[Span]:
+    priority = _PRIORITY["password"]
+    for match in _WIFI_QR.finditer(text):
+        yield match.start("v"), match.end("v"), priority
+
+
+# a Bitcoin private key in Wallet Import Format: Base58Check, version 0x80, the checksum proves it is one
+_WIF = re.compile(
+    r"(?<![1-9A-HJ-NP-Za-km-z])(?:5[HJK][1-9A-HJ-NP-Za-km-z]{49}|[KLc][1-9A-HJ-NP-Za-km-z]{51})"
+    r"(?![1-9A-HJ-NP-Za-km-z])"
+)
+_B58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+
+
+def _base58check(value: str) -> bytes | None:
+    number = 0
+    for char in value:
+        number = number * 58 + _B58.index(char)
+    raw = number.to_bytes((number.bit_length() + 7) // 8, "big")
+    body, checksum = raw[:-4], raw[-4:]
+    if hashlib.sha256(hashlib.sha256(body).digest()).digest()[:4] != checksum:
+        return None
+    return body
+
+
+def bitcoin_wif(text: str, depth: int) -> Iterator[Span]:
+    priority = _PRIORITY["private_key"]
+    for match in _WIF.finditer(text):
+        body = _base58check(match.group())
+        if body is not None and body[:1] in (b"\x80", b"\xef") and len(body) in (33, 34):
+            yield match.start(), match.end(), priority
+
+
+# a YAML block scalar under a secret name: `password: >-` and the value on the next, deeper line
+_YAML_BLOCK = re.compile(
+    r"(?m)^(?P<indent>[^\S\n]*)(?:-[^\S\n]+)?[\"']?(?P<name>[\w.-]+)[\"']?:[^\S\n]*[|>][-+]?\d?[^\S\n]*\r?\n"
+    r"(?P=indent)[^\S\n]+(?P<v>\S[^\n]*)"
+)
+
+
+def yaml_blocks(text: str, depth: int) -> Iterator[Span]:
+    for match in _YAML_BLOCK.finditer(text):
+        value = match.group("v").rstrip()
+        cls = _name_class(match.group("name"))
+        if (cls == 2 and not _benign(value)) or (cls == 1 and _looks_random(value)):
+            start = match.start("v")
+            yield start, start + len(value), _PRIORITY["password" if cls == 2 else "generic_secret"]
+
+
+# PowerShell: `ConvertTo-SecureString "pw" -AsPlainText`; `-Password (ConvertTo-SecureString 'pw' …)`
+_SECURE_STRING = re.compile(
+    r"(?i)ConvertTo-SecureString[^\S\n]+(?:-String[^\S\n]+)?(?:\"(?P<dq>[^\"\n]+)\"|'(?P<sq>[^'\n]+)')"
+    r"(?=[^\n]*-AsPlainText)"
+)
+# a URL whose userinfo is a token alone: `https://<token>@github.com/acme/repo.git`
+_URL_TOKEN = re.compile(r"\b[a-z][a-z0-9+.-]*://(?P<v>[A-Za-z0-9_.~-]{20,})@[A-Za-z0-9.-]+")
+
+
+def secure_strings(text: str, depth: int) -> Iterator[Span]:
+    for match in _SECURE_STRING.finditer(text):
+        group = "dq" if match.group("dq") is not None else "sq"
+        if not _benign(match.group(group)):
+            yield match.start(group), match.end(group), _PRIORITY["password"]
+
+
+def url_tokens(text: str, depth: int) -> Iterator[Span]:
+    for match in _URL_TOKEN.finditer(text):
+        if _random_token(match.group("v")):
+            yield match.start("v"), match.end("v"), _PRIORITY["url_credentials"]

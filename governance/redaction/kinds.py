@@ -49,6 +49,7 @@ _KINDS = (
     "cloud_credentials",
     "generic_secret",
     "card_number",
+    "pin",
     "resident_number",
     "encoded_secret",
 )
@@ -64,6 +65,7 @@ _KEEP_EXACT = frozenset(
         "password",
         "generic_secret",
         "card_number",
+        "pin",
         "resident_number",
     }
 )

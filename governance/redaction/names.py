@@ -47,6 +47,7 @@ _METADATA_SUFFIX = re.compile(
 )
 
 
+# published on purpose
 _PUBLIC_NAME = re.compile(r"(?:^|_)(?:public|pub|publishable)(?:_|$)|^pubkey|_pubkey")
 
 
@@ -83,10 +84,11 @@ _PLACEHOLDER_VALUE = re.compile(
     r"|passwort|kennwort|contraseña|contrasena|mot de passe|senha|palavra-passe|parola d'ordine|пароль"
     r"|passphrase|passcode|token|api key|clave|clé|chave|chiave|jeton|schlüssel"
     r"|(?:your|my|insert|enter|put)[_-].*|.*[_-](?:here|goes_here)|x{4,}.*|.*x{6,}|\*{3,}.*"
-    r"|<[^<>]*>|\*+|x{3,}|\.{3}|…|\?+|-+|_+"
+    r"|<[^<>]*>|<[A-Za-z_][^<>]*|\*+|x{3,}|\.{3}|…|\?+|-+|_+"
     # a token's documented prefix cut short by an ellipsis: `sk-...`, `ghp_…`
     r"|[A-Za-z0-9_.-]{1,16}?(?:\.{3,}|…)"
     r"|[\[{(]"  # a structure opens: the value is on the next lines or in a list
+    r"|[|>][-+]?\d?"  # a YAML block scalar: the value is on the next lines
     # references: ${DB_PASSWORD}, $DB_PASSWORD, $(cat file), {{ vault_pw }}, {% ... %}, %(password)s, %s,
     # !vault (a YAML tag), $1 and :password (SQL parameters)
     r"|\$\{[^}]*\}|\$[A-Z_][A-Z0-9_]*|\$\(.*|\$?\{\{.*|\{%.*|%\([A-Za-z_]\w*\)s|%s|![A-Za-z]\w*|\$\d+"
@@ -94,8 +96,12 @@ _PLACEHOLDER_VALUE = re.compile(
     # more reference syntaxes (the ones gitleaks' global allowlist names): ${{ secrets.X }}, %VAR%, @VAR@,
     # a run of one character
     r"|\$\{\{.*|%[A-Za-z_]+%|@[A-Za-z_]+@|(.)\1*"
+    # secret references: 1Password `op://vault/item/field`, `vault:secret/x#y`, `ref+vault://…`, `!Ref X`
+    r"|op://\S+|vault:\S+|ref\+\w+://\S+|(?:awssm|gcpsm|azkv)://\S+|!(?:Ref|Sub|GetAtt|ImportValue)\b.*"
+    # an environment variable's name standing for its value (`Bearer ACCESS_TOKEN`, `API_KEY_HERE`)
+    r"|(?-i:(?:[A-Z][A-Z0-9]*_)*(?:TOKEN|KEY|SECRET|PASSWORD|PASS|PWD|CREDENTIALS?|APIKEY)(?:_[A-Z0-9]+)*)"
     # code, not a value: `password = get_password()`, `password: str`, `password = settings.DB_PASSWORD`
-    r"|(?-i:[a-z_][A-Za-z0-9_.]{2,}[(\[].*)"
+    r"|(?-i:[A-Za-z_][A-Za-z0-9_.]{2,}[(\[].*)"
     r"|(?:str|bytes|string|SecretStr|(?:Optional|Secret)\[[^\]]*\])(?:\|None)?"
     r"|(?:self|cls|args|opts|options|config|cfg|conf|settings|env|os|params|request|req|ctx|kwargs|creds"
     r"|credentials|secrets|vault|process|this|props|data|user|values)\.[\w.]+"

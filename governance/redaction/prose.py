@@ -20,8 +20,8 @@ __all__ = ["multilingual_prose", "passphrases"]
 
 # words that name a secret; Latin-script ones need word boundaries, CJK ones do not
 _LATIN_WORDS = (
-    r"passwords?|passwd|passphrase|passcode|pwd|secret|token|api[ _-]?key|access[ _-]?key|secret[ _-]?key"
-    r"|private[ _-]?key|pin"
+    r"passwords?|passwd|passphrase|passcode|pwd|pass|secret|token|api[ _-]?key|access[ _-]?key"
+    r"|secret[ _-]?key|private[ _-]?key|pin"
     r"|passwort|kennwort|zugangsdaten|geheimnis|schlüssel|zugangsschlüssel|api-schlüssel"
     r"|contraseña|contrasena|clave(?:[ ]de[ ]acceso)?|secreto|frase[ ]de[ ]contraseña"
     r"|mot[ ]de[ ]passe|mdp|phrase[ ]secrète|phrase[ ]de[ ]passe|clé|clef|jeton"
@@ -60,6 +60,7 @@ _WORD_LOWER = re.compile(
 _WORD_ANY_CASE = re.compile(rf"(?i){_WORD}")
 # no separator: "the api key X for staging", "토큰 X"
 _PROSE_BARE = re.compile(rf"(?i){_WORD}[^\S\n]+{_OPEN}(?P<value>[\x21-\x7e]{{12,}})")
+_NAME_THEN_VALUE = re.compile(r"[A-Za-z_][\w.-]*[=:]")
 _LATIN_LETTER = re.compile("[À-ÖØ-öø-ÿ]")
 _TRAILING = ".,;:)]}'\"`”’」』）"
 
@@ -82,6 +83,8 @@ def multilingual_prose(text: str, depth: int) -> Iterator[Span]:
             quoted = whole.rstrip("'\"`”’」』,;")  # `'sk_live_...'`: the dots stay
             if not value or _benign(value) or _benign(whole) or _benign(quoted) or value[0] == "<":
                 continue  # `<your-password>` opens a template
+            if _NAME_THEN_VALUE.match(value):
+                continue  # `password="…"`: another assignment, which the assignment rule judges
             if _LATIN_LETTER.match(text, match.end("value")):
                 continue  # the word goes on past ASCII ("<tu-contraseña>"): not an ASCII password
             if _looks_random(value) or (pattern is _PROSE and _password_like(value)):
