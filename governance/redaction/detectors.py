@@ -718,6 +718,8 @@ _DETECTORS: list[tuple[_Gate, Detector]] = [
                 "chave",
                 "chiave",
                 "parola",
+                "passwort",
+                "token",
                 "пароль",
                 "ключ",
                 "токен",

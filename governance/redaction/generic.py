@@ -54,6 +54,7 @@ _SECRET_WORD = re.compile(
     r"|passphrase|credentials?|creds|auth|bearer|license[-_ ]?key|licence[-_ ]?key|signing[-_ ]?key"
     r"|master[-_ ]?key|sas|pat|wif|privkey|psk|seed|mnemonic|cookie|session[-_ ]?(?:id|key|token)?|sid"
     r"|schlüssel|kennwort|passwort|clave|contraseña|clé|jeton|mot de passe|chave|senha|chiave"
+    r"|zugriffstoken|zugangstoken|sitzungstoken|zugriffsschlüssel|accesstoken|idtoken"
     r"|ключ|токен|пароль|секрет)(?:\d{0,2})(?![a-zà-ÿа-я])"
     r"|密钥|秘钥|私钥|密码|密碼|金鑰|令牌|口令|トークン|キー|鍵|パスワード|シークレット|토큰|키|비밀|암호|시크릿"
 )
@@ -159,58 +160,40 @@ def _line_at(text: str, index: int) -> tuple[int, int]:
     return start, len(text) if end < 0 else end
 
 
-def _line_tokens(text: str, start: int, end: int, previous: str) -> Iterator[tuple[int, int]]:
-    """Random tokens of the line text[start:end] that a word naming a secret stands beside."""
-    line = text[start:end]
-    if len(line) < 16:
-        return
-    tokens = [m for m in _TOKEN.finditer(line) if _random_token(m.group())]
-    if not tokens or _PUBLIC_LINE.search(line):
-        return
-    if _DIGEST_WORDS.search(line):
-        tokens = [m for m in tokens if not _HEX_DIGEST.fullmatch(m.group())]
-    # a SHA's length in hex is a credential only right after the word naming it ("API key: <40 hex>")
-    tokens = [
-        m
-        for m in tokens
-        if not (len(m.group()) in (40, 64) and _HEX_DIGEST.fullmatch(m.group()))
-        or _names_secret(line[max(0, m.start() - 24) : m.start()])
-    ]
-    alone = len(tokens) == 1 and tokens[0].group() == line.strip().strip("\"'`,;")
-    for match in tokens:
-        before = line[max(0, match.start() - 80) : match.start()]
+def near_word_tokens(text: str, depth: int) -> Iterator[Span]:
+    """Random tokens that a word naming a secret stands beside: found token first (random tokens are rare in
+    ordinary text, so most texts cost one scan), then the words around it are read."""
+    priority = _PRIORITY["generic_secret"]
+    lines: dict[int, tuple[str, bool, bool]] = {}  # line start -> (line, public, about digests)
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        if not _random_token(token):
+            continue
+        start, end = _line_at(text, match.start())
+        if start not in lines:
+            line = text[start:end]
+            lines[start] = (line, bool(_PUBLIC_LINE.search(line)), bool(_DIGEST_WORDS.search(line)))
+        line, public, digests = lines[start]
+        if public:
+            continue
+        hexadecimal = _HEX_DIGEST.fullmatch(token) is not None
+        if hexadecimal and digests:
+            continue
+        at = match.start() - start
+        before = line[max(0, at - 80) : at]
         if _ID_NAME_BEFORE.search(before):
             continue  # `trace_id=<hex>`, `"kid": "<…>"`: the name says it is an id
-        after = line[match.end() : match.end() + 40]
-        if (
-            _names_secret(before)
-            or _names_secret(after)
-            or (alone and _names_secret(previous[-80:]) and not _PUBLIC_LINE.search(previous))
-        ):
-            yield start + match.start(), start + match.end()
-
-
-def near_word_tokens(text: str, depth: int) -> Iterator[Span]:
-    priority = _PRIORITY["generic_secret"]
-    lower = text.lower()
-    # a few letters grow when lowered: then scan the text as written, ignoring case (slower)
-    words = _SECRET_WORD.finditer(lower) if len(lower) == len(text) else _SECRET_WORD_ANY.finditer(text)
-    done: set[int] = set()
-    for word in words:
-        start, end = _line_at(text, word.start())
-        if start in done:
-            continue
-        done.add(start)
-        previous = text[text.rfind("\n", 0, max(0, start - 1)) + 1 : max(0, start - 1)] if start else ""
-        for span in _line_tokens(text, start, end, previous):
-            yield (*span, priority)
-        # the next line, when a token stands alone there ("Here is the key:" then the key)
-        if end < len(text):
-            following = _line_at(text, end + 1)
-            alone = text[following[0] : following[1]].strip()
-            if len(alone) >= 16 and " " not in alone and following[0] not in done:
-                for span in _line_tokens(text, *following, text[start:end]):
-                    yield (*span, priority)
+        if hexadecimal and len(token) in (40, 64):
+            # a SHA's length in hex is a credential only right after the word naming it ("API key: <hex>")
+            found = _names_secret(line[max(0, at - 24) : at])
+        else:
+            found = _names_secret(before) or _names_secret(line[at + len(token) : at + len(token) + 40])
+        if not found and token == line.strip().strip("\"'`,;") and start > 0:
+            # the token alone on its line, under a line naming it ("Here is the key:" then the key)
+            previous = text[text.rfind("\n", 0, start - 1) + 1 : start - 1]
+            found = _names_secret(previous[-80:]) and not _PUBLIC_LINE.search(previous)
+        if found:
+            yield match.start(), match.end(), priority
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -307,7 +290,7 @@ def oracle_userpass(text: str, depth: int) -> Iterator[Span]:
 
 # `requirepass x`, `masterauth x`, `password x` alone on a line (redis.conf, sshd-style, .netrc lines);
 # `-w x` / `-W`-less after an LDAP client (`ldapsearch -D cn=admin -w x`)
-_DIRECTIVE = re.compile(r"(?m)^[^\S\n]*(?P<name>[A-Za-z][\w.-]{1,60})[^\S\n]+(?P<v>[^\s#;]+)[^\S\n]*$")
+_DIRECTIVE = re.compile(r"[^\S\n]*(?P<name>[A-Za-z][\w.-]{1,60})[^\S\n]+(?P<v>[^\s#;]+)[^\S\n]*")
 _DIRECTIVE_NAMES = frozenset(
     {"requirepass", "masterauth", "masterpassword", "authpass", "rootpw", "bindpw", "secret", "psk"}
 )
@@ -317,9 +300,20 @@ _LDAP = re.compile(
 )
 
 
+_DIRECTIVE_ROOT = re.compile(r"pass|pw|auth|secret|psk|token|key")
+
+
 def directives(text: str, depth: int) -> Iterator[Span]:
     priority = _PRIORITY["password"]
-    for match in _DIRECTIVE.finditer(text):
+    seen: set[int] = set()
+    for root in _DIRECTIVE_ROOT.finditer(text.lower() if text.isascii() else text):
+        start, end = _line_at(text, root.start())
+        if start in seen:
+            continue
+        seen.add(start)
+        match = _DIRECTIVE.fullmatch(text, start, end)
+        if match is None:
+            continue
         name = match.group("name")
         value = match.group("v")
         if _benign(value):
@@ -387,14 +381,24 @@ def short_codes(text: str, depth: int) -> Iterator[Span]:
 _VALUE_FIRST = re.compile(
     r"(?i)(?:\b(?:use|using|with|try|enter|type)[^\S\n]+[\"'`“]?(?P<a>[\x21-\x7e]{6,}?)[\"'`”]?[^\S\n]+as[^\S\n]+"
     r"|(?<![\x21-\x7e])[\"'`“]?(?P<b>[\x21-\x7e]{6,}?)[\"'`”]?[^\S\n]+(?:is|was)[^\S\n]+)"
-    r"(?:the|a|an|our|my|your)?[^\S\n]*(?:[\w-]+[^\S\n]+){0,2}?"
-    r"(?:password|passphrase|passcode|pwd|api[ -]?key|token|secret)\b"
+    r"(?:the|a|an|our|my|your)?[^\S\n]*(?:[\w-]+[^\S\n]+){0,2}?$"
+)
+_VALUE_FIRST_WORD = re.compile(
+    r"(?<![a-z])(?:password|passphrase|passcode|pwd|api[ -]?key|token|secret)(?![a-z])"
 )
 
 
 def value_first(text: str, depth: int) -> Iterator[Span]:
+    """ "use X as the password", "X is the admin password": the word comes after the value."""
     priority = _PRIORITY["password"]
-    for match in _VALUE_FIRST.finditer(text):
+    lower = text.lower()
+    if len(lower) != len(text):
+        return
+    for word in _VALUE_FIRST_WORD.finditer(lower):
+        line_start = text.rfind("\n", 0, word.start()) + 1
+        match = _VALUE_FIRST.search(text, max(line_start, word.start() - 120), word.start())
+        if match is None:
+            continue
         group = "a" if match.group("a") is not None else "b"
         value = match.group(group)
         if not _benign(value) and (_password_like(value) or _looks_random(value)):

@@ -14,7 +14,13 @@ import re
 from collections.abc import Iterator
 
 from governance.redaction.kinds import _PRIORITY, Span
-from governance.redaction.names import _STOPWORDS, _benign, _looks_random, _password_like
+from governance.redaction.names import (
+    _STOPWORDS,
+    _benign,
+    _looks_random,
+    _password_like,
+    _strong_password_like,
+)
 
 __all__ = ["multilingual_prose", "passphrases"]
 
@@ -23,6 +29,8 @@ _LATIN_WORDS = (
     r"passwords?|passwd|passphrase|passcode|pwd|pass|secret|token|api[ _-]?key|access[ _-]?key"
     r"|secret[ _-]?key|private[ _-]?key|pin"
     r"|passwort|kennwort|zugangsdaten|geheimnis|schlüssel|zugangsschlüssel|api-schlüssel"
+    r"|zugriffstoken|zugangstoken|sitzungstoken|zugriffsschlüssel|datenbankpasswort|datenbank-passwort"
+    r"|wlan-passwort|wlan-schlüssel|admin-passwort|root-passwort|api-token|accesstoken|authtoken"
     r"|contraseña|contrasena|clave(?:[ ]de[ ]acceso)?|secreto|frase[ ]de[ ]contraseña"
     r"|mot[ ]de[ ]passe|mdp|phrase[ ]secrète|phrase[ ]de[ ]passe|clé|clef|jeton"
     # Portuguese, Italian
@@ -43,7 +51,7 @@ _WORD = (
     rf"(?:(?<![A-Za-zÀ-ÿ])(?:{_LATIN_WORDS})(?![A-Za-zÀ-ÿ])"
     rf"|(?<![а-яёА-ЯЁ])(?:{_CYRILLIC_WORDS})(?![а-яёА-ЯЁ])|{_CJK_WORDS})"
 )
-_OPEN = r"[「『“\"'`(（]?"
+_OPEN = r"(?:[「『“\"'`(（‹]|«[^\S\n]?)?"
 _PROSE = re.compile(
     rf"(?i){_WORD}"
     # a few words between the name and the verb ("for the staging server", "de la base", "del servidor")
@@ -59,10 +67,16 @@ _WORD_LOWER = re.compile(
 )
 _WORD_ANY_CASE = re.compile(rf"(?i){_WORD}")
 # no separator: "the api key X for staging", "토큰 X"
-_PROSE_BARE = re.compile(rf"(?i){_WORD}[^\S\n]+{_OPEN}(?P<value>[\x21-\x7e]{{12,}})")
+_PROSE_BARE = re.compile(rf"(?i){_WORD}[^\S\n]+{_OPEN}(?P<value>[\x21-\x7e]{{8,}})")
+# words that name a password (not a key or a token): with no separator, a strong password shape is enough
+# ("senha Qw7!rTz9#Lp2", "密码 Qw7!…")
+_PASSWORD_WORD = re.compile(
+    r"(?i)pass|pwd|mdp|senha|пароль|密码|密碼|口令|パスワード|暗証|비밀번호|비번"
+    r"|kennwort|contrase|mot de passe|parola"
+)
 _NAME_THEN_VALUE = re.compile(r"[A-Za-z_][\w.-]*[=:]")
 _LATIN_LETTER = re.compile("[À-ÖØ-öø-ÿ]")
-_TRAILING = ".,;:)]}'\"`”’」』）"
+_TRAILING = ".,;:)]}'\"`”’」』）»›"
 
 
 def multilingual_prose(text: str, depth: int) -> Iterator[Span]:
@@ -87,7 +101,18 @@ def multilingual_prose(text: str, depth: int) -> Iterator[Span]:
                 continue  # `password="…"`: another assignment, which the assignment rule judges
             if _LATIN_LETTER.match(text, match.end("value")):
                 continue  # the word goes on past ASCII ("<tu-contraseña>"): not an ASCII password
-            if _looks_random(value) or (pattern is _PROSE and _password_like(value)):
+            if pattern is _PROSE_BARE and len(value) < 12:
+                if not (_PASSWORD_WORD.match(match.group()) and _strong_password_like(value)):
+                    continue
+            if (
+                _looks_random(value)
+                or (pattern is _PROSE and _password_like(value))
+                or (
+                    pattern is _PROSE_BARE
+                    and _PASSWORD_WORD.match(match.group())
+                    and _strong_password_like(value)
+                )
+            ):
                 yield start, start + len(value), priority
 
 
