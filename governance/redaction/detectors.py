@@ -47,6 +47,7 @@ from governance.redaction.generic import (
     oracle_userpass,
     password_hashes,
     pgpass_lines,
+    plain_base64,
     secure_strings,
     short_codes,
     url_tokens,
@@ -237,7 +238,11 @@ def _assignments(text: str, depth: int) -> Iterator[Span]:
             if _benign(value) or (name == "PWD" and value[:1] in "/~"):
                 continue
             yield value_start, value_end, strong
-        elif cls == 1 and _looks_random(value, hex_ok=not _DIGEST_NAME.search(name)):
+        elif (
+            cls == 1
+            and _looks_random(value, hex_ok=not _DIGEST_NAME.search(name))
+            and not plain_base64(value)
+        ):
             yield value_start, value_end, generic
 
 

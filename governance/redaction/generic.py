@@ -28,6 +28,7 @@ from governance.redaction.names import _benign, _looks_random, _name_class, _pas
 
 __all__ = [
     "bitcoin_wif",
+    "plain_base64",
     "call_credentials",
     "directives",
     "login_arguments",
@@ -118,7 +119,10 @@ def _identifier_like(token: str) -> bool:
     return len(words) >= 2 and sum(len(w) for w in words) >= len(token) * 0.7
 
 
-def _plain_base64(token: str) -> bool:
+_CREDENTIAL_PAIR = re.compile(r"(?i)pass|secret|token|key|auth|pwd|credential|(?<!\s)\S*:[^\s/]{6,}(?:\s|$)")
+
+
+def plain_base64(token: str) -> bool:
     """Base64 (standard or URL-safe) of printable text: encoded prose or config, no key material."""
     body = token.rstrip("=")
     if len(body) < 16 or len(body) % 4 == 1:
@@ -128,7 +132,11 @@ def _plain_base64(token: str) -> bool:
         decoded = raw.decode("utf-8")
     except (binascii.Error, ValueError):
         return False
-    return sum(c.isalnum() or c in " .,:;-_/\n" for c in decoded) >= len(decoded) * 0.9
+    # words with spaces between them, or a structure of them (`{"logLevel": "info"}`); `user:password`, the
+    # shape of Basic and Docker credentials, has no space and stays random
+    if " " not in decoded.strip() or _CREDENTIAL_PAIR.search(decoded):
+        return False
+    return sum(c.isalnum() or c in " .,:;-_/\n\"'{}[]=" for c in decoded) >= len(decoded) * 0.9
 
 
 @lru_cache(maxsize=4096)
@@ -138,7 +146,7 @@ def _random_token(token: str) -> bool:
         return False
     if _KNOWN_SHAPE.fullmatch(token) or not _looks_random(token, hex_ok=True):
         return False
-    return not (_identifier_like(token) or _plain_base64(token) or _path_like(token))
+    return not (_identifier_like(token) or plain_base64(token) or _path_like(token))
 
 
 # a random token has a digit, or upper- and lower-case letters

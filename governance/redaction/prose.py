@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from governance.redaction.generic import plain_base64
 from governance.redaction.kinds import _PRIORITY, Span
 from governance.redaction.names import (
     _STOPWORDS,
@@ -97,6 +98,8 @@ def multilingual_prose(text: str, depth: int) -> Iterator[Span]:
             quoted = whole.rstrip("'\"`”’」』,;")  # `'sk_live_...'`: the dots stay
             if not value or _benign(value) or _benign(whole) or _benign(quoted) or value[0] == "<":
                 continue  # `<your-password>` opens a template
+            if plain_base64(value):
+                continue  # base64 of words: encoded text, no key
             if _NAME_THEN_VALUE.match(value):
                 continue  # `password="…"`: another assignment, which the assignment rule judges
             if _LATIN_LETTER.match(text, match.end("value")):
