@@ -298,7 +298,10 @@ def oracle_userpass(text: str, depth: int) -> Iterator[Span]:
 
 # `requirepass x`, `masterauth x`, `password x` alone on a line (redis.conf, sshd-style, .netrc lines);
 # `-w x` / `-W`-less after an LDAP client (`ldapsearch -D cn=admin -w x`)
-_DIRECTIVE = re.compile(r"[^\S\n]*(?P<name>[A-Za-z][\w.-]{1,60})[^\S\n]+(?P<v>[^\s#;]+)[^\S\n]*")
+# the value runs to the end of the line or to a comment after a space (`#` inside a value is part of it)
+_DIRECTIVE = re.compile(
+    r"[^\S\n]*(?P<name>[A-Za-z][\w.-]{1,60})[^\S\n]+(?P<v>[^\s;]+)(?:[^\S\n]+[#;][^\n]*)?[^\S\n]*"
+)
 _DIRECTIVE_NAMES = frozenset(
     {"requirepass", "masterauth", "masterpassword", "authpass", "rootpw", "bindpw", "secret", "psk"}
 )

@@ -9,8 +9,9 @@
 default) all three.
 
 The third corpus' held-out half is not to be tuned on: its figure is printed only with `--third-heldout`,
-and then only as aggregate numbers (recall, near-misses unchanged, counts), never per family, id or text;
-`--misses` and `--families` show the third corpus' tune half only.
+and then only as aggregate numbers (recall, near-misses unchanged, counts), never per id or text; with
+`--families` as well, the names of the held-out families that failed (for the report once tuning is over).
+`--misses` shows the third corpus' tune half only.
 
 Prints, for the tune half and the held-out half: secret samples, recall, near-miss samples, the share of
 near-misses left unchanged; with `--families`, the same per family; with `--misses`, each missed secret
@@ -92,6 +93,7 @@ def _third(corpus: redaction_eval.Corpus, families: bool, misses: bool, heldout:
     )
     if families:
         _table("tune", corpus, "tune", True, False)
+    families = families and heldout
     if misses:
         for sample in secrets:
             output = _clean(sample.text)
@@ -111,6 +113,10 @@ def _third(corpus: redaction_eval.Corpus, families: bool, misses: bool, heldout:
         f"({result.removed}/{result.secrets})   near-misses={result.near_misses:3d} "
         f"unchanged={result.near_miss_precision:.3f} ({result.kept}/{result.near_misses})"
     )
+    if families:
+        # family names only, never ids or texts: for the report once tuning is over
+        print(f"  held-out missed families: {sorted({family for family, _, _ in result.misses})}")
+        print(f"  held-out altered near-miss families: {sorted({family for family, _, _ in result.altered})}")
 
 
 def _baseline(rev: str) -> Callable[[str], object]:

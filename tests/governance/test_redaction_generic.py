@@ -1,0 +1,215 @@
+"""governance/redaction/generic.py and the general rules beside it: what a text says a value is, and what it
+says a value is not. Every value here is made up for the test (none is a live credential); documented
+public examples (AWS's `…EXAMPLE` keys, processors' test cards) are quoted as their vendors publish them.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+
+import pytest
+
+from governance.redaction import PLACEHOLDER, redact
+
+RANDOM = "Q7R3ZT5XW2MNB4KDa8Fh2kLm3Nq8"  # 28 characters of a random-looking token
+PASSWORD = "Qw7!rTz9#Lp2"
+
+
+def _gone(text: str, secret: str) -> str:
+    out = redact(text).text
+    assert secret not in out and PLACEHOLDER in out, (text, out)
+    return out
+
+
+def _kept(text: str) -> None:
+    assert redact(text).text == text
+
+
+def _wif(payload: bytes) -> str:
+    """Base58Check of version 0x80 and `payload` (the Wallet Import Format)."""
+    body = b"\x80" + payload
+    raw = body + hashlib.sha256(hashlib.sha256(body).digest()).digest()[:4]
+    number = int.from_bytes(raw, "big")
+    alphabet = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+    out = ""
+    while number:
+        number, digit = divmod(number, 58)
+        out = alphabet[digit] + out
+    return out
+
+
+def test_near_word_random_token_after_the_word_is_redacted() -> None:
+    out = _gone(f"storage account key1: {RANDOM}", RANDOM)
+    assert out.startswith("storage account key1: ")
+
+
+def test_near_word_random_token_before_the_word_is_redacted() -> None:
+    _gone(f"client = init('{RANDOM}')  # the admin key", RANDOM)
+
+
+def test_near_word_token_alone_under_a_line_naming_it_is_redacted() -> None:
+    _gone(f"Here is the access token:\n{RANDOM}\n", RANDOM)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"public key: {RANDOM}",
+        f"idempotency key {RANDOM}",
+        f"trace_id={RANDOM} auth=ok",
+        "commit 9f2c4e1a7b3d5f60812a4c6e8b0d2f4a6c8e0b1d fixes the token refresh race",
+        "Reverted 9f2c4e1a7b3d5f60812a4c6e8b0d2f4a6c8e0b1d which broke the token cache",
+        "Stripe request req_Q7R3ZT5XW2MNB4 failed: invalid API key",
+        "PGP key 0x3AA5C34371567BD2",
+        "github.com/99designs/keyring v1.2.2 h1:pZd3neh/EmUzWONb35LxQfvuY7kiSXAq3HQd97+XBn0=",
+        "the signing key lives in src/governance/redaction/catalogue_keys.py",
+    ],
+)
+def test_near_word_ids_digests_and_public_keys_are_kept(text: str) -> None:
+    _kept(text)
+
+
+def test_base64_of_words_is_kept_under_an_ambiguous_name() -> None:
+    _kept("token: " + base64.b64encode(b'{"logLevel": "info", "region": "eu"}').decode())
+
+
+def test_base64_of_a_credential_pair_is_redacted() -> None:
+    encoded = base64.b64encode(b"bot:Zx8qLm2Vb7!Qz").decode()
+    _gone(f'{{"auths": {{"registry.example.com": {{"auth": "{encoded}"}}}}}}', encoded)
+
+
+def test_positional_credentials_in_a_call_are_redacted() -> None:
+    out = _gone(f"$pdo = new PDO('mysql:host=db;dbname=shop', 'shop', '{PASSWORD}');", PASSWORD)
+    assert "'shop'" in out
+
+
+def test_pgpass_line_password_is_redacted() -> None:
+    out = _gone(f"db.internal:5432:app:alice:{PASSWORD}", PASSWORD)
+    assert out.startswith("db.internal:5432:app:alice:")
+
+
+def test_oracle_user_slash_password_is_redacted() -> None:
+    _gone(f"jdbc:oracle:thin:scott/{PASSWORD}@//ora.example.com:1521/PDB1", PASSWORD)
+
+
+def test_directive_line_password_is_redacted() -> None:
+    _gone(f"bind 0.0.0.0\nrequirepass {PASSWORD}\n", PASSWORD)
+
+
+def test_directive_shaped_prose_line_is_kept() -> None:
+    _kept("Passwort vergessen?")
+
+
+def test_ldap_bind_password_is_redacted() -> None:
+    _gone(f"ldapsearch -x -D cn=admin,dc=example,dc=com -w {PASSWORD} -H ldap://dir", PASSWORD)
+
+
+def test_bcrypt_hash_is_redacted() -> None:
+    digest = "$2y$10$0ZgbZxSgIuXsNG6pRMRkfVXiep/0XTePQctMZhJSTaSCuBUQm3EC6"
+    _gone(f"admin:{digest}", digest)
+
+
+@pytest.mark.parametrize("text", ["Card PIN 7391", "CVV: 291", "Bank PIN for the corporate card: 7391"])
+def test_pin_and_cvv_after_their_word_are_redacted(text: str) -> None:
+    digits = text.rsplit(" ", 1)[-1]
+    _gone(text, digits)
+
+
+def test_short_numbers_without_their_word_are_kept() -> None:
+    _kept("GPIO pin 13 drives the LED; retry 3 times")
+
+
+def test_wif_with_a_valid_checksum_is_redacted() -> None:
+    key = _wif(hashlib.sha256(b"loregate test key").digest() + b"\x01")
+    _gone(f"WIF: {key}", key)
+
+
+def test_wif_shape_with_a_bad_checksum_is_kept() -> None:
+    key = _wif(hashlib.sha256(b"loregate test key").digest() + b"\x01")
+    wrong = key[:-1] + ("2" if key[-1] != "2" else "3")
+    _kept(f"Listing {wrong} from the example")
+
+
+def test_wifi_qr_password_is_redacted() -> None:
+    out = _gone(f"WIFI:T:WPA;S:AcmeGuest;P:{PASSWORD};;", PASSWORD)
+    assert "S:AcmeGuest" in out
+
+
+def test_value_before_the_word_password_is_redacted() -> None:
+    _gone(f"Use {PASSWORD} as the password for staging", PASSWORD)
+
+
+def test_yaml_block_scalar_password_is_redacted() -> None:
+    _gone(f"database:\n  password: >-\n    {PASSWORD}\n  host: db\n", PASSWORD)
+
+
+def test_powershell_secure_string_is_redacted() -> None:
+    _gone(f'$pw = ConvertTo-SecureString "{PASSWORD}" -AsPlainText -Force', PASSWORD)
+
+
+def test_token_alone_in_url_userinfo_is_redacted() -> None:
+    token = "4f9c2b7e1a3d5f60812a4c6e8b0d2f4a6c8e0b1d"
+    _gone(f"git clone https://{token}@github.com/acme/repo.git", token)
+
+
+def test_shell_continuation_secret_is_redacted() -> None:
+    text = "export AWS_SECRET_ACCESS_KEY=\\\n  FJXHcJizlG8HjiSxymIm\\\n7E1MVoVuT74954nwRD/X\n"
+    out = redact(text).text
+    assert "FJXHcJizlG8HjiSxymIm" not in out and "7E1MVoVuT74954nwRD/X" not in out
+
+
+def test_subscript_assignment_is_redacted() -> None:
+    value = "2f86dc28b9d51445723ddd43857ab74da91960d0bfb344f5fead8c6586209f4b"
+    _gone(f"app.config['SECRET_KEY'] = '{value}'", value)
+
+
+def test_ampersand_inside_a_value_stays_in_it() -> None:
+    _gone("--extra-vars 'ansible_become_pass=6N6Y&ADb23rdCgB6'", "ADb23rdCgB6")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"A senha do banco é {PASSWORD}",
+        f"La password del server è {PASSWORD}",
+        f"Пароль: {PASSWORD}",
+        f"密码是{PASSWORD}",
+        f"パスワードは{PASSWORD}です",
+        f"Le mot de passe de la base est « {PASSWORD} ».",
+        f"usuário admin, senha {PASSWORD}",
+        f"Zugriffstoken: {RANDOM}",
+    ],
+)
+def test_prose_in_other_languages_is_redacted(text: str) -> None:
+    _gone(text, PASSWORD if PASSWORD in text else RANDOM)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The AWS docs use AKIAIOSFODNN7EXAMPLE as the example access key id.",
+        "example secret: wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY (from the CLI guide)",
+        "Use the test card 4242 4242 4242 4242 in Stripe's test mode.",
+        "Stripe publishable key: pk_live_51H8xYzAbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcdEFGH",
+    ],
+)
+def test_vendors_published_examples_and_public_keys_are_kept(text: str) -> None:
+    _kept(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "DATABASE_URL=postgres://user:password@localhost:5432/db",
+        "redis://:${REDIS_PASSWORD}@redis:6379/0",
+        "mongodb://<username>:<password>@cluster0.example.net/test",
+        "aws_secret_access_key = <your secret key>",
+        'token = ENV.fetch("GITHUB_TOKEN")',
+        "Authorization: Bearer ACCESS_TOKEN",
+        "db_password: op://Prod/Postgres/password",
+        "arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/db-password-AbCdEf",
+    ],
+)
+def test_placeholders_and_references_are_kept(text: str) -> None:
+    _kept(text)
