@@ -26,11 +26,18 @@ How a text is scanned:
   English and Korean prose, Luhn-valid card numbers and Korean resident registration numbers; a secret
   named in German, Spanish, French, Japanese or Chinese prose, passphrases, XML elements, `docker login
   -p`, `configure set <name> <value>` (prose.py, detectors.py).
-* 79 vendor token formats are data (catalogue.toml): each runs when its keyword is in the text, and once
+* 85 vendor token formats are data (catalogue.toml): each runs when its keyword is in the text, and once
   more on the reversed text when a reversed keyword is there (`ks_evil_...`).
+* Rules that need no vendor format (generic.py): a random-looking token beside a word naming a secret in
+  any of ten languages, credentials passed by position, credential files and connect strings, password
+  hashes, PIN/CVV, WIF keys, Wi-Fi QR payloads, the value before the word ("use X as the password").
+* A vendor's documented example (`AKIAIOSFODNN7EXAMPLE`), a processor's test card, a key its vendor
+  publishes (`pk_live_…`), and a placeholder or reference where a value would be (`user:password@`,
+  `${VAR}`, `op://…`) are kept.
 * A secret wrapped over several lines is found in a second pass over the text with its line breaks
   removed (only where the next line starts with something that does not look like a word), or with the
-  quotes and operator between two string literals removed (`"ghp_…" +` / `"…"`), and a base64
+  quotes and operator between two string literals removed (`"ghp_…" +` / `"…"`), or a shell line
+  continuation (`\\` at a line's end) removed, and a base64
   run is decoded and scanned again: when the decoded text holds a secret, the whole run goes.
 """
 
