@@ -1,8 +1,11 @@
 """Activities of the promotion gate: idempotent I/O around governance/ (collect, cognify, plan, publish).
 
 Each method takes one dataclass carrying what makes a retry safe (task id, workflow id, a request id) and
-gets its clients from `PromotionActivities.__init__`, never from globals. Temporal owns retries; permanent
-failures (unknown task, invalid input) are non-retryable `ApplicationError`s.
+gets its clients from `PromotionActivities.__init__`, never from globals; it heartbeats, calls the step's
+operation (`governance/operations/promotion_collect.py`, `promotion_cognify.py`, `promotion_plan.py`,
+`promotion_publish.py`, `promotion_end.py`) and maps its result and failures. Temporal owns retries;
+permanent failures (unknown task, invalid input, a misconfigured embedder) are non-retryable
+`ApplicationError`s.
 
 Claim check: a task's candidates, its plan and their embeddings stay in Postgres
 (governance/storage/plans.py), keyed by the workflow id and the run whose cognify wrote them. Inputs and
@@ -15,79 +18,30 @@ column of the run's plan; a decision's note is read from the gateway's grant row
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
-import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from governance.adapters.embedders import (
-    EMBEDDING_TENANT,
-    Embedder,
-    EmbeddingDimensionMismatch,
-    embed_passages_async,
-)
-from governance.adapters.llm_cognifier import LLMCognifier, cognify
+from governance.adapters.embedders import Embedder, EmbeddingDimensionMismatch
+from governance.adapters.llm_cognifier import LLMCognifier
 from governance.adapters.llm_judge import make_judge
-from governance.code_locations import MAX_LOCATIONS
-from governance.cognify import (
-    Candidate,
-    StagedEntry,
-    episode_candidate,
-    rule_proposal_reason,
-    skill_candidate,
-)
 from governance.config import Settings
-from governance.dedup import Decision, classify, content_hash
-from governance.episodes import EntryView, episode_structure
-from governance.errors import InvalidInput, NotFound
-from governance.instruction_exemplars import EXEMPLAR_EMBEDDER, exemplar_texts, nearest_exemplars
-from governance.instructions import QuarantinedItem, quarantine_reason
-from governance.operations import working_memory
-from governance.operations.promotion_publish import PlanMissing, PlanPublication, publish_plan, with_critique
-from governance.publication import NearbyMemory, PlanItem, PublishedMemory
-from governance.redaction import redact, redact_json
-from governance.scopes import Scope, keys_at_or_above, scope_key
-from governance.storage.events import EventType, record_event
-from governance.storage.plan_review import NearMemory, PublishedTarget, nearest_memories, published_targets
-from governance.storage.plans import (
-    PlanItemForReview,
-    PlanItemPublished,
-    PlanItemToWrite,
-    PlanKey,
-    StoredCandidate,
-    cache_vectors,
-    cached_vectors,
-    candidate_indexes,
-    finish_plan,
-    get_plan,
-    load_candidates,
-    plan_counts,
-    plan_page,
-    planned_count,
-    quarantined_items,
-    save_candidates,
-    save_plan_items,
-    text_digest,
-)
-from governance.storage.promotions import end_promotion, grant_note, promotion_by_workflow, record_snapshot
-from governance.storage.publish import NeighbourProbe, find_neighbours_many
-from governance.storage.staging import (
-    ENDED_STATUSES,
-    get_task,
-    set_task_status,
-    snapshot_entries,
-    snapshot_size,
-    written_by_non_humans,
-)
+from governance.errors import GovernanceError, InvalidInput, NotFound
+from governance.instructions import QuarantinedItem
+from governance.operations import promotion_end
+from governance.operations.promotion_cognify import PREVIEW_CHARS, distil, preview
+from governance.operations.promotion_collect import collect_snapshot
+from governance.operations.promotion_plan import EmbeddingRefused, Planner, PlanProgress
+from governance.operations.promotion_publish import PlanMissing, PlanPublication, publish_plan
+from governance.publication import PlanItem, PublishedMemory
+from governance.storage.plans import PlanItemPublished, PlanKey
 from governance.supersession import ContradictionJudge
-from governance.validity import candidate_expiry, entry_expiry
 from policy.enforcer import Authorizer
 
 __all__ = [
@@ -115,13 +69,9 @@ _HEARTBEAT_EVERY_SECONDS = 2.0  # well inside the workflow's heartbeat timeout
 PLAN_CHUNK = 256
 # rule-based cognify runs as a local activity up to this many staged entries (milliseconds), regular above
 LOCAL_COGNIFY_ENTRIES = 200
-# texts embedded per turn at the worker's embedder: other promotions' turns come between a big plan's slices
-EMBED_SLICE = 8
-# what travels through Temporal of a plan or a publication: the first items, each text shortened (the full
-# plan is in the database, governance/storage/plans.py, and the API serves it page by page)
+# what travels through Temporal of a plan or a publication: the first items (the full plan is in the
+# database, governance/storage/plans.py, and the API serves it page by page)
 PREVIEW_ITEMS = 20
-PREVIEW_CHARS = 200
-_CRITIQUE_CHARS = 2000
 # plan items publish decides and writes at a time, in one transaction (a retry resumes after the last one)
 PUBLISH_CHUNK = 250
 _PUBLISH_JUDGE_TIMEOUT = (
@@ -293,42 +243,6 @@ class OutcomeInput:
     status: str
 
 
-def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
-    """`text` shortened to `limit` characters (an ellipsis says it was), for what travels through Temporal."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _preview_item(
-    row: PlanItemForReview, targets: dict[str, PublishedTarget], nearest: dict[int, list[NearMemory]]
-) -> PlanItem:
-    """A plan item as Temporal's history may hold it: kinds, ids, numbers, trust and approver.
-
-    No text at all: no title (its own or its target's), no reason, no canonical key (each may quote the
-    staging); the nearest memories by citation and similarity. The texts stay in Postgres (the API, the
-    CLI and the console serve them), so erasing them there leaves no copy in a history.
-    """
-    target = targets.get(row.target_id or "") if row.decision in ("supersede", "duplicate") else None
-    return PlanItem(
-        target_title=None,
-        target_trust=target.confidence if target is not None else None,
-        target_approved_by=target.approved_by if target is not None else None,
-        # the nearest by citation and similarity, not title: nothing records which histories named them,
-        # so an erasure receipt could not name those histories (a target's is found by target_id)
-        nearest=[
-            NearbyMemory(n.id, n.citation, "", round(n.similarity, 3)) for n in nearest.get(row.idx, [])
-        ],
-        index=row.idx,
-        memory_type=row.memory_type,
-        title="",
-        content="",
-        canonical_key=None,
-        decision=row.decision,
-        target_id=row.target_id,
-        similarity=row.similarity,
-        reason="",
-    )
-
-
 def _published(row: PlanItemPublished) -> PublishedMemory:
     return PublishedMemory(
         memory_id=row.memory_id,
@@ -349,104 +263,19 @@ def _resume_hint() -> int | None:
     return None
 
 
-@dataclass
-class _Progress:
-    """What a running plan has done: its heartbeat's detail, its embedding counts, its time per phase."""
-
-    done: int = 0
-    embedded: int = 0
-    cached: int = 0
-    phases: dict[str, float] = field(default_factory=dict)
-
-    @contextlib.contextmanager
-    def phase(self, name: str) -> Iterator[None]:
-        """Add the wall time of the block to phase `name` (the log line at the end says where time went)."""
-        started = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.phases[name] = self.phases.get(name, 0.0) + time.perf_counter() - started
-
-    def timings(self) -> str:
-        ordered = sorted(self.phases.items(), key=lambda kv: -kv[1])
-        return ", ".join(f"{name} {seconds:.2f} s" for name, seconds in ordered)
+def _tenant() -> str:
+    """Who takes the turns at the worker's embedder: each promotion is its own caller (`FairEmbedder`)."""
+    return f"promotion:{activity.info().workflow_id}"
 
 
-def _keys_from(scope: Scope, keys: dict[str, str]) -> list[str]:
-    # a target scope is classified against itself and wider scopes, never against narrower ones
-    return keys_at_or_above(scope, **keys)
+def _permanent(exc: GovernanceError) -> ApplicationError:
+    """A failure no retry can mend, typed by its governance error."""
+    return ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True)
 
 
-async def _rule_proposal(conn: AsyncConnection, candidate: StoredCandidate, scope_key: str) -> str | None:
-    """A rule a non-human proposed, planned above task scope, waits for a human like a quarantined item."""
-    if candidate.memory_type != "code_rule":
-        return None
-    return rule_proposal_reason(
-        candidate.memory_type,
-        scope_key.split(":", 1)[0],
-        written_by_non_human=await written_by_non_humans(conn, candidate.source_entry_ids),
-    )
-
-
-# the instruction screen: its rules read each text once per worker process (governance/instructions.py
-# caches them by text); the resemblance, measured per chunk, is not part of that key
-_screened = quarantine_reason
-
-
-def _structure(
-    description: str, analysis: Any, entries: list[StagedEntry], tracked: tuple[list[str], list[str]]
-) -> dict[str, Any]:
-    """The episode's structured fields (governance/episodes.py) from the redacted entries and the files and
-    symbols the task's working memory tracked (redacted too: an agent names them freely)."""
-    views = [
-        EntryView(
-            seq=e.seq,
-            kind=e.kind,
-            content=e.content,
-            payload=e.payload,
-            created_at_ms=e.created_at.timestamp() * 1000 if e.created_at is not None else None,
-        )
-        for e in entries
-    ]
-    files, symbols = ([redact(v).text for v in values] for values in tracked)
-    return episode_structure(
-        description, views, success=analysis.success, tracked_files=files, tracked_symbols=symbols
-    ).to_json()
-
-
-def _distilled(
-    task_id: str,
-    description: str,
-    analysis: Any,
-    entries: list[StagedEntry],
-    tracked: tuple[list[str], list[str]] = ([], []),
-) -> list[Candidate]:
-    """The analysis's candidates redacted again, with their expiry, the skill and the episode with its
-    structured fields (CPU work)."""
-    entry_ids = [e.id for e in entries]
-    # an entry's expires_at / ttl_seconds travels to what is distilled from it (not to the episode or a
-    # generated skill, which quote the whole task)
-    expiries = {e.id: t for e in entries if (t := entry_expiry(e.payload, e.created_at)) is not None}
-    # the model could echo a secret it was never shown in full; candidates are redacted again
-    candidates = [
-        Candidate(
-            **{
-                **c.__dict__,
-                "title": redact(c.title).text,
-                "content": redact(c.content).text,
-                "expires_at": candidate_expiry(c.source_entry_ids, expiries),
-            }
-        )
-        for c in analysis.candidates
-        if redact(c.content).text.strip()
-    ]
-    skill = skill_candidate(description, analysis, entry_ids)
-    if skill is not None:
-        candidates.append(skill)
-    structure = _structure(description, analysis, entries, tracked)
-    episode = episode_candidate(task_id, description, analysis, entry_ids, structure)
-    candidates.append(Candidate(**{**episode.__dict__, "content": redact(episode.content).text}))
-    return candidates
+def _embedder_refused(exc: EmbeddingRefused) -> ApplicationError:
+    """Retrying cannot fix a misconfigured endpoint: the promotion fails now, saying why."""
+    return ApplicationError(str(exc), type=EmbeddingDimensionMismatch.__name__, non_retryable=True)
 
 
 class PromotionActivities:
@@ -465,12 +294,6 @@ class PromotionActivities:
         publish_chunk: int = PUBLISH_CHUNK,
     ) -> None:
         self._engine = engine
-        self._embedder = embedder
-        # known injections' vectors, embedded once per worker where the embedder is the one they were
-        # calibrated with (governance/instruction_exemplars.py)
-        self._exemplars: Any = None
-        self._exemplars_lock = asyncio.Lock()
-        self._plan_chunk = max(1, plan_chunk)
         self._publish_chunk = max(1, publish_chunk)
         self._authorizer = authorizer
         self._settings = settings
@@ -482,40 +305,15 @@ class PromotionActivities:
         self._publish_judge = (
             judge if judge is not None else make_judge(settings, timeout=_PUBLISH_JUDGE_TIMEOUT)
         )
-
-    async def _entries(
-        self, conn: AsyncConnection, task_id: str, last_seq: int, after_seq: int = 0
-    ) -> tuple[list[StagedEntry], dict[str, int]]:
-        rows = await snapshot_entries(conn, task_id, up_to_seq=last_seq, after_seq=after_seq)
-        # redaction is CPU work (a big task's snapshot takes seconds): off the event loop
-        return await asyncio.to_thread(self._redacted, rows)
-
-    @staticmethod
-    def _redacted(rows: Sequence[Any]) -> tuple[list[StagedEntry], dict[str, int]]:
-        entries: list[StagedEntry] = []
-        counts: dict[str, int] = {}
-        for row in rows:
-            cleaned = redact(row.content)
-            for kind, n in cleaned.counts.items():
-                counts[kind] = counts.get(kind, 0) + n
-            payload = row.payload if isinstance(row.payload, dict) else None
-            if payload is not None:
-                # key-aware: {"password": "hunter2"} has no secret shape, only a secret name
-                payload, payload_counts = redact_json(payload)
-                for kind, n in payload_counts.items():
-                    counts[kind] = counts.get(kind, 0) + n
-            entries.append(
-                StagedEntry(
-                    id=row.id,
-                    seq=row.seq,
-                    kind=row.kind,
-                    content=cleaned.text,
-                    payload=payload,
-                    created_at=row.created_at,
-                    actor_type=row.actor_type,  # an agent's insight is a fact; its rule needs a human
-                )
-            )
-        return entries, counts
+        # plans and re-plans candidates; keeps the known injections' vectors once per worker
+        self._planner = Planner(
+            engine=engine,
+            embedder=embedder,
+            judge=self._judge,
+            dup_threshold=settings.dedup_similarity_threshold,
+            related_threshold=settings.related_similarity_threshold,
+            chunk_size=plan_chunk,
+        )
 
     @activity.defn
     async def collect_staging(self, data: CollectInput) -> CollectResult:
@@ -523,65 +321,45 @@ class PromotionActivities:
 
         It reads no content: cognify reads the snapshot, redacts it and reports what redaction removed.
         """
-        async with self._engine.begin() as conn:
-            task = await get_task(conn, data.task_id)
-            if task is None:
-                raise ApplicationError(
-                    f"task {data.task_id} does not exist", type=NotFound.__name__, non_retryable=True
-                )
-            # a follow-up promotion takes the entries after the last snapshot that published
-            # (governance/promotions.py); one with no record (a workflow from before numbering) takes all
-            promotion = await promotion_by_workflow(conn, data.workflow_id)
-            after_seq = promotion.after_seq if promotion is not None else 0
-            entry_count, snapshot_end = await snapshot_size(conn, data.task_id, after_seq)
-            await record_snapshot(conn, data.workflow_id, snapshot_end)
-            # a promotion under way: the staging archive leaves this task alone until it ends
-            await set_task_status(conn, data.task_id, "promoting")
-        scope = Scope(data.target_scope)
-        keys = {"org": task.org, "project": task.project, "worktree": task.worktree, "task_id": task.id}
+        try:
+            snapshot = await collect_snapshot(self._engine, data.task_id, data.workflow_id, data.target_scope)
+        except NotFound as exc:
+            raise _permanent(exc) from None
+        task = snapshot.task
         return CollectResult(
             task_id=task.id,
             org=task.org,
             project=task.project,
             worktree=task.worktree,
             description="",  # cognify reads it from the database: the history holds no text
-            entry_count=entry_count,
-            last_seq=snapshot_end,
+            entry_count=snapshot.entry_count,
+            last_seq=snapshot.last_seq,
             redaction_counts={},  # cognify's, which reads the content
-            requires_approval=self._authorizer.requires_validation(scope),
+            requires_approval=self._authorizer.requires_validation(snapshot.scope),
             console_url=self._settings.console_base(),
             # a big task's cognify takes seconds: a regular activity then, so that no workflow task is held
             # open meanwhile
-            cognify_local=self._llm is None and entry_count <= LOCAL_COGNIFY_ENTRIES,
-            scope_key=scope_key(scope, **keys),
-            visible_scope_keys=_keys_from(scope, keys),
+            cognify_local=self._llm is None and snapshot.entry_count <= LOCAL_COGNIFY_ENTRIES,
+            scope_key=snapshot.scope_key,
+            visible_scope_keys=snapshot.visible_scope_keys,
         )
 
     @activity.defn
     @_heartbeating
     async def cognify(self, data: CognifyInput) -> CognifyResult:
         """Analyse the redacted snapshot (LLM if configured, rule-based otherwise or on any LLM failure)."""
-        async with self._engine.connect() as conn:
-            promotion = await promotion_by_workflow(conn, data.workflow_id)
-            after_seq = promotion.after_seq if promotion is not None else 0
-            entries, counts = await self._entries(conn, data.task_id, data.last_seq, after_seq)
-            task = await get_task(conn, data.task_id)
-        # the episode and a generated skill quote the description (title included): it is redacted too
-        description = redact(task.description if task is not None else data.description).text
-        outcome = await cognify(description, entries, success=data.success, llm=self._llm)
-        analysis = outcome.analysis
-        # working memory feeds the episode: the files and symbols the agent tracked
-        tracked = await working_memory.tracked(self._engine, data.task_id, MAX_LOCATIONS)
-        candidates = await asyncio.to_thread(
-            _distilled, data.task_id, description, analysis, entries, tracked
-        )
         # the candidates stay in the database; the history gets where they are and how many
         run_id = activity.info().workflow_run_id or "-"
-        critique = preview(redact(analysis.critique).text, _CRITIQUE_CHARS)
-        async with self._engine.begin() as conn:
-            await save_candidates(
-                conn, PlanKey(data.workflow_id, run_id), data.task_id, candidates, critique=critique
-            )
+        distilled = await distil(
+            self._engine,
+            PlanKey(data.workflow_id, run_id),
+            task_id=data.task_id,
+            description=data.description,
+            last_seq=data.last_seq,
+            success=data.success,
+            llm=self._llm,
+        )
+        analysis = distilled.analysis
         return CognifyResult(
             success=analysis.success,
             reward=analysis.reward,
@@ -590,11 +368,11 @@ class PromotionActivities:
             repeatable=analysis.repeatable,
             summary="",
             engine=analysis.engine,
-            fallback_reason=outcome.fallback_reason,
-            redaction_counts=counts,
+            fallback_reason=distilled.fallback_reason,
+            redaction_counts=distilled.redaction_counts,
             run_id=run_id,
-            candidate_count=len(candidates),
-            candidate_types=dict(Counter(c.memory_type for c in candidates)),
+            candidate_count=distilled.candidate_count,
+            candidate_types=distilled.candidate_types,
             key_decision_count=len(analysis.key_decisions),
         )
 
@@ -605,21 +383,18 @@ class PromotionActivities:
         Each chunk's plan items are committed before the next chunk starts and the progress heartbeated
         (`activity.heartbeat(done)`), so an attempt after a worker crash or a timeout resumes after the
         chunks already written (the rows decide; the heartbeat detail is what the Temporal UI shows). A text
-        is embedded once per model: vectors come from the embedding cache first, only misses are embedded.
+        is embedded once per model: vectors come from the embedding cache first, only misses are embedded
+        (governance/operations/promotion_plan.py).
         """
-        key = PlanKey(data.workflow_id, data.run_id)
-        async with self._engine.connect() as conn:
-            indexes = await candidate_indexes(conn, key, data.memory_types)
-            written = await planned_count(conn, key)
-        progress = _Progress(done=min(written, len(indexes)))
-        resumed_from = progress.done
+        run = await self._planner.start(PlanKey(data.workflow_id, data.run_id), data.memory_types)
+        progress = run.progress
         hint = _resume_hint()
-        if hint is not None or resumed_from:
+        if hint is not None or run.resumed_from:
             activity.logger.info(
                 "plan of %s resumes at item %d of %d (last heartbeat: %s)",
                 data.workflow_id,
-                resumed_from,
-                len(indexes),
+                run.resumed_from,
+                len(run.indexes),
                 hint,
             )
 
@@ -629,185 +404,39 @@ class PromotionActivities:
                 await asyncio.sleep(_HEARTBEAT_EVERY_SECONDS)
 
         beating = asyncio.create_task(beat())
-        # identical candidates (same text, key and type) meet the same neighbours: decided once per attempt
-        decided: dict[tuple[str, str | None, str], Decision] = {}
         try:
-            for start in range(progress.done, len(indexes), self._plan_chunk):
-                chunk = indexes[start : start + self._plan_chunk]
-                items = await self._plan_chunk_items(data, key, start, chunk, progress, decided)
-                with progress.phase("save"):
-                    async with self._engine.begin() as conn:
-                        await save_plan_items(conn, key, items)
-                progress.done = start + len(chunk)
-                activity.heartbeat(progress.done)
-            with progress.phase("finish"):
-                async with self._engine.begin() as conn:
-                    await finish_plan(conn, key, len(indexes))
-                    decisions = await plan_counts(conn, key)
-                    first = await plan_page(conn, key, offset=0, limit=PREVIEW_ITEMS)
-                    targets = await published_targets(
-                        conn, [r.target_id for r in first if r.target_id is not None]
-                    )
-                    nearest = await nearest_memories(
-                        conn, key, [r.idx for r in first if r.decision == "new"], data.scope_key
-                    )
-                    quarantined, held = await quarantined_items(conn, key, limit=PREVIEW_ITEMS)
+            planned = await self._planner.run(
+                run,
+                scope_key=data.scope_key,
+                visible=data.visible_scope_keys,
+                tenant=_tenant(),
+                preview_items=PREVIEW_ITEMS,
+                on_chunk=activity.heartbeat,
+            )
+        except EmbeddingRefused as exc:
+            raise _embedder_refused(exc) from exc.__cause__
         finally:
             beating.cancel()
         activity.logger.info(
             "plan of %s: %d items from %d (%d embedded, %d cached): %s",
             data.workflow_id,
-            len(indexes),
-            resumed_from,
+            planned.total,
+            run.resumed_from,
             progress.embedded,
             progress.cached,
             progress.timings(),
         )
         return PlanResult(
             run_id=data.run_id,
-            total=len(indexes),
-            decisions=decisions,
-            preview=[_preview_item(row, targets, nearest) for row in first],
+            total=planned.total,
+            decisions=planned.decisions,
+            preview=planned.preview,
             embedded=progress.embedded,
             cached=progress.cached,
-            resumed_from=resumed_from,
-            quarantined=quarantined,
-            # by index and reason labels (never the title)
-            quarantined_items=[QuarantinedItem(h.idx, "", h.reason) for h in held],
+            resumed_from=run.resumed_from,
+            quarantined=planned.quarantined,
+            quarantined_items=planned.quarantined_items,
         )
-
-    async def _plan_chunk_items(
-        self,
-        data: PlanInput,
-        key: PlanKey,
-        start: int,
-        chunk: Sequence[int],
-        progress: _Progress,
-        decided: dict[tuple[str, str | None, str], Decision],
-    ) -> list[PlanItemToWrite]:
-        with progress.phase("load"):
-            async with self._engine.connect() as conn:
-                candidates = await load_candidates(conn, key, chunk)
-        return await self._plan_candidates(data, start, candidates, progress, decided)
-
-    async def _plan_candidates(
-        self,
-        data: PlanInput,
-        start: int,
-        candidates: Sequence[StoredCandidate],
-        progress: _Progress,
-        decided: dict[tuple[str, str | None, str], Decision],
-    ) -> list[PlanItemToWrite]:
-        """Plan items `start`.. for `candidates`: embedded, decided against visible memory, screened."""
-        vectors = await self._vectors([c.content for c in candidates], progress)
-        exemplars = await self._exemplar_vectors(progress)
-        digests = [content_hash(c.content) for c in candidates]
-        sames = [(text_digest(c.content), c.canonical_key, c.memory_type) for c in candidates]
-        # identical candidates meet the same neighbours: each distinct one is looked up and decided once
-        todo: dict[tuple[str, str | None, str], int] = {}
-        for n, same in enumerate(sames):
-            if same not in decided and same not in todo:
-                todo[same] = n
-        with progress.phase("neighbours"):
-            async with self._engine.connect() as conn:
-                found = await find_neighbours_many(
-                    conn,
-                    scope_keys=data.visible_scope_keys,
-                    target_scope_key=data.scope_key,
-                    probes=[
-                        NeighbourProbe(digests[n], candidates[n].canonical_key, vectors[n])
-                        for n in todo.values()
-                    ],
-                )
-                proposals = [await _rule_proposal(conn, c, data.scope_key) for c in candidates]
-
-        def decide_all() -> list[str | None]:
-            """The chunk's CPU work, off the event loop: the decisions, then the quarantine checks."""
-            with progress.phase("decide"):
-                for (same, n), neighbours in zip(todo.items(), found, strict=True):
-                    candidate = candidates[n]
-                    decided[same] = classify(
-                        content=candidate.content,
-                        content_hash=digests[n],
-                        canonical_key=candidate.canonical_key,
-                        neighbours=neighbours,
-                        dup_threshold=self._settings.dedup_similarity_threshold,
-                        related_threshold=self._settings.related_similarity_threshold,
-                        judge=self._judge,
-                        scope_key=data.scope_key,
-                        memory_type=candidate.memory_type,
-                    )
-            with progress.phase("screen"):
-                resemblances = nearest_exemplars(vectors, exemplars)
-                return [
-                    _screened(c.title, c.content, resemblance=r)
-                    for c, r in zip(candidates, resemblances, strict=True)
-                ]
-
-        reasons = await asyncio.to_thread(decide_all)
-        return [
-            PlanItemToWrite(
-                idx=start + offset,
-                candidate_idx=candidate.idx,
-                decision=decided[sames[offset]].kind.value,
-                target_id=decided[sames[offset]].target_id,
-                similarity=decided[sames[offset]].similarity,
-                reason=decided[sames[offset]].reason,
-                content_hash=digests[offset],
-                embedding=vectors[offset],
-                quarantine=reasons[offset] or proposals[offset],
-            )
-            for offset, candidate in enumerate(candidates)
-        ]
-
-    async def _exemplar_vectors(self, progress: _Progress) -> Any:
-        """The known injections' vectors (rows, unit), or None with an uncalibrated embedder."""
-        if self._embedder.model_id != EXEMPLAR_EMBEDDER:
-            return None
-        async with self._exemplars_lock:  # once per worker, however many plans start together
-            if self._exemplars is None:
-                with progress.phase("exemplars"):
-                    self._exemplars = await embed_passages_async(self._embedder, exemplar_texts())
-        return self._exemplars
-
-    async def _embed_in_turns(self, texts: list[str]) -> list[Any]:
-        """Embed `texts` a few at a time, each slice its own turn at the worker's embedder.
-
-        The embedder takes callers in turns, least recently served first (`FairEmbedder`), and each promotion
-        is its own caller: a small promotion's candidates wait for one slice of a big plan's, not for its
-        whole chunk (measured by `tests/bench/fairness.py`).
-        """
-        EMBEDDING_TENANT.set(f"promotion:{activity.info().workflow_id}")
-        vectors: list[Any] = []
-        for start in range(0, len(texts), EMBED_SLICE):
-            vectors.extend(await embed_passages_async(self._embedder, texts[start : start + EMBED_SLICE]))
-        return vectors
-
-    async def _vectors(self, texts: list[str], progress: _Progress) -> list[list[float]]:
-        """One vector per text: from the embedding cache, embedding (once) only the texts it lacks."""
-        model = self._embedder.model_id
-        digests = [text_digest(t) for t in texts]
-        with progress.phase("cache"):
-            async with self._engine.connect() as conn:
-                found = await cached_vectors(conn, model, digests)
-        progress.cached += len(found)
-        missing = {d: t for d, t in zip(digests, texts, strict=True) if d not in found}
-        if missing:
-            try:
-                with progress.phase("embed"):
-                    embedded = await self._embed_in_turns(list(missing.values()))
-            except EmbeddingDimensionMismatch as exc:
-                # retrying cannot fix a misconfigured endpoint; fail the promotion now, saying why
-                raise ApplicationError(
-                    str(exc), type=EmbeddingDimensionMismatch.__name__, non_retryable=True
-                ) from exc
-            fresh = {d: [float(x) for x in row] for d, row in zip(missing, embedded, strict=True)}
-            with progress.phase("cache"):
-                async with self._engine.begin() as conn:
-                    await cache_vectors(conn, model, fresh)
-            found.update(fresh)
-            progress.embedded += len(fresh)
-        return [found[d] for d in digests]
 
     @activity.defn
     @_heartbeating
@@ -818,22 +447,14 @@ class PromotionActivities:
         A retry publishes nothing twice: the committed chunks replay by their items' idempotency keys. The
         plan items come from the database (the history only names them); the result carries counts and the
         first few. A regular (non-local) attempt heartbeats the items done after each chunk, so no timeout
-        guesses the plan's size.
+        guesses the plan's size. An approver's edited item is planned again as plan plans it.
         """
-        timing = _Progress()
-
-        async def replan(
-            target_key: str, visible: list[str], idx: int, candidate: StoredCandidate
-        ) -> PlanItemToWrite:
-            # an edited item is planned as plan plans it: embedded, decided against visible memory, screened
-            again = PlanInput(data.task_id, data.workflow_id, data.run_id, target_key, visible)
-            return (await self._plan_candidates(again, idx, [candidate], _Progress(), {}))[0]
-
+        timing = PlanProgress()
         try:
             results = await publish_plan(
                 self._engine,
                 data,
-                replan=replan,
+                replan=self._planner.replan(_tenant()),
                 chunk_size=self._publish_chunk,
                 dup_threshold=self._settings.dedup_similarity_threshold,
                 related_threshold=self._settings.related_similarity_threshold,
@@ -843,6 +464,8 @@ class PromotionActivities:
             )
         except PlanMissing as exc:
             raise ApplicationError(str(exc), type=NotFound.__name__, non_retryable=True) from exc
+        except EmbeddingRefused as exc:
+            raise _embedder_refused(exc) from exc.__cause__
         activity.logger.info("publish of %s: %d items: %s", data.workflow_id, data.total, timing.timings())
         return PublishResult(
             total=len(results),
@@ -853,31 +476,24 @@ class PromotionActivities:
     @activity.defn
     async def record_decision(self, data: DecisionRecordInput) -> None:
         """Record a rejection (human or timeout) that publishes nothing."""
-        async with self._engine.begin() as conn:
-            note = await grant_note(conn, workflow_id=data.workflow_id, grant=data.grant)
-            header = await get_plan(conn, PlanKey(data.workflow_id, data.run_id)) if data.run_id else None
-            await record_event(
-                conn,
-                event_type=EventType.REJECTED,
-                actor_id=data.actor_id,
-                actor_type=data.actor_type,
-                task_id=data.task_id,
-                workflow_id=data.workflow_id,
-                reason=note or data.reason,
-                payload=with_critique(data.payload, header),
-                idempotency_key=f"{data.workflow_id}:rejected",
-                if_absent=True,
-            )
-            await set_task_status(conn, data.task_id, "rejected")
-            await end_promotion(conn, data.workflow_id, "rejected")
+        await promotion_end.record_rejection(
+            self._engine,
+            workflow_id=data.workflow_id,
+            task_id=data.task_id,
+            actor_id=data.actor_id,
+            actor_type=data.actor_type,
+            reason=data.reason,
+            payload=data.payload,
+            grant=data.grant,
+            run_id=data.run_id,
+        )
 
     @activity.defn
     async def record_outcome(self, data: OutcomeInput) -> None:
         """Record on the task that its promotion ended without publishing or deciding (timeout, failure)."""
-        if data.status not in ENDED_STATUSES:
-            raise ApplicationError(
-                f"{data.status!r} is not how a promotion ends", type=InvalidInput.__name__, non_retryable=True
+        try:
+            await promotion_end.record_outcome(
+                self._engine, workflow_id=data.workflow_id, task_id=data.task_id, status=data.status
             )
-        async with self._engine.begin() as conn:
-            await set_task_status(conn, data.task_id, data.status)
-            await end_promotion(conn, data.workflow_id, data.status)
+        except InvalidInput as exc:
+            raise _permanent(exc) from None

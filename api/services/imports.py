@@ -40,9 +40,9 @@ from governance.identity import Principal
 from governance.scopes import EntryKind, Scope
 from governance.staging import EntryDraft, validate_batch
 from governance.storage import staging, transfer
+from governance.storage.embedding_cache import cache_vectors, cached_vectors, text_digest
 from governance.storage.episodes import record_episode
 from governance.storage.events import Event, EventType
-from governance.storage.plans import cache_vectors, cached_vectors, text_digest
 from governance.transfer import entries_for_gate, import_task_id
 from governance.trust import check_entry_decay_policy
 from governance.validity import check_entry_expiry

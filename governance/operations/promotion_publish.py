@@ -36,20 +36,22 @@ from governance.storage.item_decisions import (
     rewrite_candidate_text,
 )
 from governance.storage.memory_rows import NewMemory
+from governance.storage.plan_items import (
+    PlanItemToPublish,
+    PlanItemToWrite,
+    publish_rows,
+    record_outcomes,
+    record_published,
+    save_plan_items,
+)
 from governance.storage.plans import (
     PlanHeader,
     PlanItemPublished,
-    PlanItemToPublish,
-    PlanItemToWrite,
     PlanKey,
     StoredCandidate,
     get_plan,
     load_candidates,
-    publish_rows,
     quarantined_items,
-    record_outcomes,
-    record_published,
-    save_plan_items,
 )
 from governance.storage.promotions import end_promotion, grant_note
 from governance.storage.publish import lock_for_publication

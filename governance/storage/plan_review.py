@@ -122,7 +122,7 @@ async def published_targets(conn: AsyncConnection, ids: Sequence[str]) -> dict[s
     wanted = sorted({i for i in ids if _is_uuid(i)})
     if not wanted:
         return {}
-    # a promotion's approval event is keyed `<workflow id>:approved` (activities/promotion.py)
+    # a promotion's approval event is keyed `<workflow id>:approved` (operations/promotion_publish.py)
     rows = await conn.execute(_TARGETS, {"ids": wanted, "approved_suffix": ":approved"})
     return {
         r.id: PublishedTarget(

@@ -1,8 +1,9 @@
-"""The promotion's claim check: candidates, plan items and embeddings live here, not in Temporal's history.
+"""The promotion's claim check: candidates and plan items live here, not in Temporal's history.
 
 A promotion's large data would not fit Temporal's payloads (2 MB each, and a history that stays small enough
-to replay quickly): a few hundred candidates with 384-float embeddings are megabytes. So the activities write
-it here and hand the workflow only ids and counts (activities/promotion.py):
+to replay quickly): a few hundred candidates with 384-float embeddings are megabytes. So the gate's steps
+write it here (governance/operations/promotion_*.py) and its activities hand the workflow only ids and counts
+(activities/promotion.py):
 
 - `promotion_plans`: one row per promotion run, keyed by (workflow id, run id): the run whose `cognify`
   wrote the candidates. It is carried from cognify's result to plan and publish, so a retried or replayed
@@ -11,18 +12,18 @@ it here and hand the workflow only ids and counts (activities/promotion.py):
 - `promotion_candidates`: cognify's candidates, by index (delete-then-insert on a retry: same rows).
 - `promotion_plan_items`: the plan, by index (publish order, also its `<workflow id>:publish:<index>`
   idempotency key): the candidate it plans, the decision, target, similarity, reason, content hash and the
-  embedding publish stores; publish writes the outcome (memory, citation, action) back. Plan writes a chunk
-  at a time (upsert by index), so a retried plan resumes after the chunks already written.
-- `embedding_cache`: (embedder model, sha256 of the exact text) → vector, shared by every promotion: a text
-  is embedded once per model.
+  embedding publish stores; publish writes the outcome (memory, citation, action) back.
+
+This module holds the tables, the run's key and header, cognify's candidates and the reads of a plan that
+approvers and the steps share; what plan and publish write onto the plan items is `storage/plan_items.py`'s,
+and the embedding cache (a text embedded once per model) is `storage/embedding_cache.py`.
 
 The tables are defined here (not in tables.py) with the shared metadata; migration 0004 creates them.
 """
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -40,13 +41,11 @@ from sqlalchemy import (
     Table,
     Text,
     and_,
-    bindparam,
     case,
     cast,
     delete,
     func,
     select,
-    update,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -59,33 +58,24 @@ __all__ = [
     "promotion_plans",
     "promotion_candidates",
     "promotion_plan_items",
-    "embedding_cache",
     "PlanKey",
     "PlanHeader",
     "StoredCandidate",
-    "PlanItemToWrite",
     "PlanItemForReview",
-    "PlanItemToPublish",
     "PlanItemPublished",
-    "text_digest",
+    "of_run",
+    "items_with_candidates",
     "save_candidates",
     "candidate_indexes",
     "load_candidates",
     "planned_count",
-    "save_plan_items",
     "QuarantinedRow",
     "quarantined_items",
-    "finish_plan",
     "plan_counts",
     "plan_page",
     "latest_plan",
     "get_plan",
-    "publish_rows",
-    "record_published",
-    "record_outcomes",
     "published_page",
-    "cached_vectors",
-    "cache_vectors",
 ]
 
 TS = DateTime(timezone=True)
@@ -157,15 +147,6 @@ promotion_plan_items = Table(
     ),
 )
 
-embedding_cache = Table(
-    "embedding_cache",
-    metadata,
-    Column("model", Text, primary_key=True),
-    Column("text_sha256", String(64), primary_key=True),
-    Column("embedding", Vector(EMBEDDING_DIM), nullable=False),
-    Column("created_at", TS, nullable=False, server_default=func.now()),
-)
-
 _C = promotion_candidates.c
 _P = promotion_plan_items.c
 _H = promotion_plans.c
@@ -208,21 +189,6 @@ class StoredCandidate:
 
 
 @dataclass(frozen=True)
-class PlanItemToWrite:
-    """One plan item as plan writes it."""
-
-    idx: int
-    candidate_idx: int
-    decision: str
-    target_id: str | None
-    similarity: float | None
-    reason: str
-    content_hash: str
-    embedding: Sequence[float]
-    quarantine: str | None = None
-
-
-@dataclass(frozen=True)
 class PlanItemForReview:
     """One plan item as approvers read it (no embedding)."""
 
@@ -243,15 +209,6 @@ class PlanItemForReview:
 
 
 @dataclass(frozen=True)
-class PlanItemToPublish:
-    """One plan item with what publish needs: the candidate and its embedding."""
-
-    idx: int
-    candidate: StoredCandidate
-    embedding: list[float] | None
-
-
-@dataclass(frozen=True)
 class PlanItemPublished:
     """What publishing one plan item did."""
 
@@ -265,12 +222,8 @@ class PlanItemPublished:
     replayed: bool
 
 
-def text_digest(text: str) -> str:
-    """sha256 (hex) of the exact text: the embedding cache's key (the model sees the text as it is)."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _of(key: PlanKey, table: Table) -> Any:
+def of_run(key: PlanKey, table: Table) -> Any:
+    """The rows of `table` (a claim-check table) that belong to the run `key`."""
     return and_(table.c.workflow_id == key.workflow_id, table.c.run_id == key.run_id)
 
 
@@ -297,7 +250,7 @@ async def save_candidates(
             set_={"candidate_count": len(candidates), "critique": critique, "updated_at": func.now()},
         )
     )
-    await conn.execute(delete(promotion_candidates).where(_of(key, promotion_candidates)))
+    await conn.execute(delete(promotion_candidates).where(of_run(key, promotion_candidates)))
     if candidates:
         await conn.execute(
             promotion_candidates.insert(),
@@ -324,7 +277,7 @@ async def candidate_indexes(
     conn: AsyncConnection, key: PlanKey, memory_types: Sequence[str] | None = None
 ) -> list[int]:
     """Indexes of the run's candidates (only of `memory_types` when given), in order."""
-    query = select(_C.idx).where(_of(key, promotion_candidates)).order_by(_C.idx)
+    query = select(_C.idx).where(of_run(key, promotion_candidates)).order_by(_C.idx)
     if memory_types is not None:
         query = query.where(_C.memory_type.in_(list(memory_types)))
     return [int(i) for i in (await conn.execute(query)).scalars()]
@@ -349,7 +302,7 @@ async def load_candidates(
 ) -> list[StoredCandidate]:
     """The candidates at `indexes`, in that order."""
     rows = await conn.execute(
-        select(promotion_candidates).where(_of(key, promotion_candidates), _C.idx.in_(list(indexes)))
+        select(promotion_candidates).where(of_run(key, promotion_candidates), _C.idx.in_(list(indexes)))
     )
     by_idx = {c.idx: c for c in map(_candidate, rows)}
     return [by_idx[i] for i in indexes]
@@ -358,69 +311,21 @@ async def load_candidates(
 async def planned_count(conn: AsyncConnection, key: PlanKey) -> int:
     """How many plan items are written (plan writes whole chunks in order: items 0..n-1)."""
     count = await conn.scalar(
-        select(func.count()).select_from(promotion_plan_items).where(_of(key, promotion_plan_items))
+        select(func.count()).select_from(promotion_plan_items).where(of_run(key, promotion_plan_items))
     )
     return int(count or 0)
-
-
-async def save_plan_items(conn: AsyncConnection, key: PlanKey, items: Sequence[PlanItemToWrite]) -> None:
-    """Write (or rewrite, on a retry) plan items by index."""
-    if not items:
-        return
-    statement = pg_insert(promotion_plan_items)
-    await conn.execute(
-        statement.on_conflict_do_update(
-            index_elements=["workflow_id", "run_id", "idx"],
-            set_={
-                "candidate_idx": statement.excluded.candidate_idx,
-                "decision": statement.excluded.decision,
-                "target_id": statement.excluded.target_id,
-                "similarity": statement.excluded.similarity,
-                "reason": statement.excluded.reason,
-                "content_hash": statement.excluded.content_hash,
-                "embedding": statement.excluded.embedding,
-                "quarantine": statement.excluded.quarantine,
-                "planned_at": func.now(),
-            },
-        ),
-        [
-            {
-                "workflow_id": key.workflow_id,
-                "run_id": key.run_id,
-                "idx": item.idx,
-                "candidate_idx": item.candidate_idx,
-                "decision": item.decision,
-                "target_id": item.target_id,
-                "similarity": item.similarity,
-                "reason": item.reason,
-                "content_hash": item.content_hash,
-                "embedding": list(item.embedding),
-                "quarantine": item.quarantine,
-            }
-            for item in items
-        ],
-    )
-
-
-async def finish_plan(conn: AsyncConnection, key: PlanKey, total: int) -> None:
-    """Mark the plan complete with `total` items (items beyond it, from an older attempt, go)."""
-    await conn.execute(delete(promotion_plan_items).where(_of(key, promotion_plan_items), _P.idx >= total))
-    await conn.execute(
-        update(promotion_plans)
-        .where(_of(key, promotion_plans))
-        .values(plan_total=total, updated_at=func.now())
-    )
 
 
 async def plan_counts(conn: AsyncConnection, key: PlanKey) -> dict[str, int]:
     """Plan items per decision."""
     rows = await conn.execute(
-        select(_P.decision, func.count()).where(_of(key, promotion_plan_items)).group_by(_P.decision)
+        select(_P.decision, func.count()).where(of_run(key, promotion_plan_items)).group_by(_P.decision)
     )
     return {str(decision): int(n) for decision, n in rows}
 
 
-def _joined() -> Any:
+def items_with_candidates() -> Any:
+    """The plan items joined to the candidates they plan."""
     return promotion_plan_items.join(
         promotion_candidates,
         and_(
@@ -459,8 +364,8 @@ async def plan_page(
             target.c.content.label("target_content"),
             _P.quarantine,
         )
-        .select_from(_joined().outerjoin(target, target.c.id == target_id))
-        .where(_of(key, promotion_plan_items))
+        .select_from(items_with_candidates().outerjoin(target, target.c.id == target_id))
+        .where(of_run(key, promotion_plan_items))
         .order_by(_P.idx)
         .offset(offset)
         .limit(limit)
@@ -497,11 +402,11 @@ async def quarantined_items(
     conn: AsyncConnection, key: PlanKey, *, limit: int
 ) -> tuple[int, list[QuarantinedRow]]:
     """How many plan items are quarantined, and the first `limit` of them in plan order."""
-    where = and_(_of(key, promotion_plan_items), _P.quarantine.is_not(None))
+    where = and_(of_run(key, promotion_plan_items), _P.quarantine.is_not(None))
     total = int(await conn.scalar(select(func.count()).select_from(promotion_plan_items).where(where)) or 0)
     rows = await conn.execute(
         select(_P.idx, _C.title, _P.quarantine)
-        .select_from(_joined())
+        .select_from(items_with_candidates())
         .where(where)
         .order_by(_P.idx)
         .limit(limit)
@@ -536,100 +441,15 @@ async def latest_plan(conn: AsyncConnection, workflow_id: str) -> PlanHeader | N
 
 async def get_plan(conn: AsyncConnection, key: PlanKey) -> PlanHeader | None:
     """One run's plan header."""
-    row = (await conn.execute(select(promotion_plans).where(_of(key, promotion_plans)))).first()
+    row = (await conn.execute(select(promotion_plans).where(of_run(key, promotion_plans)))).first()
     return _header(row) if row is not None else None
-
-
-async def publish_rows(conn: AsyncConnection, key: PlanKey, start: int, stop: int) -> list[PlanItemToPublish]:
-    """Plan items `start`..`stop - 1` with their candidates and embeddings, in plan order."""
-    rows = await conn.execute(
-        select(
-            _P.idx,
-            _P.embedding,
-            _C.idx.label("candidate_idx"),
-            _C.memory_type,
-            _C.title,
-            _C.content,
-            _C.canonical_key,
-            _C.importance,
-            _C.source_entry_ids,
-            _C.expires_at,
-            _C.structure,
-        )
-        .select_from(_joined())
-        .where(_of(key, promotion_plan_items), _P.idx >= start, _P.idx < stop)
-        .order_by(_P.idx)
-    )
-    return [
-        PlanItemToPublish(
-            idx=int(r.idx),
-            candidate=StoredCandidate(
-                idx=int(r.candidate_idx),
-                memory_type=r.memory_type,
-                title=r.title,
-                content=r.content,
-                canonical_key=r.canonical_key,
-                importance=float(r.importance),
-                source_entry_ids=[int(i) for i in r.source_entry_ids],
-                expires_at=r.expires_at,
-                structure=r.structure,
-            ),
-            embedding=[float(x) for x in r.embedding] if r.embedding is not None else None,
-        )
-        for r in rows
-    ]
-
-
-async def record_published(
-    conn: AsyncConnection, key: PlanKey, outcomes: Sequence[PlanItemPublished], *, count: int | None = None
-) -> None:
-    """Write publish's outcomes onto the plan items and the count (default: theirs) onto the header."""
-    await record_outcomes(conn, key, outcomes)
-    await conn.execute(
-        update(promotion_plans)
-        .where(_of(key, promotion_plans))
-        .values(published_count=len(outcomes) if count is None else count, updated_at=func.now())
-    )
-
-
-async def record_outcomes(conn: AsyncConnection, key: PlanKey, outcomes: Sequence[PlanItemPublished]) -> None:
-    """Write what publishing did onto those plan items (a chunk of them, in the chunk's transaction)."""
-    if outcomes:
-        await conn.execute(
-            update(promotion_plan_items)
-            .where(
-                _P.workflow_id == bindparam("w"),
-                _P.run_id == bindparam("r"),
-                _P.idx == bindparam("i"),
-            )
-            .values(
-                memory_id=bindparam("memory_id"),
-                citation=bindparam("citation"),
-                action=bindparam("action"),
-                superseded_id=bindparam("superseded_id"),
-                replayed=bindparam("replayed"),
-            ),
-            [
-                {
-                    "w": key.workflow_id,
-                    "r": key.run_id,
-                    "i": o.idx,
-                    "memory_id": o.memory_id,
-                    "citation": o.citation,
-                    "action": o.action,
-                    "superseded_id": o.superseded_id,
-                    "replayed": o.replayed,
-                }
-                for o in outcomes
-            ],
-        )
 
 
 async def published_page(
     conn: AsyncConnection, key: PlanKey, *, offset: int, limit: int
 ) -> tuple[int, list[PlanItemPublished]]:
     """How many plan items were published, and those from `offset` (at most `limit`), in plan order."""
-    where = and_(_of(key, promotion_plan_items), _P.memory_id.is_not(None))
+    where = and_(of_run(key, promotion_plan_items), _P.memory_id.is_not(None))
     total = int(await conn.scalar(select(func.count()).select_from(promotion_plan_items).where(where)) or 0)
     rows = await conn.execute(
         select(
@@ -642,7 +462,7 @@ async def published_page(
             _C.memory_type,
             _C.title,
         )
-        .select_from(_joined())
+        .select_from(items_with_candidates())
         .where(where)
         .order_by(_P.idx)
         .offset(offset)
@@ -661,29 +481,3 @@ async def published_page(
         )
         for r in rows
     ]
-
-
-async def cached_vectors(conn: AsyncConnection, model: str, digests: Iterable[str]) -> dict[str, list[float]]:
-    """The cached vectors of `model` among `digests` (text_digest of each text)."""
-    wanted = sorted(set(digests))
-    if not wanted:
-        return {}
-    rows = await conn.execute(
-        select(embedding_cache.c.text_sha256, embedding_cache.c.embedding).where(
-            embedding_cache.c.model == model, embedding_cache.c.text_sha256.in_(wanted)
-        )
-    )
-    return {r.text_sha256: [float(x) for x in r.embedding] for r in rows}
-
-
-async def cache_vectors(conn: AsyncConnection, model: str, vectors: Mapping[str, Sequence[float]]) -> None:
-    """Remember vectors of `model` by text digest (a concurrent writer's identical row wins quietly)."""
-    if not vectors:
-        return
-    await conn.execute(
-        pg_insert(embedding_cache).on_conflict_do_nothing(index_elements=["model", "text_sha256"]),
-        [
-            {"model": model, "text_sha256": digest, "embedding": [float(x) for x in vector]}
-            for digest, vector in sorted(vectors.items())
-        ],
-    )

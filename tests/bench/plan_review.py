@@ -30,15 +30,9 @@ from sqlalchemy import text
 from governance.cognify import Candidate
 from governance.config import Settings
 from governance.storage.engine import make_engine
+from governance.storage.plan_items import PlanItemToWrite, finish_plan, save_plan_items
 from governance.storage.plan_review import nearest_memories
-from governance.storage.plans import (
-    PlanItemToWrite,
-    PlanKey,
-    finish_plan,
-    plan_page,
-    save_candidates,
-    save_plan_items,
-)
+from governance.storage.plans import PlanKey, plan_page, save_candidates
 from tests.bench.retrieval import CACHE, bench_database, bulk_load, log, memory_row
 
 RUNS = 7

@@ -29,7 +29,8 @@ from governance.adapters.embedders import Embedder, make_embedder
 from governance.config import Settings
 from governance.instruction_exemplars import exemplar_texts
 from governance.scopes import ActorType
-from governance.storage.plans import PlanKey, embedding_cache, latest_plan, promotion_plan_items
+from governance.storage.embedding_cache import embedding_cache
+from governance.storage.plans import PlanKey, latest_plan, promotion_plan_items
 from policy.enforcer import Authorizer
 from tests.utils.factories import make_actor, new_tenant
 from tests.utils.promotion_factories import Entry, active_memories, events_of, make_large_task, make_task

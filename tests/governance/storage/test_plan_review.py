@@ -10,14 +10,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from governance.cognify import Candidate
 from governance.storage.events import EventType, record_event
+from governance.storage.plan_items import PlanItemToWrite, save_plan_items
 from governance.storage.plan_review import nearest_memories, published_targets
-from governance.storage.plans import (
-    PlanItemToWrite,
-    PlanKey,
-    promotion_plan_items,
-    save_candidates,
-    save_plan_items,
-)
+from governance.storage.plans import PlanKey, promotion_plan_items, save_candidates
 from governance.storage.tables import memories
 from tests.utils.lifecycle_factories import Place, insert_memory
 

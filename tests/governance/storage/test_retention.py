@@ -13,8 +13,8 @@ from governance.operations.retention import prune_memories
 from governance.retention import PruneChoice, RetentionPolicy, select_for_pruning
 from governance.scopes import Scope
 from governance.storage.derivations import record_derivations
+from governance.storage.embedding_cache import cache_vectors, cached_vectors, text_digest
 from governance.storage.erasure import content_sha256
-from governance.storage.plans import cache_vectors, cached_vectors, text_digest
 from governance.storage.retention import (
     active_group_counts,
     decay_confidences,

@@ -1,0 +1,61 @@
+"""The embedding cache: (embedder model, sha256 of the exact text) → vector, shared by every promotion.
+
+A text is embedded once per model: a promotion's plan (governance/operations/promotion_plan.py) and an
+import look their texts up here first and remember what they had to embed. The key is the exact text's
+digest (`text_digest`), since the model sees the text as it is. An erasure or a pruning deletes the rows of
+the texts it removes (storage/erasure.py, storage/retention.py). Migration 0004 creates the table.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import Column, DateTime, String, Table, Text, func, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from governance.storage.tables import EMBEDDING_DIM, metadata
+
+__all__ = ["embedding_cache", "text_digest", "cached_vectors", "cache_vectors"]
+
+embedding_cache = Table(
+    "embedding_cache",
+    metadata,
+    Column("model", Text, primary_key=True),
+    Column("text_sha256", String(64), primary_key=True),
+    Column("embedding", Vector(EMBEDDING_DIM), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+)
+
+
+def text_digest(text: str) -> str:
+    """sha256 (hex) of the exact text: the embedding cache's key (the model sees the text as it is)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+async def cached_vectors(conn: AsyncConnection, model: str, digests: Iterable[str]) -> dict[str, list[float]]:
+    """The cached vectors of `model` among `digests` (text_digest of each text)."""
+    wanted = sorted(set(digests))
+    if not wanted:
+        return {}
+    rows = await conn.execute(
+        select(embedding_cache.c.text_sha256, embedding_cache.c.embedding).where(
+            embedding_cache.c.model == model, embedding_cache.c.text_sha256.in_(wanted)
+        )
+    )
+    return {r.text_sha256: [float(x) for x in r.embedding] for r in rows}
+
+
+async def cache_vectors(conn: AsyncConnection, model: str, vectors: Mapping[str, Sequence[float]]) -> None:
+    """Remember vectors of `model` by text digest (a concurrent writer's identical row wins quietly)."""
+    if not vectors:
+        return
+    await conn.execute(
+        pg_insert(embedding_cache).on_conflict_do_nothing(index_elements=["model", "text_sha256"]),
+        [
+            {"model": model, "text_sha256": digest, "embedding": [float(x) for x in vector]}
+            for digest, vector in sorted(vectors.items())
+        ],
+    )

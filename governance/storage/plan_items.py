@@ -1,0 +1,199 @@
+"""What the promotion's steps write of a plan's items, and what publish reads back of them.
+
+`plan` writes its items a chunk at a time (`save_plan_items`: an upsert by index, so a retried plan resumes
+after the chunks already written) and marks the plan complete (`finish_plan`); publish reads each chunk's
+items with their candidates and embeddings (`publish_rows`) and writes what publishing them did back onto
+them and onto the run's header (`record_outcomes`, `record_published`). The tables, the run's key and the
+reads approvers and the steps share are `storage/plans.py`'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import bindparam, delete, func, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from governance.storage.plans import (
+    PlanItemPublished,
+    PlanKey,
+    StoredCandidate,
+    items_with_candidates,
+    of_run,
+    promotion_candidates,
+    promotion_plan_items,
+    promotion_plans,
+)
+
+__all__ = [
+    "PlanItemToWrite",
+    "PlanItemToPublish",
+    "save_plan_items",
+    "finish_plan",
+    "publish_rows",
+    "record_published",
+    "record_outcomes",
+]
+
+_C = promotion_candidates.c
+_P = promotion_plan_items.c
+
+
+@dataclass(frozen=True)
+class PlanItemToWrite:
+    """One plan item as plan writes it."""
+
+    idx: int
+    candidate_idx: int
+    decision: str
+    target_id: str | None
+    similarity: float | None
+    reason: str
+    content_hash: str
+    embedding: Sequence[float]
+    quarantine: str | None = None
+
+
+@dataclass(frozen=True)
+class PlanItemToPublish:
+    """One plan item with what publish needs: the candidate and its embedding."""
+
+    idx: int
+    candidate: StoredCandidate
+    embedding: list[float] | None
+
+
+async def save_plan_items(conn: AsyncConnection, key: PlanKey, items: Sequence[PlanItemToWrite]) -> None:
+    """Write (or rewrite, on a retry) plan items by index."""
+    if not items:
+        return
+    statement = pg_insert(promotion_plan_items)
+    await conn.execute(
+        statement.on_conflict_do_update(
+            index_elements=["workflow_id", "run_id", "idx"],
+            set_={
+                "candidate_idx": statement.excluded.candidate_idx,
+                "decision": statement.excluded.decision,
+                "target_id": statement.excluded.target_id,
+                "similarity": statement.excluded.similarity,
+                "reason": statement.excluded.reason,
+                "content_hash": statement.excluded.content_hash,
+                "embedding": statement.excluded.embedding,
+                "quarantine": statement.excluded.quarantine,
+                "planned_at": func.now(),
+            },
+        ),
+        [
+            {
+                "workflow_id": key.workflow_id,
+                "run_id": key.run_id,
+                "idx": item.idx,
+                "candidate_idx": item.candidate_idx,
+                "decision": item.decision,
+                "target_id": item.target_id,
+                "similarity": item.similarity,
+                "reason": item.reason,
+                "content_hash": item.content_hash,
+                "embedding": list(item.embedding),
+                "quarantine": item.quarantine,
+            }
+            for item in items
+        ],
+    )
+
+
+async def finish_plan(conn: AsyncConnection, key: PlanKey, total: int) -> None:
+    """Mark the plan complete with `total` items (items beyond it, from an older attempt, go)."""
+    await conn.execute(delete(promotion_plan_items).where(of_run(key, promotion_plan_items), _P.idx >= total))
+    await conn.execute(
+        update(promotion_plans)
+        .where(of_run(key, promotion_plans))
+        .values(plan_total=total, updated_at=func.now())
+    )
+
+
+async def publish_rows(conn: AsyncConnection, key: PlanKey, start: int, stop: int) -> list[PlanItemToPublish]:
+    """Plan items `start`..`stop - 1` with their candidates and embeddings, in plan order."""
+    rows = await conn.execute(
+        select(
+            _P.idx,
+            _P.embedding,
+            _C.idx.label("candidate_idx"),
+            _C.memory_type,
+            _C.title,
+            _C.content,
+            _C.canonical_key,
+            _C.importance,
+            _C.source_entry_ids,
+            _C.expires_at,
+            _C.structure,
+        )
+        .select_from(items_with_candidates())
+        .where(of_run(key, promotion_plan_items), _P.idx >= start, _P.idx < stop)
+        .order_by(_P.idx)
+    )
+    return [
+        PlanItemToPublish(
+            idx=int(r.idx),
+            candidate=StoredCandidate(
+                idx=int(r.candidate_idx),
+                memory_type=r.memory_type,
+                title=r.title,
+                content=r.content,
+                canonical_key=r.canonical_key,
+                importance=float(r.importance),
+                source_entry_ids=[int(i) for i in r.source_entry_ids],
+                expires_at=r.expires_at,
+                structure=r.structure,
+            ),
+            embedding=[float(x) for x in r.embedding] if r.embedding is not None else None,
+        )
+        for r in rows
+    ]
+
+
+async def record_published(
+    conn: AsyncConnection, key: PlanKey, outcomes: Sequence[PlanItemPublished], *, count: int | None = None
+) -> None:
+    """Write publish's outcomes onto the plan items and the count (default: theirs) onto the header."""
+    await record_outcomes(conn, key, outcomes)
+    await conn.execute(
+        update(promotion_plans)
+        .where(of_run(key, promotion_plans))
+        .values(published_count=len(outcomes) if count is None else count, updated_at=func.now())
+    )
+
+
+async def record_outcomes(conn: AsyncConnection, key: PlanKey, outcomes: Sequence[PlanItemPublished]) -> None:
+    """Write what publishing did onto those plan items (a chunk of them, in the chunk's transaction)."""
+    if outcomes:
+        await conn.execute(
+            update(promotion_plan_items)
+            .where(
+                _P.workflow_id == bindparam("w"),
+                _P.run_id == bindparam("r"),
+                _P.idx == bindparam("i"),
+            )
+            .values(
+                memory_id=bindparam("memory_id"),
+                citation=bindparam("citation"),
+                action=bindparam("action"),
+                superseded_id=bindparam("superseded_id"),
+                replayed=bindparam("replayed"),
+            ),
+            [
+                {
+                    "w": key.workflow_id,
+                    "r": key.run_id,
+                    "i": o.idx,
+                    "memory_id": o.memory_id,
+                    "citation": o.citation,
+                    "action": o.action,
+                    "superseded_id": o.superseded_id,
+                    "replayed": o.replayed,
+                }
+                for o in outcomes
+            ],
+        )
