@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from governance.dedup_model import DEDUP_MODEL, DedupModel, duplicate_probability
-from governance.order_model import asked, order_veto
+from governance.order_model import long_enough, order_veto
 from governance.supersession import (
     ContradictionJudge,
     RuleBasedJudge,
@@ -130,7 +130,7 @@ def _reworded_swap(a: str, b: str) -> bool:
     """Two long sentences of nearly the same words, with no other value, whose word order the learned
     model reads as another statement: the new one is not a revision of the old, so no judge supersedes it
     (a word moved reads to the rules as a substituted value)."""
-    if _HANGUL.search(a) or _HANGUL.search(b) or not asked(a, b):
+    if _HANGUL.search(a) or _HANGUL.search(b) or not long_enough(a, b):
         return False
     return value_difference(a, b) is None and order_veto(a, b) is not None
 
