@@ -4,9 +4,10 @@ A merge keeps one text and reinforces it; if the two texts said different things
 of `governance.supersession.order_difference` catch an exchange of two words, a moved qualifier and long
 reorderings, but pairs of nearly the same words with another meaning come in more shapes than rules
 enumerate (PAWS-Wiki is made of them: "July is the hottest month and January the coldest" / "July is the
-coldest month, the hottest in January"). This module is a second, learned veto on a merge: a logistic model
-over cheap signals of how the shared words moved, fitted on external pairs (the tune part of PAWS-Wiki dev,
-`tests/bench/fit_order_model.py`, which writes `order_model.json` beside this file deterministically).
+coldest month, the hottest in January"). This module is a second, learned veto on a merge: boosted
+decision trees over cheap signals of how the shared words moved, fitted on external pairs (the tune part of
+PAWS-Wiki dev, `tests/bench/fit_order_model.py`, which writes `order_model.json` beside this file
+deterministically).
 
 Its signals, per pair of texts (case-folded words without punctuation, aliases spelt one way):
 
@@ -19,7 +20,15 @@ Its signals, per pair of texts (case-folded words without punctuation, aliases s
 - `shift`: the mean move of shared content words, in shares of the text's length;
 - `negation_mismatch`, `qualifier_mismatch`, `number_mismatch`: how many negations / qualifiers
   (only, never, not ...) each text holds differ, the numbers differ;
-- `length_ratio`: the shorter text's word count over the longer's.
+- `length_ratio`: the shorter text's word count over the longer's;
+- the verdicts of the wording and order rules (`rule_*`);
+- signals read off a greedy string tiling of the two word sequences (`_tiles`: a phrase moved whole stays
+  one tile, two words that exchanged places are two one-word tiles that cross): tiles per word, their
+  crossings, moved one-word and short tiles, words said anew, slot takeovers (a shared word standing where
+  another stood), tile pairs that exchanged places (`_tile_features`).
+
+Between texts of 14 words or more the model decides alone (a value difference aside); between shorter
+asked texts (from 8 words) the rules refuse first and the model may only refuse more (`order_veto`).
 
 The embedding cosine is not one of them: on the pairs this kind of veto is for (nearly the same words)
 the embedder gives ≥ 0.92 whatever the meaning, so it carries no signal here (docs/dedup-calibration.md).
