@@ -18,8 +18,9 @@ side by side; it is a veto. So is an "order difference" (`governance.supersessio
 same words in an order that says another thing ("A calls B" / "B calls A", "migrate X to Y" / "Y to X",
 a moved "only"), where a merge would keep one statement and lose the other. Between two Latin-script
 texts the veto is `governance.order_model.order_veto`: a value difference always refuses; the wording and
-order rules refuse between short texts, and otherwise a learned model over how the shared words moved
-(fitted on external paraphrase-adversary pairs) decides, the rules' verdicts among its signals. The
+order rules refuse between short texts (between 8 and 13 words a learned model may refuse besides), and
+between longer ones a learned model over how the shared words moved (fitted on external
+paraphrase-adversary pairs) decides, the rules' verdicts among its signals. The
 duplicate model then separates paraphrases, abbreviations and translations from other statements of
 the same subject; `dup_threshold` is the cosine floor below which it is not asked
 (docs/dedup-calibration.md).
