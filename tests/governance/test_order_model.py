@@ -94,6 +94,16 @@ def test_between_8_and_13_words_the_rules_refuse_first_and_the_model_only_refuse
         assert ruled is not None and order_veto(a, b) == ruled
 
 
+def test_between_8_and_13_words_the_model_refuses_a_swap_the_rules_let_through() -> None:
+    # the names change their spelling round ("Arden River" / "River Arden"): no slot exchange for the rules
+    a = "The Arden River is a tributary of the Wendle River in Scotland."
+    b = "The river Wendle is a tributary of the River Arden in Scotland."
+    assert asked(a, b) and not long_enough(a, b)
+    assert material_difference(a, b) is None and order_difference(a, b) is None
+    veto = order_veto(a, b)
+    assert veto is not None and "word order" in veto
+
+
 def test_order_veto_refuses_a_value_difference_whatever_the_model() -> None:
     a = RAILWAY
     b = RAILWAY.replace("1998", "1999")
