@@ -18,8 +18,9 @@ side by side; it is a veto. So is an "order difference" (`governance.supersessio
 same words in an order that says another thing ("A calls B" / "B calls A", "migrate X to Y" / "Y to X",
 a moved "only"), where a merge would keep one statement and lose the other. Between two Latin-script
 texts the veto is `governance.order_model.order_veto`: a value difference always refuses; the wording and
-order rules refuse between short texts, and otherwise a learned model over how the shared words moved
-(fitted on external paraphrase-adversary pairs) decides, the rules' verdicts among its signals. The
+order rules refuse between short texts (between 8 and 13 words a learned model may refuse besides), and
+between longer ones a learned model over how the shared words moved (fitted on external
+paraphrase-adversary pairs) decides, the rules' verdicts among its signals. The
 duplicate model then separates paraphrases, abbreviations and translations from other statements of
 the same subject; `dup_threshold` is the cosine floor below which it is not asked
 (docs/dedup-calibration.md).
@@ -41,7 +42,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from governance.dedup_model import DEDUP_MODEL, DedupModel, duplicate_probability
-from governance.order_model import asked, order_veto
+from governance.order_model import long_enough, order_veto
 from governance.supersession import (
     ContradictionJudge,
     RuleBasedJudge,
@@ -130,7 +131,7 @@ def _reworded_swap(a: str, b: str) -> bool:
     """Two long sentences of nearly the same words, with no other value, whose word order the learned
     model reads as another statement: the new one is not a revision of the old, so no judge supersedes it
     (a word moved reads to the rules as a substituted value)."""
-    if _HANGUL.search(a) or _HANGUL.search(b) or not asked(a, b):
+    if _HANGUL.search(a) or _HANGUL.search(b) or not long_enough(a, b):
         return False
     return value_difference(a, b) is None and order_veto(a, b) is not None
 

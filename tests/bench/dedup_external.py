@@ -2,6 +2,7 @@
 
     python -m tests.bench.dedup_external                 # tune and held-aside parts, then the labelled sets
     python -m tests.bench.dedup_external --per-part 400  # a smaller sample per part
+    python -m tests.bench.dedup_external --parts tune    # the tune part only (while tuning)
 
 Data: the PAWS-Wiki *dev* split (`/work/shared/data/paws/dev.tsv`, or `$LOREGATE_PAWS_DEV`; columns id,
 sentence1, sentence2, label; label 1 = paraphrase). PAWS pairs share nearly all their words: the
@@ -198,6 +199,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--per-part", type=int, default=1500)
     parser.add_argument("--skip-labelled", action="store_true", help="PAWS only")
+    parser.add_argument(
+        "--parts",
+        default="tune,held_aside",
+        help="which parts to measure (comma-separated): while tuning, measure `tune` alone",
+    )
     args = parser.parse_args(argv)
     settings = Settings()
     embedder = make_embedder(settings)
@@ -207,7 +213,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     print()
     print("| part | different-meaning | merged | superseded | paraphrases | merged | superseded |")
     print("|---|---|---|---|---|---|---|")
-    for part in ("tune", "held_aside"):
+    for part in args.parts.split(","):
         picked = sample(pairs, part, args.per_part)
         sims = paws_cosines(picked, embedder)
         bare = [

@@ -11,12 +11,13 @@ from governance.order_model import (
     ORDER_FEATURES,
     OrderModel,
     asked,
+    long_enough,
     order_features,
     order_model,
     order_veto,
 )
 from governance.supersession import material_difference, order_difference
-from tests.bench.fit_order_model import fit_trees
+from tests.bench.fit_order_model import fit_trees, labelled_floor
 
 # sentences of the length the model is asked about, written here (not PAWS)
 RAILWAY = (
@@ -60,14 +61,47 @@ def test_order_veto_leaves_short_statements_to_the_rules() -> None:
         ("Service A calls service B.", "Service B calls service A."),
         ("Run the tests before pushing.", "Before pushing, run the tests."),
         ("Use ruff for linting.", "Use pylint for linting."),
-        (
-            "A canary release receives 3 percent of traffic for the first hour.",
-            "For the first hour the canary release gets 3 percent of traffic.",
-        ),
     ]
     for a, b in pairs:
         assert not asked(a, b)
         assert order_veto(a, b) == (material_difference(a, b) or order_difference(a, b))
+
+
+def test_between_8_and_13_words_the_rules_refuse_first_and_the_model_only_refuses_more() -> None:
+    canary = (
+        "A canary release receives 3 percent of traffic for the first hour.",
+        "For the first hour the canary release gets 3 percent of traffic.",
+    )
+    assert asked(*canary) and not long_enough(*canary)
+    assert order_veto(*canary) is None  # a reordering paraphrase of the labelled sets still merges
+    refused = [
+        (
+            "The payments service calls the billing service every minute.",
+            "The billing service calls the payments service every minute.",
+        ),
+        (
+            "The nightly job copies the orders table to the reporting database.",
+            "The nightly job copies the reporting database to the orders table.",
+        ),
+        (
+            "Logs are kept for 30 days in the archive bucket.",
+            "Logs are kept for 90 days in the archive bucket.",
+        ),
+    ]
+    for a, b in refused:
+        assert asked(a, b) and not long_enough(a, b)
+        ruled = material_difference(a, b) or order_difference(a, b)
+        assert ruled is not None and order_veto(a, b) == ruled
+
+
+def test_between_8_and_13_words_the_model_refuses_a_swap_the_rules_let_through() -> None:
+    # the names change their spelling round ("Arden River" / "River Arden"): no slot exchange for the rules
+    a = "The Arden River is a tributary of the Wendle River in Scotland."
+    b = "The river Wendle is a tributary of the River Arden in Scotland."
+    assert asked(a, b) and not long_enough(a, b)
+    assert material_difference(a, b) is None and order_difference(a, b) is None
+    veto = order_veto(a, b)
+    assert veto is not None and "word order" in veto
 
 
 def test_order_veto_refuses_a_value_difference_whatever_the_model() -> None:
@@ -91,7 +125,10 @@ def test_shipped_order_model_file_is_what_the_module_reads() -> None:
     model = order_model()
     assert tuple(data["features"]) == ORDER_FEATURES
     assert model == OrderModel.from_json(data)
-    assert 0.5 < model.cut < 1.0 and model.min_words >= 12 and len(model.trees) == 100
+    assert 0.5 < model.cut < 1.0 and len(model.trees) == 200
+    assert model.min_words == 8 and model.long_words == 14
+    # the short cut never refuses a labelled duplicate the rules merge
+    assert 0.0 <= model.short_cut <= labelled_floor(model)
 
 
 def test_fit_trees_is_deterministic() -> None:
