@@ -18,13 +18,23 @@ import asyncio
 import os
 import socket
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
 import psycopg
 from psycopg import errors as pg_errors
 from psycopg.abc import PQGen
 
-__all__ = ["BoundedAsyncConnection", "BoundedConnection", "connect_async_bounded", "connect_bounded"]
+__all__ = [
+    "BoundedAsyncConnection",
+    "BoundedConnection",
+    "connect_async_bounded",
+    "connect_bounded",
+    "unpinged_checkout",
+    "checkout_pinged",
+]
 
 RV = TypeVar("RV")
 
@@ -124,3 +134,25 @@ def connect_bounded(*args: Any, answer_bound: float, **kwargs: Any) -> BoundedCo
     conn = BoundedConnection.connect(*args, **kwargs)
     conn.answer_bound = answer_bound
     return conn
+
+
+# set by a caller that pings in its own first round trip (the staging append pipelines its ping with the
+# statement, governance/storage/staging.py): the checkout skips the ping of its own
+_UNPINGED: ContextVar[bool] = ContextVar("loregate_unpinged_checkout", default=False)
+
+
+@contextmanager
+def unpinged_checkout() -> Iterator[None]:
+    """Connections checked out inside this block are not pinged: the caller must send a ping of its own
+    before its first statement, in the same round trip (a pipeline), and treat a failed ping as a dead
+    connection (invalidate it, nothing ran). The flag reaches the pool's checkout through the context."""
+    token = _UNPINGED.set(True)
+    try:
+        yield
+    finally:
+        _UNPINGED.reset(token)
+
+
+def checkout_pinged() -> bool:
+    """Whether the pool's checkout pings here (False inside `unpinged_checkout`)."""
+    return not _UNPINGED.get()
