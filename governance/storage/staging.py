@@ -364,13 +364,16 @@ async def _append_pipelined(
     """
     with unpinged_checkout():
         async with engine.connect() as conn:
-            await conn.execution_options(isolation_level="AUTOCOMMIT")
             raw = await conn.get_raw_connection()
             pg: psycopg.AsyncConnection[Any] = raw.driver_connection  # type: ignore[assignment]
             if pg.prepare_threshold is None:
                 pg.prepare_threshold = _PREPARE_ONLY_WHEN_ASKED
             ping, append, latest = pg.cursor(), pg.cursor(), pg.cursor()
+            # autocommit on the driver's connection for these statements only (SQLAlchemy's own switch,
+            # `execution_options`, cost more CPU than the append's SQL), restored before the pool has it
+            was_autocommit = pg.autocommit
             try:
+                await pg.set_autocommit(True)
                 async with pg.pipeline():
                     await ping.execute("SELECT 1")
                     await append.execute(_APPEND_PG, params, prepare=True)
@@ -379,13 +382,20 @@ async def _append_pipelined(
                 promotion = await latest.fetchone()
             except psycopg.Error as exc:
                 pinged = ping.pgresult is not None and ping.pgresult.status == pq.ExecStatus.TUPLES_OK
-                if not pinged or pg.broken:
+                broken = pg.broken
+                if not pinged or broken:
                     await conn.invalidate()
                 if not pinged:
                     return None
                 raise DBAPIError.instance(
-                    _APPEND_PG, params, exc, psycopg.Error, connection_invalidated=pg.broken
+                    _APPEND_PG, params, exc, psycopg.Error, connection_invalidated=broken
                 ) from exc
+            finally:
+                if not pg.closed and pg.autocommit != was_autocommit:
+                    try:
+                        await pg.set_autocommit(was_autocommit)
+                    except psycopg.Error:  # left mid-command (a cancelled request): never pooled again
+                        await conn.invalidate()
     return inserted, promotion
 
 

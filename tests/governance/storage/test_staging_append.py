@@ -6,10 +6,12 @@ checkout; these tests hold it to what the pool's ping promised, and to the key c
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 
 import pytest
 from sqlalchemy import select, text
+from sqlalchemy.exc import DataError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from governance.config import Settings
@@ -111,3 +113,25 @@ async def test_append_batch_with_a_revoked_key_writes_nothing_under_a_daily_quot
                 engine, task_id, agent.principal, drafts, quota, key_hash=hash_api_key(agent.key)
             )
     assert await _seqs(engine, task_id) == []
+
+
+async def test_append_batch_refused_by_the_database_leaves_its_connection_as_it_was(
+    settings: Settings, engine: AsyncEngine
+) -> None:
+    org, project = new_tenant()
+    agent = await make_actor(engine, ActorType.AGENT, org, project)
+    task_id = await _task(engine, org, project)
+    # an actor id longer than its column: the database refuses the statement (as SQLAlchemy reports it)
+    unstorable = dataclasses.replace(agent.principal, id="x" * 65)
+    pooled = make_engine(settings.model_copy(update={"db_pool_size": 1}))
+    try:
+        with pytest.raises(DataError):
+            await staging.append_batch(pooled, task_id, unstorable, _draft("refused"), (org, NO_DAY))
+        async with pooled.connect() as conn:  # the one pooled connection, in a transaction as before
+            raw = await conn.get_raw_connection()
+            assert raw.driver_connection.autocommit is False
+        done = await staging.append_batch(pooled, task_id, agent.principal, _draft("fine"), (org, NO_DAY))
+    finally:
+        await pooled.dispose()
+    assert [e.seq for e in done.entries] == [1]  # the refused batch reserved nothing
+    assert await _seqs(engine, task_id) == [1]
