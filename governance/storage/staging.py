@@ -368,7 +368,7 @@ async def _append_pipelined(
             pg: psycopg.AsyncConnection[Any] = raw.driver_connection  # type: ignore[assignment]
             if pg.prepare_threshold is None:
                 pg.prepare_threshold = _PREPARE_ONLY_WHEN_ASKED
-            ping, append, latest = pg.cursor(), pg.cursor(), pg.cursor()
+            ping, append, latest = _cursors(conn, pg)
             # autocommit on the driver's connection for these statements only (SQLAlchemy's own switch,
             # `execution_options`, cost more CPU than the append's SQL), restored before the pool has it
             was_autocommit = pg.autocommit
@@ -397,6 +397,16 @@ async def _append_pipelined(
                     except psycopg.Error:  # left mid-command (a cancelled request): never pooled again
                         await conn.invalidate()
     return inserted, promotion
+
+
+def _cursors(conn: AsyncConnection, pg: psycopg.AsyncConnection[Any]) -> tuple[Any, Any, Any]:
+    """The pipelined path's three cursors, kept with the pooled connection (a cursor costs more to make
+    than to reuse; each execute starts from no result, so a ping's old answer never stands in for a new
+    one). Kept beside the driver's connection they belong to: a reconnected record makes new ones."""
+    kept = conn.info.get("loregate_append_cursors")
+    if kept is None or kept[0] is not pg:
+        kept = conn.info["loregate_append_cursors"] = (pg, (pg.cursor(), pg.cursor(), pg.cursor()))
+    return kept[1]
 
 
 def _acks(drafts: list[EntryDraft], existing: dict[str, Any], inserted: list[Any]) -> list[AppendedEntry]:
