@@ -67,6 +67,11 @@ class BoundedAsyncConnection(psycopg.AsyncConnection[Any]):
     answer_bound: float | None = None
     _severed = False
 
+    @property
+    def severed(self) -> bool:
+        """Whether a wait outlived the answer bound (the server did not answer; the socket was shut)."""
+        return self._severed
+
     async def wait(self, gen: PQGen[RV], *args: Any, **kwargs: Any) -> RV:
         bound = self.answer_bound
         # a caller with a timeout of its own (LISTEN's notifies) knows how long the server may stay silent
@@ -136,16 +141,16 @@ def connect_bounded(*args: Any, answer_bound: float, **kwargs: Any) -> BoundedCo
     return conn
 
 
-# set by a caller that pings in its own first round trip (the staging append pipelines its ping with the
-# statement, governance/storage/staging.py): the checkout skips the ping of its own
+# set by a caller that pings the driver's connection itself (the staging append, governance/storage/
+# staging.py, whose statements then go out pipelined): the checkout skips the ping of its own
 _UNPINGED: ContextVar[bool] = ContextVar("loregate_unpinged_checkout", default=False)
 
 
 @contextmanager
 def unpinged_checkout() -> Iterator[None]:
-    """Connections checked out inside this block are not pinged: the caller must send a ping of its own
-    before its first statement, in the same round trip (a pipeline), and treat a failed ping as a dead
-    connection (invalidate it, nothing ran). The flag reaches the pool's checkout through the context."""
+    """Connections checked out inside this block are not pinged: the caller must ping before its first
+    statement and treat a failed ping as a dead connection (invalidate it; nothing but the ping was sent).
+    The flag reaches the pool's checkout through the context."""
     token = _UNPINGED.set(True)
     try:
         yield

@@ -86,7 +86,7 @@ def _ping_when_idle(engine: Engine) -> None:
     def _checkout(dbapi_connection: Any, record: Any, proxy: Any) -> None:
         since = record.info.pop("idle_since", None)
         if not checkout_pinged():
-            return  # the caller pings in its own first round trip (connections.unpinged_checkout)
+            return  # the caller pings the driver's connection itself (connections.unpinged_checkout)
         if since is None or time.monotonic() - since < PING_IDLE_SECONDS:
             return  # connected just now, or answering a moment ago
         dialect = engine.dialect

@@ -22,7 +22,6 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
-from psycopg import pq
 from sqlalchemy import func, select, text, update
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -353,14 +352,17 @@ def _rows_json(fresh: list[tuple[EntryDraft, str]]) -> str:
 async def _append_pipelined(
     engine: AsyncEngine, task_id: str, params: dict[str, Any]
 ) -> tuple[list[Any], Any] | None:
-    """The common append (no idempotency key, no daily quota) in one round trip: a ping, the append
-    statement and the read of the task's latest promotion, pipelined, the statements prepared.
+    """The common append (no idempotency key, no daily quota) in two round trips on the driver's connection:
+    a ping, then the append statement and the read of the task's latest promotion, pipelined and prepared.
 
-    The ping replaces the pool's own (one round trip less): when it fails, nothing ran and the connection
-    is dead (a restarted server's, typically), so it is invalidated and None tells the caller to append
-    again through the pinging path. Errors of the append itself are SQLAlchemy's, as from `execute`.
-    The three statements run in one implicit transaction (no Sync between them): the latest promotion is
-    read after the append took the task's row lock, before it commits.
+    The ping replaces the pool's own. When it fails, nothing was sent but the ping and the connection is
+    dead (a restarted server's, typically): it is invalidated and None tells the caller to append again
+    through the pinging path. A ping the server left unanswered past the bound is the database's
+    unavailability (503), as the pool's own ping made it; trying the next pooled connection would wait as
+    long again. The ping is not pipelined with the statement on purpose: a server frozen before the
+    request would run a statement already in its socket once it thawed, after the caller was told 503.
+    Errors of the append itself are SQLAlchemy's, as from `execute`. The two statements run in one implicit
+    transaction: the latest promotion is read after the append took the task's row lock, before it commits.
     """
     with unpinged_checkout():
         async with engine.connect() as conn:
@@ -374,19 +376,25 @@ async def _append_pipelined(
             was_autocommit = pg.autocommit
             try:
                 await pg.set_autocommit(True)
-                async with pg.pipeline():
+                try:
                     await ping.execute("SELECT 1")
+                except psycopg.Error as exc:
+                    silent = bool(getattr(pg, "severed", False))  # no answer at all: the server stalls
+                    await conn.invalidate()
+                    if not silent:
+                        return None
+                    raise DBAPIError.instance(
+                        "SELECT 1", None, exc, psycopg.Error, connection_invalidated=True
+                    ) from exc
+                async with pg.pipeline():
                     await append.execute(_APPEND_PG, params, prepare=True)
                     await latest.execute(_LATEST_PROMOTION_PG, {"task_id": task_id}, prepare=True)
                 inserted = await append.fetchall()
                 promotion = await latest.fetchone()
             except psycopg.Error as exc:
-                pinged = ping.pgresult is not None and ping.pgresult.status == pq.ExecStatus.TUPLES_OK
-                broken = pg.broken
-                if not pinged or broken:
+                broken = pg.broken or bool(getattr(pg, "severed", False))
+                if broken:
                     await conn.invalidate()
-                if not pinged:
-                    return None
                 raise DBAPIError.instance(
                     _APPEND_PG, params, exc, psycopg.Error, connection_invalidated=broken
                 ) from exc
@@ -453,7 +461,7 @@ async def _append_once(
             "rows": _rows_json(fresh),
         }
 
-    if not keys and not counts_day:  # the common case: one round trip
+    if not keys and not counts_day:  # the common case: two round trips (the ping, the statement)
         fresh = list(zip(drafts, hashes, strict=True))
         done = await _append_pipelined(engine, task_id, params_of(fresh))
         if done is not None:

@@ -1,7 +1,8 @@
-"""The one-round-trip append: a dead pooled connection costs nothing twice, a revoked key writes nothing.
+"""The driver-level append: a dead pooled connection costs nothing twice, a revoked key writes nothing.
 
-The common append (no idempotency key, no daily quota) pings in its own pipeline instead of at the pool's
-checkout; these tests hold it to what the pool's ping promised, and to the key check inside the statement.
+The common append (no idempotency key, no daily quota) pings on the driver's connection instead of at the
+pool's checkout, then pipelines its statements; these tests hold it to what the pool's ping promised, and
+to the key check inside the statement.
 """
 
 from __future__ import annotations
