@@ -52,7 +52,12 @@ from api.services import (
     staging,
     working_memory,
 )
-from api.services.gateway import GatewayResources, authorized_task, principal_from_authorization
+from api.services.gateway import (
+    GatewayResources,
+    authorized_task,
+    presented_key_hash,
+    principal_from_authorization,
+)
 from governance import errors as ge
 from governance.adapters.tracing import instrument_engine, tracer_provider
 from governance.config import Settings
@@ -227,6 +232,8 @@ class LoregateServicer(pb2_grpc.LoregateServicer):  # type: ignore[misc]
             committed = 0
             context.set_trailing_metadata(((COMMITTED_METADATA, "0"),))
             principal = await self._principal(context)
+            presented = dict(context.invocation_metadata() or ()).get("authorization")
+            key_hash = presented_key_hash(presented if isinstance(presented, str) else None)
             task_id: str | None = None
             acks: list[Any] = []
             hints: list[Any] = []
@@ -241,7 +248,7 @@ class LoregateServicer(pb2_grpc.LoregateServicer):  # type: ignore[misc]
                 task = await authorized_task(self._state, principal, task_id, "write")
                 entries = [_entry(e, i) for i, e in enumerate(message.entries)]
                 body = EntriesIn.model_validate({"entries": entries})
-                ack = await staging.append_entries(self._state, principal, task, body)
+                ack = await staging.append_entries(self._state, principal, task, body, key_hash=key_hash)
                 committed += 1
                 context.set_trailing_metadata(((COMMITTED_METADATA, str(committed)),))
                 hints.extend(_hint(h, offset=len(acks)) for h in ack.hints)

@@ -10,6 +10,7 @@ from fastapi.staticfiles import StaticFiles
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from api.http import console
+from api.http.append_path import AppendPath
 from api.http.errors import ERROR_RESPONSES, install_error_handlers
 from api.http.limits import BodySizeLimit
 from api.http.metrics import MetricsMiddleware
@@ -108,6 +109,8 @@ def create_app(settings: Settings | None = None, *, grpc_port: int | None = None
     app.state.console_sessions = SessionBook()
     app.include_router(console.router)
     app.mount("/console/static", StaticFiles(directory=console.STATIC_DIR), name="console-static")
+    # innermost: appends past the body limit and the metrics, then straight to their use case
+    app.add_middleware(AppendPath)
     app.add_middleware(
         BodySizeLimit,
         max_bytes=settings.max_request_bytes,

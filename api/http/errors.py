@@ -6,6 +6,8 @@ The status comes from the one mapping in api/errors.py; routes document these an
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -19,7 +21,7 @@ from api.schemas.text import MAX_JSON_DEPTH
 from governance import errors as ge
 from governance.limits import retry_after_header
 
-__all__ = ["ERROR_RESPONSES", "install_error_handlers"]
+__all__ = ["ERROR_RESPONSES", "install_error_handlers", "error_response"]
 
 _log = logging.getLogger("loregate.api")
 
@@ -68,74 +70,93 @@ def _unparsable_body(exc: StarletteHTTPException) -> str | None:
     return None
 
 
+async def _governance(_: Request, exc: ge.GovernanceError) -> JSONResponse:
+    status = status_of(exc)
+    headers = {"Retry-After": "1"} if status == 503 else None
+    if isinstance(exc, ge.RateLimited):
+        headers = {"Retry-After": retry_after_header(exc.retry_after)}
+    if status == 401:
+        headers = {"WWW-Authenticate": "Bearer"}
+    return JSONResponse(error_body(exc.kind, exc.detail), status_code=status, headers=headers)
+
+
+async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+    errors = validation_errors(exc.errors())
+    return JSONResponse(
+        error_body("validation_error", validation_detail(exc.errors()), errors=errors), status_code=422
+    )
+
+
+async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    unparsable = _unparsable_body(exc)
+    if unparsable is not None:
+        return JSONResponse(error_body("validation_error", unparsable), status_code=422)
+    kind = _STATUS_KIND.get(exc.status_code, "error")
+    return JSONResponse(
+        error_body(kind, str(exc.detail)),
+        status_code=exc.status_code,
+        headers=getattr(exc, "headers", None),
+    )
+
+
+async def _data(_: Request, exc: sa_exc.DataError) -> JSONResponse:
+    # input Postgres cannot represent (e.g. an out-of-range number in a payload)
+    return JSONResponse(
+        error_body("invalid_input", f"the database refused the value: {exc.orig}"), status_code=422
+    )
+
+
+def _unavailable() -> JSONResponse:
+    return JSONResponse(
+        error_body("unavailable", "the database is unavailable; retry later (with your idempotency keys)"),
+        status_code=503,
+        headers={"Retry-After": "1"},
+    )
+
+
+# Database outages get handlers of their own: the catch-all below runs in Starlette's outermost
+# middleware, which re-raises after answering and so drops the client's keep-alive connection.
+async def _database(_: Request, exc: Exception) -> JSONResponse:
+    if is_unavailable(exc):
+        return _unavailable()
+    _log.exception("database error")
+    return JSONResponse(error_body("internal", "internal error; it has been logged"), status_code=500)
+
+
+async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
+    if is_unavailable(exc):
+        return _unavailable()
+    _log.exception("unhandled error")
+    return JSONResponse(error_body("internal", "internal error; it has been logged"), status_code=500)
+
+
+# the handler of each error type, found by the error's nearest class (as Starlette finds them); `Exception`
+# itself is left to the outermost middleware (see `_database`)
+_HANDLERS: dict[type[Exception], Callable[[Request, Any], Awaitable[JSONResponse]]] = {
+    ge.GovernanceError: _governance,
+    RequestValidationError: _validation,
+    StarletteHTTPException: _http,
+    sa_exc.DataError: _data,
+    sa_exc.DBAPIError: _database,
+    sa_exc.TimeoutError: _database,
+    sa_exc.InterfaceError: _database,
+    OSError: _database,
+    TimeoutError: _database,
+}
+
+
+async def error_response(request: Request, exc: Exception) -> JSONResponse | None:
+    """The answer the installed handlers give `exc` (None: an unexpected error, for the outermost
+    middleware to answer and log). Routes that bypass FastAPI's exception middleware answer through it."""
+    for cls in type(exc).__mro__:
+        handler = _HANDLERS.get(cls)
+        if handler is not None:
+            return await handler(request, exc)
+    return None
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Every refusal is `{"error": <type>, "detail": <message>}` with the mapped status."""
-
-    @app.exception_handler(ge.GovernanceError)
-    async def _governance(_: Request, exc: ge.GovernanceError) -> JSONResponse:
-        status = status_of(exc)
-        headers = {"Retry-After": "1"} if status == 503 else None
-        if isinstance(exc, ge.RateLimited):
-            headers = {"Retry-After": retry_after_header(exc.retry_after)}
-        if status == 401:
-            headers = {"WWW-Authenticate": "Bearer"}
-        return JSONResponse(error_body(exc.kind, exc.detail), status_code=status, headers=headers)
-
-    @app.exception_handler(RequestValidationError)
-    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = validation_errors(exc.errors())
-        return JSONResponse(
-            error_body("validation_error", validation_detail(exc.errors()), errors=errors), status_code=422
-        )
-
-    @app.exception_handler(StarletteHTTPException)
-    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        unparsable = _unparsable_body(exc)
-        if unparsable is not None:
-            return JSONResponse(error_body("validation_error", unparsable), status_code=422)
-        kind = _STATUS_KIND.get(exc.status_code, "error")
-        return JSONResponse(
-            error_body(kind, str(exc.detail)),
-            status_code=exc.status_code,
-            headers=getattr(exc, "headers", None),
-        )
-
-    @app.exception_handler(sa_exc.DataError)
-    async def _data(_: Request, exc: sa_exc.DataError) -> JSONResponse:
-        # input Postgres cannot represent (e.g. an out-of-range number in a payload)
-        return JSONResponse(
-            error_body("invalid_input", f"the database refused the value: {exc.orig}"), status_code=422
-        )
-
-    def _unavailable() -> JSONResponse:
-        return JSONResponse(
-            error_body(
-                "unavailable", "the database is unavailable; retry later (with your idempotency keys)"
-            ),
-            status_code=503,
-            headers={"Retry-After": "1"},
-        )
-
-    # Database outages get handlers of their own: the catch-all below runs in Starlette's outermost
-    # middleware, which re-raises after answering and so drops the client's keep-alive connection.
-    async def _database(_: Request, exc: Exception) -> JSONResponse:
-        if is_unavailable(exc):
-            return _unavailable()
-        _log.exception("database error")
-        return JSONResponse(error_body("internal", "internal error; it has been logged"), status_code=500)
-
-    for database_error in (
-        sa_exc.DBAPIError,
-        sa_exc.TimeoutError,
-        sa_exc.InterfaceError,
-        OSError,
-        TimeoutError,
-    ):
-        app.add_exception_handler(database_error, _database)
-
-    @app.exception_handler(Exception)
-    async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
-        if is_unavailable(exc):
-            return _unavailable()
-        _log.exception("unhandled error")
-        return JSONResponse(error_body("internal", "internal error; it has been logged"), status_code=500)
+    for error_type, handler in _HANDLERS.items():
+        app.add_exception_handler(error_type, handler)
+    app.add_exception_handler(Exception, _unexpected)

@@ -25,7 +25,7 @@ from temporalio.client import Client
 from api.services.metrics import RATE_LIMITED
 from governance.config import Settings
 from governance.errors import Conflict, NotFound, RateLimited, Unauthenticated, Unavailable
-from governance.identity import Principal, judged_project, key_id_of
+from governance.identity import Principal, hash_api_key, judged_project, key_id_of
 from governance.limits import BucketRule, Limiter
 from governance.scopes import Scope, scope_key
 from governance.staging import TASK_ID_PATTERN
@@ -40,6 +40,7 @@ __all__ = [
     "TaskCache",
     "GatewayResources",
     "principal_from_authorization",
+    "presented_key_hash",
     "admit",
     "load_task",
     "authorized_task",
@@ -75,6 +76,15 @@ class KeyCache:
 
     def clear(self) -> None:
         self._entries.clear()
+
+
+def presented_key_hash(authorization: str | None) -> str | None:
+    """The SHA-256 of the bearer key in an Authorization value (None without one): what a write statement
+    checks again, so a key revoked since this process cached it writes nothing."""
+    if not authorization:
+        return None
+    key = authorization.partition(" ")[2].strip()
+    return hash_api_key(key) if key else None
 
 
 class TaskCache:

@@ -25,10 +25,10 @@ from api.schemas.staging import (
 from api.services import citations, correction_counts, live
 from api.services.gateway import GatewayResources
 from api.services.metrics import ENTRIES_APPENDED, ENTRIES_REPLAYED, QUOTA_REFUSED
-from governance.errors import DailyQuotaExceeded, TaskQuotaExceeded
+from governance.errors import DailyQuotaExceeded, TaskQuotaExceeded, Unauthenticated
 from governance.identity import Principal
 from governance.limits import StagingQuota
-from governance.operations.promotions import append_promotion
+from governance.promotions import promotion_of_append
 from governance.scopes import Scope
 from governance.staging import EntryDraft, validate_batch
 from governance.storage import staging
@@ -72,9 +72,18 @@ async def show_task(resources: GatewayResources, task: TaskInfo) -> TaskPublic:
 
 
 async def append_entries(
-    resources: GatewayResources, principal: Principal, task: TaskInfo, body: EntriesIn
+    resources: GatewayResources,
+    principal: Principal,
+    task: TaskInfo,
+    body: EntriesIn,
+    *,
+    key_hash: str | None = None,
 ) -> EntriesAck:
-    """Append a batch to a task authorised for `write`, all or nothing, idempotency keys honoured."""
+    """Append a batch to a task authorised for `write`, all or nothing, idempotency keys honoured.
+
+    `key_hash` (the transports pass the hash of the key the caller presented): the key is checked again
+    inside the append statement, so a key revoked since this process cached it appends nothing (401).
+    """
     drafts = [
         EntryDraft(kind=e.kind, content=e.content, payload=e.payload, idempotency_key=e.idempotency_key)
         for e in body.entries
@@ -92,12 +101,16 @@ async def append_entries(
         tenant_bytes_per_day=limits.staging_max_tenant_bytes_per_day,
     )
     try:
-        results = await staging.append_entries(
-            resources.engine, task.id, principal, drafts, (task.org, quota)
+        appended = await staging.append_batch(
+            resources.engine, task.id, principal, drafts, (task.org, quota), key_hash=key_hash
         )
     except (TaskQuotaExceeded, DailyQuotaExceeded) as exc:
         QUOTA_REFUSED.labels(exc.quota).inc()
         raise
+    except Unauthenticated:
+        resources.key_cache.clear()  # revoked: as the policy notification will, a moment later
+        raise
+    results = appended.entries
     # Files and symbols the entries name reach the task's working memory when it is next read: every
     # reader folds first (governance/operations/working_memory.py). Scanning each entry's text here cost
     # about a third of a batch's gateway CPU, for a table only readers look at.
@@ -111,8 +124,10 @@ async def append_entries(
     await citations.count_entry_citations(resources, principal, task, drafts, acks)
     hints = await live.fix_hints(resources, principal, task, signals)
     await correction_counts.after_append(resources, principal, task, drafts, acks)  # docs/patch-patterns.md
-    # which promotion takes them: the running one before its snapshot, the next one after (a follow-up)
-    number = await append_promotion(resources.engine, task.id, max(r.seq for r in results))
+    # which promotion takes them: the running one before its snapshot, the next one after (a follow-up);
+    # the task's latest promotion was read in the append's own round trip
+    latest = [] if appended.promotion is None else [appended.promotion]
+    number = promotion_of_append(latest, max(r.seq for r in results))
     return EntriesAck(task_id=task.public_id, entries=acks, hints=hints, promotion=number)
 
 

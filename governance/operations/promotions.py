@@ -20,7 +20,6 @@ from governance.promotions import (
     PromotionRecord,
     closed_refusal,
     next_promotion,
-    promotion_of_append,
 )
 from governance.staging import public_task_id
 from governance.storage.promotions import (
@@ -37,7 +36,6 @@ __all__ = [
     "claim_promotion",
     "check_started",
     "close",
-    "append_promotion",
     "promotions_of",
     "record_end",
 ]
@@ -140,12 +138,6 @@ async def promotions_of(engine: AsyncEngine, task_key: str) -> list[PromotionRec
     """The task's promotions, by number."""
     async with engine.connect() as conn:
         return await task_promotions(conn, task_key)
-
-
-async def append_promotion(engine: AsyncEngine, task_key: str, seq: int) -> int:
-    """The number of the promotion an entry just appended with `seq` belongs to."""
-    async with engine.connect() as conn:
-        return promotion_of_append(await task_promotions(conn, task_key), seq)
 
 
 async def record_end(engine: AsyncEngine, workflow_id: str, outcome: str) -> None:

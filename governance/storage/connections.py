@@ -18,13 +18,23 @@ import asyncio
 import os
 import socket
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
 import psycopg
 from psycopg import errors as pg_errors
 from psycopg.abc import PQGen
 
-__all__ = ["BoundedAsyncConnection", "BoundedConnection", "connect_async_bounded", "connect_bounded"]
+__all__ = [
+    "BoundedAsyncConnection",
+    "BoundedConnection",
+    "connect_async_bounded",
+    "connect_bounded",
+    "unpinged_checkout",
+    "checkout_pinged",
+]
 
 RV = TypeVar("RV")
 
@@ -56,6 +66,11 @@ class BoundedAsyncConnection(psycopg.AsyncConnection[Any]):
 
     answer_bound: float | None = None
     _severed = False
+
+    @property
+    def severed(self) -> bool:
+        """Whether a wait outlived the answer bound (the server did not answer; the socket was shut)."""
+        return self._severed
 
     async def wait(self, gen: PQGen[RV], *args: Any, **kwargs: Any) -> RV:
         bound = self.answer_bound
@@ -124,3 +139,25 @@ def connect_bounded(*args: Any, answer_bound: float, **kwargs: Any) -> BoundedCo
     conn = BoundedConnection.connect(*args, **kwargs)
     conn.answer_bound = answer_bound
     return conn
+
+
+# set by a caller that pings the driver's connection itself (the staging append, governance/storage/
+# staging.py, whose statements then go out pipelined): the checkout skips the ping of its own
+_UNPINGED: ContextVar[bool] = ContextVar("loregate_unpinged_checkout", default=False)
+
+
+@contextmanager
+def unpinged_checkout() -> Iterator[None]:
+    """Connections checked out inside this block are not pinged: the caller must ping before its first
+    statement and treat a failed ping as a dead connection (invalidate it; nothing but the ping was sent).
+    The flag reaches the pool's checkout through the context."""
+    token = _UNPINGED.set(True)
+    try:
+        yield
+    finally:
+        _UNPINGED.reset(token)
+
+
+def checkout_pinged() -> bool:
+    """Whether the pool's checkout pings here (False inside `unpinged_checkout`)."""
+    return not _UNPINGED.get()

@@ -30,7 +30,7 @@ from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 
 from governance.config import Settings, to_sqlalchemy_url
-from governance.storage.connections import connect_async_bounded, connect_bounded
+from governance.storage.connections import checkout_pinged, connect_async_bounded, connect_bounded
 
 __all__ = [
     "make_engine",
@@ -85,6 +85,8 @@ def _ping_when_idle(engine: Engine) -> None:
     @event.listens_for(engine, "checkout")
     def _checkout(dbapi_connection: Any, record: Any, proxy: Any) -> None:
         since = record.info.pop("idle_since", None)
+        if not checkout_pinged():
+            return  # the caller pings the driver's connection itself (connections.unpinged_checkout)
         if since is None or time.monotonic() - since < PING_IDLE_SECONDS:
             return  # connected just now, or answering a moment ago
         dialect = engine.dialect

@@ -281,3 +281,46 @@ async def test_gateway_recovers_by_itself_once_the_database_answers_again(world:
         assert await count_entries(engine, world.task_id) == 4
     finally:
         await engine.dispose()
+
+
+async def test_an_append_on_the_driver_path_is_503_within_budget_while_the_database_stalls(
+    world: World, settings: Settings
+) -> None:
+    """No daily quota, no idempotency key: the append pings on the driver's connection itself. A ping the
+    frozen server never answers is the database's unavailability (503), not a dead connection to replace
+    (the pool's next connection would wait as long again, past the budget), and the statement was never
+    sent: the thawed server stores nothing of it."""
+    own = settings.model_copy(
+        update={
+            "database_url": world.database_url,
+            "db_timeout_seconds": DB_TIMEOUT,
+            "db_pool_size": POOL_SIZE,
+            "staging_max_tenant_entries_per_day": 0,
+            "staging_max_tenant_bytes_per_day": 0,
+        }
+    )
+    body = {"entries": [{"kind": "log", "content": "driver path"}]}
+    with running_gateway(own) as url:
+        async with httpx.AsyncClient(base_url=url, timeout=60) as client:
+            task_id = await open_task_http(client, world.orchestrator, world.org, world.project)
+            path = f"/v1/tasks/{task_id}/entries"
+            # two appends at once leave two idle connections in the pool for the stall to meet
+            warm = await asyncio.gather(
+                *(client.post(path, headers=world.agent.headers, json=body) for _ in "ab")
+            )
+            assert [r.status_code for r in warm] == [201, 201], [r.text for r in warm]
+            with frozen(world.server):
+                stalled = await _within_budget(
+                    "POST entries (pipelined)",
+                    lambda: client.post(path, headers=world.agent.headers, json=body),
+                )
+            _assert_503(stalled)
+            thawed = time.monotonic()
+            while (await client.get("/healthz")).status_code != 200:
+                assert time.monotonic() - thawed < 5, (
+                    "the gateway did not recover after the database came back"
+                )
+                await asyncio.sleep(0.1)
+            after = await client.post(path, headers=world.agent.headers, json=body)
+            assert after.status_code == 201, after.text
+            assert [e["seq"] for e in after.json()["entries"]] == [3]  # the refused append took no number

@@ -308,3 +308,22 @@ async def test_grpc_reflections_refuse_agents_other_tenants_and_bad_input(
     assert caught.value.code() == grpc.StatusCode.UNAUTHENTICATED
     listed = await stub.ListReflections(pb2.JsonRequest(json=""), metadata=bearer(agent.key))
     assert json.loads(listed.json) == {"reflections": []}
+
+
+async def test_grpc_append_with_a_key_revoked_a_moment_ago_is_unauthenticated(
+    stub: Any, engine: AsyncEngine, team: dict[str, Actor]
+) -> None:
+    agent = team["agent"]
+    task_id = await _open(stub, team["orchestrator"])
+    entry = pb2.Entry(kind="log", content="before the revocation")
+    reply = await stub.AppendEntries(_batches(task_id, [entry]), metadata=bearer(agent.key))
+    assert [a.seq for a in reply.entries] == [1]  # the gateway now holds the key in its cache
+    async with engine.begin() as conn:
+        assert await revoke_key(conn, agent.key.split("_")[1])
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await stub.AppendEntries(_batches(task_id, [entry]), metadata=bearer(agent.key))
+    assert caught.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    assert refusal(caught.value)["error"] == "unauthenticated"
+    # nothing was written: the next live writer gets the next number
+    reply = await stub.AppendEntries(_batches(task_id, [entry]), metadata=bearer(team["orchestrator"].key))
+    assert [a.seq for a in reply.entries] == [2]

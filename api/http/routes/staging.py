@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Response
+from fastapi import APIRouter, Depends, Header, Query, Response
 
 from api.http.deps import CurrentPrincipal, Resources, TaskFor
 from api.schemas.staging import EntriesAck, EntriesIn, EntriesPage, TaskCreate, TaskPublic
 from api.services import staging
+from api.services.gateway import presented_key_hash
 from governance.storage.staging import TaskInfo
 
 __all__ = ["router"]
@@ -39,9 +40,11 @@ async def append(
     resources: Resources,
     principal: CurrentPrincipal,
     task: Annotated[TaskInfo, Depends(TaskFor("write"))],
+    authorization: Annotated[str | None, Header(include_in_schema=False)] = None,
 ) -> Response:
     """Append one entry or a batch, all or nothing; each gets the task's next gapless sequence number."""
-    ack = await staging.append_entries(resources, principal, task, body)
+    key_hash = presented_key_hash(authorization)
+    ack = await staging.append_entries(resources, principal, task, body, key_hash=key_hash)
     # serialised once, by pydantic's core: as a model, FastAPI would dump, validate and encode it again
     return Response(content=ack.model_dump_json(), status_code=201, media_type="application/json")
 

@@ -1,0 +1,138 @@
+"""The driver-level append: a dead pooled connection costs nothing twice, a revoked key writes nothing.
+
+The common append (no idempotency key, no daily quota) pings on the driver's connection instead of at the
+pool's checkout, then pipelines its statements; these tests hold it to what the pool's ping promised, and
+to the key check inside the statement.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+
+import pytest
+from sqlalchemy import select, text
+from sqlalchemy.exc import DataError
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from governance.config import Settings
+from governance.errors import Unauthenticated
+from governance.identity import hash_api_key, key_id_of
+from governance.limits import StagingQuota
+from governance.scopes import ActorType, EntryKind
+from governance.staging import EntryDraft
+from governance.storage import staging
+from governance.storage.engine import make_engine
+from governance.storage.identity import revoke_key
+from governance.storage.tables import staging_entries
+from tests.utils.factories import make_actor, new_tenant
+
+# no daily quota: the pipelined path (a daily quota counts the day in a transaction of its own)
+NO_DAY = StagingQuota()
+
+
+async def _task(engine: AsyncEngine, org: str, project: str) -> str:
+    task, _ = await staging.open_task(
+        engine,
+        task_id=f"t-{uuid.uuid4().hex}",
+        org=org,
+        project=project,
+        worktree="main",
+        description="append path",
+        created_by="test",
+    )
+    return task.id
+
+
+async def _seqs(engine: AsyncEngine, task_id: str) -> list[int]:
+    async with engine.connect() as conn:
+        query = select(staging_entries.c.seq).where(staging_entries.c.task_id == task_id)
+        return sorted(int(s) for s in (await conn.execute(query)).scalars())
+
+
+def _draft(content: str) -> list[EntryDraft]:
+    return [EntryDraft(kind=EntryKind.LOG, content=content)]
+
+
+async def test_append_batch_on_a_pooled_connection_that_died_writes_once(
+    settings: Settings, engine: AsyncEngine
+) -> None:
+    org, project = new_tenant()
+    agent = await make_actor(engine, ActorType.AGENT, org, project)
+    task_id = await _task(engine, org, project)
+    pooled = make_engine(settings.model_copy(update={"db_pool_size": 1}))
+    try:
+        first = await staging.append_batch(pooled, task_id, agent.principal, _draft("one"), (org, NO_DAY))
+        async with pooled.connect() as conn:
+            backend = int((await conn.execute(text("SELECT pg_backend_pid()"))).scalar_one())
+        async with engine.connect() as conn:  # the server ends the pooled session (as a restart does)
+            await conn.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": backend})
+        second = await staging.append_batch(pooled, task_id, agent.principal, _draft("two"), (org, NO_DAY))
+    finally:
+        await pooled.dispose()
+    assert [e.seq for e in first.entries + second.entries] == [1, 2]
+    assert await _seqs(engine, task_id) == [1, 2]  # the failed ping ran nothing: no entry twice, no gap
+
+
+async def test_append_batch_with_a_revoked_key_writes_nothing(engine: AsyncEngine) -> None:
+    org, project = new_tenant()
+    agent = await make_actor(engine, ActorType.AGENT, org, project)
+    other = await make_actor(engine, ActorType.AGENT, org, project)
+    task_id = await _task(engine, org, project)
+    key_hash = hash_api_key(agent.key)
+    done = await staging.append_batch(
+        engine, task_id, agent.principal, _draft("before"), (org, NO_DAY), key_hash=key_hash
+    )
+    assert [e.seq for e in done.entries] == [1]
+    async with engine.begin() as conn:
+        assert await revoke_key(conn, str(key_id_of(agent.key)))
+    with pytest.raises(Unauthenticated, match="revoked"):
+        await staging.append_batch(
+            engine, task_id, agent.principal, _draft("after"), (org, NO_DAY), key_hash=key_hash
+        )
+    # the refused batch reserved nothing: the next live writer gets the next number, no gap
+    done = await staging.append_batch(
+        engine, task_id, other.principal, _draft("next"), (org, NO_DAY), key_hash=hash_api_key(other.key)
+    )
+    assert [e.seq for e in done.entries] == [2]
+    assert await _seqs(engine, task_id) == [1, 2]
+
+
+async def test_append_batch_with_a_revoked_key_writes_nothing_under_a_daily_quota(
+    engine: AsyncEngine,
+) -> None:
+    org, project = new_tenant()
+    agent = await make_actor(engine, ActorType.AGENT, org, project)
+    task_id = await _task(engine, org, project)
+    async with engine.begin() as conn:
+        assert await revoke_key(conn, str(key_id_of(agent.key)))
+    daily = (org, StagingQuota(tenant_entries_per_day=1_000))
+    keyed = [EntryDraft(kind=EntryKind.LOG, content="keyed", idempotency_key="k-1")]
+    for drafts, quota in ((_draft("day"), daily), (keyed, (org, NO_DAY))):  # the transaction path
+        with pytest.raises(Unauthenticated):
+            await staging.append_batch(
+                engine, task_id, agent.principal, drafts, quota, key_hash=hash_api_key(agent.key)
+            )
+    assert await _seqs(engine, task_id) == []
+
+
+async def test_append_batch_refused_by_the_database_leaves_its_connection_as_it_was(
+    settings: Settings, engine: AsyncEngine
+) -> None:
+    org, project = new_tenant()
+    agent = await make_actor(engine, ActorType.AGENT, org, project)
+    task_id = await _task(engine, org, project)
+    # an actor id longer than its column: the database refuses the statement (as SQLAlchemy reports it)
+    unstorable = dataclasses.replace(agent.principal, id="x" * 65)
+    pooled = make_engine(settings.model_copy(update={"db_pool_size": 1}))
+    try:
+        with pytest.raises(DataError):
+            await staging.append_batch(pooled, task_id, unstorable, _draft("refused"), (org, NO_DAY))
+        async with pooled.connect() as conn:  # the one pooled connection, in a transaction as before
+            raw = await conn.get_raw_connection()
+            assert raw.driver_connection.autocommit is False
+        done = await staging.append_batch(pooled, task_id, agent.principal, _draft("fine"), (org, NO_DAY))
+    finally:
+        await pooled.dispose()
+    assert [e.seq for e in done.entries] == [1]  # the refused batch reserved nothing
+    assert await _seqs(engine, task_id) == [1]
