@@ -1,7 +1,7 @@
 """Whether two texts of nearly the same words still say one thing, judged by their word order (pure, learned).
 
 A merge keeps one text and reinforces it; if the two texts said different things, a fact is lost. The rules
-of `governance.supersession.order_difference` catch an exchange of two words, a moved qualifier and long
+of `governance.wording.order.order_difference` catch an exchange of two words, a moved qualifier and long
 reorderings, but pairs of nearly the same words with another meaning come in more shapes than rules
 enumerate (PAWS-Wiki is made of them: "July is the hottest month and January the coldest" / "July is the
 coldest month, the hottest in January"). This module is a second, learned veto on a merge: a logistic model
@@ -38,14 +38,9 @@ from typing import Any, cast
 
 from rapidfuzz.distance import LCSseq
 
-from governance.supersession import (
-    canonical_aliases,
-    material_difference,
-    order_difference,
-    order_signals,
-    value_difference,
-    wording_difference,
-)
+from governance.wording.canonical import canonical_aliases
+from governance.wording.differences import material_difference, value_difference, wording_difference
+from governance.wording.order import order_difference, order_signals
 
 __all__ = [
     "ORDER_FEATURES",
@@ -280,7 +275,7 @@ def order_veto(a: str, b: str, model: OrderModel | None = None) -> str | None:
     The model is asked about sentences of nearly the same words (`asked`: at least `min_words` words each,
     word sets at least `min_jaccard` alike, the kind of pair it was fitted on); other pairs, and the short
     statements agents mostly write, are judged by the rules alone
-    (`governance.supersession.material_difference` and `order_difference`). For the pairs it is asked
+    (`governance.wording.differences.material_difference` and `order_difference`). For the pairs it is asked
     about, a value difference (`value_difference`: number, unit, negation, opposite, choice, owner)
     refuses; otherwise the model decides, the verdicts of the wording and order rules among its signals:
     a probability below its cut refuses.

@@ -9,11 +9,11 @@ and positional (`governance.order_model.order_features`), and on PAWS pairs the 
 whatever the label, so every pair is taken to reach the duplicate model at a cosine of 0.95.
 
 **Population.** The model speaks on pairs the duplicate model (`governance.dedup_model`) would merge, with
-no value difference (`governance.supersession.value_difference`), of at least 14 words each and word sets
-at least 0.7 alike (`governance.order_model.asked`); the verdicts of the wording and order rules are among
-its signals, and the other pairs are the rules' alone. Label 1 = paraphrase. **The model**: gradient-boosted
-trees (logistic loss, depth 3, 100 rounds, rate 0.1, leaves of at least 20 pairs, L2 1 on leaf values).
-**The cut** is chosen on out-of-fold probabilities (5 folds), simulating the decision of
+no value difference (`governance.wording.differences.value_difference`), of at least 14 words each and word
+sets at least 0.7 alike (`governance.order_model.asked`); the verdicts of the wording and order rules are
+among its signals, and the other pairs are the rules' alone. Label 1 = paraphrase. **The model**:
+gradient-boosted trees (logistic loss, depth 3, 100 rounds, rate 0.1, leaves of at least 20 pairs, L2 1 on
+leaf values). **The cut** is chosen on out-of-fold probabilities (5 folds), simulating the decision of
 `governance.order_model.order_veto`: the cut with the most paraphrases merged whose different-meaning
 pairs merged, over *all* tune pairs (the rules' merges included), stay at or below `--target` (default
 0.03, the target of the held-aside part) — unless that merges fewer paraphrases than the rules alone
@@ -46,7 +46,8 @@ from governance.order_model import (
     order_features,
     order_veto,
 )
-from governance.supersession import material_difference, order_difference, value_difference
+from governance.wording.differences import material_difference, value_difference
+from governance.wording.order import order_difference
 from tests.bench.dedup_external import PawsPair, load_paws, part_of
 
 __all__ = ["reaches", "fit_trees", "fit_order_model", "main"]
