@@ -14,7 +14,7 @@ the neighbours (same hash, same canonical-key head, nearest embeddings) under a 
 
 Step 4's "material difference" (a changed number, unit or version, another tool or owner, a negation, an
 opposite term) keeps near-misses like "timeout 30 s" / "timeout 60 s" apart even when the embedder puts them
-side by side; it is a veto. So is an "order difference" (`governance.supersession.order_difference`): the
+side by side; it is a veto. So is an "order difference" (`governance.wording.order.order_difference`): the
 same words in an order that says another thing ("A calls B" / "B calls A", "migrate X to Y" / "Y to X",
 a moved "only"), where a merge would keep one statement and lose the other. Between two Latin-script
 texts the veto is `governance.order_model.order_veto`: a value difference always refuses; the wording and
@@ -43,13 +43,9 @@ from enum import StrEnum
 
 from governance.dedup_model import DEDUP_MODEL, DedupModel, duplicate_probability
 from governance.order_model import long_enough, order_veto
-from governance.supersession import (
-    ContradictionJudge,
-    RuleBasedJudge,
-    material_difference,
-    order_difference,
-    value_difference,
-)
+from governance.supersession import ContradictionJudge, RuleBasedJudge
+from governance.wording.differences import material_difference, value_difference
+from governance.wording.order import order_difference
 
 __all__ = [
     "Neighbour",
@@ -121,7 +117,7 @@ def _keys_compatible(a: str | None, b: str | None) -> bool:
 def _refused(a: str, b: str) -> bool:
     """A veto on merging `a` and `b`: for two Latin-script texts, `governance.order_model.order_veto` (value
     differences, then the rules and the learned order model); with Korean on a side, the material and
-    order differences of `governance.supersession`."""
+    order differences of `governance.wording`."""
     if _HANGUL.search(a) or _HANGUL.search(b):
         return material_difference(a, b) is not None or order_difference(a, b) is not None
     return order_veto(a, b) is not None

@@ -5,8 +5,8 @@ sit as close as two wordings of one fact) nor a translation from an unrelated fa
 duplicate decision (`governance.dedup.classify`) therefore takes three steps:
 
 1. the cosine is at least the configured floor (`LOREGATE_DEDUP_SIMILARITY_THRESHOLD`);
-2. no material difference (`governance.supersession.material_difference`: another number, unit, version,
-   tool, owner, a negation, an opposite term): a veto, never outweighed;
+2. no material difference (`governance.wording.differences.material_difference`: another number, unit,
+   version, tool, owner, a negation, an opposite term): a veto, never outweighed;
 3. this model's probability is at least its cut. Its signals: the cosine, two lexical similarities from
    rapidfuzz (token-set and character-level, on texts with aliases spelt one way), how many of the named
    terms and numbers of each text the other one contains, and whether the two texts are in different
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from rapidfuzz import fuzz
 
-from governance.supersession import canonical_aliases, salient_terms
+from governance.wording.canonical import canonical_aliases, salient_terms
 
 __all__ = ["FEATURES", "DedupModel", "DEDUP_MODEL", "pair_features", "duplicate_probability"]
 

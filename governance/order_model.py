@@ -1,7 +1,7 @@
 """Whether two texts of nearly the same words still say one thing, judged by their word order (pure, learned).
 
 A merge keeps one text and reinforces it; if the two texts said different things, a fact is lost. The rules
-of `governance.supersession.order_difference` catch an exchange of two words, a moved qualifier and long
+of `governance.wording.order.order_difference` catch an exchange of two words, a moved qualifier and long
 reorderings, but pairs of nearly the same words with another meaning come in more shapes than rules
 enumerate (PAWS-Wiki is made of them: "July is the hottest month and January the coldest" / "July is the
 coldest month, the hottest in January"). This module is a second, learned veto on a merge: boosted
@@ -48,14 +48,9 @@ from typing import Any, cast
 
 from rapidfuzz.distance import LCSseq
 
-from governance.supersession import (
-    canonical_aliases,
-    material_difference,
-    order_difference,
-    order_signals,
-    value_difference,
-    wording_difference,
-)
+from governance.wording.canonical import canonical_aliases
+from governance.wording.differences import material_difference, value_difference, wording_difference
+from governance.wording.order import order_difference, order_signals
 
 __all__ = [
     "ORDER_FEATURES",
@@ -461,7 +456,7 @@ def order_veto(a: str, b: str, model: OrderModel | None = None) -> str | None:
 
     The model is asked about sentences of nearly the same words (`asked`: at least `min_words` words each,
     word sets at least `min_jaccard` alike, the kind of pair it was fitted on); other pairs, and the
-    shortest statements, are judged by the rules alone (`governance.supersession.material_difference`
+    shortest statements, are judged by the rules alone (`governance.wording.differences.material_difference`
     and `order_difference`). Between asked texts of fewer than `long_words` words the rules refuse first,
     and the model refuses besides below its `short_cut` (kept low enough that no reordering paraphrase of
     the labelled sets is refused). Between longer texts a value difference (`value_difference`: number,

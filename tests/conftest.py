@@ -15,12 +15,10 @@ from typing import Any
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from api.cli.embedded import start_embedded_postgres, temporal_cli_path, temporal_test_server_path
+from api.cli.embedded import start_embedded_postgres, temporal_test_server_path
 from governance.config import Settings
 from governance.storage.engine import make_engine
 from governance.storage.migrate import upgrade_head
-
-SEARCH_ATTRIBUTES = {"LoregateState": "Keyword"}
 
 
 @pytest.fixture(scope="session")
@@ -80,14 +78,9 @@ async def time_skipping_env() -> AsyncIterator[Any]:
 @pytest.fixture(scope="session")
 async def local_env() -> AsyncIterator[Any]:
     """A real Temporal dev server (the one `loregate up` runs), with loregate's search attributes."""
-    from temporalio.common import SearchAttributeKey
-    from temporalio.testing import WorkflowEnvironment
+    from tests.utils.temporal_env import start_dev_server
 
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=temporal_cli_path(),
-        search_attributes=[SearchAttributeKey.for_keyword(name) for name in SEARCH_ATTRIBUTES],
-        dev_server_log_level="error",
-    )
+    env = await start_dev_server()
     yield env
     await env.shutdown()
 

@@ -18,7 +18,6 @@ id and link to loregate's console, where the approver reads the texts (docs/priv
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -50,13 +49,11 @@ with workflow.unsafe.imports_passed_through():
     from activities.reflection import DueInput, DueResult, ReflectionActivities
     from governance.item_decisions import check_choices
     from governance.scopes import Scope, ValidationSource
-    from governance.staging import public_task_id
     from workflows.promotion_contract import (
         STATE_ATTRIBUTE,
         ApprovalRequest,
         ErrorTypes,
         Names,
-        NearbyMemory,
         PlanEntry,
         PromotionInput,
         PromotionResult,
@@ -69,7 +66,8 @@ with workflow.unsafe.imports_passed_through():
     from workflows.reflection_contract import ReflectionInput, ReflectionTrigger
     from workflows.reflection_contract import workflow_id_for as reflection_workflow_id
 
-from workflows.approval import DB_RETRY, TIMED_OUT, ApprovalGate, DecidedScope, Decision, how_to_decide
+from workflows.approval import DB_RETRY, TIMED_OUT, ApprovalGate, DecidedScope, Decision
+from workflows.promotion_details import current_details, preview_entry
 
 __all__ = ["PromotionWorkflow", "LOREGATE_STATE", "DB_RETRY", "COMPUTE_RETRY"]
 
@@ -134,87 +132,6 @@ def _summary(data: PromotionInput, evidence: Verification, analysis: CognifyResu
         "verification": evidence.source,
         "target_scope": data.target_scope,
     }
-
-
-def _plan_entry(i: PlanEntry) -> PlanEntry:
-    # ids, kinds and numbers only: an older history's preview texts are not shown again
-    return replace(
-        i,
-        title="",
-        content="",
-        canonical_key=None,
-        reason="",
-        target_title=None,
-        nearest=[NearbyMemory(n.memory_id, n.citation, "", n.similarity) for n in i.nearest],
-    )
-
-
-def _what_it_changes(entry: PlanEntry) -> str:
-    """What a plan item replaces or merges into, or its nearest memories: by id, never by title."""
-    if entry.decision in ("supersede", "duplicate") and entry.target_id:
-        verb = "replaces" if entry.decision == "supersede" else "merges into"
-        similarity = f", similarity {entry.similarity:.2f}" if entry.similarity is not None else ""
-        trust = f", trust {entry.target_trust:.2f}" if entry.target_trust is not None else ""
-        approver = ", no approval recorded"
-        if entry.target_approved_by:
-            approver = f", approved by `{entry.target_approved_by}`"
-        return f" — {verb} `{entry.target_id}`{similarity}{trust}{approver}"
-    if entry.decision == "new" and entry.nearest:
-        near = ", ".join(f"`mem:{n.citation}` {n.similarity:.2f}" for n in entry.nearest)
-        return f" — nearest: {near}"
-    return ""
-
-
-def _markdown(status: PromotionStatus, decisions: dict[str, int] | None = None, console: str = "") -> str:
-    """The current details: states, counts and ids; the texts are read in loregate (the link says where)."""
-    task = public_task_id(status.task_id)  # the id its tenant names it by (the workflow carries its key)
-    lines = [
-        f"**Promotion of task `{task}` into {status.target_scope} scope** — `{status.state}`",
-        "",
-    ]
-    if status.verification is not None:
-        outcome = "success" if status.verification.success else "failure"
-        lines.append(f"Verification: {status.verification.source} ({outcome})")
-    where = f"[the console]({console}/promotions/{task}), " if console else "the console, "
-    if status.plan_total:
-        counts = ", ".join(f"{n} {kind}" for kind, n in sorted((decisions or {}).items()))
-        # a list, not a table: the Temporal UI renders Markdown tables without cell spacing
-        lines += ["", f"**Plan** ({status.plan_total} memories{': ' + counts if counts else ''}):", ""]
-        for n, entry in enumerate(status.plan, start=1):
-            lines.append(f"{n}. {entry.memory_type}, {entry.decision}{_what_it_changes(entry)}")
-        if status.plan_total > len(status.plan):
-            lines += ["", f"… and {status.plan_total - len(status.plan)} more."]
-    if status.quarantined_total:
-        lines += [
-            "",
-            f"**Quarantined** ({status.quarantined_total}: instructions aimed at agents, a human decides):",
-            "",
-        ]
-        lines += [f"- item {q.index + 1}: {q.reason}" for q in status.quarantined]
-    if status.plan_total or status.state == PromotionState.AWAITING_APPROVAL:
-        lines += [
-            "",
-            "Titles, contents, the critique and each change's word diff are in loregate, not in this "
-            "history: "
-            f"{where}`loregate promotion {task}`, or `GET /v1/promotions/{task}/plan`.",
-        ]
-    if status.state == PromotionState.AWAITING_APPROVAL:
-        lines += [
-            "",
-            how_to_decide(f"loregate approval-token {task}", f"loregate approve {task}"),
-            "",
-            'Some items only: add `"items": [{"index": <n - 1>, "decision": "reject", "reason": "..."}, '
-            '{"index": <n - 1>, "decision": "edit", "content": "..."}]` to an approval (item n above is '
-            f"index n - 1), or `loregate approve {task} --reject-item N:REASON --edit-item N=TEXT`; the "
-            "rest publish as planned.",
-        ]
-    if status.refusals:
-        lines += ["", f"Refused approvals: {len(status.refusals)} (last: {status.refusals[-1].reason})"]
-    if status.decided_by:
-        lines += ["", f"Decided by: {status.decided_by}"]
-    if status.published_total:
-        lines += ["", f"Published: {status.published_total} memories"]
-    return "\n".join(lines)
 
 
 @workflow.defn
@@ -349,7 +266,8 @@ class PromotionWorkflow(ApprovalGate[PromotionStatus]):
     def _show(self) -> None:
         planned = self._planned
         console = self._collected.console_url if self._collected is not None else ""
-        workflow.set_current_details(_markdown(self._status, planned.decisions if planned else None, console))
+        decisions = planned.decisions if planned else None
+        workflow.set_current_details(current_details(self._status, decisions, console))
 
     # ---- the run: the steps of the gate --------------------------------------------------------
     @workflow.run
@@ -464,7 +382,7 @@ class PromotionWorkflow(ApprovalGate[PromotionStatus]):
         )
         self._planned = planned
         self._status.plan_total = planned.total
-        self._status.plan = [_plan_entry(i) for i in planned.preview]
+        self._status.plan = [preview_entry(i) for i in planned.preview]
         self._status.quarantined_total = planned.quarantined
         self._status.quarantined = [QuarantinedItem(q.index, "", q.reason) for q in planned.quarantined_items]
         return planned

@@ -46,6 +46,8 @@ from api.services import (
     lifting,
     memories,
     patch_patterns,
+    promotion_listing,
+    promotion_views,
     promotions,
     reflections,
     search,
@@ -316,7 +318,7 @@ class LoregateServicer(pb2_grpc.LoregateServicer):  # type: ignore[misc]
             number = request.number if request.HasField("number") else None
             if number is not None and number < 1:
                 raise ge.InvalidInput("number: promotions are numbered from 1")
-            return _reply(await promotions.promotion_status(self._state, principal, task_id, number))
+            return _reply(await promotion_views.promotion_status(self._state, principal, task_id, number))
 
         return await _guarded(context, work)
 
@@ -324,7 +326,7 @@ class LoregateServicer(pb2_grpc.LoregateServicer):  # type: ignore[misc]
         async def work() -> Any:
             principal = await self._principal(context)
             task_id = _required(request.task_id, "task_id")
-            return _reply(await promotions.task_promotions(self._state, principal, task_id))
+            return _reply(await promotion_listing.task_promotions(self._state, principal, task_id))
 
         return await _guarded(context, work)
 
@@ -332,7 +334,7 @@ class LoregateServicer(pb2_grpc.LoregateServicer):  # type: ignore[misc]
         async def work() -> Any:
             principal = await self._principal(context)
             task_id = _required(request.task_id, "task_id")
-            return _reply(await promotions.close_task(self._state, principal, task_id))
+            return _reply(await promotion_listing.close_task(self._state, principal, task_id))
 
         return await _guarded(context, work)
 
@@ -376,7 +378,9 @@ class LoregateServicer(pb2_grpc.LoregateServicer):  # type: ignore[misc]
             page = PlanPageIn.model_validate(
                 {name: getattr(request, name) for name in ("offset", "limit") if request.HasField(name)}
             )
-            answer = await promotions.promotion_plan(self._state, principal, task_id, page.offset, page.limit)
+            answer = await promotion_views.promotion_plan(
+                self._state, principal, task_id, page.offset, page.limit
+            )
             return _reply(answer)
 
         return await _guarded(context, work)

@@ -1,7 +1,9 @@
 """A real gateway on loopback for the API tests, sharing the session database.
 
 The promotion tests also get, per module, a gateway wired to the Temporal dev server and a worker running
-the real activities on a task queue of their own (`promo_settings`, `gateway`, `worker`, `http`, `team`).
+the real activities on a task queue of their own (`promo_settings`, `gateway`, `worker`, `http`, `team`),
+and the same in `approval_mode=authenticated`, where a Temporal UI decision needs an approval token
+(`auth_settings`, `auth_gateway`, `auth_worker`, `auth_http`).
 """
 
 from __future__ import annotations
@@ -53,6 +55,32 @@ async def worker(temporal: Client, promo_settings: Settings) -> AsyncIterator[No
 @pytest.fixture
 async def http(gateway: str, worker: None) -> AsyncIterator[httpx.AsyncClient]:
     async with httpx.AsyncClient(base_url=gateway, timeout=90) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def auth_settings(promo_settings: Settings) -> Settings:
+    """`promo_settings` in `approval_mode=authenticated`, on a task queue of their own."""
+    return promo_settings.model_copy(
+        update={"task_queue": f"{promo_settings.task_queue}-authenticated", "approval_mode": "authenticated"}
+    )
+
+
+@pytest.fixture(scope="module")
+async def auth_worker(temporal: Client, auth_settings: Settings) -> AsyncIterator[None]:
+    async with running_worker(temporal, auth_settings):
+        yield
+
+
+@pytest.fixture(scope="module")
+def auth_gateway(auth_settings: Settings) -> Iterator[str]:
+    with running_gateway(auth_settings) as url:
+        yield url
+
+
+@pytest.fixture
+async def auth_http(auth_gateway: str, auth_worker: None) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=auth_gateway, timeout=90) as client:
         yield client
 
 

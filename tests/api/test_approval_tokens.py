@@ -18,7 +18,6 @@ import html
 import json
 import re
 import time
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
@@ -34,10 +33,9 @@ from governance.storage.approval_proofs import approval_secret, plan_digest
 from governance.storage.plans import promotion_candidates
 from tests.api.test_console import csrf_of, sign_in
 from tests.utils.factories import Actor, make_actor
-from tests.utils.gateway import running_gateway
 from tests.utils.lifecycle_factories import Place, insert_memory
 from tests.utils.promotion_factories import Entry, active_memories, make_task
-from tests.utils.promotion_gateway import running_worker, staged_promotion, wait_promotion_state
+from tests.utils.promotion_gateway import awaiting_approval, wait_promotion_state
 from tests.utils.tenancy import task_key_of
 from workflows.promotion import PromotionWorkflow
 from workflows.promotion_contract import PromotionInput, Verification, workflow_id_for
@@ -52,35 +50,9 @@ ENTRIES: list[dict[str, Any]] = [
 ]
 
 
-@pytest.fixture(scope="module")
-def auth_settings(promo_settings: Settings) -> Settings:
-    return promo_settings.model_copy(
-        update={"task_queue": f"{promo_settings.task_queue}-authenticated", "approval_mode": "authenticated"}
-    )
-
-
-@pytest.fixture(scope="module")
-async def auth_worker(temporal: Client, auth_settings: Settings) -> AsyncIterator[None]:
-    async with running_worker(temporal, auth_settings):
-        yield
-
-
-@pytest.fixture(scope="module")
-def auth_gateway(auth_settings: Settings) -> Iterator[str]:
-    with running_gateway(auth_settings) as url:
-        yield url
-
-
-@pytest.fixture
-async def auth_http(auth_gateway: str, auth_worker: None) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=auth_gateway, timeout=90) as client:
-        yield client
-
-
 async def _awaiting(http: httpx.AsyncClient, team: dict[str, Actor]) -> str:
     """A project-scope promotion started and verified through the API, awaiting a human's approval."""
-    task_id = await staged_promotion(http, team, "pick the async db driver", ENTRIES)
-    await wait_promotion_state(http, team["orchestrator"].headers, task_id, "awaiting_approval")
+    task_id, _ = await awaiting_approval(http, team, ENTRIES)
     return task_id
 
 

@@ -17,9 +17,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from api.schemas.decisions import MAX_BATCH_DECISIONS
 from tests.api.test_console import csrf_of, sign_in
 from tests.api.test_console_review import _change_request, _state
-from tests.api.test_promotions_api import _awaiting_approval
+from tests.api.test_promotions_api import ENTRIES
 from tests.utils.factories import Actor
-from tests.utils.promotion_gateway import wait_promotion_state
+from tests.utils.promotion_gateway import awaiting_approval, wait_promotion_state
 
 UNKNOWN_REQUEST = "00000000-0000-4000-8000-000000000000"
 
@@ -42,8 +42,8 @@ async def test_batch_decides_each_item_and_reports_each_refusal(
     http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
 ) -> None:
     human = team["human"]
-    waiting, _ = await _awaiting_approval(http, team)
-    decided, _ = await _awaiting_approval(http, team)
+    waiting, _ = await awaiting_approval(http, team, ENTRIES)
+    decided, _ = await awaiting_approval(http, team, ENTRIES)
     rejected = await http.post(f"/v1/promotions/{decided}/reject", headers=human.headers, json={"note": "no"})
     assert rejected.status_code == 200, rejected.text
     request = await _change_request(http, team, engine)
@@ -81,7 +81,7 @@ async def test_batch_decides_each_item_and_reports_each_refusal(
 async def test_batch_by_an_agent_refuses_every_item_and_decides_nothing(
     http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
 ) -> None:
-    waiting, _ = await _awaiting_approval(http, team)
+    waiting, _ = await awaiting_approval(http, team, ENTRIES)
     request = await _change_request(http, team, engine)
     answer = await http.post(
         "/v1/decisions",
@@ -99,7 +99,7 @@ async def test_batch_by_an_agent_refuses_every_item_and_decides_nothing(
 async def test_batch_of_another_tenant_finds_nothing(
     http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
 ) -> None:
-    waiting, _ = await _awaiting_approval(http, team)
+    waiting, _ = await awaiting_approval(http, team, ENTRIES)
     answer = await http.post(
         "/v1/decisions",
         headers=team["outsider"].headers,
@@ -135,8 +135,8 @@ async def test_console_rejects_the_selected_items_and_lists_each_outcome(
     console: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
 ) -> None:
     human = team["human"]
-    first, _ = await _awaiting_approval(console, team)
-    second, _ = await _awaiting_approval(console, team)
+    first, _ = await awaiting_approval(console, team, ENTRIES)
+    second, _ = await awaiting_approval(console, team, ENTRIES)
     request = await _change_request(console, team, engine)
     await sign_in(console, human)
     pending = await console.get("/console/promotions")

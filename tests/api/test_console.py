@@ -20,7 +20,7 @@ from governance.scopes import Scope
 from tests.utils.factories import Actor
 from tests.utils.memory_factories import add_entries, add_memory, new_task
 from tests.utils.promotion_factories import active_memories
-from tests.utils.promotion_gateway import staged_promotion, wait_promotion_state
+from tests.utils.promotion_gateway import awaiting_approval, wait_promotion_state
 
 ENTRIES = [
     {
@@ -60,8 +60,7 @@ async def console(gateway: str, worker: None) -> AsyncIterator[httpx.AsyncClient
 
 async def _pending(http: httpx.AsyncClient, team: dict[str, Actor]) -> str:
     """A task of the team, promoted into project scope and awaiting approval."""
-    task_id = await staged_promotion(http, team, "pick the async db driver", ENTRIES)
-    await wait_promotion_state(http, team["human"].headers, task_id, "awaiting_approval")
+    task_id, _ = await awaiting_approval(http, team, ENTRIES)
     return task_id
 
 

@@ -9,7 +9,6 @@ written; the nightly decay honours what was published.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import httpx
 from sqlalchemy import text
@@ -17,7 +16,14 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from governance.storage.retention import decay_confidences
 from tests.utils.factories import Actor
-from tests.utils.promotion_gateway import wait_promotion_state
+from tests.utils.promotion_gateway import (
+    approve_and_publish,
+    awaiting_approval,
+    open_task,
+    stage,
+    staged_promotion,
+    wait_promotion_state,
+)
 from tests.utils.tenancy import task_key_of
 
 ENTRIES = [
@@ -36,27 +42,6 @@ ENTRIES = [
 ]
 
 
-async def _task(http: httpx.AsyncClient, team: dict[str, Actor], entries: list[dict[str, Any]]) -> str:
-    orchestrator = team["orchestrator"].principal
-    opened = await http.post(
-        "/v1/tasks",
-        headers=team["orchestrator"].headers,
-        json={
-            "org": orchestrator.org,
-            "project": orchestrator.project,
-            "worktree": "main",
-            "description": "facts",
-        },
-    )
-    assert opened.status_code == 201, opened.text
-    task_id: str = opened.json()["task_id"]
-    appended = await http.post(
-        f"/v1/tasks/{task_id}/entries", headers=team["agent"].headers, json={"entries": entries}
-    )
-    assert appended.status_code == 201, appended.text
-    return task_id
-
-
 async def _policies(engine: AsyncEngine, task_id: str) -> dict[str, tuple[str, str]]:
     """Title → (memory type, decay policy) of what the task published."""
     async with engine.connect() as conn:
@@ -70,17 +55,8 @@ async def _policies(engine: AsyncEngine, task_id: str) -> dict[str, tuple[str, s
 async def test_a_human_approved_promotion_publishes_the_asked_policies(
     http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
 ) -> None:
-    task_id = await _task(http, team, ENTRIES)
-    started = await http.post(
-        f"/v1/tasks/{task_id}/promotion",
-        headers=team["orchestrator"].headers,
-        json={"target_scope": "project", "verification": {"source": "tests_passed", "success": True}},
-    )
-    assert started.status_code == 202, started.text
-    await wait_promotion_state(http, team["human"].headers, task_id, "awaiting_approval")
-    approved = await http.post(f"/v1/promotions/{task_id}/approve", headers=team["human"].headers, json={})
-    assert approved.status_code == 200, approved.text
-    await wait_promotion_state(http, team["human"].headers, task_id, "published")
+    task_id, _ = await awaiting_approval(http, team, ENTRIES, "facts")
+    await approve_and_publish(http, team["human"], task_id)
 
     published = await _policies(engine, task_id)
     assert published["Invoices are kept for ten years."] == ("fact", "manual_only")
@@ -125,13 +101,7 @@ async def test_a_human_approved_promotion_publishes_the_asked_policies(
 async def test_manual_only_without_a_human_approval_keeps_the_default(
     http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
 ) -> None:
-    task_id = await _task(http, team, ENTRIES)
-    started = await http.post(
-        f"/v1/tasks/{task_id}/promotion",
-        headers=team["orchestrator"].headers,
-        json={"target_scope": "worktree", "verification": {"source": "tests_passed", "success": True}},
-    )
-    assert started.status_code == 202, started.text
+    task_id = await staged_promotion(http, team, "facts", ENTRIES, "worktree")
     await wait_promotion_state(http, team["human"].headers, task_id, "published")
     published = await _policies(engine, task_id)
     assert published["Invoices are kept for ten years."] == ("fact", "stable")  # nobody human approved it
@@ -141,7 +111,8 @@ async def test_manual_only_without_a_human_approval_keeps_the_default(
 async def test_an_unknown_decay_policy_is_refused_at_append_with_nothing_written(
     http: httpx.AsyncClient, team: dict[str, Actor]
 ) -> None:
-    task_id = await _task(http, team, [{"kind": "fact", "content": "first"}])
+    task_id = await open_task(http, team["orchestrator"], "facts")
+    await stage(http, team["agent"], task_id, [{"kind": "fact", "content": "first"}])
     entries = [
         {"kind": "fact", "content": "fine"},
         {"kind": "fact", "content": "forever", "payload": {"decay_policy": "forever"}},

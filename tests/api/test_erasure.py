@@ -28,7 +28,11 @@ from governance.config import Settings
 from governance.staging_archive import decode_chunk
 from governance.storage.staging import set_task_status
 from tests.utils.factories import Actor
-from tests.utils.promotion_gateway import stage, start_promotion, wait_promotion_state
+from tests.utils.promotion_gateway import (
+    approve_and_publish,
+    awaiting_approval,
+    stage,
+)
 from tests.utils.tenancy import task_key_of
 
 
@@ -40,28 +44,9 @@ async def _published(
     http: httpx.AsyncClient, team: dict[str, Actor], marker: str
 ) -> tuple[str, dict[str, Any]]:
     """A task whose promotion published one project fact holding `marker`: (task id, the published fact)."""
-    orchestrator, human = team["orchestrator"], team["human"]
-    opened = await http.post(
-        "/v1/tasks",
-        headers=orchestrator.headers,
-        json={
-            "org": orchestrator.principal.org,
-            "project": orchestrator.principal.project,
-            "worktree": "main",
-            "description": "document the deploy path",
-        },
-    )
-    task_id: str = opened.json()["task_id"]
     entry = {"kind": "fact", "content": _content(marker), "payload": {"note": f"seen {marker}"}}
-    appended = await http.post(
-        f"/v1/tasks/{task_id}/entries", headers=team["agent"].headers, json={"entries": [entry]}
-    )
-    assert appended.status_code == 201, appended.text
-    await start_promotion(http, orchestrator, task_id, "project")
-    await wait_promotion_state(http, human.headers, task_id, "awaiting_approval")
-    approved = await http.post(f"/v1/promotions/{task_id}/approve", headers=human.headers, json={})
-    assert approved.status_code == 200, approved.text
-    done = await wait_promotion_state(http, human.headers, task_id, "published")
+    task_id, _ = await awaiting_approval(http, team, [entry], "document the deploy path")
+    done = await approve_and_publish(http, team["human"], task_id)
     facts = [p for p in done["published"] if p["memory_type"] == "fact"]
     assert len(facts) == 1, done["published"]
     return task_id, facts[0]

@@ -24,7 +24,7 @@ from governance.storage.tables import memories, memory_events, tasks
 from tests.utils.factories import Actor
 from tests.utils.gateway import running_gateway
 from tests.utils.grpc_gateway import bearer, grpc_gateway, pb2, refusal
-from tests.utils.promotion_gateway import running_worker, wait_promotion_state
+from tests.utils.promotion_gateway import open_task, running_worker, wait_promotion_state
 from tests.utils.tenancy import task_key_of
 from workflows.promotion import PromotionWorkflow
 from workflows.promotion_contract import PromotionInput, workflow_id_for
@@ -43,18 +43,7 @@ TESTS_PASSED = {"source": "tests_passed", "success": True}
 
 async def _open(http: httpx.AsyncClient, team: dict[str, Actor], entries: list[dict[str, Any]]) -> str:
     orchestrator = team["orchestrator"]
-    opened = await http.post(
-        "/v1/tasks",
-        headers=orchestrator.headers,
-        json={
-            "org": orchestrator.principal.org,
-            "project": orchestrator.principal.project,
-            "worktree": "main",
-            "description": "pick the async db driver",
-        },
-    )
-    assert opened.status_code == 201, opened.text
-    task_id: str = opened.json()["task_id"]
+    task_id = await open_task(http, orchestrator, "pick the async db driver")
     await _append(http, team, task_id, entries)
     return task_id
 

@@ -25,7 +25,7 @@ from tests.utils.factories import Actor, make_actor
 from tests.utils.grpc_gateway import bearer, grpc_gateway, pb2
 from tests.utils.lifecycle_factories import Place, insert_memory
 from tests.utils.promotion_factories import active_memories
-from tests.utils.promotion_gateway import wait_promotion_state
+from tests.utils.promotion_gateway import awaiting_approval, wait_promotion_state
 from tests.utils.tenancy import task_key_of
 from workflows.promotion_contract import workflow_id_for
 
@@ -43,31 +43,9 @@ async def _promote_org_fact(
 ) -> tuple[str, str]:
     """An org fact promoted from a task whose description plants secrets, approved with a note planting
     them: through the API, or by the Temporal UI's signal when `temporal` is given."""
-    orchestrator, human = team["orchestrator"], team["human"]
-    opened = await http.post(
-        "/v1/tasks",
-        headers=orchestrator.headers,
-        json={
-            "org": orchestrator.principal.org,
-            "project": orchestrator.principal.project,
-            "worktree": "main",
-            "description": f"wire the deploy key; {PLANTED}",
-        },
-    )
-    assert opened.status_code in (200, 201), opened.text
-    task_id: str = opened.json()["task_id"]
+    human = team["human"]
     entry = {"kind": "fact", "content": "Deploys go through the bastion host and rotate weekly."}
-    appended = await http.post(
-        f"/v1/tasks/{task_id}/entries", headers=team["agent"].headers, json={"entries": [entry]}
-    )
-    assert appended.status_code == 201, appended.text
-    started = await http.post(
-        f"/v1/tasks/{task_id}/promotion",
-        headers=orchestrator.headers,
-        json={"target_scope": "org", "verification": {"source": "tests_passed", "success": True}},
-    )
-    assert started.status_code == 202, started.text
-    await wait_promotion_state(http, human.headers, task_id, "awaiting_approval")
+    task_id, _ = await awaiting_approval(http, team, [entry], f"wire the deploy key; {PLANTED}", "org")
     if temporal is not None:
         await temporal.get_workflow_handle(workflow_id_for(task_key_of(task_id))).signal(
             "approve", {"approver": human.principal.id, "note": f"ok; {PLANTED}"}

@@ -33,7 +33,7 @@ from governance.storage.identity import disable_principal
 from tests.utils.factories import Actor, make_actor, new_tenant
 from tests.utils.gateway import running_gateway
 from tests.utils.promotion_factories import Entry, active_memories, events_of, make_task
-from tests.utils.promotion_gateway import running_worker, wait_promotion_state
+from tests.utils.promotion_gateway import open_task, running_worker, wait_promotion_state
 from tests.utils.tenancy import task_key_of
 from workflows.promotion import PromotionWorkflow
 from workflows.promotion_contract import PromotionInput, PromotionState, Verification, workflow_id_for
@@ -64,18 +64,7 @@ async def _refusals(engine: AsyncEngine, task_id: str) -> list[str]:
 async def _api_task(http: httpx.AsyncClient, team: dict[str, Actor], scope: str) -> str:
     """A task staged through the API and its promotion started there, without evidence."""
     orchestrator = team["orchestrator"]
-    opened = await http.post(
-        "/v1/tasks",
-        headers=orchestrator.headers,
-        json={
-            "org": orchestrator.principal.org,
-            "project": orchestrator.principal.project,
-            "worktree": "main",
-            "description": "pick the async db driver",
-        },
-    )
-    assert opened.status_code == 201, opened.text
-    task_id: str = opened.json()["task_id"]
+    task_id = await open_task(http, orchestrator, "pick the async db driver")
     entries = [{"kind": e.kind, "content": e.content, "payload": e.payload or {}} for e in ENTRIES]
     appended = await http.post(
         f"/v1/tasks/{task_id}/entries", headers=team["agent"].headers, json={"entries": entries}

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import grpc
@@ -25,10 +24,9 @@ from temporalio.client import Client
 from governance.config import Settings
 from governance.storage.item_decisions import promotion_item_decisions
 from tests.utils.factories import Actor
-from tests.utils.gateway import running_gateway
 from tests.utils.grpc_gateway import bearer, grpc_gateway, pb2, refusal
 from tests.utils.promotion_factories import active_memories, events_of
-from tests.utils.promotion_gateway import running_worker, staged_promotion, wait_promotion_state
+from tests.utils.promotion_gateway import awaiting_approval, staged_promotion, wait_promotion_state
 from tests.utils.tenancy import task_key_of
 from workflows.promotion_contract import workflow_id_for
 
@@ -48,35 +46,9 @@ SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 FIXED = f"Release tags are pushed by the CI job named publish (it reads {SECRET})."
 
 
-@pytest.fixture(scope="module")
-def auth_settings(promo_settings: Settings) -> Settings:
-    return promo_settings.model_copy(
-        update={"task_queue": f"{promo_settings.task_queue}-items", "approval_mode": "authenticated"}
-    )
-
-
-@pytest.fixture(scope="module")
-async def auth_worker(temporal: Client, auth_settings: Settings) -> AsyncIterator[None]:
-    async with running_worker(temporal, auth_settings):
-        yield
-
-
-@pytest.fixture(scope="module")
-def auth_gateway(auth_settings: Settings) -> Iterator[str]:
-    with running_gateway(auth_settings) as url:
-        yield url
-
-
-@pytest.fixture
-async def auth_http(auth_gateway: str, auth_worker: None) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=auth_gateway, timeout=90) as client:
-        yield client
-
-
 async def awaiting(http: httpx.AsyncClient, team: dict[str, Actor]) -> tuple[str, dict[str, int]]:
     """A project-scope promotion awaiting approval, and the plan index of each staged text."""
-    task_id = await staged_promotion(http, team, "pick the async db driver", ENTRIES)
-    await wait_promotion_state(http, team["orchestrator"].headers, task_id, "awaiting_approval")
+    task_id, _ = await awaiting_approval(http, team, ENTRIES)
     plan = (await http.get(f"/v1/promotions/{task_id}/plan", headers=team["human"].headers)).json()
     index = {}
     for text in (KEEP, WRONG, TYPO):

@@ -16,51 +16,26 @@ from mcp.client.stdio import StdioServerParameters
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from governance.config import Settings
-from tests.api.test_live_warnings import (
-    APPROACH,
-    ERROR_A,
-    ERROR_B,
-    FIX,
-    _blind,
-    _until_denied,
-    append,
-    open_task,
-)
-from tests.api.test_live_warnings import project as project  # noqa: F401  (the fixture)
 from tests.conftest import repo_root
 from tests.utils.factories import Actor
 from tests.utils.grpc_gateway import bearer, grpc_gateway, pb2
+from tests.utils.live_warnings import (
+    APPROACH,
+    ERROR_B,
+    FIX,
+    blind_reader,
+    fixed_and_failed,
+    open_task,
+    until_denied,
+)
+from tests.utils.live_warnings import client as client  # noqa: F401  (the fixture)
+from tests.utils.live_warnings import project as project  # noqa: F401  (the fixture)
 
 
 @pytest.fixture(scope="module")
 async def stub(settings: Settings) -> AsyncIterator[Any]:
     async with grpc_gateway(settings) as s:
         yield s
-
-
-@pytest.fixture
-async def client(gateway_url: str) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=gateway_url, timeout=60) as c:
-        yield c
-
-
-async def _fixed_and_failed(client: httpx.AsyncClient, project: dict[str, Actor]) -> str:
-    """A task of the project where the first agent got past ERROR_A and saw APPROACH fail."""
-    first = await open_task(client, project["orchestrator"])
-    await append(
-        client,
-        project["first"],
-        first,
-        {"kind": "error", "content": ERROR_A},
-        {"kind": "result", "content": FIX},
-    )
-    r = await client.post(
-        f"/v1/tasks/{first}/approaches",
-        headers=project["first"].headers,
-        json={"approach": APPROACH, "outcome": "failed", "reason": "still times out"},
-    )
-    assert r.status_code == 201, r.text
-    return first
 
 
 async def _grpc_append_error(stub: Any, reader: Actor, task_id: str) -> Any:
@@ -83,7 +58,7 @@ async def _grpc_check(stub: Any, reader: Actor, task_id: str) -> dict[str, Any]:
 async def test_grpc_append_and_check_carry_other_tasks_warnings(
     stub: Any, client: httpx.AsyncClient, project: dict[str, Actor]
 ) -> None:
-    first = await _fixed_and_failed(client, project)
+    first = await fixed_and_failed(client, project)
     mine = await open_task(client, project["orchestrator"])
 
     reply = await _grpc_append_error(stub, project["second"], mine)
@@ -100,10 +75,10 @@ async def test_grpc_append_and_check_carry_other_tasks_warnings(
 async def test_grpc_reader_who_may_not_read_staging_gets_nothing(
     engine: AsyncEngine, stub: Any, client: httpx.AsyncClient, project: dict[str, Actor]
 ) -> None:
-    await _fixed_and_failed(client, project)
-    blind = await _blind(engine, client, project)
+    await fixed_and_failed(client, project)
+    blind = await blind_reader(engine, client, project)
     mine = await open_task(client, project["orchestrator"])
-    await _until_denied(client, blind, mine)
+    await until_denied(client, blind, mine)
 
     reply = await _grpc_append_error(stub, blind, mine)
     checked = await _grpc_check(stub, blind, mine)
@@ -122,7 +97,7 @@ def _body(result: Any) -> dict[str, Any]:
 async def test_mcp_append_and_check_carry_other_tasks_warnings(
     gateway_url: str, client: httpx.AsyncClient, project: dict[str, Actor]
 ) -> None:
-    first = await _fixed_and_failed(client, project)
+    first = await fixed_and_failed(client, project)
     mine = await open_task(client, project["orchestrator"])
     env = {"LOREGATE_URL": gateway_url, "LOREGATE_API_KEY": project["second"].key, "LOREGATE_TASK_ID": mine}
     params = StdioServerParameters(

@@ -30,7 +30,7 @@ from policy.enforcer import make_authorizer
 from tests.api.test_console import csrf_of, sign_in
 from tests.utils.cli import cli_env, run_cli
 from tests.utils.factories import Actor, make_actor, new_tenant
-from tests.utils.promotion_gateway import stage, start_promotion, wait_promotion_state
+from tests.utils.promotion_gateway import awaiting_approval, wait_promotion_state
 from tests.utils.tenancy import task_key_of
 from workflows.promotion_contract import Names, PromotionStatus, workflow_id_for
 
@@ -57,22 +57,7 @@ class Scenario:
 
 
 async def _promote(http: httpx.AsyncClient, team: dict[str, Actor], entries: list[dict[str, Any]]) -> str:
-    orchestrator = team["orchestrator"]
-    opened = await http.post(
-        "/v1/tasks",
-        headers=orchestrator.headers,
-        json={
-            "org": orchestrator.principal.org,
-            "project": orchestrator.principal.project,
-            "worktree": "main",
-            "description": f"settle the db driver {uuid.uuid4().hex[:6]}",
-        },
-    )
-    assert opened.status_code == 201, opened.text
-    task_id: str = opened.json()["task_id"]
-    await stage(http, team["agent"], task_id, entries)
-    await start_promotion(http, orchestrator, task_id, "project")
-    await wait_promotion_state(http, team["human"].headers, task_id, "awaiting_approval")
+    task_id, _ = await awaiting_approval(http, team, entries, f"settle the db driver {uuid.uuid4().hex[:6]}")
     return task_id
 
 

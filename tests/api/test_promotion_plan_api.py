@@ -18,7 +18,7 @@ from api.client import AsyncLoregateClient
 from governance.scopes import ActorType
 from tests.utils.factories import Actor, make_actor, new_tenant
 from tests.utils.promotion_factories import Entry, make_large_task
-from tests.utils.promotion_gateway import wait_promotion_state
+from tests.utils.promotion_gateway import staged_promotion, wait_promotion_state
 from tests.utils.tenancy import task_key_of
 from workflows.promotion_contract import Names, PromotionStatus, workflow_id_for
 
@@ -131,30 +131,9 @@ async def test_promotion_plan_is_served_from_the_database_page_by_page(
 
 
 async def _promote_into_worktree(http: httpx.AsyncClient, team: dict[str, Actor], content: str) -> str:
-    orchestrator = team["orchestrator"]
-    opened = await http.post(
-        "/v1/tasks",
-        headers=orchestrator.headers,
-        json={
-            "org": orchestrator.principal.org,
-            "project": orchestrator.principal.project,
-            "worktree": "main",
-            "description": "pick the db driver",
-        },
-    )
-    task_id: str = opened.json()["task_id"]
     entry = {"kind": "decision", "content": content, "payload": {"key": "db.driver"}}
-    appended = await http.post(
-        f"/v1/tasks/{task_id}/entries", headers=team["agent"].headers, json={"entries": [entry]}
-    )
-    assert appended.status_code == 201, appended.text
-    started = await http.post(
-        f"/v1/tasks/{task_id}/promotion",
-        headers=orchestrator.headers,
-        json={"target_scope": "worktree", "verification": {"source": "tests_passed", "success": True}},
-    )
-    assert started.status_code == 202, started.text
-    await wait_promotion_state(http, orchestrator.headers, task_id, "published")
+    task_id = await staged_promotion(http, team, "pick the db driver", [entry], "worktree")
+    await wait_promotion_state(http, team["orchestrator"].headers, task_id, "published")
     return task_id
 
 

@@ -23,7 +23,13 @@ from tests.utils.factories import Actor
 from tests.utils.gateway import running_gateway
 from tests.utils.grpc_gateway import bearer, grpc_gateway, pb2, refusal
 from tests.utils.promotion_factories import Entry, active_memories, events_of, make_task
-from tests.utils.promotion_gateway import running_worker, wait_promotion_state
+from tests.utils.promotion_gateway import (
+    awaiting_approval,
+    open_task,
+    running_worker,
+    stage,
+    wait_promotion_state,
+)
 from tests.utils.tenancy import task_key_of
 from workflows.promotion import PromotionWorkflow
 from workflows.promotion_contract import PromotionInput, Verification, workflow_id_for
@@ -48,37 +54,13 @@ TESTS_PASSED = {"source": "tests_passed", "success": True}
 
 async def _task(http: httpx.AsyncClient, team: dict[str, Actor]) -> str:
     """A task opened by the orchestrator, with the agent's staging entries."""
-    orchestrator = team["orchestrator"].principal
-    opened = await http.post(
-        "/v1/tasks",
-        headers=team["orchestrator"].headers,
-        json={
-            "org": orchestrator.org,
-            "project": orchestrator.project,
-            "worktree": "main",
-            "description": "pick the async db driver",
-        },
-    )
-    assert opened.status_code == 201, opened.text
-    task_id: str = opened.json()["task_id"]
-    appended = await http.post(
-        f"/v1/tasks/{task_id}/entries", headers=team["agent"].headers, json={"entries": ENTRIES}
-    )
-    assert appended.status_code == 201, appended.text
+    task_id = await open_task(http, team["orchestrator"], "pick the async db driver")
+    await stage(http, team["agent"], task_id, ENTRIES)
     return task_id
 
 
 async def _start(http: httpx.AsyncClient, actor: Actor, task_id: str, **body: Any) -> httpx.Response:
     return await http.post(f"/v1/tasks/{task_id}/promotion", headers=actor.headers, json=body)
-
-
-async def _awaiting_approval(http: httpx.AsyncClient, team: dict[str, Actor]) -> tuple[str, dict[str, Any]]:
-    task_id = await _task(http, team)
-    started = await _start(
-        http, team["orchestrator"], task_id, target_scope="project", verification=TESTS_PASSED
-    )
-    assert started.status_code == 202, started.text
-    return task_id, await wait_promotion_state(http, team["human"].headers, task_id, "awaiting_approval")
 
 
 async def test_promotion_task_scope_by_orchestrator_publishes(
@@ -104,7 +86,7 @@ async def test_promotion_task_scope_by_orchestrator_publishes(
 async def test_promotion_project_scope_waits_with_plan(
     http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
 ) -> None:
-    task_id, status = await _awaiting_approval(http, team)
+    task_id, status = await awaiting_approval(http, team, ENTRIES)
     assert status["target_scope"] == "project" and status["requires_approval"] is True and status["live"]
     assert any(p["canonical_key"] == "db.driver" and p["decision"] == "new" for p in status["plan"])
     assert await active_memories(engine, task_id=task_id) == []
@@ -113,7 +95,7 @@ async def test_promotion_project_scope_waits_with_plan(
 async def test_approve_by_agent_is_forbidden_and_publishes_nothing(
     http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
 ) -> None:
-    task_id, _ = await _awaiting_approval(http, team)
+    task_id, _ = await awaiting_approval(http, team, ENTRIES)
     refused = await http.post(f"/v1/promotions/{task_id}/approve", headers=team["agent"].headers, json={})
     assert refused.status_code == 403 and refused.json()["error"] == "forbidden"
     status = await http.get(f"/v1/promotions/{task_id}", headers=team["human"].headers)
@@ -124,7 +106,7 @@ async def test_approve_by_agent_is_forbidden_and_publishes_nothing(
 async def test_approve_by_human_publishes_and_names_the_human(
     http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
 ) -> None:
-    task_id, _ = await _awaiting_approval(http, team)
+    task_id, _ = await awaiting_approval(http, team, ENTRIES)
     human = team["human"]
     approved = await http.post(
         f"/v1/promotions/{task_id}/approve", headers=human.headers, json={"note": "looks right"}
@@ -142,7 +124,7 @@ async def test_approve_by_human_publishes_and_names_the_human(
 async def test_reject_by_human_publishes_nothing(
     http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
 ) -> None:
-    task_id, _ = await _awaiting_approval(http, team)
+    task_id, _ = await awaiting_approval(http, team, ENTRIES)
     rejected = await http.post(
         f"/v1/promotions/{task_id}/reject", headers=team["human"].headers, json={"note": "too early"}
     )
@@ -155,7 +137,7 @@ async def test_reject_by_human_publishes_nothing(
 async def test_approve_body_cannot_name_the_approver(
     http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
 ) -> None:
-    task_id, _ = await _awaiting_approval(http, team)
+    task_id, _ = await awaiting_approval(http, team, ENTRIES)
     answer = await http.post(
         f"/v1/promotions/{task_id}/approve",
         headers=team["agent"].headers,
@@ -168,7 +150,7 @@ async def test_approve_body_cannot_name_the_approver(
 async def test_approve_by_other_tenant_human_is_not_found(
     http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
 ) -> None:
-    task_id, _ = await _awaiting_approval(http, team)
+    task_id, _ = await awaiting_approval(http, team, ENTRIES)
     refused = await http.post(f"/v1/promotions/{task_id}/approve", headers=team["outsider"].headers, json={})
     # for an outsider the task does not exist (a 403 would name its tenant)
     assert refused.status_code == 404 and refused.json()["error"] == "not_found"
@@ -276,7 +258,7 @@ async def test_promotion_status_without_promotion_is_not_found(
 async def test_promotion_status_of_other_tenant_is_not_found(
     http: httpx.AsyncClient, team: dict[str, Actor]
 ) -> None:
-    task_id, _ = await _awaiting_approval(http, team)
+    task_id, _ = await awaiting_approval(http, team, ENTRIES)
     answer = await http.get(f"/v1/promotions/{task_id}", headers=team["outsider"].headers)
     assert answer.status_code == 404 and answer.json()["detail"] == f"task {task_id!r} does not exist"
 
@@ -337,7 +319,7 @@ async def test_verify_unknown_source_is_unprocessable(
 async def test_list_awaiting_approval_shows_only_the_callers_tenant(
     http: httpx.AsyncClient, team: dict[str, Actor]
 ) -> None:
-    task_id, _ = await _awaiting_approval(http, team)
+    task_id, _ = await awaiting_approval(http, team, ENTRIES)
     listed: list[str] = []
     for _ in range(100):  # visibility is eventually consistent
         answer = await http.get(
@@ -544,7 +526,7 @@ async def test_promotion_status_without_worker_comes_from_visibility(
 async def test_ui_signal_with_documented_payload_publishes_in_ui_or_api_mode(
     http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine, temporal: Client
 ) -> None:
-    task_id, _ = await _awaiting_approval(http, team)
+    task_id, _ = await awaiting_approval(http, team, ENTRIES)
     human = team["human"]
     # Workflow actions → Send a Signal → `approve` with the JSON the README gives
     await temporal.get_workflow_handle(workflow_id_for(task_key_of(task_id))).signal(

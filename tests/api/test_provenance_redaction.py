@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from governance.scopes import ActorType
 from tests.utils.factories import Actor, make_actor
-from tests.utils.promotion_gateway import wait_promotion_state
+from tests.utils.promotion_gateway import approve_and_publish, awaiting_approval
 
 TOKEN = "ghp_" + "Zq8vN3xK7mW2pL9tR4yB6cD1fH5jS0aE3uGi"
 PRIVATE = "the on-call phone is 010-5555-0199"
@@ -23,33 +23,9 @@ CONTENT = f"Deploys go through the bastion host; token {TOKEN} <private>{PRIVATE
 
 
 async def _published_org_fact(http: httpx.AsyncClient, team: dict[str, Actor]) -> dict[str, Any]:
-    orchestrator, human = team["orchestrator"], team["human"]
-    opened = await http.post(
-        "/v1/tasks",
-        headers=orchestrator.headers,
-        json={
-            "org": orchestrator.principal.org,
-            "project": orchestrator.principal.project,
-            "worktree": "main",
-            "description": "document the deploy path",
-        },
-    )
-    task_id: str = opened.json()["task_id"]
     entry = {"kind": "fact", "content": CONTENT, "payload": {"note": f"token={TOKEN}"}}
-    appended = await http.post(
-        f"/v1/tasks/{task_id}/entries", headers=team["agent"].headers, json={"entries": [entry]}
-    )
-    assert appended.status_code == 201, appended.text
-    started = await http.post(
-        f"/v1/tasks/{task_id}/promotion",
-        headers=orchestrator.headers,
-        json={"target_scope": "org", "verification": {"source": "tests_passed", "success": True}},
-    )
-    assert started.status_code == 202, started.text
-    await wait_promotion_state(http, human.headers, task_id, "awaiting_approval")
-    approved = await http.post(f"/v1/promotions/{task_id}/approve", headers=human.headers, json={})
-    assert approved.status_code == 200, approved.text
-    done = await wait_promotion_state(http, human.headers, task_id, "published")
+    task_id, _ = await awaiting_approval(http, team, [entry], "document the deploy path", "org")
+    done = await approve_and_publish(http, team["human"], task_id)
     facts = [p for p in done["published"] if p["memory_type"] == "fact"]
     assert len(facts) == 1, done["published"]
     return facts[0]

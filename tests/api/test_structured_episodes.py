@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests.utils.cli import cli_env, run_cli
 from tests.utils.factories import Actor
-from tests.utils.promotion_gateway import wait_promotion_state
+from tests.utils.promotion_gateway import open_task, wait_promotion_state
 from tests.utils.tenancy import task_key_of
 
 DIFF = (
@@ -58,18 +58,7 @@ ENTRIES: list[dict[str, Any]] = [
 
 async def _promoted_episode(http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine) -> str:
     o = team["orchestrator"]
-    opened = await http.post(
-        "/v1/tasks",
-        headers=o.headers,
-        json={
-            "org": o.principal.org,
-            "project": o.principal.project,
-            "worktree": "main",
-            "description": "Fix the redirect loop in the client",
-        },
-    )
-    assert opened.status_code == 201, opened.text
-    task_id: str = opened.json()["task_id"]
+    task_id = await open_task(http, o, "Fix the redirect loop in the client")
     agent = team["agent"]
     appended = await http.post(
         f"/v1/tasks/{task_id}/entries", headers=agent.headers, json={"entries": ENTRIES}

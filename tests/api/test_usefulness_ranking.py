@@ -13,38 +13,15 @@ import httpx
 
 from governance.scopes import ActorType
 from tests.utils.factories import Actor, make_actor
-from tests.utils.promotion_gateway import wait_promotion_state
+from tests.utils.promotion_gateway import staged_promotion, wait_promotion_state
 
 FACT = "billing.export.format: the invoice export writes UTF-8 CSV with a header row"
 QUERY = "what format does the invoice export write"
 
 
 async def _publish(http: httpx.AsyncClient, team: dict[str, Actor], scope: str) -> str:
-    orchestrator = team["orchestrator"]
-    opened = await http.post(
-        "/v1/tasks",
-        headers=orchestrator.headers,
-        json={
-            "org": orchestrator.principal.org,
-            "project": orchestrator.principal.project,
-            "worktree": "main",
-            "description": f"document the export ({scope})",
-        },
-    )
-    assert opened.status_code == 201, opened.text
-    task_id: str = opened.json()["task_id"]
-    appended = await http.post(
-        f"/v1/tasks/{task_id}/entries",
-        headers=team["agent"].headers,
-        json={"entries": [{"kind": "fact", "content": FACT}]},
-    )
-    assert appended.status_code == 201, appended.text
-    started = await http.post(
-        f"/v1/tasks/{task_id}/promotion",
-        headers=orchestrator.headers,
-        json={"target_scope": scope, "verification": {"source": "tests_passed", "success": True}},
-    )
-    assert started.status_code == 202, started.text
+    fact = {"kind": "fact", "content": FACT}
+    task_id = await staged_promotion(http, team, f"document the export ({scope})", [fact], scope)
     if scope == "project":
         await wait_promotion_state(http, team["human"].headers, task_id, "awaiting_approval")
         approved = await http.post(

@@ -17,6 +17,7 @@ from api.services.export_file import parse_export
 from governance.scopes import ActorType, Scope
 from tests.utils.factories import Actor, make_actor, new_tenant
 from tests.utils.memory_factories import TaskRef, add_memory
+from tests.utils.promotion_gateway import open_task
 from tests.utils.tenancy import task_key_of
 
 TRACEBACK = (
@@ -40,20 +41,7 @@ async def crew(engine: AsyncEngine) -> dict[str, Actor]:
 async def _task(
     http: httpx.AsyncClient, crew: dict[str, Actor], description: str = "fix the db login"
 ) -> str:
-    o = crew["orchestrator"]
-    opened = await http.post(
-        "/v1/tasks",
-        headers=o.headers,
-        json={
-            "org": o.principal.org,
-            "project": o.principal.project,
-            "worktree": "main",
-            "description": description,
-        },
-    )
-    assert opened.status_code == 201, opened.text
-    task_id: str = opened.json()["task_id"]
-    return task_id
+    return await open_task(http, crew["orchestrator"], description)
 
 
 async def _append(http: httpx.AsyncClient, actor: Actor, task_id: str, *entries: dict[str, Any]) -> list[int]:
@@ -203,37 +191,43 @@ async def _earlier_work(
         docs,
         {"kind": "tool_output", "content": "Edit docs/timeouts.md", "payload": {"tool": "Edit"}},
     )
+    published: dict[str, tuple[str, str, str, str, bool | None]] = {
+        "failed": (
+            touched,
+            "Retry on reset",
+            "Tried retrying the request on a reset connection; the suite kept failing.",
+            "episode",
+            False,
+        ),
+        "documented": (
+            docs,
+            "Timeout docs",
+            "Documented connection timeouts and the reset behaviour of the pool.",
+            "episode",
+            True,
+        ),
+        "pattern": (
+            docs,
+            "Pool closed early",
+            "PoolTimeout in httpx/_client.py when the pool closed early; fix: keep the client open.",
+            "bug_pattern",
+            None,
+        ),
+    }
     async with engine.begin() as conn:
-        failed = await add_memory(
-            conn,
-            TaskRef(task_id=task_key_of(touched), **ref),
-            title="Retry on reset",
-            content="Tried retrying the request on a reset connection; the suite kept failing.",
-            embedding=None,
-            memory_type="episode",
-            scope=Scope.PROJECT,
-            success=False,
-        )
-        documented = await add_memory(
-            conn,
-            TaskRef(task_id=task_key_of(docs), **ref),
-            title="Timeout docs",
-            content="Documented connection timeouts and the reset behaviour of the pool.",
-            embedding=None,
-            memory_type="episode",
-            scope=Scope.PROJECT,
-            success=True,
-        )
-        pattern = await add_memory(
-            conn,
-            TaskRef(task_id=task_key_of(docs), **ref),
-            title="Pool closed early",
-            content="PoolTimeout in httpx/_client.py when the pool closed early; fix: keep the client open.",
-            embedding=None,
-            memory_type="bug_pattern",
-            scope=Scope.PROJECT,
-        )
-    return {"failed": failed, "documented": documented, "pattern": pattern}
+        return {
+            name: await add_memory(
+                conn,
+                TaskRef(task_id=task_key_of(task_id), **ref),
+                title=title,
+                content=content,
+                embedding=None,
+                memory_type=memory_type,
+                scope=Scope.PROJECT,
+                success=success,
+            )
+            for name, (task_id, title, content, memory_type, success) in published.items()
+        }
 
 
 async def test_file_history_answers_what_happened_around_a_file_newest_first(

@@ -27,7 +27,7 @@ import numpy as np
 
 from governance.dedup import DecisionKind, Neighbour, classify, content_hash
 from governance.dedup_model import DEDUP_MODEL, FEATURES, DedupModel, pair_features
-from governance.supersession import material_difference
+from governance.wording.differences import material_difference
 from tests.bench.dedup_pairs import UNSEEN_COSINES_FILE, UNSEEN_FILE, Pair, cosines, load_pairs
 
 __all__ = ["Metrics", "measure", "decide", "fit", "main", "NEVER_MERGE"]

@@ -161,7 +161,9 @@ def cost(pairs: Sequence[PawsPair]) -> None:
     import time
 
     from governance.dedup import _refused
-    from governance.supersession import canonical_aliases, material_difference, order_difference
+    from governance.wording.canonical import canonical_aliases
+    from governance.wording.differences import material_difference
+    from governance.wording.order import order_difference
 
     def rules(a: str, b: str) -> object:
         return material_difference(a, b) or order_difference(a, b)

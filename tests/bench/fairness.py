@@ -32,18 +32,16 @@ from pathlib import Path
 
 async def main(big_n: int, small: int, entries: int) -> None:
     """Start Postgres and Temporal, run the three phases, print the figures."""
-    from temporalio.common import SearchAttributeKey
-    from temporalio.testing import WorkflowEnvironment
 
-    from api.cli.embedded import start_embedded_postgres, temporal_cli_path
+    from api.cli.embedded import start_embedded_postgres
     from governance.approval import ApprovalMode
     from governance.config import Settings
     from governance.storage.engine import make_engine
-    from governance.storage.migrate import upgrade_head
     from governance.storage.plans import latest_plan
     from policy.enforcer import make_authorizer
     from tests.bench.promotion import _seed, _seed_big
     from tests.utils.promotion_factories import make_requester
+    from tests.utils.temporal_env import fresh_bench_database, start_dev_server
     from workflows.promotion import PromotionWorkflow
     from workflows.promotion_contract import (
         PromotionInput,
@@ -59,17 +57,11 @@ async def main(big_n: int, small: int, entries: int) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="loregate-bench-fairness-"))
     pg, url = start_embedded_postgres(tmp)
     try:
-        pg.psql("DROP DATABASE IF EXISTS bench; CREATE DATABASE bench;")
-        url = pg.get_uri("bench")
-        upgrade_head(url)
+        url = fresh_bench_database(pg)
         settings = Settings(database_url=url, data_dir=tmp, approval_mode=ApprovalMode.TRUSTING)
         engine = make_engine(settings)
         authorizer = make_authorizer(url, watch=False)
-        env = await WorkflowEnvironment.start_local(
-            dev_server_existing_path=temporal_cli_path(),
-            search_attributes=[SearchAttributeKey.for_keyword("LoregateState")],
-            dev_server_log_level="error",
-        )
+        env = await start_dev_server()
         try:
             client = env.client
             print(f"seeding {3 * small + 1} small tasks and one of {big_n} entries ...", flush=True)

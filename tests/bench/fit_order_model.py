@@ -8,19 +8,18 @@ quantiles, folds by `sha256("paws-fold:" + id)`). No embedder is needed: the mod
 and positional (`governance.order_model.order_features`), and on PAWS pairs the embedding cosine is ≥ 0.92
 whatever the label, so every pair is taken to reach the duplicate model at a cosine of 0.95.
 
-**Population.** The model speaks on pairs the duplicate model (`governance.dedup_model`) would merge, with
-no value difference (`governance.supersession.value_difference`), of at least 14 words each and word sets
-at least 0.7 alike, from 8 words (`governance.order_model.asked`); the verdicts of the wording and order
-rules are among its signals, and the other pairs are the rules' alone. Label 1 = paraphrase. **The model**:
-gradient-boosted trees (logistic loss, depth 4, 200 rounds, rate 0.1, leaves of at least 20 pairs, L2 1
-on leaf values). **The cuts** are chosen on out-of-fold probabilities (5 folds), simulating the decision
-of `governance.order_model.order_veto` over *all* tune pairs (the rules' merges included): from 14 words
-(`LONG_WORDS`) the model alone decides at `cut`; between 8 and 13 words the rules refuse first and the
-model refuses besides below `short_cut`. The pair of cuts with the most paraphrases merged whose
-different-meaning pairs merged stay at or below `--target` (default 0.03, the target of the held-aside
-part) wins — unless that merges fewer paraphrases than the rules alone did; then the fewest
-different-meaning merges among cuts merging at least as many paraphrases as the rules alone. The
-held-aside part is never read here.
+**Population.** The model speaks on pairs the duplicate model (`governance.dedup_model`) would merge, with no
+value difference (`governance.wording.differences.value_difference`), of at least 14 words each and word sets
+at least 0.7 alike, from 8 words (`governance.order_model.asked`); the verdicts of the wording and order rules
+are among its signals, and the other pairs are the rules' alone. Label 1 = paraphrase. **The model**:
+gradient-boosted trees (logistic loss, depth 4, 200 rounds, rate 0.1, leaves of at least 20 pairs, L2 1 on
+leaf values). **The cuts** are chosen on out-of-fold probabilities (5 folds), simulating the decision of
+`governance.order_model.order_veto` over *all* tune pairs (the rules' merges included): from 14 words
+(`LONG_WORDS`) the model alone decides at `cut`; between 8 and 13 words the rules refuse first and the model
+refuses besides below `short_cut`. The pair of cuts with the most paraphrases merged whose different-meaning
+pairs merged stay at or below `--target` (default 0.03, the target of the held-aside part) wins — unless that
+merges fewer paraphrases than the rules alone did; then the fewest different-meaning merges among cuts merging
+at least as many paraphrases as the rules alone. The held-aside part is never read here.
 
 **The labelled sets bound `short_cut`**: agents write short reorderings a model fitted on encyclopedic
 sentences reads as swaps ("The CI runs the test suite on Python 3.11." / "Our test suite runs on Python
@@ -54,7 +53,8 @@ from governance.order_model import (
     order_features,
     order_veto,
 )
-from governance.supersession import material_difference, order_difference, value_difference
+from governance.wording.differences import material_difference, value_difference
+from governance.wording.order import order_difference
 from tests.bench.dedup_external import PawsPair, load_paws, part_of
 from tests.bench.dedup_pairs import PAIRS_FILE, UNSEEN_FILE, load_pairs
 

@@ -140,35 +140,27 @@ async def _wait(http: httpx.AsyncClient, headers: dict[str, str], task_id: str, 
 
 async def run(tasks: int, seed: int) -> None:
     """Start everything, run the tasks, print the curve."""
-    from temporalio.common import SearchAttributeKey
-    from temporalio.testing import WorkflowEnvironment
 
-    from api.cli.embedded import start_embedded_postgres, temporal_cli_path
+    from api.cli.embedded import start_embedded_postgres
     from governance.config import Settings
     from governance.scopes import ActorType
     from governance.storage.engine import make_engine
-    from governance.storage.migrate import upgrade_head
     from tests.utils.factories import make_actor
     from tests.utils.gateway import running_gateway
     from tests.utils.promotion_gateway import running_worker, temporal_settings
+    from tests.utils.temporal_env import fresh_bench_database, start_dev_server
 
     tmp = Path(tempfile.mkdtemp(prefix="loregate-bench-learning-"))
     print(f"starting embedded Postgres in {tmp} ...", flush=True)
     pg, url = start_embedded_postgres(tmp)
-    pg.psql("DROP DATABASE IF EXISTS bench; CREATE DATABASE bench;")
-    url = pg.get_uri("bench")
-    upgrade_head(url)
+    url = fresh_bench_database(pg)
     # one agent key asks back to back: the search budget (a limit, not what is measured here) is off
     base = Settings(
         database_url=url, data_dir=tmp, search_rate_principal_per_second=0, search_rate_tenant_per_second=0
     )
     engine = make_engine(base)
     print("starting the Temporal dev server ...", flush=True)
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=temporal_cli_path(),
-        search_attributes=[SearchAttributeKey.for_keyword("LoregateState")],
-        dev_server_log_level="error",
-    )
+    env = await start_dev_server()
     settings = temporal_settings(base, env.client)
     org, project = "bench", "learning"
     team = {t: await make_actor(engine, t, org, project) for t in ActorType if t is not ActorType.SYSTEM}

@@ -170,14 +170,12 @@ async def main(memories: int, batch: int, parallel: int) -> None:
     from governance.errors import Conflict
     from governance.operations.lifting import LiftRules
     from governance.storage.engine import make_engine
-    from governance.storage.migrate import upgrade_head
+    from tests.utils.temporal_env import fresh_bench_database
 
     tmp = Path(tempfile.mkdtemp(prefix="loregate-bench-lift-"))
     print(f"starting embedded Postgres in {tmp} ...", flush=True)
     pg, url = start_embedded_postgres(tmp)
-    pg.psql("DROP DATABASE IF EXISTS bench; CREATE DATABASE bench;")
-    url = pg.get_uri("bench")
-    upgrade_head(url)
+    url = fresh_bench_database(pg)
     settings = Settings(database_url=url, data_dir=tmp)
     engine = make_engine(settings)
     rules = LiftRules(settings.dedup_similarity_threshold, settings.related_similarity_threshold)

@@ -258,8 +258,8 @@ async def run(agents: int, tasks: int, seed: int) -> None:
     from api.cli.embedded import start_embedded_postgres
     from governance.config import Settings
     from governance.storage.engine import make_engine
-    from governance.storage.migrate import upgrade_head
     from tests.utils.gateway import running_gateway
+    from tests.utils.temporal_env import fresh_bench_database
 
     pairs = _reverts()
     descriptions = (
@@ -278,9 +278,7 @@ async def run(agents: int, tasks: int, seed: int) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="loregate-bench-parallel-"))
     print(f"starting embedded Postgres in {tmp} ...", flush=True)
     pg, _ = start_embedded_postgres(tmp)
-    pg.psql("DROP DATABASE IF EXISTS bench; CREATE DATABASE bench;")
-    url = pg.get_uri("bench")
-    upgrade_head(url)
+    url = fresh_bench_database(pg)
     base = Settings(
         database_url=url,
         data_dir=tmp,

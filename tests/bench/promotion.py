@@ -413,19 +413,17 @@ async def big(n: int, distinct: int, *, alike: bool = False) -> None:
     another worker of this process wakes every 250 ms meanwhile; its workflow tasks' durations say whether
     the promotion's activities left the event loop free.
     """
-    from temporalio.common import SearchAttributeKey
-    from temporalio.testing import WorkflowEnvironment
     from temporalio.worker import Worker
 
     import tests.bench.promotion as bench  # the probe workflow by its import name, for the sandbox
-    from api.cli.embedded import start_embedded_postgres, temporal_cli_path
+    from api.cli.embedded import start_embedded_postgres
     from governance.adapters.embedders import make_embedder
     from governance.approval import ApprovalMode
     from governance.config import Settings
     from governance.storage.engine import make_engine
-    from governance.storage.migrate import upgrade_head
     from policy.enforcer import make_authorizer
     from tests.utils.promotion_factories import make_requester
+    from tests.utils.temporal_env import fresh_bench_database, start_dev_server
     from workflows.promotion import PromotionWorkflow
     from workflows.promotion_contract import (
         PromotionInput,
@@ -447,19 +445,13 @@ async def big(n: int, distinct: int, *, alike: bool = False) -> None:
     print(f"starting embedded Postgres in {tmp} ...", flush=True)
     pg, url = start_embedded_postgres(tmp)
     try:
-        pg.psql("DROP DATABASE IF EXISTS bench; CREATE DATABASE bench;")
-        url = pg.get_uri("bench")
-        upgrade_head(url)
+        url = fresh_bench_database(pg)
         # the bench starts its promotions raw, as their own single operator
         settings = Settings(database_url=url, data_dir=tmp, approval_mode=ApprovalMode.TRUSTING)
         engine = make_engine(settings)
         authorizer = make_authorizer(url, watch=False)
         print("starting the Temporal dev server ...", flush=True)
-        env = await WorkflowEnvironment.start_local(
-            dev_server_existing_path=temporal_cli_path(),
-            search_attributes=[SearchAttributeKey.for_keyword("LoregateState")],
-            dev_server_log_level="error",
-        )
+        env = await start_dev_server()
         try:
             client = env.client
             shape = "distinct but alike facts" if alike else f"{distinct} distinct contents"
@@ -571,19 +563,17 @@ def _hit_rate(embedded: int, cached: int) -> str:
 
 async def main(n: int, concurrency: int, entries: int, unloaded: int) -> None:
     """Start Postgres and Temporal, run every phase, print the figures."""
-    from temporalio.common import SearchAttributeKey
-    from temporalio.testing import WorkflowEnvironment
     from temporalio.worker import Worker
 
     import tests.bench.promotion as bench  # the workflow's module by its import name, for the sandbox
-    from api.cli.embedded import start_embedded_postgres, temporal_cli_path
+    from api.cli.embedded import start_embedded_postgres
     from governance.adapters.embedders import make_embedder
     from governance.approval import ApprovalMode
     from governance.config import Settings
     from governance.storage.engine import make_engine
-    from governance.storage.migrate import upgrade_head
     from policy.enforcer import make_authorizer
     from tests.utils.promotion_factories import make_requester
+    from tests.utils.temporal_env import fresh_bench_database, start_dev_server
     from workflows.promotion import PromotionWorkflow
     from workflows.promotion_contract import (
         PromotionInput,
@@ -600,20 +590,14 @@ async def main(n: int, concurrency: int, entries: int, unloaded: int) -> None:
     clock = ActivityClock()
     hits: dict[str, tuple[int, int]] = {}
     try:
-        pg.psql("DROP DATABASE IF EXISTS bench; CREATE DATABASE bench;")
-        url = pg.get_uri("bench")
         print("applying migrations ...", flush=True)
-        upgrade_head(url)
+        url = fresh_bench_database(pg)
         # the bench starts its promotions raw, as their own single operator
         settings = Settings(database_url=url, data_dir=tmp, approval_mode=ApprovalMode.TRUSTING)
         engine = make_engine(settings)
         authorizer = make_authorizer(url, watch=False)
         print("starting the Temporal dev server ...", flush=True)
-        env = await WorkflowEnvironment.start_local(
-            dev_server_existing_path=temporal_cli_path(),
-            search_attributes=[SearchAttributeKey.for_keyword("LoregateState")],
-            dev_server_log_level="error",
-        )
+        env = await start_dev_server()
         try:
             client = env.client
             print(f"seeding {n + 1 + unloaded} tasks with {entries} staging entries each ...", flush=True)

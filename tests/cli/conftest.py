@@ -1,4 +1,7 @@
-"""Fixtures for the CLI tests: `loregate up` launches that always clean up, and databases of their own."""
+"""Fixtures for the CLI tests: `loregate up` launches that always clean up, and databases of their own; a
+gateway on loopback over the session database (`gateway`), and one wired to the Temporal dev server with a
+worker running the real activities on a task queue of their own (`promo_settings`, `promo_gateway`,
+`worker`)."""
 
 from __future__ import annotations
 
@@ -9,14 +12,18 @@ import subprocess
 import sys
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import psutil
 import pytest
+from temporalio.client import Client
 
+from governance.config import Settings
 from tests.utils.cli import UpLauncher
+from tests.utils.gateway import running_gateway
+from tests.utils.promotion_gateway import running_worker, temporal_settings
 
 
 @pytest.fixture
@@ -107,3 +114,30 @@ def unprivileged_user() -> Iterator[pwd.struct_passwd]:
             except psutil.Error:
                 continue
         subprocess.run(["userdel", name], check=False, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def gateway(settings: Settings) -> Iterator[str]:
+    """A gateway on loopback over the session database (no Temporal)."""
+    with running_gateway(settings) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def promo_settings(settings: Settings, local_env: Any) -> Settings:
+    """The session's settings pointing at the Temporal dev server, on a task queue of their own."""
+    return temporal_settings(settings, local_env.client)
+
+
+@pytest.fixture(scope="module")
+def promo_gateway(promo_settings: Settings) -> Iterator[str]:
+    with running_gateway(promo_settings) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+async def worker(local_env: Any, promo_settings: Settings) -> AsyncIterator[None]:
+    """A worker running the real activities on `promo_settings`' task queue."""
+    client: Client = local_env.client
+    async with running_worker(client, promo_settings):
+        yield

@@ -24,8 +24,8 @@ from tests.utils.factories import Actor, make_actor, new_tenant
 from tests.utils.gateway import running_gateway
 from tests.utils.promotion_factories import active_memories
 from tests.utils.promotion_gateway import (
+    awaiting_approval,
     running_worker,
-    staged_promotion,
     temporal_settings,
     wait_promotion_state,
 )
@@ -74,8 +74,7 @@ async def test_approval_token_printed_by_the_cli_approves_through_a_ui_signal(
         a.value: await make_actor(engine, a, org, project) for a in ActorType if a is not ActorType.SYSTEM
     }
     async with httpx.AsyncClient(base_url=gateway, timeout=60) as http:
-        task_id = await staged_promotion(http, team, "pick the async db driver", ENTRIES)
-        await wait_promotion_state(http, team["human"].headers, task_id, "awaiting_approval")
+        task_id, _ = await awaiting_approval(http, team, ENTRIES)
         by_agent = await _cli(gateway, team["agent"], "approval-token", task_id)
         assert by_agent.returncode != 0 and "may not" in by_agent.stderr + by_agent.stdout
         minted = await _cli(gateway, team["human"], "approval-token", task_id)

@@ -5,24 +5,15 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from governance.config import Settings
 from governance.scopes import ActorType, Scope
 from tests.utils.cli import cli_env, run_cli
 from tests.utils.factories import make_actor, new_tenant
-from tests.utils.gateway import running_gateway
 from tests.utils.memory_factories import add_memory, new_task
-
-
-@pytest.fixture(scope="module")
-def gateway(settings: Settings) -> Iterator[str]:
-    with running_gateway(settings) as url:
-        yield url
 
 
 @pytest.fixture

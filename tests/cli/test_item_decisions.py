@@ -9,22 +9,18 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
-from temporalio.client import Client
 
-from governance.config import Settings
 from governance.scopes import ActorType
 from tests.utils.cli import cli_env, run_cli
 from tests.utils.factories import Actor, make_actor, new_tenant
-from tests.utils.gateway import running_gateway
 from tests.utils.promotion_factories import Entry, active_memories, make_task
-from tests.utils.promotion_gateway import running_worker, temporal_settings, wait_promotion_state
+from tests.utils.promotion_gateway import wait_promotion_state
 
 KEEP = "db.driver: psycopg 3 with the async API"
 WRONG = "The CI runners have two CPU cores and 7 GB of memory."
@@ -37,21 +33,9 @@ ENTRIES = [
 
 
 @pytest.fixture(scope="module")
-def promo_settings(settings: Settings, local_env: Any) -> Settings:
-    return temporal_settings(settings, local_env.client)
-
-
-@pytest.fixture(scope="module")
-def gateway(promo_settings: Settings) -> Iterator[str]:
-    with running_gateway(promo_settings) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-async def worker(local_env: Any, promo_settings: Settings) -> AsyncIterator[None]:
-    client: Client = local_env.client
-    async with running_worker(client, promo_settings):
-        yield
+def gateway(promo_gateway: str) -> str:
+    """This module's gateway is the one wired to the Temporal dev server."""
+    return promo_gateway
 
 
 @pytest.fixture

@@ -7,31 +7,22 @@ through the gateway, refuse what the API refuses, and exit non-zero with one lin
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from governance.bug_signature import error_signature
-from governance.config import Settings
 from governance.scopes import ActorType, Scope
 from governance.storage.bug_patterns import record_occurrence
 from tests.utils.cli import cli_env, run_cli
 from tests.utils.factories import make_actor, new_tenant
-from tests.utils.gateway import running_gateway
 from tests.utils.memory_factories import add_memory, new_task
 
 ERROR = "KeyError: 'user_42' in /srv/app/handlers/login.py line 88"
 SAME_ERROR_OTHER_WORDS = (
     "Traceback (most recent call last):\nKeyError: 'user_977' in /home/ci/app/auth.py line 3"
 )
-
-
-@pytest.fixture(scope="module")
-def gateway(settings: Settings) -> Iterator[str]:
-    with running_gateway(settings) as url:
-        yield url
 
 
 @pytest.fixture(scope="module")

@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from governance.config import Settings
 from governance.scopes import ActorType
 from tests.utils.cli import cli_env, run_cli
 from tests.utils.factories import make_actor, new_tenant
-from tests.utils.gateway import running_gateway
 from tests.utils.memory_factories import new_task
 
 DIFF = """\
@@ -26,12 +23,6 @@ DIFF = """\
 +        raise ValueError("no record to save")
      db.insert(record)
 """
-
-
-@pytest.fixture(scope="module")
-def gateway(settings: Settings) -> Iterator[str]:
-    with running_gateway(settings) as url:
-        yield url
 
 
 @pytest.fixture(scope="module")

@@ -14,17 +14,14 @@ import os
 import resource
 import subprocess
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from governance.config import Settings
 from governance.scopes import ActorType, Scope
 from tests.utils.cli import cli_env
 from tests.utils.factories import make_actor, new_tenant
-from tests.utils.gateway import running_gateway
 from tests.utils.memory_factories import add_entries, add_memory, new_task
 
 HELP_BUDGET_S = 0.3
@@ -107,12 +104,6 @@ def test_help_within_budget() -> None:
     assert result.returncode == 0, result.stderr[-2000:]
     print(f"loregate --help: {cpu:.3f} s CPU (best of 3)")
     assert cpu <= HELP_BUDGET_S, f"`loregate --help` took {cpu:.3f} s of CPU (budget {HELP_BUDGET_S} s)"
-
-
-@pytest.fixture(scope="module")
-def gateway(settings: Settings) -> Iterator[str]:
-    with running_gateway(settings) as url:
-        yield url
 
 
 @pytest.fixture(scope="module")

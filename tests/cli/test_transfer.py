@@ -17,18 +17,10 @@ from typing import Any
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from governance.config import Settings
 from governance.scopes import ActorType
 from tests.utils.cli import KEY_PATTERN, cli_env, run_cli
 from tests.utils.factories import make_actor, new_tenant
-from tests.utils.gateway import running_gateway
 from tests.utils.memory_factories import add_entries, add_memory, new_task
-
-
-@pytest.fixture(scope="module")
-def gateway(settings: Settings) -> Iterator[str]:
-    with running_gateway(settings) as url:
-        yield url
 
 
 @pytest.fixture(scope="module")

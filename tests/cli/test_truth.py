@@ -3,26 +3,17 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from governance.config import Settings
 from governance.operations.changes import retire_memory
 from governance.scopes import ActorType, Scope
 from governance.storage.derivations import record_derivations
 from tests.utils.cli import cli_env, run_cli
 from tests.utils.factories import make_actor, new_tenant
-from tests.utils.gateway import running_gateway
 from tests.utils.memory_factories import add_memory, new_task
-
-
-@pytest.fixture(scope="module")
-def gateway(settings: Settings) -> Iterator[str]:
-    with running_gateway(settings) as url:
-        yield url
 
 
 @pytest.fixture(scope="module")

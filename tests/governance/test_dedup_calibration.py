@@ -11,7 +11,7 @@ from governance.adapters.embedders import make_embedder
 from governance.config import Settings
 from governance.dedup import DecisionKind, Neighbour, classify, content_hash
 from governance.dedup_model import DEDUP_MODEL, pair_features
-from governance.supersession import material_difference
+from governance.wording.differences import material_difference
 from tests.bench.calibrate_dedup import NEVER_MERGE, decide, fit, measure
 from tests.bench.dedup_pairs import UNSEEN_COSINES_FILE, UNSEEN_FILE, Pair, cached_cosines, load_pairs
 from tests.data.make_dedup_pairs import HARD_NEGATIVES, HARD_POSITIVES, build

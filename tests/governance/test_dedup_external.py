@@ -13,7 +13,7 @@ from pathlib import Path
 
 from governance.config import Settings
 from governance.dedup import DecisionKind
-from governance.supersession import order_difference
+from governance.wording.order import order_difference
 from tests.bench.dedup_external import decide, part_of
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "paws_held_aside_sample.jsonl"

@@ -16,7 +16,8 @@ from governance.order_model import (
     order_model,
     order_veto,
 )
-from governance.supersession import material_difference, order_difference
+from governance.wording.differences import material_difference
+from governance.wording.order import order_difference
 from tests.bench.fit_order_model import fit_trees, labelled_floor
 
 # sentences of the length the model is asked about, written here (not PAWS)

@@ -9,7 +9,8 @@ import pytest
 
 from governance.adapters.llm_judge import LLMJudge, make_judge
 from governance.config import Settings
-from governance.supersession import RuleBasedJudge, material_difference
+from governance.supersession import RuleBasedJudge
+from governance.wording.differences import material_difference
 
 
 @pytest.mark.parametrize(

@@ -30,6 +30,8 @@ __all__ = [
     "stage",
     "start_promotion",
     "staged_promotion",
+    "awaiting_approval",
+    "approve_and_publish",
 ]
 
 
@@ -134,3 +136,23 @@ async def staged_promotion(
     await stage(http, team["agent"], task_id, entries)
     await start_promotion(http, team["orchestrator"], task_id, target_scope, success=success)
     return task_id
+
+
+async def awaiting_approval(
+    http: httpx.AsyncClient,
+    team: dict[str, Actor],
+    entries: list[dict[str, Any]],
+    description: str = "pick the async db driver",
+    target_scope: str = "project",
+) -> tuple[str, dict[str, Any]]:
+    """A team's task whose promotion, started with passing tests, awaits a human's approval: its id and the
+    promotion's status as the team's human reads it."""
+    task_id = await staged_promotion(http, team, description, entries, target_scope)
+    return task_id, await wait_promotion_state(http, team["human"].headers, task_id, "awaiting_approval")
+
+
+async def approve_and_publish(http: httpx.AsyncClient, approver: Actor, task_id: str) -> dict[str, Any]:
+    """`POST /v1/promotions/{task_id}/approve` without a note, accepted; the status once published."""
+    approved = await http.post(f"/v1/promotions/{task_id}/approve", headers=approver.headers, json={})
+    assert approved.status_code == 200, approved.text
+    return await wait_promotion_state(http, approver.headers, task_id, "published")

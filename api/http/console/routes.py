@@ -23,7 +23,18 @@ from api.schemas.approvals import ApprovalTokenPublic
 from api.schemas.events import MAX_EVENTS_PAGE
 from api.schemas.memories import MemoryStateName
 from api.schemas.promotions import MAX_ITEM_DECISIONS, DecisionIn, ItemDecisionIn, PromotionState
-from api.services import browse, change_requests, events, knowledge, memories, promotions, sessions, staging
+from api.services import (
+    browse,
+    change_requests,
+    events,
+    knowledge,
+    memories,
+    promotion_listing,
+    promotion_views,
+    promotions,
+    sessions,
+    staging,
+)
 from api.services import search as reads
 from api.services.gateway import authorized_task
 from api.services.sessions import ConsoleSession, SessionBook
@@ -170,7 +181,7 @@ async def promotion_list(
 ) -> Response:
     """Promotions awaiting a decision (or all recent ones) of the tasks this principal may read."""
     chosen = None if every else state
-    listed = await promotions.list_promotions(resources, session.principal, chosen, 100)
+    listed = await promotion_listing.list_promotions(resources, session.principal, chosen, 100)
     # change requests wait for the same people: awaiting approval beside the promotions, or all recent ones
     waiting = "awaiting_approval" if chosen == PromotionState.AWAITING_APPROVAL else None
     changes = await change_requests.list_requests(resources, session.principal, waiting, 100)
@@ -211,9 +222,11 @@ async def _promotion_page(
     *,
     number: int | None = None,
 ) -> Response:
-    status = await promotions.promotion_status(resources, session.principal, task_id, number)
-    plan = await promotions.promotion_plan(resources, session.principal, task_id, offset, PLAN_PAGE, number)
-    listed = await promotions.task_promotions(resources, session.principal, task_id)
+    status = await promotion_views.promotion_status(resources, session.principal, task_id, number)
+    plan = await promotion_views.promotion_plan(
+        resources, session.principal, task_id, offset, PLAN_PAGE, number
+    )
+    listed = await promotion_listing.task_promotions(resources, session.principal, task_id)
     latest = not listed.promotions or status.number == listed.promotions[-1].number
     return render(
         request,
@@ -426,5 +439,5 @@ async def task_page(
     task = await authorized_task(resources, session.principal, task_id, "read")
     shown = await staging.show_task(resources, task)
     page = await staging.list_entries(resources, task, after_seq=after_seq, limit=STAGING_PAGE)
-    listed = await promotions.task_promotions(resources, session.principal, task_id)
+    listed = await promotion_listing.task_promotions(resources, session.principal, task_id)
     return render(request, "task.html", task=shown, page=page, after_seq=after_seq, task_promotions=listed)

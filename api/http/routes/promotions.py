@@ -27,7 +27,7 @@ from api.schemas.promotions import (
     TaskPromotions,
     VerificationIn,
 )
-from api.services import decisions, promotions
+from api.services import decisions, promotion_listing, promotion_views, promotions
 
 __all__ = ["router"]
 
@@ -50,13 +50,13 @@ async def task_promotions(
     task_id: TaskId, resources: Resources, principal: CurrentPrincipal
 ) -> TaskPromotions:
     """Every promotion of the task, by number: the staging each took and how it ended."""
-    return await promotions.task_promotions(resources, principal, task_id)
+    return await promotion_listing.task_promotions(resources, principal, task_id)
 
 
 @router.post("/v1/tasks/{task_id}/close", response_model=TaskPromotions)
 async def close_task(task_id: TaskId, resources: Resources, principal: CurrentPrincipal) -> TaskPromotions:
     """Close the task: it takes no more entries and no more promotions (orchestrator or human)."""
-    return await promotions.close_task(resources, principal, task_id)
+    return await promotion_listing.close_task(resources, principal, task_id)
 
 
 @router.get("/v1/promotions", response_model=PromotionList)
@@ -67,7 +67,7 @@ async def list_promotions(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> PromotionList:
     """Promotions of tasks the caller may read, newest first (`state=awaiting_approval`: pending ones)."""
-    return await promotions.list_promotions(resources, principal, state, limit)
+    return await promotion_listing.list_promotions(resources, principal, state, limit)
 
 
 @router.get("/v1/promotions/{task_id}", response_model=PromotionPublic)
@@ -80,7 +80,7 @@ async def show_promotion(
     ] = None,
 ) -> PromotionPublic:
     """The task's latest promotion (or `number`): state, plan (first page), verification, publication."""
-    return await promotions.promotion_status(resources, principal, task_id, number)
+    return await promotion_views.promotion_status(resources, principal, task_id, number)
 
 
 @router.get("/v1/promotions/{task_id}/plan", response_model=PromotionPlanPage)
@@ -92,7 +92,7 @@ async def promotion_plan(
     limit: Annotated[int, Query(ge=1, le=PLAN_PAGE_MAX, description="Entries at most")] = PLAN_PAGE_SIZE,
 ) -> PromotionPlanPage:
     """A page of the promotion's plan with full contents, in plan order (`next_offset` continues)."""
-    return await promotions.promotion_plan(resources, principal, task_id, offset, limit)
+    return await promotion_views.promotion_plan(resources, principal, task_id, offset, limit)
 
 
 @router.post("/v1/promotions/{task_id}/verify", response_model=PromotionPublic)
