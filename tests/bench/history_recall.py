@@ -27,7 +27,7 @@ never looked at while changing the search). Readers, same run, same database, sa
 - plain RRF: both lists, one vote each, Σ 1 / (60 + rank);
 - fused: the search's own fusion of the two (`governance.storage.retrieval.fuse`: identifier votes);
 - default search: `api.services.reading.search_memories`, everything the gateways do, `now` = the
-  commit's date.
+  commit's date; `default, no nb` is the same without the file neighbours (`search_file_neighbours` 0).
 Each reader ranks its top 100; recall@10 = relevant in the top 10 / relevant, MRR over the top 100.
 """
 
@@ -66,7 +66,7 @@ from tests.utils.memory_factories import TaskRef, add_memory  # noqa: E402
 ORG, PROJECT = "bench", "httpx"
 POOL = 100
 CUT = 10
-READERS = ("dense", "full text", "plain RRF", "fused", "default search")
+READERS = ("dense", "full text", "plain RRF", "fused", "default, no nb", "default search")
 _OWN_PR = re.compile(r"\(#(\d+)\)\s*$")
 _PR = re.compile(r"#(\d+)\b")
 _REVERT = re.compile(r'^Revert "(.+)"')
@@ -171,6 +171,7 @@ async def replay_and_ask(
     asked = {q.sha: q for q in queries}
     key = TaskRef(task_id="-", org=ORG, project=PROJECT, worktree="main").key(Scope.PROJECT)
     params = ranking_params(settings)
+    plain_settings = settings.model_copy(update={"search_file_neighbours": 0})
     sha_of: dict[str, str] = {}
     out: dict[str, list[list[str]]] = {r: [] for r in READERS}
     raw: list[dict[str, object]] = []
@@ -186,10 +187,14 @@ async def replay_and_ask(
             outcome = await search_memories(
                 engine, embedder, settings, query=q.text, scope_keys=[key], k=POOL, now=commit.date
             )
+            without = await search_memories(
+                engine, embedder, plain_settings, query=q.text, scope_keys=[key], k=POOL, now=commit.date
+            )
             out["dense"].append([sha_of[i] for i, _ in by_vector])
             out["full text"].append([sha_of[i] for i, _ in by_text])
             out["plain RRF"].append([sha_of[i] for i in plain_rrf(by_vector, by_text)])
             out["fused"].append([sha_of[i] for i in sorted(fused, key=lambda i: -fused[i])])
+            out["default, no nb"].append([sha_of[h.id] for h in without.hits])
             out["default search"].append([sha_of[h.id] for h in outcome.hits])
             raw.append(
                 {
