@@ -94,7 +94,11 @@ def shape() -> tuple[list[BulkMemory], list[dict[str, Any]]]:
                 rows.append(
                     BulkMemory(
                         id=str(
-                            uuid.UUID(int=int(hashlib.sha256(f"{cid}/{start}".encode()).hexdigest()[:32], 16))
+                            uuid.UUID(
+                                int=int(
+                                    hashlib.sha256(f"{person}/{cid}/{start}".encode()).hexdigest()[:32], 16
+                                )
+                            )
                         ),
                         citation=f"c{i:07d}",
                         memory_type="fact",
