@@ -175,6 +175,7 @@ async def replay_and_ask(
     sha_of: dict[str, str] = {}
     out: dict[str, list[list[str]]] = {r: [] for r in READERS}
     raw: list[dict[str, object]] = []
+    took: dict[str, list[float]] = {"default search": [], "default, no nb": []}
     started = time.perf_counter()
     for episode, vector in zip(episodes, vectors, strict=True):
         commit = episode.commit
@@ -184,12 +185,16 @@ async def replay_and_ask(
                 by_vector = await vector_candidates(conn, query_vector, [key], limit=POOL)
                 by_text = await text_candidates(conn, q.text, [key], limit=POOL)
             fused = fuse(by_vector, by_text, k=params.rrf_k)
+            t0 = time.perf_counter()
             outcome = await search_memories(
                 engine, embedder, settings, query=q.text, scope_keys=[key], k=POOL, now=commit.date
             )
+            t1 = time.perf_counter()
             without = await search_memories(
                 engine, embedder, plain_settings, query=q.text, scope_keys=[key], k=POOL, now=commit.date
             )
+            took["default search"].append(t1 - t0)
+            took["default, no nb"].append(time.perf_counter() - t1)
             out["dense"].append([sha_of[i] for i, _ in by_vector])
             out["full text"].append([sha_of[i] for i, _ in by_text])
             out["plain RRF"].append([sha_of[i] for i in plain_rrf(by_vector, by_text)])
@@ -236,6 +241,11 @@ async def replay_and_ask(
             )
         sha_of[added["id"]] = commit.sha
     await engine.dispose()
+    p50 = {name: statistics.median(values) * 1000 for name, values in took.items()}
+    log(
+        f"search p50: default {p50['default search']:.1f} ms, without neighbours "
+        f"{p50['default, no nb']:.1f} ms ({p50['default search'] / p50['default, no nb']:.2f}x, same run)"
+    )
     if dump is not None:
         dump.write_text(json.dumps(raw))
     return out
