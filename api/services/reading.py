@@ -33,6 +33,7 @@ from governance.ranking import (
 from governance.storage.bug_patterns import bug_pattern_stats
 from governance.storage.code_rules import established_rules
 from governance.storage.retrieval import (
+    NeighbourScope,
     SearchHit,
     rank_candidates,
     record_retrievals,
@@ -203,6 +204,7 @@ async def search_memories(
             ranking_params(settings, routing.prefer),
             now,
             focus,
+            settings.search_file_neighbours,
         )
     return SearchOutcome(
         hits=hits,
@@ -225,6 +227,7 @@ async def _search_side_by_side(
     params: RankingParams,
     now: datetime | None,
     focus: CodeFocus | None = None,
+    file_neighbours: int = 0,
 ) -> list[SearchHit]:
     """Full text on a connection of its own while the vector retriever walks the index, then the ranking.
 
@@ -267,8 +270,21 @@ async def _search_side_by_side(
                         located = {i for i, _ in by_location}
                         by_vector = [c for c in by_vector if c[0] in located]
                         texts = [c for c in texts if c[0] in located]
+                # a filter by code location keeps only its memories: no neighbours beside them
+                seeds = 0 if focus is not None and focus.only else file_neighbours
+                neighbours = NeighbourScope(
+                    tuple(keys), tuple(types) if types else None, include_history, seeds
+                )
                 return await rank_candidates(
-                    conn, by_vector, texts, vector, k, params=params, now=now, by_location=by_location
+                    conn,
+                    by_vector,
+                    texts,
+                    vector,
+                    k,
+                    params=params,
+                    now=now,
+                    by_location=by_location,
+                    neighbours=neighbours,
                 )
     except ExceptionGroup as failed:  # the other retriever was cancelled: what failed is the first
         raise failed.exceptions[0] from None

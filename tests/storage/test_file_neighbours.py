@@ -1,0 +1,148 @@
+"""File neighbours on real Postgres+pgvector with the real embedder: the best matches' files lead the search
+to the other episodes of those files (the change that last touched the code a bug is in), within the
+reader's visibility, weighted by how rare a file is, and never under a code-location filter."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from api.services.reading import CodeFocus, search_memories
+from governance.adapters.embedders import Embedder, make_embedder
+from governance.config import Settings
+from governance.episodes import EntryView, episode_structure
+from governance.scopes import Scope
+from governance.storage.episodes import record_episode
+from governance.storage.retrieval import file_neighbours
+from tests.utils.memory_factories import TaskRef, add_memory, new_task
+
+QUERY = "Fix digest authentication sending the wrong nonce count on the second challenge"
+
+
+@pytest.fixture(scope="module")
+def embedder(settings: Settings) -> Embedder:
+    return make_embedder(settings)
+
+
+@pytest.fixture(scope="module")
+async def world(engine: AsyncEngine, embedder: Embedder) -> dict[str, Any]:
+    """One project's episodes with their files (and a fact without), and an episode of another project."""
+    episodes: dict[str, tuple[str, list[str]]] = {
+        "seed": (
+            "Digest authentication: count the nonce for every challenge",
+            ["pkg/_auth.py", "CHANGES.md"],
+        ),
+        "culprit": ("Tidy up the helpers of the request flow", ["pkg/_auth.py", "pkg/_utils.py"]),
+        **{
+            f"release_{i}": (f"Release {i}.0: notes and version bump", ["CHANGES.md", "pkg/__version__.py"])
+            for i in range(6)
+        },
+        **{
+            f"unrelated_{i}": (text, [f"docs/page_{i}.md"])
+            for i, text in enumerate(
+                [
+                    "Document the proxy settings for corporate networks",
+                    "Explain streaming downloads with a progress bar",
+                    "Describe timeouts for connect, read, write and pool",
+                    "Show how to mount custom transports for testing",
+                ]
+            )
+        },
+        "other_project": ("Digest authentication nonce count fix", ["pkg/_auth.py"]),
+    }
+    fact = "Digest authentication is configured per client with a username and a password"
+    # close to the query, without links: they take most of the best matches' places, as notes do
+    notes = [
+        "Digest authentication retries once after a 401 challenge",
+        "The nonce of a digest challenge is quoted in the Authorization header",
+        "Basic authentication sends the credentials on every request",
+        "Authentication flows may yield several requests per response",
+        "A digest challenge names its realm, nonce and quality of protection",
+        "The client counts requests sent with one nonce (nc) in hexadecimal",
+        "Authentication classes can be passed per request or per client",
+        "A second challenge after a stale nonce means the server restarted its nonce",
+    ]
+    names = list(episodes)
+    vectors = embedder.embed_passages([episodes[n][0] for n in names] + [fact, *notes])
+    made: dict[str, str] = {}
+    async with engine.begin() as conn:
+        task = await new_task(conn)
+        other = await new_task(conn, org=task.org)
+        for name, vector in zip(names, vectors, strict=False):
+            text, files = episodes[name]
+            owner = other if name == "other_project" else task
+            ref = TaskRef(
+                task_id=f"{owner.task_id}-{name}", org=owner.org, project=owner.project, worktree="main"
+            )
+            added = await add_memory(
+                conn, ref, title=f"Episode: {text}", content=text, embedding=vector, memory_type="episode"
+            )
+            views = [EntryView(1, "tool_output", "edited", {"tool": "Edit", "files": files})]
+            structure = episode_structure(text, views, success=True).to_json()
+            await record_episode(
+                conn,
+                memory_id=added["id"],
+                org=owner.org,
+                project=owner.project,
+                task_id=ref.task_id,
+                structure=structure,
+            )
+            made[name] = added["id"]
+        made["fact"] = (
+            await add_memory(conn, task, title="digest auth", content=fact, embedding=vectors[len(names)])
+        )["id"]
+        for note, vector in zip(notes, vectors[len(names) + 1 :], strict=True):
+            await add_memory(conn, task, title="auth note", content=note, embedding=vector)
+    return {"ids": made, "keys": [task.key(Scope.PROJECT)], "task": task}
+
+
+async def test_neighbours_are_the_episodes_of_the_seeds_files_rare_files_first(
+    engine: AsyncEngine, world: dict[str, Any]
+) -> None:
+    ids = world["ids"]
+    async with engine.connect() as conn:
+        found = await file_neighbours(conn, [(ids["seed"], 1.0)], world["keys"])
+    order = [i for i, _ in found]
+    strength = dict(found)
+    # the seed itself (both files) first, then the culprit: `pkg/_auth.py` is rarer than `CHANGES.md`
+    assert order[:2] == [ids["seed"], ids["culprit"]]
+    assert {ids[f"release_{i}"] for i in range(6)} <= set(order[2:])
+    assert all(strength[ids["culprit"]] > strength[ids[f"release_{i}"]] for i in range(6))
+    # never another project's episode, a memory without links, or an episode sharing no file
+    assert ids["other_project"] not in order and ids["fact"] not in order
+    assert not {ids[f"unrelated_{i}"] for i in range(4)} & set(order)
+
+
+async def test_no_neighbours_without_links_or_outside_the_types(
+    engine: AsyncEngine, world: dict[str, Any]
+) -> None:
+    ids = world["ids"]
+    async with engine.connect() as conn:
+        assert await file_neighbours(conn, [(ids["fact"], 1.0)], world["keys"]) == []
+        assert await file_neighbours(conn, [], world["keys"]) == []
+        assert await file_neighbours(conn, [(ids["seed"], 1.0)], world["keys"], types=["fact"]) == []
+
+
+async def test_default_search_brings_the_change_that_last_touched_the_files(
+    engine: AsyncEngine, embedder: Embedder, settings: Settings, world: dict[str, Any]
+) -> None:
+    ids = world["ids"]
+
+    async def ranked(neighbours: int, focus: CodeFocus | None = None) -> list[str]:
+        configured = settings.model_copy(update={"search_file_neighbours": neighbours})
+        outcome = await search_memories(
+            engine, embedder, configured, query=QUERY, scope_keys=world["keys"], k=20, focus=focus
+        )
+        return [h.id for h in outcome.hits]
+
+    with_neighbours, without = await ranked(10), await ranked(0)
+    notes_and_fact = [i for i in without if i not in set(ids.values()) or i == ids["fact"]]
+    # its words share little with the query: its file brings it above every note close to the query
+    assert without.index(ids["culprit"]) > max(without.index(i) for i in notes_and_fact)
+    assert with_neighbours.index(ids["culprit"]) < min(with_neighbours.index(i) for i in notes_and_fact)
+    assert with_neighbours.index(ids["culprit"]) <= 3
+    # a code-location filter keeps only its memories: no neighbours join them
+    only = CodeFocus(touched={}, names=(), only=True, files=("docs/page_0.md",))
+    assert await ranked(10, only) == [ids["unrelated_0"]]
