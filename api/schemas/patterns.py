@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from api.schemas.text import MAX_JSON_DEPTH, SPACE, JsonPayload, Text
+from api.schemas.text import MAX_JSON_DEPTH, JsonPayload, ScopeName, Text
 from governance.staging import TASK_ID_PATTERN
 
 __all__ = ["FromPatchIn", "PatternProposalPublic", "FromPatchPublic", "CorrectionIn", "CorrectionPublic"]
@@ -30,11 +30,8 @@ class FromPatchIn(BaseModel):
         default=None, pattern=TASK_ID_PATTERN, description="The task to stage into (write access needed)"
     )
     message: Text | None = Field(default=None, max_length=4000, description="The commit message or a note")
-    project: Text | None = Field(
+    project: ScopeName | None = Field(
         default=None,
-        min_length=1,
-        max_length=200,
-        pattern=f"^[^/*{SPACE}][^/*]*$",
         description="Without task_id: the project of the task opened for the patch (default: your key's)",
     )
     worktree: Text = Field(default="patches", min_length=1, max_length=200)

@@ -13,16 +13,19 @@ import math
 import re
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BeforeValidator
+from pydantic import AfterValidator, BeforeValidator, StringConstraints
 
-# whitespace for a regex character class: `\s` differs between engines (JSON Schema's, ECMAScript, has U+FEFF;
-# pydantic's, Rust's Unicode White_Space, has U+0085), so naming both makes the schema and the server agree
-SPACE = "\\s\x85\ufeff"
+# whitespace for a regex character class, spelt out: `\s` differs between engines (ECMAScript's, which JSON
+# Schema uses, has U+FEFF and not U+001C-U+001F; Python's has U+001C-U+001F; pydantic's, Rust's Unicode
+# White_Space, has U+0085 and neither of the others), so a schema-valid value could be refused (the fuzz test
+# found "\x0c9" and "\x1c…" projects). Spelt out, every engine reads the same set: Python's `\s` with U+FEFF.
+SPACE = "\t\n\x0b\x0c\r \x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
 
 __all__ = [
     "MAX_JSON_DEPTH",
     "SPACE",
     "Text",
+    "ScopeName",
     "JsonPayload",
     "lone_surrogate",
     "json_problem",
@@ -169,6 +172,16 @@ def refuse_unstorable_json(value: Any) -> Any:
 
 Text = Annotated[str, BeforeValidator(refuse_lone_surrogates)]
 """Free text that reaches the database: any valid Unicode (lengths stay each field's own)."""
+
+ScopeName = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=200, pattern=f"^[^/*{SPACE}][^/*]*$"),
+    BeforeValidator(refuse_lone_surrogates),
+]
+"""An org, project or worktree name: no `/` or `*`, not starting with whitespace. A type whose constraints
+come before its validator (which still runs first), so even an optional one keeps its pattern in the
+published schema: after the validator, pydantic leaves it out and the schema allows what the gateway
+refuses."""
 
 JsonPayload = Annotated[Any, AfterValidator(refuse_unstorable_json)]
 """Any JSON value `jsonb` can hold: finite numbers, valid Unicode, at most `MAX_JSON_DEPTH` levels deep."""

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from api.schemas.text import SPACE, Text
+from api.schemas.text import SPACE, ScopeName, Text
 from governance.webhooks import WebhookEvent
 
 __all__ = ["WebhookIn", "WebhookPublic", "WebhookCreated", "WebhookList", "DeliveryPublic", "DeliveryList"]
@@ -21,7 +21,7 @@ class WebhookIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     org: Text = _Name
-    project: Text | None = Field(default=None, min_length=1, max_length=200, pattern=f"^[^/*{SPACE}][^/*]*$")
+    project: ScopeName | None = None
     url: Text = Field(min_length=8, max_length=2000, description="http(s) URL; a public address by default")
     events: list[WebhookEvent] = Field(
         default_factory=lambda: list(WebhookEvent),
