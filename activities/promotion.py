@@ -31,8 +31,9 @@ from governance.adapters.embedders import (
     EMBEDDING_TENANT,
     Embedder,
     EmbeddingDimensionMismatch,
-    embed_passages_async,
+    embed_in_turns,
 )
+from governance.adapters.exemplar_vectors import exemplar_vectors
 from governance.adapters.llm_cognifier import LLMCognifier, cognify
 from governance.adapters.llm_judge import make_judge
 from governance.code_locations import MAX_LOCATIONS
@@ -47,7 +48,7 @@ from governance.config import Settings
 from governance.dedup import Decision, classify, content_hash
 from governance.episodes import EntryView, episode_structure
 from governance.errors import InvalidInput, NotFound
-from governance.instruction_exemplars import EXEMPLAR_EMBEDDER, exemplar_texts, nearest_exemplars
+from governance.instruction_exemplars import nearest_exemplars
 from governance.instructions import QuarantinedItem, quarantine_reason
 from governance.operations import working_memory
 from governance.operations.promotion_publish import PlanMissing, PlanPublication, publish_plan, with_critique
@@ -466,10 +467,6 @@ class PromotionActivities:
     ) -> None:
         self._engine = engine
         self._embedder = embedder
-        # known injections' vectors, embedded once per worker where the embedder is the one they were
-        # calibrated with (governance/instruction_exemplars.py)
-        self._exemplars: Any = None
-        self._exemplars_lock = asyncio.Lock()
         self._plan_chunk = max(1, plan_chunk)
         self._publish_chunk = max(1, publish_chunk)
         self._authorizer = authorizer
@@ -762,26 +759,18 @@ class PromotionActivities:
 
     async def _exemplar_vectors(self, progress: _Progress) -> Any:
         """The known injections' vectors (rows, unit), or None with an uncalibrated embedder."""
-        if self._embedder.model_id != EXEMPLAR_EMBEDDER:
-            return None
-        async with self._exemplars_lock:  # once per worker, however many plans start together
-            if self._exemplars is None:
-                with progress.phase("exemplars"):
-                    self._exemplars = await embed_passages_async(self._embedder, exemplar_texts())
-        return self._exemplars
+        with progress.phase("exemplars"):  # shipped and verified, or embedded once per process
+            return await exemplar_vectors(self._embedder)
 
     async def _embed_in_turns(self, texts: list[str]) -> list[Any]:
         """Embed `texts` a few at a time, each slice its own turn at the worker's embedder.
 
         The embedder takes callers in turns, least recently served first (`FairEmbedder`), and each promotion
         is its own caller: a small promotion's candidates wait for one slice of a big plan's, not for its
-        whole chunk (measured by `tests/bench/fairness.py`).
+        whole chunk (measured by `tests/bench/fairness.py`); slices grow while no other caller is about.
         """
         EMBEDDING_TENANT.set(f"promotion:{activity.info().workflow_id}")
-        vectors: list[Any] = []
-        for start in range(0, len(texts), EMBED_SLICE):
-            vectors.extend(await embed_passages_async(self._embedder, texts[start : start + EMBED_SLICE]))
-        return vectors
+        return await embed_in_turns(self._embedder, texts, first=EMBED_SLICE)
 
     async def _vectors(self, texts: list[str], progress: _Progress) -> list[list[float]]:
         """One vector per text: from the embedding cache, embedding (once) only the texts it lacks."""
