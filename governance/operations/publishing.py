@@ -400,7 +400,7 @@ async def publish_chunk(
         # an identical memory the lookup relied on was superseded within the chunk (rare): decide again with
         # every item's nearest neighbours, as without the shortcut
         found = await lookup.neighbours(everyone=True)
-        lap("neighbours")
+        lap("neighbours again")
         planned = await asyncio.to_thread(
             _decide_chunk,
             [i for _, i in todo],
@@ -410,7 +410,7 @@ async def publish_chunk(
             related_threshold=related_threshold,
             judge=judge,
         )
-        lap("decide")
+        lap("decide again")
     common: dict[str, Any] = {
         "actor_id": actor_id,
         "actor_type": actor_type,
