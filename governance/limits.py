@@ -206,8 +206,11 @@ class FairGate:
     Blocking (threads): the embedders are called from worker threads.
     """
 
-    # how long a tenant let in counts as present (`alone`): a few of a small promotion's steps
-    RECENT_SECONDS = 2.0
+    # how long a tenant let in counts as present (`alone`): longer than a small promotion takes from one
+    # embedding to the next on a loaded machine (its plan, then the next promotion's), so that a stream of
+    # small promotions keeps a big plan's slices small (at 2 s, tests/bench/fairness.py's loaded p50 was 1.97x
+    # the unloaded one at load 20: the slices grew between two small promotions)
+    RECENT_SECONDS = 15.0
 
     def __init__(self, capacity: int = 1, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._cond = threading.Condition()
