@@ -7,6 +7,7 @@ governance/operations/publishing.py; see governance/storage/memory_rows.py for t
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -49,6 +50,11 @@ class NeighbourProbe:
     canonical_key: str | None
     embedding: Sequence[float] | None
 
+    @functools.cached_property
+    def vector_text(self) -> str | None:
+        """The vector in pgvector's text form, written once however many statements send it."""
+        return vector_literal(self.embedding)
+
 
 async def find_neighbours_many(
     conn: AsyncConnection,
@@ -75,7 +81,7 @@ def _union(first: Sequence[Neighbour], second: Sequence[Neighbour]) -> list[Neig
 def _probe_rows(probes: Sequence[NeighbourProbe]) -> str:
     return json.dumps(
         [
-            {"ord": i, "hash": p.content_hash, "ck": p.canonical_key, "emb": vector_literal(p.embedding)}
+            {"ord": i, "hash": p.content_hash, "ck": p.canonical_key, "emb": p.vector_text}
             for i, p in enumerate(probes)
         ]
     )
@@ -146,6 +152,11 @@ async def find_nearest_many(
     """
     found: list[list[Neighbour]] = [[] for _ in probes]
     wanted = [n for n, p in enumerate(probes) if p.embedding is not None]
+    if wanted and not await conn.scalar(
+        text(f"SELECT EXISTS (SELECT 1 FROM memories AS m WHERE m.scope_key = ANY(:keys) AND {_ACTIVE})"),
+        {"keys": list(scope_keys)},
+    ):
+        return found  # nothing visible yet (a first plan into a scope): no scan to make
     for start in range(0, len(wanted), PROBES_PER_STATEMENT):
         batch = wanted[start : start + PROBES_PER_STATEMENT]
         rows = await conn.execute(
