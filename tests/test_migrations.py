@@ -104,20 +104,3 @@ def test_migrations_idempotency_key_rename_keeps_keys_both_ways(fresh_database_u
     upgrade_head(fresh_database_url)
     with psycopg.connect(fresh_database_url) as conn:
         assert conn.execute("SELECT idempotency_key FROM memory_events").fetchall() == [("promote-t:0",)]
-
-
-def _memories_options(database_url: str) -> list[str]:
-    with psycopg.connect(database_url) as conn:
-        row = conn.execute("SELECT reloptions FROM pg_class WHERE relname = 'memories'").fetchone()
-    return list(row[0] or []) if row is not None else []
-
-
-def test_memories_keep_room_for_merges_in_place_and_the_downgrade_gives_it_back(
-    fresh_database_url: str,
-) -> None:
-    upgrade_head(fresh_database_url)
-    assert "fillfactor=70" in _memories_options(fresh_database_url)
-    command.downgrade(alembic_config(fresh_database_url), "0026_structured_episodes")
-    assert not any(o.startswith("fillfactor") for o in _memories_options(fresh_database_url))
-    upgrade_head(fresh_database_url)
-    assert "fillfactor=70" in _memories_options(fresh_database_url)
