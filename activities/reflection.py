@@ -46,7 +46,8 @@ from governance.storage.reflections import (
     pending_scope,
     update_reflection,
 )
-from governance.storage.staging import append_entries, last_seq, open_task, set_promotion_workflow
+from governance.storage.staging import last_seq, open_task, set_promotion_workflow
+from governance.storage.staging_append import append_entries
 
 __all__ = [
     "ReflectionActivities",

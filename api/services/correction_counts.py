@@ -31,7 +31,7 @@ from governance.corrections import (
 from governance.identity import Principal
 from governance.scopes import ActorType, EntryKind
 from governance.staging import EntryDraft, public_task_id
-from governance.storage import corrections, staging
+from governance.storage import corrections, staging_append
 from governance.storage.reflections import ensure_reflector, reflector_id
 from governance.storage.staging import TaskInfo
 
@@ -124,7 +124,7 @@ async def _propose(
         org=task.org,
         project=None,
     )
-    [appended] = await staging.append_entries(
+    [appended] = await staging_append.append_entries(
         resources.engine,
         task.id,
         system,

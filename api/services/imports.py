@@ -39,7 +39,7 @@ from governance.errors import Conflict, GovernanceError, InvalidInput, NotFound,
 from governance.identity import Principal
 from governance.scopes import EntryKind, Scope
 from governance.staging import EntryDraft, validate_batch
-from governance.storage import staging, transfer
+from governance.storage import staging, staging_append, transfer
 from governance.storage.embedding_cache import cache_vectors, cached_vectors, text_digest
 from governance.storage.episodes import record_episode
 from governance.storage.events import Event, EventType
@@ -167,7 +167,7 @@ async def _through_gate(
     batch = resources.settings.max_batch_entries
     created = replayed = 0
     for start in range(0, len(drafts), batch):
-        results = await staging.append_entries(
+        results = await staging_append.append_entries(
             resources.engine, task.id, principal, drafts[start : start + batch]
         )
         replayed += sum(r.replayed for r in results)

@@ -32,14 +32,9 @@ from governance.ranking import (
 )
 from governance.storage.bug_patterns import bug_pattern_stats
 from governance.storage.code_rules import established_rules
-from governance.storage.retrieval import (
-    NeighbourScope,
-    SearchHit,
-    rank_candidates,
-    record_retrievals,
-    text_candidates,
-    vector_candidates,
-)
+from governance.storage.file_neighbours import NeighbourScope
+from governance.storage.fulltext import text_candidates
+from governance.storage.retrieval import SearchHit, rank_candidates, record_retrievals, vector_candidates
 from governance.storage.trust import MemoryStanding, standings_of
 from governance.storage.working_memory import latest_entries, location_candidates
 from governance.trust import ESTABLISHED_RULE, Standing, is_earned, standing_of

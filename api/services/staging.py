@@ -31,7 +31,7 @@ from governance.limits import StagingQuota
 from governance.promotions import promotion_of_append
 from governance.scopes import Scope
 from governance.staging import EntryDraft, validate_batch
-from governance.storage import staging
+from governance.storage import staging, staging_append
 from governance.storage.staging import TaskInfo
 from governance.trust import check_entry_decay_policy
 from governance.validity import check_entry_expiry
@@ -101,7 +101,7 @@ async def append_entries(
         tenant_bytes_per_day=limits.staging_max_tenant_bytes_per_day,
     )
     try:
-        appended = await staging.append_batch(
+        appended = await staging_append.append_batch(
             resources.engine, task.id, principal, drafts, (task.org, quota), key_hash=key_hash
         )
     except (TaskQuotaExceeded, DailyQuotaExceeded) as exc:

@@ -23,7 +23,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from governance.errors import NotFound
 from governance.item_decisions import ItemDecisionKind
-from governance.operations.publishing import ChunkItem, publish_chunk
+from governance.operations.chunk_decisions import ChunkItem
+from governance.operations.publishing import publish_chunk
 from governance.scopes import ActorType, Scope, keys_at_or_above, scope_key
 from governance.storage.derivations import record_derivations
 from governance.storage.episodes import record_episode

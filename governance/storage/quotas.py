@@ -1,7 +1,7 @@
 """Staging usage for the quotas, counted as appends happen (migration 0015), inside the append's transaction.
 
 Without a daily quota the append statement itself counts a batch's bytes on `tasks.staged_bytes` and checks
-the task's quotas (governance/storage/staging.py); with one, `count_task_and_day` adds the bytes to the task
+the task's quotas (storage/staging_append.py); with one, `count_task_and_day` adds the bytes to the task
 and the batch to one of the tenant's 8 rows of the UTC day, returning what the task held and the day's total
 before it, in one round trip. A refused batch raises, and its transaction rolls the counts back with it:
 nothing is written, nothing is counted. `task_usage` reads what a task holds (to word a refusal). Across

@@ -56,7 +56,7 @@ from governance.limits import StagingQuota  # noqa: E402
 from governance.operations import working_memory  # noqa: E402
 from governance.scopes import ActorType, EntryKind, Scope  # noqa: E402
 from governance.staging import EntryDraft, task_key  # noqa: E402
-from governance.storage import staging  # noqa: E402
+from governance.storage import staging, staging_append  # noqa: E402
 from governance.storage import working_memory as statements  # noqa: E402
 from governance.storage.engine import make_engine  # noqa: E402
 from governance.storage.episodes import record_episode  # noqa: E402
@@ -137,7 +137,7 @@ async def replay(settings: Settings, commits: Sequence[Commit], failed: set[str]
             EntryDraft(kind=EntryKind.TOOL_OUTPUT, content=f"Edit {e['files'][0]}", payload=e) for e in edits
         ]
         drafts.append(EntryDraft(kind=EntryKind.DECISION, content=message, payload=None))
-        appended = await staging.append_entries(engine, task_id, principal, drafts, (ORG, _QUOTA))
+        appended = await staging_append.append_entries(engine, task_id, principal, drafts, (ORG, _QUOTA))
         staged = [
             StagedEntry(id=a.id, seq=a.seq, kind=d.kind.value, content=d.content, payload=d.payload)
             for a, d in zip(appended, drafts, strict=True)

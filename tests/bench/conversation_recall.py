@@ -48,7 +48,8 @@ from governance.adapters.embedders import embed_query_async, make_embedder  # no
 from governance.config import Settings  # noqa: E402
 from governance.storage.bulk import BulkMemory  # noqa: E402
 from governance.storage.engine import make_engine  # noqa: E402
-from governance.storage.retrieval import fuse, text_candidates, vector_candidates  # noqa: E402
+from governance.storage.fulltext import text_candidates  # noqa: E402
+from governance.storage.retrieval import fuse, vector_candidates  # noqa: E402
 from tests.bench.history_recall import plain_rrf  # noqa: E402
 from tests.bench.retrieval import CACHE, bench_database, bulk_load, embed_cached, log  # noqa: E402
 

@@ -57,7 +57,8 @@ from governance.scopes import ActorType, Scope  # noqa: E402
 from governance.storage import staging  # noqa: E402
 from governance.storage.engine import make_engine  # noqa: E402
 from governance.storage.episodes import record_episode  # noqa: E402
-from governance.storage.retrieval import fuse, text_candidates, vector_candidates  # noqa: E402
+from governance.storage.fulltext import text_candidates  # noqa: E402
+from governance.storage.retrieval import fuse, vector_candidates  # noqa: E402
 from tests.bench.code_recall import _FIX, Commit, _library, load  # noqa: E402
 from tests.bench.retrieval import CACHE, bench_database, embed_cached, log  # noqa: E402
 from tests.utils.factories import make_actor  # noqa: E402

@@ -51,12 +51,9 @@ from governance.storage.bulk import (  # noqa: E402
     drop_embedding_index,
 )
 from governance.storage.engine import make_engine  # noqa: E402
+from governance.storage.fulltext import text_candidates  # noqa: E402
 from governance.storage.migrate import upgrade_head  # noqa: E402
-from governance.storage.retrieval import (  # noqa: E402
-    fuse,  # noqa: E402
-    text_candidates,
-    vector_candidates,
-)
+from governance.storage.retrieval import fuse, vector_candidates  # noqa: E402
 
 CACHE = Path(__file__).resolve().parent / ".cache"
 CHUNK = 2000

@@ -57,13 +57,8 @@ from governance.storage.bulk import (  # noqa: E402
     BulkMemory,
 )
 from governance.storage.engine import make_engine  # noqa: E402
-from governance.storage.retrieval import (  # noqa: E402
-    ef_search_for,
-    is_identifier,
-    search,
-    text_candidates,
-    vector_candidates,
-)
+from governance.storage.fulltext import is_identifier, text_candidates  # noqa: E402
+from governance.storage.retrieval import ef_search_for, search, vector_candidates  # noqa: E402
 from tests.bench.retrieval import (  # noqa: E402
     TENANT_A,
     TENANT_B,

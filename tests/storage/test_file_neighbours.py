@@ -15,7 +15,7 @@ from governance.config import Settings
 from governance.episodes import EntryView, episode_structure
 from governance.scopes import Scope
 from governance.storage.episodes import record_episode
-from governance.storage.retrieval import file_neighbours
+from governance.storage.file_neighbours import file_neighbours
 from tests.utils.memory_factories import TaskRef, add_memory, new_task
 
 QUERY = "Fix digest authentication sending the wrong nonce count on the second challenge"

@@ -13,17 +13,17 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from governance.scopes import Scope
-from governance.storage import retrieval
-from governance.storage.memory_rows import lock_scopes
-from governance.storage.migrate import upgrade_head
-from governance.storage.retrieval import (
+from governance.storage import fulltext
+from governance.storage.fulltext import (
     driving_clauses,
     driving_terms,
     expected_matches,
-    record_retrievals,
     term_frequencies,
     text_candidates,
 )
+from governance.storage.memory_rows import lock_scopes
+from governance.storage.migrate import upgrade_head
+from governance.storage.retrieval import record_retrievals
 from tests.utils.memory_factories import TaskRef, add_memory, new_task
 
 # what the triggers must keep: per scope and lexeme, the live memories holding it ('' counts them all)
@@ -153,7 +153,7 @@ async def test_a_large_match_set_is_not_visited_for_its_common_words(
         ]
         keys = [task.key(s) for s in Scope]
         counted = await text_candidates(conn, "deploy pipeline ZX-4411", keys, limit=20)
-        monkeypatch.setattr(retrieval, "MATCH_BUDGET", 3)
+        monkeypatch.setattr(fulltext, "MATCH_BUDGET", 3)
         estimated = await text_candidates(conn, "deploy pipeline ZX-4411", keys, limit=20)
     assert [i for i, _ in counted][:2] == [holder, with_identifier]
     assert {i for i, _ in counted[2:]} == set(common)
@@ -203,7 +203,7 @@ async def test_a_crowded_identifier_is_visited_only_beside_other_words(
             await _memory(conn, task, f"QV-2210 service note number {i}")
         keys = [task.key(s) for s in Scope]
         counted = [await text_candidates(conn, q, keys, limit=4) for q in ("QV-2210 canary", "QV-2210")]
-        monkeypatch.setattr(retrieval, "MATCH_BUDGET", 3)
+        monkeypatch.setattr(fulltext, "MATCH_BUDGET", 3)
         estimated = [await text_candidates(conn, q, keys, limit=4) for q in ("QV-2210 canary", "QV-2210")]
         wider = await text_candidates(conn, "QV-2210 canary", keys, limit=20)  # the group fits: visited
     assert [[i for i, _ in hits] for hits in counted] == [[both], []]

@@ -14,17 +14,8 @@ from governance.adapters.embedders import Embedder, make_embedder
 from governance.config import Settings
 from governance.errors import NotFound
 from governance.scopes import Scope
-from governance.storage.retrieval import (
-    PLAIN_WORD_WEIGHT,
-    fulltext_query,
-    fulltext_terms,
-    get_memory,
-    parse_memory_ref,
-    reader_scope,
-    record_retrievals,
-    search,
-    text_candidates,
-)
+from governance.storage.fulltext import PLAIN_WORD_WEIGHT, fulltext_query, fulltext_terms, text_candidates
+from governance.storage.retrieval import get_memory, parse_memory_ref, reader_scope, record_retrievals, search
 from tests.utils.memory_factories import TaskRef, add_entries, add_memory, new_task
 
 POOL = "Connection pool exhausted: raise the pool size of the database engine to 20"

@@ -17,7 +17,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from api.services.reading import search_memories
 from governance.adapters.embedders import make_embedder
 from governance.config import Settings
-from governance.storage.retrieval import fuse, reader_scope, text_candidates, vector_candidates
+from governance.storage.fulltext import text_candidates
+from governance.storage.retrieval import fuse, reader_scope, vector_candidates
 from tests.utils.memory_factories import add_memory, new_task
 
 SET = Path(__file__).resolve().parents[1] / "data" / "retrieval_coding"

@@ -24,7 +24,8 @@ from activities.retention import ArchiveInput, RetentionActivities
 from governance.scopes import ActorType, EntryKind
 from governance.staging import EntryDraft, public_task_id
 from governance.staging_archive import ArchivedEntry, decode_chunk
-from governance.storage.staging import append_entries, open_task, set_task_status
+from governance.storage.staging import open_task, set_task_status
+from governance.storage.staging_append import append_entries
 from governance.storage.staging_archive import entries_to_archive
 from tests.utils.factories import make_actor, new_tenant
 from tests.utils.promotion_factories import requester_for

@@ -14,7 +14,8 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from governance.operations.publishing import ChunkItem, lock_for_publication, publish_chunk
+from governance.operations.chunk_decisions import ChunkItem
+from governance.operations.publishing import lock_for_publication, publish_chunk
 from governance.scopes import Scope
 from governance.storage.memory_rows import NewMemory, PublishOutcome
 from tests.governance.storage.test_lifecycle import mem, near, publish, scalar, unit

@@ -24,6 +24,7 @@ from governance.staging import EntryDraft
 from governance.storage import staging
 from governance.storage.engine import make_engine
 from governance.storage.identity import revoke_key
+from governance.storage.staging_append import append_batch
 from governance.storage.tables import staging_entries
 from tests.utils.factories import make_actor, new_tenant
 
@@ -62,12 +63,12 @@ async def test_append_batch_on_a_pooled_connection_that_died_writes_once(
     task_id = await _task(engine, org, project)
     pooled = make_engine(settings.model_copy(update={"db_pool_size": 1}))
     try:
-        first = await staging.append_batch(pooled, task_id, agent.principal, _draft("one"), (org, NO_DAY))
+        first = await append_batch(pooled, task_id, agent.principal, _draft("one"), (org, NO_DAY))
         async with pooled.connect() as conn:
             backend = int((await conn.execute(text("SELECT pg_backend_pid()"))).scalar_one())
         async with engine.connect() as conn:  # the server ends the pooled session (as a restart does)
             await conn.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": backend})
-        second = await staging.append_batch(pooled, task_id, agent.principal, _draft("two"), (org, NO_DAY))
+        second = await append_batch(pooled, task_id, agent.principal, _draft("two"), (org, NO_DAY))
     finally:
         await pooled.dispose()
     assert [e.seq for e in first.entries + second.entries] == [1, 2]
@@ -80,18 +81,18 @@ async def test_append_batch_with_a_revoked_key_writes_nothing(engine: AsyncEngin
     other = await make_actor(engine, ActorType.AGENT, org, project)
     task_id = await _task(engine, org, project)
     key_hash = hash_api_key(agent.key)
-    done = await staging.append_batch(
+    done = await append_batch(
         engine, task_id, agent.principal, _draft("before"), (org, NO_DAY), key_hash=key_hash
     )
     assert [e.seq for e in done.entries] == [1]
     async with engine.begin() as conn:
         assert await revoke_key(conn, str(key_id_of(agent.key)))
     with pytest.raises(Unauthenticated, match="revoked"):
-        await staging.append_batch(
+        await append_batch(
             engine, task_id, agent.principal, _draft("after"), (org, NO_DAY), key_hash=key_hash
         )
     # the refused batch reserved nothing: the next live writer gets the next number, no gap
-    done = await staging.append_batch(
+    done = await append_batch(
         engine, task_id, other.principal, _draft("next"), (org, NO_DAY), key_hash=hash_api_key(other.key)
     )
     assert [e.seq for e in done.entries] == [2]
@@ -110,7 +111,7 @@ async def test_append_batch_with_a_revoked_key_writes_nothing_under_a_daily_quot
     keyed = [EntryDraft(kind=EntryKind.LOG, content="keyed", idempotency_key="k-1")]
     for drafts, quota in ((_draft("day"), daily), (keyed, (org, NO_DAY))):  # the transaction path
         with pytest.raises(Unauthenticated):
-            await staging.append_batch(
+            await append_batch(
                 engine, task_id, agent.principal, drafts, quota, key_hash=hash_api_key(agent.key)
             )
     assert await _seqs(engine, task_id) == []
@@ -127,11 +128,11 @@ async def test_append_batch_refused_by_the_database_leaves_its_connection_as_it_
     pooled = make_engine(settings.model_copy(update={"db_pool_size": 1}))
     try:
         with pytest.raises(DataError):
-            await staging.append_batch(pooled, task_id, unstorable, _draft("refused"), (org, NO_DAY))
+            await append_batch(pooled, task_id, unstorable, _draft("refused"), (org, NO_DAY))
         async with pooled.connect() as conn:  # the one pooled connection, in a transaction as before
             raw = await conn.get_raw_connection()
             assert raw.driver_connection.autocommit is False
-        done = await staging.append_batch(pooled, task_id, agent.principal, _draft("fine"), (org, NO_DAY))
+        done = await append_batch(pooled, task_id, agent.principal, _draft("fine"), (org, NO_DAY))
     finally:
         await pooled.dispose()
     assert [e.seq for e in done.entries] == [1]  # the refused batch reserved nothing
