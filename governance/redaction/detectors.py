@@ -37,19 +37,24 @@ from detect_secrets.plugins.stripe import StripeDetector
 from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
 
+from governance.redaction.accounts import bank_accounts, ibans
 from governance.redaction.catalogue import catalogue_spans
 from governance.redaction.generic import (
     bitcoin_wif,
     call_credentials,
     directives,
+    hex_private_keys,
     login_arguments,
     near_word_tokens,
+    net_use,
     oracle_userpass,
     password_hashes,
     pgpass_lines,
     plain_base64,
+    quoted_pairs,
     secure_strings,
     short_codes,
+    sql_passwords,
     url_tokens,
     value_first,
     wifi_qr,
@@ -184,7 +189,7 @@ def _value_span(match: re.Match[str]) -> tuple[int, int, str]:
 # ("admin password: x", "secret key = y").
 _ROOT = re.compile(
     r"pass|pw|secret|key|token|auth|cred|sig|salt|hmac|cookie|sess|sid|pin|otp|bearer|contrase|refresh"
-    r"|access|jwt|nonce"
+    r"|access|jwt|nonce|psk"
 )
 _ROOT_ANY_CASE = re.compile(_ROOT.pattern, re.IGNORECASE)
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
@@ -211,6 +216,8 @@ def _assignments(text: str, depth: int) -> Iterator[Span]:
         seen = end
         if start > 0 and text[start - 1] == ":" and text[start - 2 : start - 1] != ":":
             continue  # a segment of a colon path (`arn:aws:secretsmanager:…:secret:prod/db`), not a name
+        if text[max(0, start - 2) : start] == "${":
+            continue  # a shell reference with a default or an error (`${DB_PASSWORD:?unset}`), not a value
         name = text[start:end].rstrip(".-")
         match = _SEP_VALUE.match(text, start + len(name))
         if match is None or not name:
@@ -302,7 +309,7 @@ def _cli(pattern: re.Pattern[str]) -> Detector:
 
 # "the password is hunter2", "passphrase was set to ...", "with password Winter2024!"
 _EN_PROSE = re.compile(
-    r"(?i)\b(?:password|passwd|passphrase|passcode|pwd)\b"
+    r"(?i)\b(?:password|passwd|passphrase|passcode|pwd|pw)\b"
     r"(?:[^\S\n]+for[^\S\n]+(?:the[^\S\n]+)?[\w.@/-]+(?:[^\S\n]+(?:account|user|server|box|db|database))?"
     r"(?=[^\S\n]+(?:is|was)\b))?"  # "the password for staging is x"
     r"(?P<verb>(?:[^\S\n]+(?:is|was|=|:|of|set to|changed to|reset to|now|would be|should be|to|as|still))"
@@ -664,7 +671,7 @@ _DETECTORS: list[tuple[_Gate, Detector]] = [
     (_gate("redis-cli"), _cli(_CLI_REDIS)),
     (_gate(" -P"), _cli(_CLI_MSSQL)),
     (_gate("curl"), _cli(_CLI_CURL)),
-    (_gate(lower=("pass", "pwd")), _english_prose),
+    (_gate(lower=("pass", "pwd", "pw")), _english_prose),
     (_gate("비밀", "비번", "패스", "암호", "핀", "PIN"), _korean_prose),
     # in prose, near the words that say what it is: "AWS secret key wJalr..."
     (
@@ -729,6 +736,28 @@ _DETECTORS: list[tuple[_Gate, Detector]] = [
                 "ключ",
                 "токен",
                 "секрет",
+                "şifre",
+                "sifre",
+                "wachtwoord",
+                "hasło",
+                "haslo",
+                "lösenord",
+                "passord",
+                "adgangskode",
+                "salasana",
+                "heslo",
+                "jelsz",
+                "parolă",
+                "kata sandi",
+                "mật khẩu",
+                "كلمة",
+                "رمز",
+                "पासवर्ड",
+                "गुप्त",
+                "รหัสผ่าน",
+                "סיסמה",
+                "κωδικ",
+                "συνθηματικ",
             ),
         ),
         multilingual_prose,
@@ -757,7 +786,23 @@ _DETECTORS: list[tuple[_Gate, Detector]] = [
     (_ALWAYS, catalogue_spans),
     (_ALWAYS, near_word_tokens),
     (
-        _gate("(", lower=("pdo", "connect", "login", "auth", "credential", "algolia", "initializeapp")),
+        _gate(
+            "(",
+            lower=(
+                "pdo",
+                "connect",
+                "getconnection",
+                "sign",
+                "encode",
+                "verify",
+                "hmac",
+                "login",
+                "auth",
+                "credential",
+                "algolia",
+                "initializeapp",
+            ),
+        ),
         call_credentials,
     ),
     (_gate(":"), pgpass_lines),
@@ -799,6 +844,12 @@ _DETECTORS: list[tuple[_Gate, Detector]] = [
         short_codes,
     ),
     (_ALWAYS, _cards),
+    (_ALWAYS, ibans),
+    (_gate("0x"), hex_private_keys),
+    (_gate(lower=("acc", "a/c", "konto", "compte", "cuenta", "conta")), bank_accounts),
+    (_gate(lower=("net use",)), net_use),
+    (_gate("'", '"'), quoted_pairs),
+    (_gate(lower=("identified", "password")), sql_passwords),
     (_gate("-", "–", "주민"), _rrn),
     (_ALWAYS, _encoded),
 ]

@@ -36,18 +36,25 @@ _LATIN_WORDS = (
     r"|mot[ ]de[ ]passe|mdp|phrase[ ]secrète|phrase[ ]de[ ]passe|clé|clef|jeton"
     # Portuguese, Italian
     r"|senha|palavra-passe|chave(?:[ ]de[ ](?:acesso|api))?|parola[ ]d'ordine|chiave(?:[ ](?:api|segreta))?"
+    # Turkish, Dutch, Polish, Nordic, Finnish, Czech, Hungarian, Romanian, Indonesian, Vietnamese
+    r"|has[łl]o(?:[ ](?:do|dla)[ ][\w-]+)?[ ]to"
+    r"|parola(?:sı|si|nız|niz)?|şifre(?:si|niz)?|sifre(?:si)?|wachtwoord|hasło|hasła|haslo|lösenord(?:et)?"
+    r"|passord(?:et)?|adgangskode(?:n)?|salasana|heslo|jelszó|jelszava|parolă|kata[ ]sandi|mật[ ]khẩu"
 )
 # Russian: Cyrillic words need Cyrillic word boundaries
 _CYRILLIC_WORDS = r"пароль|пароля|паролем|ключ(?:[ ]api|[ ]доступа)?|токен|секрет|секретный[ ]ключ"
 _CJK_WORDS = (
+    # Arabic, Persian, Hindi, Thai, Hebrew, Greek: scripts whose words the boundaries above do not cover
+    r"كلمة[ ](?:ال)?مرور|كلمة[ ](?:ال)?سر|رمز[ ]عبور|गुप्त[ ]शब्द|पासवर्ड|รหัสผ่าน|סיסמה|הסיסמה"
+    r"|κωδικός|συνθηματικό|"
     r"パスワード|パスフレーズ|暗証番号|合言葉|トークン|秘密鍵|シークレット|APIキー|アクセスキー"
     r"|密码|密碼|口令|密钥|秘钥|金鑰|令牌|私钥"
     r"|비밀번호|비번|패스워드|암호|토큰|시크릿|비밀키|API\s?키|액세스\s?키"
 )
 # what introduces the value: Latin and Cyrillic verbs need word boundaries, CJK particles do not
 # ("パスワードはyAoe…", "密码是Kx9…")
-_SEPARATORS = r"is|was|ist|lautet|lauten|war|es|era|est|était|sont|é|è|são|sono|это|—"
-_CJK_SEPARATORS = r"是|为|為|は|が|은|는|이|가"
+_SEPARATORS = r"is|was|ist|lautet|lauten|war|es|era|est|était|sont|é|è|são|sono|это|—|jest|là|adalah|är|er|on"
+_CJK_SEPARATORS = r"是|为|為|は|が|은|는|이|가|هي|है|คือ|היא|είναι"
 _WORD = (
     rf"(?:(?<![A-Za-zÀ-ÿ])(?:{_LATIN_WORDS})(?![A-Za-zÀ-ÿ])"
     rf"|(?<![а-яёА-ЯЁ])(?:{_CYRILLIC_WORDS})(?![а-яёА-ЯЁ])|{_CJK_WORDS})"
@@ -73,7 +80,9 @@ _PROSE_BARE = re.compile(rf"(?i){_WORD}[^\S\n]+{_OPEN}(?P<value>[\x21-\x7e]{{8,}
 # ("senha Qw7!rTz9#Lp2", "密码 Qw7!…")
 _PASSWORD_WORD = re.compile(
     r"(?i)pass|pwd|mdp|senha|пароль|密码|密碼|口令|パスワード|暗証|비밀번호|비번"
-    r"|kennwort|contrase|mot de passe|parola"
+    r"|kennwort|contrase|mot de passe|parola|şifre|sifre|wachtwoord|has[łl]o|lösenord|passord|adgangskode"
+    r"|salasana|heslo|jelsz|parolă|kata sandi|mật khẩu|كلمة|رمز|पासवर्ड|गुप्त|รหัสผ่าน|סיסמה|הסיסמה|κωδικ"
+    r"|συνθηματικ"
 )
 _NAME_THEN_VALUE = re.compile(r"[A-Za-z_][\w.-]*[=:]")
 _LATIN_LETTER = re.compile("[À-ÖØ-öø-ÿ]")
@@ -131,6 +140,7 @@ _PHRASE_NAME = (
 )
 _PASSPHRASE = re.compile(
     rf"(?i)(?:{_PHRASE_NAME})"
+    r"(?:[^\S\n]*\([^()\n]{1,40}\))?"  # "Recovery phrase (keep offline!): ..."
     r"(?:[^\S\n]+(?:for|of|de|du|für)[^\S\n]+(?:the[^\S\n]+|la[^\S\n]+|le[^\S\n]+)?[\w-]+(?:[^\S\n]+[\w-]+)?)?"
     r"(?:[^\S\n]+(?:is|was|ist|lautet|es|est))?[^\S\n]*(?P<colon>[:：]|(?<=[^\S\n]))[^\S\n]*[\"'“「]?"
     r"(?P<words>[A-Za-z]{2,}(?:[ -][A-Za-z]{2,}){2,23})"
