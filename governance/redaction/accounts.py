@@ -52,11 +52,15 @@ _ACCOUNT = re.compile(
 )
 
 
+# a date written as digits (`20240101`): no account number
+_DATE = re.compile(r"(?:19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])")
+
+
 def bank_accounts(text: str, depth: int) -> Iterator[Span]:
     priority = _PRIORITY["bank_account"]
     for match in _ACCOUNT.finditer(text):
         begin = text.rfind("\n", 0, match.start()) + 1
         end = text.find("\n", match.end())
         line = text[begin : end if end >= 0 else len(text)]
-        if _BANK_LINE.search(line):
+        if _BANK_LINE.search(line) and not _DATE.fullmatch(match.group("v")):
             yield match.start("v"), match.end("v"), priority

@@ -304,3 +304,7 @@ def test_names_and_references_beside_those_syntaxes_are_kept(text: str) -> None:
 )
 def test_prose_in_more_languages_is_redacted(text: str) -> None:
     _gone(text, PASSWORD)
+
+
+def test_a_date_after_account_on_a_bank_line_is_kept() -> None:
+    _kept("account 20240101 opened at the bank branch")
