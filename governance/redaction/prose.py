@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from governance.redaction.generic import plain_base64
 from governance.redaction.kinds import _PRIORITY, Span
 from governance.redaction.names import (
+    _NEAR_MISS_VALUE,
     _STOPWORDS,
     _benign,
     _looks_random,
@@ -156,3 +157,51 @@ def passphrases(text: str, depth: int) -> Iterator[Span]:
         if match.group("colon") not in (":", "：") and len(words) < 4:
             continue
         yield match.start("words"), match.end("words"), priority
+
+
+# "the password is hunter2", "passphrase was set to ...", "with password Winter2024!"
+_EN_PROSE = re.compile(
+    r"(?i)\b(?:password|passwd|passphrase|passcode|pwd|pw)\b"
+    r"(?:[^\S\n]+for[^\S\n]+(?:the[^\S\n]+)?[\w.@/-]+(?:[^\S\n]+(?:account|user|server|box|db|database))?"
+    r"(?=[^\S\n]+(?:is|was)\b))?"  # "the password for staging is x"
+    r"(?P<verb>(?:[^\S\n]+(?:is|was|=|:|of|set to|changed to|reset to|now|would be|should be|to|as|still))"
+    r"{0,2})"
+    r"[^\S\n]+[\"'`“‘]?(?P<bare>[\x21-\x7e]+)"
+)
+# "비밀번호: x", "비번은 x", "암호 = x", "DB 패스워드는 `x`입니다", "비밀번호 알려드립니다: x"
+_KO_PROSE = re.compile(
+    r"(?:비밀\s?번호|비번|패스\s?워드|암호|핀\s?번호|PIN\s?번호)(?P<particle>은|는|이|가|도|를|을)?"
+    r"(?P<words>(?:[^\S\n]+[\uac00-\ud7a3]+){1,2}(?=[^\S\n]*[:=：]))?"
+    r"(?P<sep>[^\S\n]*[:=：][^\S\n]*|[^\S\n]*)[\"'`“‘「『(]?(?P<bare>[\x21-\x7e]+)"
+)
+_COUNTER = re.compile(r"[년월일시분초자개회번명원건차주]")
+_EN_KO_TRAILING = ".,;:)]}'\"`”’」』"
+
+
+def _english_prose(text: str, depth: int) -> Iterator[Span]:
+    priority = _PRIORITY["password"]
+    for match in _EN_PROSE.finditer(text):
+        start = match.start("bare")
+        value = match.group("bare").rstrip(_EN_KO_TRAILING)
+        strict = not match.group("verb")  # "password hashing" is a topic; "password is x" gives a value
+        if value and _password_like(value) and (not strict or _strong_password_like(value)):
+            yield start, start + len(value), priority
+
+
+def _korean_prose(text: str, depth: int) -> Iterator[Span]:
+    priority = _PRIORITY["password"]
+    for match in _KO_PROSE.finditer(text):
+        start = match.start("bare")
+        value = match.group("bare").rstrip(_EN_KO_TRAILING)
+        end = start + len(value)
+        if not value or _benign(value):
+            continue
+        if value.isdigit():
+            ok = len(value) >= 4 and not _COUNTER.match(text, end)
+        else:
+            # with words between ("비밀번호 변경 방법: admin 페이지"), only a password-shaped value
+            explicit = bool(re.search("[:=：]", match.group("sep"))) and not match.group("words")
+            plain = len(value) >= 3 and not _NEAR_MISS_VALUE.fullmatch(value)
+            ok = (explicit and plain) or _password_like(value)
+        if ok:
+            yield start, end, priority
