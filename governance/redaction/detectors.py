@@ -37,19 +37,36 @@ from detect_secrets.plugins.stripe import StripeDetector
 from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
 
+from governance.redaction.accounts import bank_accounts, ibans
+from governance.redaction.assignments import (
+    _CLI_CURL,
+    _CLI_DB,
+    _CLI_FLAG,
+    _CLI_LOGIN,
+    _CLI_MSSQL,
+    _CLI_REDIS,
+    _assignments,
+    _cli,
+    _cli_set,
+    _named_values,
+    _xml_elements,
+)
 from governance.redaction.catalogue import catalogue_spans
 from governance.redaction.generic import (
     bitcoin_wif,
     call_credentials,
     directives,
+    hex_private_keys,
     login_arguments,
     near_word_tokens,
+    net_use,
     oracle_userpass,
     password_hashes,
     pgpass_lines,
-    plain_base64,
+    quoted_pairs,
     secure_strings,
     short_codes,
+    sql_passwords,
     url_tokens,
     value_first,
     wifi_qr,
@@ -57,15 +74,10 @@ from governance.redaction.generic import (
 )
 from governance.redaction.kinds import _PRIORITY, Detector, Span
 from governance.redaction.names import (
-    _HANGUL,
-    _NEAR_MISS_VALUE,
     _benign,
-    _looks_random,
-    _name_class,
-    _password_like,
-    _strong_password_like,
 )
-from governance.redaction.prose import multilingual_prose, passphrases
+from governance.redaction.numbers import _cards, _rrn
+from governance.redaction.prose import _english_prose, _korean_prose, multilingual_prose, passphrases
 
 __all__ = ["_spans"]
 
@@ -164,251 +176,6 @@ def _detect_secrets(
     return detect
 
 
-# a bare value stops at `&` only where a query string's next `name=` starts (`pw=a&b` is one value)
-_VALUE = (
-    r"(?:\"(?P<dq>[^\"\n]*)\"|'(?P<sq>[^'\n]*)'|`(?P<bq>[^`\n]*)`"
-    r"|(?P<bare>[^\s,;&\"'`]+(?:&(?![A-Za-z_][\w.\[\]-]*=)[^\s,;&\"'`]+)*))"
-)
-
-
-def _value_span(match: re.Match[str]) -> tuple[int, int, str]:
-    for group in ("dq", "sq", "bq", "bare"):
-        if group in match.re.groupindex and match.group(group) is not None:
-            start, end = match.span(group)
-            return start, end, match.group(group)
-    return 0, 0, ""
-
-
-# `name = value`, `name: value`, `"name": "value"`, `name := value`, `name => value`. Found from the
-# secret-sounding roots outwards: a name is the identifier around a root, maybe with the word before it
-# ("admin password: x", "secret key = y").
-_ROOT = re.compile(
-    r"pass|pw|secret|key|token|auth|cred|sig|salt|hmac|cookie|sess|sid|pin|otp|bearer|contrase|refresh"
-    r"|access|jwt|nonce"
-)
-_ROOT_ANY_CASE = re.compile(_ROOT.pattern, re.IGNORECASE)
-_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
-_WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
-_SEP_VALUE = re.compile(r"[\"']?\]?(?P<sep>[^\S\n]*(?::=|=>|=(?!=)|:(?!:))[^\S\n]*)" + _VALUE)
-
-
-def _assignments(text: str, depth: int) -> Iterator[Span]:
-    strong, generic = _PRIORITY["password"], _PRIORITY["generic_secret"]
-    size = len(text)
-    seen = -1
-    lower = text.lower()
-    if len(lower) != len(text):  # a few letters grow when lowered; then match case-insensitively (slower)
-        lower = text
-    for root in _ROOT.finditer(lower) if lower is not text else _ROOT_ANY_CASE.finditer(text):
-        if root.start() < seen:
-            continue
-        start = root.start()
-        while start > 0 and text[start - 1] in _NAME_CHARS:
-            start -= 1
-        end = root.end()
-        while end < size and text[end] in _NAME_CHARS:
-            end += 1
-        seen = end
-        if start > 0 and text[start - 1] == ":" and text[start - 2 : start - 1] != ":":
-            continue  # a segment of a colon path (`arn:aws:secretsmanager:…:secret:prod/db`), not a name
-        name = text[start:end].rstrip(".-")
-        match = _SEP_VALUE.match(text, start + len(name))
-        if match is None or not name:
-            continue
-        if match.group("sep").strip() == ":" and text.startswith("//", match.end("sep")):
-            continue  # a URL scheme
-        value_start, value_end, value = _value_span(match)
-        if match.group("bare") is not None:
-            hangul = _HANGUL.search(value)  # "DB_PASSWORD=abc123로 바꿨다": the particle is not the password
-            if hangul is not None and hangul.start() > 0:
-                value = value[: hangul.start()]
-                value_end = value_start + len(value)
-        if value_start >= value_end:
-            continue
-        cls = _name_class(name)
-        if cls < 2 and start >= 2 and text[start - 1] in " \t":
-            word = start - 1
-            while word > 0 and text[word - 1] in _WORD_CHARS:
-                word -= 1
-            if word < start - 1:
-                combined = f"{text[word : start - 1]}_{name}"
-                # "public key: x" is published; "admin password: x" is a password
-                cls = 0 if _PUBLIC_WORD.match(combined) else max(cls, _name_class(combined))
-        if cls == 2:
-            if _benign(value) or (name == "PWD" and value[:1] in "/~"):
-                continue
-            yield value_start, value_end, strong
-        elif (
-            cls == 1
-            and _looks_random(value, hex_ok=not _DIGEST_NAME.search(name))
-            and not plain_base64(value)
-        ):
-            yield value_start, value_end, generic
-
-
-_PUBLIC_WORD = re.compile(r"(?i)(?:public|pub|publishable)_")
-_DIGEST_NAME = re.compile(r"(?i)sha|hash|digest|commit|checksum|rev|etag|fingerprint|integrity")
-
-
-# the name and the value apart: `<add key="SmtpPassword" value="x" />` (.NET config), a Kubernetes env entry
-# (`- name: DB_PASSWORD` then `value: x`), `{"name": "API_TOKEN", "value": "x"}` (ECS task definitions)
-_NAMED_VALUE = re.compile(
-    r"(?i)\b(?:key|name)[\"']?[^\S\n]*[:=][^\S\n]*[\"']?(?P<name>[A-Za-z0-9_.\-]{2,80})[\"']?[^\S\n]*,?"
-    r"\s{1,40}?(?:-[^\S\n]*)?[\"']?value[\"']?[^\S\n]*[:=][^\S\n]*" + _VALUE
-)
-
-
-def _named_values(text: str, depth: int) -> Iterator[Span]:
-    for match in _NAMED_VALUE.finditer(text):
-        start, end, value = _value_span(match)
-        cls = _name_class(match.group("name"))
-        if start < end and ((cls == 2 and not _benign(value)) or (cls == 1 and _looks_random(value))):
-            yield start, end, _PRIORITY["password" if cls == 2 else "generic_secret"]
-
-
-# --password x, --api-key=x, -storepass x (keytool), -pass pass:x (openssl)
-_CLI_FLAG = re.compile(
-    r"(?i)-(?<![\w-]-)-?(?:[A-Za-z0-9]+-)*(?:password|passwd|pass|pwd|passphrase|token|secret|api-?key"
-    r"|access-key|secret-key|auth-token|client-secret|private-key|storepass|keypass|srcstorepass"
-    r"|deststorepass)(?:=|[^\S\n]+)(?!-)" + _VALUE
-)
-# `-p` after a database client or sshpass (a number there is psql's port), `-a` after redis-cli
-_CLI_DB = re.compile(
-    r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mariadb|mariadb-dump|psql|pg_dump|pg_restore|mongo|mongosh|cqlsh"
-    r"|mongodump|mongorestore|mongoimport|sshpass)\b[^\n|;&]*?[^\S\n]-p(?:[^\S\n]+|(?=[^\s-]))(?!-)" + _VALUE
-)
-# `-P` after SQL Server's clients (sqlcmd, bcp, osql, isql)
-_CLI_MSSQL = re.compile(
-    r"\b(?:sqlcmd|bcp|osql|isql)\b[^\n|;&]*?[^\S\n]-P(?:[^\S\n]+|(?=[^\s-]))(?!-)" + _VALUE
-)
-_CLI_REDIS = re.compile(r"\bredis-cli\b[^\n|;&]*?[^\S\n]-a[^\S\n]+(?!-)" + _VALUE)
-_CLI_CURL = re.compile(r"\bcurl\b[^\n|;&]*?[^\S\n](?:-u|--user)[^\S\n]*[\"']?[^\s:\"']*:(?P<bare>[^\s\"']+)")
-
-
-def _cli(pattern: re.Pattern[str]) -> Detector:
-    priority = _PRIORITY["password"]
-
-    def detect(text: str, depth: int) -> Iterator[Span]:
-        for match in pattern.finditer(text):
-            start, end, value = _value_span(match)
-            if start >= end or value.startswith("-") or _benign(value):
-                continue
-            if pattern is _CLI_DB and value.isdigit():
-                continue  # psql -p 5432
-            yield start, end, priority
-
-    return detect
-
-
-# "the password is hunter2", "passphrase was set to ...", "with password Winter2024!"
-_EN_PROSE = re.compile(
-    r"(?i)\b(?:password|passwd|passphrase|passcode|pwd)\b"
-    r"(?:[^\S\n]+for[^\S\n]+(?:the[^\S\n]+)?[\w.@/-]+(?:[^\S\n]+(?:account|user|server|box|db|database))?"
-    r"(?=[^\S\n]+(?:is|was)\b))?"  # "the password for staging is x"
-    r"(?P<verb>(?:[^\S\n]+(?:is|was|=|:|of|set to|changed to|reset to|now|would be|should be|to|as|still))"
-    r"{0,2})"
-    r"[^\S\n]+[\"'`“‘]?(?P<bare>[\x21-\x7e]+)"
-)
-# "비밀번호: x", "비번은 x", "암호 = x", "DB 패스워드는 `x`입니다", "비밀번호 알려드립니다: x"
-_KO_PROSE = re.compile(
-    r"(?:비밀\s?번호|비번|패스\s?워드|암호|핀\s?번호|PIN\s?번호)(?P<particle>은|는|이|가|도|를|을)?"
-    r"(?P<words>(?:[^\S\n]+[\uac00-\ud7a3]+){1,2}(?=[^\S\n]*[:=：]))?"
-    r"(?P<sep>[^\S\n]*[:=：][^\S\n]*|[^\S\n]*)[\"'`“‘「『(]?(?P<bare>[\x21-\x7e]+)"
-)
-_COUNTER = re.compile(r"[년월일시분초자개회번명원건차주]")
-_TRAILING = ".,;:)]}'\"`”’」』"
-
-
-def _english_prose(text: str, depth: int) -> Iterator[Span]:
-    priority = _PRIORITY["password"]
-    for match in _EN_PROSE.finditer(text):
-        start = match.start("bare")
-        value = match.group("bare").rstrip(_TRAILING)
-        strict = not match.group("verb")  # "password hashing" is a topic; "password is x" gives a value
-        if value and _password_like(value) and (not strict or _strong_password_like(value)):
-            yield start, start + len(value), priority
-
-
-def _korean_prose(text: str, depth: int) -> Iterator[Span]:
-    priority = _PRIORITY["password"]
-    for match in _KO_PROSE.finditer(text):
-        start = match.start("bare")
-        value = match.group("bare").rstrip(_TRAILING)
-        end = start + len(value)
-        if not value or _benign(value):
-            continue
-        if value.isdigit():
-            ok = len(value) >= 4 and not _COUNTER.match(text, end)
-        else:
-            # with words between ("비밀번호 변경 방법: admin 페이지"), only a password-shaped value
-            explicit = bool(re.search("[:=：]", match.group("sep"))) and not match.group("words")
-            plain = len(value) >= 3 and not _NEAR_MISS_VALUE.fullmatch(value)
-            ok = (explicit and plain) or _password_like(value)
-        if ok:
-            yield start, end, priority
-
-
-# separators: a space, a dash, or a dash between spaces ("6011 - 6239 - ...")
-_CARD = re.compile(r"(?<![0-9A-Za-z.,/:_-])[2-6]\d{3}(?:(?: - |[ -])?\d){9,15}(?![0-9A-Za-z_-]|\.\d)")
-_CARD_SEPARATOR = re.compile(r" - |[ -]")
-
-
-def _luhn(digits: str) -> bool:
-    total = 0
-    for index, char in enumerate(reversed(digits)):
-        value = int(char)
-        if index % 2:
-            value = value * 2 - 9 if value > 4 else value * 2
-        total += value
-    return total % 10 == 0
-
-
-# the test numbers payment processors publish for their sandboxes (Stripe, Braintree, Adyen, PayPal docs):
-# public, and no bank issues them, so they are kept like any documented example
-_TEST_CARDS = frozenset(
-    """4242424242424242 4000056655665556 5555555555554444 2223003122003222 5200828282828210
-    5105105105105100 378282246310005 371449635398431 6011111111111117 6011000990139424 6011981111111113
-    3056930009020004 36227206271667 3566002020360505 6200000000000005 4000002500003155 4000000000003220
-    4000000000009995 4000000000000002 4000000000000077 4000000000000341 4111111111111111 4012888888881881
-    4222222222222 5431111111111111 378734493671000 6011601160116611 3530111333300000 30569309025904
-    38520000023237 4005519200000004 4009348888881881 5500000000000004 340000000000009 30000000000004
-    4000000000000010 4000000000000028 4000000000000036 4000000000000101 4000000000000119""".split()
-)
-
-
-def _cards(text: str, depth: int) -> Iterator[Span]:
-    """13 to 19 digits, grouped by fours (or 4-6-5) with one kind of separator or none, Luhn-valid; not a
-    processor's published test number."""
-    priority = _PRIORITY["card_number"]
-    for match in _CARD.finditer(text):
-        found = match.group()
-        separators = set(_CARD_SEPARATOR.findall(found))
-        if len(separators) > 1:
-            continue
-        digits = _CARD_SEPARATOR.sub("", found)
-        if not 13 <= len(digits) <= 19 or not _luhn(digits) or digits in _TEST_CARDS:
-            continue
-        if separators:
-            groups = [len(g) for g in _CARD_SEPARATOR.split(found)]
-            if groups[:-1] != [4] * (len(groups) - 1) and groups[:2] != [4, 6]:
-                continue
-        yield match.start(), match.end(), priority
-
-
-# birth date, a dash, a 1-8 and six digits; without the dash only right after the word naming it
-_RRN = re.compile(
-    r"(?<![0-9A-Za-z-])\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])[^\S\n]?[-–][^\S\n]?[1-8]\d{6}(?![\d-])"
-    r"|(?:주민(?:등록)?번호)[^\S\n]*[:은는]?[^\S\n]*(?P<bare>\d{6}[1-8]\d{6})(?!\d)"
-)
-
-
-def _rrn(text: str, depth: int) -> Iterator[Span]:
-    priority = _PRIORITY["resident_number"]
-    for match in _RRN.finditer(text):
-        start, end = match.span("bare") if match.group("bare") else match.span()
-        yield start, end, priority
-
-
 _B64_RUN = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{16,65536}={0,2}(?![A-Za-z0-9+/=_-])")
 
 
@@ -441,48 +208,6 @@ def _encoded(text: str, depth: int) -> Iterator[Span]:
         decoded = _decode_b64(match.group())
         if decoded is not None and _spans(decoded, depth + 1):
             yield match.start(), match.end(), priority
-
-
-# `<password>x</password>` (Maven settings.xml, Tomcat, Jenkins, any XML config): the element names the secret
-_XML_ELEMENT = re.compile(
-    r"<(?P<tag>[A-Za-z_][\w:.-]{1,60})(?:[^\S\n][^<>]*)?>(?P<v>[^<>\n]{1,300})</(?P=tag)>"
-)
-
-
-def _xml_elements(text: str, depth: int) -> Iterator[Span]:
-    strong, generic = _PRIORITY["password"], _PRIORITY["generic_secret"]
-    for match in _XML_ELEMENT.finditer(text):
-        tag = match.group("tag").rsplit(":", 1)[-1]
-        cls = _name_class(tag)
-        if cls == 0:
-            continue
-        start, end = match.span("v")
-        value = match.group("v").strip()
-        start += len(match.group("v")) - len(match.group("v").lstrip())
-        end = start + len(value)
-        if value and cls == 2 and not _benign(value):
-            yield start, end, strong
-        elif value and cls == 1 and _looks_random(value):
-            yield start, end, generic
-
-
-# `-p` after a login subcommand (`docker login -u x -p y`, `az login -p`, `oc login -p`, `cf login -p`)
-_CLI_LOGIN = re.compile(
-    r"\b(?:docker|podman|buildah|nerdctl|skopeo|oras|helm[^\S\n]+registry|az|oc|cf)[^\S\n]+login\b"
-    r"[^\n|;&]*?[^\S\n]-p(?:[^\S\n]+|=)(?!-)" + _VALUE
-)
-# `aws configure set aws_secret_access_key x`, `infracost configure set api_key x`, `config set token x`
-_CLI_SET = re.compile(
-    r"\b(?:configure|config)[^\S\n]+set[^\S\n]+(?P<name>[\w.-]{2,80})(?:[^\S\n]+|=)(?!-)" + _VALUE
-)
-
-
-def _cli_set(text: str, depth: int) -> Iterator[Span]:
-    for match in _CLI_SET.finditer(text):
-        start, end, value = _value_span(match)
-        cls = _name_class(match.group("name").rsplit(".", 1)[-1])
-        if start < end and ((cls == 2 and not _benign(value)) or (cls == 1 and _looks_random(value))):
-            yield start, end, _PRIORITY["password" if cls == 2 else "generic_secret"]
 
 
 _PRIVATE_TAG = re.compile(
@@ -664,7 +389,7 @@ _DETECTORS: list[tuple[_Gate, Detector]] = [
     (_gate("redis-cli"), _cli(_CLI_REDIS)),
     (_gate(" -P"), _cli(_CLI_MSSQL)),
     (_gate("curl"), _cli(_CLI_CURL)),
-    (_gate(lower=("pass", "pwd")), _english_prose),
+    (_gate(lower=("pass", "pwd", "pw")), _english_prose),
     (_gate("비밀", "비번", "패스", "암호", "핀", "PIN"), _korean_prose),
     # in prose, near the words that say what it is: "AWS secret key wJalr..."
     (
@@ -729,6 +454,28 @@ _DETECTORS: list[tuple[_Gate, Detector]] = [
                 "ключ",
                 "токен",
                 "секрет",
+                "şifre",
+                "sifre",
+                "wachtwoord",
+                "hasło",
+                "haslo",
+                "lösenord",
+                "passord",
+                "adgangskode",
+                "salasana",
+                "heslo",
+                "jelsz",
+                "parolă",
+                "kata sandi",
+                "mật khẩu",
+                "كلمة",
+                "رمز",
+                "पासवर्ड",
+                "गुप्त",
+                "รหัสผ่าน",
+                "סיסמה",
+                "κωδικ",
+                "συνθηματικ",
             ),
         ),
         multilingual_prose,
@@ -757,7 +504,23 @@ _DETECTORS: list[tuple[_Gate, Detector]] = [
     (_ALWAYS, catalogue_spans),
     (_ALWAYS, near_word_tokens),
     (
-        _gate("(", lower=("pdo", "connect", "login", "auth", "credential", "algolia", "initializeapp")),
+        _gate(
+            "(",
+            lower=(
+                "pdo",
+                "connect",
+                "getconnection",
+                "sign",
+                "encode",
+                "verify",
+                "hmac",
+                "login",
+                "auth",
+                "credential",
+                "algolia",
+                "initializeapp",
+            ),
+        ),
         call_credentials,
     ),
     (_gate(":"), pgpass_lines),
@@ -799,6 +562,12 @@ _DETECTORS: list[tuple[_Gate, Detector]] = [
         short_codes,
     ),
     (_ALWAYS, _cards),
+    (_ALWAYS, ibans),
+    (_gate("0x"), hex_private_keys),
+    (_gate(lower=("acc", "a/c", "konto", "compte", "cuenta", "conta")), bank_accounts),
+    (_gate(lower=("net use",)), net_use),
+    (_gate("'", '"'), quoted_pairs),
+    (_gate(lower=("identified", "password")), sql_passwords),
     (_gate("-", "–", "주민"), _rrn),
     (_ALWAYS, _encoded),
 ]

@@ -24,15 +24,25 @@ from collections.abc import Iterator
 from functools import lru_cache
 
 from governance.redaction.kinds import _PRIORITY, Span
-from governance.redaction.names import _benign, _looks_random, _name_class, _password_like
+from governance.redaction.names import (
+    _benign,
+    _looks_random,
+    _name_class,
+    _password_like,
+    _strong_password_like,
+)
 
 __all__ = [
     "bitcoin_wif",
     "plain_base64",
+    "quoted_pairs",
+    "sql_passwords",
     "call_credentials",
     "directives",
+    "hex_private_keys",
     "login_arguments",
     "near_word_tokens",
+    "net_use",
     "oracle_userpass",
     "password_hashes",
     "pgpass_lines",
@@ -53,7 +63,8 @@ _SECRET_WORD = re.compile(
     r"(?<![a-z])(?:api[-_ ]?key|apikey|access[-_ ]?key|secret[-_ ]?key|private[-_ ]?key|auth[-_ ]?token"
     r"|authtoken|access[-_ ]?token|refresh[-_ ]?token|keys?|tokens?|secrets?|passwords?|passwd|pwd"
     r"|passphrase|credentials?|creds|auth|bearer|license[-_ ]?key|licence[-_ ]?key|signing[-_ ]?key"
-    r"|master[-_ ]?key|sas|pat|wif|privkey|psk|seed|mnemonic|cookie|session[-_ ]?(?:id|key|token)?|sid"
+    r"|master[-_ ]?key|sas|pat|wif|privkey|importprivkey|dumpprivkey|psk|seed|mnemonic|cookie"
+    r"|session[-_ ]?(?:id|key|token)?|sid"
     r"|schlüssel|kennwort|passwort|clave|contraseña|clé|jeton|mot de passe|chave|senha|chiave"
     r"|zugriffstoken|zugangstoken|sitzungstoken|zugriffsschlüssel|accesstoken|idtoken"
     r"|ключ|токен|пароль|секрет)(?:\d{0,2})(?![a-zà-ÿа-я])"
@@ -211,7 +222,12 @@ def near_word_tokens(text: str, depth: int) -> Iterator[Span]:
 _CALL_NAME = re.compile(
     r"(?:\bnew[^\S\n]+pdo|\bmysqli?(?:_connect|_real_connect)?|\bpg_connect|connect|login|\bauth"
     r"|credentials?|basicauth|digestauth|networkcredential|passwordauthentication|searchclient\.create"
-    r"|algoliasearch|initializeapp)[^\S\n]*(?:=[^\S\n]*)?$"
+    r"|algoliasearch|initializeapp|getconnection)[^\S\n]*(?:=[^\S\n]*)?$"
+)
+# a call that signs or checks with a shared secret: `jwt.sign(payload, "…")`, `jwt.encode(claims, "…", …)`,
+# `crypto.createHmac("sha256", "…")`, `hmac.new(b"…", …)`: any of its literals may be the secret
+_SIGN_CALL = re.compile(
+    r"(?:\b(?:jwt|jws|jose|jsonwebtoken)\.(?:sign|encode|verify|decode)|createhmac|\bhmac\.new)$"
 )
 _STRING = re.compile(r"\"(?P<dq>[^\"\n]*)\"|'(?P<sq>[^'\n]*)'")
 
@@ -234,15 +250,20 @@ def call_credentials(text: str, depth: int) -> Iterator[Span]:
     while index >= 0:
         following = lower.find("(", index + 1)
         named = _CALL_NAME.search(lower, max(0, index - 40), index) is not None
+        signing = not named and _SIGN_CALL.search(lower, max(0, index - 40), index) is not None
+        named = named or signing
         client = not named and _CLIENT_CALL.search(lower, max(0, index - 40), index) is not None
         if named or client:
             close = text.find(")", index, index + 300)
             args = text[index + 1 : close] if close > 0 else ""
             literals = list(_STRING.finditer(args)) if "\n" not in args else []
-            for last in literals[-1:] if named and len(literals) >= 2 else literals if client else ():
+            chosen = literals if client or signing else literals[-1:] if len(literals) >= 2 else []
+            for last in chosen:
                 group = "dq" if last.group("dq") is not None else "sq"
                 value = last.group(group)
-                if client:
+                if signing:
+                    ok = not _benign(value) and (_strong_password_like(value) or _looks_random(value))
+                elif client:
                     ok = len(value) >= 20 and _random_token(value)
                 else:
                     ok = (
@@ -489,3 +510,84 @@ def url_tokens(text: str, depth: int) -> Iterator[Span]:
     for match in _URL_TOKEN.finditer(text):
         if _random_token(match.group("v")):
             yield match.start("v"), match.end("v"), _PRIORITY["url_credentials"]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# a quoted name and its quoted value side by side: `define('DB_PASSWORD', 'x')`, `config.set("api_key", "x")`,
+# `("client_secret", "x")`: the name says secret, the value is judged as an assignment's is
+
+_QUOTED_PAIR = re.compile(
+    r"(?P<q>[\"'])(?P<name>[A-Za-z_][A-Za-z0-9_.-]{1,60})(?P=q)[^\S\n]*,[^\S\n]*"
+    r"(?P<vq>[\"'])(?P<v>(?:(?!(?P=vq))[^\n\\]){4,200})(?P=vq)"
+)
+_QUOTED_NAME_ROOT = re.compile(r"(?i)pass|pwd|secret|key|token|auth|cred|salt|psk")
+_QUOTED_NAME_NOT = re.compile(r"(?i)public|pub_|publishable|_id$|_ids$|keyid|name$|user|_url$|_path$|_file$")
+
+
+def quoted_pairs(text: str, depth: int) -> Iterator[Span]:
+    priority = _PRIORITY["password"]
+    for match in _QUOTED_PAIR.finditer(text):
+        name, value = match.group("name"), match.group("v")
+        if not _QUOTED_NAME_ROOT.search(name) or _QUOTED_NAME_NOT.search(name):
+            continue
+        if _benign(value) or " " in value.strip() and not _looks_random(value.replace(" ", "")):
+            continue
+        if _strong_password_like(value) or _looks_random(value):
+            yield match.start("v"), match.end("v"), priority
+
+
+# SQL that sets a password: MySQL `IDENTIFIED BY 'x'` (and `IDENTIFIED WITH plugin BY 'x'`), PostgreSQL and
+# T-SQL `PASSWORD 'x'`, `PASSWORD = N'x'`
+_SQL_PASSWORD = re.compile(
+    r"(?i)\b(?:identified(?:[^\S\n]+with[^\S\n]+\w+)?[^\S\n]+by(?:[^\S\n]+password)?|password[^\S\n]*=?)"
+    r"[^\S\n]*N?'(?P<v>[^'\n]{4,200})'"
+)
+
+
+def sql_passwords(text: str, depth: int) -> Iterator[Span]:
+    priority = _PRIORITY["password"]
+    for match in _SQL_PASSWORD.finditer(text):
+        value = match.group("v")
+        if not _benign(value) and not _looks_like_prose(value):
+            yield match.start("v"), match.end("v"), priority
+
+
+def _looks_like_prose(value: str) -> bool:
+    return value.count(" ") >= 2
+
+
+# `net use Z: \\srv\share Pw /user:DOMAIN\bob` or `… /user:DOMAIN\bob Pw`: the one argument that is
+# neither a drive, a share, a switch nor `*` (which prompts) is the password
+_NET_USE = re.compile(r"(?i)\bnet[^\S\n]+use\b(?P<args>[^\n]*)")
+_NET_USE_ARG = re.compile(r"[^\s\"]+|\"[^\"\n]*\"")
+
+
+def net_use(text: str, depth: int) -> Iterator[Span]:
+    priority = _PRIORITY["password"]
+    for match in _NET_USE.finditer(text):
+        base = match.start("args")
+        for arg in _NET_USE_ARG.finditer(match.group("args")):
+            value = arg.group().strip('"')
+            if value[:1] in ("\\", "/", "*", "$", "%") or value.endswith(":") or "\\" in value:
+                continue
+            if _strong_password_like(value) or _looks_random(value):
+                offset = 1 if arg.group().startswith('"') else 0
+                yield base + arg.start() + offset, base + arg.start() + offset + len(value), priority
+
+
+# an Ethereum (any EVM chain) private key: `0x` and 64 hex digits on a line that names an account or a key
+# (`accounts: ["0x…"]` in a Hardhat config, `PRIVATE_KEY=0x…`, `new Wallet("0x…")`); a transaction or block
+# hash has the same shape, and a line that names one is left alone
+_HEX_KEY = re.compile(r"(?<![0-9A-Za-z])0x(?P<v>[0-9a-fA-F]{64})(?![0-9A-Za-z])")
+_HEX_KEY_LINE = re.compile(r"(?i)account|priv|key|wallet|signer|deployer|secret|\bpk\b")
+_HEX_HASH_LINE = re.compile(r"(?i)\btx|transaction|hash|block|root|topic|digest|commit|receipt|salt|nonce")
+
+
+def hex_private_keys(text: str, depth: int) -> Iterator[Span]:
+    priority = _PRIORITY["private_key"]
+    for match in _HEX_KEY.finditer(text):
+        begin = text.rfind("\n", 0, match.start()) + 1
+        end = text.find("\n", match.end())
+        line = text[begin : end if end >= 0 else len(text)]
+        if _HEX_KEY_LINE.search(line) and not _HEX_HASH_LINE.search(line):
+            yield match.start(), match.end(), priority

@@ -49,6 +49,7 @@ _KINDS = (
     "cloud_credentials",
     "generic_secret",
     "card_number",
+    "bank_account",
     "pin",
     "resident_number",
     "encoded_secret",
@@ -65,6 +66,7 @@ _KEEP_EXACT = frozenset(
         "password",
         "generic_secret",
         "card_number",
+        "bank_account",
         "pin",
         "resident_number",
     }

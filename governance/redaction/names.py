@@ -91,7 +91,7 @@ _PLACEHOLDER_VALUE = re.compile(
     r"|[|>][-+]?\d?"  # a YAML block scalar: the value is on the next lines
     # references: ${DB_PASSWORD}, $DB_PASSWORD, $(cat file), {{ vault_pw }}, {% ... %}, %(password)s, %s,
     # !vault (a YAML tag), $1 and :password (SQL parameters)
-    r"|\$\{[^}]*\}|\$[A-Z_][A-Z0-9_]*|\$\(.*|\$?\{\{.*|\{%.*|%\([A-Za-z_]\w*\)s|%s|![A-Za-z]\w*|\$\d+"
+    r"|\$\{[^}]*\}|\$\{[A-Za-z_]\w*:?[-?=+][^}\s]*|\$[A-Z_][A-Z0-9_]*|\$\(.*|\$?\{\{.*|\{%.*|%\([A-Za-z_]\w*\)s|%s|![A-Za-z]\w*|\$\d+"
     r"|:[a-z_]\w*"
     # more reference syntaxes (the ones gitleaks' global allowlist names): ${{ secrets.X }}, %VAR%, @VAR@,
     # a run of one character

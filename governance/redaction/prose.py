@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from governance.redaction.generic import plain_base64
 from governance.redaction.kinds import _PRIORITY, Span
 from governance.redaction.names import (
+    _NEAR_MISS_VALUE,
     _STOPWORDS,
     _benign,
     _looks_random,
@@ -36,18 +37,25 @@ _LATIN_WORDS = (
     r"|mot[ ]de[ ]passe|mdp|phrase[ ]secrète|phrase[ ]de[ ]passe|clé|clef|jeton"
     # Portuguese, Italian
     r"|senha|palavra-passe|chave(?:[ ]de[ ](?:acesso|api))?|parola[ ]d'ordine|chiave(?:[ ](?:api|segreta))?"
+    # Turkish, Dutch, Polish, Nordic, Finnish, Czech, Hungarian, Romanian, Indonesian, Vietnamese
+    r"|has[łl]o(?:[ ](?:do|dla)[ ][\w-]+)?[ ]to"
+    r"|parola(?:sı|si|nız|niz)?|şifre(?:si|niz)?|sifre(?:si)?|wachtwoord|hasło|hasła|haslo|lösenord(?:et)?"
+    r"|passord(?:et)?|adgangskode(?:n)?|salasana|heslo|jelszó|jelszava|parolă|kata[ ]sandi|mật[ ]khẩu"
 )
 # Russian: Cyrillic words need Cyrillic word boundaries
 _CYRILLIC_WORDS = r"пароль|пароля|паролем|ключ(?:[ ]api|[ ]доступа)?|токен|секрет|секретный[ ]ключ"
 _CJK_WORDS = (
+    # Arabic, Persian, Hindi, Thai, Hebrew, Greek: scripts whose words the boundaries above do not cover
+    r"كلمة[ ](?:ال)?مرور|كلمة[ ](?:ال)?سر|رمز[ ]عبور|गुप्त[ ]शब्द|पासवर्ड|รหัสผ่าน|סיסמה|הסיסמה"
+    r"|κωδικός|συνθηματικό|"
     r"パスワード|パスフレーズ|暗証番号|合言葉|トークン|秘密鍵|シークレット|APIキー|アクセスキー"
     r"|密码|密碼|口令|密钥|秘钥|金鑰|令牌|私钥"
     r"|비밀번호|비번|패스워드|암호|토큰|시크릿|비밀키|API\s?키|액세스\s?키"
 )
 # what introduces the value: Latin and Cyrillic verbs need word boundaries, CJK particles do not
 # ("パスワードはyAoe…", "密码是Kx9…")
-_SEPARATORS = r"is|was|ist|lautet|lauten|war|es|era|est|était|sont|é|è|são|sono|это|—"
-_CJK_SEPARATORS = r"是|为|為|は|が|은|는|이|가"
+_SEPARATORS = r"is|was|ist|lautet|lauten|war|es|era|est|était|sont|é|è|são|sono|это|—|jest|là|adalah|är|er|on"
+_CJK_SEPARATORS = r"是|为|為|は|が|은|는|이|가|هي|है|คือ|היא|είναι"
 _WORD = (
     rf"(?:(?<![A-Za-zÀ-ÿ])(?:{_LATIN_WORDS})(?![A-Za-zÀ-ÿ])"
     rf"|(?<![а-яёА-ЯЁ])(?:{_CYRILLIC_WORDS})(?![а-яёА-ЯЁ])|{_CJK_WORDS})"
@@ -73,7 +81,9 @@ _PROSE_BARE = re.compile(rf"(?i){_WORD}[^\S\n]+{_OPEN}(?P<value>[\x21-\x7e]{{8,}
 # ("senha Qw7!rTz9#Lp2", "密码 Qw7!…")
 _PASSWORD_WORD = re.compile(
     r"(?i)pass|pwd|mdp|senha|пароль|密码|密碼|口令|パスワード|暗証|비밀번호|비번"
-    r"|kennwort|contrase|mot de passe|parola"
+    r"|kennwort|contrase|mot de passe|parola|şifre|sifre|wachtwoord|has[łl]o|lösenord|passord|adgangskode"
+    r"|salasana|heslo|jelsz|parolă|kata sandi|mật khẩu|كلمة|رمز|पासवर्ड|गुप्त|รหัสผ่าน|סיסמה|הסיסמה|κωδικ"
+    r"|συνθηματικ"
 )
 _NAME_THEN_VALUE = re.compile(r"[A-Za-z_][\w.-]*[=:]")
 _LATIN_LETTER = re.compile("[À-ÖØ-öø-ÿ]")
@@ -131,6 +141,7 @@ _PHRASE_NAME = (
 )
 _PASSPHRASE = re.compile(
     rf"(?i)(?:{_PHRASE_NAME})"
+    r"(?:[^\S\n]*\([^()\n]{1,40}\))?"  # "Recovery phrase (keep offline!): ..."
     r"(?:[^\S\n]+(?:for|of|de|du|für)[^\S\n]+(?:the[^\S\n]+|la[^\S\n]+|le[^\S\n]+)?[\w-]+(?:[^\S\n]+[\w-]+)?)?"
     r"(?:[^\S\n]+(?:is|was|ist|lautet|es|est))?[^\S\n]*(?P<colon>[:：]|(?<=[^\S\n]))[^\S\n]*[\"'“「]?"
     r"(?P<words>[A-Za-z]{2,}(?:[ -][A-Za-z]{2,}){2,23})"
@@ -146,3 +157,51 @@ def passphrases(text: str, depth: int) -> Iterator[Span]:
         if match.group("colon") not in (":", "：") and len(words) < 4:
             continue
         yield match.start("words"), match.end("words"), priority
+
+
+# "the password is hunter2", "passphrase was set to ...", "with password Winter2024!"
+_EN_PROSE = re.compile(
+    r"(?i)\b(?:password|passwd|passphrase|passcode|pwd|pw)\b"
+    r"(?:[^\S\n]+for[^\S\n]+(?:the[^\S\n]+)?[\w.@/-]+(?:[^\S\n]+(?:account|user|server|box|db|database))?"
+    r"(?=[^\S\n]+(?:is|was)\b))?"  # "the password for staging is x"
+    r"(?P<verb>(?:[^\S\n]+(?:is|was|=|:|of|set to|changed to|reset to|now|would be|should be|to|as|still))"
+    r"{0,2})"
+    r"[^\S\n]+[\"'`“‘]?(?P<bare>[\x21-\x7e]+)"
+)
+# "비밀번호: x", "비번은 x", "암호 = x", "DB 패스워드는 `x`입니다", "비밀번호 알려드립니다: x"
+_KO_PROSE = re.compile(
+    r"(?:비밀\s?번호|비번|패스\s?워드|암호|핀\s?번호|PIN\s?번호)(?P<particle>은|는|이|가|도|를|을)?"
+    r"(?P<words>(?:[^\S\n]+[\uac00-\ud7a3]+){1,2}(?=[^\S\n]*[:=：]))?"
+    r"(?P<sep>[^\S\n]*[:=：][^\S\n]*|[^\S\n]*)[\"'`“‘「『(]?(?P<bare>[\x21-\x7e]+)"
+)
+_COUNTER = re.compile(r"[년월일시분초자개회번명원건차주]")
+_EN_KO_TRAILING = ".,;:)]}'\"`”’」』"
+
+
+def _english_prose(text: str, depth: int) -> Iterator[Span]:
+    priority = _PRIORITY["password"]
+    for match in _EN_PROSE.finditer(text):
+        start = match.start("bare")
+        value = match.group("bare").rstrip(_EN_KO_TRAILING)
+        strict = not match.group("verb")  # "password hashing" is a topic; "password is x" gives a value
+        if value and _password_like(value) and (not strict or _strong_password_like(value)):
+            yield start, start + len(value), priority
+
+
+def _korean_prose(text: str, depth: int) -> Iterator[Span]:
+    priority = _PRIORITY["password"]
+    for match in _KO_PROSE.finditer(text):
+        start = match.start("bare")
+        value = match.group("bare").rstrip(_EN_KO_TRAILING)
+        end = start + len(value)
+        if not value or _benign(value):
+            continue
+        if value.isdigit():
+            ok = len(value) >= 4 and not _COUNTER.match(text, end)
+        else:
+            # with words between ("비밀번호 변경 방법: admin 페이지"), only a password-shaped value
+            explicit = bool(re.search("[:=：]", match.group("sep"))) and not match.group("words")
+            plain = len(value) >= 3 and not _NEAR_MISS_VALUE.fullmatch(value)
+            ok = (explicit and plain) or _password_like(value)
+        if ok:
+            yield start, end, priority

@@ -1,17 +1,18 @@
 """Redaction against the evaluation corpora: tune and held-out tables, and speed.
 
-    python tests/bench/redaction.py [--corpus first|fresh|third|both|all] [--families] [--misses]
-                                    [--heldout-misses] [--third-heldout] [--kb 64] [--baseline REV]
-                                    [--unseen DIR]
+    python tests/bench/redaction.py [--corpus first|fresh|third|fourth|both|all] [--families] [--misses]
+                                    [--heldout-misses] [--third-heldout] [--fourth-heldout] [--kb 64]
+                                    [--baseline REV] [--unseen DIR]
 
 `first` is tests/data/redaction_eval, `fresh` the second corpus written blind (tests/data/redaction_fresh),
-`third` the third one written blind (tests/data/redaction_third); `both` prints first and fresh, `all` (the
-default) all three.
+`third` the third one written blind (tests/data/redaction_third), `fourth` the fourth one written blind
+(tests/data/redaction_fourth); `both` prints first and fresh, `all` (the default) all four.
 
-The third corpus' held-out half is not to be tuned on: its figure is printed only with `--third-heldout`,
-and then only as aggregate numbers (recall, near-misses unchanged, counts), never per id or text; with
-`--families` as well, the names of the held-out families that failed (for the report once tuning is over).
-`--misses` shows the third corpus' tune half only.
+The third corpus' held-out half has since been tuned on (it is printed with `--third-heldout`). The fourth
+corpus' held-out half is not to be tuned on: its figure is printed only with `--fourth-heldout`, and then only
+as aggregate numbers (recall, near-misses unchanged, counts), never per id or text; with `--families` as
+well, the names of the held-out families that failed (for the report once tuning is over). `--misses` shows
+the third and fourth corpora's tune halves only.
 
 Prints, for the tune half and the held-out half: secret samples, recall, near-miss samples, the share of
 near-misses left unchanged; with `--families`, the same per family; with `--misses`, each missed secret
@@ -83,7 +84,9 @@ def _table(name: str, corpus: redaction_eval.Corpus, split: str, families: bool,
             print(f"  ALTERED [{family}] {text!r}\n      -> {output!r}")
 
 
-def _third(corpus: redaction_eval.Corpus, families: bool, misses: bool, heldout: bool) -> None:
+def _third(
+    corpus: redaction_eval.Corpus, families: bool, misses: bool, heldout: bool, flag: str = "--third-heldout"
+) -> None:
     secrets, near = corpus.part("tune")
     result = redaction_eval.score(_clean, secrets, near)
     print(
@@ -104,7 +107,7 @@ def _third(corpus: redaction_eval.Corpus, families: bool, misses: bool, heldout:
             if output != sample.text:
                 print(f"  ALTERED {sample.id} [{sample.family}] {sample.text!r}\n      -> {output!r}")
     if not heldout:
-        print("held-out  (not shown: pass --third-heldout; aggregate figures only, count each look)")
+        print(f"held-out  (not shown: pass {flag}; aggregate figures only, count each look)")
         return
     secrets, near = corpus.part("heldout")
     result = redaction_eval.score(_clean, secrets, near)
@@ -197,7 +200,14 @@ def main() -> None:
         action="store_true",
         help="print the third corpus' held-out figure (aggregate only; looks are counted in the docs)",
     )
-    parser.add_argument("--corpus", choices=("first", "fresh", "third", "both", "all"), default="all")
+    parser.add_argument(
+        "--fourth-heldout",
+        action="store_true",
+        help="print the fourth corpus' held-out figure (aggregate only; looks are counted in the docs)",
+    )
+    parser.add_argument(
+        "--corpus", choices=("first", "fresh", "third", "fourth", "both", "all"), default="all"
+    )
     parser.add_argument("--kb", type=int, default=64)
     parser.add_argument("--baseline", help="a git revision whose redaction package is timed beside this one")
     parser.add_argument("--unseen", type=Path, help="a directory of public text (commit logs, sentences)")
@@ -205,11 +215,17 @@ def main() -> None:
 
     corpus = redaction_eval.load()
     loaders = {"first": redaction_eval.load, "fresh": redaction_eval.load_fresh}
-    chosen = {"both": ("first", "fresh"), "all": ("first", "fresh", "third")}.get(args.corpus, (args.corpus,))
+    chosen = {"both": ("first", "fresh"), "all": ("first", "fresh", "third", "fourth")}.get(
+        args.corpus, (args.corpus,)
+    )
     for name in chosen:
         print(f"corpus {name}:")
         if name == "third":
             _third(redaction_eval.load_third(), args.families, args.misses, args.third_heldout)
+            continue
+        if name == "fourth":
+            fourth = redaction_eval.load_fourth()
+            _third(fourth, args.families, args.misses, args.fourth_heldout, "--fourth-heldout")
             continue
         part = loaders[name]()
         _table("tune", part, "tune", args.families, args.misses)

@@ -82,9 +82,9 @@ def test_redaction_fresh_heldout_does_not_regress() -> None:
 
 
 # The third corpus (tests/data/redaction_third), written blind from vendors' documentation: tuned on its tune
-# half only; its held-out half was printed three times in all, as aggregate figures (docs/redaction.md). The
-# held-out floors below are the last of those prints, held against regressions: recall (124 of 127) is under
-# the target of 0.99; near-misses unchanged (42 of 43) meets the target of 0.97.
+# half first; its held-out half was printed three times as aggregate figures (0.976 / 0.977 at the last,
+# docs/redaction.md), then burned and tuned on too once the fourth corpus was written. Both halves are held at
+# what they reach now (127 of 127, 43 of 43), against regressions.
 THIRD = redaction_eval.load_third()
 
 
@@ -108,5 +108,36 @@ def test_redaction_third_heldout_does_not_regress() -> None:
     result = redaction_eval.score(_clean, secrets, near)
     _report("third held-out", result)
     # the held-out samples are not printed: a failure names counts only
-    assert result.removed >= 124, (result.removed, result.secrets)
-    assert result.kept >= 42, (result.kept, result.near_misses)
+    assert result.removed >= 127, (result.removed, result.secrets)
+    assert result.kept >= 43, (result.kept, result.near_misses)
+
+
+# The fourth corpus (tests/data/redaction_fourth), written blind from vendors' documentation and gitleaks'
+# rule list: tuned on its tune half and on the three older corpora only; its held-out half was printed three
+# times in all, as aggregate figures (0.882 / 1.000 before any rule change, 0.978 / 1.000 after the first
+# round, 0.993 / 1.000 at the last, docs/redaction.md). The held-out floors are that last print, held against
+# regressions: recall 135 of 136 and near-misses unchanged 36 of 36 both meet the targets.
+FOURTH = redaction_eval.load_fourth()
+
+
+def test_redaction_fourth_corpus_is_split_by_family() -> None:
+    tune = {s.family for s in FOURTH.secrets + FOURTH.near_misses if s.split == "tune"}
+    held = {s.family for s in FOURTH.secrets + FOURTH.near_misses if s.split == "heldout"}
+    assert not tune & held
+    assert len(FOURTH.secrets) == 273 and len(FOURTH.near_misses) == 71
+
+
+def test_redaction_fourth_tune_half() -> None:
+    secrets, near = FOURTH.part("tune")
+    result = redaction_eval.score(_clean, secrets, near)
+    _report("fourth tune", result)
+    assert result.recall == 1.0, [m[:2] for m in result.misses]
+    assert result.near_miss_precision == 1.0, [a[:2] for a in result.altered]
+
+
+def test_redaction_fourth_heldout_does_not_regress() -> None:
+    secrets, near = FOURTH.part("heldout")
+    result = redaction_eval.score(_clean, secrets, near)
+    # the held-out samples are neither printed nor reported: a failure names counts only
+    assert result.removed >= 135, (result.removed, result.secrets)
+    assert result.kept >= 36, (result.kept, result.near_misses)

@@ -213,3 +213,98 @@ def test_vendors_published_examples_and_public_keys_are_kept(text: str) -> None:
 )
 def test_placeholders_and_references_are_kept(text: str) -> None:
     _kept(text)
+
+
+def _iban(country: str, bban: str) -> str:
+    """An IBAN with its ISO 13616 check digits computed for `bban`."""
+    digits = "".join(str(int(char, 36)) for char in bban + country + "00")
+    return f"{country}{98 - int(digits) % 97:02d}{bban}"
+
+
+def test_ibans_are_redacted_whole_or_grouped_when_their_check_holds() -> None:
+    iban = _iban("ES", "82565827127290336693")
+    grouped = " ".join(iban[i : i + 4] for i in range(0, len(iban), 4))
+    _gone(f"Datos bancarios: {grouped}", grouped[5:])
+    _gone(f"Überweisung an {iban} bitte bis Freitag", iban)
+    out = _gone(f"IBAN {grouped} BIC CAIXESBBXXX", grouped[5:])
+    assert out.endswith("BIC CAIXESBBXXX")
+    broken = iban[:4] + ("1" if iban[4] != "1" else "2") + iban[5:]
+    _kept(f"Test fixture (not a real account): {broken}")
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("Checking account #: 000123456789 (routing 021000021)", "000123456789"),
+        ("Kontonummer 1234567890, BLZ 37040044", "1234567890"),
+    ],
+)
+def test_bank_account_numbers_on_a_bank_line_are_redacted(text: str, secret: str) -> None:
+    out = _gone(text, secret)
+    assert "021000021" in out or "37040044" in out  # routing numbers and bank codes are public
+
+
+def test_an_account_id_with_no_bank_on_its_line_is_kept() -> None:
+    _kept("Deployed to AWS account 123456789012 in us-east-1")
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        (f"define( 'DB_PASSWORD', '{PASSWORD}' );", PASSWORD),
+        (f"define( 'AUTH_KEY', '{RANDOM}' );", RANDOM),
+        (f'config.set("api_secret", "{RANDOM}")', RANDOM),
+        (f"CREATE USER 'grafana'@'%' IDENTIFIED BY '{PASSWORD}';", PASSWORD),
+        (f"ALTER USER app IDENTIFIED WITH caching_sha2_password BY '{PASSWORD}';", PASSWORD),
+        (f"CREATE LOGIN app WITH PASSWORD = N'{PASSWORD}';", PASSWORD),
+        (f'DriverManager.getConnection("jdbc:oracle:thin:@db:1521/ORCL", "scott", "{PASSWORD}");', PASSWORD),
+        (f'const t = jwt.sign(payload, "{PASSWORD}", {{ expiresIn: "1h" }});', PASSWORD),
+        (f"crypto.createHmac('sha256', '{PASSWORD}').update(body)", PASSWORD),
+        (f"net use Z: \\\\srv\\share /user:CORP\\bob {PASSWORD} /persistent:no", PASSWORD),
+        (f'network={{\n    ssid="Office"\n    psk="{PASSWORD}"\n}}', PASSWORD),
+        (f"accounts: ['0x{'3f' * 32}']", "3f" * 32),
+        ("Recovery phrase (keep offline!): uncover abandon harvest pepper brisk acoustic", "harvest pepper"),
+        (f"fyi the pw is {PASSWORD}", PASSWORD),
+    ],
+)
+def test_credentials_named_by_their_syntax_are_redacted(text: str, secret: str) -> None:
+    _gone(text, secret)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "define( 'DB_USER', 'wordpress' );",
+        "define( 'WP_DEBUG', false );",
+        'translate("password", "Password")',
+        "CREATE USER app IDENTIFIED BY '${APP_PASSWORD}';",
+        "crypto.createHmac('sha256', process.env.WEBHOOK_SECRET)",
+        "net use Z: \\\\srv\\share * /user:CORP\\bob",
+        f"tx hash 0x{'3f' * 32} in block 19000000",
+        "POSTGRES_PASSWORD=${POSTGRES_PASSWORD:?set it in .env}",
+        "Wpisz hasło to konto",
+        "Het wachtwoord is verlopen",
+    ],
+)
+def test_names_and_references_beside_those_syntaxes_are_kept(text: str) -> None:
+    _kept(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"Yönetici parolası: {PASSWORD}",
+        f"सर्वर का पासवर्ड {PASSWORD} है",
+        f"كلمة المرور هي {PASSWORD}",
+        f"Mật khẩu quản trị là {PASSWORD}",
+        f"Hasło do serwera to {PASSWORD}",
+        f"Het wachtwoord is {PASSWORD}",
+        f"Lösenordet är {PASSWORD}",
+    ],
+)
+def test_prose_in_more_languages_is_redacted(text: str) -> None:
+    _gone(text, PASSWORD)
+
+
+def test_a_date_after_account_on_a_bank_line_is_kept() -> None:
+    _kept("account 20240101 opened at the bank branch")

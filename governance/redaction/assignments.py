@@ -1,0 +1,192 @@
+"""A value named by the syntax around it: assignments (`name = value`, `"name": "value"`, `name := value`),
+a name and its value apart (.NET `<add key= value=>`, Kubernetes env entries), XML elements, and command-line
+flags and subcommands that take a password (`--password x`, `mysql -p…`, `docker login -p x`,
+`aws configure set … x`)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from governance.redaction.generic import plain_base64
+from governance.redaction.kinds import _PRIORITY, Detector, Span
+from governance.redaction.names import _HANGUL, _benign, _looks_random, _name_class
+
+# a bare value stops at `&` only where a query string's next `name=` starts (`pw=a&b` is one value)
+_VALUE = (
+    r"(?:\"(?P<dq>[^\"\n]*)\"|'(?P<sq>[^'\n]*)'|`(?P<bq>[^`\n]*)`"
+    r"|(?P<bare>[^\s,;&\"'`]+(?:&(?![A-Za-z_][\w.\[\]-]*=)[^\s,;&\"'`]+)*))"
+)
+
+
+def _value_span(match: re.Match[str]) -> tuple[int, int, str]:
+    for group in ("dq", "sq", "bq", "bare"):
+        if group in match.re.groupindex and match.group(group) is not None:
+            start, end = match.span(group)
+            return start, end, match.group(group)
+    return 0, 0, ""
+
+
+# `name = value`, `name: value`, `"name": "value"`, `name := value`, `name => value`. Found from the
+# secret-sounding roots outwards: a name is the identifier around a root, maybe with the word before it
+# ("admin password: x", "secret key = y").
+_ROOT = re.compile(
+    r"pass|pw|secret|key|token|auth|cred|sig|salt|hmac|cookie|sess|sid|pin|otp|bearer|contrase|refresh"
+    r"|access|jwt|nonce|psk"
+)
+_ROOT_ANY_CASE = re.compile(_ROOT.pattern, re.IGNORECASE)
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+_WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_SEP_VALUE = re.compile(r"[\"']?\]?(?P<sep>[^\S\n]*(?::=|=>|=(?!=)|:(?!:))[^\S\n]*)" + _VALUE)
+
+
+def _assignments(text: str, depth: int) -> Iterator[Span]:
+    strong, generic = _PRIORITY["password"], _PRIORITY["generic_secret"]
+    size = len(text)
+    seen = -1
+    lower = text.lower()
+    if len(lower) != len(text):  # a few letters grow when lowered; then match case-insensitively (slower)
+        lower = text
+    for root in _ROOT.finditer(lower) if lower is not text else _ROOT_ANY_CASE.finditer(text):
+        if root.start() < seen:
+            continue
+        start = root.start()
+        while start > 0 and text[start - 1] in _NAME_CHARS:
+            start -= 1
+        end = root.end()
+        while end < size and text[end] in _NAME_CHARS:
+            end += 1
+        seen = end
+        if start > 0 and text[start - 1] == ":" and text[start - 2 : start - 1] != ":":
+            continue  # a segment of a colon path (`arn:aws:secretsmanager:…:secret:prod/db`), not a name
+        if text[max(0, start - 2) : start] == "${":
+            continue  # a shell reference with a default or an error (`${DB_PASSWORD:?unset}`), not a value
+        name = text[start:end].rstrip(".-")
+        match = _SEP_VALUE.match(text, start + len(name))
+        if match is None or not name:
+            continue
+        if match.group("sep").strip() == ":" and text.startswith("//", match.end("sep")):
+            continue  # a URL scheme
+        value_start, value_end, value = _value_span(match)
+        if match.group("bare") is not None:
+            hangul = _HANGUL.search(value)  # "DB_PASSWORD=abc123로 바꿨다": the particle is not the password
+            if hangul is not None and hangul.start() > 0:
+                value = value[: hangul.start()]
+                value_end = value_start + len(value)
+        if value_start >= value_end:
+            continue
+        cls = _name_class(name)
+        if cls < 2 and start >= 2 and text[start - 1] in " \t":
+            word = start - 1
+            while word > 0 and text[word - 1] in _WORD_CHARS:
+                word -= 1
+            if word < start - 1:
+                combined = f"{text[word : start - 1]}_{name}"
+                # "public key: x" is published; "admin password: x" is a password
+                cls = 0 if _PUBLIC_WORD.match(combined) else max(cls, _name_class(combined))
+        if cls == 2:
+            if _benign(value) or (name == "PWD" and value[:1] in "/~"):
+                continue
+            yield value_start, value_end, strong
+        elif (
+            cls == 1
+            and _looks_random(value, hex_ok=not _DIGEST_NAME.search(name))
+            and not plain_base64(value)
+        ):
+            yield value_start, value_end, generic
+
+
+_PUBLIC_WORD = re.compile(r"(?i)(?:public|pub|publishable)_")
+_DIGEST_NAME = re.compile(r"(?i)sha|hash|digest|commit|checksum|rev|etag|fingerprint|integrity")
+
+
+# the name and the value apart: `<add key="SmtpPassword" value="x" />` (.NET config), a Kubernetes env entry
+# (`- name: DB_PASSWORD` then `value: x`), `{"name": "API_TOKEN", "value": "x"}` (ECS task definitions)
+_NAMED_VALUE = re.compile(
+    r"(?i)\b(?:key|name)[\"']?[^\S\n]*[:=][^\S\n]*[\"']?(?P<name>[A-Za-z0-9_.\-]{2,80})[\"']?[^\S\n]*,?"
+    r"\s{1,40}?(?:-[^\S\n]*)?[\"']?value[\"']?[^\S\n]*[:=][^\S\n]*" + _VALUE
+)
+
+
+def _named_values(text: str, depth: int) -> Iterator[Span]:
+    for match in _NAMED_VALUE.finditer(text):
+        start, end, value = _value_span(match)
+        cls = _name_class(match.group("name"))
+        if start < end and ((cls == 2 and not _benign(value)) or (cls == 1 and _looks_random(value))):
+            yield start, end, _PRIORITY["password" if cls == 2 else "generic_secret"]
+
+
+# --password x, --api-key=x, -storepass x (keytool), -pass pass:x (openssl)
+_CLI_FLAG = re.compile(
+    r"(?i)-(?<![\w-]-)-?(?:[A-Za-z0-9]+-)*(?:password|passwd|pass|pwd|passphrase|token|secret|api-?key"
+    r"|access-key|secret-key|auth-token|client-secret|private-key|storepass|keypass|srcstorepass"
+    r"|deststorepass)(?:=|[^\S\n]+)(?!-)" + _VALUE
+)
+# `-p` after a database client or sshpass (a number there is psql's port), `-a` after redis-cli
+_CLI_DB = re.compile(
+    r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mariadb|mariadb-dump|psql|pg_dump|pg_restore|mongo|mongosh|cqlsh"
+    r"|mongodump|mongorestore|mongoimport|sshpass)\b[^\n|;&]*?[^\S\n]-p(?:[^\S\n]+|(?=[^\s-]))(?!-)" + _VALUE
+)
+# `-P` after SQL Server's clients (sqlcmd, bcp, osql, isql)
+_CLI_MSSQL = re.compile(
+    r"\b(?:sqlcmd|bcp|osql|isql)\b[^\n|;&]*?[^\S\n]-P(?:[^\S\n]+|(?=[^\s-]))(?!-)" + _VALUE
+)
+_CLI_REDIS = re.compile(r"\bredis-cli\b[^\n|;&]*?[^\S\n]-a[^\S\n]+(?!-)" + _VALUE)
+_CLI_CURL = re.compile(r"\bcurl\b[^\n|;&]*?[^\S\n](?:-u|--user)[^\S\n]*[\"']?[^\s:\"']*:(?P<bare>[^\s\"']+)")
+
+
+def _cli(pattern: re.Pattern[str]) -> Detector:
+    priority = _PRIORITY["password"]
+
+    def detect(text: str, depth: int) -> Iterator[Span]:
+        for match in pattern.finditer(text):
+            start, end, value = _value_span(match)
+            if start >= end or value.startswith("-") or _benign(value):
+                continue
+            if pattern is _CLI_DB and value.isdigit():
+                continue  # psql -p 5432
+            yield start, end, priority
+
+    return detect
+
+
+# `<password>x</password>` (Maven settings.xml, Tomcat, Jenkins, any XML config): the element names the secret
+_XML_ELEMENT = re.compile(
+    r"<(?P<tag>[A-Za-z_][\w:.-]{1,60})(?:[^\S\n][^<>]*)?>(?P<v>[^<>\n]{1,300})</(?P=tag)>"
+)
+
+
+def _xml_elements(text: str, depth: int) -> Iterator[Span]:
+    strong, generic = _PRIORITY["password"], _PRIORITY["generic_secret"]
+    for match in _XML_ELEMENT.finditer(text):
+        tag = match.group("tag").rsplit(":", 1)[-1]
+        cls = _name_class(tag)
+        if cls == 0:
+            continue
+        start, end = match.span("v")
+        value = match.group("v").strip()
+        start += len(match.group("v")) - len(match.group("v").lstrip())
+        end = start + len(value)
+        if value and cls == 2 and not _benign(value):
+            yield start, end, strong
+        elif value and cls == 1 and _looks_random(value):
+            yield start, end, generic
+
+
+# `-p` after a login subcommand (`docker login -u x -p y`, `az login -p`, `oc login -p`, `cf login -p`)
+_CLI_LOGIN = re.compile(
+    r"\b(?:docker|podman|buildah|nerdctl|skopeo|oras|helm[^\S\n]+registry|az|oc|cf)[^\S\n]+login\b"
+    r"[^\n|;&]*?[^\S\n]-p(?:[^\S\n]+|=)(?!-)" + _VALUE
+)
+# `aws configure set aws_secret_access_key x`, `infracost configure set api_key x`, `config set token x`
+_CLI_SET = re.compile(
+    r"\b(?:configure|config)[^\S\n]+set[^\S\n]+(?P<name>[\w.-]{2,80})(?:[^\S\n]+|=)(?!-)" + _VALUE
+)
+
+
+def _cli_set(text: str, depth: int) -> Iterator[Span]:
+    for match in _CLI_SET.finditer(text):
+        start, end, value = _value_span(match)
+        cls = _name_class(match.group("name").rsplit(".", 1)[-1])
+        if start < end and ((cls == 2 and not _benign(value)) or (cls == 1 and _looks_random(value))):
+            yield start, end, _PRIORITY["password" if cls == 2 else "generic_secret"]
