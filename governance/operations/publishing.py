@@ -11,6 +11,7 @@ a lift publishes its copies with the rest of the lift. The decision is the pure 
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Sequence
 from types import SimpleNamespace
@@ -138,32 +139,24 @@ async def publish_chunk(
             raise InvalidInput(f"scope key {item.mem.scope_key!r} is not the plan's target scope key")
     wider = wider_scope_keys(scope, visible_scope_keys, target_scope_key)
     lookup = ChunkLookup(conn, [target_scope_key, *wider], target_scope_key, [i for _, i in todo])
-    found = await lookup.neighbours()
-    lap("neighbours")
-    planned = await asyncio.to_thread(
+    decide = functools.partial(
         decide_chunk,
         [i for _, i in todo],
-        found,
         target_scope_key=target_scope_key,
         dup_threshold=dup_threshold,
         related_threshold=related_threshold,
         judge=judge,
     )
+    found = await lookup.neighbours()
+    lap("neighbours")
+    planned = await asyncio.to_thread(decide, found)
     lap("decide")
     if lookup.shortcut_invalid(planned):
         # an identical memory the lookup relied on was superseded within the chunk (rare): decide again with
         # every item's nearest neighbours, as without the shortcut
         found = await lookup.neighbours(everyone=True)
         lap("neighbours again")
-        planned = await asyncio.to_thread(
-            decide_chunk,
-            [i for _, i in todo],
-            found,
-            target_scope_key=target_scope_key,
-            dup_threshold=dup_threshold,
-            related_threshold=related_threshold,
-            judge=judge,
-        )
+        planned = await asyncio.to_thread(decide, found)
         lap("decide again")
     common: dict[str, Any] = {
         "actor_id": actor_id,
