@@ -8,12 +8,14 @@ user can act on end the command with one line on stderr and exit code 1 — neve
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -31,6 +33,7 @@ __all__ = [
     "fail",
     "api_client",
     "print_json",
+    "facts_table",
     "load_settings",
     "describe_url",
     "database",
@@ -73,6 +76,17 @@ def print_json(answer: BaseModel | Mapping[str, Any]) -> None:
     """An API answer as indented JSON (`--json`), as the gateway sent it (or a report built here)."""
     data = answer if isinstance(answer, Mapping) else answer.model_dump(mode="json")
     console.print_json(json.dumps(data, ensure_ascii=False, default=str))
+
+
+def facts_table(rows: Iterable[tuple[str, object]]) -> Table:
+    """A two-column grid of label and value, dim labels, for the rows whose value is set (non-empty)."""
+    facts = Table.grid(padding=(0, 2))
+    facts.add_column(style="dim")
+    facts.add_column()
+    for label, value in rows:
+        if value:
+            facts.add_row(label, escape(str(value)))
+    return facts
 
 
 def load_settings(**overrides: Any) -> Settings:

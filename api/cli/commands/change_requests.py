@@ -14,7 +14,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from api.cli.commands._common import JsonOption, KeyOption, UrlOption, console
+from api.cli.commands._common import JsonOption, KeyOption, UrlOption, console, facts_table
 from api.cli.commands._common import api_client as _client
 from api.cli.commands._common import print_json as _print_json
 from api.cli.commands.batch import decide_batch
@@ -87,21 +87,18 @@ def show(
     if as_json:
         _print_json(answer)
         return
-    facts = Table.grid(padding=(0, 2))
-    facts.add_column(style="dim")
-    facts.add_column()
-    for label, value in (
-        ("operation", f"{answer.operation} memory {answer.memory_id} ({answer.scope} scope)"),
-        ("state", answer.state),
-        ("workflow", answer.workflow_id),
-        ("requested by", answer.requested_by),
-        ("reason", answer.reason),
-        ("decided by", answer.decided_by),
-        ("note", answer.decision_note),
-        ("result", answer.result_memory_id),
-    ):
-        if value:
-            facts.add_row(label, escape(str(value)))
+    facts = facts_table(
+        (
+            ("operation", f"{answer.operation} memory {answer.memory_id} ({answer.scope} scope)"),
+            ("state", answer.state),
+            ("workflow", answer.workflow_id),
+            ("requested by", answer.requested_by),
+            ("reason", answer.reason),
+            ("decided by", answer.decided_by),
+            ("note", answer.decision_note),
+            ("result", answer.result_memory_id),
+        )
+    )
     console.print(facts)
     if answer.operation == "lift":
         console.print(f"[bold]lift to:[/] {escape(answer.target_scope_key or '')}", highlight=False)
@@ -123,6 +120,29 @@ def _decided(answer: ChangeDecisionPublic) -> None:
     )
 
 
+def _decide(
+    decision: str,
+    request_ids: list[str],
+    note: str | None,
+    url: str | None,
+    api_key: str | None,
+    as_json: bool,
+) -> None:
+    """One request decided through its own call, several in one batch (exit code 1 if any was refused)."""
+    if len(request_ids) > 1:
+        decide_batch(
+            decision, change_requests=request_ids, note=note, url=url, api_key=api_key, as_json=as_json
+        )
+        return
+    with _client(url, api_key) as client:
+        decide = client.approve_change if decision == "approve" else client.reject_change
+        answer = decide(request_ids[0], note)
+    if as_json:
+        _print_json(answer)
+        return
+    _decided(answer)
+
+
 @changes_app.command("approve")
 def approve(
     request_ids: RequestsArgument,
@@ -135,18 +155,7 @@ def approve(
 
     Several are decided in one action, each checked on its own (exit code 1 if any was refused).
     """
-    if len(request_ids) > 1:
-        decide_batch(
-            "approve", change_requests=request_ids, note=note, url=url, api_key=api_key, as_json=as_json
-        )
-        return
-    request_id = request_ids[0]
-    with _client(url, api_key) as client:
-        answer = client.approve_change(request_id, note)
-    if as_json:
-        _print_json(answer)
-        return
-    _decided(answer)
+    _decide("approve", request_ids, note, url, api_key, as_json)
 
 
 @changes_app.command("reject")
@@ -161,18 +170,7 @@ def reject(
 
     Several are decided in one action, each checked on its own (exit code 1 if any was refused).
     """
-    if len(request_ids) > 1:
-        decide_batch(
-            "reject", change_requests=request_ids, note=note, url=url, api_key=api_key, as_json=as_json
-        )
-        return
-    request_id = request_ids[0]
-    with _client(url, api_key) as client:
-        answer = client.reject_change(request_id, note)
-    if as_json:
-        _print_json(answer)
-        return
-    _decided(answer)
+    _decide("reject", request_ids, note, url, api_key, as_json)
 
 
 def register(app: typer.Typer) -> None:

@@ -19,7 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from api.cli.commands._common import JsonOption, KeyOption, UrlOption, console, fail
+from api.cli.commands._common import JsonOption, KeyOption, UrlOption, console, facts_table, fail
 from api.cli.commands._common import api_client as _client
 from api.cli.commands._common import print_json as _print_json
 from api.cli.commands.batch import decide_batch
@@ -332,26 +332,23 @@ def promotion(
     if as_json:
         _print_json(answer)
         return
-    facts = Table.grid(padding=(0, 2))
-    facts.add_column(style="dim")
-    facts.add_column()
     evidence = answer.verification
-    for label, value in (
-        ("promotion", str(answer.number)),
-        ("workflow", f"{answer.workflow_id} ({answer.workflow_status})"),
-        ("state", answer.state if answer.live else f"{answer.state} (no worker answered)"),
-        ("target scope", answer.target_scope),
+    facts = facts_table(
         (
-            "verification",
-            f"{evidence.source} ({'success' if evidence.success else 'failure'})" if evidence else None,
-        ),
-        ("critique", answer.critique),
-        ("decided by", answer.decided_by),
-        ("note", answer.decision_note),
-        ("error", answer.error),
-    ):
-        if value:
-            facts.add_row(label, escape(str(value)))
+            ("promotion", str(answer.number)),
+            ("workflow", f"{answer.workflow_id} ({answer.workflow_status})"),
+            ("state", answer.state if answer.live else f"{answer.state} (no worker answered)"),
+            ("target scope", answer.target_scope),
+            (
+                "verification",
+                f"{evidence.source} ({'success' if evidence.success else 'failure'})" if evidence else None,
+            ),
+            ("critique", answer.critique),
+            ("decided by", answer.decided_by),
+            ("note", answer.decision_note),
+            ("error", answer.error),
+        )
+    )
     console.print(facts)
     plan = answer.plan
     if plan:
