@@ -9,6 +9,7 @@ and visibility record. A workflow Temporal no longer knows counts as already gon
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 
 from temporalio.api.common.v1 import WorkflowExecution
@@ -21,6 +22,8 @@ from temporalio.service import RPCError, RPCStatusCode
 
 __all__ = ["delete_histories", "GONE_WAIT_SECONDS"]
 
+_log = logging.getLogger(__name__)
+
 # Temporal deletes a history in the background after accepting the request: erasure waits this long for
 # each to be gone, so the compaction an operator runs next finds nothing left to delete
 GONE_WAIT_SECONDS = 30.0
@@ -32,41 +35,50 @@ async def delete_histories(client: Client, workflow_ids: list[str]) -> list[str]
     Raises `RPCError` when Temporal cannot be reached or refuses: the caller then changes nothing else.
     """
     deleted: list[str] = []
+    runs_deleted: list[tuple[str, str]] = []
     for workflow_id in workflow_ids:
         # every run (a failed promotion may have been started again), and the current one by id alone in
         # case visibility has not caught up with it
         runs = [w.run_id async for w in client.list_workflows(f'WorkflowId = "{_quoted(workflow_id)}"')]
-        held = False
         for run_id in ["", *runs]:
-            held = await _delete(client, workflow_id, run_id) or held
-        if held:
+            if await _delete(client, workflow_id, run_id):
+                runs_deleted.append((workflow_id, run_id))
+        if any(w == workflow_id for w, _ in runs_deleted):
             deleted.append(workflow_id)
-    await _until_gone(client, deleted, GONE_WAIT_SECONDS)
+    await _until_gone(client, runs_deleted, GONE_WAIT_SECONDS)
     return deleted
 
 
-async def _until_gone(client: Client, workflow_ids: list[str], wait: float) -> None:
-    """Wait (up to `wait` seconds) until Temporal no longer describes any of `workflow_ids`."""
+async def _until_gone(client: Client, runs: list[tuple[str, str]], wait: float) -> None:
+    """Wait (up to `wait` seconds) until Temporal describes none of `runs` (workflow id, run id; an empty run
+    id is the current run): every run deleted, not only the current one, since any of them may hold text."""
     deadline = time.monotonic() + wait
-    pending = list(workflow_ids)
+    pending = list(runs)
     while pending and time.monotonic() < deadline:
         still = []
-        for workflow_id in pending:
+        for workflow_id, run_id in pending:
             try:
                 await client.workflow_service.describe_workflow_execution(
                     DescribeWorkflowExecutionRequest(
                         namespace=client.namespace,
-                        execution=WorkflowExecution(workflow_id=workflow_id),
+                        execution=WorkflowExecution(workflow_id=workflow_id, run_id=run_id),
                     )
                 )
             except RPCError as err:
                 if err.status == RPCStatusCode.NOT_FOUND:
                     continue
                 raise
-            still.append(workflow_id)
+            still.append((workflow_id, run_id))
         pending = still
         if pending:
             await asyncio.sleep(0.2)
+    if pending:
+        _log.warning(
+            "Temporal still describes %d deleted run(s) after %.0f s: %s",
+            len(pending),
+            wait,
+            ", ".join(f"{w}/{r or 'current'}" for w, r in pending),
+        )
 
 
 def _quoted(workflow_id: str) -> str:
