@@ -16,6 +16,7 @@ from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.workflowservice.v1 import (
     DeleteWorkflowExecutionRequest,
     DescribeWorkflowExecutionRequest,
+    GetWorkflowExecutionHistoryRequest,
 )
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
@@ -57,17 +58,8 @@ async def _until_gone(client: Client, runs: list[tuple[str, str]], wait: float) 
     while pending and time.monotonic() < deadline:
         still = []
         for workflow_id, run_id in pending:
-            try:
-                await client.workflow_service.describe_workflow_execution(
-                    DescribeWorkflowExecutionRequest(
-                        namespace=client.namespace,
-                        execution=WorkflowExecution(workflow_id=workflow_id, run_id=run_id),
-                    )
-                )
-            except RPCError as err:
-                if err.status == RPCStatusCode.NOT_FOUND:
-                    continue
-                raise
+            if not await _still_held(client, workflow_id, run_id):
+                continue
             still.append((workflow_id, run_id))
         pending = still
         if pending:
@@ -79,6 +71,35 @@ async def _until_gone(client: Client, runs: list[tuple[str, str]], wait: float) 
             wait,
             ", ".join(f"{w}/{r or 'current'}" for w, r in pending),
         )
+
+
+async def _still_held(client: Client, workflow_id: str, run_id: str) -> bool:
+    """Whether Temporal still holds anything of one run. Deletion takes the run's state first (describe
+    answers NOT_FOUND), its history and visibility record after, in the background: all three are asked
+    (visibility for a named run; the current run's id may have a later run listed)."""
+    execution = WorkflowExecution(workflow_id=workflow_id, run_id=run_id)
+    try:
+        await client.workflow_service.describe_workflow_execution(
+            DescribeWorkflowExecutionRequest(namespace=client.namespace, execution=execution)
+        )
+        return True
+    except RPCError as err:
+        if err.status != RPCStatusCode.NOT_FOUND:
+            raise
+    try:
+        await client.workflow_service.get_workflow_execution_history(
+            GetWorkflowExecutionHistoryRequest(namespace=client.namespace, execution=execution)
+        )
+        return True
+    except RPCError as err:
+        if err.status != RPCStatusCode.NOT_FOUND:
+            raise
+    if not run_id:
+        return False
+    async for listed in client.list_workflows(f'WorkflowId = "{_quoted(workflow_id)}"'):
+        if listed.run_id == run_id:
+            return True
+    return False
 
 
 def _quoted(workflow_id: str) -> str:
