@@ -26,7 +26,7 @@ How a text is scanned:
   English and Korean prose, Luhn-valid card numbers and Korean resident registration numbers; a secret
   named in German, Spanish, French, Japanese or Chinese prose, passphrases, XML elements, `docker login
   -p`, `configure set <name> <value>` (prose.py, detectors.py).
-* 85 vendor token formats are data (catalogue.toml): each runs when its keyword is in the text, and once
+* 93 vendor token formats are data (catalogue.toml): each runs when its keyword is in the text, and once
   more on the reversed text when a reversed keyword is there (`ks_evil_...`).
 * Rules that need no vendor format (generic.py): a random-looking token beside a word naming a secret in
   any of ten languages, credentials passed by position, credential files and connect strings, password

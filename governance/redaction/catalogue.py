@@ -37,6 +37,7 @@ class Rule:
     group: str | None
     example: str
     source: str
+    gitleaks: tuple[str, ...] = ()
 
 
 @cache
@@ -55,9 +56,19 @@ def rules() -> tuple[Rule, ...]:
                 group=str(entry["group"]) if "group" in entry else None,
                 example=str(entry["example"]),
                 source=str(entry["source"]),
+                gitleaks=_names(entry.get("gitleaks", ())),
             )
         )
     return tuple(out)
+
+
+def _names(value: object) -> tuple[str, ...]:
+    """A `gitleaks` field: one rule id or a list of them."""
+    if isinstance(value, str):
+        return (value,)
+    if not isinstance(value, list | tuple):
+        raise TypeError(f"catalogue.toml: `gitleaks` is an id or a list of ids, not {value!r}")
+    return tuple(str(v) for v in value)
 
 
 @cache
