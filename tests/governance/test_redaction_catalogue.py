@@ -6,11 +6,15 @@ Examples are generated from each rule's `example` template (no credential-shaped
 from __future__ import annotations
 
 import random
+import re
+import string
 
 import pytest
 
 from governance.redaction import PLACEHOLDER, redact
 from governance.redaction.catalogue import Rule, rules
+from tests.governance.gitleaks_shapes import RULES as GITLEAKS
+from tests.governance.gitleaks_shapes import SECRET_PART
 from tests.governance.redaction_eval import _TRANSFORMS, Sample, _Values, leftovers
 
 RULES = rules()
@@ -114,3 +118,74 @@ def test_compatibility_forms_are_folded_before_matching() -> None:
         text = f"トークン：{written} です"
         out = redact(text).text
         assert written not in out and PLACEHOLDER in out and out.endswith(" です"), (text, out)
+
+
+# gitleaks' default rules, each with a sample of its documented shape (tests/governance/gitleaks_shapes.py):
+# what docs/redaction.md counts, held here.
+_BY_KIND = {kind: [r for r in GITLEAKS if r[1] == kind] for kind in ("shape", "context", "generic", "public")}
+
+
+def _gitleaks_sample(rule_id: str, template: str, seed: int) -> tuple[str, str]:
+    """The sample and the part of it that must go."""
+    rng = random.Random(f"{rule_id}:{seed}")
+    letters = re.sub(
+        r"\{letters:(\d+)\}",
+        lambda m: "".join(rng.choice(string.ascii_letters) for _ in range(int(m.group(1)))),
+        template,
+    )
+    value = _Values(rng).expand(letters)
+    part = SECRET_PART.get(rule_id)
+    found = re.search(part, value) if part else None
+    return value, found.group(0) if found else value
+
+
+def test_gitleaks_list_is_whole_and_names_what_the_catalogue_covers() -> None:
+    ids = [r[0] for r in GITLEAKS]
+    assert len(ids) == len(set(ids)) == 218
+    assert {k: len(v) for k, v in _BY_KIND.items()} == {
+        "shape": 130,
+        "context": 77,
+        "generic": 8,
+        "public": 2,
+    }
+    named = {name for rule in RULES for name in rule.gitleaks}
+    assert named <= set(ids), sorted(named - set(ids))
+
+
+@pytest.mark.parametrize("entry", _BY_KIND["shape"], ids=lambda e: e[0])
+def test_gitleaks_shape_is_redacted_written_alone(entry: tuple[str, str, str, str]) -> None:
+    rule_id, _, _, template = entry
+    for seed in range(3):
+        value, secret = _gitleaks_sample(rule_id, template, seed)
+        text = f"note: {value} end"
+        out = redact(text).text
+        assert not leftovers(Sample("gitleaks", "test", text, (secret,)), out), (rule_id, text, out)
+
+
+@pytest.mark.parametrize("entry", _BY_KIND["context"], ids=lambda e: e[0])
+def test_gitleaks_name_only_value_is_redacted_beside_a_name(entry: tuple[str, str, str, str]) -> None:
+    rule_id, _, vendor, template = entry
+    for seed in range(3):
+        value, secret = _gitleaks_sample(rule_id, template, seed)
+        for text in (
+            f"{vendor.upper()}_API_KEY={value}",
+            f"{vendor}_secret: {value}",
+            f'{vendor}_token = "{value}"',
+        ):
+            out = redact(text).text
+            assert not leftovers(Sample("gitleaks", "test", text, (secret,)), out), (rule_id, text, out)
+
+
+@pytest.mark.parametrize("entry", _BY_KIND["generic"], ids=lambda e: e[0])
+def test_gitleaks_generic_syntax_is_redacted(entry: tuple[str, str, str, str]) -> None:
+    rule_id, _, _, template = entry
+    text, _ = _gitleaks_sample(rule_id, template, 0)
+    out = redact(text).text
+    assert out != text and PLACEHOLDER in out, (rule_id, text, out)
+
+
+@pytest.mark.parametrize("entry", _BY_KIND["public"], ids=lambda e: e[0])
+def test_gitleaks_publishable_key_is_kept_alone(entry: tuple[str, str, str, str]) -> None:
+    rule_id, _, _, template = entry
+    text = f"note: {_gitleaks_sample(rule_id, template, 0)[0]} end"
+    assert redact(text).text == text
