@@ -308,3 +308,59 @@ def test_prose_in_more_languages_is_redacted(text: str) -> None:
 
 def test_a_date_after_account_on_a_bank_line_is_kept() -> None:
     _kept("account 20240101 opened at the bank branch")
+
+
+# Ids, not credentials: prose with UUIDs and short ids whose words say what they are (a request, a run, a key
+# id, a client id, an idempotency key, an order), in English and other languages, some beside a word that
+# elsewhere names a secret. Written before the rule for prose naming a credential, which must keep them all.
+ID_SENTENCES = [
+    "the request id is 5b91250c-bb74-4a62-8f63-cb52956100c0",
+    "The run's UUID is 3dfdd062-7a6d-4ca8-9a27-3b11c5d04e5b; rerun it after the fix.",
+    "the key id is 7b0ca435-4156-45b2-898a-29a3a7f1c5a0 for the signing key",
+    "client id 826753198340077912, redirect to /callback",
+    "The OAuth client id is 0oa1b2c3d4e5f6g7h8i9 for the staging app.",
+    "the idempotency key was 44e78985-7602-4742-9605-dc4543d7f8dd when the charge was retried",
+    "the order number is 1677187044367432",
+    "The API key ID is 19376a3a-a83d-45d1-8c7b-994dc5525cb0 (the key itself stays in the vault).",
+    "The token's request id was d74d7e30-75b8-460c-8897-f6e5bd528704.",
+    "the request id for the token call is 2ec430f5-64b0-45e6-b97d-dc270dd98600",
+    "the credential id is 779adb40-b59a-4bed-a353-1fb748e2443d; rotate it from the console",
+    "The publishable key is yb1slrkk3imnwp8bi and is safe to ship in the browser bundle.",
+    "the public key fingerprint is 4909eaf88f7f10a3624b58a5ce8dfd7a",
+    "the secret's name is prod-db-2 in the cluster",
+    "The trace id was 68ff47ba-4889-4115-9172-aa5e13692275 when the token refresh failed.",
+    "the job uuid is af1d1458-cb34-450c-95b3-4eda104af311",
+    "the account id is 123456789012 and the region eu-west-1",
+    "the ticket number is 5700538572417965",
+    "Workspace id: bd0f852b-466d-42d8-8d27-05bb0dac270a (secrets are managed per workspace).",
+    "the session id is 6e70fbf9-4690-4c52-b823-b28b2aadf000 in the logs",
+    "the token's key id is 26c8bee9-eacf-46dd-9bb7-125adf9e95b0",
+    "the app id is 1quiziwh4bmepq52bt5zvdmx and the client id is u78nrgkxrt6mo4",
+    "The correlation id is 0329b996-a83e-4ecd-8564-962856bcc0e6 for the password reset request.",
+    "the installation id is 9877xqg8a9cxua for the GitHub app",
+    "The secret version is 3 and its id is e2027338-43bc-4c0e-8d56-72863a6793d5.",
+    "The invoice number was 20240115000123 and the API key was rotated the same day.",
+    "the customer id is cus9x8w7v6u5t4 and the credit note number is 7391",
+    "the deployment id is f386aa20-48d7-498a-a90a-54efeb97dfed",
+    # German, Spanish, French, Portuguese, Italian
+    "Die Anfrage-ID ist 5f8rd3rgz7dv5ptx, der Schlüssel selbst bleibt im Tresor.",
+    "Die Bestellnummer lautet 097652998799023325.",
+    "El ID de la solicitud es 7d921148-9dc1-41ed-885d-c20e85b16eda.",
+    "La clave de idempotencia era 56f261a9-3a8d-43d5-a0be-faf8b9b7a501.",
+    "L'identifiant client est 1nrpzbfdd1bwexom et la clé publique est publiée.",
+    "Le numéro de commande est 8a390940-360c-4d73-bdd8-03eefcd87541.",
+    "O ID da requisição é b2a28667-8397-4351-a419-35aaadcde387.",
+    "L'ID della richiesta è 158ezhtutncqslkj.",
+    # Japanese, Chinese, Korean, Russian
+    "リクエストIDは9f8e7d6c-5b4a-4392-8170-fedcba987654です。",
+    "注文番号は2024011500012345です。",
+    "请求ID是0a1b2c3d-4e5f-4a7b-8c9d-0e1f2a3b4c5d。",
+    "客户端ID为k1mhn6okmsfxcu6r。",
+    "요청 ID는 1a2b3c4d-5e6f-4a8b-9c0d-1e2f3a4b5c6d입니다.",
+    "Идентификатор запроса: c0ffee00-1234-4abc-9def-0123456789ab.",
+]
+
+
+@pytest.mark.parametrize("text", ID_SENTENCES)
+def test_prose_naming_an_id_is_kept(text: str) -> None:
+    _kept(text)
