@@ -77,7 +77,14 @@ from governance.redaction.names import (
     _benign,
 )
 from governance.redaction.numbers import _cards, _rrn
-from governance.redaction.prose import _english_prose, _korean_prose, multilingual_prose, passphrases
+from governance.redaction.prose import (
+    CREDENTIAL_NEEDLES,
+    _english_prose,
+    _korean_prose,
+    credential_prose,
+    multilingual_prose,
+    passphrases,
+)
 
 __all__ = ["_spans"]
 
@@ -501,6 +508,7 @@ _DETECTORS: list[tuple[_Gate, Detector]] = [
         ),
         passphrases,
     ),
+    (_gate(lower=CREDENTIAL_NEEDLES), credential_prose),
     (_ALWAYS, catalogue_spans),
     (_ALWAYS, near_word_tokens),
     (

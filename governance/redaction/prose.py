@@ -24,7 +24,7 @@ from governance.redaction.names import (
     _strong_password_like,
 )
 
-__all__ = ["multilingual_prose", "passphrases"]
+__all__ = ["CREDENTIAL_NEEDLES", "credential_prose", "multilingual_prose", "passphrases"]
 
 # words that name a secret; Latin-script ones need word boundaries, CJK ones do not
 _LATIN_WORDS = (
@@ -205,3 +205,125 @@ def _korean_prose(text: str, depth: int) -> Iterator[Span]:
             ok = (explicit and plain) or _password_like(value)
         if ok:
             yield start, end, priority
+
+
+# ---------------------------------------------------------------------------------------------------------
+# a sentence that says the value is a credential: "the airtable credential is X for prod"
+
+# words that name a credential, found in the lower-cased text. Unlike the words above, a bare "key" (and
+# "clé", "clave", "Schlüssel", "ключ", "キー", "키") does not count: a key is as often an id or a column;
+# only a qualified one (`api key`, `clave de api`, `secret key`) does.
+_CREDENTIAL_LATIN = (
+    r"credentials?|secrets?|(?:api|access|auth|bearer|refresh|session)[ _-]?tokens?|tokens?|authtoken"
+    r"|(?:api|access|secret|private|signing|master|license|licence)[ _-]?keys?|apikey|passwords?|passwd"
+    r"|passphrase|passcode|pwd"
+    r"|zugangsdaten|anmeldedaten|passwort|kennwort|geheimnis|api-schlüssel|zugangsschlüssel"
+    r"|zugriffsschlüssel|geheimer[ ]schlüssel|privater[ ]schlüssel|zugriffstoken|zugangstoken"
+    r"|credenciales|credencial|contraseña|contrasena|clave[ ](?:de[ ]api|de[ ]acceso|secreta|privada)|secreto"
+    r"|mot[ ]de[ ]passe|clé[ ](?:d'api|api|secrète|privée|d'accès)|jeton(?:[ ]d'accès)?"
+    r"|credenciais|senha|chave[ ](?:de[ ]api|de[ ]acesso|secreta|privada)|segredo"
+    r"|credenziali|chiave[ ](?:api|segreta|privata|di[ ]accesso)|segreto"
+)
+_CREDENTIAL_CYRILLIC = (
+    r"учётные[ ]данные|учетные[ ]данные|пароль|токен|секрет|секретный[ ]ключ|ключ[ ]api|ключ[ ]доступа"
+    r"|закрытый[ ]ключ"
+)
+_CREDENTIAL_CJK = (
+    r"認証情報|パスワード|トークン|シークレット(?:キー)?|apiキー|アクセスキー|秘密鍵"
+    r"|凭据|凭证|憑證|密码|密碼|令牌|(?:api[ ]?)?密钥|秘钥|私钥|访问密钥"
+    r"|자격[ ]?증명|비밀번호|패스워드|토큰|시크릿|api[ ]?키|액세스[ ]?키|비밀[ ]?키|암호"
+)
+_CREDENTIAL_WORD = re.compile(
+    rf"(?<![a-zà-ÿ])(?:{_CREDENTIAL_LATIN})(?![a-zà-ÿ])|(?<![а-яё])(?:{_CREDENTIAL_CYRILLIC})(?![а-яё])"
+    rf"|{_CREDENTIAL_CJK}"
+)
+# what the gate of this rule looks for in the lower-cased text before the word scan runs
+CREDENTIAL_NEEDLES = (
+    "credential", "secret", "token", "key", "pass", "pwd", "zugang", "anmelde", "kennwort", "geheim",
+    "schlüssel", "credencia", "contrase", "clave", "mot de passe", "clé", "jeton", "senha", "chave",
+    "segredo", "credenziali", "chiave", "segreto", "данные", "пароль", "токен", "секрет", "ключ",
+    "認証情報", "パスワード", "トークン", "シークレット", "キー", "秘密鍵", "凭据", "凭证",
+    "憑證", "密码", "密碼", "令牌", "密钥", "秘钥", "私钥", "자격", "비밀", "패스워드", "토큰",
+    "시크릿", "키", "암호",
+)  # fmt: skip
+# After the word: a name ("le jeton Snyk", "токен Heroku") or what it is for ("for prod", "de la base",
+# "für den Server"), opened by a preposition, so "the token fix is …" (a compound whose head is "fix") is
+# not read as the token's value; then what says the value follows ("is", ":", "lautet", "es", "est", "是",
+# "は", "는"), then the value.
+_CREDENTIAL_TAIL = re.compile(
+    r"(?i)(?:[^\S\n]+(?-i:[A-ZА-ЯЁ][\w-]{1,30}))?"
+    r"(?:[^\S\n]+(?:for|of|on|in|at|from|with|we|you|they|used|für|von|vom|zum|zur|des|der|de|del|da|do"
+    r"|du|pour|para|en|di|della|dello|per|для|от)(?:[^\S\n]+[^\s:=：]{1,30}){1,3}?)?"
+    r"[^\S\n]*(?:[:=：]|(?<=\s)(?:is|was|are|were|ist|lautet|lauten|war|sind|es|era|son|est|était|sont|é|são"
+    r"|è|sono|это|—)(?=\s)|是|为|為|は|が|은|는|이|가)"
+    rf"[^\S\n]*:?[^\S\n]*{_OPEN}(?P<value>[\x21-\x7e]{{10,}})"
+)
+# French, Spanish, Portuguese, Italian and Russian put a name after the noun ("le jeton heroku est X",
+# "токен heroku это X"): one word of any case may stand there before one of their verbs
+_CREDENTIAL_TAIL_AFTER_NOUN = re.compile(
+    r"(?i)[^\S\n]+[^\W\d_][\w-]{1,29}[^\S\n]+(?:est|était|es|era|é|è|sono|son|sont|são|это)(?=\s)"
+    rf"[^\S\n]*:?[^\S\n]*{_OPEN}(?P<value>[\x21-\x7e]{{10,}})"
+)
+# words that say the value is an id, a name, metadata or published, not the credential: "the API key ID is",
+# "the request id for the token call is", "the publishable key", "the credential's fingerprint"
+_ID_WORD = re.compile(
+    r"(?i)(?<![A-Za-zÀ-ÿ])(?:ids?|uuids?|guids?|identifiers?|numbers?|no\.|names?|usernames?|e-?mail"
+    r"|fingerprint|hash|digest|checksum|version|prefix|suffix|hint|length|count|ttl|expiry|expiration|type"
+    r"|format|scope|url|uri|endpoint|path|file|header|field|label|public|publishable|idempotency|idempotent"
+    r"|csrf|xsrf|page|next|pagination|continuation|cursor|primary|foreign|partition|sort|routing|shard"
+    r"|lookup|cache|dedup|kid|address|serial|commit|sha\d*|revision|rev|tag|branch|example|sample|dummy"
+    r"|fake|placeholder|limit|max|min|usage|rate"
+    r"|kennung|öffentlich\w*|fingerabdruck|präfix|identificador|número|nombre|públic[ao]|huella"
+    r"|idempotencia|identifiant|numéro|nom|publique|empreinte|idempotence|nome|idempotência"
+    r"|identificativo|numero|pubblic[ao])(?![A-Za-zÀ-ÿ])"
+    r"|(?:nummer|-id)(?![A-Za-zÀ-ÿ])|(?-i:(?<=[a-z])Id)(?![a-z])"
+    r"|(?<![а-яёА-ЯЁ])(?:идентификатор\w*|номер\w*|имя|открыт\w*|публичн\w*)(?![а-яёА-ЯЁ])"
+    r"|番号|識別子|名前|公開|指紋|フィンガープリント|编号|編號|号码|號碼|标识|標識|名称|公钥|公开|指纹"
+    r"|번호|식별자|이름|공개|지문"
+)
+_CLAUSE_END = re.compile(r"[.;!?。！？][^\S\n]|[\n。；]")
+_UUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
+_RUN = re.compile(r"[A-Za-z]+|\d+")
+
+
+def _credential_value(value: str) -> bool:
+    """Whether a value the sentence calls a credential is one: a UUID, a long number, letters and digits
+    interleaved (`yb1slrkk3imnwp8bi`) or a random-looking token, not a word, a name or a version."""
+    if len(value) < 10 or _benign(value) or plain_base64(value):
+        return False
+    if _UUID.fullmatch(value) or _looks_random(value):
+        return True
+    if not value.isascii() or not value.isalnum():
+        return False  # `prod-db-2`, `v1.2.3`, `2024-01-15`: names, versions and dates have separators
+    if value.isdigit():
+        return len(value) >= 12
+    # `release2024` and `utf8mb4` are a word and a number; a generated value alternates more
+    return len(_RUN.findall(value)) >= 3
+
+
+def credential_prose(text: str, depth: int) -> Iterator[Span]:
+    """A value the sentence itself calls a credential, a secret, a token, an API key or a password, whatever
+    its shape (a UUID or a short lowercase value too), unless the words say it is an id or public."""
+    priority = _PRIORITY["generic_secret"]
+    lower = text.lower()
+    if len(lower) != len(text):
+        return  # a letter that grows when lowered would shift the indices; the rules above still run
+    for word in _CREDENTIAL_WORD.finditer(lower):
+        if word.start() > 0 and text[word.start() - 1] in ":./":
+            continue  # a segment of a path (`arn:…:secret:name`, `vault/secret`, `config.secret`)
+        match = _CREDENTIAL_TAIL.match(text, word.end())
+        if match is None:
+            match = _CREDENTIAL_TAIL_AFTER_NOUN.match(text, word.end())
+        if match is None:
+            continue
+        value = match.group("value").rstrip(_TRAILING)
+        start = match.start("value")
+        if _LATIN_LETTER.match(text, match.end("value")) or _NAME_THEN_VALUE.match(value):
+            continue
+        clause = max(word.start() - 60, 0)
+        for end in _CLAUSE_END.finditer(text, clause, word.start()):
+            clause = end.end()
+        if _ID_WORD.search(text, clause, start):
+            continue
+        if _credential_value(value):
+            yield start, start + len(value), priority

@@ -11,6 +11,9 @@ import hashlib
 import pytest
 
 from governance.redaction import PLACEHOLDER, redact
+from tests.governance.gitleaks_shapes import RULES as GITLEAKS
+from tests.governance.redaction_eval import Sample, leftovers
+from tests.governance.test_redaction_catalogue import _gitleaks_sample
 
 RANDOM = "Q7R3ZT5XW2MNB4KDa8Fh2kLm3Nq8"  # 28 characters of a random-looking token
 PASSWORD = "Qw7!rTz9#Lp2"
@@ -363,4 +366,92 @@ ID_SENTENCES = [
 
 @pytest.mark.parametrize("text", ID_SENTENCES)
 def test_prose_naming_an_id_is_kept(text: str) -> None:
+    _kept(text)
+
+
+# A sentence that says the value is a credential: the value goes whatever its shape. gitleaks' 77 name-only
+# formats (values it recognises only beside the vendor's name: short lowercase values, long numbers, UUIDs),
+# three samples each, in sentences that name the vendor and call the value a credential, a secret, a token,
+# an API key or a password, in English and the other languages the generic detectors know.
+CREDENTIAL_SENTENCES = [
+    "the {vendor} credential is {value} for prod",
+    "the {vendor} secret is {value}",
+    "The {vendor} API key is {value}.",
+    "the password for {vendor} is {value}",
+    "Die Zugangsdaten für {vendor} lauten {value}.",
+    "La clave de API de {vendor} es {value}",
+    "Le jeton {vendor} est {value}",
+    "O token do {vendor} é {value}",
+    "Токен {Vendor}: {value}",
+    "{vendor}のAPIキーは{value}です",
+    "{vendor}的令牌是{value}。",
+    "{vendor} 토큰은 {value}입니다",
+]
+
+
+@pytest.mark.parametrize("entry", [r for r in GITLEAKS if r[1] == "context"], ids=lambda e: e[0])
+def test_prose_naming_a_credential_removes_a_name_only_value(entry: tuple[str, str, str, str]) -> None:
+    rule_id, _, vendor, template = entry
+    for seed in range(3):
+        value, secret = _gitleaks_sample(rule_id, template, seed)
+        for sentence in CREDENTIAL_SENTENCES:
+            text = sentence.format(vendor=vendor, Vendor=vendor.capitalize(), value=value)
+            out = redact(text).text
+            assert not leftovers(Sample("prose", "test", text, (secret,)), out), (rule_id, text, out)
+
+
+UUID = "5b91250c-bb74-4a62-8f63-cb52956100c0"
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        (f"The HubSpot API key is {UUID}.", UUID),
+        (f"the snyk token for CI is {UUID}", UUID),
+        ("the Discord secret is 826753198340077912", "826753198340077912"),
+        ("Our confluent credentials are d4h0k44p7ipxu615", "d4h0k44p7ipxu615"),
+        (f"the access token was '{UUID}'", UUID),
+        (f"X-Api-Key: {UUID}", UUID),
+        (f"Das Heroku-Passwort ist {UUID}", UUID),
+        (f"Der API-Schlüssel für Heroku lautet {UUID}.", UUID),
+        ("Le credenziali di Airtable sono yb1slrkk3imnwp8bi", "yb1slrkk3imnwp8bi"),
+        (f"La chiave API di Heroku è {UUID}", UUID),
+        (f"A chave de API da HubSpot é {UUID}", UUID),
+        ("Пароль — yb1slrkk3imnwp8bi", "yb1slrkk3imnwp8bi"),
+        (f"Herokuのトークンは{UUID}です。", UUID),
+        (f"Heroku API 키는 {UUID}입니다.", UUID),
+    ],
+)
+def test_prose_naming_a_credential_removes_the_value_whatever_its_shape(text: str, secret: str) -> None:
+    out = _gone(text, secret)
+    assert out.count(PLACEHOLDER) == 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # the word names a credential but what the sentence gives is a word, a name, a version or a date
+        "the token is expired and must be rotated",
+        "the secret is stored in vault under kv/prod",
+        "the token is GITHUB_TOKEN",
+        "the token was issued on 2024-01-15T10:00:00Z",
+        "the token endpoint is https://auth.example.com/oauth2/token",
+        "The tokenizer is gpt2tokenizer2",
+        "The session token is valid for 3600 seconds",
+        # a word, then a number: no generated value alternates so little
+        "the token format changed in utf8mb4 and release2024",
+        # what the value belongs to is another noun: a compound's head, a count, a version, a limit
+        f"the token fix is {UUID}",
+        "the token count is 409612345678",
+        "the secret version is 12345678901234",
+        "the token limit is 100000000000",
+        f"The signing key ID is {UUID}",
+        "the commit for the token fix is 9f2c4e1a7b3d",
+        f"Token ID: {UUID}",
+        f"El ID del token es {UUID}",
+        f"Der Token-Hash ist {UUID}",
+        f"トークンの番号は{UUID}です",
+    ],
+)
+def test_prose_naming_a_credential_keeps_words_and_what_belongs_to_another_noun(text: str) -> None:
     _kept(text)
