@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from governance.redaction.generic import plain_base64
+from governance.redaction.generic import _random_token, plain_base64
 from governance.redaction.kinds import _PRIORITY, Span
 from governance.redaction.names import (
     _NEAR_MISS_VALUE,
@@ -322,25 +322,35 @@ def _names_an_id(text: str, lower: str, start: int, end: int) -> bool:
 _CLAUSE_END = re.compile(r"[.;!?。！？][^\S\n]|[\n。；]")
 _UUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
 _RUN = re.compile(r"[A-Za-z]+|\d+")
+_TOKEN_CHARS = re.compile(r"[A-Za-z0-9_+/=~-]+")
+_CAMEL_WORD = re.compile(r"[A-Z][a-z]{2,}")
 
 
 def _credential_value(value: str) -> bool:
     """Whether a value the sentence calls a credential is one: a UUID, a long number, letters and digits
-    interleaved (`yb1slrkk3imnwp8bi`) or a random-looking token, not a word, a name or a version."""
+    interleaved (`yb1slrkk3imnwp8bi`) or a random-looking token; not a word, a name, a type or a version."""
     if len(value) < 10:
         return False
     if _UUID.fullmatch(value):
         return len(set(value.lower())) > 5  # the nil UUID and `11111111-…` stand in for one
-    if value.isascii() and value.isalnum():
-        if value.isdigit():
-            shaped = len(value) >= 12
-        else:
-            # `release2024` and `utf8mb4` are a word and a number; a generated value alternates more
-            shaped = len(_RUN.findall(value)) >= 3
-        if shaped:
-            return not (_benign(value) or plain_base64(value))
-    # `prod-db-2`, `v1.2.3`, `2024-01-15`: names, versions and dates have separators and are not random
-    return _looks_random(value) and not plain_base64(value)
+    # `grpc.ChannelCredentials`, `sk-[name]-[20`, `Ed25519PrivateKey`: code, a template, a type
+    if not _TOKEN_CHARS.fullmatch(value) or _camel_words(value) * 2 >= len(value):
+        return False
+    if _random_token(value):
+        return True  # random-looking, and no identifier, path, hash or base64 of words
+    # `prod-db-2`, `v1-2-3`, `2024-01-15`: names, versions and dates have separators
+    if not value.isalnum():
+        return False
+    if value.isdigit():
+        return len(value) >= 12
+    # `release2024` and `utf8mb4` are a word and a number; a generated value alternates more (and base64 of
+    # words is encoded text, no key)
+    return len(_RUN.findall(value)) >= 3 and not (_benign(value) or plain_base64(value))
+
+
+def _camel_words(value: str) -> int:
+    """How many letters of `value` are capitalised words (`Private`, `Key`): most, in a type's name."""
+    return sum(len(word) for word in _CAMEL_WORD.findall(value))
 
 
 def credential_prose(text: str, depth: int) -> Iterator[Span]:

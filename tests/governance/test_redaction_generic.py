@@ -11,6 +11,7 @@ import hashlib
 import pytest
 
 from governance.redaction import PLACEHOLDER, redact
+from governance.redaction.prose import credential_prose
 from tests.governance.gitleaks_shapes import RULES as GITLEAKS
 from tests.governance.redaction_eval import Sample, leftovers
 from tests.governance.test_redaction_catalogue import _gitleaks_sample
@@ -451,7 +452,24 @@ def test_prose_naming_a_credential_removes_the_value_whatever_its_shape(text: st
         f"El ID del token es {UUID}",
         f"Der Token-Hash ist {UUID}",
         f"トークンの番号は{UUID}です",
+        "the secret is 00000000-0000-0000-0000-000000000000 in the fixture",
+        "# Project-based api keys: 'sk-[project-name]-[20 alnum]'",
     ],
 )
 def test_prose_naming_a_credential_keeps_words_and_what_belongs_to_another_noun(text: str) -> None:
     _kept(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "credentials: grpc.ChannelCredentials,",
+        "private_key: Ed25519PrivateKey | Ed448PrivateKey",
+        "secrets: ServiceConfigOrSecret | None = Field(",
+        "api_key: temporalio.api.cloud.identity.v1.message_pb2.ApiKey | None = ...,",
+    ],
+)
+def test_prose_naming_a_credential_reads_no_type_in_code_as_a_value(text: str) -> None:
+    """Lines of installed packages that the rule alone first took: a type or a module path after the word.
+    (The assignment and near-word rules still take the first three, as they did before this rule.)"""
+    assert list(credential_prose(text, 0)) == []
