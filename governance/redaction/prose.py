@@ -247,19 +247,25 @@ CREDENTIAL_NEEDLES = (
     "패스워드", "토큰", "시크릿", "키", "암호",
 )  # fmt: skip
 _CREDENTIAL_NEEDLE = re.compile("|".join(map(re.escape, CREDENTIAL_NEEDLES)))
+# the pieces that may end a word of several (`api key`, `mot de passe`, `учётные данные`, `apiキー`)
+_TRAILING_NEEDLES = frozenset({"key", "token", "pass", "schlüssel", "данные", "ключ", "キー", "密钥", "키"})
 
 
 def _credential_words(lower: str) -> Iterator[re.Match[str]]:
     """The words naming a credential in the lower-cased text, each once, in order: read in a window around
-    each piece found (a word starts at most 12 characters before its piece: `private key`, `mot de passe`)."""
+    each piece found. A word starts at its piece or, for a piece that ends a word (`private key`, `mot de
+    passe`, `access token`), at most 12 characters before it, and ends at most 20 characters after."""
     done = 0
+    size = len(lower)
     for hit in _CREDENTIAL_NEEDLE.finditer(lower):
-        if hit.start() < done:
+        at = hit.start()
+        if at < done:
             continue
-        end = min(hit.end() + 30, len(lower))
-        while end < len(lower) and lower[end].isalpha():
+        end = min(at + 20, size)
+        while end < size and lower[end].isalpha():
             end += 1  # the scan must not cut a word: its end decides the boundary after it
-        for word in _CREDENTIAL_WORD.finditer(lower, max(hit.start() - 12, 0), end):
+        begin = max(at - 12, 0) if hit.group() in _TRAILING_NEEDLES else at
+        for word in _CREDENTIAL_WORD.finditer(lower, begin, end):
             if word.start() >= done:
                 done = word.end()
                 yield word
