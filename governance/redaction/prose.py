@@ -247,20 +247,27 @@ CREDENTIAL_NEEDLES = (
     "패스워드", "토큰", "시크릿", "키", "암호",
 )  # fmt: skip
 _CREDENTIAL_NEEDLE = re.compile("|".join(map(re.escape, CREDENTIAL_NEEDLES)))
+# a value may start here: ten printable ASCII characters after a space, a CJK particle, a separator or a quote
+_VALUE_AHEAD = re.compile(r"(?:(?<![\x21-\x7e])|(?<=[:=\"'`]))[\x21-\x7e]{10}")
 # the pieces that may end a word of several (`api key`, `mot de passe`, `учётные данные`, `apiキー`)
 _TRAILING_NEEDLES = frozenset({"key", "token", "pass", "schlüssel", "данные", "ключ", "キー", "密钥", "키"})
 
 
 def _credential_words(lower: str) -> Iterator[re.Match[str]]:
-    """The words naming a credential in the lower-cased text, each once, in order: read in a window around
-    each piece found. A word starts at its piece or, for a piece that ends a word (`private key`, `mot de
-    passe`, `access token`), at most 12 characters before it, and ends at most 20 characters after."""
+    """The words naming a credential in the lower-cased text that a value may follow on their line, each
+    once, in order: read in a window around each piece found. A word starts at its piece or, for a piece
+    that ends a word (`private key`, `mot de passe`, `access token`), at most 12 characters before it, and
+    ends at most 20 characters after."""
     done = 0
     size = len(lower)
     for hit in _CREDENTIAL_NEEDLE.finditer(lower):
         at = hit.start()
         if at < done:
             continue
+        line_end = lower.find("\n", at)
+        ahead = min(at + 160, size if line_end < 0 else line_end)
+        if _VALUE_AHEAD.search(lower, hit.end(), ahead) is None:
+            continue  # no value of ten characters follows on the line (`max_tokens: 4096`): no word to read
         end = min(at + 20, size)
         while end < size and lower[end].isalpha():
             end += 1  # the scan must not cut a word: its end decides the boundary after it
