@@ -30,7 +30,9 @@ How a text is scanned:
   more on the reversed text when a reversed keyword is there (`ks_evil_...`).
 * Rules that need no vendor format (generic.py): a random-looking token beside a word naming a secret in
   any of ten languages, credentials passed by position, credential files and connect strings, password
-  hashes, PIN/CVV, WIF keys, Wi-Fi QR payloads, the value before the word ("use X as the password").
+  hashes, PIN/CVV, WIF keys, Wi-Fi QR payloads, the value before the word ("use X as the password"), and
+  a value the sentence calls a credential, whatever its shape (a UUID too), unless its words say it is an
+  id or public ("the airtable credential is X", but "the API key ID is X"; prose.py).
 * A vendor's documented example (`AKIAIOSFODNN7EXAMPLE`), a processor's test card, a key its vendor
   publishes (`pk_live_…`), and a placeholder or reference where a value would be (`user:password@`,
   `${VAR}`, `op://…`) are kept.
