@@ -305,10 +305,12 @@ _ID_WORDS = frozenset(
     scope url uri endpoint path file header field label public publishable idempotency idempotent csrf xsrf
     page next pagination continuation cursor primary foreign partition sort routing shard lookup cache dedup
     kid address serial commit sha revision rev tag branch example sample dummy fake placeholder limit max min
-    usage rate
+    usage rate lifetime duration timeout interval expires size bits rotation policy status state mode
+    algorithm owner issuer audience scopes created updated amount balance supply price decimals contract
+    symbol holders
     kennung fingerabdruck präfix identificador número nombre pública público huella idempotencia identifiant
     numéro nom publique empreinte idempotence nome idempotência identificativo numero pubblica pubblico
-    имя""".split()
+    página seite pagina имя""".split()
 )
 # German compounds end in one (`Bestellnummer`, `Anfrage-ID`); Russian words inflect after one
 _ID_SUFFIXES = ("nummer",)

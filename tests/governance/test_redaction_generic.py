@@ -453,6 +453,8 @@ def test_prose_naming_a_credential_removes_the_value_whatever_its_shape(text: st
         f"Der Token-Hash ist {UUID}",
         f"トークンの番号は{UUID}です",
         "the secret is 00000000-0000-0000-0000-000000000000 in the fixture",
+        "the refresh token lifetime is 1209600000000",
+        "The token supply is 1000000000000000 and the token contract is verified.",
         "# Project-based api keys: 'sk-[project-name]-[20 alnum]'",
     ],
 )
