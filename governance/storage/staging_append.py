@@ -13,7 +13,6 @@ autocommit when no daily quota is set, so an append costs one round trip.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from dataclasses import dataclass
@@ -40,7 +39,7 @@ from governance.limits import (
     tenant_quota_refusal,
 )
 from governance.promotions import PromotionRecord, closed_refusal
-from governance.staging import EntryDraft, public_task_id, request_hash
+from governance.staging import EntryDraft, PreparedBatch, prepare_batch, public_task_id
 from governance.storage import quotas
 from governance.storage.connections import unpinged_checkout
 from governance.storage.staging import TaskInfo, get_task, key_is_live
@@ -186,16 +185,6 @@ async def _refused(
     return _Raced(f"task {public_task_id(task_id)!r} changed while the batch was appended; retry it")
 
 
-def _rows_json(fresh: list[tuple[EntryDraft, str]]) -> str:
-    # one JSON document instead of five text[] parameters: psycopg dumps arrays element by element in
-    # Python, which cost ~18% of a batch's CPU
-    return json.dumps(
-        [[d.kind.value, d.content, d.payload_json, d.idempotency_key, h] for d, h in fresh],
-        ensure_ascii=False,
-        separators=(",", ":"),
-    )
-
-
 async def _append_pipelined(
     engine: AsyncEngine, task_id: str, params: dict[str, Any]
 ) -> tuple[list[Any], Any] | None:
@@ -284,20 +273,23 @@ async def _append_once(
     task_id: str,
     principal: Principal,
     drafts: list[EntryDraft],
+    prepared: PreparedBatch,
     quota: tuple[str, StagingQuota] | None = None,
     key_hash: str | None = None,
 ) -> Appended:
-    hashes = [request_hash(d) for d in drafts]
+    hashes = prepared.hashes
     org, limits = quota if quota is not None else ("", StagingQuota())
     # Without a daily quota an append is one statement, atomic on its own: autocommit spares the BEGIN and
     # COMMIT round trips. A daily quota counts the tenant's day first, in a transaction a refusal rolls back.
     counts_day = limits.counts_tenant
     keys = [d.idempotency_key for d in drafts if d.idempotency_key is not None]
 
-    def params_of(fresh: list[tuple[EntryDraft, str]]) -> dict[str, Any]:
-        size = _batch_bytes([d for d, _ in fresh])
+    def params_of(fresh: list[int] | None) -> dict[str, Any]:
+        """The statement's parameters for the entries at `fresh` (None: all of them)."""
+        sizes = prepared.sizes if fresh is None else [prepared.sizes[i] for i in fresh]
+        size = sum(sizes)
         return {
-            "n": len(fresh),
+            "n": len(sizes),
             "size": 0 if counts_day else size,
             "max_entries": 0 if counts_day else limits.task_entries,
             "max_bytes": 0 if counts_day else limits.task_bytes,
@@ -305,12 +297,11 @@ async def _append_once(
             "task_id": task_id,
             "actor_id": principal.id,
             "actor_type": principal.actor_type.value,
-            "rows": _rows_json(fresh),
+            "rows": prepared.rows_json(fresh),
         }
 
     if not keys and not counts_day:  # the common case: two round trips (the ping, the statement)
-        fresh = list(zip(drafts, hashes, strict=True))
-        done = await _append_pipelined(engine, task_id, params_of(fresh))
+        done = await _append_pipelined(engine, task_id, params_of(None))
         if done is not None:
             if done[0]:
                 return Appended(_acks(drafts, {}, done[0]), _promotion(done[1]))
@@ -336,13 +327,13 @@ async def _append_once(
                         f"(seq {old.seq}); retries must repeat the original kind, content and payload"
                     )
             fresh = [
-                (d, h)
-                for d, h in zip(drafts, hashes, strict=True)
+                i
+                for i, d in enumerate(drafts)
                 if d.idempotency_key is None or d.idempotency_key not in existing
             ]
             inserted: list[Any] = []
             if fresh:
-                batch = [d for d, _ in fresh]
+                batch = [drafts[i] for i in fresh]
                 if counts_day:  # task and day counted and checked here, in this transaction
                     await _check_tenant_quota(conn, task_id, org, limits, batch, _batch_bytes(batch))
                 inserted = list((await conn.execute(_APPEND, params_of(fresh))).all())
@@ -394,6 +385,7 @@ async def append_batch(
     quota: tuple[str, StagingQuota] | None = None,
     *,
     key_hash: str | None = None,
+    prepared: PreparedBatch | None = None,
 ) -> Appended:
     """Append a batch, all or nothing; entries whose idempotency key was seen return the first result.
 
@@ -404,17 +396,22 @@ async def append_batch(
     The answer carries the task's latest promotion, read in the same round trip (which promotion takes the
     entries: governance/promotions.promotion_of_append).
 
+    `prepared`: the batch's hashes, sizes and rows, as `governance.staging.validate_batch` returned them
+    while checking its limits (default: worked out here, `prepare_batch`).
+
     Two concurrent requests carrying the same new key race on the unique index: the loser's transaction
     (and its sequence reservation) rolls back, and it runs again to find the winner's rows.
     """
+    if prepared is None:
+        prepared = prepare_batch(drafts)
     try:
-        return await _append_once(engine, task_id, principal, drafts, quota, key_hash)
+        return await _append_once(engine, task_id, principal, drafts, prepared, quota, key_hash)
     except IntegrityError as exc:
         if "staging_idempotency_pkey" not in str(exc.orig):
             raise
     except _Raced:
         pass
-    return await _append_once(engine, task_id, principal, drafts, quota, key_hash)
+    return await _append_once(engine, task_id, principal, drafts, prepared, quota, key_hash)
 
 
 async def append_entries(

@@ -69,6 +69,7 @@ class Phase:
     errors: int = 0
     requests: int = 0
     gateway_cpu: float = 0.0  # CPU seconds the gateway processes spent in this phase
+    db_cpu: float = 0.0  # CPU seconds Postgres' processes (postmaster and backends) spent in this phase
     client_cpu: float = 0.0  # CPU seconds of this load generator
 
     @property
@@ -284,12 +285,13 @@ def _py_spy(
     return spies
 
 
-def _cpu_of(proc: subprocess.Popen[bytes]) -> float:
-    """User+system CPU seconds of the gateway's processes (the uvicorn supervisor and its workers)."""
+def _cpu_of(proc: subprocess.Popen[bytes] | int) -> float:
+    """User+system CPU seconds of a process tree: the gateway's (the uvicorn supervisor and its workers), or
+    Postgres' (the postmaster and its backends; a backend that ended during the phase is not counted)."""
     import psutil
 
     total = 0.0
-    root = psutil.Process(proc.pid)
+    root = psutil.Process(proc if isinstance(proc, int) else proc.pid)
     for p in [root, *root.children(recursive=True)]:
         try:
             times = p.cpu_times()
@@ -311,15 +313,20 @@ def _measure(
 ) -> Phase:
     """Run one phase and charge it the gateway CPU it cost (a load-independent figure on a shared machine)."""
     spies = _py_spy(gateway, spy, phase.name, float(kwargs["seconds"]))  # type: ignore[arg-type]
-    before = _cpu_of(gateway)
+    before, db_before = _cpu_of(gateway), _cpu_of(_POSTMASTER[0])
     if grpc_target is None:
         asyncio.run(_drive(url, fx, phase=phase, **kwargs))  # type: ignore[arg-type]
     else:
         asyncio.run(_drive_grpc(grpc_target, fx, phase=phase, **kwargs))  # type: ignore[arg-type]
     phase.gateway_cpu = _cpu_of(gateway) - before
+    phase.db_cpu = _cpu_of(_POSTMASTER[0]) - db_before
     for s in spies:
         s.wait(timeout=60)
     return phase
+
+
+# the postmaster's pid, once Postgres runs (its first line of postmaster.pid)
+_POSTMASTER: list[int] = [0]
 
 
 def _copy(database_url: str, fx: Fixture, rows: int) -> Phase:
@@ -328,6 +335,7 @@ def _copy(database_url: str, fx: Fixture, rows: int) -> Phase:
     payload, rhash = canonical_payload(PAYLOAD), request_hash(draft)
     phase = Phase("copy")
     with psycopg.connect(database_url) as conn:
+        db_before = _cpu_of(_POSTMASTER[0])
         start = time.perf_counter()
         with conn.cursor() as cur:
             with cur.copy(
@@ -340,6 +348,7 @@ def _copy(database_url: str, fx: Fixture, rows: int) -> Phase:
                     )
         conn.commit()
         phase.seconds = time.perf_counter() - start
+        phase.db_cpu = _cpu_of(_POSTMASTER[0]) - db_before
     phase.rows = rows
     return phase
 
@@ -364,6 +373,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="loregate-bench-") as tmp:
         server, _ = start_embedded_postgres(Path(tmp))
+        _POSTMASTER[0] = int((Path(tmp) / "postgres" / "postmaster.pid").read_text().split()[0])
         gateway: subprocess.Popen[bytes] | None = None
         try:
             server.psql("CREATE DATABASE bench;")
@@ -441,12 +451,15 @@ def main() -> None:
         print(
             f"  {ph.name:<20} CPU per call: gateway {1000 * ph.gateway_cpu / max(ph.requests, 1):.2f} ms "
             f"({1000 * ph.gateway_cpu / max(ph.rows, 1):.3f} ms/row), "
-            f"load generator {1000 * ph.client_cpu / max(ph.requests, 1):.2f} ms  ({ph.requests} calls)"
+            f"load generator {1000 * ph.client_cpu / max(ph.requests, 1):.2f} ms, "
+            f"Postgres {1000 * ph.db_cpu / max(ph.requests, 1):.2f} ms "
+            f"({1e6 * ph.db_cpu / max(ph.rows, 1):.1f} µs/row)  ({ph.requests} calls)"
         )
     print(f"machine load average : {os.getloadavg()[0]:.1f} (other work on these cores slows every figure)")
     print(
         f"raw psycopg COPY     : {copy.rows_per_s:9,.0f} rows/s   "
-        f"({copy.rows:,} rows in {copy.seconds:.2f} s)"
+        f"({copy.rows:,} rows in {copy.seconds:.2f} s; "
+        f"Postgres CPU {1e6 * copy.db_cpu / copy.rows:.1f} µs/row)"
     )
     for ph in phases:
         ratio = ph.rows_per_s / copy.rows_per_s
