@@ -36,7 +36,15 @@ from governance.storage.staging import TaskInfo
 from governance.trust import DECAY_POLICY_FIELD, check_entry_decay_policy
 from governance.validity import EXPIRY_FIELDS, check_entry_expiry
 
-__all__ = ["task_public", "open_task", "show_task", "append_entries", "list_entries"]
+__all__ = [
+    "task_public",
+    "open_task",
+    "show_task",
+    "append_entries",
+    "append_drafts",
+    "drafts_of",
+    "list_entries",
+]
 
 
 _ACKS = TypeAdapter(list[EntryAck])
@@ -86,10 +94,27 @@ async def append_entries(
     `key_hash` (the transports pass the hash of the key the caller presented): the key is checked again
     inside the append statement, so a key revoked since this process cached it appends nothing (401).
     """
-    drafts = [
+    return await append_drafts(resources, principal, task, drafts_of(body), key_hash=key_hash)
+
+
+def drafts_of(body: EntriesIn) -> list[EntryDraft]:
+    """The entries of a body as drafts (the actor is the caller's, added when they are stored)."""
+    return [
         EntryDraft(kind=e.kind, content=e.content, payload=e.payload, idempotency_key=e.idempotency_key)
         for e in body.entries
     ]
+
+
+async def append_drafts(
+    resources: GatewayResources,
+    principal: Principal,
+    task: TaskInfo,
+    drafts: list[EntryDraft],
+    *,
+    key_hash: str | None = None,
+) -> EntriesAck:
+    """`append_entries` for a body already read into drafts (as `EntriesIn` takes it: the append path
+    decodes it without pydantic, api/schemas/staging_json.py)."""
     limits = resources.settings
     prepared = validate_batch(
         drafts, max_entry_bytes=limits.max_entry_bytes, max_batch_entries=limits.max_batch_entries
