@@ -18,7 +18,7 @@ from api.schemas.text import refuse_lone_surrogates, refuse_unstorable_json
 from governance.scopes import EntryKind
 from governance.staging import EntryDraft
 
-__all__ = ["decode_entries"]
+__all__ = ["decode_entries", "convert_entries"]
 
 
 class _Entry(msgspec.Struct, forbid_unknown_fields=True):
@@ -40,17 +40,31 @@ def decode_entries(raw: bytes) -> list[EntryDraft] | None:
     say what is wrong). msgspec refuses lone surrogate escapes, NaN, Infinity and out-of-range numbers while
     parsing; the checks below are `EntriesIn`'s own validators, for what parsing lets through."""
     try:
-        body = _DECODER.decode(raw)
-        drafts = []
-        for entry in body.entries:
-            content, payload, key = entry.content, entry.payload, entry.idempotency_key
-            if not content.isascii():
-                refuse_lone_surrogates(content)
-            if payload is not None:
-                refuse_unstorable_json(payload)
-            if key is not None and not key.isascii():
-                refuse_lone_surrogates(key)
-            drafts.append(EntryDraft(entry.kind, content, payload, key))
+        return _drafts(_DECODER.decode(raw))
     except Exception:  # noqa: BLE001 (whatever it is, EntriesIn says what it is)
         return None
+
+
+def convert_entries(entries: list[dict[str, Any]]) -> list[EntryDraft] | None:
+    """`decode_entries` for entries already parsed into Python objects (gRPC's messages, whose payload
+    JSON was parsed on its own): the drafts when `EntriesIn.model_validate({"entries": entries})` would
+    take them as they are, None otherwise."""
+    try:
+        return _drafts(msgspec.convert({"entries": entries}, _Entries, strict=True))
+    except Exception:  # noqa: BLE001 (whatever it is, EntriesIn says what it is)
+        return None
+
+
+def _drafts(body: _Entries) -> list[EntryDraft]:
+    """The entries as drafts, after `EntriesIn`'s own checks of what msgspec let through (ValueError)."""
+    drafts = []
+    for entry in body.entries:
+        content, payload, key = entry.content, entry.payload, entry.idempotency_key
+        if not content.isascii():
+            refuse_lone_surrogates(content)
+        if payload is not None:
+            refuse_unstorable_json(payload)
+        if key is not None and not key.isascii():
+            refuse_lone_surrogates(key)
+        drafts.append(EntryDraft(entry.kind, content, payload, key))
     return drafts

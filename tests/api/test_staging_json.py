@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from api.schemas.staging import EntriesIn
-from api.schemas.staging_json import decode_entries
+from api.schemas.staging_json import convert_entries, decode_entries
 from api.services.staging import drafts_of
 
 BODIES = [
@@ -78,3 +78,36 @@ def test_decode_entries_takes_the_common_batch() -> None:
     )
     decoded = decode_entries(raw)
     assert decoded is not None and len(decoded) == 100 and decoded[0].payload == {"ok": True}
+
+
+ENTRY_LISTS: list[list[dict[str, object]]] = [
+    [{"kind": "log", "content": "x"}],
+    [{"kind": "log", "content": "x", "payload": {"n": 2**80, "f": 1.5, "s": "한"}}],
+    [{"kind": "log", "content": "\ud800"}],
+    [{"kind": "log", "content": "x", "payload": float("nan")}],
+    [{"kind": "log", "content": "x", "payload": [float("inf")]}],
+    [{"kind": "log", "content": "x", "payload": {"\udc80": 1}}],
+    [{"kind": "log", "content": 5}],
+    [{"kind": "log", "content": None}],
+    [{"kind": "nope", "content": "a"}],
+    [{"kind": "log", "content": "a", "actor": "x"}],
+    [{"kind": "log", "content": "a", "idempotency_key": ""}],
+    [{"kind": "log", "content": "a", "idempotency_key": "k" * 201}],
+    [{"kind": "log", "content": "a", "idempotency_key": "\ud800"}],
+    [{"kind": "log", "content": "a", "payload": {1: "non-string key"}}],
+    [],
+]
+
+
+@pytest.mark.parametrize("entries", ENTRY_LISTS, ids=range(len(ENTRY_LISTS)))
+def test_convert_entries_takes_only_what_entries_in_takes_and_reads_it_alike(
+    entries: list[dict[str, object]],
+) -> None:
+    converted = convert_entries(entries)
+    try:
+        expected = drafts_of(EntriesIn.model_validate({"entries": entries}))
+    except ValidationError:
+        assert converted is None  # gRPC's INVALID_ARGUMENT, as pydantic words it
+        return
+    if converted is not None:
+        assert converted == expected
