@@ -11,8 +11,10 @@ client) from this process. Prints:
   - single-entry appends: rows/s with N concurrent clients, p50/p99 latency, over HTTP and over gRPC (one
     AppendEntries call carrying one entry)
   - batches of B (default 100) entries: rows/s over HTTP, and over gRPC as streams of M messages of B entries
-  - a plain psycopg COPY of the same rows into staging_entries: rows/s
-  - the ratios, against the targets (batched >= 0.5 of COPY; single >= 1,500/s with p99 < 50 ms)
+  - a plain psycopg COPY of the same rows into staging_entries, before the gateway phases and after them:
+    rows/s of each, and Postgres' CPU per row
+  - the ratios to the mean of the two COPYs, against the targets (batched >= 0.5 of COPY; single >=
+    1,500/s with p99 < 50 ms)
 
 With `--py-spy DIR` every gateway worker is sampled by py-spy during each measured phase (raw collapsed
 stacks in DIR, `<phase>-<pid>.txt`; py-spy is not a dependency): where a request's CPU goes (docs/scaling.md,
@@ -329,7 +331,7 @@ def _measure(
 _POSTMASTER: list[int] = [0]
 
 
-def _copy(database_url: str, fx: Fixture, rows: int) -> Phase:
+def _copy(database_url: str, fx: Fixture, rows: int, first_seq: int = 1) -> Phase:
     """The baseline: the same rows as the gateway writes, through one plain COPY."""
     draft = EntryDraft(kind=EntryKind.TOOL_OUTPUT, content=CONTENT, payload=PAYLOAD)
     payload, rhash = canonical_payload(PAYLOAD), request_hash(draft)
@@ -342,7 +344,7 @@ def _copy(database_url: str, fx: Fixture, rows: int) -> Phase:
                 "COPY staging_entries (task_id, seq, actor_id, actor_type, kind, content, payload, "
                 "request_hash) FROM STDIN"
             ) as copy:
-                for seq in range(1, rows + 1):
+                for seq in range(first_seq, first_seq + rows):
                     copy.write_row(
                         (fx.copy_task_id, seq, fx.agent_id, "agent", "tool_output", CONTENT, payload, rhash)
                     )
@@ -388,6 +390,9 @@ def main() -> None:
             _wait_healthy(url)
             grpc_target = f"127.0.0.1:{grpc_port}"
 
+            # the baseline before the gateway phases and again after them: the machine's load moves
+            # during a run, and the ratios use the mean of the two (both are printed)
+            copies = [_copy(database_url, fx, args.copy_rows)]
             common = dict(clients=args.clients, seconds=args.seconds, spy=args.py_spy)
             raw = args.http_client == "raw"
             _measure(url, fx, gateway, Phase("warm-up"), clients=args.clients, seconds=2, batch=1, raw=raw)
@@ -424,7 +429,7 @@ def main() -> None:
                             **common,
                         )
                     )
-            copy = _copy(database_url, fx, args.copy_rows)
+            copies.append(_copy(database_url, fx, args.copy_rows, first_seq=args.copy_rows + 1))
         finally:
             if gateway is not None:
                 gateway.terminate()
@@ -444,7 +449,7 @@ def main() -> None:
     )
     for ph in phases:
         print(
-            f"{ph.name:<22}: {ph.rows_per_s:9,.0f} rows/s   p50 {ph.pct(0.5):7.1f} ms   "
+            f"{ph.name:<23}: {ph.rows_per_s:9,.0f} rows/s   p50 {ph.pct(0.5):7.1f} ms   "
             f"p99 {ph.pct(0.99):7.1f} ms   errors {ph.errors}"
         )
     for ph in phases:
@@ -456,11 +461,14 @@ def main() -> None:
             f"({1e6 * ph.db_cpu / max(ph.rows, 1):.1f} µs/row)  ({ph.requests} calls)"
         )
     print(f"machine load average : {os.getloadavg()[0]:.1f} (other work on these cores slows every figure)")
-    print(
-        f"raw psycopg COPY     : {copy.rows_per_s:9,.0f} rows/s   "
-        f"({copy.rows:,} rows in {copy.seconds:.2f} s; "
-        f"Postgres CPU {1e6 * copy.db_cpu / copy.rows:.1f} µs/row)"
-    )
+    for when, copy in zip(("before", "after"), copies, strict=True):
+        print(
+            f"raw psycopg COPY {when:<6}: {copy.rows_per_s:9,.0f} rows/s   "
+            f"({copy.rows:,} rows in {copy.seconds:.2f} s; "
+            f"Postgres CPU {1e6 * copy.db_cpu / copy.rows:.1f} µs/row)"
+        )
+    copy = Phase("copy", rows=1, seconds=1 / statistics.mean(c.rows_per_s for c in copies))
+    print(f"raw psycopg COPY mean  : {copy.rows_per_s:9,.0f} rows/s (the baseline of the ratios)")
     for ph in phases:
         ratio = ph.rows_per_s / copy.rows_per_s
         goal = ""
