@@ -1,7 +1,7 @@
 """Staging ingest benchmark: HTTP gateway rows/s against a raw psycopg COPY into the same table, same run.
 
     python tests/bench/ingest.py [--clients N] [--seconds S] [--workers W] [--batch B] [--same-task]
-                                 [--stream-messages M] [--no-grpc] [--py-spy DIR]
+                                 [--stream-messages M] [--no-grpc] [--daily-quotas] [--py-spy DIR]
 
 Starts its own embedded Postgres (pgserver, in a temporary directory) with the migrations applied, runs the
 gateway as `uvicorn --factory api.http.app:create_app --workers W` (separate OS processes), and drives it with
@@ -120,16 +120,19 @@ async def _prepare(database_url: str, clients: int, same_task: bool) -> Fixture:
 
 
 def _start_gateway(
-    database_url: str, port: int, workers: int, pool: int, grpc_port: int
+    database_url: str, port: int, workers: int, pool: int, grpc_port: int, daily_quotas: bool = False
 ) -> subprocess.Popen[bytes]:
     env = {**os.environ, "LOREGATE_DATABASE_URL": database_url, "LOREGATE_DB_POOL_SIZE": str(pool)}
     # throughput is measured here, not limits: one tenant's 16 keys would pass its request rate and quota
     env |= {
         "LOREGATE_RATE_LIMIT_PRINCIPAL_PER_SECOND": "0",
         "LOREGATE_RATE_LIMIT_TENANT_PER_SECOND": "0",
-        "LOREGATE_STAGING_MAX_TENANT_ENTRIES_PER_DAY": "0",
-        "LOREGATE_STAGING_MAX_TENANT_BYTES_PER_DAY": "0",
     }
+    if not daily_quotas:  # else the defaults count every append on the tenant's day (a transaction each)
+        env |= {
+            "LOREGATE_STAGING_MAX_TENANT_ENTRIES_PER_DAY": "0",
+            "LOREGATE_STAGING_MAX_TENANT_BYTES_PER_DAY": "0",
+        }
     # what a user runs: `loregate serve` (its HTTP protocol, no access log), gRPC in the same processes
     cmd = [
         sys.executable,
@@ -367,6 +370,11 @@ def main() -> None:
     parser.add_argument("--stream-messages", type=int, default=10, help="messages per gRPC stream call")
     parser.add_argument("--no-grpc", action="store_true", help="measure HTTP only")
     parser.add_argument(
+        "--daily-quotas",
+        action="store_true",
+        help="keep the default daily tenant quotas (counted in a transaction per append) instead of none",
+    )
+    parser.add_argument(
         "--http-client", choices=("raw", "httpx"), default="raw", help="HTTP load generator (see _drive)"
     )
     parser.add_argument("--py-spy", type=Path, default=None, help="sample the workers into this directory")
@@ -386,7 +394,9 @@ def main() -> None:
 
             port, grpc_port = free_port(), 0 if args.no_grpc else free_port()
             url = f"http://127.0.0.1:{port}"
-            gateway = _start_gateway(database_url, port, args.workers, args.pool, grpc_port)
+            gateway = _start_gateway(
+                database_url, port, args.workers, args.pool, grpc_port, args.daily_quotas
+            )
             _wait_healthy(url)
             grpc_target = f"127.0.0.1:{grpc_port}"
 
@@ -445,6 +455,7 @@ def main() -> None:
         f"process(es) [{loop} loop, {http} parser], and this load generator ({args.http_client} HTTP client, "
         f"{args.clients} clients, keep-alive, one request in flight per client); db pool {args.pool}/worker; "
         f"{'one shared task' if args.same_task else 'one task per client'}; "
+        f"{'default daily quotas' if args.daily_quotas else 'no daily quota'}; "
         f"{len(CONTENT)}-char entries with a small JSON payload; {args.seconds:g} s per phase"
     )
     for ph in phases:
