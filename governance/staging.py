@@ -15,10 +15,12 @@ from governance.scopes import EntryKind
 
 __all__ = [
     "EntryDraft",
+    "PreparedBatch",
     "TASK_ID_PATTERN",
     "canonical_payload",
     "request_hash",
     "validate_batch",
+    "prepare_batch",
     "validate_task_id",
     "entry_size",
     "task_key",
@@ -145,25 +147,78 @@ def validate_task_id(task_id: str) -> None:
         )
 
 
-def validate_batch(drafts: list[EntryDraft], *, max_entry_bytes: int, max_batch_entries: int) -> None:
-    """Refuse the whole batch (nothing written) if any entry breaks a limit or cannot be stored."""
+@dataclass(frozen=True, slots=True)
+class PreparedBatch:
+    """A batch as it is stored, worked out in one pass over its entries: per entry its retry hash
+    (`request_hash`), its bytes (`entry_size`) and its row as JSON text, `[kind, content, payload text,
+    idempotency key, request hash]` (the append statement reads one JSON array of them)."""
+
+    hashes: list[str]
+    sizes: list[int]
+    rows: list[str]
+
+    def rows_json(self, indexes: list[int] | None = None) -> str:
+        """The rows (those at `indexes`, in that order; default all) as one JSON array."""
+        rows = self.rows if indexes is None else [self.rows[i] for i in indexes]
+        return f"[{','.join(rows)}]"
+
+
+# the kinds' JSON text, written once
+_KIND_JSON = {kind: _string(kind.value) for kind in EntryKind}
+
+
+def validate_batch(
+    drafts: list[EntryDraft], *, max_entry_bytes: int, max_batch_entries: int
+) -> PreparedBatch:
+    """Refuse the whole batch (nothing written) if any entry breaks a limit or cannot be stored; otherwise
+    the batch prepared for storage (`prepare_batch`), worked out in the same pass."""
     if not drafts:
         raise InvalidInput("entries must hold at least one entry")
     if len(drafts) > max_batch_entries:
         raise LimitExceeded(f"batch of {len(drafts)} entries exceeds the limit of {max_batch_entries}")
+    return _prepare(drafts, max_entry_bytes)
+
+
+def prepare_batch(drafts: list[EntryDraft]) -> PreparedBatch:
+    """Hashes, sizes and rows of a batch whose limits were checked elsewhere (or that has none: entries
+    the platform stages itself). Entries that cannot be stored (U+0000, a repeated key) are refused."""
+    return _prepare(drafts, None)
+
+
+def _prepare(drafts: list[EntryDraft], max_entry_bytes: int | None) -> PreparedBatch:
+    # One loop doing what `entry_size`, the checks, `request_hash` and the rows' JSON did in four: the JSON
+    # text of kind, content and payload is written once and serves both the hash and the row. Same bytes
+    # (tests/governance/test_staging_rules.py compares them with the functions one by one).
     keys: set[str] = set()
+    hashes: list[str] = []
+    sizes: list[int] = []
+    rows: list[str] = []
+    sha256 = hashlib.sha256
     for index, draft in enumerate(drafts):
-        size = entry_size(draft)
-        if size > max_entry_bytes:
+        content = draft.content
+        payload = draft.payload_json
+        size = len(content) if content.isascii() else len(content.encode())
+        if payload is not None:
+            size += len(payload) if payload.isascii() else len(payload.encode())
+        if max_entry_bytes is not None and size > max_entry_bytes:
             raise LimitExceeded(
                 f"entries[{index}] is {size} bytes (content + payload), over the limit of {max_entry_bytes}"
             )
-        if "\x00" in draft.content or _payload_has_nul(draft) or _has_nul(draft.idempotency_key):
+        key = draft.idempotency_key
+        if "\x00" in content or _payload_has_nul(draft) or (key is not None and "\x00" in key):
             # Postgres text and jsonb cannot hold U+0000; refusing beats storing something else
             raise InvalidInput(f"entries[{index}] contains a NUL character (U+0000), which cannot be stored")
-        if draft.idempotency_key is not None:
-            if draft.idempotency_key in keys:
-                raise InvalidInput(
-                    f"entries[{index}] repeats idempotency key {draft.idempotency_key!r} in one batch"
-                )
-            keys.add(draft.idempotency_key)
+        if key is not None:
+            if key in keys:
+                raise InvalidInput(f"entries[{index}] repeats idempotency key {key!r} in one batch")
+            keys.add(key)
+        kind = draft.kind
+        kind_json = _KIND_JSON[kind] if kind in _KIND_JSON else _string(EntryKind(kind).value)
+        content_json = _string(content)
+        payload_json = "null" if payload is None else _string(payload)
+        digest = sha256(f"[{kind_json}, {content_json}, {payload_json}]".encode()).hexdigest()
+        key_json = "null" if key is None else _string(key)
+        hashes.append(digest)
+        sizes.append(size)
+        rows.append(f'[{kind_json},{content_json},{payload_json},{key_json},"{digest}"]')
+    return PreparedBatch(hashes, sizes, rows)

@@ -35,6 +35,7 @@ from api.schemas.promotions import DecisionIn, PlanPageIn, PromotionStart, Verif
 from api.schemas.reflections import ReflectionStart
 from api.schemas.search import ContextIn, SearchIn
 from api.schemas.staging import EntriesIn, TaskCreate
+from api.schemas.staging_json import convert_entries
 from api.schemas.text import MAX_JSON_DEPTH
 from api.schemas.working_memory import FileHistoryIn, WorkingMemoryIn
 from api.services import (
@@ -249,8 +250,11 @@ class LoregateServicer(pb2_grpc.LoregateServicer):  # type: ignore[misc]
                     raise ge.InvalidInput("one AppendEntries stream appends to one task")
                 task = await authorized_task(self._state, principal, task_id, "write")
                 entries = [_entry(e, i) for i, e in enumerate(message.entries)]
-                body = EntriesIn.model_validate({"entries": entries})
-                ack = await staging.append_entries(self._state, principal, task, body, key_hash=key_hash)
+                # msgspec checks what EntriesIn checks, in C; what it refuses, pydantic words
+                drafts = convert_entries(entries)
+                if drafts is None:
+                    drafts = staging.drafts_of(EntriesIn.model_validate({"entries": entries}))
+                ack = await staging.append_drafts(self._state, principal, task, drafts, key_hash=key_hash)
                 committed += 1
                 context.set_trailing_metadata(((COMMITTED_METADATA, str(committed)),))
                 hints.extend(_hint(h, offset=len(acks)) for h in ack.hints)

@@ -5,13 +5,15 @@ stack, routing, dependency resolution, query parsing, response building) cost ab
 append itself. This middleware answers a well-formed append directly, calling exactly what the route's
 dependencies and handler call, in their order: the principal behind the key (`principal_from_authorization`,
 which also takes the rate limiter's token), the task authorised for `write` (`authorized_task`), then the
-use case (`api/services/staging.append_entries`). Its refusals are the installed handlers' answers
-(`api/http/errors.error_response`), so they are the route's to the byte.
+use case (`api/services/staging.append_drafts`, which the route's `append_entries` calls too). Its
+refusals are the installed handlers' answers (`api/http/errors.error_response`), so they are the route's to
+the byte.
 
 Anything else goes to FastAPI untouched, body included: another method or path, a task id the route's
 pattern refuses, a body that is not `application/json`, JSON that does not parse or does not validate as
-`EntriesIn` (parsed and validated by pydantic in one pass; what it refuses then meets FastAPI's own
-`json.loads` and validation, which answer as they always did). The route itself stays (OpenAPI, and those
+`EntriesIn`. The body is decoded and checked by msgspec first (`api/schemas/staging_json.py`, `EntriesIn`'s
+checks in C); what that refuses meets pydantic's `EntriesIn`, and what pydantic refuses then meets FastAPI's
+own `json.loads` and validation, which answer as they always did. The route itself stays (OpenAPI, and those
 answers): whatever this path is not sure of, the route answers as before.
 """
 
@@ -26,6 +28,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from api.http.errors import error_response
 from api.http.routes import staging as staging_routes
 from api.schemas.staging import EntriesIn
+from api.schemas.staging_json import decode_entries
 from api.services import staging
 from api.services.gateway import (
     GatewayResources,
@@ -77,21 +80,25 @@ class AppendPath:
             await self.app(scope, receive, send)
             return
         raw = await _read_body(receive)
-        try:
-            # pydantic's own JSON parser: one pass instead of `json.loads` and a walk over its objects.
-            # What it refuses that `json.loads` takes (a byte-order mark) goes to the route, which takes it.
-            body = EntriesIn.model_validate_json(raw)
-        except Exception:  # noqa: BLE001 (whatever it is, the route answers it as it always did)
-            # e.g. its 422s, saying precisely what is wrong, after authenticating first
-            await self.app(scope, _replay(raw, receive), send)
-            return
+        # msgspec's decoder, checking what `EntriesIn` checks, in C: a tenth of pydantic's time for a batch
+        drafts = decode_entries(raw)
+        if drafts is None:
+            try:
+                # pydantic's own JSON parser: one pass instead of `json.loads` and a walk over its objects.
+                # What it refuses that `json.loads` takes (a byte-order mark) goes to the route.
+                body = EntriesIn.model_validate_json(raw)
+            except Exception:  # noqa: BLE001 (whatever it is, the route answers it as it always did)
+                # e.g. its 422s, saying precisely what is wrong, after authenticating first
+                await self.app(scope, _replay(raw, receive), send)
+                return
+            drafts = staging.drafts_of(body)
         scope["route"] = self._route_of(scope)  # the metrics' label, as for the route
         resources: GatewayResources = scope["app"].state.resources
         try:
             principal = await principal_from_authorization(resources, authorization)
             task = await authorized_task(resources, principal, task_id, "write")
-            ack = await staging.append_entries(
-                resources, principal, task, body, key_hash=presented_key_hash(authorization)
+            ack = await staging.append_drafts(
+                resources, principal, task, drafts, key_hash=presented_key_hash(authorization)
             )
         except Exception as exc:
             answer = await error_response(Request(scope), exc)

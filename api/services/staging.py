@@ -33,13 +33,23 @@ from governance.scopes import Scope
 from governance.staging import EntryDraft, validate_batch
 from governance.storage import staging, staging_append
 from governance.storage.staging import TaskInfo
-from governance.trust import check_entry_decay_policy
-from governance.validity import check_entry_expiry
+from governance.trust import DECAY_POLICY_FIELD, check_entry_decay_policy
+from governance.validity import EXPIRY_FIELDS, check_entry_expiry
 
-__all__ = ["task_public", "open_task", "show_task", "append_entries", "list_entries"]
+__all__ = [
+    "task_public",
+    "open_task",
+    "show_task",
+    "append_entries",
+    "append_drafts",
+    "drafts_of",
+    "list_entries",
+]
 
 
 _ACKS = TypeAdapter(list[EntryAck])
+# the payload fields an append checks (expiry, decay policy): a payload holding none of them passes both
+_CHECKED_FIELDS = frozenset((*EXPIRY_FIELDS, DECAY_POLICY_FIELD))
 
 
 def task_public(task: TaskInfo) -> TaskPublic:
@@ -84,16 +94,37 @@ async def append_entries(
     `key_hash` (the transports pass the hash of the key the caller presented): the key is checked again
     inside the append statement, so a key revoked since this process cached it appends nothing (401).
     """
-    drafts = [
+    return await append_drafts(resources, principal, task, drafts_of(body), key_hash=key_hash)
+
+
+def drafts_of(body: EntriesIn) -> list[EntryDraft]:
+    """The entries of a body as drafts (the actor is the caller's, added when they are stored)."""
+    return [
         EntryDraft(kind=e.kind, content=e.content, payload=e.payload, idempotency_key=e.idempotency_key)
         for e in body.entries
     ]
+
+
+async def append_drafts(
+    resources: GatewayResources,
+    principal: Principal,
+    task: TaskInfo,
+    drafts: list[EntryDraft],
+    *,
+    key_hash: str | None = None,
+) -> EntriesAck:
+    """`append_entries` for a body already read into drafts (as `EntriesIn` takes it: the append path
+    decodes it without pydantic, api/schemas/staging_json.py)."""
     limits = resources.settings
-    validate_batch(drafts, max_entry_bytes=limits.max_entry_bytes, max_batch_entries=limits.max_batch_entries)
+    prepared = validate_batch(
+        drafts, max_entry_bytes=limits.max_entry_bytes, max_batch_entries=limits.max_batch_entries
+    )
     now = datetime.now(UTC)
     for index, draft in enumerate(drafts):
-        check_entry_expiry(draft.payload, now=now, where=f"entries[{index}].payload")
-        check_entry_decay_policy(draft.payload, where=f"entries[{index}].payload")
+        payload = draft.payload  # parsed JSON: an object is a dict
+        if isinstance(payload, dict) and not _CHECKED_FIELDS.isdisjoint(payload):
+            check_entry_expiry(payload, now=now, where=f"entries[{index}].payload")
+            check_entry_decay_policy(payload, where=f"entries[{index}].payload")
     quota = StagingQuota(
         task_entries=limits.staging_max_task_entries,
         task_bytes=limits.staging_max_task_bytes,
@@ -102,7 +133,13 @@ async def append_entries(
     )
     try:
         appended = await staging_append.append_batch(
-            resources.engine, task.id, principal, drafts, (task.org, quota), key_hash=key_hash
+            resources.engine,
+            task.id,
+            principal,
+            drafts,
+            (task.org, quota),
+            key_hash=key_hash,
+            prepared=prepared,
         )
     except (TaskQuotaExceeded, DailyQuotaExceeded) as exc:
         QUOTA_REFUSED.labels(exc.quota).inc()

@@ -13,11 +13,11 @@ autocommit when no daily quota is set, so an append costs one round trip.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from dataclasses import dataclass
-from typing import Any
+from operator import itemgetter
+from typing import Any, NamedTuple
 
 import psycopg
 from sqlalchemy import select, text
@@ -40,7 +40,7 @@ from governance.limits import (
     tenant_quota_refusal,
 )
 from governance.promotions import PromotionRecord, closed_refusal
-from governance.staging import EntryDraft, public_task_id, request_hash
+from governance.staging import EntryDraft, PreparedBatch, prepare_batch, public_task_id
 from governance.storage import quotas
 from governance.storage.connections import unpinged_checkout
 from governance.storage.staging import TaskInfo, get_task, key_is_live
@@ -55,9 +55,9 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class AppendedEntry:
-    """The answer for one appended entry; `replayed` when an idempotency key returned an earlier write."""
+class AppendedEntry(NamedTuple):
+    """The answer for one appended entry; `replayed` when an idempotency key returned an earlier write.
+    (A tuple: a batch makes one per entry, and a frozen dataclass cost four times as much to make.)"""
 
     id: int
     seq: int
@@ -104,9 +104,54 @@ _APPEND_SQL = """
     )
     SELECT id, seq FROM appended
 """
+# With a daily quota (`:max_day_entries`, `:max_day_bytes`; 0: none of that kind), the same statement first
+# locks the task's shard of the tenant's UTC day (storage/quotas.py), checks the day's total (that shard as
+# locked, the others as this statement's snapshot sees them) with the task's quotas, and adds the batch to
+# the shard only when the task's row took it: a refused batch is neither written nor counted, in one round
+# trip. Every append that counts a day takes the shard's lock before the task's row (never the other way
+# round, so two appends never wait on each other's locks).
+_APPEND_DAY_SQL = (
+    _APPEND_SQL.replace(
+        """
+    WITH reserved AS (""",
+        """
+    WITH mine AS (
+        SELECT entries, bytes FROM staging_daily_usage
+        WHERE org = :org AND day = CAST(now() AT TIME ZONE 'UTC' AS date) AND shard = :shard
+        FOR UPDATE
+    ), today AS (
+        SELECT coalesce((SELECT entries FROM mine), 0) + coalesce(sum(entries), 0) AS entries,
+               coalesce((SELECT bytes FROM mine), 0) + coalesce(sum(bytes), 0) AS bytes
+        FROM staging_daily_usage
+        WHERE org = :org AND day = CAST(now() AT TIME ZONE 'UTC' AS date) AND shard <> :shard
+    ), reserved AS (""",
+    )
+    .replace(
+        """
+          AND (CAST(:key_hash AS text) IS NULL""",
+        """
+          AND (:max_day_entries = 0 OR (SELECT entries FROM today) + :n <= :max_day_entries)
+          AND (:max_day_bytes = 0 OR (SELECT bytes FROM today) + :size <= :max_day_bytes)
+          AND (CAST(:key_hash AS text) IS NULL""",
+    )
+    .replace(
+        """
+    ), appended AS (""",
+        """
+    ), counted AS (
+        INSERT INTO staging_daily_usage AS u (org, day, shard, entries, bytes)
+        SELECT :org, CAST(now() AT TIME ZONE 'UTC' AS date), :shard, :n, :size FROM reserved
+        ON CONFLICT (org, day, shard)
+        DO UPDATE SET entries = u.entries + EXCLUDED.entries, bytes = u.bytes + EXCLUDED.bytes
+    ), appended AS (""",
+    )
+)
+assert _APPEND_DAY_SQL.count("counted AS") == 1 and _APPEND_DAY_SQL.count(":max_day_bytes") == 2
 _APPEND = text(_APPEND_SQL)
-# the same statement in psycopg's parameter style, for the pipelined path (`::json` casts left alone)
+_APPEND_DAY = text(_APPEND_DAY_SQL)
+# the same statements in psycopg's parameter style, for the pipelined path (`::json` casts left alone)
 _APPEND_PG = re.sub(r"(?<!:):(\w+)", r"%(\1)s", _APPEND_SQL)
+_APPEND_DAY_PG = re.sub(r"(?<!:):(\w+)", r"%(\1)s", _APPEND_DAY_SQL)
 # which promotion takes the entries (governance/promotions.promotion_of_append reads the latest only)
 _LATEST_PROMOTION_PG = (
     "SELECT task_id, number, workflow_id, target_scope, after_seq, last_seq, outcome, requested_by, "
@@ -141,24 +186,6 @@ def _batch_bytes(fresh: list[EntryDraft]) -> int:
     return sum(len(d.content.encode()) + len((d.payload_json or "").encode()) for d in fresh)
 
 
-async def _check_tenant_quota(
-    conn: AsyncConnection, task_id: str, org: str, quota: StagingQuota, fresh: list[EntryDraft], size: int
-) -> None:
-    """Count the batch on its task and its tenant's day; refuse it (the caller's transaction rolls the
-    counts back, nothing is written) past a task or daily quota."""
-    counted = await quotas.count_task_and_day(conn, task_id, org, len(fresh), size)
-    if counted is None:
-        return  # no such task: the append statement says so
-    used, today = counted
-    refusal = task_quota_refusal(quota, task_id, used, len(fresh), size)
-    if refusal:
-        raise TaskQuotaExceeded(refusal[1], quota=refusal[0])
-    refusal = tenant_quota_refusal(quota, org, today, len(fresh), size)
-    if refusal:
-        wait = seconds_to_utc_midnight(time.time())
-        raise DailyQuotaExceeded(refusal[1], quota=refusal[0], retry_after=wait)
-
-
 class _Raced(Conflict):
     """The task changed between the append statement and the look at why it took nothing: run again (a
     second time, the caller gets this Conflict)."""
@@ -170,9 +197,10 @@ async def _refused(
     quota: StagingQuota,
     fresh: list[EntryDraft],
     key_hash: str | None = None,
+    org: str = "",
 ) -> Exception:
     """Why the append statement took nothing: the caller's key was revoked, the task is gone or closed, or
-    the batch passes a task quota (read only now, never on the hot path)."""
+    the batch passes a task quota or its tenant's daily quota (read only now, never on the hot path)."""
     if key_hash is not None and not await key_is_live(conn, key_hash):
         return Unauthenticated("unknown or revoked API key")
     task = await get_task(conn, task_id)
@@ -183,24 +211,20 @@ async def _refused(
     refusal = None if used is None else task_quota_refusal(quota, task_id, used, len(fresh), size)
     if refusal:
         return TaskQuotaExceeded(refusal[1], quota=refusal[0])
+    if quota.counts_tenant:
+        today = await quotas.day_usage(conn, org)
+        refusal = tenant_quota_refusal(quota, org, today, len(fresh), size)
+        if refusal:
+            wait = seconds_to_utc_midnight(time.time())
+            return DailyQuotaExceeded(refusal[1], quota=refusal[0], retry_after=wait)
     return _Raced(f"task {public_task_id(task_id)!r} changed while the batch was appended; retry it")
 
 
-def _rows_json(fresh: list[tuple[EntryDraft, str]]) -> str:
-    # one JSON document instead of five text[] parameters: psycopg dumps arrays element by element in
-    # Python, which cost ~18% of a batch's CPU
-    return json.dumps(
-        [[d.kind.value, d.content, d.payload_json, d.idempotency_key, h] for d, h in fresh],
-        ensure_ascii=False,
-        separators=(",", ":"),
-    )
-
-
 async def _append_pipelined(
-    engine: AsyncEngine, task_id: str, params: dict[str, Any]
+    engine: AsyncEngine, task_id: str, statement: str, params: dict[str, Any]
 ) -> tuple[list[Any], Any] | None:
-    """The common append (no idempotency key, no daily quota) in two round trips on the driver's connection:
-    a ping, then the append statement and the read of the task's latest promotion, pipelined and prepared.
+    """The common append (no idempotency key) in two round trips on the driver's connection: a ping, then
+    the append `statement` and the read of the task's latest promotion, pipelined and prepared.
 
     The ping replaces the pool's own. When it fails, nothing was sent but the ping and the connection is
     dead (a restarted server's, typically): it is invalidated and None tells the caller to append again
@@ -234,7 +258,7 @@ async def _append_pipelined(
                         "SELECT 1", None, exc, psycopg.Error, connection_invalidated=True
                     ) from exc
                 async with pg.pipeline():
-                    await append.execute(_APPEND_PG, params, prepare=True)
+                    await append.execute(statement, params, prepare=True)
                     await latest.execute(_LATEST_PROMOTION_PG, {"task_id": task_id}, prepare=True)
                 inserted = await append.fetchall()
                 promotion = await latest.fetchone()
@@ -243,7 +267,7 @@ async def _append_pipelined(
                 if broken:
                     await conn.invalidate()
                 raise DBAPIError.instance(
-                    _APPEND_PG, params, exc, psycopg.Error, connection_invalidated=broken
+                    statement, params, exc, psycopg.Error, connection_invalidated=broken
                 ) from exc
             finally:
                 if not pg.closed and pg.autocommit != was_autocommit:
@@ -266,7 +290,9 @@ def _cursors(conn: AsyncConnection, pg: psycopg.AsyncConnection[Any]) -> tuple[A
 
 def _acks(drafts: list[EntryDraft], existing: dict[str, Any], inserted: list[Any]) -> list[AppendedEntry]:
     """Each draft's answer in order: its earlier write for a replayed key, else the next inserted row."""
-    inserted = sorted(inserted, key=lambda r: r[1])  # RETURNING order is not guaranteed; seqs are fixed
+    inserted = sorted(inserted, key=itemgetter(1))  # RETURNING order is not guaranteed; seqs are fixed
+    if not existing:  # every draft is new: the rows in sequence order are the answers
+        return [AppendedEntry(row[0], row[1], False) for row in inserted]
     new_iter = iter(inserted)
     results: list[AppendedEntry] = []
     for draft in drafts:
@@ -284,41 +310,51 @@ async def _append_once(
     task_id: str,
     principal: Principal,
     drafts: list[EntryDraft],
+    prepared: PreparedBatch,
     quota: tuple[str, StagingQuota] | None = None,
     key_hash: str | None = None,
 ) -> Appended:
-    hashes = [request_hash(d) for d in drafts]
+    hashes = prepared.hashes
     org, limits = quota if quota is not None else ("", StagingQuota())
-    # Without a daily quota an append is one statement, atomic on its own: autocommit spares the BEGIN and
-    # COMMIT round trips. A daily quota counts the tenant's day first, in a transaction a refusal rolls back.
+    # An append is one statement, atomic on its own (a daily quota counted in it too): autocommit spares the
+    # BEGIN and COMMIT round trips
     counts_day = limits.counts_tenant
     keys = [d.idempotency_key for d in drafts if d.idempotency_key is not None]
 
-    def params_of(fresh: list[tuple[EntryDraft, str]]) -> dict[str, Any]:
-        size = _batch_bytes([d for d, _ in fresh])
-        return {
-            "n": len(fresh),
-            "size": 0 if counts_day else size,
-            "max_entries": 0 if counts_day else limits.task_entries,
-            "max_bytes": 0 if counts_day else limits.task_bytes,
+    def params_of(fresh: list[int] | None) -> dict[str, Any]:
+        """The statement's parameters for the entries at `fresh` (None: all of them)."""
+        sizes = prepared.sizes if fresh is None else [prepared.sizes[i] for i in fresh]
+        size = sum(sizes)
+        params = {
+            "n": len(sizes),
+            "size": size,
+            "max_entries": limits.task_entries,
+            "max_bytes": limits.task_bytes,
             "key_hash": key_hash,
             "task_id": task_id,
             "actor_id": principal.id,
             "actor_type": principal.actor_type.value,
-            "rows": _rows_json(fresh),
+            "rows": prepared.rows_json(fresh),
         }
+        if counts_day:
+            params |= {
+                "org": org,
+                "shard": quotas.shard_of(task_id),
+                "max_day_entries": limits.tenant_entries_per_day,
+                "max_day_bytes": limits.tenant_bytes_per_day,
+            }
+        return params
 
-    if not keys and not counts_day:  # the common case: two round trips (the ping, the statement)
-        fresh = list(zip(drafts, hashes, strict=True))
-        done = await _append_pipelined(engine, task_id, params_of(fresh))
+    if not keys:  # the common case: two round trips (the ping, the statement)
+        statement = _APPEND_DAY_PG if counts_day else _APPEND_PG
+        done = await _append_pipelined(engine, task_id, statement, params_of(None))
         if done is not None:
             if done[0]:
                 return Appended(_acks(drafts, {}, done[0]), _promotion(done[1]))
             async with engine.connect() as conn:  # gone, closed, over a quota or revoked: read which
-                raise await _refused(conn, task_id, limits, drafts, key_hash)
+                raise await _refused(conn, task_id, limits, drafts, key_hash, org)
     async with engine.connect() as conn:
-        if not counts_day:
-            await conn.execution_options(isolation_level="AUTOCOMMIT")
+        await conn.execution_options(isolation_level="AUTOCOMMIT")
         async with conn.begin():
             existing = await _existing_by_key(conn, principal, keys) if keys else {}
             for draft, rhash in zip(drafts, hashes, strict=True):
@@ -336,18 +372,17 @@ async def _append_once(
                         f"(seq {old.seq}); retries must repeat the original kind, content and payload"
                     )
             fresh = [
-                (d, h)
-                for d, h in zip(drafts, hashes, strict=True)
+                i
+                for i, d in enumerate(drafts)
                 if d.idempotency_key is None or d.idempotency_key not in existing
             ]
             inserted: list[Any] = []
             if fresh:
-                batch = [d for d, _ in fresh]
-                if counts_day:  # task and day counted and checked here, in this transaction
-                    await _check_tenant_quota(conn, task_id, org, limits, batch, _batch_bytes(batch))
-                inserted = list((await conn.execute(_APPEND, params_of(fresh))).all())
-                if not inserted:  # gone, closed, over a task quota or revoked: read which
-                    raise await _refused(conn, task_id, limits, batch, key_hash)
+                batch = [drafts[i] for i in fresh]
+                appending = _APPEND_DAY if counts_day else _APPEND
+                inserted = list((await conn.execute(appending, params_of(fresh))).all())
+                if not inserted:  # gone, closed, over a quota or revoked: read which
+                    raise await _refused(conn, task_id, limits, batch, key_hash, org)
             latest = await latest_promotion(conn, task_id)
     return Appended(_acks(drafts, existing, inserted), latest)
 
@@ -394,6 +429,7 @@ async def append_batch(
     quota: tuple[str, StagingQuota] | None = None,
     *,
     key_hash: str | None = None,
+    prepared: PreparedBatch | None = None,
 ) -> Appended:
     """Append a batch, all or nothing; entries whose idempotency key was seen return the first result.
 
@@ -404,17 +440,22 @@ async def append_batch(
     The answer carries the task's latest promotion, read in the same round trip (which promotion takes the
     entries: governance/promotions.promotion_of_append).
 
+    `prepared`: the batch's hashes, sizes and rows, as `governance.staging.validate_batch` returned them
+    while checking its limits (default: worked out here, `prepare_batch`).
+
     Two concurrent requests carrying the same new key race on the unique index: the loser's transaction
     (and its sequence reservation) rolls back, and it runs again to find the winner's rows.
     """
+    if prepared is None:
+        prepared = prepare_batch(drafts)
     try:
-        return await _append_once(engine, task_id, principal, drafts, quota, key_hash)
+        return await _append_once(engine, task_id, principal, drafts, prepared, quota, key_hash)
     except IntegrityError as exc:
         if "staging_idempotency_pkey" not in str(exc.orig):
             raise
     except _Raced:
         pass
-    return await _append_once(engine, task_id, principal, drafts, quota, key_hash)
+    return await _append_once(engine, task_id, principal, drafts, prepared, quota, key_hash)
 
 
 async def append_entries(

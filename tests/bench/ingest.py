@@ -1,7 +1,7 @@
 """Staging ingest benchmark: HTTP gateway rows/s against a raw psycopg COPY into the same table, same run.
 
     python tests/bench/ingest.py [--clients N] [--seconds S] [--workers W] [--batch B] [--same-task]
-                                 [--stream-messages M] [--no-grpc] [--py-spy DIR]
+                                 [--stream-messages M] [--no-grpc] [--daily-quotas] [--py-spy DIR]
 
 Starts its own embedded Postgres (pgserver, in a temporary directory) with the migrations applied, runs the
 gateway as `uvicorn --factory api.http.app:create_app --workers W` (separate OS processes), and drives it with
@@ -11,8 +11,10 @@ client) from this process. Prints:
   - single-entry appends: rows/s with N concurrent clients, p50/p99 latency, over HTTP and over gRPC (one
     AppendEntries call carrying one entry)
   - batches of B (default 100) entries: rows/s over HTTP, and over gRPC as streams of M messages of B entries
-  - a plain psycopg COPY of the same rows into staging_entries: rows/s
-  - the ratios, against the targets (batched >= 0.5 of COPY; single >= 1,500/s with p99 < 50 ms)
+  - a plain psycopg COPY of the same rows into staging_entries, before the gateway phases and after them:
+    rows/s of each, and Postgres' CPU per row
+  - the ratios to the mean of the two COPYs, against the targets (batched >= 0.5 of COPY; single >=
+    1,500/s with p99 < 50 ms)
 
 With `--py-spy DIR` every gateway worker is sampled by py-spy during each measured phase (raw collapsed
 stacks in DIR, `<phase>-<pid>.txt`; py-spy is not a dependency): where a request's CPU goes (docs/scaling.md,
@@ -69,6 +71,7 @@ class Phase:
     errors: int = 0
     requests: int = 0
     gateway_cpu: float = 0.0  # CPU seconds the gateway processes spent in this phase
+    db_cpu: float = 0.0  # CPU seconds Postgres' processes (postmaster and backends) spent in this phase
     client_cpu: float = 0.0  # CPU seconds of this load generator
 
     @property
@@ -117,16 +120,19 @@ async def _prepare(database_url: str, clients: int, same_task: bool) -> Fixture:
 
 
 def _start_gateway(
-    database_url: str, port: int, workers: int, pool: int, grpc_port: int
+    database_url: str, port: int, workers: int, pool: int, grpc_port: int, daily_quotas: bool = False
 ) -> subprocess.Popen[bytes]:
     env = {**os.environ, "LOREGATE_DATABASE_URL": database_url, "LOREGATE_DB_POOL_SIZE": str(pool)}
     # throughput is measured here, not limits: one tenant's 16 keys would pass its request rate and quota
     env |= {
         "LOREGATE_RATE_LIMIT_PRINCIPAL_PER_SECOND": "0",
         "LOREGATE_RATE_LIMIT_TENANT_PER_SECOND": "0",
-        "LOREGATE_STAGING_MAX_TENANT_ENTRIES_PER_DAY": "0",
-        "LOREGATE_STAGING_MAX_TENANT_BYTES_PER_DAY": "0",
     }
+    if not daily_quotas:  # else the defaults count every append on the tenant's day (a transaction each)
+        env |= {
+            "LOREGATE_STAGING_MAX_TENANT_ENTRIES_PER_DAY": "0",
+            "LOREGATE_STAGING_MAX_TENANT_BYTES_PER_DAY": "0",
+        }
     # what a user runs: `loregate serve` (its HTTP protocol, no access log), gRPC in the same processes
     cmd = [
         sys.executable,
@@ -284,12 +290,13 @@ def _py_spy(
     return spies
 
 
-def _cpu_of(proc: subprocess.Popen[bytes]) -> float:
-    """User+system CPU seconds of the gateway's processes (the uvicorn supervisor and its workers)."""
+def _cpu_of(proc: subprocess.Popen[bytes] | int) -> float:
+    """User+system CPU seconds of a process tree: the gateway's (the uvicorn supervisor and its workers), or
+    Postgres' (the postmaster and its backends; a backend that ended during the phase is not counted)."""
     import psutil
 
     total = 0.0
-    root = psutil.Process(proc.pid)
+    root = psutil.Process(proc if isinstance(proc, int) else proc.pid)
     for p in [root, *root.children(recursive=True)]:
         try:
             times = p.cpu_times()
@@ -311,35 +318,42 @@ def _measure(
 ) -> Phase:
     """Run one phase and charge it the gateway CPU it cost (a load-independent figure on a shared machine)."""
     spies = _py_spy(gateway, spy, phase.name, float(kwargs["seconds"]))  # type: ignore[arg-type]
-    before = _cpu_of(gateway)
+    before, db_before = _cpu_of(gateway), _cpu_of(_POSTMASTER[0])
     if grpc_target is None:
         asyncio.run(_drive(url, fx, phase=phase, **kwargs))  # type: ignore[arg-type]
     else:
         asyncio.run(_drive_grpc(grpc_target, fx, phase=phase, **kwargs))  # type: ignore[arg-type]
     phase.gateway_cpu = _cpu_of(gateway) - before
+    phase.db_cpu = _cpu_of(_POSTMASTER[0]) - db_before
     for s in spies:
         s.wait(timeout=60)
     return phase
 
 
-def _copy(database_url: str, fx: Fixture, rows: int) -> Phase:
+# the postmaster's pid, once Postgres runs (its first line of postmaster.pid)
+_POSTMASTER: list[int] = [0]
+
+
+def _copy(database_url: str, fx: Fixture, rows: int, first_seq: int = 1) -> Phase:
     """The baseline: the same rows as the gateway writes, through one plain COPY."""
     draft = EntryDraft(kind=EntryKind.TOOL_OUTPUT, content=CONTENT, payload=PAYLOAD)
     payload, rhash = canonical_payload(PAYLOAD), request_hash(draft)
     phase = Phase("copy")
     with psycopg.connect(database_url) as conn:
+        db_before = _cpu_of(_POSTMASTER[0])
         start = time.perf_counter()
         with conn.cursor() as cur:
             with cur.copy(
                 "COPY staging_entries (task_id, seq, actor_id, actor_type, kind, content, payload, "
                 "request_hash) FROM STDIN"
             ) as copy:
-                for seq in range(1, rows + 1):
+                for seq in range(first_seq, first_seq + rows):
                     copy.write_row(
                         (fx.copy_task_id, seq, fx.agent_id, "agent", "tool_output", CONTENT, payload, rhash)
                     )
         conn.commit()
         phase.seconds = time.perf_counter() - start
+        phase.db_cpu = _cpu_of(_POSTMASTER[0]) - db_before
     phase.rows = rows
     return phase
 
@@ -356,6 +370,11 @@ def main() -> None:
     parser.add_argument("--stream-messages", type=int, default=10, help="messages per gRPC stream call")
     parser.add_argument("--no-grpc", action="store_true", help="measure HTTP only")
     parser.add_argument(
+        "--daily-quotas",
+        action="store_true",
+        help="keep the default daily tenant quotas (counted in a transaction per append) instead of none",
+    )
+    parser.add_argument(
         "--http-client", choices=("raw", "httpx"), default="raw", help="HTTP load generator (see _drive)"
     )
     parser.add_argument("--py-spy", type=Path, default=None, help="sample the workers into this directory")
@@ -364,6 +383,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="loregate-bench-") as tmp:
         server, _ = start_embedded_postgres(Path(tmp))
+        _POSTMASTER[0] = int((Path(tmp) / "postgres" / "postmaster.pid").read_text().split()[0])
         gateway: subprocess.Popen[bytes] | None = None
         try:
             server.psql("CREATE DATABASE bench;")
@@ -374,10 +394,15 @@ def main() -> None:
 
             port, grpc_port = free_port(), 0 if args.no_grpc else free_port()
             url = f"http://127.0.0.1:{port}"
-            gateway = _start_gateway(database_url, port, args.workers, args.pool, grpc_port)
+            gateway = _start_gateway(
+                database_url, port, args.workers, args.pool, grpc_port, args.daily_quotas
+            )
             _wait_healthy(url)
             grpc_target = f"127.0.0.1:{grpc_port}"
 
+            # the baseline before the gateway phases and again after them: the machine's load moves
+            # during a run, and the ratios use the mean of the two (both are printed)
+            copies = [_copy(database_url, fx, args.copy_rows)]
             common = dict(clients=args.clients, seconds=args.seconds, spy=args.py_spy)
             raw = args.http_client == "raw"
             _measure(url, fx, gateway, Phase("warm-up"), clients=args.clients, seconds=2, batch=1, raw=raw)
@@ -414,7 +439,7 @@ def main() -> None:
                             **common,
                         )
                     )
-            copy = _copy(database_url, fx, args.copy_rows)
+            copies.append(_copy(database_url, fx, args.copy_rows, first_seq=args.copy_rows + 1))
         finally:
             if gateway is not None:
                 gateway.terminate()
@@ -430,24 +455,31 @@ def main() -> None:
         f"process(es) [{loop} loop, {http} parser], and this load generator ({args.http_client} HTTP client, "
         f"{args.clients} clients, keep-alive, one request in flight per client); db pool {args.pool}/worker; "
         f"{'one shared task' if args.same_task else 'one task per client'}; "
+        f"{'default daily quotas' if args.daily_quotas else 'no daily quota'}; "
         f"{len(CONTENT)}-char entries with a small JSON payload; {args.seconds:g} s per phase"
     )
     for ph in phases:
         print(
-            f"{ph.name:<22}: {ph.rows_per_s:9,.0f} rows/s   p50 {ph.pct(0.5):7.1f} ms   "
+            f"{ph.name:<23}: {ph.rows_per_s:9,.0f} rows/s   p50 {ph.pct(0.5):7.1f} ms   "
             f"p99 {ph.pct(0.99):7.1f} ms   errors {ph.errors}"
         )
     for ph in phases:
         print(
             f"  {ph.name:<20} CPU per call: gateway {1000 * ph.gateway_cpu / max(ph.requests, 1):.2f} ms "
             f"({1000 * ph.gateway_cpu / max(ph.rows, 1):.3f} ms/row), "
-            f"load generator {1000 * ph.client_cpu / max(ph.requests, 1):.2f} ms  ({ph.requests} calls)"
+            f"load generator {1000 * ph.client_cpu / max(ph.requests, 1):.2f} ms, "
+            f"Postgres {1000 * ph.db_cpu / max(ph.requests, 1):.2f} ms "
+            f"({1e6 * ph.db_cpu / max(ph.rows, 1):.1f} µs/row)  ({ph.requests} calls)"
         )
     print(f"machine load average : {os.getloadavg()[0]:.1f} (other work on these cores slows every figure)")
-    print(
-        f"raw psycopg COPY     : {copy.rows_per_s:9,.0f} rows/s   "
-        f"({copy.rows:,} rows in {copy.seconds:.2f} s)"
-    )
+    for when, copy in zip(("before", "after"), copies, strict=True):
+        print(
+            f"raw psycopg COPY {when:<6}: {copy.rows_per_s:9,.0f} rows/s   "
+            f"({copy.rows:,} rows in {copy.seconds:.2f} s; "
+            f"Postgres CPU {1e6 * copy.db_cpu / copy.rows:.1f} µs/row)"
+        )
+    copy = Phase("copy", rows=1, seconds=1 / statistics.mean(c.rows_per_s for c in copies))
+    print(f"raw psycopg COPY mean  : {copy.rows_per_s:9,.0f} rows/s (the baseline of the ratios)")
     for ph in phases:
         ratio = ph.rows_per_s / copy.rows_per_s
         goal = ""

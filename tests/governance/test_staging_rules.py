@@ -9,7 +9,14 @@ import pytest
 
 from governance.errors import InvalidInput, LimitExceeded
 from governance.scopes import EntryKind
-from governance.staging import EntryDraft, entry_size, request_hash, validate_batch, validate_task_id
+from governance.staging import (
+    EntryDraft,
+    entry_size,
+    prepare_batch,
+    request_hash,
+    validate_batch,
+    validate_task_id,
+)
 
 
 def _draft(content: str = "x", payload: object = None, key: str | None = None) -> EntryDraft:
@@ -108,3 +115,46 @@ def test_request_hash_is_the_hash_stored_entries_carry(content: str, payload: ob
     draft = EntryDraft(kind=EntryKind.LOG, content=content, payload=payload)
     stored_form = json.dumps([draft.kind.value, draft.content, draft.payload_json], ensure_ascii=False)
     assert request_hash(draft) == hashlib.sha256(stored_form.encode("utf-8")).hexdigest()
+
+
+_TRICKY = [
+    EntryDraft(EntryKind.LOG, "plain ascii", None),
+    EntryDraft(
+        EntryKind.TOOL_OUTPUT,
+        'quotes " and \\ backslashes\n\t\r\b\f \x01\x1f\x7f',
+        {"b": 1, "a": [1.5, None]},
+    ),
+    EntryDraft(
+        EntryKind.DECISION, "한국어 und Ümlaut \u2028\u2029 🙂", {"키": "값", "e": "🙂", "n": -0.0}, "key-1"
+    ),
+    EntryDraft(EntryKind.ERROR, "", 'a bare string payload "quoted"', "키-2"),
+    EntryDraft(EntryKind.FACT, "x", [1, 2, {"z": True, "y": False}], None),
+    EntryDraft(EntryKind.THOUGHT, "big ints", {"n": 2**80, "f": 1e300, "g": 1e-7}, "k3"),
+]
+
+
+def test_prepare_batch_matches_the_entry_by_entry_functions_byte_for_byte() -> None:
+    # the fused pass must store exactly what the separate functions did: retry hashes stay comparable with
+    # rows written before it, and the row text is what `json.dumps` wrote for the append statement
+    prepared = validate_batch(list(_TRICKY), max_entry_bytes=10_000, max_batch_entries=10)
+    assert prepared.hashes == [request_hash(d) for d in _TRICKY]
+    assert prepared.sizes == [entry_size(d) for d in _TRICKY]
+    expected = json.dumps(
+        [[d.kind.value, d.content, d.payload_json, d.idempotency_key, request_hash(d)] for d in _TRICKY],
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+    assert prepared.rows_json() == expected
+    assert prepared.rows_json([4, 1]) == json.dumps(
+        [json.loads(expected)[4], json.loads(expected)[1]], ensure_ascii=False, separators=(",", ":")
+    )
+    assert prepare_batch(list(_TRICKY)) == prepared
+
+
+def test_prepare_batch_refuses_what_cannot_be_stored_without_limits() -> None:
+    # entries the platform stages itself have no size limit, but U+0000 and a repeated key are refused
+    assert prepare_batch([_draft("a" * 100_000)]).sizes == [100_000]
+    with pytest.raises(InvalidInput, match=r"entries\[1\] contains a NUL character"):
+        prepare_batch([_draft(), _draft("a\x00")])
+    with pytest.raises(InvalidInput, match=r"entries\[1\] repeats idempotency key 'k'"):
+        prepare_batch([_draft(key="k"), _draft(key="k")])

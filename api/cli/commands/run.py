@@ -34,7 +34,7 @@ def gateway_app() -> FastAPI:
     from governance.config import Settings
 
     settings = Settings()
-    return create_app(settings, grpc_port=settings.grpc_port or None)
+    return create_app(settings, grpc_port=settings.grpc_port or None, settle_heap=True)
 
 
 def serve(
