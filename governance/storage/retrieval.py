@@ -280,6 +280,7 @@ async def rank_candidates(
             neighbours.scope_keys,
             types=neighbours.types,
             include_history=neighbours.include_history,
+            decay=neighbours.decay,
         )
         if by_neighbour:
             relevance = fuse(
