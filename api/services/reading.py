@@ -17,6 +17,7 @@ import numpy as np
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from governance.adapters.embedders import Embedder, embed_query_async
+from governance.code_locations import locations_from_text
 from governance.config import Settings
 from governance.context_block import ContextBlock, ContextItem, build_context_block
 from governance.errors import InvalidInput
@@ -270,7 +271,12 @@ async def _search_side_by_side(
                 # a filter by code location keeps only its memories: no neighbours beside them
                 seeds = 0 if focus is not None and focus.only else file_neighbours
                 neighbours = NeighbourScope(
-                    tuple(keys), tuple(types) if types else None, include_history, seeds, file_neighbour_decay
+                    tuple(keys),
+                    tuple(types) if types else None,
+                    include_history,
+                    seeds,
+                    file_neighbour_decay,
+                    named=locations_from_text(query).files,
                 )
                 return await rank_candidates(
                     conn,

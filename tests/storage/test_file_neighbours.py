@@ -17,6 +17,7 @@ from governance.episodes import EntryView, episode_structure
 from governance.scopes import Scope
 from governance.storage.episodes import record_episode
 from governance.storage.file_neighbours import file_neighbours
+from governance.storage.retrieval import search
 from tests.utils.memory_factories import TaskRef, add_memory, new_task
 
 QUERY = "Fix digest authentication sending the wrong nonce count on the second challenge"
@@ -152,9 +153,9 @@ async def test_default_search_brings_the_change_that_last_touched_the_files(
     assert await ranked(10, only) == [ids["unrelated_0"]]
 
 
-async def test_neighbours_a_files_last_change_first_older_ones_halved(engine: AsyncEngine) -> None:
-    """Three changes of one module, a day apart, and the seed: the last change leads, each earlier one keeps
-    half the share of the one after it; decay 1.0 weighs them alike (newest first among the equal)."""
+@pytest.fixture(scope="module")
+async def history(engine: AsyncEngine) -> dict[str, Any]:
+    """Three changes of one module a day apart, and a later change of another file the first one touched."""
     start = datetime(2025, 3, 1, tzinfo=UTC)
     made: dict[str, str] = {}
     async with engine.begin() as conn:
@@ -187,7 +188,15 @@ async def test_neighbours_a_files_last_change_first_older_ones_halved(engine: As
                 structure=structure,
             )
             made[name] = added["id"]
-    keys = [task.key(Scope.PROJECT)]
+    return {"ids": made, "keys": [task.key(Scope.PROJECT)]}
+
+
+async def test_neighbours_a_files_last_change_first_older_ones_halved(
+    engine: AsyncEngine, history: dict[str, Any]
+) -> None:
+    """The last change of a file leads, each earlier one keeps half the share of the one after it; decay 1.0
+    weighs them alike (newest first among the equal)."""
+    made, keys = history["ids"], history["keys"]
     seeds = [(made["first"], 1.0)]  # the oldest change of the module: its files lead to the others
     async with engine.connect() as conn:
         decayed = dict(await file_neighbours(conn, seeds, keys))
@@ -202,3 +211,28 @@ async def test_neighbours_a_files_last_change_first_older_ones_halved(engine: As
     # alike: `first` (both files) leads, then by the files' rarity, the newest of equals first
     assert [i for i, _ in flat] == [made["first"], made["seed"], made["third"], made["second"]]
     assert dict(flat)[made["third"]] == pytest.approx(dict(flat)[made["second"]])
+
+
+async def test_neighbours_of_the_files_a_query_names_without_seeds(
+    engine: AsyncEngine, history: dict[str, Any]
+) -> None:
+    """A named file leads as written, by its last components or absolute; a name no episode touched, none."""
+    made, keys = history["ids"], history["keys"]
+    async with engine.connect() as conn:
+        for named in ("pkg/_pool.py", "_pool.py", "/home/dev/repo/pkg/_pool.py"):
+            found = await file_neighbours(conn, [], keys, named=[named])
+            assert [i for i, _ in found] == [made["third"], made["second"], made["first"]], named
+        assert await file_neighbours(conn, [], keys, named=["pkg/_client.py", "x%_pool.py"]) == []
+        both = dict(await file_neighbours(conn, [], keys, named=["_pool.py", "pkg/_models.py"]))
+    assert set(both) == {made["first"], made["second"], made["third"], made["seed"]}
+
+
+async def test_search_brings_the_last_change_of_a_file_the_query_names(
+    engine: AsyncEngine, history: dict[str, Any]
+) -> None:
+    """No memory shares a word with the query: the file it names still leads to that file's last change."""
+    made, keys = history["ids"], history["keys"]
+    async with engine.connect() as conn:
+        hits = await search(conn, "why does pkg/_pool.py leak sockets?", None, keys, k=3)
+        assert await search(conn, "why does the pool leak sockets?", None, keys, k=3) == []
+    assert [h.id for h in hits] == [made["third"], made["second"], made["first"]]
