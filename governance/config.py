@@ -161,7 +161,8 @@ class Settings(BaseSettings):
     search_recency_half_life_hours: float = 24.0
     search_rrf_k: int = 60
     search_candidates: int = 50  # per retriever (vector, full text) before fusion
-    search_file_neighbours: int = Field(default=10, ge=0, le=100)  # seeds of the file neighbours; 0: off
+    search_file_neighbours: int = Field(default=20, ge=0, le=100)  # seeds of the file neighbours; 0: off
+    search_file_neighbour_decay: float = Field(default=0.5, gt=0, le=1)  # per later episode of a file
     search_default_k: int = 10
     search_max_k: int = Field(default=100, ge=1, le=100)  # the API schema's ceiling; may only be lowered
     context_default_max_tokens: int = 1500

@@ -17,6 +17,7 @@ import numpy as np
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from governance.adapters.embedders import Embedder, embed_query_async
+from governance.code_locations import locations_from_text
 from governance.config import Settings
 from governance.context_block import ContextBlock, ContextItem, build_context_block
 from governance.errors import InvalidInput
@@ -32,7 +33,7 @@ from governance.ranking import (
 )
 from governance.storage.bug_patterns import bug_pattern_stats
 from governance.storage.code_rules import established_rules
-from governance.storage.file_neighbours import NeighbourScope
+from governance.storage.file_neighbours import NEIGHBOUR_DECAY, NeighbourScope
 from governance.storage.fulltext import text_candidates
 from governance.storage.retrieval import SearchHit, rank_candidates, record_retrievals, vector_candidates
 from governance.storage.trust import MemoryStanding, standings_of
@@ -200,6 +201,7 @@ async def search_memories(
             now,
             focus,
             settings.search_file_neighbours,
+            settings.search_file_neighbour_decay,
         )
     return SearchOutcome(
         hits=hits,
@@ -223,6 +225,7 @@ async def _search_side_by_side(
     now: datetime | None,
     focus: CodeFocus | None = None,
     file_neighbours: int = 0,
+    file_neighbour_decay: float = NEIGHBOUR_DECAY,
 ) -> list[SearchHit]:
     """Full text on a connection of its own while the vector retriever walks the index, then the ranking.
 
@@ -268,7 +271,12 @@ async def _search_side_by_side(
                 # a filter by code location keeps only its memories: no neighbours beside them
                 seeds = 0 if focus is not None and focus.only else file_neighbours
                 neighbours = NeighbourScope(
-                    tuple(keys), tuple(types) if types else None, include_history, seeds
+                    tuple(keys),
+                    tuple(types) if types else None,
+                    include_history,
+                    seeds,
+                    file_neighbour_decay,
+                    named=locations_from_text(query).files,
                 )
                 return await rank_candidates(
                     conn,

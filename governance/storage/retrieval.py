@@ -22,6 +22,7 @@ from pgvector.sqlalchemy import Vector
 from sqlalchemy import bindparam, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from governance.code_locations import locations_from_text
 from governance.errors import NotFound
 from governance.ranking import RankingParams, ScoreParts, score_parts, weighted_rrf
 from governance.scopes import visible_scope_keys
@@ -244,7 +245,12 @@ async def search(
     by_text = await text_candidates(
         conn, query_text, visible_scope_keys, limit=pool, types=types, include_history=include_history
     )
-    neighbours = NeighbourScope(tuple(visible_scope_keys), tuple(types) if types else None, include_history)
+    neighbours = NeighbourScope(
+        tuple(visible_scope_keys),
+        tuple(types) if types else None,
+        include_history,
+        named=locations_from_text(query_text).files,
+    )
     return await rank_candidates(
         conn, by_vector, by_text, query_vector, k, params=params, now=now, neighbours=neighbours
     )
@@ -264,15 +270,18 @@ async def rank_candidates(
 ) -> list[SearchHit]:
     """The `k` best of the retrievers' candidates: fused (`fuse`), scored and sorted, then the `k` fetched.
 
-    With `neighbours`, the fused order's best `neighbours.seeds` memories (weighted 1 / rank) lead to the
-    episodes of the files they touched (`file_neighbours`), and the candidates are fused again with them.
+    With `neighbours`, the fused order's best `neighbours.seeds` memories (weighted 1 / rank) and the files
+    the query names (`neighbours.named`) lead to the episodes of those files (`file_neighbours`), and the
+    candidates are fused again with them.
     Scoring reads the few columns `governance.ranking` needs for every candidate (up to a few hundred rows);
     titles, contents and the cosines the vector retriever did not give are fetched for the `k` kept only.
     """
     relevance = fuse(by_vector, by_text, k=params.rrf_k, by_location=by_location)
-    if not relevance or k <= 0:
+    named = neighbours is not None and neighbours.seeds > 0 and bool(neighbours.named)
+    if (not relevance and not named) or k <= 0:
         return []
     if neighbours is not None and neighbours.seeds > 0:
+        # the best matches name the code the query is about, and so do the files the query names
         best = sorted(relevance, key=lambda i: (-relevance[i], i))[: neighbours.seeds]
         by_neighbour = await file_neighbours(
             conn,
@@ -280,11 +289,15 @@ async def rank_candidates(
             neighbours.scope_keys,
             types=neighbours.types,
             include_history=neighbours.include_history,
+            decay=neighbours.decay,
+            named=neighbours.named,
         )
         if by_neighbour:
             relevance = fuse(
                 by_vector, by_text, k=params.rrf_k, by_location=by_location, by_neighbour=by_neighbour
             )
+    if not relevance:  # nothing matched, and no episode touched the files the query names
+        return []
     clock = now or datetime.now(UTC)
     scored = [
         (

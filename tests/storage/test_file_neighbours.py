@@ -4,6 +4,7 @@ reader's visibility, weighted by how rare a file is, and never under a code-loca
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from governance.episodes import EntryView, episode_structure
 from governance.scopes import Scope
 from governance.storage.episodes import record_episode
 from governance.storage.file_neighbours import file_neighbours
+from governance.storage.retrieval import search
 from tests.utils.memory_factories import TaskRef, add_memory, new_task
 
 QUERY = "Fix digest authentication sending the wrong nonce count on the second challenge"
@@ -106,10 +108,13 @@ async def test_neighbours_are_the_episodes_of_the_seeds_files_rare_files_first(
         found = await file_neighbours(conn, [(ids["seed"], 1.0)], world["keys"])
     order = [i for i, _ in found]
     strength = dict(found)
-    # the seed itself (both files) first, then the culprit: `pkg/_auth.py` is rarer than `CHANGES.md`
-    assert order[:2] == [ids["seed"], ids["culprit"]]
-    assert {ids[f"release_{i}"] for i in range(6)} <= set(order[2:])
+    # the culprit, the last change to `pkg/_auth.py`, first (rarer than `CHANGES.md`); the seed (both files,
+    # each changed since) and the releases follow, the older release the weaker
+    assert order[0] == ids["culprit"]
+    assert {ids["seed"]} | {ids[f"release_{i}"] for i in range(6)} <= set(order[1:])
     assert all(strength[ids["culprit"]] > strength[ids[f"release_{i}"]] for i in range(6))
+    releases = [strength[ids[f"release_{i}"]] for i in range(6)]
+    assert releases == sorted(releases) and len(set(releases)) == 6
     # never another project's episode, a memory without links, or an episode sharing no file
     assert ids["other_project"] not in order and ids["fact"] not in order
     assert not {ids[f"unrelated_{i}"] for i in range(4)} & set(order)
@@ -146,3 +151,88 @@ async def test_default_search_brings_the_change_that_last_touched_the_files(
     # a code-location filter keeps only its memories: no neighbours join them
     only = CodeFocus(touched={}, names=(), only=True, files=("docs/page_0.md",))
     assert await ranked(10, only) == [ids["unrelated_0"]]
+
+
+@pytest.fixture(scope="module")
+async def history(engine: AsyncEngine) -> dict[str, Any]:
+    """Three changes of one module a day apart, and a later change of another file the first one touched."""
+    start = datetime(2025, 3, 1, tzinfo=UTC)
+    made: dict[str, str] = {}
+    async with engine.begin() as conn:
+        task = await new_task(conn)
+        changes = [
+            ("first", ["pkg/_pool.py", "pkg/_models.py"], 0),
+            ("second", ["pkg/_pool.py"], 1),
+            ("third", ["pkg/_pool.py"], 2),
+            ("seed", ["pkg/_models.py"], 3),
+        ]
+        for name, files, day in changes:
+            ref = TaskRef(f"{task.task_id}-{name}", org=task.org, project=task.project, worktree="main")
+            added = await add_memory(
+                conn,
+                ref,
+                title=f"Episode: {name}",
+                content=f"the {name} change",
+                embedding=None,
+                memory_type="episode",
+                created_at=start + timedelta(days=day),
+            )
+            views = [EntryView(1, "tool_output", "edited", {"tool": "Edit", "files": files})]
+            structure = episode_structure(name, views, success=True).to_json()
+            await record_episode(
+                conn,
+                memory_id=added["id"],
+                org=task.org,
+                project=task.project,
+                task_id=ref.task_id,
+                structure=structure,
+            )
+            made[name] = added["id"]
+    return {"ids": made, "keys": [task.key(Scope.PROJECT)]}
+
+
+async def test_neighbours_a_files_last_change_first_older_ones_halved(
+    engine: AsyncEngine, history: dict[str, Any]
+) -> None:
+    """The last change of a file leads, each earlier one keeps half the share of the one after it; decay 1.0
+    weighs them alike (newest first among the equal)."""
+    made, keys = history["ids"], history["keys"]
+    seeds = [(made["first"], 1.0)]  # the oldest change of the module: its files lead to the others
+    async with engine.connect() as conn:
+        decayed = dict(await file_neighbours(conn, seeds, keys))
+        flat = await file_neighbours(conn, seeds, keys, decay=1.0)
+        with pytest.raises(ValueError):
+            await file_neighbours(conn, seeds, keys, decay=0.0)
+    pool = decayed[made["third"]]
+    assert decayed[made["second"]] == pytest.approx(pool / 2, rel=1e-6)
+    # `first`: a quarter of the module's weight, and `_models.py` (changed since by `seed`) at half
+    models = decayed[made["seed"]]
+    assert decayed[made["first"]] == pytest.approx(pool / 4 + models / 2, rel=1e-6)
+    # alike: `first` (both files) leads, then by the files' rarity, the newest of equals first
+    assert [i for i, _ in flat] == [made["first"], made["seed"], made["third"], made["second"]]
+    assert dict(flat)[made["third"]] == pytest.approx(dict(flat)[made["second"]])
+
+
+async def test_neighbours_of_the_files_a_query_names_without_seeds(
+    engine: AsyncEngine, history: dict[str, Any]
+) -> None:
+    """A named file leads as written, by its last components or absolute; a name no episode touched, none."""
+    made, keys = history["ids"], history["keys"]
+    async with engine.connect() as conn:
+        for named in ("pkg/_pool.py", "_pool.py", "/home/dev/repo/pkg/_pool.py"):
+            found = await file_neighbours(conn, [], keys, named=[named])
+            assert [i for i, _ in found] == [made["third"], made["second"], made["first"]], named
+        assert await file_neighbours(conn, [], keys, named=["pkg/_client.py", "x%_pool.py"]) == []
+        both = dict(await file_neighbours(conn, [], keys, named=["_pool.py", "pkg/_models.py"]))
+    assert set(both) == {made["first"], made["second"], made["third"], made["seed"]}
+
+
+async def test_search_brings_the_last_change_of_a_file_the_query_names(
+    engine: AsyncEngine, history: dict[str, Any]
+) -> None:
+    """No memory shares a word with the query: the file it names still leads to that file's last change."""
+    made, keys = history["ids"], history["keys"]
+    async with engine.connect() as conn:
+        hits = await search(conn, "why does pkg/_pool.py leak sockets?", None, keys, k=3)
+        assert await search(conn, "why does the pool leak sockets?", None, keys, k=3) == []
+    assert [h.id for h in hits] == [made["third"], made["second"], made["first"]]
