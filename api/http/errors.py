@@ -80,10 +80,23 @@ async def _governance(_: Request, exc: ge.GovernanceError) -> JSONResponse:
     return JSONResponse(error_body(exc.kind, exc.detail), status_code=status, headers=headers)
 
 
-async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
     errors = validation_errors(exc.errors())
-    return JSONResponse(
-        error_body("validation_error", validation_detail(exc.errors()), errors=errors), status_code=422
+    detail = _not_json_body(request, exc) or validation_detail(exc.errors())
+    return JSONResponse(error_body("validation_error", detail, errors=errors), status_code=422)
+
+
+def _not_json_body(request: Request, exc: RequestValidationError) -> str | None:
+    """Why a body came as no object: sent without a JSON media type (`curl -d` sends a form), FastAPI never
+    parses it as JSON, and its own message ("a valid dictionary") hides that."""
+    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media_type == "application/json" or media_type.endswith("+json"):
+        return None
+    if not any(e.get("loc") == ("body",) and e.get("type") == "model_attributes_type" for e in exc.errors()):
+        return None
+    sent = f"`{media_type}`" if media_type else "none"
+    return (
+        f"body: send a JSON object with the header `Content-Type: application/json` (this request's: {sent})"
     )
 
 

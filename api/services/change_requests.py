@@ -233,8 +233,9 @@ async def start_change_workflow(
                 "What changes (the memory's id; for a lift, from → to and how many) and how to decide: "
                 "the *User Metadata* tab (current details), or *Queries* → `state`; the texts are in "
                 f"loregate ({resources.settings.console_base()}/changes/{request.id}). Approve "
-                'with *Send a Signal*, name `approve`, input `{"approver": "<your principal id>", '
-                f'"note": "..."}}`, or `loregate changes approve {request.id}`.'
+                "with *Send a Signal*, name `approve`, input the JSON `loregate approval-token --change "
+                f'{request.id}` prints (`{{"approver": "<your principal id>", "note": "...", "token": '
+                f'"lgat1...."}}`), or `loregate changes approve {request.id}`.'
             ),
         )
     except Exception as exc:  # Temporal unreachable: the request cannot be decided, so it does not stay

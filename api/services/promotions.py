@@ -190,10 +190,12 @@ def _static_details(task_id: str, target: Scope) -> str:
             "or *Queries* → `state` / `plan`.",
             "",
             "To decide (project and org scope): *More Actions → Send a Signal*, name `approve` or `reject`, "
-            "input:",
+            f"input: the JSON `loregate approval-token {task_id}` prints for your key (a token bound to you "
+            "and to this plan, valid 15 minutes; without it the default `authenticated` mode refuses the "
+            "signal):",
             "",
             "```json",
-            '{"approver": "<your principal id, as `loregate keys list` shows it>", "note": "..."}',
+            '{"approver": "<your principal id>", "note": "...", "token": "lgat1...."}',
             "```",
             "",
             f"Or from a terminal: `loregate approve {task_id} --note ...` (the API key names the approver).",

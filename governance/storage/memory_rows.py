@@ -398,15 +398,21 @@ async def scope_key_of(conn: AsyncConnection, memory_id: str) -> str:
 
 
 async def resolve_memory_id(conn: AsyncConnection, ref: str) -> str:
-    """The uuid of a memory named by uuid or citation; NotFound otherwise."""
+    """The uuid of a memory named by uuid or citation (`abc123`, `mem:abc123` or `[mem:abc123]`, as a context
+    block cites it, the forms `GET /v1/memories/{ref}` reads); NotFound otherwise."""
+    value = ref.strip()
+    if value.startswith("[") and value.endswith("]"):
+        value = value[1:-1]
+    if value.lower().startswith("mem:"):
+        value = value[4:]
     try:
-        as_uuid: str | None = str(uuid.UUID(ref))
+        as_uuid: str | None = str(uuid.UUID(value))
     except ValueError:
         as_uuid = None
     row = (
         await conn.execute(
             text("SELECT id::text AS id FROM memories WHERE id = CAST(:u AS uuid) OR citation = :c"),
-            {"u": as_uuid, "c": ref.lower()},
+            {"u": as_uuid, "c": value.lower()},
         )
     ).first()
     if row is None:

@@ -129,6 +129,9 @@ async def test_supersede_by_orchestrator_at_project_scope_is_a_change_request_an
     # the workflow's state holds ids and states only: the texts are served by the API (docs/privacy.md)
     assert status["memory_id"] == mid and status["operation"] == "supersede"
     assert (status["old_content"], status["new_content"], status["reason"]) == ("", None, "")
+    # the Temporal UI's details name the command that mints the token a UI decision needs
+    static = await (await temporal.get_workflow_handle(request["workflow_id"]).describe()).static_details()
+    assert static is not None and f"loregate approval-token --change {request['id']}" in static
     memory = await _memory(http, orchestrator, mid)
     assert memory["deprecated_at"] is None and memory["confidence"] == 1.0 and memory["content"] == FACT
     history = (await http.get(f"/v1/memories/{mid}/history", headers=orchestrator.headers)).json()

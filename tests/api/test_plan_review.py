@@ -228,6 +228,10 @@ async def test_plan_review_leaves_no_content_in_the_workflows_history(
     assert f"loregate promotion {scenario.task_id}" in details and "/console/promotions/" in details
     # every event and the description (with the current details the Temporal UI shows), as raw bytes
     described = await handle.describe()
+    # the static details tell a UI reviewer to mint the token the default mode requires
+    static = await described.static_details()
+    assert static is not None and f"loregate approval-token {scenario.task_id}" in static
+    assert '"token": "lgat1...."' in static
     blobs = [e.SerializeToString() for e in (await handle.fetch_history()).events]
     blobs.append(described.raw_description.SerializeToString())
     assert not any(b"The db driver" in blob for blob in blobs)  # no title...

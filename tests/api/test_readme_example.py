@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
+import json
 import re
 import uuid
 from typing import Any
@@ -13,6 +14,8 @@ import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from api.client import AsyncLoregateClient
+from api.grpc.server import running_grpc_server
+from governance.config import Settings
 from governance.scopes import ActorType
 from tests.utils.factories import make_actor
 from tests.utils.settings_table import README
@@ -22,6 +25,7 @@ def _python_examples() -> tuple[str, str]:
     """The agents section's blocking example and its asyncio one."""
     section = README.read_text().split("## Using it from agents and orchestrators", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```python\n(.*?)\n```", section, flags=re.S)
+    blocks = [b for b in blocks if "pb2_grpc" not in b]
     assert len(blocks) == 2, "the README's agents section should hold a blocking and an asyncio example"
     blocking, asyncio_ = blocks
     assert "LoregateClient(" in blocking and "AsyncLoregateClient(" in asyncio_
@@ -73,3 +77,32 @@ async def test_readme_async_example_checks_records_searches_and_reads_back(
     assert await _entries(gateway_url, agent.headers, task.task_id) == [("error", said)]
     # nothing published in a fresh tenant yet: no search hits; the entry read back; the refusal typed
     assert printed.splitlines() == [f"1 error {said}", "404 not_found"]
+
+
+def _grpc_example() -> str:
+    """The agents section's gRPC example."""
+    section = README.read_text().split("## Using it from agents and orchestrators", 1)[1].split("\n## ", 1)[0]
+    (block,) = [b for b in re.findall(r"```python\n(.*?)\n```", section, flags=re.S) if "pb2_grpc" in b]
+    return block
+
+
+async def test_readme_grpc_example_lists_a_task_s_promotions(
+    engine: AsyncEngine, gateway_url: str, settings: Settings
+) -> None:
+    org, project = f"acme-{uuid.uuid4().hex[:8]}", "shop"
+    orchestrator = await make_actor(engine, ActorType.ORCHESTRATOR, org, project)
+    async with AsyncLoregateClient(gateway_url, orchestrator.key) as lore:
+        await lore.open_task(org=org, project=project, worktree="main", description="x", task_id="t-1")
+    async with running_grpc_server(settings, host="127.0.0.1", port=0) as port:
+        code = _grpc_example().replace('"127.0.0.1:50051"', repr(f"127.0.0.1:{port}"))
+        namespace: dict[str, Any] = {"key": orchestrator.key}
+        printed = await asyncio.to_thread(_exec_printing, code, namespace)
+    answer = json.loads(printed)
+    assert answer["task_id"] == "t-1" and answer["promotions"] == []
+
+
+def _exec_printing(code: str, namespace: dict[str, Any]) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102
+    return out.getvalue()

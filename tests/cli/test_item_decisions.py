@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -104,7 +105,11 @@ async def test_approve_with_an_unknown_item_fails_in_one_line_and_changes_nothin
     await _awaiting(team)
     refused = await _cli(team, "human", "approve", team["task_id"], "--reject-item", "99:no such item")
     assert refused.returncode == 1
-    assert "plan item 98 does not exist" in refused.stderr and "Traceback" not in refused.stderr
+    # numbered as the user typed it and as `loregate promotion` shows the plan: from 1
+    assert "plan item 99 does not exist" in refused.stderr and "Traceback" not in refused.stderr
+    assert re.search(r"\(numbered 1 to \d+\)", refused.stderr) and "indexes 0" not in refused.stderr
+    emptied = await _cli(team, "human", "approve", team["task_id"], "--edit-item", "1=")
+    assert emptied.returncode == 1 and "plan item 1: the edited content is empty" in emptied.stderr
     malformed = await _cli(team, "human", "approve", team["task_id"], "--reject-item", "two")
     assert malformed.returncode != 0 and "N:REASON" in malformed.stderr
     async with httpx.AsyncClient(base_url=team["gateway"], timeout=30) as http:

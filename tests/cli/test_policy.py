@@ -22,3 +22,12 @@ def test_policy_add_list_remove_round_trip(migrated_database_url: str) -> None:
     assert "deny" not in run_cli("policy", "list", env=env).stdout
     missing = run_cli("policy", "remove", "agent", "project", "write", "--effect", "deny", env=env)
     assert missing.returncode == 1 and "no such policy row" in missing.stderr
+
+
+def test_policy_add_unknown_scope_refused_as_over_http(migrated_database_url: str) -> None:
+    env = cli_env(LOREGATE_DATABASE_URL=migrated_database_url)
+    refused = run_cli("policy", "add", "agent", "projcet", "approve", env=env)
+    assert refused.returncode == 1
+    assert "scope: Input should be 'task', 'worktree', 'project', 'org', 'policy' or '*'" in refused.stderr
+    assert "nothing added" in refused.stderr and "Traceback" not in refused.stderr
+    assert "projcet" not in run_cli("policy", "list", env=env).stdout

@@ -285,3 +285,18 @@ async def test_promote_again_lists_and_shows_every_promotion_then_close(team: di
         team, "orchestrator", "promote", task_id, "--scope", "task", "--verified", "tests_passed"
     )
     assert after.returncode == 1 and "was closed" in after.stderr
+
+
+async def test_promote_again_while_it_runs_does_not_ask_for_evidence_already_given(
+    team: dict[str, Any],
+) -> None:
+    task_id = team["task_id"]
+    started = await _cli(
+        team, "orchestrator", "promote", task_id, "--scope", "project", "--verified", "tests_passed"
+    )
+    assert started.returncode == 0, started.stderr
+    await _wait(team, "awaiting_approval")
+    again = await _cli(team, "orchestrator", "promote", task_id, "--scope", "project")
+    assert again.returncode == 0, again.stderr
+    assert "already running" in again.stdout and "waits for evidence" not in again.stdout
+    assert f"loregate promotion {task_id}" in again.stdout

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from typing import Any
 
 import pytest
@@ -71,3 +72,21 @@ def test_read_refusal_is_one_line_and_exit_1(world: dict[str, Any]) -> None:
     result = run_cli("search", "anything", "--task", "no-such-task", env=world["env"])
     assert result.returncode == 1
     assert "not_found" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_read_without_api_key_says_which_variable_to_set(world: dict[str, Any]) -> None:
+    env = {k: v for k, v in world["env"].items() if k != "LOREGATE_API_KEY"}
+    result = run_cli("show", world["citation"], env=env)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "unauthenticated" in result.stderr and "set LOREGATE_API_KEY or pass --api-key" in result.stderr
+
+
+def test_read_without_url_names_the_default_and_the_variable(world: dict[str, Any]) -> None:
+    with socket.socket() as probe:
+        if probe.connect_ex(("127.0.0.1", 8080)) == 0:
+            pytest.skip("something listens on the default port 8080 of this machine")
+    env = {k: v for k, v in world["env"].items() if k != "LOREGATE_URL"}
+    result = run_cli("show", world["citation"], env=env)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "unavailable: cannot reach the gateway at http://127.0.0.1:8080" in result.stderr
+    assert "set LOREGATE_URL or pass --url" in result.stderr

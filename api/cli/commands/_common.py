@@ -69,7 +69,18 @@ def api_client(url: str | None, api_key: str | None) -> Iterator[LoregateClient]
         with LoregateClient(url, api_key) as client:
             yield client
     except LoregateError as exc:
-        fail(f"{exc.error}: {exc.detail}")
+        fail(f"{exc.error}: {exc.detail}{_setup_hint(exc.error, url, api_key)}")
+
+
+def _setup_hint(error: str, url: str | None, api_key: str | None) -> str:
+    """What to set when a refusal comes from a missing key or the default URL (a new user's first error)."""
+    import os
+
+    if error == "unauthenticated" and not (api_key or os.environ.get("LOREGATE_API_KEY")):
+        return " (no API key given: set LOREGATE_API_KEY or pass --api-key)"
+    if error == "unavailable" and not (url or os.environ.get("LOREGATE_URL")):
+        return " (no gateway URL given: set LOREGATE_URL or pass --url)"
+    return ""
 
 
 def print_json(answer: BaseModel | Mapping[str, Any]) -> None:

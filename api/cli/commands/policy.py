@@ -77,11 +77,25 @@ def list_(
 @policy_app.command("add")
 def add(role: Role, scope: ScopeArg, action: Action, effect: EffectOpt = Effect.ALLOW) -> None:
     """Add a policy row; running processes apply it within a moment."""
+    _check_rule(role, scope, action, effect)
     with _authorizer() as authorizer:
         added = authorizer.add_policy(role, scope, action, effect.value)
     if not added:
         fail(f"policy row already present: {role}, {scope}, {action}, {effect.value}")
     console.print(f"added: {role}, {scope}, {action}, {effect.value}", highlight=False)
+
+
+def _check_rule(role: str, scope: str, action: str, effect: Effect) -> None:
+    """The checks `POST /v1/admin/policy` makes: a row for an unknown scope would silently match nothing."""
+    from pydantic import ValidationError
+
+    from api.schemas.admin import PolicyRule
+
+    try:
+        PolicyRule.model_validate({"role": role, "scope": scope, "action": action, "effect": effect.value})
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        fail(f"not a policy row ({problems}); nothing added")
 
 
 @policy_app.command("remove")

@@ -9,6 +9,7 @@ approver of `approve`/`reject` is whoever owns that key. `--json` prints the gat
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -85,7 +86,7 @@ def promote(
         f"{answer.target_scope} scope",
         highlight=False,
     )
-    if evidence is None:
+    if evidence is None and answer.created:
         console.print(
             f"it waits for evidence: [bold]loregate verify {escape(task)} --source tests_passed[/]",
             style="dim",
@@ -161,6 +162,13 @@ def _item_number(text: str, option: str) -> int:
     return int(text) - 1
 
 
+def numbered_from_one(detail: str) -> str:
+    """The gateway's refusal of an item decision with its plan items numbered as `loregate promotion`
+    numbers them (from 1), as the user typed them."""
+    detail = re.sub(r"\bplan item (\d+)", lambda m: f"plan item {int(m[1]) + 1}", detail)
+    return re.sub(r"\(indexes 0 to (-?\d+)\)", lambda m: f"(numbered 1 to {int(m[1]) + 1})", detail)
+
+
 def item_decisions(rejects: list[str], edits: list[str], titles: list[str]) -> list[dict[str, Any]]:
     """The approval's `items` from the command line's options (an edit's content and title merge)."""
     items: list[dict[str, Any]] = []
@@ -193,8 +201,13 @@ def _approve_items(
     api_key: str | None,
     as_json: bool,
 ) -> None:
+    from api.client import LoregateError
+
     with _client(url, api_key) as client:
-        answer = client.approve(task, note, items)
+        try:
+            answer = client.approve(task, note, items)
+        except LoregateError as exc:  # the gateway counts plan items from 0, this command from 1
+            fail(f"{exc.error}: {numbered_from_one(exc.detail)}")
     if as_json:
         _print_json(answer)
         return

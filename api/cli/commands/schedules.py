@@ -1,11 +1,13 @@
-"""`loregate schedules apply`: create or update the Temporal Schedules (nightly retention and the like).
+"""`loregate schedules apply|trigger`: create or update the Temporal Schedules (nightly retention and the
+like), or run one of them now.
 
-`loregate up` applies them at every start; on a cluster run this once per deploy.
+`loregate up` applies them at every start; on a cluster run `apply` once per deploy.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -14,7 +16,7 @@ from api.cli.commands._common import console, fail, load_settings
 if TYPE_CHECKING:
     from governance.config import Settings
 
-__all__ = ["register", "schedules_app", "apply_all"]
+__all__ = ["register", "schedules_app", "apply_all", "trigger_one"]
 
 schedules_app = typer.Typer(help="Temporal Schedules of loregate.", no_args_is_help=True)
 
@@ -28,18 +30,70 @@ async def apply_all(settings: Settings) -> None:
     await apply_schedules(client, settings)
 
 
+async def trigger_one(settings: Settings, schedule_id: str) -> None:
+    """Connect to Temporal and take the schedule's action now, as its next run would."""
+    from workflows.client import connect_temporal
+
+    client = await connect_temporal(settings)
+    await client.get_schedule_handle(schedule_id).trigger()
+
+
+def _run(settings: Settings, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    """Run `work` against Temporal; an unreachable server or a missing schedule ends in one line."""
+    import asyncio
+
+    from temporalio.service import RPCError, RPCStatusCode
+
+    address = settings.temporal_address or f"127.0.0.1:{settings.temporal_port}"
+    try:
+        asyncio.run(work())
+    except RPCError as exc:
+        if exc.status == RPCStatusCode.NOT_FOUND:
+            fail(f"{exc.message} (create the schedules with `loregate schedules apply`)")
+        fail(f"Temporal at {address} refused: {exc.message}")
+    except RuntimeError as exc:  # the SDK's connection failure
+        # the SDK appends its transport's debug text (`tonic::transport::Error(...)`): keep the message
+        first = (str(exc).splitlines() or [type(exc).__name__])[0].split(": tonic::")[0]
+        hint = (
+            ""
+            if settings.temporal_address
+            else " (a `loregate up` started with --temporal-port P: set LOREGATE_TEMPORAL_PORT=P, "
+            "or LOREGATE_TEMPORAL_ADDRESS for another server)"
+        )
+        fail(f"Temporal unreachable at {address}{hint}: {first}")
+
+
+# the short names `trigger` takes, beside the schedule ids themselves
+_SHORT_NAMES = {
+    name: f"loregate-{name}" for name in ("retention", "reflection", "notifications", "knowledge")
+}
+
+
 @schedules_app.command("apply")
 def apply() -> None:
     """Create or update the schedules in the configured Temporal namespace."""
     settings = load_settings()
-    try:
-        import asyncio
-
-        asyncio.run(apply_all(settings))
-    except RuntimeError as exc:  # the SDK's connection failure
-        address = settings.temporal_address or f"127.0.0.1:{settings.temporal_port}"
-        fail(f"Temporal unreachable at {address}: {exc}")
+    _run(settings, lambda: apply_all(settings))
     console.print(f"schedules applied (namespace {settings.temporal_namespace})", highlight=False)
+
+
+@schedules_app.command("trigger")
+def trigger(
+    name: Annotated[
+        str, typer.Argument(help="retention, reflection, notifications or knowledge (or the schedule's id).")
+    ],
+) -> None:
+    """Run one schedule's action now (e.g. compute project knowledge without waiting for its hour)."""
+    from workflows.schedules import SCHEDULE_IDS
+
+    schedule_id = _SHORT_NAMES.get(name, name)
+    if schedule_id not in SCHEDULE_IDS:
+        fail(f"no schedule {name!r}: one of {', '.join(_SHORT_NAMES)}")
+    settings = load_settings()
+    _run(settings, lambda: trigger_one(settings, schedule_id))
+    console.print(
+        f"schedule {schedule_id} triggered (namespace {settings.temporal_namespace})", highlight=False
+    )
 
 
 def register(app: typer.Typer) -> None:
