@@ -41,16 +41,13 @@ from governance.storage.memory_rows import (
     PublishOutcome,
     deprecate_head,
     deprecate_heads,
-    insert_memories,
     make_citation,
     merge_many,
     outcome_dict,
     replay_outcome,
     wider_scope_keys,
 )
-from governance.storage.publish import (
-    lock_for_publication,
-)
+from governance.storage.publish import insert_chunk_memories, lock_for_publication
 from governance.supersession import ContradictionJudge
 from governance.trust import VALIDATION_BOOSTS
 
@@ -172,7 +169,7 @@ async def publish_chunk(
 
     async def flush() -> None:
         citations.update(
-            zip([r.memory_id for r in inserts], await insert_memories(conn, inserts), strict=True)
+            zip([r.memory_id for r in inserts], await insert_chunk_memories(conn, inserts), strict=True)
         )
         inserts.clear()
         merged.update(
