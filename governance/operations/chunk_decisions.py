@@ -7,7 +7,6 @@ as if published one after another.
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -91,8 +90,6 @@ class ChunkLookup:
         """Each item's neighbours, in order: identical and canonical-key matches, and the k nearest of those
         without an identical memory in the target scope (of every item with `everyone`)."""
         if self._identical is None:
-            # the probes' vectors as text (~0.2 ms each) in a thread, not on the worker's event loop
-            await asyncio.to_thread(lambda: [p.vector_text for p in self._probes])
             self._identical = await find_identical_many(
                 self._conn, scope_keys=self._keys, target_scope_key=self._target, probes=self._probes
             )

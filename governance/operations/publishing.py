@@ -29,7 +29,8 @@ from governance.storage.derivations import derived_from_any, mark_derived_stale
 from governance.storage.events import (
     Event,
     EventType,
-    record_events,
+    event_rows,
+    insert_event_rows,
     recorded_payload,
     recorded_payloads,
 )
@@ -331,7 +332,8 @@ async def publish_chunk(
             }
         outcomes[n] = outcome
         events.append(Event(idempotency_key=item.idempotency_key, **event, **common))
-    await record_events(conn, events)
+    # the events' free text is redacted off the event loop (thousands of them in a big chunk)
+    await insert_event_rows(conn, await asyncio.to_thread(event_rows, events))
     lap("events")
     # only a memory something was derived from has derivations to mark stale (none are new in this chunk)
     sources = await derived_from_any(

@@ -7,13 +7,13 @@ governance/operations/publishing.py; see governance/storage/memory_rows.py for t
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -59,9 +59,10 @@ class NeighbourProbe:
     embedding: Sequence[float] | None
 
     @functools.cached_property
-    def vector_text(self) -> str | None:
-        """The vector in pgvector's text form, written once however many statements send it."""
-        return vector_literal(self.embedding)
+    def vector(self) -> np.ndarray | None:
+        """The vector as pgvector's binary form takes it (`vector_params`), made once however many
+        statements send it."""
+        return None if self.embedding is None else np.asarray(self.embedding, dtype=">f4")
 
 
 async def find_neighbours_many(
@@ -74,8 +75,6 @@ async def find_neighbours_many(
 ) -> list[list[Neighbour]]:
     """The neighbours of many candidates: for each probe (in order), the active memories of `scope_keys` with
     its hash, the canonical-key head, and its k nearest (`find_identical_many` and `find_nearest_many`)."""
-    # the probes' vectors as text (~0.2 ms each) in a thread, not on the worker's event loop
-    await asyncio.to_thread(lambda: [p.vector_text for p in probes])
     identical = await find_identical_many(
         conn, scope_keys=scope_keys, target_scope_key=target_scope_key, probes=probes
     )
@@ -88,13 +87,14 @@ def _union(first: Sequence[Neighbour], second: Sequence[Neighbour]) -> list[Neig
     return [*first, *(n for n in second if n.id not in seen)]
 
 
-def _probe_rows(probes: Sequence[NeighbourProbe]) -> str:
-    return json.dumps(
-        [
-            {"ord": i, "hash": p.content_hash, "ck": p.canonical_key, "emb": p.vector_text}
-            for i, p in enumerate(probes)
-        ]
-    )
+async def _probe_params(conn: AsyncConnection, probes: Sequence[NeighbourProbe]) -> dict[str, Any]:
+    """The probes as `_PROBES` reads them: hashes and keys as jsonb, vectors as one binary vector[]."""
+    return {
+        "probes": json.dumps(
+            [{"ord": i, "hash": p.content_hash, "ck": p.canonical_key} for i, p in enumerate(probes)]
+        ),
+        "probe_vectors": await vector_array(conn, [p.vector for p in probes]),
+    }
 
 
 # a memory's vector is stored apart from its row (TOAST): the visible set adds this zero vector to each one,
@@ -103,8 +103,9 @@ _ZERO = vector_literal([0.0] * EMBEDDING_DIM)
 
 _PROBES = """
     probe AS MATERIALIZED (
-        SELECT p.ord, p.hash, p.ck, CAST(p.emb AS vector) AS emb
-        FROM jsonb_to_recordset(CAST(:probes AS jsonb)) AS p(ord int, hash text, ck text, emb text)
+        SELECT p.ord, p.hash, p.ck, e.emb
+        FROM jsonb_to_recordset(CAST(:probes AS jsonb)) AS p(ord int, hash text, ck text)
+        JOIN unnest(CAST(:probe_vectors AS vector[])) WITH ORDINALITY AS e(emb, n) ON e.n = p.ord + 1
     )"""
 _ACTIVE = "m.deprecated_at IS NULL AND (m.expires_at IS NULL OR m.expires_at > now())"
 _NEIGHBOUR = """m.id::text AS id, m.scope_key, m.canonical_key, m.content_hash, m.title, m.content,
@@ -140,7 +141,7 @@ async def find_identical_many(
               ON m.scope_key = :target AND m.canonical_key = probe.ck AND {_ACTIVE}
             """
         ),
-        {"keys": list(scope_keys), "target": target_scope_key, "probes": _probe_rows(probes)},
+        {"keys": list(scope_keys), "target": target_scope_key, **await _probe_params(conn, probes)},
     )
     return _grouped(rows, len(probes))
 
@@ -195,7 +196,7 @@ async def find_nearest_many(
                 "keys": list(scope_keys),
                 "k": k,
                 "zero": _ZERO,
-                "probes": _probe_rows([probes[n] for n in batch]),
+                **await _probe_params(conn, [probes[n] for n in batch]),
             },
         )
         for n, neighbours in zip(batch, _grouped(rows, len(batch)), strict=True):
