@@ -82,6 +82,7 @@ class ChunkLookup:
             self._slot.append(seen[key])
         self._identical: list[list[Neighbour]] | None = None
         self._skipped: set[int] = set()  # distinct probes whose nearest were not read
+        self._nearest: dict[int, list[Neighbour]] = {}  # distinct probe -> its nearest, once read
 
     def _settled(self, probe: NeighbourProbe, identical: Sequence[Neighbour]) -> bool:
         return any(n.content_hash == probe.content_hash and n.scope_key == self._target for n in identical)
@@ -98,13 +99,16 @@ class ChunkLookup:
             if everyone
             else {n for n, p in enumerate(self._probes) if self._settled(p, self._identical[n])}
         )
-        asked = [n for n in range(len(self._probes)) if n not in self._skipped]
+        # a probe's nearest read before in this transaction are still what it would read (nothing was written
+        # in between): a second call reads only those of the probes the first one skipped
+        asked = [n for n in range(len(self._probes)) if n not in self._skipped and n not in self._nearest]
         nearest = await find_nearest_many(
             self._conn, scope_keys=self._keys, probes=[self._probes[n] for n in asked]
         )
-        near: list[list[Neighbour]] = [[] for _ in self._probes]
-        for n, found in zip(asked, nearest, strict=True):
-            near[n] = found
+        self._nearest.update(zip(asked, nearest, strict=True))
+        near: list[list[Neighbour]] = [
+            self._nearest.get(n, []) if n not in self._skipped else [] for n in range(len(self._probes))
+        ]
         per_probe = [_union(a, b) for a, b in zip(self._identical, near, strict=True)]
         return [per_probe[slot] for slot in self._slot]
 

@@ -16,7 +16,7 @@ from sqlalchemy import Column, DateTime, String, Table, Text, func, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from governance.storage.tables import EMBEDDING_DIM, metadata
-from governance.storage.vector_params import vector_array
+from governance.storage.vector_params import from_vector_bytes, vector_array, vector_bytes
 
 __all__ = ["embedding_cache", "text_digest", "cached_vectors", "cache_vectors"]
 
@@ -41,11 +41,11 @@ async def cached_vectors(conn: AsyncConnection, model: str, digests: Iterable[st
     if not wanted:
         return {}
     rows = await conn.execute(
-        select(embedding_cache.c.text_sha256, embedding_cache.c.embedding).where(
+        select(embedding_cache.c.text_sha256, vector_bytes(embedding_cache.c.embedding).label("v")).where(
             embedding_cache.c.model == model, embedding_cache.c.text_sha256.in_(wanted)
         )
     )
-    return {r.text_sha256: [float(x) for x in r.embedding] for r in rows}
+    return {r.text_sha256: from_vector_bytes(r.v) or [] for r in rows}
 
 
 async def cache_vectors(conn: AsyncConnection, model: str, vectors: Mapping[str, Sequence[float]]) -> None:

@@ -13,7 +13,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import bindparam, delete, func, select, text, update
+from sqlalchemy import delete, func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from governance.storage.plans import (
@@ -26,7 +26,7 @@ from governance.storage.plans import (
     promotion_plan_items,
     promotion_plans,
 )
-from governance.storage.vector_params import vector_array
+from governance.storage.vector_params import from_vector_bytes, vector_array, vector_bytes
 
 __all__ = [
     "PlanItemToWrite",
@@ -133,7 +133,7 @@ async def publish_rows(conn: AsyncConnection, key: PlanKey, start: int, stop: in
     rows = await conn.execute(
         select(
             _P.idx,
-            _P.embedding,
+            vector_bytes(_P.embedding).label("embedding"),
             _C.idx.label("candidate_idx"),
             _C.memory_type,
             _C.title,
@@ -162,7 +162,7 @@ async def publish_rows(conn: AsyncConnection, key: PlanKey, start: int, stop: in
                 expires_at=r.expires_at,
                 structure=r.structure,
             ),
-            embedding=[float(x) for x in r.embedding] if r.embedding is not None else None,
+            embedding=from_vector_bytes(r.embedding),
         )
         for r in rows
     ]
@@ -181,33 +181,36 @@ async def record_published(
 
 
 async def record_outcomes(conn: AsyncConnection, key: PlanKey, outcomes: Sequence[PlanItemPublished]) -> None:
-    """Write what publishing did onto those plan items (a chunk of them, in the chunk's transaction)."""
+    """Write what publishing did onto those plan items (a chunk of them, in the chunk's transaction): one
+    statement for the chunk."""
     if outcomes:
         await conn.execute(
-            update(promotion_plan_items)
-            .where(
-                _P.workflow_id == bindparam("w"),
-                _P.run_id == bindparam("r"),
-                _P.idx == bindparam("i"),
-            )
-            .values(
-                memory_id=bindparam("memory_id"),
-                citation=bindparam("citation"),
-                action=bindparam("action"),
-                superseded_id=bindparam("superseded_id"),
-                replayed=bindparam("replayed"),
+            text(
+                """
+                UPDATE promotion_plan_items AS p SET
+                    memory_id = o.memory_id, citation = o.citation, action = o.action,
+                    superseded_id = o.superseded_id, replayed = o.replayed
+                FROM jsonb_to_recordset(CAST(:outcomes AS jsonb)) AS o(
+                    idx int, memory_id text, citation text, action text, superseded_id text, replayed boolean
+                )
+                WHERE p.workflow_id = :w AND p.run_id = :r AND p.idx = o.idx
+                """
             ),
-            [
-                {
-                    "w": key.workflow_id,
-                    "r": key.run_id,
-                    "i": o.idx,
-                    "memory_id": o.memory_id,
-                    "citation": o.citation,
-                    "action": o.action,
-                    "superseded_id": o.superseded_id,
-                    "replayed": o.replayed,
-                }
-                for o in outcomes
-            ],
+            {
+                "w": key.workflow_id,
+                "r": key.run_id,
+                "outcomes": json.dumps(
+                    [
+                        {
+                            "idx": o.idx,
+                            "memory_id": o.memory_id,
+                            "citation": o.citation,
+                            "action": o.action,
+                            "superseded_id": o.superseded_id,
+                            "replayed": o.replayed,
+                        }
+                        for o in outcomes
+                    ]
+                ),
+            },
         )

@@ -7,6 +7,10 @@ psycopg driver connection (once per connection, `_registered`) sends as a binary
 pgvector's own binary form (a 4-byte header and 4 bytes a float, as `pgvector.psycopg` sends one vector),
 no printing or parsing. `unnest(:vectors) WITH ORDINALITY` turns it into rows. Only a `VectorArray` is sent
 so; every other parameter and every result stays as it was (no loader is registered).
+
+Reading many back, `vector_bytes(column)` selects a vector in the same binary form (pgvector's own
+`vector_send`) and `from_vector_bytes` reads it without parsing text: the same float32 values the text
+form names (pgvector prints each float32 by its shortest exact decimal).
 """
 
 from __future__ import annotations
@@ -20,9 +24,11 @@ from psycopg.abc import Buffer
 from psycopg.adapt import Dumper
 from psycopg.pq import Format
 from psycopg.types import TypeInfo
+from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql.elements import ColumnElement
 
-__all__ = ["VectorArray", "vector_array"]
+__all__ = ["VectorArray", "vector_array", "vector_bytes", "from_vector_bytes"]
 
 
 class VectorArray:
@@ -74,3 +80,16 @@ async def vector_array(
     """`vectors` as one parameter that `conn` sends as a binary `vector[]` (a None is a NULL element)."""
     await _registered(conn)
     return VectorArray(vectors)
+
+
+def vector_bytes(column: Any) -> ColumnElement[bytes]:
+    """Select `column` (a vector) in pgvector's binary form, for `from_vector_bytes`."""
+    return func.vector_send(column)
+
+
+def from_vector_bytes(data: bytes | None) -> list[float] | None:
+    """A vector selected by `vector_bytes` as floats (None stays None)."""
+    if data is None:
+        return None
+    floats: list[float] = np.frombuffer(data, dtype=">f4", offset=4).tolist()
+    return floats
