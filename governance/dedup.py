@@ -40,6 +40,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 
 from governance.dedup_model import DEDUP_MODEL, DedupModel, duplicate_probability
 from governance.order_model import long_enough, order_veto
@@ -114,6 +115,13 @@ def _keys_compatible(a: str | None, b: str | None) -> bool:
     return a is None or b is None or a == b
 
 
+# a pair's veto and swap are pure functions of its two texts, and a publication meets the same pairs again and
+# again (each repeat of a fact meets the same close memories; publish decides again what plan decided): each
+# pair is worked out once per process
+_PAIRS_CACHED = 1 << 16
+
+
+@lru_cache(maxsize=_PAIRS_CACHED)
 def _refused(a: str, b: str) -> bool:
     """A veto on merging `a` and `b`: for two Latin-script texts, `governance.order_model.order_veto` (value
     differences, then the rules and the learned order model); with Korean on a side, the material and
@@ -123,6 +131,7 @@ def _refused(a: str, b: str) -> bool:
     return order_veto(a, b) is not None
 
 
+@lru_cache(maxsize=_PAIRS_CACHED)
 def _reworded_swap(a: str, b: str) -> bool:
     """Two long sentences of nearly the same words, with no other value, whose word order the learned
     model reads as another statement: the new one is not a revision of the old, so no judge supersedes it

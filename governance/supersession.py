@@ -15,6 +15,7 @@ without a shared key). Two judges share one protocol:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Protocol
 
 from governance.wording.canonical import normalise
@@ -64,15 +65,23 @@ class RuleBasedJudge:
     def judge(self, *, new: str, old: str, similarity: float) -> Verdict:
         if similarity < self.min_similarity:
             return Verdict(False, "not about the same subject")
-        na, nb = normalise(new), normalise(old)
-        difference = material_difference(na, nb)
-        if difference is None:
-            return Verdict(False, "no contradicting value, negation or opposite")
-        # the same words with roles exchanged are another fact beside the old one, not its new version
-        exchanged = order_difference(new, old)
-        if exchanged is not None:
-            return Verdict(False, f"{difference}, but {exchanged}: another statement, not a revision")
-        # the rest of the text must be (nearly) the same statement, else they are two different facts
-        if _overlap(skeleton(na), skeleton(nb)) < self.min_overlap:
-            return Verdict(False, f"{difference}, but the statements differ otherwise")
-        return Verdict(True, difference)
+        return _text_verdict(new, old, self.min_overlap)
+
+
+# beyond the similarity, a verdict is a pure function of the two texts, and a publication asks about the same
+# pairs again and again (each repeat of a fact meets the same close memories): once per pair per process
+@lru_cache(maxsize=1 << 16)
+def _text_verdict(new: str, old: str, min_overlap: float) -> Verdict:
+    """`RuleBasedJudge`'s verdict on two texts about the same subject."""
+    na, nb = normalise(new), normalise(old)
+    difference = material_difference(na, nb)
+    if difference is None:
+        return Verdict(False, "no contradicting value, negation or opposite")
+    # the same words with roles exchanged are another fact beside the old one, not its new version
+    exchanged = order_difference(new, old)
+    if exchanged is not None:
+        return Verdict(False, f"{difference}, but {exchanged}: another statement, not a revision")
+    # the rest of the text must be (nearly) the same statement, else they are two different facts
+    if _overlap(skeleton(na), skeleton(nb)) < min_overlap:
+        return Verdict(False, f"{difference}, but the statements differ otherwise")
+    return Verdict(True, difference)

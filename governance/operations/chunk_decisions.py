@@ -7,7 +7,6 @@ as if published one after another.
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -83,6 +82,7 @@ class ChunkLookup:
             self._slot.append(seen[key])
         self._identical: list[list[Neighbour]] | None = None
         self._skipped: set[int] = set()  # distinct probes whose nearest were not read
+        self._nearest: dict[int, list[Neighbour]] = {}  # distinct probe -> its nearest, once read
 
     def _settled(self, probe: NeighbourProbe, identical: Sequence[Neighbour]) -> bool:
         return any(n.content_hash == probe.content_hash and n.scope_key == self._target for n in identical)
@@ -91,8 +91,6 @@ class ChunkLookup:
         """Each item's neighbours, in order: identical and canonical-key matches, and the k nearest of those
         without an identical memory in the target scope (of every item with `everyone`)."""
         if self._identical is None:
-            # the probes' vectors as text (~0.2 ms each) in a thread, not on the worker's event loop
-            await asyncio.to_thread(lambda: [p.vector_text for p in self._probes])
             self._identical = await find_identical_many(
                 self._conn, scope_keys=self._keys, target_scope_key=self._target, probes=self._probes
             )
@@ -101,13 +99,16 @@ class ChunkLookup:
             if everyone
             else {n for n, p in enumerate(self._probes) if self._settled(p, self._identical[n])}
         )
-        asked = [n for n in range(len(self._probes)) if n not in self._skipped]
+        # a probe's nearest read before in this transaction are still what it would read (nothing was written
+        # in between): a second call reads only those of the probes the first one skipped
+        asked = [n for n in range(len(self._probes)) if n not in self._skipped and n not in self._nearest]
         nearest = await find_nearest_many(
             self._conn, scope_keys=self._keys, probes=[self._probes[n] for n in asked]
         )
-        near: list[list[Neighbour]] = [[] for _ in self._probes]
-        for n, found in zip(asked, nearest, strict=True):
-            near[n] = found
+        self._nearest.update(zip(asked, nearest, strict=True))
+        near: list[list[Neighbour]] = [
+            self._nearest.get(n, []) if n not in self._skipped else [] for n in range(len(self._probes))
+        ]
         per_probe = [_union(a, b) for a, b in zip(self._identical, near, strict=True)]
         return [per_probe[slot] for slot in self._slot]
 

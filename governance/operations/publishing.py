@@ -29,7 +29,8 @@ from governance.storage.derivations import derived_from_any, mark_derived_stale
 from governance.storage.events import (
     Event,
     EventType,
-    record_events,
+    event_rows,
+    insert_event_rows,
     recorded_payload,
     recorded_payloads,
 )
@@ -41,16 +42,13 @@ from governance.storage.memory_rows import (
     PublishOutcome,
     deprecate_head,
     deprecate_heads,
-    insert_memories,
     make_citation,
     merge_many,
     outcome_dict,
     replay_outcome,
     wider_scope_keys,
 )
-from governance.storage.publish import (
-    lock_for_publication,
-)
+from governance.storage.publish import insert_chunk_memories, lock_for_publication
 from governance.supersession import ContradictionJudge
 from governance.trust import VALIDATION_BOOSTS
 
@@ -172,7 +170,7 @@ async def publish_chunk(
 
     async def flush() -> None:
         citations.update(
-            zip([r.memory_id for r in inserts], await insert_memories(conn, inserts), strict=True)
+            zip([r.memory_id for r in inserts], await insert_chunk_memories(conn, inserts), strict=True)
         )
         inserts.clear()
         merged.update(
@@ -334,7 +332,8 @@ async def publish_chunk(
             }
         outcomes[n] = outcome
         events.append(Event(idempotency_key=item.idempotency_key, **event, **common))
-    await record_events(conn, events)
+    # the events' free text is redacted off the event loop (thousands of them in a big chunk)
+    await insert_event_rows(conn, await asyncio.to_thread(event_rows, events))
     lap("events")
     # only a memory something was derived from has derivations to mark stale (none are new in this chunk)
     sources = await derived_from_any(

@@ -12,11 +12,11 @@ import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 
 from pgvector.sqlalchemy import Vector
-from sqlalchemy import Column, DateTime, String, Table, Text, func, select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy import Column, DateTime, String, Table, Text, func, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from governance.storage.tables import EMBEDDING_DIM, metadata
+from governance.storage.vector_params import from_vector_bytes, vector_array, vector_bytes
 
 __all__ = ["embedding_cache", "text_digest", "cached_vectors", "cache_vectors"]
 
@@ -41,21 +41,33 @@ async def cached_vectors(conn: AsyncConnection, model: str, digests: Iterable[st
     if not wanted:
         return {}
     rows = await conn.execute(
-        select(embedding_cache.c.text_sha256, embedding_cache.c.embedding).where(
+        select(embedding_cache.c.text_sha256, vector_bytes(embedding_cache.c.embedding).label("v")).where(
             embedding_cache.c.model == model, embedding_cache.c.text_sha256.in_(wanted)
         )
     )
-    return {r.text_sha256: [float(x) for x in r.embedding] for r in rows}
+    return {r.text_sha256: from_vector_bytes(r.v) or [] for r in rows}
 
 
 async def cache_vectors(conn: AsyncConnection, model: str, vectors: Mapping[str, Sequence[float]]) -> None:
-    """Remember vectors of `model` by text digest (a concurrent writer's identical row wins quietly)."""
+    """Remember vectors of `model` by text digest (a concurrent writer's identical row wins quietly): one
+    statement, the vectors as one binary vector[] (storage/vector_params.py)."""
     if not vectors:
         return
+    ordered = sorted(vectors.items())
     await conn.execute(
-        pg_insert(embedding_cache).on_conflict_do_nothing(index_elements=["model", "text_sha256"]),
-        [
-            {"model": model, "text_sha256": digest, "embedding": [float(x) for x in vector]}
-            for digest, vector in sorted(vectors.items())
-        ],
+        text(
+            """
+            INSERT INTO embedding_cache (model, text_sha256, embedding)
+            SELECT :model, d.digest, e.embedding
+            FROM unnest(CAST(:digests AS text[])) WITH ORDINALITY AS d(digest, n)
+            JOIN unnest(CAST(:embeddings AS vector[])) WITH ORDINALITY AS e(embedding, n) ON e.n = d.n
+            ORDER BY d.digest
+            ON CONFLICT (model, text_sha256) DO NOTHING
+            """
+        ),
+        {
+            "model": model,
+            "digests": [digest for digest, _ in ordered],
+            "embeddings": await vector_array(conn, [vector for _, vector in ordered]),
+        },
     )

@@ -36,6 +36,8 @@ __all__ = [
     "REQUEST_HASH",
     "record_event",
     "record_events",
+    "event_rows",
+    "insert_event_rows",
     "recorded_payload",
     "recorded_payloads",
 ]
@@ -106,13 +108,26 @@ class Event:
 
 async def record_events(conn: AsyncConnection, events: Sequence[Event], *, if_absent: bool = False) -> None:
     """Append `events` in the caller's transaction (see the module docstring for `if_absent`)."""
-    if not events:
-        return
+    await insert_event_rows(conn, event_rows(events), if_absent=if_absent)
+
+
+def event_rows(events: Sequence[Event]) -> list[dict[str, Any]]:
+    """`events` as rows of `memory_events`, their free text redacted (CPU work: a caller writing thousands
+    runs it off the event loop, then `insert_event_rows`)."""
     rows = [{**asdict(e), "event_type": e.event_type.value} for e in events]
     for row in rows:  # a reason or a note is free text: shown to other projects' readers, so cleaned first
         row["reason"] = redact_free_text(row["reason"])
         if isinstance(row["payload"], dict) and isinstance(row["payload"].get("note"), str):
             row["payload"] = {**row["payload"], "note": redact_free_text(row["payload"]["note"])}
+    return rows
+
+
+async def insert_event_rows(
+    conn: AsyncConnection, rows: Sequence[dict[str, Any]], *, if_absent: bool = False
+) -> None:
+    """Append rows made by `event_rows` in the caller's transaction (`record_events` does both)."""
+    if not rows:
+        return
     if if_absent:
         await conn.execute(
             pg_insert(memory_events).values(rows).on_conflict_do_nothing(index_elements=["idempotency_key"])

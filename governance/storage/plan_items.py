@@ -9,11 +9,11 @@ reads approvers and the steps share are `storage/plans.py`'s.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import bindparam, delete, func, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy import delete, func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from governance.storage.plans import (
@@ -26,6 +26,7 @@ from governance.storage.plans import (
     promotion_plan_items,
     promotion_plans,
 )
+from governance.storage.vector_params import from_vector_bytes, vector_array, vector_bytes
 
 __all__ = [
     "PlanItemToWrite",
@@ -65,42 +66,55 @@ class PlanItemToPublish:
     embedding: list[float] | None
 
 
+# a chunk's items as one jsonb parameter and their vectors as one binary vector[] (storage/vector_params.py),
+# joined by position: two parameters however large the chunk, no vector printed as text
+_SAVE_ITEMS = """
+    INSERT INTO promotion_plan_items AS p (
+        workflow_id, run_id, idx, candidate_idx, decision, target_id, similarity, reason, content_hash,
+        embedding, quarantine
+    )
+    SELECT :w, :r, i.idx, i.candidate_idx, i.decision, i.target_id, i.similarity, i.reason, i.content_hash,
+           e.embedding, i.quarantine
+    FROM jsonb_to_recordset(CAST(:items AS jsonb)) AS i(
+        n bigint, idx int, candidate_idx int, decision text, target_id text, similarity double precision,
+        reason text, content_hash text, quarantine text
+    )
+    JOIN unnest(CAST(:embeddings AS vector[])) WITH ORDINALITY AS e(embedding, n) ON e.n = i.n
+    ORDER BY i.idx
+    ON CONFLICT (workflow_id, run_id, idx) DO UPDATE SET
+        candidate_idx = EXCLUDED.candidate_idx, decision = EXCLUDED.decision, target_id = EXCLUDED.target_id,
+        similarity = EXCLUDED.similarity, reason = EXCLUDED.reason, content_hash = EXCLUDED.content_hash,
+        embedding = EXCLUDED.embedding, quarantine = EXCLUDED.quarantine, planned_at = now()
+"""
+
+
 async def save_plan_items(conn: AsyncConnection, key: PlanKey, items: Sequence[PlanItemToWrite]) -> None:
-    """Write (or rewrite, on a retry) plan items by index."""
+    """Write (or rewrite, on a retry) plan items by index: one statement for the chunk."""
     if not items:
         return
-    statement = pg_insert(promotion_plan_items)
     await conn.execute(
-        statement.on_conflict_do_update(
-            index_elements=["workflow_id", "run_id", "idx"],
-            set_={
-                "candidate_idx": statement.excluded.candidate_idx,
-                "decision": statement.excluded.decision,
-                "target_id": statement.excluded.target_id,
-                "similarity": statement.excluded.similarity,
-                "reason": statement.excluded.reason,
-                "content_hash": statement.excluded.content_hash,
-                "embedding": statement.excluded.embedding,
-                "quarantine": statement.excluded.quarantine,
-                "planned_at": func.now(),
-            },
-        ),
-        [
-            {
-                "workflow_id": key.workflow_id,
-                "run_id": key.run_id,
-                "idx": item.idx,
-                "candidate_idx": item.candidate_idx,
-                "decision": item.decision,
-                "target_id": item.target_id,
-                "similarity": item.similarity,
-                "reason": item.reason,
-                "content_hash": item.content_hash,
-                "embedding": list(item.embedding),
-                "quarantine": item.quarantine,
-            }
-            for item in items
-        ],
+        text(_SAVE_ITEMS),
+        {
+            "w": key.workflow_id,
+            "r": key.run_id,
+            "items": json.dumps(
+                [
+                    {
+                        "n": n,
+                        "idx": item.idx,
+                        "candidate_idx": item.candidate_idx,
+                        "decision": item.decision,
+                        "target_id": item.target_id,
+                        "similarity": item.similarity,
+                        "reason": item.reason,
+                        "content_hash": item.content_hash,
+                        "quarantine": item.quarantine,
+                    }
+                    for n, item in enumerate(items, start=1)
+                ]
+            ),
+            "embeddings": await vector_array(conn, [item.embedding for item in items]),
+        },
     )
 
 
@@ -119,7 +133,7 @@ async def publish_rows(conn: AsyncConnection, key: PlanKey, start: int, stop: in
     rows = await conn.execute(
         select(
             _P.idx,
-            _P.embedding,
+            vector_bytes(_P.embedding).label("embedding"),
             _C.idx.label("candidate_idx"),
             _C.memory_type,
             _C.title,
@@ -148,7 +162,7 @@ async def publish_rows(conn: AsyncConnection, key: PlanKey, start: int, stop: in
                 expires_at=r.expires_at,
                 structure=r.structure,
             ),
-            embedding=[float(x) for x in r.embedding] if r.embedding is not None else None,
+            embedding=from_vector_bytes(r.embedding),
         )
         for r in rows
     ]
@@ -167,33 +181,36 @@ async def record_published(
 
 
 async def record_outcomes(conn: AsyncConnection, key: PlanKey, outcomes: Sequence[PlanItemPublished]) -> None:
-    """Write what publishing did onto those plan items (a chunk of them, in the chunk's transaction)."""
+    """Write what publishing did onto those plan items (a chunk of them, in the chunk's transaction): one
+    statement for the chunk."""
     if outcomes:
         await conn.execute(
-            update(promotion_plan_items)
-            .where(
-                _P.workflow_id == bindparam("w"),
-                _P.run_id == bindparam("r"),
-                _P.idx == bindparam("i"),
-            )
-            .values(
-                memory_id=bindparam("memory_id"),
-                citation=bindparam("citation"),
-                action=bindparam("action"),
-                superseded_id=bindparam("superseded_id"),
-                replayed=bindparam("replayed"),
+            text(
+                """
+                UPDATE promotion_plan_items AS p SET
+                    memory_id = o.memory_id, citation = o.citation, action = o.action,
+                    superseded_id = o.superseded_id, replayed = o.replayed
+                FROM jsonb_to_recordset(CAST(:outcomes AS jsonb)) AS o(
+                    idx int, memory_id text, citation text, action text, superseded_id text, replayed boolean
+                )
+                WHERE p.workflow_id = :w AND p.run_id = :r AND p.idx = o.idx
+                """
             ),
-            [
-                {
-                    "w": key.workflow_id,
-                    "r": key.run_id,
-                    "i": o.idx,
-                    "memory_id": o.memory_id,
-                    "citation": o.citation,
-                    "action": o.action,
-                    "superseded_id": o.superseded_id,
-                    "replayed": o.replayed,
-                }
-                for o in outcomes
-            ],
+            {
+                "w": key.workflow_id,
+                "r": key.run_id,
+                "outcomes": json.dumps(
+                    [
+                        {
+                            "idx": o.idx,
+                            "memory_id": o.memory_id,
+                            "citation": o.citation,
+                            "action": o.action,
+                            "superseded_id": o.superseded_id,
+                            "replayed": o.replayed,
+                        }
+                        for o in outcomes
+                    ]
+                ),
+            },
         )

@@ -23,6 +23,7 @@ The tables are defined here (not in tables.py) with the shared metadata; migrati
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -46,6 +47,7 @@ from sqlalchemy import (
     delete,
     func,
     select,
+    text,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -251,26 +253,52 @@ async def save_candidates(
         )
     )
     await conn.execute(delete(promotion_candidates).where(of_run(key, promotion_candidates)))
-    if candidates:
+    # a few hundred rows a statement: each statement's time stays far inside the statement timeout however
+    # many candidates a big task has (10,000 in one statement could be cut by it under load)
+    for start in range(0, len(candidates), CANDIDATES_PER_STATEMENT):
         await conn.execute(
-            promotion_candidates.insert(),
-            [
-                {
-                    "workflow_id": key.workflow_id,
-                    "run_id": key.run_id,
-                    "idx": idx,
-                    "memory_type": c.memory_type,
-                    "title": c.title,
-                    "content": c.content,
-                    "canonical_key": c.canonical_key,
-                    "importance": c.importance,
-                    "source_entry_ids": list(c.source_entry_ids),
-                    "expires_at": c.expires_at,
-                    "structure": c.structure,
-                }
-                for idx, c in enumerate(candidates)
-            ],
+            text(_SAVE_CANDIDATES),
+            {
+                "w": key.workflow_id,
+                "r": key.run_id,
+                "rows": json.dumps(
+                    [
+                        {
+                            "idx": idx,
+                            "memory_type": c.memory_type,
+                            "title": c.title,
+                            "content": c.content,
+                            "canonical_key": c.canonical_key,
+                            "importance": c.importance,
+                            "source_entry_ids": list(c.source_entry_ids),
+                            "expires_at": c.expires_at.isoformat() if c.expires_at is not None else None,
+                            "structure": c.structure,
+                        }
+                        for idx, c in enumerate(
+                            candidates[start : start + CANDIDATES_PER_STATEMENT], start=start
+                        )
+                    ]
+                ),
+            },
         )
+
+
+# cognify's candidates written per statement (`save_candidates`)
+CANDIDATES_PER_STATEMENT = 500
+
+_SAVE_CANDIDATES = """
+    INSERT INTO promotion_candidates (
+        workflow_id, run_id, idx, memory_type, title, content, canonical_key, importance, source_entry_ids,
+        expires_at, structure
+    )
+    SELECT :w, :r, c.idx, c.memory_type, c.title, c.content, c.canonical_key, c.importance,
+           c.source_entry_ids, c.expires_at, c.structure
+    FROM jsonb_to_recordset(CAST(:rows AS jsonb)) AS c(
+        idx int, memory_type text, title text, content text, canonical_key text,
+        importance double precision, source_entry_ids bigint[], expires_at timestamptz, structure jsonb
+    )
+    ORDER BY c.idx
+"""
 
 
 async def candidate_indexes(

@@ -7,31 +7,38 @@ governance/operations/publishing.py; see governance/storage/memory_rows.py for t
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from sqlalchemy import text
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from governance.dedup import Neighbour
 from governance.embedding import EMBEDDING_DIM
+from governance.errors import Conflict
 from governance.storage.events import expired_event, record_events
 from governance.storage.memory_rows import (
     NEIGHBOURS_K,
+    MemoryInsert,
     lock_scopes,
+    make_citation,
     wider_scope_keys,
 )
 from governance.storage.tables import vector_literal
+from governance.storage.vector_params import vector_array
+from governance.trust import MAX_CONFIDENCE, MIN_CONFIDENCE
 
 __all__ = [
     "NeighbourProbe",
     "find_neighbours_many",
     "find_identical_many",
     "find_nearest_many",
+    "insert_chunk_memories",
     "expire_in_scope",
     "lock_for_publication",
 ]
@@ -52,9 +59,10 @@ class NeighbourProbe:
     embedding: Sequence[float] | None
 
     @functools.cached_property
-    def vector_text(self) -> str | None:
-        """The vector in pgvector's text form, written once however many statements send it."""
-        return vector_literal(self.embedding)
+    def vector(self) -> np.ndarray | None:
+        """The vector as pgvector's binary form takes it (`vector_params`), made once however many
+        statements send it."""
+        return None if self.embedding is None else np.asarray(self.embedding, dtype=">f4")
 
 
 async def find_neighbours_many(
@@ -67,8 +75,6 @@ async def find_neighbours_many(
 ) -> list[list[Neighbour]]:
     """The neighbours of many candidates: for each probe (in order), the active memories of `scope_keys` with
     its hash, the canonical-key head, and its k nearest (`find_identical_many` and `find_nearest_many`)."""
-    # the probes' vectors as text (~0.2 ms each) in a thread, not on the worker's event loop
-    await asyncio.to_thread(lambda: [p.vector_text for p in probes])
     identical = await find_identical_many(
         conn, scope_keys=scope_keys, target_scope_key=target_scope_key, probes=probes
     )
@@ -81,13 +87,14 @@ def _union(first: Sequence[Neighbour], second: Sequence[Neighbour]) -> list[Neig
     return [*first, *(n for n in second if n.id not in seen)]
 
 
-def _probe_rows(probes: Sequence[NeighbourProbe]) -> str:
-    return json.dumps(
-        [
-            {"ord": i, "hash": p.content_hash, "ck": p.canonical_key, "emb": p.vector_text}
-            for i, p in enumerate(probes)
-        ]
-    )
+async def _probe_params(conn: AsyncConnection, probes: Sequence[NeighbourProbe]) -> dict[str, Any]:
+    """The probes as `_PROBES` reads them: hashes and keys as jsonb, vectors as one binary vector[]."""
+    return {
+        "probes": json.dumps(
+            [{"ord": i, "hash": p.content_hash, "ck": p.canonical_key} for i, p in enumerate(probes)]
+        ),
+        "probe_vectors": await vector_array(conn, [p.vector for p in probes]),
+    }
 
 
 # a memory's vector is stored apart from its row (TOAST): the visible set adds this zero vector to each one,
@@ -96,8 +103,9 @@ _ZERO = vector_literal([0.0] * EMBEDDING_DIM)
 
 _PROBES = """
     probe AS MATERIALIZED (
-        SELECT p.ord, p.hash, p.ck, CAST(p.emb AS vector) AS emb
-        FROM jsonb_to_recordset(CAST(:probes AS jsonb)) AS p(ord int, hash text, ck text, emb text)
+        SELECT p.ord, p.hash, p.ck, e.emb
+        FROM jsonb_to_recordset(CAST(:probes AS jsonb)) AS p(ord int, hash text, ck text)
+        JOIN unnest(CAST(:probe_vectors AS vector[])) WITH ORDINALITY AS e(emb, n) ON e.n = p.ord + 1
     )"""
 _ACTIVE = "m.deprecated_at IS NULL AND (m.expires_at IS NULL OR m.expires_at > now())"
 _NEIGHBOUR = """m.id::text AS id, m.scope_key, m.canonical_key, m.content_hash, m.title, m.content,
@@ -133,7 +141,7 @@ async def find_identical_many(
               ON m.scope_key = :target AND m.canonical_key = probe.ck AND {_ACTIVE}
             """
         ),
-        {"keys": list(scope_keys), "target": target_scope_key, "probes": _probe_rows(probes)},
+        {"keys": list(scope_keys), "target": target_scope_key, **await _probe_params(conn, probes)},
     )
     return _grouped(rows, len(probes))
 
@@ -188,7 +196,7 @@ async def find_nearest_many(
                 "keys": list(scope_keys),
                 "k": k,
                 "zero": _ZERO,
-                "probes": _probe_rows([probes[n] for n in batch]),
+                **await _probe_params(conn, [probes[n] for n in batch]),
             },
         )
         for n, neighbours in zip(batch, _grouped(rows, len(batch)), strict=True):
@@ -241,3 +249,84 @@ async def lock_for_publication(
     """
     await lock_scopes(conn, scope_key, wider_scope_keys(scope, visible_scope_keys, scope_key))
     await expire_in_scope(conn, scope_key)
+
+
+# a chunk's new memories as one jsonb parameter (every column but the vector) and one vector[] parameter in
+# pgvector's binary form, joined by their position: two parameters however many rows, where a multi-row
+# VALUES has ~30 per row for SQLAlchemy to compile and psycopg to split, and a vector printed as text per row
+_INSERT_CHUNK = """
+    INSERT INTO memories (
+        id, citation, memory_type, scope, scope_key, org, project, canonical_key, title, content, embedding,
+        content_hash, confidence, base_confidence, validation_source, validation_count, last_validated_at,
+        decay_policy, importance, reward, success, source_task_ids, source_entry_ids, related_ids,
+        supersedes_id, valid_from_commit, expires_at, version, deprecated_at, contradiction_note,
+        valid_to_commit
+    )
+    SELECT r.id, r.citation, r.memory_type, r.scope, r.scope_key, r.org, r.project, r.canonical_key,
+           r.title, r.content, e.embedding, r.content_hash, r.confidence, r.confidence, r.validation_source,
+           r.validation_count, now(), r.decay_policy, r.importance, r.reward, r.success,
+           COALESCE(r.source_task_ids, '{}'), COALESCE(r.source_entry_ids, '{}'),
+           COALESCE(r.related_ids, '{}'), r.supersedes_id, r.valid_from_commit, r.expires_at, r.version,
+           CASE WHEN r.deprecated THEN now() END, r.contradiction_note, r.valid_to_commit
+    FROM jsonb_to_recordset(CAST(:rows AS jsonb)) AS r(
+        n bigint, id uuid, citation text, memory_type text, scope text, scope_key text, org text,
+        project text, canonical_key text, title text, content text, content_hash text,
+        confidence double precision, validation_source text, validation_count int, decay_policy text,
+        importance double precision, reward double precision, success boolean, source_task_ids text[],
+        source_entry_ids bigint[], related_ids uuid[], supersedes_id uuid, valid_from_commit text,
+        expires_at timestamptz, version int, deprecated boolean, contradiction_note text,
+        valid_to_commit text
+    )
+    JOIN unnest(CAST(:embeddings AS vector[])) WITH ORDINALITY AS e(embedding, n) ON e.n = r.n
+    ORDER BY r.n
+"""
+
+
+async def insert_chunk_memories(conn: AsyncConnection, rows: Sequence[MemoryInsert]) -> list[str]:
+    """A chunk's new memories in one statement of two parameters (`memory_rows.insert_memories`' rows, its
+    values and its Conflict); their citations, in order. The lexicon's statement triggers run once."""
+    if not rows:
+        return []
+    values: list[dict[str, Any]] = []
+    for n, r in enumerate(rows, start=1):
+        mem = r.mem
+        values.append(
+            {
+                "n": n,
+                "id": r.memory_id,
+                "citation": make_citation(r.memory_id),
+                "memory_type": mem.memory_type,
+                "scope": mem.scope,
+                "scope_key": mem.scope_key,
+                "org": mem.org,
+                "project": mem.project,
+                "canonical_key": r.canonical_key,
+                "title": mem.title,
+                "content": mem.content,
+                "content_hash": r.chash,
+                "confidence": min(MAX_CONFIDENCE, max(MIN_CONFIDENCE, mem.confidence)),
+                "validation_source": mem.validation_source,
+                "validation_count": 1 if mem.validation_source else 0,
+                "decay_policy": mem.decay_policy,
+                "importance": mem.importance,
+                "reward": mem.reward,
+                "success": mem.success,
+                "source_task_ids": list(mem.source_task_ids),
+                "source_entry_ids": list(mem.source_entry_ids),
+                "related_ids": list(r.related_ids),
+                "supersedes_id": r.supersedes_id,
+                "valid_from_commit": mem.valid_from_commit,
+                "expires_at": mem.expires_at.isoformat() if mem.expires_at is not None else None,
+                "version": r.version,
+                "deprecated": r.deprecated_note is not None,
+                "contradiction_note": r.deprecated_note,
+                "valid_to_commit": r.valid_to_commit,
+            }
+        )
+    embeddings = await vector_array(conn, [r.mem.embedding for r in rows])
+    try:
+        async with conn.begin_nested():
+            await conn.execute(text(_INSERT_CHUNK), {"rows": json.dumps(values), "embeddings": embeddings})
+    except IntegrityError as exc:
+        raise Conflict("an active memory with one of these canonical keys already exists") from exc
+    return [str(v["citation"]) for v in values]

@@ -43,15 +43,34 @@ def _sizes(fake: FakeOpenAI) -> list[int]:
 TEXTS = [f"observation {i}: service kappa-{i} answered in {i} ms" for i in range(150)]
 
 
-async def test_embed_in_turns_slices_grow_while_the_caller_is_alone(fake_openai: FakeOpenAI) -> None:
+async def test_embed_in_turns_a_caller_alone_from_the_start_takes_the_biggest_slices(
+    fake_openai: FakeOpenAI,
+) -> None:
     embedder = FairEmbedder(_endpoint(fake_openai), FairGate(clock=lambda: 0.0))
     EMBEDDING_TENANT.set("promotion:big")
     vectors = await embed_in_turns(embedder, TEXTS, first=8, most=64)
-    assert _sizes(fake_openai) == [8, 16, 32, 64, 30]
+    assert _sizes(fake_openai) == [64, 64, 22]
     # every text once, in order
     expected = np.asarray([_vector(t) for t in TEXTS], dtype=np.float32)
     expected /= np.linalg.norm(expected, axis=1, keepdims=True)
     assert np.allclose(np.asarray(vectors), expected, atol=1e-6)
+
+
+async def test_embed_in_turns_slices_grow_once_the_other_caller_is_gone() -> None:
+    now = [0.0]
+
+    def embed(texts: list[str]) -> list[list[float]]:
+        now[0] += 10.0  # each slice takes 10 s: the other caller is forgotten after the second
+        return [_vector(t) for t in texts]
+
+    gate = FairGate(clock=lambda: now[0])
+    gate.acquire("promotion:small")
+    gate.release()
+    with FakeOpenAI(embed=embed) as fake:
+        EMBEDDING_TENANT.set("promotion:big")
+        vectors = await embed_in_turns(FairEmbedder(_endpoint(fake), gate), TEXTS, first=8, most=64)
+        assert _sizes(fake) == [8, 8, 16, 32, 64, 22]
+    assert len(vectors) == len(TEXTS)
 
 
 async def test_embed_in_turns_slices_stay_small_while_another_caller_was_served_lately(
