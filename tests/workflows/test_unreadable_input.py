@@ -1,0 +1,74 @@
+"""A workflow started by hand with an input its worker cannot read ends at once, failed, without retrying.
+
+`temporal workflow start --type PromotionWorkflow --input '"x"'` (or an object missing required fields)
+reaches the worker as a start whose argument does not decode into the workflow's input dataclass. It must
+fail the workflow within seconds with an `UnreadableInput` failure naming the expected input, not retry its
+first workflow task forever. Every workflow type the worker registers is started so, on the dev server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from typing import Any
+
+import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowFailureError
+from temporalio.exceptions import ApplicationError
+
+from workflows.input_decoding import UNREADABLE_INPUT
+from workflows.worker import workflow_classes
+
+pytestmark = pytest.mark.timeout(180)
+
+_TYPES = [getattr(cls, "__temporal_workflow_definition").name for cls in workflow_classes()]
+_REQUIRED_FIELDS = {"PromotionWorkflow", "ChangeRequestWorkflow", "ReflectionWorkflow"}
+
+
+async def _ends_failed(client: Client, task_queue: str, wf_type: str, arg: Any) -> ApplicationError:
+    handle = await client.start_workflow(
+        wf_type, arg, id=f"raw-{wf_type}-{uuid.uuid4().hex[:8]}", task_queue=task_queue
+    )
+    with pytest.raises(WorkflowFailureError) as failed:
+        await asyncio.wait_for(handle.result(), timeout=15)
+    cause = failed.value.cause
+    assert isinstance(cause, ApplicationError), cause
+    # one workflow task, completed with the failure: no failed (retried) workflow task in the history
+    events = [e.event_type async for e in handle.fetch_history_events()]
+    assert EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED not in events
+    assert EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED in events
+    return cause
+
+
+async def test_every_workflow_type_fails_at_once_on_an_unreadable_input(
+    local_env: Any, make_worker: Any, task_queue: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    client: Client = local_env.client
+    caplog.set_level(logging.WARNING, logger="loregate.workflows")
+    async with make_worker(client, task_queue):
+        for wf_type in _TYPES:
+            cause = await _ends_failed(client, task_queue, wf_type, "x")
+            assert cause.type == UNREADABLE_INPUT and cause.non_retryable
+            assert "unreadable input of workflow raw-" in cause.message
+            assert "Input object" in cause.message, cause.message
+        for wf_type in sorted(_REQUIRED_FIELDS):
+            cause = await _ends_failed(client, task_queue, wf_type, {"unexpected": 1})
+            assert cause.type == UNREADABLE_INPUT, cause
+    lines = [r for r in caplog.records if r.name == "loregate.workflows" and "unreadable input" in r.message]
+    assert len(lines) == len(_TYPES) + len(_REQUIRED_FIELDS)
+
+
+async def test_a_readable_input_still_runs(local_env: Any, make_worker: Any, task_queue: str) -> None:
+    """The strict converter changes nothing for a readable start (here a dry-run retention over no org)."""
+    client: Client = local_env.client
+    async with make_worker(client, task_queue):
+        result = await client.execute_workflow(
+            "RetentionWorkflow",
+            {"dry_run": True, "orgs": [f"none-{uuid.uuid4().hex[:6]}"]},
+            id=f"raw-ok-{uuid.uuid4().hex[:8]}",
+            task_queue=task_queue,
+            result_type=dict,
+        )
+    assert result["dry_run"] is True and result["pruned"] == 0
