@@ -10,17 +10,20 @@ to fail the workflow rather than the task), and one warning line names the workf
 
 Only the start input of loregate's workflows is concerned: activity results, child results, signal and
 update arguments decode as before, and any other error in a workflow task (nondeterminism, a code bug) still
-fails the task, so a fixed worker resumes the run. (A start with no input at all never reaches the converter:
-the SDK calls `run` without its argument, and that task still retries.)
+fails the task, so a fixed worker resumes the run. A start with no input at all (or with several) never
+reaches the converter: the worker's `StartArgumentsInterceptor` fails it the same way before `run` is called
+(the workflows whose `@workflow.init` takes the input give it a default, so the instance is built first).
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 import typing
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar, Self
 
+from temporalio import workflow
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import (
     DataConverter,
@@ -29,8 +32,19 @@ from temporalio.converter import (
     WorkflowSerializationContext,
 )
 from temporalio.exceptions import ApplicationError
+from temporalio.worker import (
+    ExecuteWorkflowInput,
+    Interceptor,
+    WorkflowInboundInterceptor,
+    WorkflowInterceptorClassInput,
+)
 
-__all__ = ["UNREADABLE_INPUT", "input_converter_class", "data_converter_for"]
+__all__ = [
+    "UNREADABLE_INPUT",
+    "StartArgumentsInterceptor",
+    "input_converter_class",
+    "data_converter_for",
+]
 
 UNREADABLE_INPUT = "UnreadableInput"
 
@@ -98,3 +112,28 @@ def data_converter_for(base: DataConverter, workflow_classes: Iterable[type]) ->
     import dataclasses
 
     return dataclasses.replace(base, payload_converter_class=input_converter_class(workflow_classes))
+
+
+class _StartArgumentsInbound(WorkflowInboundInterceptor):
+    """Fails a start that carried no input (or several): the converter never saw a payload to refuse."""
+
+    async def execute_workflow(self, input: ExecuteWorkflowInput) -> Any:
+        expected = len(inspect.signature(input.run_fn).parameters) - 1  # less `self`
+        if len(input.args) != expected:
+            info = workflow.info()
+            message = (
+                f"unreadable input of workflow {info.workflow_id}: {info.workflow_type} takes "
+                f"{expected} input object{'s' if expected != 1 else ''}, the start carried {len(input.args)}"
+            )
+            workflow.logger.warning("%s; the workflow fails without running", message)
+            raise ApplicationError(message, type=UNREADABLE_INPUT, non_retryable=True)
+        return await super().execute_workflow(input)
+
+
+class StartArgumentsInterceptor(Interceptor):
+    """The worker interceptor that refuses a start with the wrong number of inputs (see above)."""
+
+    def workflow_interceptor_class(
+        self, input: WorkflowInterceptorClassInput
+    ) -> type[WorkflowInboundInterceptor] | None:
+        return _StartArgumentsInbound

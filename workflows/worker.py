@@ -31,7 +31,7 @@ from governance.storage.engine import make_engine
 from policy.enforcer import Authorizer, make_authorizer
 from workflows.change_requests import ChangeRequestWorkflow
 from workflows.client import connect_temporal, tracing_interceptors
-from workflows.input_decoding import data_converter_for
+from workflows.input_decoding import StartArgumentsInterceptor, data_converter_for
 from workflows.knowledge import ProjectKnowledgeWorkflow
 from workflows.notifications import NotificationWorkflow
 from workflows.promotion import PromotionWorkflow
@@ -113,7 +113,7 @@ def build_worker(
     traces.
     """
     instrument_engine(engine)  # the activities' statements join their traces
-    chosen = list(interceptors)
+    chosen = [*interceptors, StartArgumentsInterceptor()]
     tracing = tracing_interceptors()
     if tracing and not any(
         isinstance(i, type(tracing[0])) for i in (*client.config()["interceptors"], *chosen)

@@ -27,9 +27,16 @@ _TYPES = [getattr(cls, "__temporal_workflow_definition").name for cls in workflo
 _REQUIRED_FIELDS = {"PromotionWorkflow", "ChangeRequestWorkflow", "ReflectionWorkflow"}
 
 
-async def _ends_failed(client: Client, task_queue: str, wf_type: str, arg: Any) -> ApplicationError:
+_WITH_INIT = {
+    "PromotionWorkflow",
+    "ChangeRequestWorkflow",
+    "ReflectionWorkflow",
+}  # their @workflow.init takes the input too
+
+
+async def _ends_failed(client: Client, task_queue: str, wf_type: str, *args: Any) -> ApplicationError:
     handle = await client.start_workflow(
-        wf_type, arg, id=f"raw-{wf_type}-{uuid.uuid4().hex[:8]}", task_queue=task_queue
+        wf_type, args=args, id=f"raw-{wf_type}-{uuid.uuid4().hex[:8]}", task_queue=task_queue
     )
     with pytest.raises(WorkflowFailureError) as failed:
         await asyncio.wait_for(handle.result(), timeout=15)
@@ -58,6 +65,21 @@ async def test_every_workflow_type_fails_at_once_on_an_unreadable_input(
             assert cause.type == UNREADABLE_INPUT, cause
     lines = [r for r in caplog.records if r.name == "loregate.workflows" and "unreadable input" in r.message]
     assert len(lines) == len(_TYPES) + len(_REQUIRED_FIELDS)
+
+
+async def test_a_start_without_input_or_with_two_fails_at_once(
+    local_env: Any, make_worker: Any, task_queue: str
+) -> None:
+    """`temporal workflow start --type X` with no `--input` (or two) never reaches the payload converter."""
+    client: Client = local_env.client
+    async with make_worker(client, task_queue):
+        for wf_type in _TYPES:
+            cause = await _ends_failed(client, task_queue, wf_type)
+            assert cause.type == UNREADABLE_INPUT and cause.non_retryable, cause
+            assert f"{wf_type} takes 1 input object, the start carried 0" in cause.message
+        for wf_type in sorted(set(_TYPES) - _WITH_INIT):
+            cause = await _ends_failed(client, task_queue, wf_type, {}, {})
+            assert "the start carried 2" in cause.message, cause
 
 
 async def test_a_readable_input_still_runs(local_env: Any, make_worker: Any, task_queue: str) -> None:
