@@ -11,14 +11,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from temporalio import workflow
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowFailureError
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.exceptions import ApplicationError
+from temporalio.worker import Worker
 
-from workflows.input_decoding import UNREADABLE_INPUT
+from workflows.input_decoding import UNREADABLE_INPUT, StartArgumentsInterceptor, data_converter_for
 from workflows.worker import workflow_classes
 
 pytestmark = pytest.mark.timeout(180)
@@ -94,3 +97,44 @@ async def test_a_readable_input_still_runs(local_env: Any, make_worker: Any, tas
             result_type=dict,
         )
     assert result["dry_run"] is True and result["pruned"] == 0
+
+
+@dataclass(frozen=True)
+class _BugInput:
+    n: int
+
+
+@workflow.defn(name="LoregateBuggyWorkflow", sandboxed=False)
+class _BuggyWorkflow:
+    """Reads its input fine, then hits a code bug: that task must still fail and retry (a fix resumes)."""
+
+    @workflow.run
+    async def run(self, data: _BugInput) -> int:
+        return len(data.n)  # type: ignore[arg-type]  # the bug: TypeError
+
+
+async def test_a_code_bug_after_a_readable_input_still_retries_the_task(
+    local_env: Any, task_queue: str
+) -> None:
+    base: Client = local_env.client
+    config = base.config()
+    config["data_converter"] = data_converter_for(config["data_converter"], [_BuggyWorkflow])
+    client = Client(**config)
+    worker = Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[_BuggyWorkflow],
+        interceptors=[StartArgumentsInterceptor()],
+    )
+    async with worker:
+        handle = await client.start_workflow(
+            _BuggyWorkflow.run, _BugInput(1), id=f"bug-{uuid.uuid4().hex[:8]}", task_queue=task_queue
+        )
+        for _ in range(50):
+            events = [e.event_type async for e in handle.fetch_history_events()]
+            if EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED in events:
+                break
+            await asyncio.sleep(0.2)
+        assert EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED in events
+        assert (await handle.describe()).status == WorkflowExecutionStatus.RUNNING
+        await handle.terminate("test over")
