@@ -37,6 +37,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from activities.gate_checks import ChangeCheckInput, CheckResult, GateCheckActivities
     from workflows.change_requests_contract import (
+        NO_INPUT,
         STATE_ATTRIBUTE,
         ChangeRequestInput,
         ChangeRequestResult,
@@ -115,7 +116,7 @@ class ChangeRequestWorkflow(ApprovalGate[ChangeRequestStatus]):
     """Check the requester → wait for a decision → apply (or close) one change request."""
 
     @workflow.init
-    def __init__(self, data: ChangeRequestInput) -> None:
+    def __init__(self, data: ChangeRequestInput = NO_INPUT) -> None:
         self._status = ChangeRequestStatus(
             request_id=data.request_id,
             state=ChangeRequestState.AWAITING_APPROVAL,
@@ -161,7 +162,7 @@ class ChangeRequestWorkflow(ApprovalGate[ChangeRequestStatus]):
         workflow.set_current_details(_markdown(self._status, described.console_url if described else ""))
 
     @workflow.run
-    async def run(self, data: ChangeRequestInput) -> ChangeRequestResult:
+    async def run(self, data: ChangeRequestInput = NO_INPUT) -> ChangeRequestResult:
         try:
             result = await self._run(data)
         except ActivityError as err:

@@ -23,6 +23,7 @@ from workflows.approval_contract import (
 from workflows.promotion_contract import STATE_ATTRIBUTE
 
 __all__ = [
+    "NO_INPUT",
     "ChangeRequestState",
     "FINAL_STATES",
     "STATE_ATTRIBUTE",
@@ -93,6 +94,11 @@ class ChangeRequestInput:
     approval_timeout_seconds: float = APPROVAL_TIMEOUT_SECONDS
     # the gateway's proof that the start came through the API (required unless `approval_mode=trusting`)
     grant: str | None = None
+
+
+# the default of the workflow's input, so a start that carried none builds the instance and then fails
+# cleanly (workflows/input_decoding.py) instead of retrying its first task; never used to run
+NO_INPUT = ChangeRequestInput(request_id="")
 
 
 @dataclass

@@ -50,6 +50,7 @@ with workflow.unsafe.imports_passed_through():
     from governance.item_decisions import check_choices
     from governance.scopes import Scope, ValidationSource
     from workflows.promotion_contract import (
+        NO_INPUT,
         STATE_ATTRIBUTE,
         ApprovalRequest,
         ErrorTypes,
@@ -139,7 +140,7 @@ class PromotionWorkflow(ApprovalGate[PromotionStatus]):
     """Verify → collect → cognify → plan → (approval) → publish, for one task."""
 
     @workflow.init
-    def __init__(self, data: PromotionInput) -> None:
+    def __init__(self, data: PromotionInput = NO_INPUT) -> None:
         self._status = PromotionStatus(
             task_id=data.task_id,
             target_scope=data.target_scope,
@@ -271,7 +272,7 @@ class PromotionWorkflow(ApprovalGate[PromotionStatus]):
 
     # ---- the run: the steps of the gate --------------------------------------------------------
     @workflow.run
-    async def run(self, data: PromotionInput) -> PromotionResult:
+    async def run(self, data: PromotionInput = NO_INPUT) -> PromotionResult:
         try:
             result = await self._run(data)
         except ActivityError as err:

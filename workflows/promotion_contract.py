@@ -25,6 +25,7 @@ from workflows.approval_contract import (
 )
 
 __all__ = [
+    "NO_INPUT",
     "PromotionState",
     "FINAL_STATES",
     "STATE_ATTRIBUTE",
@@ -140,6 +141,11 @@ class PromotionInput:
     requested_by: str | None = None
     # the gateway's proof that the start came through the API (required unless `approval_mode=trusting`)
     grant: str | None = None
+
+
+# the default of the workflow's input, so a start that carried none builds the instance and then fails
+# cleanly (workflows/input_decoding.py) instead of retrying its first task; never used to run
+NO_INPUT = PromotionInput(task_id="", target_scope="")
 
 
 # one line of the plan as the workflow shows it: the one plan-item type, which the activities share

@@ -35,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.promotion import PromotionWorkflow
     from workflows.promotion_contract import PromotionInput, PromotionResult, Verification, workflow_id_for
     from workflows.reflection_contract import (
+        NO_INPUT,
         Names,
         ReflectionInput,
         ReflectionResult,
@@ -67,7 +68,7 @@ class ReflectionWorkflow:
     """Claim → distil and stage → promote (the gate, approval) → link insights to their episodes."""
 
     @workflow.init
-    def __init__(self, data: ReflectionInput) -> None:
+    def __init__(self, data: ReflectionInput = NO_INPUT) -> None:
         self._result = ReflectionResult(reflection_id="", state=ReflectionState.CLAIMED.value)
 
     @workflow.query(name=Names.STATUS)
@@ -87,7 +88,7 @@ class ReflectionWorkflow:
         workflow.set_current_details("\n".join(lines))
 
     @workflow.run
-    async def run(self, data: ReflectionInput) -> ReflectionResult:
+    async def run(self, data: ReflectionInput = NO_INPUT) -> ReflectionResult:
         wf_id = workflow.info().workflow_id
         reflection_id = workflow.uuid4().hex
         self._result.reflection_id = reflection_id

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 __all__ = [
+    "NO_INPUT",
     "WORKFLOW_TYPE",
     "WORKFLOW_ID_PREFIX",
     "SWEEP_WORKFLOW_TYPE",
@@ -74,6 +75,11 @@ class ReflectionInput:
     project: str
     trigger: str = ReflectionTrigger.SCHEDULE.value
     requested_by: str | None = None
+
+
+# the default of the workflow's input, so a start that carried none builds the instance and then fails
+# cleanly (workflows/input_decoding.py) instead of retrying its first task; never used to run
+NO_INPUT = ReflectionInput(org="", project="")
 
 
 @dataclass

@@ -31,6 +31,7 @@ from governance.storage.engine import make_engine
 from policy.enforcer import Authorizer, make_authorizer
 from workflows.change_requests import ChangeRequestWorkflow
 from workflows.client import connect_temporal, tracing_interceptors
+from workflows.input_decoding import StartArgumentsInterceptor, data_converter_for
 from workflows.knowledge import ProjectKnowledgeWorkflow
 from workflows.notifications import NotificationWorkflow
 from workflows.promotion import PromotionWorkflow
@@ -112,12 +113,18 @@ def build_worker(
     traces.
     """
     instrument_engine(engine)  # the activities' statements join their traces
-    chosen = list(interceptors)
+    chosen = [*interceptors, StartArgumentsInterceptor()]
     tracing = tracing_interceptors()
     if tracing and not any(
         isinstance(i, type(tracing[0])) for i in (*client.config()["interceptors"], *chosen)
     ):
         chosen += tracing
+    # the worker's own client decodes loregate's workflow inputs strictly (workflows/input_decoding.py)
+    config = client.config()
+    converter = data_converter_for(config["data_converter"], workflow_classes())
+    if converter is not config["data_converter"]:
+        config["data_converter"] = converter
+        client = Client(**config)
     return Worker(
         client,
         task_queue=task_queue or settings.task_queue,

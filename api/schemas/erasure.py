@@ -34,12 +34,15 @@ Subject = Annotated[
 
 
 _TARGETS = ("memory", "task", "subject")
+_TENANT = ("org", "project")  # a subject's tenant: a memory or a task names its own
 
 
 def _only(target: str, *also: str) -> dict[str, Any]:
-    """JSON schema: `target` (and `also`) given as strings, and no other target given."""
+    """JSON schema: `target` (and `also`) as strings, no other target, and no tenant unless a subject."""
     strings = {name: {"type": "string"} for name in (target, *also)}
     others = [{"required": [o], "properties": {o: {"type": "string"}}} for o in _TARGETS if o != target]
+    if target != "subject":
+        others += [{"required": [t], "properties": {t: {"type": "string"}}} for t in _TENANT]
     return {"required": [target, *also], "properties": strings, "not": {"anyOf": others}}
 
 
@@ -69,6 +72,13 @@ class ErasureIn(BaseModel):
             raise ValueError("name exactly one of memory, task or subject")
         if self.subject is not None and self.org is None:
             raise ValueError("a subject erasure names its org (and optionally its project)")
+        stray = [n for n in _TENANT if getattr(self, n) is not None]
+        if self.subject is None and stray:
+            target = named[0]
+            raise ValueError(
+                f"{' and '.join(stray)} only apply to a subject erasure: a {target} erasure acts on the "
+                f"{target}'s own tenant (leave {' and '.join(stray)} out)"
+            )
         return self
 
 

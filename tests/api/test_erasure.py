@@ -254,6 +254,29 @@ async def test_erase_refused_to_agents_outsiders_and_bad_input(
     assert (await http.get(memory, headers=human.headers)).status_code == 200
 
 
+async def test_erase_refuses_a_tenant_given_with_a_memory_or_a_task(
+    http: httpx.AsyncClient, team: dict[str, Actor]
+) -> None:
+    """`org`/`project` only apply to a subject: given with a memory or a task they are named and refused."""
+    task_id, fact = await _published(http, team, _marker())
+    human = team["human"]
+    for body, stray in (
+        ({"task": task_id, "org": "evil"}, "org only apply"),
+        ({"task": task_id, "project": "evil"}, "project only apply"),
+        ({"memory": fact["memory_id"], "org": "evil", "project": "p"}, "org and project only apply"),
+        ({"task": task_id, "org": human.principal.org, "dry_run": True}, "org only apply"),
+    ):
+        answer = await http.post("/v1/erasures", headers=human.headers, json=body)
+        assert answer.status_code == 422, (body, answer.text)
+        assert stray in answer.text and "subject erasure" in answer.text, answer.text
+    # nothing was erased: the memory and the task's staging are still there, and the valid request works
+    assert (await http.get(f"/v1/memories/{fact['memory_id']}", headers=human.headers)).status_code == 200
+    entries = await http.get(f"/v1/tasks/{task_id}/entries", headers=human.headers)
+    assert entries.status_code == 200 and entries.json()["entries"], entries.text
+    dry = await http.post("/v1/erasures", headers=human.headers, json={"task": task_id, "dry_run": True})
+    assert dry.status_code == 200 and dry.json()["staging_entries"], dry.text
+
+
 async def test_erase_subject_takes_it_out_of_staging_archive_files(
     http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine, promo_settings: Settings
 ) -> None:

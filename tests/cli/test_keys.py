@@ -72,3 +72,33 @@ def test_keys_revoke_stops_the_key_authenticating(migrated_database_url: str) ->
     assert _authenticate(migrated_database_url, key.group()) is None
     again = run_cli("keys", "revoke", key_id, env=env)
     assert again.returncode == 1 and "no live key" in again.stderr
+
+
+def test_keys_list_is_readable_at_80_columns(migrated_database_url: str) -> None:
+    """A default terminal or a pipe (80 columns) cuts no actor, tenant or id: one key per block there."""
+    env = cli_env(LOREGATE_DATABASE_URL=migrated_database_url)
+    org, project = "northwind-logistics", "fleet-telemetry-ingest"
+    created = run_cli(
+        "keys", "create", "--actor", "orchestrator", "--org", org, "--project", project,
+        "--name", "nightly-release-conductor", env=env,
+    )  # fmt: skip
+    key = KEY_PATTERN.search(created.stdout)
+    assert key is not None, created.stdout
+    key_id = key.group().split("_")[1]
+    admin = run_cli("keys", "create", "--actor", "human", "--org", org, "--name", "ops", "--admin", env=env)
+    assert admin.returncode == 0, admin.stderr
+
+    narrow = run_cli("keys", "list", env={**env, "COLUMNS": "80"})
+    assert narrow.returncode == 0, narrow.stderr
+    assert "…" not in narrow.stdout
+    assert all(len(line) <= 80 for line in narrow.stdout.splitlines()), narrow.stdout
+    block = narrow.stdout.split(f"key id     {key_id}\n", 1)[1].split("\n\n", 1)[0]
+    assert "actor      orchestrator" in block and f"tenant     {org}/{project}" in block, narrow.stdout
+    assert "name       nightly-release-conductor" in block and "revoked" not in block
+    assert "actor      human (admin)" in narrow.stdout
+
+    wide = run_cli("keys", "list", env={**env, "COLUMNS": "240"})
+    assert wide.returncode == 0, wide.stderr
+    assert "…" not in wide.stdout and "│" in wide.stdout  # the table, every cell whole
+    row = next(line for line in wide.stdout.splitlines() if key_id in line)
+    assert f"{org}/{project}" in row and "orchestrator" in row

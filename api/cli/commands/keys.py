@@ -51,32 +51,52 @@ def create(
     console.print(key, soft_wrap=True, highlight=False, markup=False)
 
 
+_KEY_COLUMNS = ("key id", "principal", "name", "actor", "tenant", "created", "revoked")
+
+
 @keys_app.command("list")
 def list_() -> None:
-    """List keys with their principals (never the secrets)."""
+    """List keys with their principals (never the secrets).
+
+    A table when the terminal (or `COLUMNS`) is wide enough for every cell whole; otherwise one block per
+    key, a field a line, so no id, actor or tenant is ever cut.
+    """
     from governance.storage.identity import list_keys
 
     settings = load_settings()
     with database(settings) as url:
         keys = in_transaction(settings, url, list_keys)
-    table = Table()
-    # ids are what `keys revoke` and the policy grants need: never truncate them
-    table.add_column("key id", no_wrap=True, min_width=12)
-    table.add_column("principal", no_wrap=True)
-    for column in ("name", "actor", "tenant", "created", "revoked"):
-        table.add_column(column)
-    for info in keys:
-        p = info.principal
-        table.add_row(
+    rows = [
+        (
             info.key_id,
-            p.id,
-            p.name,
-            f"{p.actor_type.value} (admin)" if p.is_admin else p.actor_type.value,
-            p.domain,
+            info.principal.id,
+            info.principal.name,
+            f"{info.principal.actor_type.value} (admin)"
+            if info.principal.is_admin
+            else info.principal.actor_type.value,
+            info.principal.domain,
             f"{info.created_at:%Y-%m-%d %H:%M}",
             f"{info.revoked_at:%Y-%m-%d %H:%M}" if info.revoked_at else "",
         )
-    console.print(table)
+        for info in keys
+    ]
+    widths = [max(len(cell) for cell in column) for column in zip(_KEY_COLUMNS, *rows, strict=False)]
+    # a bordered table takes 3 columns per cell (a rule and two spaces of padding) and a closing rule
+    if sum(widths) + 3 * len(widths) + 1 <= console.width:
+        table = Table()
+        for column in _KEY_COLUMNS:
+            table.add_column(column, no_wrap=True)
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
+        return
+    label = max(len(c) for c in _KEY_COLUMNS)
+    for i, row in enumerate(rows):
+        if i:
+            console.print()
+        for column, cell in zip(_KEY_COLUMNS, row, strict=True):
+            if cell:
+                console.print(f"{column:<{label}}  {cell}", soft_wrap=True, highlight=False, markup=False)
 
 
 @keys_app.command("revoke")
