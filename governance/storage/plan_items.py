@@ -12,15 +12,15 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import delete, func, select, text, update
+from sqlalchemy import Select, delete, func, select, text, true, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from governance.storage.plans import (
     PlanItemPublished,
     PlanKey,
     StoredCandidate,
-    items_with_candidates,
     of_run,
     promotion_candidates,
     promotion_plan_items,
@@ -129,25 +129,14 @@ async def finish_plan(conn: AsyncConnection, key: PlanKey, total: int) -> None:
 
 
 async def publish_rows(conn: AsyncConnection, key: PlanKey, start: int, stop: int) -> list[PlanItemToPublish]:
-    """Plan items `start`..`stop - 1` with their candidates and embeddings, in plan order."""
-    rows = await conn.execute(
-        select(
-            _P.idx,
-            vector_bytes(_P.embedding).label("embedding"),
-            _C.idx.label("candidate_idx"),
-            _C.memory_type,
-            _C.title,
-            _C.content,
-            _C.canonical_key,
-            _C.importance,
-            _C.source_entry_ids,
-            _C.expires_at,
-            _C.structure,
-        )
-        .select_from(items_with_candidates())
-        .where(of_run(key, promotion_plan_items), _P.idx >= start, _P.idx < stop)
-        .order_by(_P.idx)
-    )
+    """Plan items `start`..`stop - 1` with their candidates and embeddings, in plan order.
+
+    One statement: the items' range of the primary key, and for each its candidate by the candidates'
+    primary key (a LATERAL subquery, which its LIMIT keeps from being flattened into a join). Planned as a
+    join, a chunk of a plan just written (no statistics yet) ran as a nested loop that scanned the run's
+    every candidate for each item: ~0.5 ms an item on a 10,000-item plan, growing with the plan.
+    """
+    rows = await conn.execute(_rows_of_chunk(key, start, stop))
     return [
         PlanItemToPublish(
             idx=int(r.idx),
@@ -166,6 +155,32 @@ async def publish_rows(conn: AsyncConnection, key: PlanKey, start: int, stop: in
         )
         for r in rows
     ]
+
+
+def _rows_of_chunk(key: PlanKey, start: int, stop: int) -> Select[Any]:
+    """`publish_rows`' statement."""
+    candidate = (
+        select(
+            _C.idx.label("candidate_idx"),
+            _C.memory_type,
+            _C.title,
+            _C.content,
+            _C.canonical_key,
+            _C.importance,
+            _C.source_entry_ids,
+            _C.expires_at,
+            _C.structure,
+        )
+        .where(_C.workflow_id == _P.workflow_id, _C.run_id == _P.run_id, _C.idx == _P.candidate_idx)
+        .limit(1)
+        .lateral("c")
+    )
+    return (
+        select(_P.idx, vector_bytes(_P.embedding).label("embedding"), *candidate.c)
+        .select_from(promotion_plan_items.join(candidate, true()))
+        .where(of_run(key, promotion_plan_items), _P.idx >= start, _P.idx < stop)
+        .order_by(_P.idx)
+    )
 
 
 async def record_published(
