@@ -160,13 +160,25 @@ async def test_parallel_batch_writers_through_two_gateways_get_gapless_sequences
         async with httpx.AsyncClient(base_url=url, headers=agent.headers, timeout=120) as c:
             for b in range(batches):
                 contents = [f"writer {index} batch {b} entry {i}" for i in range(size)]
+                # keyed, so a batch answered 503 (the database busy past its bound: "retry later with your
+                # idempotency keys") is sent again as the gateway asks, and never stored twice
                 body = {
                     "entries": [
-                        {"kind": "tool_output", "content": t, "payload": {"i": i}}
+                        {
+                            "kind": "tool_output",
+                            "content": t,
+                            "payload": {"i": i},
+                            "idempotency_key": f"w{index}-b{b}-e{i}",
+                        }
                         for i, t in enumerate(contents)
                     ]
                 }
                 answer = await c.post(f"/v1/tasks/{task_id}/entries", json=body)
+                for _ in range(5):
+                    if answer.status_code != 503:
+                        break
+                    await asyncio.sleep(0.5)
+                    answer = await c.post(f"/v1/tasks/{task_id}/entries", json=body)
                 assert answer.status_code == 201, answer.text
                 seqs = [e["seq"] for e in answer.json()["entries"]]
                 assert seqs == list(range(seqs[0], seqs[0] + size))  # one batch, one run of numbers

@@ -52,11 +52,37 @@ async def _ends_failed(client: Client, task_queue: str, wf_type: str, *args: Any
     return cause
 
 
+class _Lines(logging.Handler):
+    """The records one logger emits, whatever the root logger's handlers (or another test) did."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.fixture
+def workflow_log_lines() -> Any:
+    """What `loregate.workflows` logs during the test, caught on the logger itself: a logging setup run by
+    an earlier test in the same process (a dictConfig disabling existing loggers) cannot hide it."""
+    logger = logging.getLogger("loregate.workflows")
+    handler, disabled, level = _Lines(), logger.disabled, logger.level
+    logger.disabled = False
+    logger.setLevel(logging.WARNING)
+    logger.addHandler(handler)
+    try:
+        yield handler.records
+    finally:
+        logger.removeHandler(handler)
+        logger.disabled, logger.level = disabled, level
+
+
 async def test_every_workflow_type_fails_at_once_on_an_unreadable_input(
-    local_env: Any, make_worker: Any, task_queue: str, caplog: pytest.LogCaptureFixture
+    local_env: Any, make_worker: Any, task_queue: str, workflow_log_lines: list[logging.LogRecord]
 ) -> None:
     client: Client = local_env.client
-    caplog.set_level(logging.WARNING, logger="loregate.workflows")
     async with make_worker(client, task_queue):
         for wf_type in _TYPES:
             cause = await _ends_failed(client, task_queue, wf_type, "x")
@@ -66,7 +92,7 @@ async def test_every_workflow_type_fails_at_once_on_an_unreadable_input(
         for wf_type in sorted(_REQUIRED_FIELDS):
             cause = await _ends_failed(client, task_queue, wf_type, {"unexpected": 1})
             assert cause.type == UNREADABLE_INPUT, cause
-    lines = [r for r in caplog.records if r.name == "loregate.workflows" and "unreadable input" in r.message]
+    lines = [r for r in workflow_log_lines if "unreadable input" in r.getMessage()]
     assert len(lines) == len(_TYPES) + len(_REQUIRED_FIELDS)
 
 
