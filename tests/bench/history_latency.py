@@ -24,14 +24,19 @@ from api.services.reading import search_memories  # noqa: E402
 from governance.adapters.embedders import make_embedder  # noqa: E402
 from governance.config import Settings  # noqa: E402
 from governance.scopes import ActorType, Scope  # noqa: E402
-from governance.storage import staging  # noqa: E402
 from governance.storage.engine import make_engine  # noqa: E402
-from governance.storage.episodes import record_episode  # noqa: E402
 from tests.bench.code_recall import load  # noqa: E402
-from tests.bench.history_recall import ORG, POOL, PROJECT, episodes_of, queries_of  # noqa: E402
+from tests.bench.history_recall import (  # noqa: E402
+    ORG,
+    POOL,
+    PROJECT,
+    episodes_of,
+    publish_episode,
+    queries_of,
+)
 from tests.bench.retrieval import CACHE, bench_database, embed_cached, log  # noqa: E402
 from tests.utils.factories import make_actor  # noqa: E402
-from tests.utils.memory_factories import TaskRef, add_memory  # noqa: E402
+from tests.utils.memory_factories import TaskRef  # noqa: E402
 
 # name -> (search_file_neighbours, search_file_neighbour_decay)
 CONFIGS = {
@@ -77,35 +82,7 @@ async def main() -> None:
                     )
                     if timed:
                         took[name].append(time.perf_counter() - started)
-            await staging.open_task(
-                engine,
-                task_id=episode.task.task_id,
-                org=ORG,
-                project=PROJECT,
-                worktree="main",
-                description=commit.subject,
-                created_by=agent.principal.id,
-            )
-            async with engine.begin() as conn:
-                added = await add_memory(
-                    conn,
-                    episode.task,
-                    title=episode.title,
-                    content=episode.content,
-                    embedding=vector,
-                    memory_type="episode",
-                    scope=Scope.PROJECT,
-                    created_at=commit.date,
-                    success=True,
-                )
-                await record_episode(
-                    conn,
-                    memory_id=added["id"],
-                    org=ORG,
-                    project=PROJECT,
-                    task_id=episode.task.task_id,
-                    structure=episode.structure,
-                )
+            await publish_episode(engine, agent.principal.id, episode, vector)
     finally:
         await engine.dispose()
         if server is not None:

@@ -43,9 +43,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+
+from sqlalchemy.ext.asyncio import AsyncEngine  # noqa: E402
 
 from api.services.reading import ranking_params, search_memories  # noqa: E402
 from governance.adapters.embedders import embed_query_async, make_embedder  # noqa: E402
@@ -159,6 +162,42 @@ def episodes_of(commits: Sequence[Commit]) -> list[Episode]:
     return out
 
 
+async def publish_episode(engine: AsyncEngine, created_by: str, episode: Episode, vector: Any) -> str:
+    """One commit's task opened and its episode published at project scope, at the commit's date, with its
+    link tables: the memory's id."""
+    commit = episode.commit
+    await staging.open_task(
+        engine,
+        task_id=episode.task.task_id,
+        org=ORG,
+        project=PROJECT,
+        worktree="main",
+        description=commit.subject,
+        created_by=created_by,
+    )
+    async with engine.begin() as conn:
+        added = await add_memory(
+            conn,
+            episode.task,
+            title=episode.title,
+            content=episode.content,
+            embedding=vector,
+            memory_type="episode",
+            scope=Scope.PROJECT,
+            created_at=commit.date,
+            success=True,
+        )
+        await record_episode(
+            conn,
+            memory_id=added["id"],
+            org=ORG,
+            project=PROJECT,
+            task_id=episode.task.task_id,
+            structure=episode.structure,
+        )
+    return str(added["id"])
+
+
 async def replay_and_ask(
     settings: Settings, commits: Sequence[Commit], queries: Sequence[Query], dump: Path | None
 ) -> dict[str, list[list[str]]]:
@@ -211,36 +250,7 @@ async def replay_and_ask(
             )
             if len(raw) % 100 == 0:
                 log(f"  asked {len(raw)}/{len(queries)} ({len(raw) / (time.perf_counter() - started):.1f}/s)")
-        await staging.open_task(
-            engine,
-            task_id=episode.task.task_id,
-            org=ORG,
-            project=PROJECT,
-            worktree="main",
-            description=commit.subject,
-            created_by=agent.principal.id,
-        )
-        async with engine.begin() as conn:
-            added = await add_memory(
-                conn,
-                episode.task,
-                title=episode.title,
-                content=episode.content,
-                embedding=vector,
-                memory_type="episode",
-                scope=Scope.PROJECT,
-                created_at=commit.date,
-                success=True,
-            )
-            await record_episode(
-                conn,
-                memory_id=added["id"],
-                org=ORG,
-                project=PROJECT,
-                task_id=episode.task.task_id,
-                structure=episode.structure,
-            )
-        sha_of[added["id"]] = commit.sha
+        sha_of[await publish_episode(engine, agent.principal.id, episode, vector)] = commit.sha
     await engine.dispose()
     p50 = {name: statistics.median(values) * 1000 for name, values in took.items()}
     log(
