@@ -84,7 +84,10 @@ def test_read_without_api_key_says_which_variable_to_set(world: dict[str, Any]) 
 def test_read_without_url_names_the_default_and_the_variable(world: dict[str, Any]) -> None:
     with socket.socket() as probe:
         if probe.connect_ex(("127.0.0.1", 8080)) == 0:
-            pytest.skip("something listens on the default port 8080 of this machine")
+            pytest.skip(
+                "something (a `loregate up` on its default port, say) listens on 127.0.0.1:8080, so the "
+                "CLI's default URL reaches it and the message for an unreachable default cannot be shown"
+            )
     env = {k: v for k, v in world["env"].items() if k != "LOREGATE_URL"}
     result = run_cli("show", world["citation"], env=env)
     assert result.returncode == 1 and "Traceback" not in result.stderr
