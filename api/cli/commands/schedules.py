@@ -45,12 +45,17 @@ def _run(settings: Settings, work: Callable[[], Coroutine[Any, Any, None]]) -> N
     from temporalio.service import RPCError, RPCStatusCode
 
     address = settings.temporal_address or f"127.0.0.1:{settings.temporal_port}"
+    # the message is made inside the handler and the process ends outside it: the exception's traceback
+    # holds the Temporal client's frames, and a client still alive while the interpreter shuts down can
+    # abort it (SIGABRT) instead of exiting 1
+    refusal: str | None = None
     try:
         asyncio.run(work())
     except RPCError as exc:
         if exc.status == RPCStatusCode.NOT_FOUND:
-            fail(f"{exc.message} (create the schedules with `loregate schedules apply`)")
-        fail(f"Temporal at {address} refused: {exc.message}")
+            refusal = f"{exc.message} (create the schedules with `loregate schedules apply`)"
+        else:
+            refusal = f"Temporal at {address} refused: {exc.message}"
     except RuntimeError as exc:  # the SDK's connection failure
         # the SDK appends its transport's debug text (`tonic::transport::Error(...)`): keep the message
         first = (str(exc).splitlines() or [type(exc).__name__])[0].split(": tonic::")[0]
@@ -60,7 +65,12 @@ def _run(settings: Settings, work: Callable[[], Coroutine[Any, Any, None]]) -> N
             else " (a `loregate up` started with --temporal-port P: set LOREGATE_TEMPORAL_PORT=P, "
             "or LOREGATE_TEMPORAL_ADDRESS for another server)"
         )
-        fail(f"Temporal unreachable at {address}{hint}: {first}")
+        refusal = f"Temporal unreachable at {address}{hint}: {first}"
+    if refusal is not None:
+        import gc
+
+        gc.collect()  # the client and its runtime, now unreferenced, go before the process ends
+        fail(refusal)
 
 
 # the short names `trigger` takes, beside the schedule ids themselves
