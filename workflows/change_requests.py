@@ -55,6 +55,7 @@ from workflows.approval import (
     Decision,
     how_to_decide,
 )
+from workflows.input_decoding import start_input_init
 
 __all__ = ["ChangeRequestWorkflow", "LOREGATE_STATE", "DB_RETRY"]
 
@@ -115,7 +116,7 @@ def _markdown(status: ChangeRequestStatus, console: str = "") -> str:
 class ChangeRequestWorkflow(ApprovalGate[ChangeRequestStatus]):
     """Check the requester → wait for a decision → apply (or close) one change request."""
 
-    @workflow.init
+    @start_input_init
     def __init__(self, data: ChangeRequestInput = NO_INPUT) -> None:
         self._status = ChangeRequestStatus(
             request_id=data.request_id,

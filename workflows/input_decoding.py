@@ -12,16 +12,19 @@ Only the start input of loregate's workflows is concerned: activity results, chi
 update arguments decode as before, and any other error in a workflow task (nondeterminism, a code bug) still
 fails the task, so a fixed worker resumes the run. A start with no input at all (or with several) never
 reaches the converter: the worker's `StartArgumentsInterceptor` fails it the same way before `run` is called
-(the workflows whose `@workflow.init` takes the input give it a default, so the instance is built first).
+(the workflows whose `@workflow.init` takes the input declare it with `start_input_init`: the SDK builds the
+instance with every argument the start carried before any interceptor runs, so their `__init__` takes the
+input's default when the count is wrong, and the interceptor then fails the start).
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import typing
-from collections.abc import Iterable, Sequence
-from typing import Any, ClassVar, Self
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, ClassVar, Self, TypeVar, cast
 
 from temporalio import workflow
 from temporalio.api.common.v1 import Payload
@@ -42,6 +45,7 @@ from temporalio.worker import (
 __all__ = [
     "UNREADABLE_INPUT",
     "StartArgumentsInterceptor",
+    "start_input_init",
     "input_converter_class",
     "data_converter_for",
 ]
@@ -137,3 +141,27 @@ class StartArgumentsInterceptor(Interceptor):
         self, input: WorkflowInterceptorClassInput
     ) -> type[WorkflowInboundInterceptor] | None:
         return _StartArgumentsInbound
+
+
+_Init = TypeVar("_Init", bound=Callable[..., None])
+
+
+def start_input_init(init: _Init) -> _Init:
+    """`@workflow.init` for an `__init__(self, data: Input = NO_INPUT)`, whatever the start carried.
+
+    The SDK calls `__init__` with every argument of the start before `StartArgumentsInterceptor` can look at
+    them; a start with two inputs would make that call a `TypeError`, a failed workflow task retried forever.
+    The wrapper passes the input on only when the start carried exactly one (a single unreadable one never
+    gets here: the payload converter fails the workflow first) and otherwise builds the instance from the
+    default, so the interceptor fails the start cleanly. The SDK sees the wrapped signature
+    (`inspect.signature` follows `__wrapped__`), which must equal `run`'s.
+    """
+
+    @functools.wraps(init)
+    def tolerant(self: object, *args: object) -> None:
+        if len(args) == 1:
+            init(self, args[0])
+        else:
+            init(self)
+
+    return cast(_Init, workflow.init(tolerant))

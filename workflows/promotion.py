@@ -68,6 +68,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.reflection_contract import workflow_id_for as reflection_workflow_id
 
 from workflows.approval import DB_RETRY, TIMED_OUT, ApprovalGate, DecidedScope, Decision
+from workflows.input_decoding import start_input_init
 from workflows.promotion_details import current_details, preview_entry
 
 __all__ = ["PromotionWorkflow", "LOREGATE_STATE", "DB_RETRY", "COMPUTE_RETRY"]
@@ -139,7 +140,7 @@ def _summary(data: PromotionInput, evidence: Verification, analysis: CognifyResu
 class PromotionWorkflow(ApprovalGate[PromotionStatus]):
     """Verify → collect → cognify → plan → (approval) → publish, for one task."""
 
-    @workflow.init
+    @start_input_init
     def __init__(self, data: PromotionInput = NO_INPUT) -> None:
         self._status = PromotionStatus(
             task_id=data.task_id,

@@ -42,6 +42,8 @@ with workflow.unsafe.imports_passed_through():
         ReflectionState,
     )
 
+from workflows.input_decoding import start_input_init
+
 __all__ = ["ReflectionWorkflow", "REFLECTION_DB_RETRY", "REFLECTION_COMPUTE_RETRY"]
 
 REFLECTION_DB_RETRY = RetryPolicy(
@@ -67,7 +69,7 @@ _COMPUTE_TIMEOUT = timedelta(minutes=10)
 class ReflectionWorkflow:
     """Claim → distil and stage → promote (the gate, approval) → link insights to their episodes."""
 
-    @workflow.init
+    @start_input_init
     def __init__(self, data: ReflectionInput = NO_INPUT) -> None:
         self._result = ReflectionResult(reflection_id="", state=ReflectionState.CLAIMED.value)
 
