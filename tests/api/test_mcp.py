@@ -61,6 +61,7 @@ async def mcp_session(world: dict[str, str]) -> AsyncIterator[Client]:
         "LOREGATE_API_KEY": world["key"],
         "LOREGATE_TASK_ID": world["task_id"],
     }
+    env = {name: value for name, value in env.items() if value}
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "api.cli", "mcp"], env=env, cwd=str(repo_root())
     )
@@ -102,6 +103,15 @@ async def test_mcp_refusal_is_a_readable_tool_error(world: dict[str, str]) -> No
         result = await client.call_tool("search", {"query": "anything", "task_id": "no-such-task"})
         assert result.is_error
         assert "not_found" in result.content[0].text
+
+
+async def test_mcp_without_an_api_key_says_which_variable_to_set(world: dict[str, str]) -> None:
+    async with mcp_session({**world, "key": ""}) as client:
+        result = await client.call_tool("search", {"query": "anything"})
+    assert result.is_error
+    text = result.content[0].text
+    assert "unauthenticated: missing Authorization header" in text
+    assert text.endswith("(no API key: set LOREGATE_API_KEY in the MCP server's environment)")
 
 
 async def test_mcp_match_bug_pattern_answers_with_the_signature(world: dict[str, str]) -> None:
