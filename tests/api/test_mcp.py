@@ -7,6 +7,7 @@ task id) and talks to a real gateway on loopback.
 from __future__ import annotations
 
 import json
+import re
 import sys
 import uuid
 from collections.abc import AsyncIterator
@@ -128,3 +129,11 @@ async def test_mcp_observe_code_rule_is_refused_to_an_agent(world: dict[str, str
         result = await client.call_tool("observe_code_rule", args)
         assert result.is_error
         assert "forbidden" in result.content[0].text
+
+
+def test_mcp_readme_names_every_tool() -> None:
+    """The README's list of MCP tools is the server's: a tool left out there is one nobody finds."""
+    readme = (repo_root() / "README.md").read_text(encoding="utf-8")
+    start = readme.index("run `loregate mcp` on stdio")
+    listed = set(re.findall(r"`([a-z_]+)`", readme[start : readme.index(".mcp.json", start)]))
+    assert set(TOOL_NAMES) - listed == set()
