@@ -173,6 +173,16 @@ class _Refusal:
     memory_id: str | None = None
 
 
+def _key_hint(task_id: str) -> str:
+    """A raw start's input names the task by its key; the id its tenant gave it alone names none."""
+    if "/" in task_id:
+        return ""
+    return (
+        f" (a workflow input names a task by its key, `<org>/{task_id}`, "
+        f"as its workflow id `promote-<org>/{task_id}` does)"
+    )
+
+
 class GateCheckActivities:
     """The checks, over one engine and the process's authoriser."""
 
@@ -357,7 +367,7 @@ class GateCheckActivities:
         async with self._engine.connect() as conn:
             task = await get_task(conn, data.task_id)
             if task is None:
-                return f"task {data.task_id!r} does not exist", None
+                return f"task {data.task_id!r} does not exist{_key_hint(data.task_id)}", None
             principal = await get_enabled_principal(conn, data.requested_by)
             if principal is None:
                 return f"unknown or disabled principal {data.requested_by!r}", None

@@ -12,6 +12,7 @@ from typing import Any
 import grpc
 from sqlalchemy import exc as sa_exc
 
+from api.schemas.text import PATTERN_WORDS
 from governance import errors as ge
 
 __all__ = [
@@ -83,12 +84,21 @@ def printable(text: str) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+def _message(err: Any) -> str:
+    """Pydantic's message, or for a pattern loregate names (api/schemas/text.py) what it asks, in words."""
+    if err.get("type") == "string_pattern_mismatch":
+        words = PATTERN_WORDS.get(str((err.get("ctx") or {}).get("pattern")))
+        if words is not None:
+            return words
+    return str(err.get("msg"))
+
+
 def validation_errors(errors: Sequence[Any]) -> list[dict[str, Any]]:
     """Pydantic's errors as the body shows them: `loc`, `msg` and `type`, never the input, printable."""
     return [
         {
             "loc": [printable(p) if isinstance(p, str) else p for p in err.get("loc", ())],
-            "msg": printable(str(err.get("msg"))),
+            "msg": printable(_message(err)),
             "type": err.get("type"),
         }
         for err in errors
@@ -100,5 +110,5 @@ def validation_detail(errors: Sequence[Any]) -> str:
     parts = []
     for err in errors:
         loc = ".".join(str(p) for p in err.get("loc", ()) if p != "body")
-        parts.append(f"{loc}: {err.get('msg')}" if loc else str(err.get("msg")))
+        parts.append(f"{loc}: {_message(err)}" if loc else _message(err))
     return printable("; ".join(parts)) or "invalid request"

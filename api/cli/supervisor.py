@@ -16,9 +16,11 @@ api/cli/embedded.py `secure_data_dir`) and every child runs with umask 077.
 from __future__ import annotations
 
 import asyncio
+import errno
 import fcntl
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -146,6 +148,7 @@ class Supervisor:
         self.data_dir.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
         self.log_dir.mkdir(mode=PRIVATE_DIR_MODE, exist_ok=True)
         self._take_lock()
+        self._check_gateway_ports()
         secure_data_dir(self.data_dir)  # also what an older version left readable
         database_url = self._start_database()
         self._checkpoint()
@@ -395,6 +398,19 @@ class Supervisor:
                 out.write(key + "\n")
         return key
 
+    def _check_gateway_ports(self) -> None:
+        """Refuse at once a gateway port another process listens on. Else the gateway's health check is
+        answered by that process (another `loregate up`, say): `up` reported a gateway that never bound,
+        and gRPC's SO_REUSEPORT would even share the port with it."""
+        host = self.settings.http_host
+        for port, option in ((self.settings.http_port, "http"), (self.settings.grpc_port, "grpc")):
+            if port and _port_taken(host, port):
+                raise StartupFailed(
+                    f"port {port} on {host or '0.0.0.0'} is already in use (another `loregate up` or "
+                    f"program listens there); choose another with --{option}-port "
+                    f"(LOREGATE_{option.upper()}_PORT)"
+                )
+
     def _start_gateway(self) -> str:
         settings = self.settings
         self._spawn_service(
@@ -550,6 +566,18 @@ def _private_opener(path: str, flags: int) -> int:
     fd = os.open(path, flags, PRIVATE_FILE_MODE)
     os.fchmod(fd, PRIVATE_FILE_MODE)
     return fd
+
+
+def _port_taken(host: str, port: int) -> bool:
+    """Whether a listening socket holds `port` on `host` (a bind as the gateway's would fail)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn: TIME_WAIT is no owner
+        try:
+            probe.bind((host or "0.0.0.0", port))
+        except OSError as exc:
+            return exc.errno == errno.EADDRINUSE
+    return False
 
 
 def _answers(url: str) -> bool:

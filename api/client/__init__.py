@@ -130,7 +130,15 @@ def _code(files: Sequence[str] | None, symbols: Sequence[str] | None) -> dict[st
 
 
 def _seg(value: str) -> str:
-    """A path segment: ids are quoted so `mem:abc` or a stray `/` cannot change the route."""
+    """A path segment: ids are quoted so `mem:abc` or a stray `/` cannot change the route.
+
+    An empty id would name another route (`/v1/memories/` is the gateway's redirect to the listing, an
+    empty answer), and `.` or `..` would be resolved away by the URL, so they are refused or kept literal.
+    """
+    if not value:
+        raise InvalidInputError("invalid_input", "an id in the request path is empty", 422)
+    if value in (".", ".."):
+        return value.replace(".", "%2E")
     return quote(value, safe=":")
 
 

@@ -55,7 +55,10 @@ class HookEvent:
     @classmethod
     def parse(cls, raw: str, name: str | None = None) -> HookEvent:
         """Read a hook's stdin (`name` overrides `hook_event_name`); ValueError when not a JSON object."""
-        data = json.loads(raw or "{}")
+        try:
+            data = json.loads(raw or "{}")
+        except RecursionError as err:  # the parser recurses per level; a hook's input is a few deep
+            raise ValueError("nested too deeply to parse") from err
         if not isinstance(data, dict):
             raise ValueError("a hook's input is one JSON object")
         tool_input = data.get("tool_input")

@@ -15,7 +15,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from api.errors import error_body, is_unavailable, status_of, validation_detail, validation_errors
+from api.errors import error_body, is_unavailable, printable, status_of, validation_detail, validation_errors
 from api.schemas.errors import ErrorBody
 from api.schemas.text import MAX_JSON_DEPTH
 from governance import errors as ge
@@ -100,16 +100,27 @@ def _not_json_body(request: Request, exc: RequestValidationError) -> str | None:
     )
 
 
-async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
     unparsable = _unparsable_body(exc)
     if unparsable is not None:
         return JSONResponse(error_body("validation_error", unparsable), status_code=422)
     kind = _STATUS_KIND.get(exc.status_code, "error")
+    detail = str(exc.detail)
+    if exc.status_code == 404 and detail == "Not Found":  # the router's own: no route has this path
+        detail = _no_route(request)
     return JSONResponse(
-        error_body(kind, str(exc.detail)),
+        error_body(kind, detail),
         status_code=exc.status_code,
         headers=getattr(exc, "headers", None),
     )
+
+
+def _no_route(request: Request) -> str:
+    """Starlette's bare "Not Found" for a path no route takes, said as such: an id holding `/` (sent
+    quoted, as clients do) or `..` lands here rather than at its route's own 404 naming the id."""
+    path = printable(request.url.path)
+    shown = path if len(path) <= 200 else f"{path[:200]}…"
+    return f"no API route matches {request.method} {shown} (ids hold no `/`; the routes are at /docs)"
 
 
 async def _data(_: Request, exc: sa_exc.DataError) -> JSONResponse:

@@ -106,8 +106,16 @@ async def _answer(call: Awaitable[BaseModel]) -> dict[str, Any]:
     try:
         answer = await call
     except LoregateError as exc:
-        raise ToolError(f"{exc.error}: {exc.detail}") from exc
+        raise ToolError(f"{exc.error}: {exc.detail}{_setup_hint(exc)}") from exc
     return answer.model_dump(mode="json")
+
+
+def _setup_hint(exc: LoregateError) -> str:
+    """What to fix in the MCP server's environment when the refusal is about its setup, not the call:
+    the gateway's own words ("send `Authorization: Bearer …`") name a header an MCP user never writes."""
+    if exc.error == "unauthenticated" and not os.environ.get("LOREGATE_API_KEY"):
+        return " (no API key: set LOREGATE_API_KEY in the MCP server's environment)"
+    return ""
 
 
 def build_server(client: AsyncLoregateClient | None = None) -> MCPServer:

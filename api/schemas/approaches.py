@@ -16,6 +16,8 @@ __all__ = ["ApproachIn", "CheckIn", "ApproachPublic", "CheckPublic"]
 class ApproachIn(BaseModel):
     """One attempted approach and how it ended."""
 
+    model_config = ConfigDict(extra="forbid")
+
     approach: Text = Field(min_length=1, max_length=8000)
     outcome: ApproachOutcome
     reason: Text | None = Field(default=None, max_length=4000)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from api.schemas.text import Text
 
@@ -21,6 +21,8 @@ __all__ = [
 
 class CitationsIn(BaseModel):
     """Memories a task used, by citation (`mem:abc`, `[mem:abc]` or `abc`)."""
+
+    model_config = ConfigDict(extra="forbid")
 
     citations: list[Text] = Field(min_length=1, max_length=100)
 

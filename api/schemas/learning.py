@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from api.schemas.text import Text
 from governance.trust import RuleOutcome
@@ -23,6 +23,8 @@ __all__ = [
 
 class BugMatchIn(BaseModel):
     """An error met inside a task: its text and, optionally, its stack."""
+
+    model_config = ConfigDict(extra="forbid")
 
     task_id: Text = Field(min_length=1, max_length=128, description="The reader's task; fixes its tenant")
     error: Text = Field(min_length=1, max_length=20000, description="The error message or whole traceback")
@@ -67,6 +69,8 @@ class BugMatchPublic(BaseModel):
 
 class ObservationIn(BaseModel):
     """What happened when a code rule met the work."""
+
+    model_config = ConfigDict(extra="forbid")
 
     outcome: RuleOutcome = Field(
         description="`followed_passed` (EMA towards 1), `violated` or `rejected_by_human` (towards 0)"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from api.schemas.text import Text
 from governance.scopes import ValidationSource
@@ -37,6 +37,8 @@ IdempotencyKey = Field(default=None, max_length=200, description="A retry with t
 class ValidateIn(BaseModel):
     """Evidence that a memory is right."""
 
+    model_config = ConfigDict(extra="forbid")
+
     source: ValidationSource
     reason: str | None = Field(default=None, max_length=2000)
     idempotency_key: str | None = IdempotencyKey
@@ -62,6 +64,8 @@ class ValidatePublic(BaseModel):
 class FeedbackIn(BaseModel):
     """Whether the memory helped."""
 
+    model_config = ConfigDict(extra="forbid")
+
     helpful: bool
     idempotency_key: str | None = IdempotencyKey
 
@@ -82,6 +86,8 @@ class FeedbackPublic(BaseModel):
 class SupersedeIn(BaseModel):
     """New content replacing the memory, and why."""
 
+    model_config = ConfigDict(extra="forbid")
+
     content: Text = Field(min_length=1, max_length=64 * 1024)
     reason: Text = Field(min_length=1, max_length=2000)
     title: Text | None = Field(default=None, max_length=500)
@@ -100,6 +106,8 @@ class SupersedePublic(BaseModel):
 
 class RetireIn(BaseModel):
     """Why the memory no longer holds."""
+
+    model_config = ConfigDict(extra="forbid")
 
     reason: str = Field(min_length=1, max_length=2000)
     idempotency_key: str | None = IdempotencyKey
@@ -174,6 +182,8 @@ class MemoryListPublic(BaseModel):
 
 class DecayPolicyIn(BaseModel):
     """How the memory's confidence should fade without new validation (`manual_only`: it never does)."""
+
+    model_config = ConfigDict(extra="forbid")
 
     decay_policy: DecayPolicy
     reason: str | None = Field(default=None, max_length=2000)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import BaseModel, BeforeValidator, Field, StringConstraints
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
 from api.schemas.text import refuse_lone_surrogates
 
@@ -22,6 +22,8 @@ Name = Annotated[
 
 class ReflectionStart(BaseModel):
     """Which project to reflect on (the caller's own when left out)."""
+
+    model_config = ConfigDict(extra="forbid")
 
     org: Name | None = Field(default=None, description="Default: the caller's")
     project: Name | None = Field(default=None, description="Default: the caller's project")

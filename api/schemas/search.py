@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from api.schemas.episodes import EpisodePublic
 from api.schemas.live import LiveWarningPublic
@@ -38,6 +38,8 @@ HARD_MAX_TOKENS = 16000
 
 class SearchIn(BaseModel):
     """A search from inside a task."""
+
+    model_config = ConfigDict(extra="forbid")
 
     query: Text = Field(min_length=1, max_length=4000)
     task_id: Text = Field(min_length=1, max_length=128, description="The reader's task; fixes its tenant")
@@ -139,6 +141,8 @@ class SearchPublic(BaseModel):
 
 class ContextIn(BaseModel):
     """A context block for a prompt, from inside a task."""
+
+    model_config = ConfigDict(extra="forbid")
 
     query: Text = Field(min_length=1, max_length=4000)
     task_id: Text = Field(min_length=1, max_length=128)

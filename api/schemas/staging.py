@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from api.schemas.live import FixHintPublic
-from api.schemas.text import MAX_JSON_DEPTH, SPACE, JsonPayload, Text
+from api.schemas.text import MAX_JSON_DEPTH, NAME_PATTERN, JsonPayload, Text
 from governance.scopes import EntryKind
 from governance.staging import TASK_ID_PATTERN
 
@@ -23,7 +23,7 @@ __all__ = [
     "EntriesPage",
 ]
 
-_Name = Field(min_length=1, max_length=200, pattern=f"^[^/*{SPACE}][^/*]*$")
+_Name = Field(min_length=1, max_length=200, pattern=NAME_PATTERN)
 
 
 class TaskCreate(BaseModel):

@@ -15,6 +15,8 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, StringConstraints
 
+from governance.staging import TASK_ID_PATTERN
+
 # whitespace for a regex character class, spelt out: `\s` differs between engines (ECMAScript's, which JSON
 # Schema uses, has U+FEFF and not U+001C-U+001F; Python's has U+001C-U+001F; pydantic's, Rust's Unicode
 # White_Space, has U+0085 and neither of the others), so a schema-valid value could be refused (the fuzz test
@@ -23,6 +25,8 @@ SPACE = "\t\n\x0b\x0c\r \x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u
 
 __all__ = [
     "MAX_JSON_DEPTH",
+    "NAME_PATTERN",
+    "PATTERN_WORDS",
     "SPACE",
     "Text",
     "ScopeName",
@@ -33,6 +37,18 @@ __all__ = [
     "refuse_lone_surrogates",
     "refuse_unstorable_json",
 ]
+
+# an org, project or worktree name: no `/` or `*` (they separate and match scope keys), no leading whitespace
+NAME_PATTERN = f"^[^/*{SPACE}][^/*]*$"
+
+# What a refused pattern asks for, in words: pydantic's own message quotes the regex, which for names spells
+# out every whitespace character (unreadable, and a raw U+FEFF in a terminal looks like nothing at all).
+PATTERN_WORDS = {
+    NAME_PATTERN: "should be a name without `/` or `*` that does not start with whitespace",
+    TASK_ID_PATTERN: (
+        "should be 1 to 128 letters, digits, `.`, `_`, `:` or `-`, starting with a letter or a digit"
+    ),
+}
 
 # Containers nested deeper than this are refused. Python's own parser stops near 1000 levels with a
 # RecursionError, and no payload an agent means to write needs more than a few.
@@ -175,7 +191,7 @@ Text = Annotated[str, BeforeValidator(refuse_lone_surrogates)]
 
 ScopeName = Annotated[
     str,
-    StringConstraints(min_length=1, max_length=200, pattern=f"^[^/*{SPACE}][^/*]*$"),
+    StringConstraints(min_length=1, max_length=200, pattern=NAME_PATTERN),
     BeforeValidator(refuse_lone_surrogates),
 ]
 """An org, project or worktree name: no `/` or `*`, not starting with whitespace. A type whose constraints

@@ -7,12 +7,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from api.schemas.text import SPACE, ScopeName, Text
+from api.schemas.text import NAME_PATTERN, ScopeName, Text
 from governance.webhooks import WebhookEvent
 
 __all__ = ["WebhookIn", "WebhookPublic", "WebhookCreated", "WebhookList", "DeliveryPublic", "DeliveryList"]
 
-_Name = Field(min_length=1, max_length=200, pattern=f"^[^/*{SPACE}][^/*]*$")
+_Name = Field(min_length=1, max_length=200, pattern=NAME_PATTERN)
 
 
 class WebhookIn(BaseModel):

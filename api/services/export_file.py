@@ -53,6 +53,8 @@ def _object(number: int, raw: bytes) -> dict[str, object]:
         value = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise InvalidInput(f"line {number}: not UTF-8 ({exc.reason} at byte {exc.start})") from exc
+    except RecursionError as exc:  # the parser recurses per level: an export's records are shallow
+        raise InvalidInput(f"line {number}: JSON nested too deeply to parse") from exc
     except ValueError as exc:
         raise InvalidInput(f"line {number}: not JSON ({exc}); an export is JSON Lines") from exc
     if not isinstance(value, dict) or not isinstance(value.get("kind"), str):

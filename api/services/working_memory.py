@@ -27,6 +27,7 @@ from governance.code_locations import normalise_path, text_key
 from governance.errors import InvalidInput
 from governance.identity import Principal
 from governance.operations import working_memory as working
+from governance.redaction import redact_free_text
 from governance.scopes import EntryKind, Scope, scope_key
 from governance.storage import working_memory as statements
 from governance.storage.staging import TaskInfo
@@ -203,17 +204,21 @@ async def project_stats(
         tasks=counts.tasks,
         episodes=counts.episodes,
         success_rate=round(counts.succeeded / decided, 4) if decided else None,
-        most_touched=[FileStatsPublic.model_validate(f, from_attributes=True) for f in touched],
-        hotspots=[
-            FileStatsPublic.model_validate(f, from_attributes=True)
-            for f in hot
-            if f.failed_tasks or f.error_touches
-        ],
+        most_touched=[_file_stats(f) for f in touched],
+        hotspots=[_file_stats(f) for f in hot if f.failed_tasks or f.error_touches],
         common_errors=[
             CommonErrorPublic(citation=e.citation, signature=e.signature, occurrences=e.occurrences)
             for e in errors
         ],
     )
+
+
+def _file_stats(row: object) -> FileStatsPublic:
+    """A file row as project readers see it: its path redacted as free text is. Paths are folded from every
+    task's staging and tracked files, which only that task's readers may read raw; a secret written into a
+    path must not reach the whole project."""
+    stats = FileStatsPublic.model_validate(row, from_attributes=True)
+    return stats.model_copy(update={"path": redact_free_text(stats.path) or stats.path})
 
 
 def _readable_keys(resources: GatewayResources, principal: Principal, task: TaskInfo) -> list[str]:

@@ -167,6 +167,11 @@ async def test_agent_hook_never_breaks_the_session(gateway: str, engine: AsyncEn
     prompt = _events()[1]
     cases = [
         ("not json", {"LOREGATE_URL": gateway, "LOREGATE_API_KEY": agent.key}, "not a hook's JSON"),
+        (
+            "[" * 100_000 + "]" * 100_000,
+            {"LOREGATE_URL": gateway, "LOREGATE_API_KEY": agent.key},
+            "nested too deeply to parse",
+        ),
         (json.dumps(prompt), {"LOREGATE_URL": gateway, "LOREGATE_API_KEY": agent.key}, "not_found"),
         (json.dumps(prompt), {"LOREGATE_URL": gateway, "LOREGATE_API_KEY": "lg_bad"}, "unauthenticated"),
         (

@@ -117,6 +117,27 @@ async def test_raw_start_with_a_bad_requester_is_refused_and_publishes_nothing(
     assert [r for r in await _refusals(engine, task.task_id) if r.startswith("start refused")]
 
 
+async def test_raw_start_naming_the_task_by_its_tenant_id_says_to_use_its_key(
+    http: httpx.AsyncClient, team: dict[str, Actor], temporal: Client, promo_settings: Settings
+) -> None:
+    """The id `POST /v1/tasks` answered is not what a workflow input carries: the refusal says what is."""
+    orchestrator = team["orchestrator"]
+    task_id = await open_task(http, orchestrator, "a task opened through the API")
+    key = task_key_of(task_id)
+    assert key == f"{orchestrator.principal.org}/{task_id}"
+    handle = await temporal.start_workflow(
+        PromotionWorkflow.run,
+        PromotionInput(task_id, "worktree", requested_by=orchestrator.principal.id),
+        id=workflow_id_for(key),
+        task_queue=promo_settings.task_queue,
+    )
+    with pytest.raises(WorkflowFailureError):
+        await handle.result()
+    status = await wait_promotion_state(http, orchestrator.headers, task_id, "refused")
+    assert f"task {task_id!r} does not exist" in status["error"]
+    assert f"names a task by its key, `<org>/{task_id}`" in status["error"]
+
+
 async def test_a_refused_raw_start_does_not_block_the_api_start(
     http: httpx.AsyncClient,
     team: dict[str, Actor],

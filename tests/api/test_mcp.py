@@ -7,6 +7,7 @@ task id) and talks to a real gateway on loopback.
 from __future__ import annotations
 
 import json
+import re
 import sys
 import uuid
 from collections.abc import AsyncIterator
@@ -61,6 +62,7 @@ async def mcp_session(world: dict[str, str]) -> AsyncIterator[Client]:
         "LOREGATE_API_KEY": world["key"],
         "LOREGATE_TASK_ID": world["task_id"],
     }
+    env = {name: value for name, value in env.items() if value}
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "api.cli", "mcp"], env=env, cwd=str(repo_root())
     )
@@ -104,6 +106,15 @@ async def test_mcp_refusal_is_a_readable_tool_error(world: dict[str, str]) -> No
         assert "not_found" in result.content[0].text
 
 
+async def test_mcp_without_an_api_key_says_which_variable_to_set(world: dict[str, str]) -> None:
+    async with mcp_session({**world, "key": ""}) as client:
+        result = await client.call_tool("search", {"query": "anything"})
+    assert result.is_error
+    text = result.content[0].text
+    assert "unauthenticated: missing Authorization header" in text
+    assert text.endswith("(no API key: set LOREGATE_API_KEY in the MCP server's environment)")
+
+
 async def test_mcp_match_bug_pattern_answers_with_the_signature(world: dict[str, str]) -> None:
     async with mcp_session(world) as client:
         error = "Traceback (most recent call last):\n  File \"/x/y.py\", line 3\nKeyError: 'user_7'"
@@ -118,3 +129,11 @@ async def test_mcp_observe_code_rule_is_refused_to_an_agent(world: dict[str, str
         result = await client.call_tool("observe_code_rule", args)
         assert result.is_error
         assert "forbidden" in result.content[0].text
+
+
+def test_mcp_readme_names_every_tool() -> None:
+    """The README's list of MCP tools is the server's: a tool left out there is one nobody finds."""
+    readme = (repo_root() / "README.md").read_text(encoding="utf-8")
+    start = readme.index("run `loregate mcp` on stdio")
+    listed = set(re.findall(r"`([a-z_]+)`", readme[start : readme.index(".mcp.json", start)]))
+    assert set(TOOL_NAMES) - listed == set()

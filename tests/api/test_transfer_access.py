@@ -225,6 +225,7 @@ def _bad_files(good: bytes, world: dict[str, Any]) -> list[tuple[str, bytes, str
     no_content = {k: v for k, v in memory.items() if k != "content"}
     return [
         ("not json", "\n".join([lines[0], "{not json"] + lines[1:]).encode(), "line 2: not JSON"),
+        ("too deep", ("[" * 5000 + "]" * 5000).encode(), "line 1: JSON nested too deeply"),
         ("binary", b"\x89PNG\r\n\x1a\n\x00\x00", "line 1:"),
         ("version", "\n".join([json.dumps(newer)] + lines[1:]).encode(), "line 1: export version 99"),
         (

@@ -391,3 +391,29 @@ async def test_search_by_symbol_meets_its_methods_and_takes_any_name_literally(
         )
     assert [r["citation"] for r in found.json()["results"]] == [memory["citation"]]
     assert odd.status_code == 200 and odd.json()["results"] == []
+
+
+async def test_project_stats_redact_a_secret_written_into_a_file_path(
+    gateway_url: str, crew: dict[str, Actor]
+) -> None:
+    """A path is folded from one task's staging and tracked files; the project's readers see it redacted."""
+    secret = "ghp_Xk3q9RmT7vLw2NpZ8sYb4HcJ6dFa1GeQ0uVi"
+    async with httpx.AsyncClient(base_url=gateway_url, timeout=60) as http:
+        writer = await _task(http, crew, "deploy the service")
+        tracked = await http.post(
+            f"/v1/tasks/{writer}/working-memory",
+            headers=crew["agent"].headers,
+            json={"files": [f"deploy/{secret}.env"]},
+        )
+        assert tracked.status_code == 200, tracked.text
+        await _append(
+            http, crew["agent"], writer, {"kind": "error", "content": f"FileNotFoundError: keys/{secret}.pem"}
+        )
+        reader = await _task(http, crew, "look around")
+        answer = await http.get(
+            "/v1/projects/stats", headers=crew["agent"].headers, params={"task_id": reader}
+        )
+    assert answer.status_code == 200, answer.text
+    assert secret not in answer.text
+    paths = {f["path"] for f in answer.json()["most_touched"]}
+    assert any(p.endswith("[REDACTED].env") for p in paths), paths

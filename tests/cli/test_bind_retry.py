@@ -85,3 +85,20 @@ def test_a_taken_configured_port_is_named_and_not_retried(tmp_path: Path) -> Non
         finally:
             supervisor._shutdown()
     assert "starting it again" not in console.export_text()
+
+
+@pytest.mark.parametrize("which", ["http", "grpc"])
+def test_a_gateway_port_in_use_stops_up_before_anything_starts(tmp_path: Path, which: str) -> None:
+    """Another process on the gateway's port answered `up`'s health check: it said the gateway was up."""
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        taken = holder.getsockname()[1]
+        ports = {"http_port": pick_free_port(), "grpc_port": pick_free_port(), f"{which}_port": taken}
+        settings = Settings(data_dir=tmp_path, http_host="127.0.0.1", **ports)
+        console = Console(record=True, width=200)
+        assert Supervisor(settings, console, startup_timeout=60.0).run() == 1
+    said = console.export_text()
+    assert f"port {taken} on 127.0.0.1 is already in use" in said
+    assert f"choose another with --{which}-port (LOREGATE_{which.upper()}_PORT)" in said
+    assert not (tmp_path / "postgres").exists()  # refused before the database started

@@ -54,6 +54,21 @@ def test_keys_create_prints_a_key_that_authenticates(migrated_database_url: str)
     assert "LOREGATE_DATABASE_URL" in result.stderr  # it says which database it used
 
 
+def test_keys_create_refuses_a_tenant_name_the_gateway_refuses(migrated_database_url: str) -> None:
+    """An org or project with `/` or `*` (or blank) names no tenant a task can be opened in: no key."""
+    env = cli_env(LOREGATE_DATABASE_URL=migrated_database_url)
+    listed_before = run_cli("keys", "list", env=env).stdout.count("key id")
+    for option, value in (("--org", "../x"), ("--project", "a*"), ("--org", " ")):
+        names = {"--org": "acme", "--project": "shop", option: value}
+        args = [a for pair in names.items() for a in pair]
+        result = run_cli("keys", "create", "--actor", "agent", "--name", "n", *args, env=env)
+        assert result.returncode == 1, result.stdout
+        assert f"{option} {value!r}: should be a name without `/` or `*`" in result.stderr, result.stderr
+        assert "no key created" in result.stderr
+        assert KEY_PATTERN.search(result.stdout) is None
+    assert run_cli("keys", "list", env=env).stdout.count("key id") == listed_before
+
+
 def test_keys_revoke_stops_the_key_authenticating(migrated_database_url: str) -> None:
     env = cli_env(LOREGATE_DATABASE_URL=migrated_database_url)
     created = run_cli(

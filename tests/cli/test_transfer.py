@@ -72,6 +72,22 @@ def test_export_refused_leaves_no_file(world: dict[str, Any], tmp_path: Path) ->
     assert list(tmp_path.iterdir()) == []
 
 
+def test_export_into_a_missing_directory_is_one_line(world: dict[str, Any], tmp_path: Path) -> None:
+    target = tmp_path / "no-such-dir" / "shop.jsonl"
+    refused = run_cli("export", world["scope_key"], "-o", str(target), env=world["env"]["human"])
+    assert refused.returncode == 1, refused.stderr
+    assert f"cannot write {target}: No such file or directory; nothing was written" in refused.stderr
+    assert "Traceback" not in refused.stderr and list(tmp_path.iterdir()) == []
+
+
+def test_show_of_an_empty_or_dot_reference_says_what_is_wrong(world: dict[str, Any]) -> None:
+    """`loregate show ""` reached the listing's redirect and said the answer was no MemoryPublic."""
+    empty = run_cli("show", "", env=world["env"]["human"])
+    assert empty.returncode == 1 and "invalid_input: an id in the request path is empty" in empty.stderr
+    dots = run_cli("show", "..", env=world["env"]["human"])
+    assert dots.returncode == 1 and "not_found: memory '..' does not exist" in dots.stderr, dots.stderr
+
+
 def test_import_refusals_are_one_line_and_exit_non_zero(world: dict[str, Any], tmp_path: Path) -> None:
     good = tmp_path / "good.jsonl"
     assert run_cli("export", world["scope_key"], "-o", str(good), env=world["env"]["human"]).returncode == 0

@@ -34,6 +34,10 @@ def create(
     """Create a principal and its first API key; the key is printed once."""
     from governance.storage.identity import create_api_key, create_principal
 
+    _check_name("--org", org)
+    if project is not None:
+        _check_name("--project", project)
+
     async def work(conn: AsyncConnection) -> tuple[str, str]:
         principal = await create_principal(
             conn, name=name, actor_type=actor, org=org, project=project, is_admin=admin
@@ -49,6 +53,19 @@ def create(
     console.print("API key (shown once, store it now):", highlight=False)
     # soft_wrap: a narrow terminal must not break the key across lines
     console.print(key, soft_wrap=True, highlight=False, markup=False)
+
+
+def _check_name(option: str, value: str) -> None:
+    """The tenant names `POST /v1/tasks` takes: a key of another tenant could never open or read a task."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from api.errors import validation_detail
+    from api.schemas.text import ScopeName
+
+    try:
+        TypeAdapter(ScopeName).validate_python(value)
+    except ValidationError as exc:
+        fail(f"{option} {value!r}: {validation_detail(exc.errors())}; no key created")
 
 
 _KEY_COLUMNS = ("key id", "principal", "name", "actor", "tenant", "created", "revoked")

@@ -93,7 +93,10 @@ def export(
             if response.status_code >= 400:
                 response.read()
                 raise _Refused(response)
-            sink = partial.open("wb") if partial is not None else None
+            try:
+                sink = partial.open("wb") if partial is not None else None
+            except OSError as exc:
+                fail(f"cannot write {output}: {exc.strerror}; nothing was written")
             try:
                 if partial is not None:
                     partial.chmod(0o600)

@@ -1,0 +1,60 @@
+"""A field the request does not have is a 422 naming it, on reads and memory changes as on writes.
+
+Search, context, approaches and the memory lifecycle ignored unknown fields: `"as_of"` or a misspelt
+`"typs"` returned unfiltered results as if the filter held, and `{"source": ..., "confidence": 1.0}` looked
+like it set a trust it never touched. Staging, promotions and change requests already refused them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from governance.config import Settings
+from governance.scopes import ActorType
+from tests.utils.factories import make_actor, new_tenant
+from tests.utils.gateway import running_gateway
+from tests.utils.memory_factories import add_memory, new_task
+
+
+@pytest.fixture(scope="module")
+def url(settings: Settings) -> Iterator[str]:
+    with running_gateway(settings) as gateway_url:
+        yield gateway_url
+
+
+async def test_unknown_fields_are_refused_naming_them(url: str, engine: AsyncEngine) -> None:
+    org, project = new_tenant()
+    agent = await make_actor(engine, ActorType.AGENT, org, project)
+    async with engine.begin() as conn:
+        task = await new_task(conn, org=org, project=project)
+        memory = await add_memory(conn, task, title="Queue", content="queue.backend: redis", embedding=None)
+    cases = [
+        ("/v1/search", {"query": "queue", "task_id": task.task_id, "as_of": "2020-01-01T00:00:00Z"}, "as_of"),
+        ("/v1/search", {"query": "queue", "task_id": task.task_id, "typs": ["fact"]}, "typs"),
+        ("/v1/context", {"query": "queue", "task_id": task.task_id, "max_token": 50}, "max_token"),
+        (
+            f"/v1/memories/{memory['citation']}/validate",
+            {"source": "tests_passed", "confidence": 1.0},
+            "confidence",
+        ),
+        (f"/v1/memories/{memory['citation']}/feedback", {"helpful": True, "weight": 10}, "weight"),
+        (
+            f"/v1/tasks/{task.task_id}/approaches",
+            {"approach": "use redis", "outcome": "failed", "actor": "human-1"},
+            "actor",
+        ),
+    ]
+    async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+        for path, body, field in cases:
+            answer = await http.post(path, json=body, headers=agent.headers)
+            assert answer.status_code == 422, (path, answer.text)
+            assert answer.json()["detail"] == f"{field}: Extra inputs are not permitted", answer.text
+        # without the stray field, the same search is taken
+        search = await http.post(
+            "/v1/search", json={"query": "queue", "task_id": task.task_id}, headers=agent.headers
+        )
+    assert search.status_code == 200, search.text
