@@ -161,16 +161,7 @@ async def _phase(
     engine: AsyncEngine, key: PlanKey, n: int, page: int
 ) -> list[tuple[str, float, float, str, str]]:
     """(read, ms joined, ms now, rows joined, rows now) for every read, and the baseline."""
-    P = PlanKey
-    del P
     results = []
-
-    async def joined_rows(statement: Any) -> Callable[[], Awaitable[Any]]:
-        async def run() -> Any:
-            async with engine.connect() as conn:
-                return (await conn.execute(statement)).all()
-
-        return run
 
     def ours(read: Callable[[Any], Awaitable[Any]]) -> Callable[[], Awaitable[Any]]:
         async def run() -> Any:
@@ -182,34 +173,34 @@ async def _phase(
     from governance.storage.plans import promotion_plan_items
 
     _P = promotion_plan_items.c
-    cases: list[tuple[str, list[Any], Callable[[], Awaitable[Any]]]] = []
+    cases: list[tuple[str, Callable[[], list[Any]], Callable[[], Awaitable[Any]]]] = []
     for label, offset in (("first", 0), ("middle", n // 2), ("last", n - page)):
         cases.append(
             (
                 f"plan_page {label} (offset {offset})",
-                [joined_page(key, offset, page)],
+                lambda o=offset: [joined_page(key, o, page)],
                 ours(lambda c, o=offset: plan_page(c, key, offset=o, limit=page)),
             )
         )
     cases.append(
         (
             "quarantined_items",
-            [joined_count(key, _P.quarantine), joined_quarantined(key, page)],
+            lambda: [joined_count(key, _P.quarantine), joined_quarantined(key, page)],
             ours(lambda c: quarantined_items(c, key, limit=page)),
         )
     )
     cases.append(
         (
             "published_page",
-            [joined_count(key, _P.memory_id), joined_published(key, 0, page)],
+            lambda: [joined_count(key, _P.memory_id), joined_published(key, 0, page)],
             ours(lambda c: published_page(c, key, offset=0, limit=page)),
         )
     )
     for label, statements, run in cases:
-
-        async def old(statements: list[Any] = statements) -> None:
+        # the statements built at each call, as the reads build theirs
+        async def old(statements: Callable[[], list[Any]] = statements) -> None:
             async with engine.connect() as conn:
-                for s in statements:
+                for s in statements():
                     (await conn.execute(s)).all()
 
         old_ms = await _p50(old)
