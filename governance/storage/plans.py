@@ -67,7 +67,6 @@ __all__ = [
     "PlanItemForReview",
     "PlanItemPublished",
     "of_run",
-    "items_with_candidates",
     "save_candidates",
     "candidate_indexes",
     "load_candidates",
@@ -354,22 +353,14 @@ async def plan_counts(conn: AsyncConnection, key: PlanKey) -> dict[str, int]:
     return {str(decision): int(n) for decision, n in rows}
 
 
-def items_with_candidates() -> Any:
-    """The plan items, each with its own candidate fetched by the candidates' full key.
-
-    A LATERAL subquery (its LIMIT keeps the planner from flattening it into a join): planned as a plain join
-    on a plan just written (no statistics yet), Postgres chose a nested loop that read the run's every
-    candidate again for each item (see `_candidate_of`). Filter on the items (`of_run`), select from the
-    items' and the candidates' columns (the lateral's are `_candidate_columns()`' labels).
-    """
-    return promotion_plan_items.join(_candidate_of(_P), true())
-
-
 def _candidate_of(item: Any, *columns: Any) -> Any:
-    """The candidate `item` (plan items' columns, or a subquery of them) plans, as a LATERAL subquery.
+    """The candidate `item` (a subquery of plan items) plans, as a LATERAL subquery (its LIMIT keeps the
+    planner from flattening it into a join).
 
     Looked up by the candidates' primary key (workflow, run, index), so each item reads exactly its own
-    candidate whatever the tables' statistics: publish's chunk read does the same (storage/plan_items.py).
+    candidate whatever the tables' statistics: planned as a plain join on a plan just written (no
+    statistics yet), Postgres chose a nested loop that read the run's every candidate again for each item.
+    Publish's chunk read does the same (storage/plan_items.py).
     """
     return (
         select(*(columns or _candidate_columns()))
@@ -379,6 +370,7 @@ def _candidate_of(item: Any, *columns: Any) -> Any:
             _C.idx == item.candidate_idx,
         )
         .limit(1)
+        .correlate_except(promotion_candidates)
         .lateral("candidate")
     )
 
