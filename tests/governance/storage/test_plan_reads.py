@@ -12,6 +12,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from governance.cognify import Candidate
+from governance.storage.item_decisions import item_fates, plan_item_views
 from governance.storage.plan_items import PlanItemToWrite, finish_plan, record_outcomes, save_plan_items
 from governance.storage.plans import (
     PlanItemPublished,
@@ -237,3 +238,26 @@ async def test_a_deep_page_of_a_big_fresh_plan_reads_only_its_own_candidates(eng
     assert count.removed == 0
     assert first.touched == {"promotion_plan_items": page, "promotion_candidates": page}
     assert first.removed == 0
+
+
+async def test_an_approvals_items_are_read_by_their_candidates_key(engine: AsyncEngine) -> None:
+    """Per-item decisions check the items they name (`plan_item_views`) and pages show each item's fate
+    (`item_fates`): on a fresh 3,000-item plan, only those items and their candidates are read."""
+    n = 3000
+    key = PlanKey(f"promote-{uuid.uuid4().hex}", "run")
+    order = await _plan(engine, key, n, tag="big", seed=4)
+    named = [5, 2900, 2999]
+    with capture_statements(engine) as sent:
+        async with engine.connect() as conn:
+            views = await plan_item_views(conn, key, named)
+            fates = await item_fates(conn, key, range(n - 100, n))
+    assert {i: (v.candidate_index, v.title, v.quarantined) for i, v in views.items()} == {
+        i: (order[i], f"big title {order[i]}", i % 7 == 2) for i in named
+    }
+    assert sorted(fates) == list(range(n - 100, n))
+    views_read, fates_read = await _explained(engine, sent)
+    assert views_read.touched == {"promotion_plan_items": 3, "promotion_candidates": 3}
+    # the named items' range of the plan is scanned (Postgres 16 filters by the list rather than looking up
+    # each index), but no candidate beyond the three
+    assert views_read.removed <= named[-1] - named[0]
+    assert fates_read.touched["promotion_plan_items"] == 100 and fates_read.removed == 0
