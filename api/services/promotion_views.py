@@ -57,9 +57,18 @@ __all__ = ["promotion_status", "promotion_plan", "public_promotion"]
 
 
 async def promotion_status(
-    resources: GatewayResources, principal: Principal, task_id: str, number: int | None = None
+    resources: GatewayResources,
+    principal: Principal,
+    task_id: str,
+    number: int | None = None,
+    *,
+    plan_entries: bool = True,
 ) -> PromotionPublic:
-    """The state and plan of the task's latest promotion, or of promotion `number` (needs `read`)."""
+    """The state and plan of the task's latest promotion, or of promotion `number` (needs `read`).
+
+    `plan_entries=False` leaves the plan's first page out (`plan` empty, `plan_total` still counted): for a
+    caller that shows the plan's pages itself (the console), reviewing them here too was half its cost.
+    """
     task = await authorized_task(resources, principal, task_id, "read")
     workflow_id, _ = await promotion_of(resources, task, number)
     handle = workflow_handle(await temporal_client(resources), workflow_id)
@@ -75,8 +84,12 @@ async def promotion_status(
                 state=desc.typed_search_attributes.get(LOREGATE_STATE)
                 or PromotionState.AWAITING_VERIFICATION,
             )
-            return await public_promotion(resources, principal, task, desc, fallback, live=False)
-    return await public_promotion(resources, principal, task, desc, status, live=True)
+            return await public_promotion(
+                resources, principal, task, desc, fallback, live=False, plan_entries=plan_entries
+            )
+    return await public_promotion(
+        resources, principal, task, desc, status, live=True, plan_entries=plan_entries
+    )
 
 
 async def promotion_plan(
@@ -136,17 +149,21 @@ async def public_promotion(
     desc: WorkflowExecutionDescription,
     status: PromotionStatus,
     live: bool,
+    *,
+    plan_entries: bool = True,
 ) -> PromotionPublic:
-    """The workflow's status, with the plan and the publication read from the database."""
-    fields = {
-        **dataclasses.asdict(status),
-        **await _stored(resources, principal, task, status, live, desc.id),
-    }
-    # the critique and the decision's note are loregate's rows (the history carries neither; an older
-    # history's copy is the fallback)
+    """The workflow's status, with the plan and the publication read from the database (without the plan's
+    first page when not `plan_entries`)."""
     async with resources.engine.connect() as conn:
         header = await latest_plan(conn, desc.id)
         note = await decision_note(conn, desc.id)
+    complete = header if header is not None and header.plan_total is not None else None
+    fields = {
+        **dataclasses.asdict(status),
+        **await _stored(resources, principal, task, status, live, complete, plan_entries),
+    }
+    # the critique and the decision's note are loregate's rows (the history carries neither; an older
+    # history's copy is the fallback)
     critique = header.critique if header is not None and header.critique else status.critique
     if note in ("approved", "rejected"):  # the event's reason when the decision came without a note
         note = None
@@ -174,10 +191,11 @@ async def _stored(
     task: TaskInfo,
     status: PromotionStatus,
     live: bool,
-    workflow_id: str,
+    header: PlanHeader | None,
+    plan_entries: bool,
 ) -> dict[str, Any]:
-    """The plan's first page, reviewed for `principal`, and the publication's, as `PromotionPublic` fields."""
-    header = await _complete_plan(resources, workflow_id)
+    """The plan's first page (when `plan_entries`), reviewed for `principal`, and the publication's, as
+    `PromotionPublic` fields, of the complete plan `header` (None: no complete plan)."""
     if header is None or (live and not status.plan_total and not status.published_total):
         # no plan yet (a re-run after a failure has not planned: an older run's plan is not this one's)
         return {
@@ -190,7 +208,7 @@ async def _stored(
         }
     key = PlanKey(header.workflow_id, header.run_id)
     async with resources.engine.connect() as conn:
-        rows = await plan_page(conn, key, offset=0, limit=PLAN_PAGE_SIZE)
+        rows = await plan_page(conn, key, offset=0, limit=PLAN_PAGE_SIZE) if plan_entries else []
         published_total, published = await published_page(conn, key, offset=0, limit=PLAN_PAGE_SIZE)
         quarantined_total, quarantined = await quarantined_items(conn, key, limit=PLAN_PAGE_SIZE)
     target_key = target_scope_key(task, status.target_scope)

@@ -48,6 +48,7 @@ from sqlalchemy import (
     func,
     select,
     text,
+    true,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -66,7 +67,6 @@ __all__ = [
     "PlanItemForReview",
     "PlanItemPublished",
     "of_run",
-    "items_with_candidates",
     "save_candidates",
     "candidate_indexes",
     "load_candidates",
@@ -75,6 +75,7 @@ __all__ = [
     "quarantined_items",
     "plan_counts",
     "plan_page",
+    "plan_page_statement",
     "latest_plan",
     "get_plan",
     "published_page",
@@ -352,19 +353,92 @@ async def plan_counts(conn: AsyncConnection, key: PlanKey) -> dict[str, int]:
     return {str(decision): int(n) for decision, n in rows}
 
 
-def items_with_candidates() -> Any:
-    """The plan items joined to the candidates they plan."""
-    return promotion_plan_items.join(
-        promotion_candidates,
-        and_(
-            _C.workflow_id == _P.workflow_id,
-            _C.run_id == _P.run_id,
-            _C.idx == _P.candidate_idx,
-        ),
+def _candidate_of(item: Any, *columns: Any) -> Any:
+    """The candidate `item` (a subquery of plan items) plans, as a LATERAL subquery (its LIMIT keeps the
+    planner from flattening it into a join).
+
+    Looked up by the candidates' primary key (workflow, run, index), so each item reads exactly its own
+    candidate whatever the tables' statistics: planned as a plain join on a plan just written (no
+    statistics yet), Postgres chose a nested loop that read the run's every candidate again for each item.
+    Publish's chunk read does the same (storage/plan_items.py).
+    """
+    return (
+        select(*(columns or _candidate_columns()))
+        .where(
+            _C.workflow_id == item.workflow_id,
+            _C.run_id == item.run_id,
+            _C.idx == item.candidate_idx,
+        )
+        .limit(1)
+        .correlate_except(promotion_candidates)
+        .lateral("candidate")
     )
 
 
+def _candidate_columns() -> tuple[Any, ...]:
+    return (_C.memory_type, _C.title, _C.content, _C.canonical_key)
+
+
+def _page_of_items(key: PlanKey, *columns: Any, where: Any = None, offset: int = 0, limit: int) -> Any:
+    """The run's plan items (those matching `where`) from `offset`, at most `limit`, in plan order: a
+    subquery, so the offset is skipped over the items' primary key alone and only the page's items go on
+    to meet their candidates (a join under OFFSET would look up a candidate for every skipped item)."""
+    query = select(_P.workflow_id, _P.run_id, _P.idx, _P.candidate_idx, *columns).where(
+        of_run(key, promotion_plan_items)
+    )
+    if where is not None:
+        query = query.where(where)
+    return query.order_by(_P.idx).offset(offset).limit(limit).subquery("item")
+
+
 _UUID_TEXT = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+
+
+def _target_of(item: Any) -> Any:
+    """The published memory a duplicate merges into or a supersede replaces, by its primary key (a
+    LATERAL subquery, for the same reason as `_candidate_of`); no row when the target is not a memory id."""
+    target = memories.alias("target")
+    target_id = case((item.target_id.regexp_match(_UUID_TEXT), cast(item.target_id, UUID)), else_=None)
+    return (
+        select(target.c.title.label("target_title"), target.c.content.label("target_content"))
+        .where(target.c.id == target_id)
+        .limit(1)
+        .lateral("target")
+    )
+
+
+def plan_page_statement(key: PlanKey, *, offset: int, limit: int) -> Any:
+    """`plan_page`'s statement: the page's items, then each item's candidate and target by key."""
+    item = _page_of_items(
+        key,
+        _P.decision,
+        _P.target_id,
+        _P.similarity,
+        _P.reason,
+        _P.quarantine,
+        offset=offset,
+        limit=limit,
+    )
+    candidate = _candidate_of(item.c)
+    target = _target_of(item.c)
+    return (
+        select(
+            item.c.idx,
+            candidate.c.memory_type,
+            candidate.c.title,
+            candidate.c.content,
+            candidate.c.canonical_key,
+            item.c.decision,
+            item.c.target_id,
+            item.c.similarity,
+            item.c.reason,
+            target.c.target_title,
+            target.c.target_content,
+            item.c.quarantine,
+        )
+        .select_from(item.join(candidate, true()).outerjoin(target, true()))
+        .order_by(item.c.idx)
+    )
 
 
 async def plan_page(
@@ -373,31 +447,10 @@ async def plan_page(
     """Plan items `offset`.. (at most `limit`), in plan order, with their candidates' full content.
 
     A duplicate's or a supersede's target comes with its current title and content, so an approver reads
-    what the item merges into or replaces beside the new text.
+    what the item merges into or replaces beside the new text. However deep the page, it reads the items'
+    keys up to it and the page's own items, candidates and targets (`plan_page_statement`).
     """
-    target = memories.alias("target")
-    target_id = case((_P.target_id.regexp_match(_UUID_TEXT), cast(_P.target_id, UUID)), else_=None)
-    rows = await conn.execute(
-        select(
-            _P.idx,
-            _C.memory_type,
-            _C.title,
-            _C.content,
-            _C.canonical_key,
-            _P.decision,
-            _P.target_id,
-            _P.similarity,
-            _P.reason,
-            target.c.title.label("target_title"),
-            target.c.content.label("target_content"),
-            _P.quarantine,
-        )
-        .select_from(items_with_candidates().outerjoin(target, target.c.id == target_id))
-        .where(of_run(key, promotion_plan_items))
-        .order_by(_P.idx)
-        .offset(offset)
-        .limit(limit)
-    )
+    rows = await conn.execute(plan_page_statement(key, offset=offset, limit=limit))
     return [
         PlanItemForReview(
             idx=int(r.idx),
@@ -430,14 +483,23 @@ async def quarantined_items(
     conn: AsyncConnection, key: PlanKey, *, limit: int
 ) -> tuple[int, list[QuarantinedRow]]:
     """How many plan items are quarantined, and the first `limit` of them in plan order."""
-    where = and_(of_run(key, promotion_plan_items), _P.quarantine.is_not(None))
-    total = int(await conn.scalar(select(func.count()).select_from(promotion_plan_items).where(where)) or 0)
+    held = _P.quarantine.is_not(None)
+    total = int(
+        await conn.scalar(
+            select(func.count())
+            .select_from(promotion_plan_items)
+            .where(of_run(key, promotion_plan_items), held)
+        )
+        or 0
+    )
+    if total == 0:
+        return 0, []
+    item = _page_of_items(key, _P.quarantine, where=held, limit=limit)
+    candidate = _candidate_of(item.c, _C.title)
     rows = await conn.execute(
-        select(_P.idx, _C.title, _P.quarantine)
-        .select_from(items_with_candidates())
-        .where(where)
-        .order_by(_P.idx)
-        .limit(limit)
+        select(item.c.idx, candidate.c.title, item.c.quarantine)
+        .select_from(item.join(candidate, true()))
+        .order_by(item.c.idx)
     )
     return total, [QuarantinedRow(int(r.idx), r.title, r.quarantine) for r in rows]
 
@@ -477,24 +539,42 @@ async def published_page(
     conn: AsyncConnection, key: PlanKey, *, offset: int, limit: int
 ) -> tuple[int, list[PlanItemPublished]]:
     """How many plan items were published, and those from `offset` (at most `limit`), in plan order."""
-    where = and_(of_run(key, promotion_plan_items), _P.memory_id.is_not(None))
-    total = int(await conn.scalar(select(func.count()).select_from(promotion_plan_items).where(where)) or 0)
+    published = _P.memory_id.is_not(None)
+    total = int(
+        await conn.scalar(
+            select(func.count())
+            .select_from(promotion_plan_items)
+            .where(of_run(key, promotion_plan_items), published)
+        )
+        or 0
+    )
+    if total <= offset:
+        return total, []
+    item = _page_of_items(
+        key,
+        _P.memory_id,
+        _P.citation,
+        _P.action,
+        _P.superseded_id,
+        _P.replayed,
+        where=published,
+        offset=offset,
+        limit=limit,
+    )
+    candidate = _candidate_of(item.c, _C.memory_type, _C.title)
     rows = await conn.execute(
         select(
-            _P.idx,
-            _P.memory_id,
-            _P.citation,
-            _P.action,
-            _P.superseded_id,
-            _P.replayed,
-            _C.memory_type,
-            _C.title,
+            item.c.idx,
+            item.c.memory_id,
+            item.c.citation,
+            item.c.action,
+            item.c.superseded_id,
+            item.c.replayed,
+            candidate.c.memory_type,
+            candidate.c.title,
         )
-        .select_from(items_with_candidates())
-        .where(where)
-        .order_by(_P.idx)
-        .offset(offset)
-        .limit(limit)
+        .select_from(item.join(candidate, true()))
+        .order_by(item.c.idx)
     )
     return total, [
         PlanItemPublished(

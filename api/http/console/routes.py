@@ -222,7 +222,10 @@ async def _promotion_page(
     *,
     number: int | None = None,
 ) -> Response:
-    status = await promotion_views.promotion_status(resources, session.principal, task_id, number)
+    # the page shows the plan's page below, not the status' first page of it
+    status = await promotion_views.promotion_status(
+        resources, session.principal, task_id, number, plan_entries=False
+    )
     plan = await promotion_views.promotion_plan(
         resources, session.principal, task_id, offset, PLAN_PAGE, number
     )
