@@ -47,6 +47,7 @@ from governance.order_model import long_enough, order_veto
 from governance.supersession import ContradictionJudge, RuleBasedJudge
 from governance.wording.differences import material_difference, value_difference
 from governance.wording.order import order_difference
+from governance.wording.subjects import subject_difference
 
 __all__ = [
     "Neighbour",
@@ -123,12 +124,14 @@ _PAIRS_CACHED = 1 << 16
 
 @lru_cache(maxsize=_PAIRS_CACHED)
 def _refused(a: str, b: str) -> bool:
-    """A veto on merging `a` and `b`: for two Latin-script texts, `governance.order_model.order_veto` (value
-    differences, then the rules and the learned order model); with Korean on a side, the material and
-    order differences of `governance.wording`."""
+    """A veto on merging `a` and `b`: for two Latin-script texts, the same said of two subjects
+    (`governance.wording.subjects`: the learned model reads a long sentence with its subject swapped as a
+    rewording), then `governance.order_model.order_veto` (value differences, then the rules and the learned
+    order model); with Korean on a side, the material and order differences of `governance.wording` (a
+    Latin name swapped in a Korean subject is one; a Korean word swapped may be a synonym)."""
     if _HANGUL.search(a) or _HANGUL.search(b):
         return material_difference(a, b) is not None or order_difference(a, b) is not None
-    return order_veto(a, b) is not None
+    return subject_difference(a, b) is not None or order_veto(a, b) is not None
 
 
 @lru_cache(maxsize=_PAIRS_CACHED)
