@@ -16,7 +16,9 @@ Step 4's "material difference" (a changed number, unit or version, another tool 
 opposite term) keeps near-misses like "timeout 30 s" / "timeout 60 s" apart even when the embedder puts them
 side by side; it is a veto. So is an "order difference" (`governance.wording.order.order_difference`): the
 same words in an order that says another thing ("A calls B" / "B calls A", "migrate X to Y" / "Y to X",
-a moved "only"), where a merge would keep one statement and lose the other. Between two Latin-script
+a moved "only"), where a merge would keep one statement and lose the other, and between two Latin-script
+texts the same said of another subject (`governance.wording.subjects`: "web-4 runs X" / "web-3 runs X",
+which the rule-based judge does not read as a contradiction either: both facts stay). Between two Latin-script
 texts the veto is `governance.order_model.order_veto`: a value difference always refuses; the wording and
 order rules refuse between short texts (between 8 and 13 words a learned model may refuse besides), and
 between longer ones a learned model over how the shared words moved (fitted on external
@@ -225,6 +227,9 @@ def classify(
         if memory_type is not None and n.memory_type is not None and n.memory_type != memory_type:
             continue
         if _reworded_swap(content, n.content):
+            continue
+        # the same said of another subject is another fact: no judge (rules or LLM) is asked to retire it
+        if subject_difference(content, n.content) is not None:
             continue
         verdict = active_judge.judge(new=content, old=n.content, similarity=n.similarity)
         if verdict.contradicts:

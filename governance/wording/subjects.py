@@ -142,7 +142,9 @@ def _spelt(text: str) -> str:
     return text
 
 
-def _split(text: str) -> tuple[list[str], list[str]] | None:
+# a text meets every candidate near it: each is split once
+@lru_cache(maxsize=1 << 14)
+def _split(text: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
     """(subject, predicate) words of `text` (casefolded, aliases spelt one way), or None."""
     text = canonical_aliases(text)
     korean = bool(HANGUL.search(text))
@@ -158,15 +160,14 @@ def _split(text: str) -> tuple[list[str], list[str]] | None:
         lowered = [w.casefold() for w in _tokens(text)]
         start = next(i for i in range(len(lowered)) if lowered[i : i + len(subject)] == subject)
         predicate = lowered[start + len(subject) :]
-    return (subject, predicate) if predicate else None
+    return (tuple(subject), tuple(predicate)) if predicate else None
 
 
-@lru_cache(maxsize=1 << 14)
 def subject_of(text: str) -> tuple[str, ...] | None:
     """The words of `text` before its main verb (casefolded, aliases spelt one way), or None when no verb
     or subject particle is found near its start."""
     split = _split(text)
-    return tuple(split[0]) if split else None
+    return split[0] if split else None
 
 
 def _named(subject: Sequence[str]) -> set[str]:
