@@ -127,13 +127,14 @@ _PAIRS_CACHED = 1 << 16
 @lru_cache(maxsize=_PAIRS_CACHED)
 def _refused(a: str, b: str) -> bool:
     """A veto on merging `a` and `b`: for two Latin-script texts, the same said of two subjects
-    (`governance.wording.subjects`: the learned model reads a long sentence with its subject swapped as a
-    rewording), then `governance.order_model.order_veto` (value differences, then the rules and the learned
-    order model); with Korean on a side, the material and order differences of `governance.wording` (a
-    Latin name swapped in a Korean subject is one; a Korean word swapped may be a synonym)."""
+    (`governance.wording.subjects`, a name swapped in the subject: the learned model reads a long
+    sentence with its subject swapped as a rewording), then `governance.order_model.order_veto` (value
+    differences, then the rules and the learned order model); with Korean on a side, the material and
+    order differences of `governance.wording` (a Latin name swapped in a Korean subject is one; a Korean
+    word swapped may be a synonym)."""
     if _HANGUL.search(a) or _HANGUL.search(b):
         return material_difference(a, b) is not None or order_difference(a, b) is not None
-    return subject_difference(a, b) is not None or order_veto(a, b) is not None
+    return subject_difference(a, b, names_only=True) is not None or order_veto(a, b) is not None
 
 
 @lru_cache(maxsize=_PAIRS_CACHED)

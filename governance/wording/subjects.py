@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -34,6 +35,8 @@ __all__ = ["PREDICATE_ALIGNMENT", "subject_of", "subject_difference"]
 PREDICATE_ALIGNMENT = 0.5
 
 _TOKEN = re.compile(r"[\w][\w'./+#-]*", re.UNICODE)
+_PIECE = re.compile(r"[\w][\w'./+#-]*|,", re.UNICODE)
+_ASIDE = re.compile(r"\([^()]*\)")
 _AUXILIARIES = frozenset(
     "is are was were be been being am has have had will would can could should must may might shall does do "
     "did isn't aren't wasn't weren't hasn't haven't hadn't won't wouldn't can't cannot couldn't shouldn't "
@@ -64,7 +67,7 @@ _CLAUSE_OPENERS = frozenset(
 # words in a subject that name nothing (articles, possessives, quantifiers)
 _EMPTY = frozenset(
     "the a an our their its his her my your this that these those all each every some any of for in on at "
-    "to and or with by from new old current".split()
+    "to and or with by from new old current he she they you we i it one there here".split()
 )
 _NOT_VERBS_S = ("ss", "us", "is", "ous", "ics")
 # how far into a statement its main verb is looked for
@@ -92,26 +95,37 @@ def _verb_like(word: str, previous: str) -> bool:
     return word.endswith("s") and not word.endswith(_NOT_VERBS_S)
 
 
-def _english_subject(text: str) -> list[str] | None:
-    words = _tokens(text)
-    raw = _TOKEN.findall(text)
-    start = 0
-    if words and words[0].casefold() in _CLAUSE_OPENERS:
-        # the subject follows the leading clause's comma; without one there is no telling where it starts
-        comma = text.find(",")
-        if comma < 0:
-            return None
-        start = len(_TOKEN.findall(text[:comma]))
+def _english_split(text: str) -> tuple[list[str], list[str]] | None:
+    """(subject, predicate) words of an English statement (casefolded), or None.
+
+    Parenthesised asides are left out; a stretch closed by a comma before the verb ("In 2004,", "Thus,",
+    "Alongside A and B,") is not the subject, which starts after the last such comma."""
+    pieces = _PIECE.findall(_ASIDE.sub(" ", text))
+    words = [p if p == "," else (p.rstrip("./-") or p) for p in pieces]
     lowered = [w.casefold() for w in words]
-    if start >= len(words) or lowered[start] in _AUXILIARIES | _PREDICATE_OPENERS | {"please", "let's"}:
-        # an instruction or a question ("Never commit secrets", "Do not run ..."): no subject is named
-        return None
-    for i in range(start + 1, min(len(words), start + _MAX_SUBJECT_WORDS + 1)):
-        word = lowered[i]
-        if word in _AUXILIARIES or word in _PREDICATE_OPENERS or word.endswith("n't"):
-            return lowered[start:i]
-        if _verb_like(raw[i], lowered[i - 1]):
-            return lowered[start:i]
+    start, clause = 0, False
+    for i, word in enumerate(lowered):
+        if word == ",":
+            start, clause = i + 1, False
+            continue
+        if i == start:
+            if start == 0 and word in _AUXILIARIES | _PREDICATE_OPENERS | {"please", "let's"}:
+                # an instruction or a question ("Never commit secrets", "Do not run ..."): no subject
+                return None
+            # a leading clause ("In 2004, ...") runs to its comma; without one there is no telling
+            clause = word in _CLAUSE_OPENERS
+            continue
+        if clause:
+            continue
+        if i - start > _MAX_SUBJECT_WORDS:
+            return None
+        if (
+            word in _AUXILIARIES
+            or word in _PREDICATE_OPENERS
+            or word.endswith("n't")
+            or _verb_like(words[i], lowered[i - 1])
+        ):
+            return lowered[start:i], [w for w in lowered[i:] if w != ","]
     return None
 
 
@@ -147,20 +161,20 @@ def _spelt(text: str) -> str:
 def _split(text: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
     """(subject, predicate) words of `text` (casefolded, aliases spelt one way), or None."""
     text = canonical_aliases(text)
-    korean = bool(HANGUL.search(text))
-    if korean:
+    if HANGUL.search(text):
         text = _spelt(text)
-    subject = _korean_subject(text) if korean else _english_subject(text)
-    if not subject:
-        return None
-    if korean:
+        subject = _korean_subject(text)
+        if not subject:
+            return None
         words = text.casefold().split()
-        predicate = [w.rstrip(".,;:!?") for w in words[len(subject) :]]
+        split = (subject, [w.rstrip(".,;:!?") for w in words[len(subject) :]])
     else:
-        lowered = [w.casefold() for w in _tokens(text)]
-        start = next(i for i in range(len(lowered)) if lowered[i : i + len(subject)] == subject)
-        predicate = lowered[start + len(subject) :]
-    return (tuple(subject), tuple(predicate)) if predicate else None
+        found = _english_split(text)
+        if found is None:
+            return None
+        split = found
+    subject, predicate = split
+    return (tuple(subject), tuple(predicate)) if subject and predicate else None
 
 
 def subject_of(text: str) -> tuple[str, ...] | None:
@@ -174,23 +188,59 @@ def _named(subject: Sequence[str]) -> set[str]:
     return {w for w in subject if w not in _EMPTY and w not in _PREDICATE_OPENERS}
 
 
+def _plain(word: str) -> str:
+    """The word without accents ("İşman" and "Isman" are one name spelt two ways)."""
+    return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
+
+
+def _written(word: str, present: set[str]) -> bool:
+    """Whether a text writing the words `present` writes `word`, or the same word inflected or spelt
+    otherwise (transport/transportation, Groves/Grove, İşman/Isman, O'Brien/Brien, Fallbeil/Fall Beil);
+    never so for an identifier with digits (web-3 is not web-30)."""
+    if word in present:
+        return True
+    if any(c.isdigit() for c in word):
+        return False
+    plain = _plain(word)
+    for other in present:
+        if any(c.isdigit() for c in other):
+            continue
+        if _plain(other) == plain:
+            return True
+        shorter, longer = sorted((plain, _plain(other)), key=len)
+        if len(shorter) >= 4 and shorter in longer:
+            return True
+    return False
+
+
 def _absent(words: set[str], other: str, korean: bool) -> set[str]:
     """The words of `words` that `other` (casefolded, aliases spelt one way) never writes."""
     if korean:
         # particles glue onto Korean words: a word is present when it occurs inside the other text
         return {w for w in words if w not in other}
     present = {w.rstrip("./-") or w for w in _TOKEN.findall(other)}
-    return words - present
+    return {w for w in words if not _written(w, present)}
+
+
+def _names(text: str) -> set[str]:
+    """The words a text writes as names: capitalised or carrying a digit (casefolded)."""
+    return {
+        w.rstrip("./-").casefold()
+        for w in _TOKEN.findall(text)
+        if w[0].isupper() or any(c.isdigit() for c in w)
+    }
 
 
 @lru_cache(maxsize=1 << 16)
-def subject_difference(a: str, b: str) -> str | None:
+def subject_difference(a: str, b: str, *, names_only: bool = False) -> str | None:
     """Why `a` and `b` are about two different subjects, or None (same subject, or no telling).
 
     Both texts must be of one script and each must have a subject; they say the same of two subjects when
     each subject names a word the other text never writes anywhere, and their predicates are the same
     statement: the same verb (English: the predicate's first word; Korean: its last) and at least
-    `PREDICATE_ALIGNMENT` of their words in order (numbers and values may differ).
+    `PREDICATE_ALIGNMENT` of their words in order (numbers and values may differ). `names_only`: the
+    words swapped must include a name on each side (capitalised or carrying a digit), not only common
+    words, which a paraphrase swaps for synonyms (the highway / the motorway); deduplication asks so.
     """
     korean = bool(HANGUL.search(a))
     if korean != bool(HANGUL.search(b)):
@@ -208,9 +258,11 @@ def subject_difference(a: str, b: str) -> str | None:
     aligned = difflib.SequenceMatcher(a=predicate_a, b=predicate_b, autojunk=False).ratio()
     if aligned < PREDICATE_ALIGNMENT:
         return None
-    text_a, text_b = (_spelt(canonical_aliases(t)).casefold() for t in (a, b))
-    only_a = _absent(named_a - named_b, text_b, korean)
-    only_b = _absent(named_b - named_a, text_a, korean)
+    spelt_a, spelt_b = (_spelt(canonical_aliases(t)) for t in (a, b))
+    only_a = _absent(named_a - named_b, spelt_b.casefold(), korean)
+    only_b = _absent(named_b - named_a, spelt_a.casefold(), korean)
+    if names_only:
+        only_a, only_b = only_a & _names(spelt_a), only_b & _names(spelt_b)
     if only_a and only_b:
         return f"about another subject: {' '.join(subject_a)!r} vs {' '.join(subject_b)!r}"
     return None
