@@ -44,7 +44,7 @@ _AUXILIARIES = frozenset(
 )
 # words that open a predicate before its verb ("web-3 never restarts", "the cache now expires")
 _PREDICATE_OPENERS = frozenset(
-    "never always not no only now also still usually often sometimes rarely currently already no longer "
+    "never always not no only now also still usually often sometimes rarely currently already "
     "automatically".split()
 )
 # verbs whose past or present form carries no -s/-ed ("McCall left the group", "web-3 ran out of disk")
@@ -76,10 +76,6 @@ _KOREAN_TOPIC = ("은", "는")
 _KOREAN_SUBJECT = ("이", "가")
 # one Korean spelling for words written two ways ("애플리케이션 로그" is "앱 로그")
 _KOREAN_SPELLINGS = (("애플리케이션", "앱"), ("어플리케이션", "앱"))
-
-
-def _tokens(text: str) -> list[str]:
-    return [t.rstrip("./-") or t for t in _TOKEN.findall(text)]
 
 
 def _verb_like(word: str, previous: str) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from governance.dedup import DecisionKind, Neighbour, classify, content_hash
-from governance.supersession import RuleBasedJudge
+from governance.supersession import RuleBasedJudge, Verdict
 from governance.wording.subjects import subject_difference, subject_of
 from tests.bench.subject_pairs import OTHER, UPDATE, figures, load_pairs, part_of
 
@@ -159,3 +159,36 @@ def test_external_pairs_other_subject_kept_updates_never_merged_both_parts() -> 
             paws_update,
         )
         assert bumps.pairs >= 30 and bumps.superseded == 1.0, (part, bumps)
+
+
+class _CountingJudge(RuleBasedJudge):
+    """The rule-based judge, counting the pairs it is asked about."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked = 0
+
+    def judge(self, *, new: str, old: str, similarity: float) -> Verdict:
+        self.asked += 1
+        return super().judge(new=new, old=old, similarity=similarity)
+
+
+def test_classify_asks_no_judge_about_neighbours_of_other_subjects() -> None:
+    def fact(i: int) -> str:
+        return f"observation {i}: service kappa-{i} answered in {i} ms under load {i % 13}"
+
+    judge = _CountingJudge()
+    neighbours = [Neighbour(str(j), "s", None, content_hash(fact(j)), 0.97, "", fact(j)) for j in range(10)]
+    decision = classify(
+        content=fact(42),
+        content_hash=content_hash(fact(42)),
+        canonical_key=None,
+        neighbours=neighbours,
+        dup_threshold=0.79,
+        related_threshold=0.85,
+        judge=judge,
+        scope_key="s",
+        memory_type="fact",
+    )
+    assert decision.kind is DecisionKind.NEW and len(decision.related_ids) == 10
+    assert judge.asked == 0
