@@ -65,6 +65,8 @@ def test_rule_judge_keeps_a_fact_about_another_subject(new: str, old: str) -> No
             "In production, the cache expires after 10 minutes.",
             "In production, the cache expires after 5 minutes.",
         ),
+        # a team before the verb is the owner of what follows: another team revises it
+        ("The platform team owns the orders database.", "The billing team owns the orders database."),
         ("web-3 서버는 Ubuntu 24.04를 사용한다.", "web-3 서버는 Ubuntu 22.04를 사용한다."),
         ("API 타임아웃은 60초이다.", "API 타임아웃은 30초이다."),
     ],
@@ -114,6 +116,8 @@ def test_subject_of_reads_the_words_before_the_main_verb() -> None:
         "버전",
     )
     assert subject_of("Never commit secrets.") is None
+    # a word after a bare number is what it counts, not a verb
+    assert subject_of("cache.ttl: 60 seconds in the quokka service") is None
     # an aside in parentheses and a stretch closed by a comma before the verb are not the subject
     assert subject_of("Callum O'Brien (born 1982 in Napier) is a squash player.") == ("callum", "o'brien")
     assert subject_of("Thus, Malayadhwaja Pandian performed poojas.") == ("malayadhwaja", "pandian")
