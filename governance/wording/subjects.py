@@ -223,16 +223,17 @@ def _absent(words: set[str], other: str, korean: bool) -> set[str]:
     return {w for w in words if not _written(w, present)}
 
 
-def _names(text: str) -> set[str]:
+# each text meets every candidate near it: its names are read once
+@lru_cache(maxsize=1 << 14)
+def _names(text: str) -> frozenset[str]:
     """The words a text writes as names: capitalised or carrying a digit (casefolded)."""
-    return {
+    return frozenset(
         w.rstrip("./-").casefold()
         for w in _TOKEN.findall(text)
         if w[0].isupper() or any(c.isdigit() for c in w)
-    }
+    )
 
 
-@lru_cache(maxsize=1 << 16)
 def subject_difference(a: str, b: str, *, names_only: bool = False) -> str | None:
     """Why `a` and `b` are about two different subjects, or None (same subject, or no telling).
 
@@ -243,32 +244,39 @@ def subject_difference(a: str, b: str, *, names_only: bool = False) -> str | Non
     words swapped must include a name on each side (capitalised or carrying a digit), not only common
     words, which a paraphrase swaps for synonyms (the highway / the motorway); deduplication asks so.
     """
+    reason, named = _swap(a, b)
+    return None if reason is None or (names_only and not named) else reason
+
+
+# deduplication and the judge ask about the same pairs: each pair is worked out once per process
+@lru_cache(maxsize=1 << 16)
+def _swap(a: str, b: str) -> tuple[str | None, bool]:
+    """`subject_difference`'s reason, and whether the swapped words include a name on each side."""
     korean = bool(HANGUL.search(a))
     if korean != bool(HANGUL.search(b)):
-        return None
+        return None, False
     split_a, split_b = _split(a), _split(b)
     if split_a is None or split_b is None:
-        return None
+        return None, False
     (subject_a, predicate_a), (subject_b, predicate_b) = split_a, split_b
     named_a, named_b = _named(subject_a), _named(subject_b)
     if not named_a or not named_b or named_a == named_b:
-        return None
+        return None, False
     if _OWNER in named_a & named_b or any(_OWNER_KO in w for w in named_a | named_b):
         # a team named before its verb ("The billing team owns the orders database") is the owner of what
         # follows: a value the statement gives, which another team's name revises (governance.wording's
         # "different owners")
-        return None
+        return None, False
     verb = -1 if korean else 0
     if predicate_a[verb] != predicate_b[verb]:
-        return None
+        return None, False
     aligned = difflib.SequenceMatcher(a=predicate_a, b=predicate_b, autojunk=False).ratio()
     if aligned < PREDICATE_ALIGNMENT:
-        return None
+        return None, False
     spelt_a, spelt_b = (_spelt(canonical_aliases(t)) for t in (a, b))
     only_a = _absent(named_a - named_b, spelt_b.casefold(), korean)
     only_b = _absent(named_b - named_a, spelt_a.casefold(), korean)
-    if names_only:
-        only_a, only_b = only_a & _names(spelt_a), only_b & _names(spelt_b)
-    if only_a and only_b:
-        return f"about another subject: {' '.join(subject_a)!r} vs {' '.join(subject_b)!r}"
-    return None
+    if not (only_a and only_b):
+        return None, False
+    reason = f"about another subject: {' '.join(subject_a)!r} vs {' '.join(subject_b)!r}"
+    return reason, bool(only_a & _names(spelt_a) and only_b & _names(spelt_b))
