@@ -16,7 +16,9 @@ Step 4's "material difference" (a changed number, unit or version, another tool 
 opposite term) keeps near-misses like "timeout 30 s" / "timeout 60 s" apart even when the embedder puts them
 side by side; it is a veto. So is an "order difference" (`governance.wording.order.order_difference`): the
 same words in an order that says another thing ("A calls B" / "B calls A", "migrate X to Y" / "Y to X",
-a moved "only"), where a merge would keep one statement and lose the other. Between two Latin-script
+a moved "only"), where a merge would keep one statement and lose the other, and between two Latin-script
+texts the same said of another subject (`governance.wording.subjects`: "web-4 runs X" / "web-3 runs X",
+which the rule-based judge does not read as a contradiction either: both facts stay). Between two Latin-script
 texts the veto is `governance.order_model.order_veto`: a value difference always refuses; the wording and
 order rules refuse between short texts (between 8 and 13 words a learned model may refuse besides), and
 between longer ones a learned model over how the shared words moved (fitted on external
@@ -47,6 +49,7 @@ from governance.order_model import long_enough, order_veto
 from governance.supersession import ContradictionJudge, RuleBasedJudge
 from governance.wording.differences import material_difference, value_difference
 from governance.wording.order import order_difference
+from governance.wording.subjects import subject_difference
 
 __all__ = [
     "Neighbour",
@@ -123,12 +126,15 @@ _PAIRS_CACHED = 1 << 16
 
 @lru_cache(maxsize=_PAIRS_CACHED)
 def _refused(a: str, b: str) -> bool:
-    """A veto on merging `a` and `b`: for two Latin-script texts, `governance.order_model.order_veto` (value
+    """A veto on merging `a` and `b`: for two Latin-script texts, the same said of two subjects
+    (`governance.wording.subjects`, a name swapped in the subject: the learned model reads a long
+    sentence with its subject swapped as a rewording), then `governance.order_model.order_veto` (value
     differences, then the rules and the learned order model); with Korean on a side, the material and
-    order differences of `governance.wording`."""
+    order differences of `governance.wording` (a Latin name swapped in a Korean subject is one; a Korean
+    word swapped may be a synonym)."""
     if _HANGUL.search(a) or _HANGUL.search(b):
         return material_difference(a, b) is not None or order_difference(a, b) is not None
-    return order_veto(a, b) is not None
+    return subject_difference(a, b, names_only=True) is not None or order_veto(a, b) is not None
 
 
 @lru_cache(maxsize=_PAIRS_CACHED)
@@ -222,6 +228,9 @@ def classify(
         if memory_type is not None and n.memory_type is not None and n.memory_type != memory_type:
             continue
         if _reworded_swap(content, n.content):
+            continue
+        # the same said of another subject is another fact: no judge (rules or LLM) is asked to retire it
+        if subject_difference(content, n.content) is not None:
             continue
         verdict = active_judge.judge(new=content, old=n.content, similarity=n.similarity)
         if verdict.contradicts:

@@ -6,8 +6,10 @@ without a shared key). Two judges share one protocol:
 - `RuleBasedJudge` (default, deterministic, offline): only speaks when the texts are nearly the same
   statement and differ in polarity (a negation on one side), in an opposite pair (enabled/disabled,
   always/never, 허용/금지 ...) or in a number/version (governance/wording/differences.py), and their words
-  exchange no roles (governance/wording/order.py). It is deliberately conservative: a false
-  "contradicts" would deprecate good knowledge, a false "no" only leaves two related memories.
+  exchange no roles (governance/wording/order.py), and both are about one subject
+  (governance/wording/subjects.py: "Server web-4 runs X" beside "Server web-3 runs X" is another fact, not
+  a revision). It is deliberately conservative: a false "contradicts" would deprecate good knowledge, a
+  false "no" only leaves two related memories.
 - `LLMJudge` (governance/adapters/llm_judge.py): any OpenAI-compatible chat endpoint answering JSON; on any
   failure it falls back to the rule-based judge, so a flaky endpoint never blocks promotion.
 """
@@ -21,6 +23,7 @@ from typing import Protocol
 from governance.wording.canonical import normalise
 from governance.wording.differences import material_difference, skeleton
 from governance.wording.order import order_difference
+from governance.wording.subjects import subject_difference
 
 __all__ = ["Verdict", "ContradictionJudge", "RuleBasedJudge"]
 
@@ -81,6 +84,10 @@ def _text_verdict(new: str, old: str, min_overlap: float) -> Verdict:
     exchanged = order_difference(new, old)
     if exchanged is not None:
         return Verdict(False, f"{difference}, but {exchanged}: another statement, not a revision")
+    # the same thing said of another subject ("web-4" after "web-3") is another fact, both true at once
+    other = subject_difference(new, old)
+    if other is not None:
+        return Verdict(False, f"{difference}, but {other}: another fact, not a revision")
     # the rest of the text must be (nearly) the same statement, else they are two different facts
     if _overlap(skeleton(na), skeleton(nb)) < min_overlap:
         return Verdict(False, f"{difference}, but the statements differ otherwise")

@@ -7,4 +7,6 @@
   contradiction judges (governance/supersession.py) ask.
 - `order`: word order that changes a statement (two words exchanging roles, a moved qualifier, a long
   reordering).
+- `subjects`: the same said of two different subjects ("web-4" beside "web-3"): another fact, which neither
+  supersedes nor merges with the first.
 """

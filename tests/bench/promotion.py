@@ -515,6 +515,7 @@ async def big(n: int, distinct: int, *, alike: bool = False) -> None:
                 await probe.result()
             history = await handle.fetch_history()
             size = len(history.to_json())
+            memory_counts = await _memory_counts(engine)
             tasks_promotion = workflow_task_seconds(history)
             tasks_probe = workflow_task_seconds(await probe.fetch_history())
         finally:
@@ -529,6 +530,10 @@ async def big(n: int, distinct: int, *, alike: bool = False) -> None:
     assert result.state == PromotionState.PUBLISHED, result.reason
     print(f"plan: {status.plan_total} items; published: {result.published_total}")
     print(f"history: {len(history.events)} events, {size / 1024:.1f} KiB as JSON")
+    print(
+        "memories afterwards (active / deprecated, by type): "
+        + ", ".join(f"{kind} {active} / {gone}" for kind, (active, gone) in sorted(memory_counts.items()))
+    )
     print(f"baseline (embedding the {len(texts)} distinct texts alone): {baseline:.1f} s")
     print(f"promotion / baseline: {elapsed / baseline:.2f}")
     for name, durations in (("promotion", tasks_promotion), ("probe", tasks_probe)):
@@ -541,6 +546,22 @@ async def big(n: int, distinct: int, *, alike: bool = False) -> None:
     print("time inside activities:")
     for name, seconds in sorted(clock.seconds.items(), key=lambda kv: -kv[1]):
         print(f"  {name:<16}{clock.calls[name]:>5} calls {seconds:>9.1f} s")
+
+
+async def _memory_counts(engine: Any) -> dict[str, tuple[int, int]]:
+    """Per memory type, how many memories of the bench's fresh database are active and how many deprecated
+    (superseded or merged away): whether alike facts stayed side by side."""
+    from sqlalchemy import func, select
+
+    from governance.storage.tables import memories
+
+    query = select(
+        memories.c.memory_type,
+        func.count().filter(memories.c.deprecated_at.is_(None)),
+        func.count().filter(memories.c.deprecated_at.is_not(None)),
+    ).group_by(memories.c.memory_type)
+    async with engine.connect() as conn:
+        return {str(kind): (int(active), int(gone)) for kind, active, gone in await conn.execute(query)}
 
 
 async def _candidate_texts(engine: Any, task_ids: list[str]) -> dict[str, list[str]]:

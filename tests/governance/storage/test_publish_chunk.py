@@ -24,13 +24,14 @@ from tests.utils.lifecycle_factories import Place, new_place
 
 def _sequence(place: Place) -> list[NewMemory]:
     """Candidates of one plan, in plan order: repeats, a paraphrase-close vector with another number, a
-    canonical key whose value changes twice, alike measurements, and a supersession of a memory published
-    before the plan."""
+    canonical key whose value changes twice, a measurement of one service that keeps changing (each
+    supersedes the one before; alike measurements of *other* services would all stay), and a supersession
+    of a memory published before the plan."""
     base = unit(7)
     alike = [
         mem(
             place,
-            f"observation {i}: service kappa-{i} answered in {i} ms under load {i % 13}",
+            f"observation: service kappa answered in {i} ms under load {i % 13}",
             embedding=near(base, 0.97, 100 + i),
         )
         for i in range(12)
