@@ -480,24 +480,17 @@ def test_prose_naming_a_credential_reads_no_type_in_code_as_a_value(text: str) -
 # Shaped like the sentences the prose rules still let through (the value before the word naming it, no verb
 # or colon between the word and the value, a value under ten characters, a lower-case name between a Russian
 # word and a colon), but with no secret in them: ids, versions, names, counts, policies, algorithms, commits.
-# Written before the rules for those shapes, which must keep them all.
-# two of them were altered before: `value_first` took any password-shaped value before the word
-_ALTERED_BEFORE = pytest.mark.xfail(strict=True, reason="value_first took any password-shaped value")
+# Written before the rules for those shapes, which must keep them all. Two were altered before them: the old
+# `value_first` took any password-shaped value before a word naming a password or a token.
 GAP_NEAR_MISSES = [
     # the value first, the word naming a credential after it
     "8f3e2a1c-9b7d-4c6e-a5f4-3b2a1c0d9e8f is the request id for the Heroku API key call",
     "use v2.3.1 as the version of the token library",
     "use HS256 as the token signing algorithm",
-    pytest.param(
-        "use argon2id as the password hashing scheme",
-        marks=_ALTERED_BEFORE,
-    ),
+    "use argon2id as the password hashing scheme",  # altered before
     "use X-Api-Key as the header for the API key",
     "use 3600 as the token TTL",
-    pytest.param(
-        "use redis-cluster-2 as the token store",
-        marks=_ALTERED_BEFORE,
-    ),
+    "use redis-cluster-2 as the token store",  # altered before
     "blue-river is the Heroku app name for the API key owner",
     "kid-2024-06 is the key id of the signing key",
     "OPENAI_API_KEY is the name of the secret",

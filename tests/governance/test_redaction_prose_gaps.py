@@ -1,0 +1,179 @@
+"""Prose that calls a value a credential in the shapes `credential_prose` first let through: the value before
+the word (governance/redaction/value_first.py), no verb or colon between the word and the value, a value of
+six to nine characters, a lower-case name between a Russian word and a colon (governance/redaction/prose.py).
+What each removes, and what each keeps. Every value is made up for the test.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from governance.redaction import PLACEHOLDER, redact
+from governance.redaction.prose import credential_prose
+from governance.redaction.value_first import value_first
+from tests.governance.gitleaks_shapes import RULES as GITLEAKS
+from tests.governance.redaction_eval import Sample, leftovers
+from tests.governance.test_redaction_catalogue import _gitleaks_sample
+
+UUID = "5b91250c-bb74-4a62-8f63-cb52956100c0"
+LOWER = "yb1slrkk3imnwp8bi"  # a short lowercase value, as Airtable's or Confluent's
+NUMBER = "826753198340077912"
+
+# gitleaks' name-only formats (values it recognises only beside the vendor's name), in each new shape
+GAP_SENTENCES = [
+    # the value before the word
+    "{value} is the {vendor} API key",
+    "use {value} as the {vendor} token",
+    "{value} — that's the {vendor} prod password",
+    "{value}가 {vendor} API 키입니다",
+    "{value}が{vendor}のAPIキーです",
+    "{value}是{vendor}的API密钥",
+    "使用{value}作为{vendor}令牌",
+    # no verb, no colon
+    "the {vendor} token {value}",
+    "{vendor} deploy token {value} for staging",
+    "{vendor} 토큰 {value}",
+    "{vendor}のAPIキー {value}",
+    "{vendor}令牌 {value}",
+    # a lower-case name between a Russian word and a colon
+    "Токен {vendor}: {value}",
+]
+
+
+@pytest.mark.parametrize("entry", [r for r in GITLEAKS if r[1] == "context"], ids=lambda e: e[0])
+def test_gap_shapes_remove_a_name_only_value(entry: tuple[str, str, str, str]) -> None:
+    rule_id, _, vendor, template = entry
+    for seed in range(3):
+        value, secret = _gitleaks_sample(rule_id, template, seed)
+        for sentence in GAP_SENTENCES:
+            text = sentence.format(vendor=vendor, value=value)
+            out = redact(text).text
+            assert not leftovers(Sample("prose", "test", text, (secret,)), out), (rule_id, text, out)
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        (f"{UUID} is the Heroku API key", UUID),
+        (f"use {LOWER} as the token", LOWER),
+        (f"Use '{UUID}' as the API key for staging.", UUID),
+        (f"{LOWER} — that's the prod password", LOWER),
+        (f"{UUID} - that's the prod secret", UUID),
+        (f"{LOWER} is our confluent credential", LOWER),
+        (f"{NUMBER} was the Discord secret until Monday", NUMBER),
+        (f"{UUID}가 Heroku API 키입니다", UUID),
+        (f"{LOWER}를 토큰으로 사용하세요", LOWER),
+        (f"{UUID}がHerokuのAPIキーです", UUID),
+        (f"{LOWER}をトークンとして使ってください", LOWER),
+        (f"{UUID}是Heroku的API密钥", UUID),
+        (f"使用{LOWER}作为令牌", LOWER),
+        ("k9X2m7q is the staging token", "k9X2m7q"),
+    ],
+)
+def test_value_before_the_word_naming_a_credential_is_redacted(text: str, secret: str) -> None:
+    out = redact(text).text
+    assert secret not in out and out.count(PLACEHOLDER) == 1, (text, out)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # the word heads no noun of its own: it qualifies another ("hash", "store", "ID", "library", "库")
+        "use argon2id as the password hashing scheme",
+        "use redis-cluster-2 as the token store",
+        f"{UUID} is the API key ID",
+        "use v2.3.1 as the version of the token library",
+        "使用v2.3.1作为令牌库的版本",
+        # the words between say id or name
+        f"{UUID} is the request id for the Heroku API key",
+        "blue-river is the Heroku app name for the token",
+        "kid-2024-06 is the key id of the signing key",
+        # a word, a name, a version
+        "Rotating is the secret",
+        "OPENAI_API_KEY is the name of the secret",
+        "the deploy uses GITHUB_TOKEN as the token",
+    ],
+)
+def test_value_before_the_word_keeps_what_is_no_credential(text: str) -> None:
+    assert list(value_first(text, 0)) == [] and redact(text).text == text
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        (f"the heroku token {LOWER}", LOWER),
+        (f"deploy token {UUID} for staging", UUID),
+        (f"rotate the access token {LOWER}, then redeploy", LOWER),
+        (f"Heroku 토큰 {UUID}", UUID),
+        (f"HerokuのAPIキー {LOWER}", LOWER),
+        (f"Heroku令牌 {UUID}", UUID),
+    ],
+)
+def test_credential_with_no_verb_or_colon_is_redacted(text: str, secret: str) -> None:
+    out = redact(text).text
+    assert secret not in out and out.count(PLACEHOLDER) == 1, (text, out)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the token bucket holds 10 requests",
+        "the github token GITHUB_TOKEN is injected by Actions",
+        "the session token cookie __Host-session is set on login",
+        f"the token request id {UUID} in the logs",
+        "the token k9X2m7q is short",  # under ten characters with no verb: not read
+        "the token release2024 format",
+    ],
+)
+def test_credential_with_no_verb_or_colon_keeps_words_names_and_short_values(text: str) -> None:
+    assert redact(text).text == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the credential is k9X2m7q",
+        "the heroku secret is x7k2m9q4 for prod",
+        "the credential is t0k3n9x!",
+        "Le jeton est Tr0ub4x",
+        "トークンは k9X2m7q です",
+    ],
+)
+def test_short_value_called_a_credential_is_redacted(text: str) -> None:
+    out = redact(text).text
+    assert PLACEHOLDER in out and out.count(PLACEHOLDER) == 1, (text, out)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the credential is sha256",
+        "the secret is 3600sec",
+        "the credential is v2.3.1",
+        "the secret version is k9X2m7q",
+        "the credential is abc1234",  # a short git hash
+        "the secret is rotated",
+        "the credential is hunter22",  # a word and a number: only a password word takes that shape
+    ],
+)
+def test_short_value_keeps_units_versions_hashes_and_words(text: str) -> None:
+    """The rule for a value the sentence calls a credential reads none of these. (The older multilingual
+    rule still takes a password-shaped value after `secret` or `token`, "the secret is 3600sec".)"""
+    assert list(credential_prose(text, 0)) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        (f"Токен heroku: {UUID}", UUID),
+        (f"Ключ api heroku: {NUMBER}", NUMBER),
+        (f"Le jeton heroku : {UUID}", UUID),
+    ],
+)
+def test_lower_case_name_before_a_colon_after_the_noun_is_redacted(text: str, secret: str) -> None:
+    out = redact(text).text
+    assert secret not in out, (text, out)
+
+
+def test_lower_case_word_before_a_colon_after_an_english_word_is_kept() -> None:
+    assert redact(f"the token fix: {UUID}").text == f"the token fix: {UUID}"
