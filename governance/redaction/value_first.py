@@ -66,6 +66,8 @@ _LINKS = (
 )
 # where the noun ends after the word: the clause or the line, a preposition or another clause, or a CJK
 # copula or case ending; not another noun ("password hash", "token store", "API key ID", "令牌库")
+# lower-case words joined by `-` or `_`: a name, unless random enough to be a credential whatever its words
+_JOINED_NAME = re.compile(r"[a-z0-9]+(?:[-_][a-z0-9]+)+")
 _NOUN_ENDS = re.compile(
     r"(?i)[\"'`”’)]?(?:[^\S\n]*(?:$|[\n.,;:!?)\]」』。，、！？—–]|-[^\S\n])"
     r"|[^\S\n]+(?:for|of|on|in|at|from|to|with|we|you|they|i|here|there|and|but|so|that|which|now|again"
@@ -112,7 +114,9 @@ def value_first(text: str, depth: int) -> Iterator[Span]:
         else:
             continue
         value = match.group("v")
-        if _benign(value) or _names_an_id(text, lower, match.end("v"), word.end()):
-            continue
+        if _benign(value) or value[0] == "-" or _names_an_id(text, lower, match.end("v"), word.end()):
+            continue  # a flag (`--token`), a placeholder, or the words between say id or name
+        if _JOINED_NAME.fullmatch(value) and not _credential_value(value):
+            continue  # `oauth2-proxy`, `node_modules`, `k8s-secret-v2`: a package's or a resource's name
         if _credential_value(value) or _password_like(value) or _looks_random(value):
             yield match.start("v"), match.end("v"), priority

@@ -92,6 +92,11 @@ def test_value_before_the_word_naming_a_credential_is_redacted(text: str, secret
         "Rotating is the secret",
         "OPENAI_API_KEY is the name of the secret",
         "the deploy uses GITHUB_TOKEN as the token",
+        # a package's or a resource's name (the rule before this one took these four)
+        "Use 1Password as the password manager",
+        "Try auth0-spa-js as the token provider",
+        "oauth2-proxy is the token",
+        "k8s-secret-v2 is the secret",
     ],
 )
 def test_value_before_the_word_keeps_what_is_no_credential(text: str) -> None:
