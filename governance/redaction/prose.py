@@ -377,13 +377,13 @@ def _credential_value(value: str) -> bool:
     return len(_RUN.findall(value)) >= 3 and not (_benign(value) or plain_base64(value))
 
 
-_QUANTITY = re.compile(r"\d+[A-Za-z]{1,5}|[A-Za-z]{1,3}\d+")
+_QUANTITY = re.compile(r"\d+[A-Za-z]{1,5}|[A-Za-z]{1,3}\d+|#[0-9A-Fa-f]{3,8}")  # `3600sec`, `v2`, a colour
 
 
 def _short_credential(value: str) -> bool:
     """Whether a value of six to nine characters the sentence calls a credential is one (`k9X2m7q4`,
     `Tr0ub4!x`, `x7k2m9q4`): letters and digits, with mixed case, a symbol or three runs, and no number with a
-    unit (`3600sec`), a short version (`v2`, `sha256`), a hash, a date or a path."""
+    unit (`3600sec`), a short version (`v2`, `sha256`), a colour, a hash, a date or a path."""
     if len(value) < 6 or _benign(value) or _NEAR_MISS_VALUE.fullmatch(value) or _QUANTITY.fullmatch(value):
         return False
     if not any(c.isdigit() for c in value) or not any(c.isalpha() for c in value):
@@ -425,8 +425,11 @@ def credential_prose(text: str, depth: int) -> Iterator[Span]:
         start = match.start("value")
         if _LATIN_LETTER.match(text, match.end("value")) or _NAME_THEN_VALUE.match(value):
             continue
-        if not _credential_value(value) or (bare and len(value) < 10):
+        if not _credential_value(value):
             continue
+        if len(value) < 10 and (bare or "=" in text[word.end() : start] or text[start - 1] in "\"'`"):
+            continue  # a short value only in prose: `token = 1*tchar`, `Token: "#ddd0c0",` are code
+
         clause = max(word.start() - 60, 0)
         for end in _CLAUSE_END.finditer(text, clause, word.start()):
             clause = end.end()

@@ -175,6 +175,23 @@ def test_short_value_keeps_units_versions_hashes_and_words(text: str) -> None:
         (f"Le jeton heroku : {UUID}", UUID),
     ],
 )
+@pytest.mark.parametrize(
+    "text",
+    [
+        # lines of installed packages: the rule before this one took the first four, the first draft of the
+        # short values the last two
+        "if (username is None or password is None) and netloc in self.passwords:",
+        "if token.type is TOKEN_EOF:",
+        "as functions. `Name.Function` is the default token type.",
+        "# if origin_type is Secret, then cls is a GenericAlias, and we can extract the inner type",
+        "#   token          = 1*tchar",
+        '        Token:                      "#d8dee9",',
+    ],
+)
+def test_code_is_read_as_no_credential_before_or_after_the_word(text: str) -> None:
+    assert redact(text).text == text
+
+
 def test_lower_case_name_before_a_colon_after_the_noun_is_redacted(text: str, secret: str) -> None:
     out = redact(text).text
     assert secret not in out, (text, out)
