@@ -168,14 +168,6 @@ def test_short_value_keeps_units_versions_hashes_and_words(text: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "secret"),
-    [
-        (f"Токен heroku: {UUID}", UUID),
-        (f"Ключ api heroku: {NUMBER}", NUMBER),
-        (f"Le jeton heroku : {UUID}", UUID),
-    ],
-)
-@pytest.mark.parametrize(
     "text",
     [
         # lines of installed packages: the rule before this one took the first four, the first draft of the
@@ -192,6 +184,14 @@ def test_code_is_read_as_no_credential_before_or_after_the_word(text: str) -> No
     assert redact(text).text == text
 
 
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        (f"Токен heroku: {UUID}", UUID),
+        (f"Ключ api heroku: {NUMBER}", NUMBER),
+        (f"Le jeton heroku : {UUID}", UUID),
+    ],
+)
 def test_lower_case_name_before_a_colon_after_the_noun_is_redacted(text: str, secret: str) -> None:
     out = redact(text).text
     assert secret not in out, (text, out)
