@@ -77,13 +77,22 @@ _NOUN_ENDS = re.compile(
 )
 
 
+# what any link holds, looked for before the words are read: most lines that name a key or a token
+# (`token_ttl: 3600`, `api_key = os.environ[...]`) have none
+_LINK_HINT = re.compile(r"[^\S\n](?:as|is|was|be)[^\S\n]|[—–,(]|-[^\S\n]|[がはを是为為作가이는은을를]")
+
+
 def _words(lower: str) -> Iterator[re.Match[str]]:
-    """The words naming a credential in the lower-cased text, each once, read around the literal pieces."""
+    """The words naming a credential in the lower-cased text that a link may precede on their line, each
+    once, read around the literal pieces."""
     done = 0
     size = len(lower)
     for hit in _CREDENTIAL_NEEDLE.finditer(lower):
         at = hit.start()
         if at < done:
+            continue
+        line_start = lower.rfind("\n", 0, at) + 1
+        if _LINK_HINT.search(lower, max(line_start, at - 120), at) is None:
             continue
         end = min(at + 20, size)
         while end < size and lower[end].isalpha():
