@@ -382,7 +382,7 @@ _QUANTITY = re.compile(r"\d+[A-Za-z]{1,5}|[A-Za-z]{1,3}\d+|#[0-9A-Fa-f]{3,8}")  
 
 def _short_credential(value: str) -> bool:
     """Whether a value of six to nine characters the sentence calls a credential is one (`k9X2m7q4`,
-    `Tr0ub4!x`, `x7k2m9q4`): letters and digits, with mixed case, a symbol or three runs, and no number with a
+    `Tr0ub4!x`, `x7k2m9q4`): letters and digits alternating at least three times, and no number with a
     unit (`3600sec`), a short version (`v2`, `sha256`), a colour, a hash, a date or a path."""
     if len(value) < 6 or _benign(value) or _NEAR_MISS_VALUE.fullmatch(value) or _QUANTITY.fullmatch(value):
         return False
@@ -390,9 +390,8 @@ def _short_credential(value: str) -> bool:
         return False
     if any(c in "./:\\@" for c in value):
         return False  # a version, a path, a time or an address
-    mixed = any(c.isupper() for c in value) and any(c.islower() for c in value)
-    symbol = not value.replace("-", "").replace("_", "").isalnum()
-    return mixed or symbol or len(_RUN.findall(value)) >= 3
+    # a generated value alternates letters and digits; a word and a number (`OAuth2`, `Win2019`) does not
+    return len(_RUN.findall(value)) >= 3
 
 
 def _camel_words(value: str) -> int:

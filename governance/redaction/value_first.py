@@ -28,8 +28,12 @@ from governance.redaction.prose import (
 
 __all__ = ["VALUE_FIRST_NEEDLES", "value_first"]
 
-VALUE_FIRST_NEEDLES = ("cred", "secret", "token", "key", "pass", "pwd", "トークン", "キー", "パスワード",
-                       "令牌", "密钥", "密码", "密碼", "토큰", "키", "비밀번호", "패스워드")  # fmt: skip
+VALUE_FIRST_NEEDLES = (
+    "cred", "secret", "token", "key", "pass", "pwd", "kennwort", "schlüssel", "zugang", "contrase", "clave",
+    "clé", "jeton", "senha", "chave", "segredo", "chiave", "segreto", "пароль", "токен", "ключ", "секрет",
+    "данные", "トークン", "キー", "パスワード", "令牌", "密钥", "密码", "密碼", "토큰", "키", "비밀번호",
+    "패스워드",
+)  # fmt: skip
 
 _VALUE = r"(?P<v>[\x21-\x7e]{6,}?)"
 _Q = r"[\"'`“‘]?"
@@ -54,6 +58,11 @@ _LINKS = (
         rf"(?:that's|that[^\S\n]+is|that[^\S\n]+was|this[^\S\n]+is|it's|it[^\S\n]+is|which[^\S\n]+is)[^\S\n]+"
         rf"{_FILL}"
     ),
+    # German: "X ist das Heroku-Passwort", "X ist der API-Schlüssel für Heroku"
+    re.compile(
+        rf"(?i)(?<![\x21-\x7e]){_Q}{_VALUE}{_QE}[^\S\n]+(?:ist|war)[^\S\n]+"
+        r"(?:(?:der|die|das|unser|unsere)[^\S\n]+)?(?:[\w-]+[^\S\n]+){0,2}?(?:\w+-)?$"
+    ),
     # Japanese "XがHerokuのAPIキーです", "Xをトークンとして"; Chinese "X是Heroku的API密钥"; Korean
     # "X가 … 키입니다", "X를 토큰으로"
     re.compile(
@@ -64,6 +73,14 @@ _LINKS = (
         rf"(?:使用|用|把|以)[^\S\n]*{_Q}{_VALUE}{_QE}[^\S\n]*(?:作为|作為|当作|當作|做为)[^\S\n]*{_CJK_FILL}"
     ),
 )
+# Spanish, French, Portuguese, Italian, Russian put the noun first and a name after it ("X es la clave de API
+# de Heroku", "X est le jeton Heroku", "X — это токен Heroku"): the word follows the article at once
+_NOUN_FIRST_LINK = re.compile(
+    rf"(?i)(?<![\x21-\x7e]){_Q}{_VALUE}{_QE}[^\S\n]+(?:es|era|est|était|é|è|это|—[^\S\n]+это)[^\S\n]+"
+    r"(?:(?:el|la|le|notre|nuestra|nuestro|o|a|il|lo|nostro|nostra|un|una|une|um|uma)[^\S\n]+|l')?$"
+)
+_PASSWORD_WORD = re.compile(r"pass|pwd|kennwort|contrase|senha|пароль|パスワード|密码|密碼|비밀번호|패스워드")
+_NAME_THEN_END = re.compile(r"[^\S\n]+[^\W\d_][\w-]{1,29}")
 # where the noun ends after the word: the clause or the line, a preposition or another clause, or a CJK
 # copula or case ending; not another noun ("password hash", "token store", "API key ID", "令牌库")
 # lower-case words joined by `-` or `_`: a name, unless random enough to be a credential whatever its words
@@ -71,7 +88,8 @@ _JOINED_NAME = re.compile(r"[a-z0-9]+(?:[-_][a-z0-9]+)+")
 _NOUN_ENDS = re.compile(
     r"(?i)[\"'`”’)]?(?:[^\S\n]*(?:$|[\n.,;:!?)\]」』。，、！？—–]|-[^\S\n])"
     r"|[^\S\n]+(?:for|of|on|in|at|from|to|with|we|you|they|i|here|there|and|but|so|that|which|now|again"
-    r"|please|then|when|if|until|since|too|as|used|by|-)(?![\w-])"
+    r"|please|then|when|if|until|since|too|as|used|by|-|für|von|vom|de|du|del|da|do|di|per|pour|para|para|для"
+    r"|от|und|y|et|e)(?![\w-])"
     r"|です|だ|でした|として|で(?![\w])|입니다|이다|이에요|예요|였|이고|으로|로(?![\uac00-\ud7a3])|야|이야)",
     re.MULTILINE,
 )
@@ -79,7 +97,9 @@ _NOUN_ENDS = re.compile(
 
 # what any link holds, looked for before the words are read: most lines that name a key or a token
 # (`token_ttl: 3600`, `api_key = os.environ[...]`) have none
-_LINK_HINT = re.compile(r"[^\S\n](?:as|is|was|be)[^\S\n]|[—–,(]|-[^\S\n]|[がはを是为為作가이는은을를]")
+_LINK_HINT = re.compile(
+    r"[^\S\n](?:as|is|was|be|ist|war|es|era|est|était|é|è|это)[^\S\n]|[—–,(]|-[^\S\n]|[がはを是为為作가이는은을를]"
+)
 
 
 def _words(lower: str) -> Iterator[re.Match[str]]:
@@ -113,19 +133,31 @@ def value_first(text: str, depth: int) -> Iterator[Span]:
     for word in _words(lower):
         if word.start() > 0 and text[word.start() - 1] in ":./_":
             continue  # a segment of a path or a name (`arn:…:secret`, `vault/secret`, `OPENAI_API_KEY`)
-        if _NOUN_ENDS.match(text, word.end()) is None:
-            continue  # "the password hash", "the token store": the word qualifies another noun
         line_start = text.rfind("\n", 0, word.start()) + 1
-        for link in _LINKS:
-            match = link.search(text, max(line_start, word.start() - 120), word.start())
-            if match is not None:
-                break
-        else:
-            continue
+        begin = max(line_start, word.start() - 120)
+        match = None
+        ends = _NOUN_ENDS.match(text, word.end()) is not None
+        if ends:
+            for link in _LINKS:
+                match = link.search(text, begin, word.start())
+                if match is not None:
+                    break
+        if match is None:
+            # "le jeton Heroku": one name may follow the noun in the languages that put it first
+            name = _NAME_THEN_END.match(text, word.end())
+            if not ends and (name is None or _NOUN_ENDS.match(text, name.end()) is None):
+                continue  # "the password hash", "the token store": the word qualifies another noun
+            match = _NOUN_FIRST_LINK.search(text, begin, word.start())
+            if match is None:
+                continue
         value = match.group("v")
         if _benign(value) or value[0] == "-" or _names_an_id(text, lower, match.end("v"), word.end()):
             continue  # a flag (`--token`), a placeholder, or the words between say id or name
         if _JOINED_NAME.fullmatch(value) and not _credential_value(value):
             continue  # `oauth2-proxy`, `node_modules`, `k8s-secret-v2`: a package's or a resource's name
-        if _credential_value(value) or _password_like(value) or _looks_random(value):
+        if match.re is _NOUN_FIRST_LINK and not _PASSWORD_WORD.search(word.group()):
+            ok = _credential_value(value) or _looks_random(value)  # "OAuth2 est le jeton standard"
+        else:
+            ok = _credential_value(value) or _password_like(value) or _looks_random(value)
+        if ok:
             yield match.start("v"), match.end("v"), priority

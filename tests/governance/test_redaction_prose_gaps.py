@@ -29,6 +29,10 @@ GAP_SENTENCES = [
     "{value}が{vendor}のAPIキーです",
     "{value}是{vendor}的API密钥",
     "使用{value}作为{vendor}令牌",
+    "{value} ist das {vendor}-Passwort",
+    "{value} es la clave de API de {vendor}",
+    "{value} est le jeton {vendor}",
+    "{value} — это токен {vendor}",
     # no verb, no colon
     "the {vendor} token {value}",
     "{vendor} deploy token {value} for staging",
@@ -68,6 +72,13 @@ def test_gap_shapes_remove_a_name_only_value(entry: tuple[str, str, str, str]) -
         (f"{UUID}是Heroku的API密钥", UUID),
         (f"使用{LOWER}作为令牌", LOWER),
         ("k9X2m7q is the staging token", "k9X2m7q"),
+        (f"{UUID} ist das Heroku-Passwort", UUID),
+        (f"{LOWER} ist der API-Schlüssel für Heroku", LOWER),
+        (f"{UUID} es la clave de API de Heroku", UUID),
+        (f"{LOWER} est le jeton Heroku", LOWER),
+        (f"{UUID} é a chave de API da HubSpot", UUID),
+        (f"{LOWER} è la chiave API di Heroku", LOWER),
+        (f"{UUID} — это токен Heroku", UUID),
     ],
 )
 def test_value_before_the_word_naming_a_credential_is_redacted(text: str, secret: str) -> None:
@@ -92,6 +103,16 @@ def test_value_before_the_word_naming_a_credential_is_redacted(text: str, secret
         "Rotating is the secret",
         "OPENAI_API_KEY is the name of the secret",
         "the deploy uses GITHUB_TOKEN as the token",
+        # German and the languages that put the noun first
+        "v2.3.1 ist die Version der Token-Bibliothek",
+        "blue-river ist der Name des Heroku-Tokens",
+        f"{UUID} ist die ID des API-Schlüssels",
+        f"{UUID} es el ID de la clave de API",
+        "argon2id est le hachage du mot de passe",
+        f"{UUID} — это идентификатор токена",
+        "redis-cluster-2 é o armazenamento da senha",
+        "3600 es la duración del token",
+        "OAuth2 est le jeton standard",
         # a package's or a resource's name (the rule before this one took these four)
         "Use 1Password as the password manager",
         "Try auth0-spa-js as the token provider",
@@ -159,6 +180,7 @@ def test_short_value_called_a_credential_is_redacted(text: str) -> None:
         "the credential is abc1234",  # a short git hash
         "the secret is rotated",
         "the credential is hunter22",  # a word and a number: only a password word takes that shape
+        "the token is OAuth2",
     ],
 )
 def test_short_value_keeps_units_versions_hashes_and_words(text: str) -> None:
