@@ -151,8 +151,10 @@ def value_first(text: str, depth: int) -> Iterator[Span]:
             if match is None:
                 continue
         value = match.group("v")
-        if _benign(value) or value[0] == "-" or _names_an_id(text, lower, match.end("v"), word.end()):
-            continue  # a flag (`--token`), a placeholder, or the words between say id or name
+        if _benign(value) or value[0] in "-{<[$%" or value[-1] in "}>]":
+            continue  # a flag (`--token`), a placeholder or a template (`{value}`, `<token>`, `${TOKEN}`)
+        if _names_an_id(text, lower, match.end("v"), word.end()):
+            continue  # the words between say id or name
         if _JOINED_NAME.fullmatch(value) and not _credential_value(value):
             continue  # `oauth2-proxy`, `node_modules`, `k8s-secret-v2`: a package's or a resource's name
         if match.re is _NOUN_FIRST_LINK and not _PASSWORD_WORD.search(word.group()):

@@ -113,6 +113,10 @@ def test_value_before_the_word_naming_a_credential_is_redacted(text: str, secret
         "redis-cluster-2 é o armazenamento da senha",
         "3600 es la duración del token",
         "OAuth2 est le jeton standard",
+        # templates
+        "`{value}가 {vendor} API 키입니다`",
+        "<your-token> is the token",
+        "${API_KEY} is the API key",
         # a package's or a resource's name (the rule before this one took these four)
         "Use 1Password as the password manager",
         "Try auth0-spa-js as the token provider",
