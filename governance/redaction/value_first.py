@@ -1,14 +1,16 @@
 """The value before the word naming it: "X is the Heroku API key", "use X as the token", "X — that's the prod
-password", "X가 Heroku API 키입니다", "XがHerokuのAPIキーです", "X是Heroku的API密钥", "使用X作为令牌".
+password", "X ist das Heroku-Passwort", "X est le jeton Heroku", "X가 Heroku API 키입니다",
+"XがHerokuのAPIキーです", "X是Heroku的API密钥", "使用X作为令牌".
 
 A word naming a credential (the words of `credential_prose`), the noun ending there (not "the password hash",
-"the token store", "the API key ID": a compound whose head is another noun), and before it, on its line,
-a value joined to it by a link: "use … as", "is/was/will be … the", "— that's the", a CJK particle (`が`,
-`は`, `を…として`, `是`, `作为`, `가`, `는`, `을…으로`). The words between may name what it is for ("the
-Heroku", "our prod") but not an id, a name or metadata ("the request id for the API key call"). The value
-then goes when it is shaped like one: a password shape after a password word; for any of the words, a
-value `credential_prose` would take after them (a UUID, a long number, letters and digits interleaved, a
-random token; six to nine characters when mixed).
+"the token store", "the API key ID": a compound whose head is another noun; in the languages that put the
+noun first, one name may follow it), and before it, on its line, a value joined to it by a link: "use … as",
+"is/was/will be the", "— that's the", `ist das`, `es la`, `est le`, `это`, a CJK particle (`が`, `は`,
+`を…として`, `是`, `作为`, `가`, `는`, `을…으로`). The words between may name what it is for ("the Heroku",
+"our prod") but not an id, a name or metadata ("the request id for the API key call"). The value goes when
+`credential_prose` would take it after the word (a UUID, a long number, letters and digits interleaved, a
+random token), or when it has a password or random shape; never a flag, a template or lower-case words
+joined by `-` or `_` (`oauth2-proxy`).
 """
 
 from __future__ import annotations
