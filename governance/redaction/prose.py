@@ -76,7 +76,11 @@ _WORD_LOWER = re.compile(
 )
 _WORD_ANY_CASE = re.compile(rf"(?i){_WORD}")
 # no separator: "the api key X for staging", "토큰 X"
-_PROSE_BARE = re.compile(rf"(?i){_WORD}[^\S\n]+{_OPEN}(?P<value>[\x21-\x7e]{{8,}})")
+# ... or after what it is for ("пароль от стенда X", "Сбросил пароль на X", "password for staging X")
+_PROSE_BARE = re.compile(
+    rf"(?i){_WORD}(?P<prep>[^\S\n]+(?:от|для|на|for|für|pour|para|per)(?:[^\S\n]+[^\s:=：]{{1,30}}?(?=[^\S\n]))?)?"
+    rf"[^\S\n]+{_OPEN}(?P<value>[\x21-\x7e]{{8,}})"
+)
 # words that name a password (not a key or a token): with no separator, a strong password shape is enough
 # ("senha Qw7!rTz9#Lp2", "密码 Qw7!…")
 _PASSWORD_WORD = re.compile(
@@ -88,6 +92,17 @@ _PASSWORD_WORD = re.compile(
 _NAME_THEN_VALUE = re.compile(r"[A-Za-z_][\w.-]*[=:]")
 _LATIN_LETTER = re.compile("[À-ÖØ-öø-ÿ]")
 _TRAILING = ".,;:)]}'\"`”’」』）»›"
+
+
+def _mixed_password(words: str, value: str) -> bool:
+    """A password word, and a value of upper- and lower-case letters and digits only ("1-dimensional" and
+    `access"A\\n` are no password after "pass for", "key for")."""
+    return (
+        _PASSWORD_WORD.match(words) is not None
+        and value.isalnum()
+        and _strong_password_like(value)
+        and any(c.isupper() for c in value)
+    )
 
 
 def multilingual_prose(text: str, depth: int) -> Iterator[Span]:
@@ -114,6 +129,8 @@ def multilingual_prose(text: str, depth: int) -> Iterator[Span]:
                 continue  # `password="…"`: another assignment, which the assignment rule judges
             if _LATIN_LETTER.match(text, match.end("value")):
                 continue  # the word goes on past ASCII ("<tu-contraseña>"): not an ASCII password
+            if pattern is _PROSE_BARE and match.group("prep") and not _mixed_password(match.group(), value):
+                continue  # after what it is for, only a password word and letters of both cases and digits
             if pattern is _PROSE_BARE and len(value) < 12:
                 if not (_PASSWORD_WORD.match(match.group()) and _strong_password_like(value)):
                     continue
@@ -231,7 +248,7 @@ _CREDENTIAL_CYRILLIC = (
 _CREDENTIAL_CJK = (
     r"認証情報|パスワード|トークン|シークレット(?:キー)?|apiキー|アクセスキー|秘密鍵"
     r"|凭据|凭证|憑證|密码|密碼|令牌|(?:api[ ]?)?密钥|秘钥|私钥|访问密钥"
-    r"|자격[ ]?증명|비밀번호|패스워드|토큰|시크릿|api[ ]?키|액세스[ ]?키|비밀[ ]?키|암호"
+    r"|자격[ ]?증명|비밀번호|비번|패스워드|토큰|시크릿|api[ ]?키|액세스[ ]?키|비밀[ ]?키|암호"
 )
 _CREDENTIAL_WORD = re.compile(
     rf"(?<![a-zà-ÿ])(?:{_CREDENTIAL_LATIN})(?![a-zà-ÿ])|(?<![а-яё])(?:{_CREDENTIAL_CYRILLIC})(?![а-яё])"
@@ -244,7 +261,7 @@ CREDENTIAL_NEEDLES = (
     "contrase", "clave", "clé", "jeton", "senha", "chave", "segredo", "chiave", "segreto", "данные",
     "пароль", "токен", "секрет", "ключ", "認証情報", "パスワード", "トークン", "シークレット", "キー",
     "秘密鍵", "凭据", "凭证", "憑證", "密码", "密碼", "令牌", "密钥", "秘钥", "私钥", "자격", "비밀",
-    "패스워드", "토큰", "시크릿", "키", "암호",
+    "패스워드", "토큰", "시크릿", "키", "암호", "비번",
 )  # fmt: skip
 _CREDENTIAL_NEEDLE = re.compile("|".join(map(re.escape, CREDENTIAL_NEEDLES)))
 # a value may start here: six printable ASCII characters after a space, a CJK particle, a separator or a quote

@@ -34,7 +34,7 @@ VALUE_FIRST_NEEDLES = (
     "cred", "secret", "token", "key", "pass", "pwd", "kennwort", "schlüssel", "zugang", "contrase", "clave",
     "clé", "jeton", "senha", "chave", "segredo", "chiave", "segreto", "пароль", "токен", "ключ", "секрет",
     "данные", "トークン", "キー", "パスワード", "令牌", "密钥", "密码", "密碼", "토큰", "키", "비밀번호",
-    "패스워드",
+    "패스워드", "비번",
 )  # fmt: skip
 
 _VALUE = r"(?P<v>[\x21-\x7e]{6,}?)"
@@ -92,7 +92,7 @@ _NOUN_ENDS = re.compile(
     r"|[^\S\n]+(?:for|of|on|in|at|from|to|with|we|you|they|i|here|there|and|but|so|that|which|now|again"
     r"|please|then|when|if|until|since|too|as|used|by|-|für|von|vom|de|du|del|da|do|di|per|pour|para|para|для"
     r"|от|und|y|et|e)(?![\w-])"
-    r"|です|だ|でした|として|で(?![\w])|입니다|이다|이에요|예요|였|이고|으로|로(?![\uac00-\ud7a3])|야|이야)",
+    r"|です|だ|でした|として|なので|なの|なん|で(?![\w])|입니다|이다|이에요|예요|였|이고|으로|로(?![\uac00-\ud7a3])|야|이야)",
     re.MULTILINE,
 )
 

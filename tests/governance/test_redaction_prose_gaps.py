@@ -229,3 +229,32 @@ def test_lower_case_name_before_a_colon_after_the_noun_is_redacted(text: str, se
 
 def test_lower_case_word_before_a_colon_after_an_english_word_is_kept() -> None:
     assert redact(f"the token fix: {UUID}").text == f"the token fix: {UUID}"
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        # a password word, what it is for, then the value (no verb)
+        ("пароль от стенда JUWvc42B, логин admin", "JUWvc42B"),
+        ("Сбросил пароль на WPxW70MwE, смени при первом входе.", "WPxW70MwE"),
+        # Korean 비번 and Japanese なので after the word, the value first
+        ("xrsS02U 이게 관리자 비번이에요. 내일 바꿀게요.", "xrsS02U"),
+        ("sxFR4x が管理画面のパスワードなので、共有しないでください。", "sxFR4x"),
+    ],
+)
+def test_password_after_what_it_is_for_or_before_a_colloquial_word_goes(text: str, secret: str) -> None:
+    out = redact(text).text
+    assert secret not in out, (text, out)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "# raise exception in second pass for 1-dimensional loop",
+        'Creates a new API key for programmatic access"A\\n\\x16\\x41PI Key',
+        "the password for staging is rotated weekly",
+        "пароль от стенда лежит в хранилище",
+    ],
+)
+def test_words_after_what_a_password_is_for_are_kept(text: str) -> None:
+    assert redact(text).text == text
