@@ -68,7 +68,6 @@ from governance.redaction.generic import (
     short_codes,
     sql_passwords,
     url_tokens,
-    value_first,
     wifi_qr,
     yaml_blocks,
 )
@@ -85,6 +84,7 @@ from governance.redaction.prose import (
     multilingual_prose,
     passphrases,
 )
+from governance.redaction.value_first import VALUE_FIRST_NEEDLES, value_first
 
 __all__ = ["_spans"]
 
@@ -535,7 +535,7 @@ _DETECTORS: list[tuple[_Gate, Detector]] = [
     (_gate(lower=("oracle", "sqlplus", "expdp", "impdp", "rman", "sqlldr", "userid")), oracle_userpass),
     (_gate(lower=("pass", "auth", "secret", "rootpw", "bindpw", "psk", "ldap")), directives),
     (_gate("login"), login_arguments),
-    (_gate(lower=("password", "passphrase", "passcode", "pwd", "key", "token", "secret")), value_first),
+    (_gate(lower=VALUE_FIRST_NEEDLES), value_first),
     (_gate("WIFI:"), wifi_qr),
     (_gate(": |", ": >", ":|", ":>"), yaml_blocks),
     (_gate(lower=("convertto-securestring",)), secure_strings),

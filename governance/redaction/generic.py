@@ -49,7 +49,6 @@ __all__ = [
     "short_codes",
     "secure_strings",
     "url_tokens",
-    "value_first",
     "wifi_qr",
     "yaml_blocks",
 ]
@@ -405,36 +404,6 @@ def short_codes(text: str, depth: int) -> Iterator[Span]:
     matches = _SHORT_CODE.finditer(lower) if len(lower) == len(text) else _SHORT_CODE_ANY.finditer(text)
     for match in matches:
         yield match.start("v"), match.end("v"), priority
-
-
-# ---------------------------------------------------------------------------------------------------------
-# the value before the word: "use X as the password", "X is the admin password"
-
-_VALUE_FIRST = re.compile(
-    r"(?i)(?:\b(?:use|using|with|try|enter|type)[^\S\n]+[\"'`“]?(?P<a>[\x21-\x7e]{6,}?)[\"'`”]?[^\S\n]+as[^\S\n]+"
-    r"|(?<![\x21-\x7e])[\"'`“]?(?P<b>[\x21-\x7e]{6,}?)[\"'`”]?[^\S\n]+(?:is|was)[^\S\n]+)"
-    r"(?:the|a|an|our|my|your)?[^\S\n]*(?:[\w-]+[^\S\n]+){0,2}?$"
-)
-_VALUE_FIRST_WORD = re.compile(
-    r"(?<![a-z])(?:password|passphrase|passcode|pwd|api[ -]?key|token|secret)(?![a-z])"
-)
-
-
-def value_first(text: str, depth: int) -> Iterator[Span]:
-    """ "use X as the password", "X is the admin password": the word comes after the value."""
-    priority = _PRIORITY["password"]
-    lower = text.lower()
-    if len(lower) != len(text):
-        return
-    for word in _VALUE_FIRST_WORD.finditer(lower):
-        line_start = text.rfind("\n", 0, word.start()) + 1
-        match = _VALUE_FIRST.search(text, max(line_start, word.start() - 120), word.start())
-        if match is None:
-            continue
-        group = "a" if match.group("a") is not None else "b"
-        value = match.group(group)
-        if not _benign(value) and (_password_like(value) or _looks_random(value)):
-            yield match.start(group), match.end(group), priority
 
 
 # the Wi-Fi QR code payload: `WIFI:T:WPA;S:<ssid>;P:<password>;;`

@@ -76,7 +76,11 @@ _WORD_LOWER = re.compile(
 )
 _WORD_ANY_CASE = re.compile(rf"(?i){_WORD}")
 # no separator: "the api key X for staging", "토큰 X"
-_PROSE_BARE = re.compile(rf"(?i){_WORD}[^\S\n]+{_OPEN}(?P<value>[\x21-\x7e]{{8,}})")
+# ... or after what it is for ("пароль от стенда X", "Сбросил пароль на X", "password for staging X")
+_PROSE_BARE = re.compile(
+    rf"(?i){_WORD}(?P<prep>[^\S\n]+(?:от|для|на|for|für|pour|para|per)(?:[^\S\n]+[^\s:=：]{{1,30}}?(?=[^\S\n]))?)?"
+    rf"[^\S\n]+{_OPEN}(?P<value>[\x21-\x7e]{{8,}})"
+)
 # words that name a password (not a key or a token): with no separator, a strong password shape is enough
 # ("senha Qw7!rTz9#Lp2", "密码 Qw7!…")
 _PASSWORD_WORD = re.compile(
@@ -88,6 +92,17 @@ _PASSWORD_WORD = re.compile(
 _NAME_THEN_VALUE = re.compile(r"[A-Za-z_][\w.-]*[=:]")
 _LATIN_LETTER = re.compile("[À-ÖØ-öø-ÿ]")
 _TRAILING = ".,;:)]}'\"`”’」』）»›"
+
+
+def _mixed_password(words: str, value: str) -> bool:
+    """A password word, and a value of upper- and lower-case letters and digits only ("1-dimensional" and
+    `access"A\\n` are no password after "pass for", "key for")."""
+    return (
+        _PASSWORD_WORD.match(words) is not None
+        and value.isalnum()
+        and _strong_password_like(value)
+        and any(c.isupper() for c in value)
+    )
 
 
 def multilingual_prose(text: str, depth: int) -> Iterator[Span]:
@@ -114,6 +129,8 @@ def multilingual_prose(text: str, depth: int) -> Iterator[Span]:
                 continue  # `password="…"`: another assignment, which the assignment rule judges
             if _LATIN_LETTER.match(text, match.end("value")):
                 continue  # the word goes on past ASCII ("<tu-contraseña>"): not an ASCII password
+            if pattern is _PROSE_BARE and match.group("prep") and not _mixed_password(match.group(), value):
+                continue  # after what it is for, only a password word and letters of both cases and digits
             if pattern is _PROSE_BARE and len(value) < 12:
                 if not (_PASSWORD_WORD.match(match.group()) and _strong_password_like(value)):
                     continue
@@ -231,7 +248,7 @@ _CREDENTIAL_CYRILLIC = (
 _CREDENTIAL_CJK = (
     r"認証情報|パスワード|トークン|シークレット(?:キー)?|apiキー|アクセスキー|秘密鍵"
     r"|凭据|凭证|憑證|密码|密碼|令牌|(?:api[ ]?)?密钥|秘钥|私钥|访问密钥"
-    r"|자격[ ]?증명|비밀번호|패스워드|토큰|시크릿|api[ ]?키|액세스[ ]?키|비밀[ ]?키|암호"
+    r"|자격[ ]?증명|비밀번호|비번|패스워드|토큰|시크릿|api[ ]?키|액세스[ ]?키|비밀[ ]?키|암호"
 )
 _CREDENTIAL_WORD = re.compile(
     rf"(?<![a-zà-ÿ])(?:{_CREDENTIAL_LATIN})(?![a-zà-ÿ])|(?<![а-яё])(?:{_CREDENTIAL_CYRILLIC})(?![а-яё])"
@@ -244,11 +261,11 @@ CREDENTIAL_NEEDLES = (
     "contrase", "clave", "clé", "jeton", "senha", "chave", "segredo", "chiave", "segreto", "данные",
     "пароль", "токен", "секрет", "ключ", "認証情報", "パスワード", "トークン", "シークレット", "キー",
     "秘密鍵", "凭据", "凭证", "憑證", "密码", "密碼", "令牌", "密钥", "秘钥", "私钥", "자격", "비밀",
-    "패스워드", "토큰", "시크릿", "키", "암호",
+    "패스워드", "토큰", "시크릿", "키", "암호", "비번",
 )  # fmt: skip
 _CREDENTIAL_NEEDLE = re.compile("|".join(map(re.escape, CREDENTIAL_NEEDLES)))
-# a value may start here: ten printable ASCII characters after a space, a CJK particle, a separator or a quote
-_VALUE_AHEAD = re.compile(r"(?:(?<![\x21-\x7e])|(?<=[:=\"'`]))[\x21-\x7e]{10}")
+# a value may start here: six printable ASCII characters after a space, a CJK particle, a separator or a quote
+_VALUE_AHEAD = re.compile(r"(?:(?<![\x21-\x7e])|(?<=[:=\"'`]))[\x21-\x7e]{6}")
 # the pieces that may end a word of several (`api key`, `mot de passe`, `учётные данные`, `apiキー`)
 _TRAILING_NEEDLES = frozenset({"key", "token", "pass", "schlüssel", "данные", "ключ", "キー", "密钥", "키"})
 
@@ -267,7 +284,7 @@ def _credential_words(lower: str) -> Iterator[re.Match[str]]:
         line_end = lower.find("\n", at)
         ahead = min(at + 160, size if line_end < 0 else line_end)
         if _VALUE_AHEAD.search(lower, hit.end(), ahead) is None:
-            continue  # no value of ten characters follows on the line (`max_tokens: 4096`): no word to read
+            continue  # no value of six characters follows on the line (`max_tokens: 4096`): no word to read
         end = min(at + 20, size)
         while end < size and lower[end].isalpha():
             end += 1  # the scan must not cut a word: its end decides the boundary after it
@@ -288,13 +305,27 @@ _CREDENTIAL_TAIL = re.compile(
     r"|du|pour|para|en|di|della|dello|per|для|от)(?:[^\S\n]+[^\s:=：]{1,30}){1,3}?)?"
     r"[^\S\n]*(?:[:=：]|(?<=\s)(?:is|was|are|were|ist|lautet|lauten|war|sind|es|era|son|est|était|sont|é|são"
     r"|è|sono|это|—)(?=\s)|是|为|為|は|が|은|는|이|가)"
-    rf"[^\S\n]*:?[^\S\n]*{_OPEN}(?P<value>[\x21-\x7e]{{10,}})"
+    rf"[^\S\n]*:?[^\S\n]*{_OPEN}(?P<value>[\x21-\x7e]{{6,}})"
 )
 # French, Spanish, Portuguese, Italian and Russian put a name after the noun ("le jeton heroku est X",
 # "токен heroku это X"): one word of any case may stand there before one of their verbs
 _CREDENTIAL_TAIL_AFTER_NOUN = re.compile(
     r"(?i)[^\S\n]+[^\W\d_][\w-]{1,29}[^\S\n]+(?:est|était|es|era|é|è|sono|son|sont|são|это)(?=\s)"
-    rf"[^\S\n]*:?[^\S\n]*{_OPEN}(?P<value>[\x21-\x7e]{{10,}})"
+    rf"[^\S\n]*:?[^\S\n]*{_OPEN}(?P<value>[\x21-\x7e]{{6,}})"
+)
+# ... or before a colon ("Токен heroku: X", "le jeton heroku : X"); only after those languages' words, since
+# an English word there heads a compound ("the token fix: …")
+_CREDENTIAL_TAIL_AFTER_NOUN_COLON = re.compile(
+    rf"(?i)[^\S\n]+[^\W\d_][\w-]{{1,29}}[^\S\n]*[:：][^\S\n]*{_OPEN}(?P<value>[\x21-\x7e]{{6,}})"
+)
+_AFTER_NOUN_WORD = re.compile(
+    r"[а-яё]|jeton|clé|mot|contrase|clave|credencia|secreto|senha|chave|segred|credenz|chiave|segret"
+)
+# no verb and no colon ("the heroku token X", "deploy token X for staging", "Heroku 토큰 X"): a value of ten
+# characters or more that ends where the clause or the line goes on with words
+_CREDENTIAL_BARE = re.compile(
+    rf"[^\S\n]+{_OPEN}(?P<value>[\x21-\x7e]{{10,}}?)[\"'`”’」』)]?(?=[.,;!?]?(?:[^\S\n]|$)|[^\x00-\x7f])",
+    re.MULTILINE,
 )
 # words that say the value is an id, a name, metadata or published, not the credential: "the API key ID is",
 # "the request id for the token call is", "the publishable key", "the credential's fingerprint". The words
@@ -345,7 +376,7 @@ def _credential_value(value: str) -> bool:
     """Whether a value the sentence calls a credential is one: a UUID, a long number, letters and digits
     interleaved (`yb1slrkk3imnwp8bi`) or a random-looking token; not a word, a name, a type or a version."""
     if len(value) < 10:
-        return False
+        return _short_credential(value)
     if _UUID.fullmatch(value):
         return len(set(value.lower())) > 5  # the nil UUID and `11111111-…` stand in for one
     # `grpc.ChannelCredentials`, `sk-[name]-[20`, `Ed25519PrivateKey`: code, a template, a type
@@ -363,6 +394,23 @@ def _credential_value(value: str) -> bool:
     return len(_RUN.findall(value)) >= 3 and not (_benign(value) or plain_base64(value))
 
 
+_QUANTITY = re.compile(r"\d+[A-Za-z]{1,5}|[A-Za-z]{1,3}\d+|#[0-9A-Fa-f]{3,8}")  # `3600sec`, `v2`, a colour
+
+
+def _short_credential(value: str) -> bool:
+    """Whether a value of six to nine characters the sentence calls a credential is one (`k9X2m7q4`,
+    `Tr0ub4!x`, `x7k2m9q4`): letters and digits alternating at least three times, and no number with a
+    unit (`3600sec`), a short version (`v2`, `sha256`), a colour, a hash, a date or a path."""
+    if len(value) < 6 or _benign(value) or _NEAR_MISS_VALUE.fullmatch(value) or _QUANTITY.fullmatch(value):
+        return False
+    if not any(c.isdigit() for c in value) or not any(c.isalpha() for c in value):
+        return False
+    if any(c in "./:\\@" for c in value):
+        return False  # a version, a path, a time or an address
+    # a generated value alternates letters and digits; a word and a number (`OAuth2`, `Win2019`) does not
+    return len(_RUN.findall(value)) >= 3
+
+
 def _camel_words(value: str) -> int:
     """How many letters of `value` are capitalised words (`Private`, `Key`): most, in a type's name."""
     return sum(len(word) for word in _CAMEL_WORD.findall(value))
@@ -378,9 +426,15 @@ def credential_prose(text: str, depth: int) -> Iterator[Span]:
     for word in _credential_words(lower):
         if word.start() > 0 and text[word.start() - 1] in ":./":
             continue  # a segment of a path (`arn:…:secret:name`, `vault/secret`, `config.secret`)
+        bare = False
         match = _CREDENTIAL_TAIL.match(text, word.end())
         if match is None:
             match = _CREDENTIAL_TAIL_AFTER_NOUN.match(text, word.end())
+        if match is None and _AFTER_NOUN_WORD.match(word.group()):
+            match = _CREDENTIAL_TAIL_AFTER_NOUN_COLON.match(text, word.end())
+        if match is None:
+            match = _CREDENTIAL_BARE.match(text, word.end())
+            bare = True
         if match is None:
             continue
         value = match.group("value").rstrip(_TRAILING)
@@ -389,6 +443,9 @@ def credential_prose(text: str, depth: int) -> Iterator[Span]:
             continue
         if not _credential_value(value):
             continue
+        if len(value) < 10 and (bare or "=" in text[word.end() : start] or text[start - 1] in "\"'`"):
+            continue  # a short value only in prose: `token = 1*tchar`, `Token: "#ddd0c0",` are code
+
         clause = max(word.start() - 60, 0)
         for end in _CLAUSE_END.finditer(text, clause, word.start()):
             clause = end.end()

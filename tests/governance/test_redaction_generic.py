@@ -475,3 +475,88 @@ def test_prose_naming_a_credential_reads_no_type_in_code_as_a_value(text: str) -
     """Lines of installed packages that the rule alone first took: a type or a module path after the word.
     (The assignment and near-word rules still take the first three, as they did before this rule.)"""
     assert list(credential_prose(text, 0)) == []
+
+
+# Shaped like the sentences the prose rules still let through (the value before the word naming it, no verb
+# or colon between the word and the value, a value under ten characters, a lower-case name between a Russian
+# word and a colon), but with no secret in them: ids, versions, names, counts, policies, algorithms, commits.
+# Written before the rules for those shapes, which must keep them all. Two were altered before them: the old
+# `value_first` took any password-shaped value before a word naming a password or a token.
+GAP_NEAR_MISSES = [
+    # the value first, the word naming a credential after it
+    "8f3e2a1c-9b7d-4c6e-a5f4-3b2a1c0d9e8f is the request id for the Heroku API key call",
+    "use v2.3.1 as the version of the token library",
+    "use HS256 as the token signing algorithm",
+    "use argon2id as the password hashing scheme",  # altered before
+    "use X-Api-Key as the header for the API key",
+    "use 3600 as the token TTL",
+    "use redis-cluster-2 as the token store",  # altered before
+    "blue-river is the Heroku app name for the API key owner",
+    "kid-2024-06 is the key id of the signing key",
+    "OPENAI_API_KEY is the name of the secret",
+    "abc1234 is the commit that fixed the password reset",
+    "PR-4821 — that's the prod password rotation ticket",
+    "90 days — that's the prod password rotation period",
+    "7d3f9a2b is the short hash of the token refactor",
+    "us-east-1 is the region of the secrets manager",
+    "3dfdd062-7a6d-4ca8-9a27-3b11c5d04e5b is the trace id of the failed token refresh",
+    "bcrypt is the password hash we use",
+    "Bearer is the token type",
+    # no verb or colon between the word and what follows
+    "the token bucket holds 10 requests",
+    "the heroku token endpoint returns 401 for expired tokens",
+    "deploy token scopes for staging are read_registry and read_repository",
+    "the heroku token expired yesterday",
+    "the token fix landed in commit abc1234",
+    "the api key rotation runs on 2024-06-01",
+    "the password field pw-input-3 is hidden",
+    "the access token lifetime 15m is too short",
+    "the github token GITHUB_TOKEN is injected by Actions",
+    "the session token cookie __Host-session is set on login",
+    "password reset tokens expire after 24h",
+    "the secret store kv/prod/db holds the rest",
+    "commit abc1234 fixed the token refresh",
+    "the token v2 format for staging",
+    "deploy token 12 of 20 for staging was revoked",
+    # a short value after a word naming a credential
+    "password policy: 12 chars",
+    "password length: 16",
+    "the password is required",
+    "the wifi password is on the fridge",
+    "the password is too short",
+    "pw: see vault",
+    "the token is expired",
+    "the token type is Bearer",
+    "password: ********",
+    "token: null",
+    "password hashing: bcrypt",
+    "the token is JWT",
+    "secret: true",
+    "the heroku app name is blue-river",
+    "the key id is kid-2024",
+    "the token limit is 1000",
+    "the secret rotation is weekly",
+    "the token TTL is 3600s",
+    # Russian, Korean, Japanese, Chinese
+    "Токен heroku: истёк вчера",
+    "Токен доступа: см. хранилище",
+    "Ключ api: 3600 секунд",
+    "Пароль администратора: не задан",
+    "Версия токена: v2.3.1",
+    "blue-river가 Heroku 앱 이름입니다",
+    "v2.3.1을 토큰 라이브러리 버전으로 사용하세요",
+    "토큰 만료 시간은 3600초입니다",
+    "비밀번호 정책: 12자 이상",
+    "요청 ID는 8f3e2a1c입니다",
+    "v2.3.1をトークンライブラリのバージョンとして使う",
+    "トークンの有効期限は3600秒です",
+    "パスワードは12文字以上です",
+    "使用v2.3.1作为令牌库的版本",
+    "令牌桶容量为10",
+    "密码长度为12位",
+]
+
+
+@pytest.mark.parametrize("text", GAP_NEAR_MISSES)
+def test_prose_shaped_like_a_credential_without_one_is_kept(text: str) -> None:
+    _kept(text)
