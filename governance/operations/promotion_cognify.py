@@ -2,16 +2,23 @@
 
 The cognify activity heartbeats and maps its result; this is the use case, step by step: the snapshot's
 entries read (after the last snapshot that published) and redacted, content and payload alike
-(`_redacted`, off the event loop), the task's description redacted too; the analysis (LLM if configured,
+(`_redacted`, off the event loop; staging keeps the raw text, so this is the entries' only redaction),
+the task's description redacted too; the analysis (LLM if configured,
 rule-based otherwise or on any LLM failure, `adapters/llm_cognifier.cognify`); the candidates redacted
 again, with their expiry, the generated skill and the episode with its structured fields and the files and
 symbols the task's working memory tracked (`_distilled`); then the candidates and the run's critique
 written, replacing an earlier attempt's. Nothing of the content leaves: the caller gets counts.
+
+A big task stages the same contents many times (10,000 entries of 1,000 texts), and each entry gives a
+candidate quoting it: every distinct text and payload is redacted once per cognify (`SnapshotRedaction`),
+not once per entry and twice more per candidate. Redaction is a function of the text and the rules, and
+the memo lives for one call: the next cognify redacts with the rules of its day.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,13 +31,13 @@ from governance.code_locations import MAX_LOCATIONS
 from governance.cognify import Analysis, Candidate, StagedEntry, episode_candidate, skill_candidate
 from governance.episodes import EntryView, episode_structure
 from governance.operations import working_memory
-from governance.redaction import redact, redact_json
+from governance.redaction import Redaction, redact, redact_json
 from governance.storage.plans import PlanKey, save_candidates
 from governance.storage.promotions import promotion_by_workflow
 from governance.storage.staging import get_task, snapshot_entries
 from governance.validity import candidate_expiry, entry_expiry
 
-__all__ = ["CRITIQUE_CHARS", "PREVIEW_CHARS", "Distillation", "distil", "preview"]
+__all__ = ["CRITIQUE_CHARS", "PREVIEW_CHARS", "Distillation", "SnapshotRedaction", "distil", "preview"]
 
 # a text shortened where it is kept short (the run's critique, at most CRITIQUE_CHARS)
 PREVIEW_CHARS = 200
@@ -50,6 +57,37 @@ class Distillation:
     @property
     def candidate_count(self) -> int:
         return sum(self.candidate_types.values())
+
+
+class SnapshotRedaction:
+    """One cognify's redaction: each distinct text, and each distinct payload, redacted once.
+
+    `redact` and `redact_json` answer the same for the same input, so an entry gets what it would get
+    alone; the payload is handed out as a fresh copy each time (no two entries share a dict). Nothing is
+    kept past the call, so a change to the redaction rules applies to the next cognify.
+    """
+
+    def __init__(self) -> None:
+        self._texts: dict[str, Redaction] = {}
+        self._payloads: dict[str, tuple[str, dict[str, int]]] = {}
+
+    def text(self, text: str) -> Redaction:
+        """`redact(text)`, computed once per distinct text."""
+        done = self._texts.get(text)
+        if done is None:
+            done = self._texts[text] = redact(text)
+        return done
+
+    def payload(self, payload: dict[str, Any]) -> tuple[dict[str, Any], dict[str, int]]:
+        """`redact_json(payload)`, computed once per distinct payload (the same JSON, keys in the same
+        order: a JSONB value's text)."""
+        key = json.dumps(payload, ensure_ascii=False)
+        done = self._payloads.get(key)
+        if done is None:
+            cleaned, counts = redact_json(payload)
+            done = self._payloads[key] = (json.dumps(cleaned, ensure_ascii=False), counts)
+        cleaned_json, counts = done
+        return json.loads(cleaned_json), dict(counts)
 
 
 def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
@@ -75,7 +113,8 @@ async def distil(
         after_seq = promotion.after_seq if promotion is not None else 0
         rows = await snapshot_entries(conn, task_id, up_to_seq=last_seq, after_seq=after_seq)
         # redaction is CPU work (a big task's snapshot takes seconds): off the event loop
-        entries, counts = await asyncio.to_thread(_redacted, rows)
+        redaction = SnapshotRedaction()
+        entries, counts = await asyncio.to_thread(_redacted, rows, redaction)
         task = await get_task(conn, task_id)
     # the episode and a generated skill quote the description (title included): it is redacted too
     description = redact(task.description if task is not None else description).text
@@ -83,7 +122,9 @@ async def distil(
     analysis = outcome.analysis
     # working memory feeds the episode: the files and symbols the agent tracked
     tracked = await working_memory.tracked(engine, task_id, MAX_LOCATIONS)
-    candidates = await asyncio.to_thread(_distilled, task_id, description, analysis, entries, tracked)
+    candidates = await asyncio.to_thread(
+        _distilled, task_id, description, analysis, entries, tracked, redaction
+    )
     critique = preview(redact(analysis.critique).text, CRITIQUE_CHARS)
     async with engine.begin() as conn:
         await save_candidates(conn, key, task_id, candidates, critique=critique)
@@ -95,18 +136,22 @@ async def distil(
     )
 
 
-def _redacted(rows: Sequence[Any]) -> tuple[list[StagedEntry], dict[str, int]]:
-    """The snapshot's entries as cognify sees them, redacted, and what redaction removed, by kind."""
+def _redacted(
+    rows: Sequence[Any], redaction: SnapshotRedaction | None = None
+) -> tuple[list[StagedEntry], dict[str, int]]:
+    """The snapshot's entries as cognify sees them, redacted, and what redaction removed, by kind (each
+    entry counted, whether its text was redacted for it or for an earlier entry of the same text)."""
+    redaction = redaction if redaction is not None else SnapshotRedaction()
     entries: list[StagedEntry] = []
     counts: dict[str, int] = {}
     for row in rows:
-        cleaned = redact(row.content)
+        cleaned = redaction.text(row.content)
         for kind, n in cleaned.counts.items():
             counts[kind] = counts.get(kind, 0) + n
         payload = row.payload if isinstance(row.payload, dict) else None
         if payload is not None:
             # key-aware: {"password": "hunter2"} has no secret shape, only a secret name
-            payload, payload_counts = redact_json(payload)
+            payload, payload_counts = redaction.payload(payload)
             for kind, n in payload_counts.items():
                 counts[kind] = counts.get(kind, 0) + n
         entries.append(
@@ -124,7 +169,11 @@ def _redacted(rows: Sequence[Any]) -> tuple[list[StagedEntry], dict[str, int]]:
 
 
 def _structure(
-    description: str, analysis: Analysis, entries: list[StagedEntry], tracked: tuple[list[str], list[str]]
+    description: str,
+    analysis: Analysis,
+    entries: list[StagedEntry],
+    tracked: tuple[list[str], list[str]],
+    redaction: SnapshotRedaction,
 ) -> dict[str, Any]:
     """The episode's structured fields (governance/episodes.py) from the redacted entries and the files and
     symbols the task's working memory tracked (redacted too: an agent names them freely)."""
@@ -138,7 +187,7 @@ def _structure(
         )
         for e in entries
     ]
-    files, symbols = ([redact(v).text for v in values] for values in tracked)
+    files, symbols = ([redaction.text(v).text for v in values] for values in tracked)
     return episode_structure(
         description, views, success=analysis.success, tracked_files=files, tracked_symbols=symbols
     ).to_json()
@@ -150,9 +199,11 @@ def _distilled(
     analysis: Analysis,
     entries: list[StagedEntry],
     tracked: tuple[list[str], list[str]] = ([], []),
+    redaction: SnapshotRedaction | None = None,
 ) -> list[Candidate]:
     """The analysis's candidates redacted again, with their expiry, the skill and the episode with its
     structured fields (CPU work)."""
+    redaction = redaction if redaction is not None else SnapshotRedaction()
     entry_ids = [e.id for e in entries]
     # an entry's expires_at / ttl_seconds travels to what is distilled from it (not to the episode or a
     # generated skill, which quote the whole task)
@@ -162,18 +213,18 @@ def _distilled(
         Candidate(
             **{
                 **c.__dict__,
-                "title": redact(c.title).text,
-                "content": redact(c.content).text,
+                "title": redaction.text(c.title).text,
+                "content": redaction.text(c.content).text,
                 "expires_at": candidate_expiry(c.source_entry_ids, expiries),
             }
         )
         for c in analysis.candidates
-        if redact(c.content).text.strip()
+        if redaction.text(c.content).text.strip()
     ]
     skill = skill_candidate(description, analysis, entry_ids)
     if skill is not None:
         candidates.append(skill)
-    structure = _structure(description, analysis, entries, tracked)
+    structure = _structure(description, analysis, entries, tracked, redaction)
     episode = episode_candidate(task_id, description, analysis, entry_ids, structure)
     candidates.append(Candidate(**{**episode.__dict__, "content": redact(episode.content).text}))
     return candidates

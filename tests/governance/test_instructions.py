@@ -222,3 +222,48 @@ def test_the_prefilter_knows_a_literal_of_each_rule_and_that_other_scripts_need_
     # a branch spelt in another script cannot match an ASCII text at all
     parsed = instructions._parser.parse("ignore (?:всё|все)", re.IGNORECASE)
     assert instructions._required(parsed) == frozenset()
+
+
+def _long_texts() -> list[str]:
+    """Texts past `_GRAMS_FROM`: commits and attacks nobody here wrote, joined as an episode joins its key
+    decisions, one with a command hidden by a letter shift in the middle, one with attacks shifted too."""
+    attacks = [a["text"] for a in json.loads((DATA / "bipia_held_out.json").read_text())["attacks"]]
+    attacks = [t for t in attacks if t.isascii()]  # the pieces serve an ASCII text only
+    commits = [t for t in json.loads((DATA / "httpx_commits.json").read_text())["texts"] if t.isascii()]
+    commits = commits[:400]
+    shifted = [codecs.encode(t, "rot13") for t in attacks[:5]]
+    return [
+        "Key decisions: " + "; ".join(commits),
+        "; ".join(commits[:150] + [codecs.encode(POISON, "rot13")] + commits[150:300]),
+        "\n".join(commits[:100] + attacks[:20] + shifted + commits[100:200]),
+    ]
+
+
+def test_the_shifted_readings_literals_from_the_texts_pieces_are_those_of_the_shifted_text() -> None:
+    for text in _long_texts():
+        folded = instructions._fold(text)
+        assert folded.isascii() and len(folded) >= instructions._GRAMS_FROM
+        grams = instructions._grams(folded)
+        for shift in range(1, 26):
+            expected = instructions._present(instructions._rotate(folded, shift).lower())
+            assert instructions._present_shifted(folded, grams, shift) == expected, shift
+
+
+def test_scan_of_a_long_text_finds_what_each_reading_searched_with_its_own_literals_finds() -> None:
+    found_hidden = 0
+    for text in _long_texts():
+        folded = instructions._fold(text)
+        expected: dict[str, instructions.Finding] = {}
+        for finding in instructions._match(folded, None):
+            expected.setdefault(finding.rule, finding)
+        for decoded in instructions._base64_of(text):
+            for finding in instructions._match(instructions._fold(decoded), "in base64"):
+                expected.setdefault(finding.rule, finding)
+        for where, variant in instructions._variants(folded):
+            for finding in instructions._match(variant, where, instructions._VARIANT_RULES):
+                expected.setdefault(finding.rule, finding)
+        findings = scan(text)
+        assert findings == list(expected.values())
+        found_hidden += any(f.via == "in rot13" for f in findings)
+    # the command hidden by rot13 amid 300 commit messages is found in its reading
+    assert found_hidden >= 1
