@@ -13,7 +13,9 @@ autocommit when no daily quota is set, so an append costs one round trip.
 
 from __future__ import annotations
 
+import itertools
 import json
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -162,13 +164,13 @@ _LATEST_PROMOTION_PG = (
     "ORDER BY number DESC LIMIT 1"
 )
 # The group commit's statement (storage/append_group.py): the unkeyed appends of several requests, one per
-# task (and, with a daily quota, one per shard of a tenant's day), each judged on its own as `_APPEND_SQL`
-# judges one: a request whose task is gone or closed, over a quota, or whose key was revoked since its
-# gateway cached it reserves nothing and writes nothing, and the others are written. `%(reqs)s` is a JSON
-# array of requests (`i`, the task, its counts and quotas, the caller, `rows` as `_APPEND_SQL` reads them).
-# Locks are taken in one order, whatever the plan: the tasks' rows by id (`locked`) before the UPDATE meets
-# them, so two flushes of different gateways never wait on each other in a cycle. The answer is one row per
-# request written: its task, the first sequence number and the entries' ids in sequence order.
+# task, each judged on its own as `_APPEND_SQL` judges one: a request whose task is gone or closed, over a
+# quota, or whose key was revoked since its gateway cached it reserves nothing and writes nothing, and the
+# others are written. `%(reqs)s` is a JSON array of requests (`i`, the task, its counts and quotas, the
+# caller, `rows` as `_APPEND_SQL` reads them). Locks are taken in one order, whatever the plan: the tasks'
+# rows by id (`locked`) before the UPDATE meets them, so two flushes of different gateways never wait on
+# each other in a cycle. The answer is one row per request written: its task, the first sequence number
+# and the entries' ids in sequence order.
 _GROUP_SQL = """
     WITH req AS MATERIALIZED (
         SELECT * FROM jsonb_to_recordset(CAST(%(reqs)s AS jsonb)) AS r(
@@ -197,46 +199,56 @@ _GROUP_SQL = """
     )
     SELECT task_id, min(seq), array_agg(id ORDER BY seq) FROM appended GROUP BY task_id
 """
-# With a daily quota: the requests' shards of their tenants' days are locked first, in (org, shard) order
-# (`locked` waits for them: its one-time filter reads `today`), then the tasks' rows; each request's day is
-# its shard as locked plus the tenant's other shards as the statement's snapshot sees them, as in
-# `_APPEND_DAY_SQL`, and a request the task's row took is added to its shard.
+# With a daily quota, a flush counts all its requests on one shard of each tenant's day (`%(shard)s`, which
+# the group turns from flush to flush, so the flushes of two gateways rarely want the same row): that row is
+# locked first, for each tenant in org order (`locked` waits for it: its one-time filter reads `today`), then
+# the tasks' rows. A request's day is its tenant's shard as locked, plus the other shards as the statement's
+# snapshot sees them, plus the requests of the same tenant before it in the flush (`n_through`: counted
+# whether or not the task's row then took them, so a flush never passes a quota; a request refused only
+# because an earlier one of its flush was refused finds no reason when `_refused` looks, and runs again).
+# The requests the tasks' rows took are added to the shard, one row per tenant.
 _GROUP_DAY_SQL = (
     _GROUP_SQL.replace(
-        "actor_id text, actor_type text, rows jsonb)\n    ), locked AS MATERIALIZED (\n"
-        "        SELECT id FROM tasks WHERE id IN (SELECT task_id FROM req) ORDER BY id FOR UPDATE",
+        """actor_id text, actor_type text, rows jsonb)
+    ), locked AS MATERIALIZED (
+        SELECT id FROM tasks WHERE id IN (SELECT task_id FROM req) ORDER BY id FOR UPDATE""",
         """actor_id text, actor_type text, rows jsonb,
-            org text, shard int, max_day_entries bigint, max_day_bytes bigint)
+            org text, max_day_entries bigint, max_day_bytes bigint)
     ), mine AS MATERIALIZED (
-        SELECT org, shard, entries, bytes FROM staging_daily_usage
-        WHERE day = CAST(now() AT TIME ZONE 'UTC' AS date) AND (org, shard) IN (SELECT org, shard FROM req)
-        ORDER BY org, shard FOR UPDATE
+        SELECT org, entries, bytes FROM staging_daily_usage
+        WHERE day = CAST(now() AT TIME ZONE 'UTC' AS date) AND shard = %(shard)s
+          AND org IN (SELECT org FROM req)
+        ORDER BY org FOR UPDATE
     ), today AS MATERIALIZED (
-        SELECT r.i, coalesce(m.entries, 0) + coalesce(o.entries, 0) AS entries,
+        SELECT t.org, coalesce(m.entries, 0) + coalesce(o.entries, 0) AS entries,
                coalesce(m.bytes, 0) + coalesce(o.bytes, 0) AS bytes
-        FROM req r LEFT JOIN mine m ON m.org = r.org AND m.shard = r.shard
+        FROM (SELECT DISTINCT org FROM req) t LEFT JOIN mine m ON m.org = t.org
         LEFT JOIN LATERAL (
             SELECT sum(u.entries) AS entries, sum(u.bytes) AS bytes FROM staging_daily_usage u
-            WHERE u.org = r.org AND u.day = CAST(now() AT TIME ZONE 'UTC' AS date) AND u.shard <> r.shard
+            WHERE u.org = t.org AND u.day = CAST(now() AT TIME ZONE 'UTC' AS date) AND u.shard <> %(shard)s
         ) o ON true
+    ), through AS MATERIALIZED (
+        SELECT i, sum(n) OVER (PARTITION BY org ORDER BY i) AS n_through,
+               sum(size) OVER (PARTITION BY org ORDER BY i) AS size_through
+        FROM req
     ), locked AS MATERIALIZED (
         SELECT id FROM tasks WHERE id IN (SELECT task_id FROM req) AND (SELECT count(*) FROM today) >= 0
         ORDER BY id FOR UPDATE""",
     )
     .replace(
         "        FROM req r\n        WHERE t.id = r.task_id AND t.id IN (SELECT id FROM locked)",
-        """        FROM req r JOIN today d ON d.i = r.i
+        """        FROM req r JOIN today d ON d.org = r.org JOIN through c ON c.i = r.i
         WHERE t.id = r.task_id AND t.id IN (SELECT id FROM locked)
-          AND (r.max_day_entries = 0 OR d.entries + r.n <= r.max_day_entries)
-          AND (r.max_day_bytes = 0 OR d.bytes + r.size <= r.max_day_bytes)
+          AND (r.max_day_entries = 0 OR d.entries + c.n_through <= r.max_day_entries)
+          AND (r.max_day_bytes = 0 OR d.bytes + c.size_through <= r.max_day_bytes)
          """,
     )
     .replace(
         "    ), appended AS (",
         """    ), counted AS (
         INSERT INTO staging_daily_usage AS u (org, day, shard, entries, bytes)
-        SELECT r.org, CAST(now() AT TIME ZONE 'UTC' AS date), r.shard, r.n, r.size
-        FROM reserved s JOIN req r ON r.i = s.i
+        SELECT r.org, CAST(now() AT TIME ZONE 'UTC' AS date), %(shard)s, sum(r.n), sum(r.size)
+        FROM reserved s JOIN req r ON r.i = s.i GROUP BY r.org
         ON CONFLICT (org, day, shard)
         DO UPDATE SET entries = u.entries + EXCLUDED.entries, bytes = u.bytes + EXCLUDED.bytes
     ), appended AS (""",
@@ -388,11 +400,11 @@ def _cursors(conn: AsyncConnection, pg: psycopg.AsyncConnection[Any]) -> tuple[A
 
 @dataclass(frozen=True)
 class _Grouped:
-    """One request's unkeyed append waiting for its group's flush: its task, what it locks (the task, and
-    with a daily quota its tenant's shard of the day), its entry count and the statement's parameters."""
+    """One request's unkeyed append waiting for its group's flush: its task, what it locks (the task's row:
+    one request a task per flush), its entry count and the statement's parameters."""
 
     task_id: str
-    keys: tuple[tuple[str, ...], ...]
+    keys: tuple[str, ...]
     n: int
     request: str  # this request's element of the flush's `reqs` array, as JSON text
 
@@ -402,6 +414,9 @@ class _Grouped:
 _REFUSED = "refused"
 _Outcome = tuple[int, list[int], PromotionRecord | None] | str | None
 _DEADLOCK = "40P01"
+# the shards a process's flushes count a day on, in turn, from a place of its own (its pid, read at each
+# flush: a forked gateway worker does not share its parent's)
+_FLUSHES = itertools.count()
 
 
 def _request_json(params: dict[str, Any]) -> str:
@@ -418,11 +433,14 @@ async def _flush(engine: AsyncEngine, counts_day: bool, items: list[_Grouped]) -
     those rows rolled the statement back whole, so the flush runs again."""
     reqs = "[" + ",".join(f'{{"i":{i},{item.request[1:]}' for i, item in enumerate(items)) + "]"
     statement = _GROUP_DAY_PG if counts_day else _GROUP_PG
+    params: dict[str, Any] = {"reqs": reqs}
+    if counts_day:  # the day's shard this flush counts on: turned flush by flush (see _GROUP_DAY_SQL)
+        params["shard"] = (os.getpid() + next(_FLUSHES)) % quotas.DAILY_SHARDS
     task_ids = [item.task_id for item in items]
     for attempt in range(3):
         try:
             done = await _append_pipelined(
-                engine, statement, {"reqs": reqs}, _LATEST_PROMOTIONS_PG, {"task_ids": task_ids}
+                engine, statement, params, _LATEST_PROMOTIONS_PG, {"task_ids": task_ids}
             )
         except DBAPIError as exc:
             if attempt < 2 and getattr(exc.orig, "sqlstate", None) == _DEADLOCK:
@@ -523,10 +541,7 @@ async def _append_once(
 
     if not keys and group:  # the common case: in the next flush of the process's group commit
         params = params_of(None)
-        held: tuple[tuple[str, ...], ...] = (("task", task_id),)
-        if counts_day:
-            held += (("day", org, str(params["shard"])),)
-        grouped = _Grouped(task_id, held, len(drafts), _request_json(params))
+        grouped = _Grouped(task_id, (task_id,), len(drafts), _request_json(params))
         outcome = await _group(engine, counts_day).submit(grouped)
         if isinstance(outcome, tuple):
             first, ids, promotion = outcome

@@ -14,7 +14,13 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from governance.errors import Conflict, GovernanceError, TaskQuotaExceeded, Unauthenticated
+from governance.errors import (
+    Conflict,
+    DailyQuotaExceeded,
+    GovernanceError,
+    TaskQuotaExceeded,
+    Unauthenticated,
+)
 from governance.identity import hash_api_key, key_id_of
 from governance.limits import StagingQuota
 from governance.scopes import ActorType, EntryKind
@@ -116,6 +122,31 @@ async def test_group_commit_refuses_a_batch_over_its_task_quota_and_writes_the_o
     assert isinstance(answers[1], TaskQuotaExceeded)
     stored = await _rows(engine, [small, large])
     assert len(stored[small]) == 10 and stored[large] == []
+
+
+async def test_group_commit_counts_a_tenants_day_across_the_requests_of_one_flush(
+    engine: AsyncEngine,
+) -> None:
+    # three batches of 10 of one tenant in one flush, 25 a day: the first two fit, the third would pass
+    # the quota with them and is refused; what is counted is what is stored
+    org, project = new_tenant()
+    agent = await make_actor(engine, ActorType.AGENT, org, project)
+    tasks = [await _task(engine, org, project) for _ in range(3)]
+    quota = (org, StagingQuota(tenant_entries_per_day=25))
+    flushes, items = group_counts(engine, daily=True)
+    answers = await asyncio.gather(
+        *(append_batch(engine, t, agent.principal, _batch(f"d{i}", 10), quota) for i, t in enumerate(tasks)),
+        return_exceptions=True,
+    )
+    assert group_counts(engine, daily=True) == (flushes + 1, items + 3)
+    assert [type(a) for a in answers] == [Appended, Appended, DailyQuotaExceeded]
+    stored = await _rows(engine, tasks)
+    assert [len(stored[t]) for t in tasks] == [10, 10, 0]
+    async with engine.connect() as conn:
+        counted = await conn.execute(
+            text("SELECT coalesce(sum(entries), 0) FROM staging_daily_usage WHERE org = :org"), {"org": org}
+        )
+        assert int(counted.scalar_one()) == 20
 
 
 @pytest.mark.parametrize("daily", [False, True], ids=["no-daily-quota", "daily-quota"])
