@@ -37,8 +37,9 @@ class GroupCommit(Generic[T, R]):
     """A queue of items flushed together: `submit` waits for the flush that carried its item.
 
     `flush` takes a flush's items and returns one result per item, in order; `keys` names what an item
-    locks (items sharing a key go in different flushes); `weight` is what an item counts against
-    `max_weight` (entries), a lone item passing it still flushes alone.
+    locks (items sharing a key go in different flushes, never in two at once); `weight` is what an item
+    counts against `max_weight` (entries), a lone item passing it still flushes alone. Up to `runners`
+    flushes run at once (the next one forms while the database works on the previous).
     """
 
     flush: Callable[[list[T]], Awaitable[list[R]]]
@@ -48,22 +49,26 @@ class GroupCommit(Generic[T, R]):
     max_weight: int = 2_000
     flushes: int = 0  # flushes run (what a test or a bench reads to see the group at work)
     items: int = 0  # items those flushes carried
+    runners: int = 1
     _queue: list[tuple[T, asyncio.Future[R]]] = field(default_factory=list)
-    _runner: asyncio.Task[None] | None = None
+    _running: set[asyncio.Task[None]] = field(default_factory=set)
+    _inflight: list[set[Hashable]] = field(default_factory=list)  # the keys of each flush running
 
     async def submit(self, item: T) -> R:
         """The item's result, once the flush carrying it has ended (its error, if that flush failed)."""
         future: asyncio.Future[R] = asyncio.get_running_loop().create_future()
         self._queue.append((item, future))
-        if self._runner is None:
-            self._runner = asyncio.get_running_loop().create_task(self._run())
+        if len(self._running) < self.runners:
+            runner = asyncio.get_running_loop().create_task(self._run())
+            self._running.add(runner)
+            runner.add_done_callback(self._running.discard)
         return await future
 
     def _take(self) -> list[tuple[T, asyncio.Future[R]]]:
         """The next flush's items, in arrival order; the rest stay queued in theirs."""
         taken: list[tuple[T, asyncio.Future[R]]] = []
         rest: list[tuple[T, asyncio.Future[R]]] = []
-        held: set[Hashable] = set()
+        held: set[Hashable] = set().union(*self._inflight)
         weight = 0
         for pending in self._queue:
             item, future = pending
@@ -89,10 +94,14 @@ class GroupCommit(Generic[T, R]):
         try:
             while self._queue:
                 taken = self._take()
-                if not taken:
-                    continue
+                if not taken:  # what is queued waits for a running flush's keys: that runner takes it
+                    return
                 self.flushes += 1
                 self.items += len(taken)
+                keys: set[Hashable] = set()
+                for item, _ in taken:
+                    keys.update(self.keys(item))
+                self._inflight.append(keys)
                 try:
                     results = await self.flush([item for item, _ in taken])
                 except asyncio.CancelledError as exc:
@@ -105,15 +114,20 @@ class GroupCommit(Generic[T, R]):
                         if not future.done():
                             future.set_exception(exc)
                     continue
+                finally:
+                    self._inflight.remove(keys)
                 for (_, future), result in zip(taken, results, strict=True):
                     if not future.done():
                         future.set_result(result)
-        finally:
-            # a normal end leaves nothing queued; a cancelled runner (the loop shutting down) cancels the rest
-            self._runner = None
+        except asyncio.CancelledError:
+            # the loop shutting down: what is still queued is cancelled with it
             for _, future in self._queue:
                 future.cancel()
             self._queue = []
+            raise
+        finally:
+            # at once, not in a done callback: a submit right after this must start a runner
+            self._running.discard(asyncio.current_task())
 
 
 # one group per engine and event loop: a group's runner task belongs to the loop it started on

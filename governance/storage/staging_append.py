@@ -469,7 +469,8 @@ def _group(engine: AsyncEngine, counts_day: bool) -> GroupCommit[_Grouped, _Outc
         async def flush(items: list[_Grouped]) -> list[_Outcome]:
             return await _flush(engine, counts_day, items)
 
-        return GroupCommit(flush=flush, keys=lambda item: item.keys, weight=lambda item: item.n)
+        # two flushes at once: the next forms and is sent while the database works on the previous one
+        return GroupCommit(flush=flush, keys=lambda item: item.keys, weight=lambda item: item.n, runners=2)
 
     return group_for(engine.sync_engine, "day" if counts_day else "plain", make)
 

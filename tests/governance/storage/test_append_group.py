@@ -259,3 +259,31 @@ async def test_group_commit_a_request_cancelled_while_queued_is_never_sent() -> 
     gate.set()
     assert await first == "a" and await kept == "c"
     assert sent == ["a", "c"]
+
+
+async def test_group_commit_with_two_runners_never_flushes_a_key_twice_at_once() -> None:
+    running: set[str] = set()
+    overlaps: list[str] = []
+    flushed: list[list[str]] = []
+
+    async def flush(items: list[str]) -> list[str]:
+        keys = {item[0] for item in items}
+        overlaps.extend(keys & running)
+        running.update(keys)
+        flushed.append(items)
+        await asyncio.sleep(0.01)
+        running.difference_update(keys)
+        return items
+
+    group: GroupCommit[str, str] = GroupCommit(
+        flush=flush, keys=lambda item: [item[0]], weight=lambda item: 1, runners=2
+    )
+    first = asyncio.ensure_future(group.submit("a0"))
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # "a0" is being flushed
+    rest = [asyncio.ensure_future(group.submit(item)) for item in ("a1", "b1", "a2", "c1")]
+    assert await asyncio.gather(first, *rest) == ["a0", "a1", "b1", "a2", "c1"]
+    assert overlaps == []
+    # the second runner took what "a0"'s keys did not hold; task a's requests kept their order
+    assert flushed[0] == ["a0"] and flushed[1] == ["b1", "c1"]
+    assert [i for f in flushed for i in f if i.startswith("a")] == ["a0", "a1", "a2"]
