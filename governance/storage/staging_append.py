@@ -13,6 +13,9 @@ autocommit when no daily quota is set, so an append costs one round trip.
 
 from __future__ import annotations
 
+import itertools
+import json
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -42,6 +45,7 @@ from governance.limits import (
 from governance.promotions import PromotionRecord, closed_refusal
 from governance.staging import EntryDraft, PreparedBatch, prepare_batch, public_task_id
 from governance.storage import quotas
+from governance.storage.append_group import GroupCommit, group_for
 from governance.storage.connections import unpinged_checkout
 from governance.storage.staging import TaskInfo, get_task, key_is_live
 from governance.storage.tables import staging_idempotency
@@ -51,6 +55,7 @@ __all__ = [
     "Appended",
     "append_batch",
     "append_entries",
+    "group_counts",
     "latest_promotion",
 ]
 
@@ -158,6 +163,107 @@ _LATEST_PROMOTION_PG = (
     "started_at, snapshot_at, ended_at FROM promotions WHERE task_id = %(task_id)s "
     "ORDER BY number DESC LIMIT 1"
 )
+# The group commit's statement (storage/append_group.py): the unkeyed appends of several requests, one per
+# task, each judged on its own as `_APPEND_SQL` judges one: a request whose task is gone or closed, over a
+# quota, or whose key was revoked since its gateway cached it reserves nothing and writes nothing, and the
+# others are written. `%(reqs)s` is a JSON array of requests (`i`, the task, its counts and quotas, the
+# caller, `rows` as `_APPEND_SQL` reads them). Locks are taken in one order, whatever the plan: the tasks'
+# rows by id (`locked`) before the UPDATE meets them, so two flushes of different gateways never wait on
+# each other in a cycle. The answer is one row per request written: its task, the first sequence number
+# and the entries' ids in sequence order.
+_GROUP_SQL = """
+    WITH req AS MATERIALIZED (
+        SELECT * FROM jsonb_to_recordset(CAST(%(reqs)s AS jsonb)) AS r(
+            i int, task_id text, n int, size bigint, max_entries bigint, max_bytes bigint, key_hash text,
+            actor_id text, actor_type text, rows jsonb)
+    ), locked AS MATERIALIZED (
+        SELECT id FROM tasks WHERE id IN (SELECT task_id FROM req) ORDER BY id FOR UPDATE
+    ), reserved AS (
+        UPDATE tasks t
+        SET next_seq = t.next_seq + r.n, staged_bytes = t.staged_bytes + r.size, ended_at = NULL
+        FROM req r
+        WHERE t.id = r.task_id AND t.id IN (SELECT id FROM locked) AND t.closed_at IS NULL
+          AND (r.max_entries = 0 OR t.next_seq + r.n <= r.max_entries)
+          AND (r.max_bytes = 0 OR t.staged_bytes + r.size <= r.max_bytes)
+          AND (r.key_hash IS NULL OR EXISTS (
+              SELECT 1 FROM api_keys WHERE key_hash = r.key_hash AND revoked_at IS NULL))
+        RETURNING r.i, t.next_seq - r.n AS first_seq
+    ), appended AS (
+        INSERT INTO staging_entries
+            (task_id, seq, actor_id, actor_type, kind, content, payload, idempotency_key, request_hash)
+        SELECT r.task_id, s.first_seq + v.ord, r.actor_id, r.actor_type, v.e->>0, v.e->>1,
+               (v.e->>2)::json, v.e->>3, v.e->>4
+        FROM reserved s JOIN req r ON r.i = s.i,
+             jsonb_array_elements(r.rows) WITH ORDINALITY AS v(e, ord)
+        RETURNING task_id, id, seq
+    )
+    SELECT task_id, min(seq), array_agg(id ORDER BY seq) FROM appended GROUP BY task_id
+"""
+# With a daily quota, a flush counts all its requests on one shard of each tenant's day (`%(shard)s`, which
+# the group turns from flush to flush, so the flushes of two gateways rarely want the same row): that row is
+# locked first, for each tenant in org order (`locked` waits for it: its one-time filter reads `today`), then
+# the tasks' rows. A request's day is its tenant's shard as locked, plus the other shards as the statement's
+# snapshot sees them, plus the requests of the same tenant before it in the flush (`n_through`: counted
+# whether or not the task's row then took them, so a flush never passes a quota; a request refused only
+# because an earlier one of its flush was refused finds no reason when `_refused` looks, and runs again).
+# The requests the tasks' rows took are added to the shard, one row per tenant.
+_GROUP_DAY_SQL = (
+    _GROUP_SQL.replace(
+        """actor_id text, actor_type text, rows jsonb)
+    ), locked AS MATERIALIZED (
+        SELECT id FROM tasks WHERE id IN (SELECT task_id FROM req) ORDER BY id FOR UPDATE""",
+        """actor_id text, actor_type text, rows jsonb,
+            org text, max_day_entries bigint, max_day_bytes bigint)
+    ), mine AS MATERIALIZED (
+        SELECT org, entries, bytes FROM staging_daily_usage
+        WHERE day = CAST(now() AT TIME ZONE 'UTC' AS date) AND shard = %(shard)s
+          AND org IN (SELECT org FROM req)
+        ORDER BY org FOR UPDATE
+    ), today AS MATERIALIZED (
+        SELECT t.org, coalesce(m.entries, 0) + coalesce(o.entries, 0) AS entries,
+               coalesce(m.bytes, 0) + coalesce(o.bytes, 0) AS bytes
+        FROM (SELECT DISTINCT org FROM req) t LEFT JOIN mine m ON m.org = t.org
+        LEFT JOIN LATERAL (
+            SELECT sum(u.entries) AS entries, sum(u.bytes) AS bytes FROM staging_daily_usage u
+            WHERE u.org = t.org AND u.day = CAST(now() AT TIME ZONE 'UTC' AS date) AND u.shard <> %(shard)s
+        ) o ON true
+    ), through AS MATERIALIZED (
+        SELECT i, sum(n) OVER (PARTITION BY org ORDER BY i) AS n_through,
+               sum(size) OVER (PARTITION BY org ORDER BY i) AS size_through
+        FROM req
+    ), locked AS MATERIALIZED (
+        SELECT id FROM tasks WHERE id IN (SELECT task_id FROM req) AND (SELECT count(*) FROM today) >= 0
+        ORDER BY id FOR UPDATE""",
+    )
+    .replace(
+        "        FROM req r\n        WHERE t.id = r.task_id AND t.id IN (SELECT id FROM locked)",
+        """        FROM req r JOIN today d ON d.org = r.org JOIN through c ON c.i = r.i
+        WHERE t.id = r.task_id AND t.id IN (SELECT id FROM locked)
+          AND (r.max_day_entries = 0 OR d.entries + c.n_through <= r.max_day_entries)
+          AND (r.max_day_bytes = 0 OR d.bytes + c.size_through <= r.max_day_bytes)
+         """,
+    )
+    .replace(
+        "    ), appended AS (",
+        """    ), counted AS (
+        INSERT INTO staging_daily_usage AS u (org, day, shard, entries, bytes)
+        SELECT r.org, CAST(now() AT TIME ZONE 'UTC' AS date), %(shard)s, sum(r.n), sum(r.size)
+        FROM reserved s JOIN req r ON r.i = s.i GROUP BY r.org
+        ON CONFLICT (org, day, shard)
+        DO UPDATE SET entries = u.entries + EXCLUDED.entries, bytes = u.bytes + EXCLUDED.bytes
+    ), appended AS (""",
+    )
+)
+assert _GROUP_DAY_SQL.count("counted AS") == 1 and _GROUP_DAY_SQL.count("FOR UPDATE") == 2
+assert _GROUP_DAY_SQL.count("JOIN today d") == 1 and _GROUP_DAY_SQL.count("max_day_bytes") == 3
+_GROUP_PG = _GROUP_SQL  # written in psycopg's parameter style already
+_GROUP_DAY_PG = _GROUP_DAY_SQL
+# the tasks' latest promotions, read in the flush's transaction after its statement locked their rows
+_LATEST_PROMOTIONS_PG = (
+    "SELECT DISTINCT ON (task_id) task_id, number, workflow_id, target_scope, after_seq, last_seq, outcome, "
+    "requested_by, started_at, snapshot_at, ended_at FROM promotions WHERE task_id = ANY(%(task_ids)s) "
+    "ORDER BY task_id, number DESC"
+)
 # psycopg prepares a statement only when asked (`prepare=True`) on connections of the pipelined path; no
 # statement is prepared behind its caller's back (the engine turns automatic preparation off)
 _PREPARE_ONLY_WHEN_ASKED = 2**31
@@ -221,8 +327,12 @@ async def _refused(
 
 
 async def _append_pipelined(
-    engine: AsyncEngine, task_id: str, statement: str, params: dict[str, Any]
-) -> tuple[list[Any], Any] | None:
+    engine: AsyncEngine,
+    statement: str,
+    params: dict[str, Any],
+    latest: str = _LATEST_PROMOTION_PG,
+    latest_params: dict[str, Any] | None = None,
+) -> tuple[list[Any], list[Any]] | None:
     """The common append (no idempotency key) in two round trips on the driver's connection: a ping, then
     the append `statement` and the read of the task's latest promotion, pipelined and prepared.
 
@@ -241,7 +351,7 @@ async def _append_pipelined(
             pg: psycopg.AsyncConnection[Any] = raw.driver_connection  # type: ignore[assignment]
             if pg.prepare_threshold is None:
                 pg.prepare_threshold = _PREPARE_ONLY_WHEN_ASKED
-            ping, append, latest = _cursors(conn, pg)
+            ping, append, latest_cur = _cursors(conn, pg)
             # autocommit on the driver's connection for these statements only (SQLAlchemy's own switch,
             # `execution_options`, cost more CPU than the append's SQL), restored before the pool has it
             was_autocommit = pg.autocommit
@@ -259,9 +369,9 @@ async def _append_pipelined(
                     ) from exc
                 async with pg.pipeline():
                     await append.execute(statement, params, prepare=True)
-                    await latest.execute(_LATEST_PROMOTION_PG, {"task_id": task_id}, prepare=True)
+                    await latest_cur.execute(latest, latest_params, prepare=True)
                 inserted = await append.fetchall()
-                promotion = await latest.fetchone()
+                promotion = await latest_cur.fetchall()
             except psycopg.Error as exc:
                 broken = pg.broken or bool(getattr(pg, "severed", False))
                 if broken:
@@ -286,6 +396,90 @@ def _cursors(conn: AsyncConnection, pg: psycopg.AsyncConnection[Any]) -> tuple[A
     if kept is None or kept[0] is not pg:
         kept = conn.info["loregate_append_cursors"] = (pg, (pg.cursor(), pg.cursor(), pg.cursor()))
     return kept[1]
+
+
+@dataclass(frozen=True)
+class _Grouped:
+    """One request's unkeyed append waiting for its group's flush: its task, what it locks (the task's row:
+    one request a task per flush), its entry count and the statement's parameters."""
+
+    task_id: str
+    keys: tuple[str, ...]
+    n: int
+    request: str  # this request's element of the flush's `reqs` array, as JSON text
+
+
+# what a request of a flush learns: (first seq, ids in seq order, latest promotion); `_REFUSED`: the
+# statement took nothing of it (why is read afterwards); None: the flush's ping found a dead connection
+_REFUSED = "refused"
+_Outcome = tuple[int, list[int], PromotionRecord | None] | str | None
+_DEADLOCK = "40P01"
+# the shards a process's flushes count a day on, in turn, from a place of its own (its pid, read at each
+# flush: a forked gateway worker does not share its parent's)
+_FLUSHES = itertools.count()
+
+
+def _request_json(params: dict[str, Any]) -> str:
+    """A request's element of `reqs`: its parameters, `rows` spliced in as the JSON array it already is."""
+    rows = params["rows"]
+    rest = json.dumps({k: v for k, v in params.items() if k != "rows"}, ensure_ascii=False)
+    return f'{rest[:-1]},"rows":{rows}}}'
+
+
+async def _flush(engine: AsyncEngine, counts_day: bool, items: list[_Grouped]) -> list[_Outcome]:
+    """One statement for the appends of a flush, then the tasks' latest promotions, in one transaction.
+
+    A deadlock cannot come of the flushes' own locks (taken in one order); one with another writer of
+    those rows rolled the statement back whole, so the flush runs again."""
+    reqs = "[" + ",".join(f'{{"i":{i},{item.request[1:]}' for i, item in enumerate(items)) + "]"
+    statement = _GROUP_DAY_PG if counts_day else _GROUP_PG
+    params: dict[str, Any] = {"reqs": reqs}
+    if counts_day:  # the day's shard this flush counts on: turned flush by flush (see _GROUP_DAY_SQL)
+        params["shard"] = (os.getpid() + next(_FLUSHES)) % quotas.DAILY_SHARDS
+    task_ids = [item.task_id for item in items]
+    for attempt in range(3):
+        try:
+            done = await _append_pipelined(
+                engine, statement, params, _LATEST_PROMOTIONS_PG, {"task_ids": task_ids}
+            )
+        except DBAPIError as exc:
+            if attempt < 2 and getattr(exc.orig, "sqlstate", None) == _DEADLOCK:
+                continue
+            raise
+        break
+    if done is None:
+        return [None] * len(items)
+    written = {row[0]: row for row in done[0]}
+    latest = {row[0]: row for row in done[1]}
+    outcomes: list[_Outcome] = []
+    for item in items:
+        row = written.get(item.task_id)
+        if row is None:
+            outcomes.append(_REFUSED)
+        else:
+            outcomes.append((int(row[1]), list(row[2]), _promotion(latest.get(item.task_id))))
+    return outcomes
+
+
+def _group(engine: AsyncEngine, counts_day: bool) -> GroupCommit[_Grouped, _Outcome]:
+    """The process's group commit of unkeyed appends on `engine` (one per statement: with or without a
+    daily quota)."""
+
+    def make() -> GroupCommit[_Grouped, _Outcome]:
+        async def flush(items: list[_Grouped]) -> list[_Outcome]:
+            return await _flush(engine, counts_day, items)
+
+        # two flushes at once: the next forms and is sent while the database works on the previous one
+        return GroupCommit(flush=flush, keys=lambda item: item.keys, weight=lambda item: item.n, runners=2)
+
+    return group_for(engine.sync_engine, "day" if counts_day else "plain", make)
+
+
+def group_counts(engine: AsyncEngine, *, daily: bool) -> tuple[int, int]:
+    """The flushes the process's group commit on `engine` ran on this loop, and the requests they carried
+    (with or without a daily quota): what a test or a bench reads to see appends share statements."""
+    group = _group(engine, daily)
+    return group.flushes, group.items
 
 
 def _acks(drafts: list[EntryDraft], existing: dict[str, Any], inserted: list[Any]) -> list[AppendedEntry]:
@@ -313,6 +507,7 @@ async def _append_once(
     prepared: PreparedBatch,
     quota: tuple[str, StagingQuota] | None = None,
     key_hash: str | None = None,
+    group: bool = True,
 ) -> Appended:
     hashes = prepared.hashes
     org, limits = quota if quota is not None else ("", StagingQuota())
@@ -345,12 +540,23 @@ async def _append_once(
             }
         return params
 
-    if not keys:  # the common case: two round trips (the ping, the statement)
+    if not keys and group:  # the common case: in the next flush of the process's group commit
+        params = params_of(None)
+        grouped = _Grouped(task_id, (task_id,), len(drafts), _request_json(params))
+        outcome = await _group(engine, counts_day).submit(grouped)
+        if isinstance(outcome, tuple):
+            first, ids, promotion = outcome
+            return Appended([AppendedEntry(i, first + k, False) for k, i in enumerate(ids)], promotion)
+        if outcome == _REFUSED:
+            async with engine.connect() as conn:  # gone, closed, over a quota or revoked: read which
+                raise await _refused(conn, task_id, limits, drafts, key_hash, org)
+    elif not keys:  # two round trips (the ping, the statement), alone
         statement = _APPEND_DAY_PG if counts_day else _APPEND_PG
-        done = await _append_pipelined(engine, task_id, statement, params_of(None))
+        done = await _append_pipelined(engine, statement, params_of(None), latest_params={"task_id": task_id})
         if done is not None:
             if done[0]:
-                return Appended(_acks(drafts, {}, done[0]), _promotion(done[1]))
+                promotion = _promotion(done[1][0] if done[1] else None)
+                return Appended(_acks(drafts, {}, done[0]), promotion)
             async with engine.connect() as conn:  # gone, closed, over a quota or revoked: read which
                 raise await _refused(conn, task_id, limits, drafts, key_hash, org)
     async with engine.connect() as conn:
@@ -430,6 +636,7 @@ async def append_batch(
     *,
     key_hash: str | None = None,
     prepared: PreparedBatch | None = None,
+    group: bool = True,
 ) -> Appended:
     """Append a batch, all or nothing; entries whose idempotency key was seen return the first result.
 
@@ -443,19 +650,23 @@ async def append_batch(
     `prepared`: the batch's hashes, sizes and rows, as `governance.staging.validate_batch` returned them
     while checking its limits (default: worked out here, `prepare_batch`).
 
+    `group` (default): a batch without idempotency keys goes in the next flush of the process's group
+    commit (storage/append_group.py), one statement with the batches of other requests that arrived while
+    the previous one ran; it is judged and answered on its own. False: its own statement, as before.
+
     Two concurrent requests carrying the same new key race on the unique index: the loser's transaction
     (and its sequence reservation) rolls back, and it runs again to find the winner's rows.
     """
     if prepared is None:
         prepared = prepare_batch(drafts)
     try:
-        return await _append_once(engine, task_id, principal, drafts, prepared, quota, key_hash)
+        return await _append_once(engine, task_id, principal, drafts, prepared, quota, key_hash, group)
     except IntegrityError as exc:
         if "staging_idempotency_pkey" not in str(exc.orig):
             raise
     except _Raced:
         pass
-    return await _append_once(engine, task_id, principal, drafts, prepared, quota, key_hash)
+    return await _append_once(engine, task_id, principal, drafts, prepared, quota, key_hash, group)
 
 
 async def append_entries(

@@ -14,6 +14,8 @@ rounds (the machine's load moves; each round runs every shape once):
     identity sequence, then the 100 rows by binary `COPY` (`cursor.copy()` with `set_types`), then COMMIT
   - `statement x1000`: the append statement with 1,000 entries per call (what one statement for ten
     requests' batches would cost per row)
+  - `group statement, 8 x 100`: the group commit's statement (one flush of eight requests' batches of 100
+    on eight tasks, answered one row per request), what a gateway sends when eight appends arrive together
   - `statement, no flush wait`: the append statement with `synchronous_commit = off` for this session:
     what the commit's WAL flush costs per row. For reference only: an acknowledged append must survive a
     crash, so the gateway never runs this
@@ -54,7 +56,7 @@ from governance.staging import (  # noqa: E402
     request_hash,
 )
 from governance.storage.migrate import upgrade_head  # noqa: E402
-from governance.storage.staging_append import _APPEND_PG  # noqa: E402
+from governance.storage.staging_append import _APPEND_PG, _GROUP_PG, _request_json  # noqa: E402
 from tests.bench import ingest  # noqa: E402
 
 _UNNEST = _APPEND_PG.replace(
@@ -178,6 +180,13 @@ def _shapes(conn: psycopg.Connection[Any], fx: ingest.Fixture) -> dict[str, tupl
 
     no_flush = statement(fx.task_ids[4], small_prep)
 
+    def group() -> None:
+        reqs = ",".join(
+            f'{{"i":{i},{_request_json(params(task_id, small_prep) | {"rows": small_prep.rows_json()})[1:]}'
+            for i, task_id in enumerate(fx.task_ids[5:13])
+        )
+        conn.execute(_GROUP_PG, {"reqs": f"[{reqs}]"}, prepare=True).fetchall()
+
     def unflushed() -> None:
         conn.execute("SET synchronous_commit = off")
         try:
@@ -190,6 +199,7 @@ def _shapes(conn: psycopg.Connection[Any], fx: ingest.Fixture) -> dict[str, tupl
         "unnest": (unnest, 100),
         "binary COPY": (binary_copy, 100),
         "statement x1000": (statement(fx.task_ids[3], big_prep), 1000),
+        "group statement, 8 x 100": (group, 800),
         "statement, no flush wait": (unflushed, 100),
     }
 
@@ -207,7 +217,7 @@ def main() -> None:
             server.psql("CREATE DATABASE bench;")
             url = server.get_uri("bench")
             upgrade_head(url)
-            fx = asyncio.run(ingest._prepare(url, 5, False))
+            fx = asyncio.run(ingest._prepare(url, 13, False))
             copies = [_raw_copy(url, fx, args.copy_rows, 1)]
             with psycopg.connect(url, autocommit=True) as conn:
                 row = conn.execute("SELECT pg_backend_pid()").fetchone()
