@@ -7,7 +7,7 @@ each with their embedding) to find the few quarantined ones, or none published w
 for approval. Both indexes hold only the items they name: quarantine is written once, by plan; an item
 enters the published one when publish writes its outcome.
 
-Revision ID: 0028_plan_reads
+Revision ID: 0027_plan_reads
 Revises: 0026_structured_episodes
 Create Date: 2026-11-27
 """
@@ -17,7 +17,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0028_plan_reads"
+revision = "0027_plan_reads"
 down_revision = "0026_structured_episodes"
 branch_labels = None
 depends_on = None
