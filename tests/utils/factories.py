@@ -9,9 +9,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from governance.identity import Principal
 from governance.scopes import ActorType
+from governance.storage import staging
 from governance.storage.identity import create_api_key, create_principal
 
-__all__ = ["Actor", "make_actor", "new_tenant"]
+__all__ = ["Actor", "make_actor", "new_tenant", "open_task"]
 
 
 @dataclass(frozen=True)
@@ -46,3 +47,17 @@ def new_tenant() -> tuple[str, str]:
     """A fresh (org, project) so tests never see each other's rows."""
     suffix = uuid.uuid4().hex[:8]
     return f"org-{suffix}", f"proj-{suffix}"
+
+
+async def open_task(engine: AsyncEngine, org: str, project: str, description: str = "test task") -> str:
+    """A new open task on worktree `main` of (org, project), opened as the gateway opens one; its id."""
+    task, _ = await staging.open_task(
+        engine,
+        task_id=f"t-{uuid.uuid4().hex}",
+        org=org,
+        project=project,
+        worktree="main",
+        description=description,
+        created_by="test",
+    )
+    return task.id

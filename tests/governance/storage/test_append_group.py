@@ -8,7 +8,6 @@ per task under parallel writers of several tasks, with and without a daily quota
 from __future__ import annotations
 
 import asyncio
-import uuid
 
 import pytest
 from sqlalchemy import text
@@ -25,25 +24,15 @@ from governance.identity import hash_api_key, key_id_of
 from governance.limits import StagingQuota
 from governance.scopes import ActorType, EntryKind
 from governance.staging import EntryDraft
-from governance.storage import staging
 from governance.storage.append_group import GroupCommit
 from governance.storage.identity import revoke_key
 from governance.storage.promotions import close_task
 from governance.storage.staging_append import Appended, append_batch, group_counts
-from tests.utils.factories import make_actor, new_tenant
+from tests.utils.factories import make_actor, new_tenant, open_task
 
 
 async def _task(engine: AsyncEngine, org: str, project: str) -> str:
-    task, _ = await staging.open_task(
-        engine,
-        task_id=f"t-{uuid.uuid4().hex}",
-        org=org,
-        project=project,
-        worktree="main",
-        description="group commit",
-        created_by="test",
-    )
-    return task.id
+    return await open_task(engine, org, project, "group commit")
 
 
 async def _rows(engine: AsyncEngine, tasks: list[str]) -> dict[str, list[tuple[int, int, str]]]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import uuid
 
 import pytest
 from sqlalchemy import select, text
@@ -22,28 +21,18 @@ from governance.identity import hash_api_key, key_id_of
 from governance.limits import StagingQuota
 from governance.scopes import ActorType, EntryKind
 from governance.staging import EntryDraft
-from governance.storage import staging
 from governance.storage.engine import make_engine
 from governance.storage.identity import revoke_key
 from governance.storage.staging_append import append_batch
 from governance.storage.tables import staging_entries
-from tests.utils.factories import make_actor, new_tenant
+from tests.utils.factories import make_actor, new_tenant, open_task
 
 # no daily quota (the statement that counts one is tested at the end)
 NO_DAY = StagingQuota()
 
 
 async def _task(engine: AsyncEngine, org: str, project: str) -> str:
-    task, _ = await staging.open_task(
-        engine,
-        task_id=f"t-{uuid.uuid4().hex}",
-        org=org,
-        project=project,
-        worktree="main",
-        description="append path",
-        created_by="test",
-    )
-    return task.id
+    return await open_task(engine, org, project, "append path")
 
 
 async def _seqs(engine: AsyncEngine, task_id: str) -> list[int]:
