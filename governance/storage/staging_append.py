@@ -514,6 +514,8 @@ async def _append_once(
     # An append is one statement, atomic on its own (a daily quota counted in it too): autocommit spares the
     # BEGIN and COMMIT round trips
     counts_day = limits.counts_tenant
+    if counts_day:
+        await quotas.seed_days(engine, org)
     keys = [d.idempotency_key for d in drafts if d.idempotency_key is not None]
 
     def params_of(fresh: list[int] | None) -> dict[str, Any]:
@@ -655,18 +657,24 @@ async def append_batch(
     the previous one ran; it is judged and answered on its own. False: its own statement, as before.
 
     Two concurrent requests carrying the same new key race on the unique index: the loser's transaction
-    (and its sequence reservation) rolls back, and it runs again to find the winner's rows.
+    (and its sequence reservation) rolls back, and it runs again to find the winner's rows. A deadlock
+    with another writer of the task's or the day's rows rolled the statement back whole: it runs again too.
     """
     if prepared is None:
         prepared = prepare_batch(drafts)
-    try:
-        return await _append_once(engine, task_id, principal, drafts, prepared, quota, key_hash, group)
-    except IntegrityError as exc:
-        if "staging_idempotency_pkey" not in str(exc.orig):
-            raise
-    except _Raced:
-        pass
-    return await _append_once(engine, task_id, principal, drafts, prepared, quota, key_hash, group)
+    for attempt in range(3):
+        try:
+            return await _append_once(engine, task_id, principal, drafts, prepared, quota, key_hash, group)
+        except IntegrityError as exc:
+            if "staging_idempotency_pkey" not in str(exc.orig) or attempt == 2:
+                raise
+        except _Raced:
+            if attempt == 2:
+                raise
+        except DBAPIError as exc:  # the statement rolled back whole: nothing of it was written
+            if getattr(exc.orig, "sqlstate", None) != _DEADLOCK or attempt == 2:
+                raise
+    raise AssertionError("unreachable: the third attempt returns or raises")
 
 
 async def append_entries(

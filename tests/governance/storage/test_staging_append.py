@@ -197,3 +197,35 @@ async def test_daily_quota_in_the_statement_refuses_the_whole_batch_and_counts_n
     fits = await append_batch(engine, first, agent.principal, batch[:5], quota)
     assert [e.seq for e in fits.entries] == [11, 12, 13, 14, 15]
     assert await _day_counted(engine, org) == 25
+
+
+async def _first_day_of_a_tenant(engine: AsyncEngine, writers: int, appends: int) -> str:
+    """A new tenant whose `writers` agents append `appends` keyed entries each, all at once, to one task."""
+    org, project = new_tenant()
+    agents = [await make_actor(engine, ActorType.AGENT, org, project) for _ in range(writers)]
+    task_id = await _task(engine, org, project)
+    quota = (org, StagingQuota(tenant_entries_per_day=100_000))
+
+    async def writer(index: int) -> None:
+        for i in range(appends):
+            drafts = [EntryDraft(EntryKind.LOG, f"w{index} e{i}", idempotency_key=f"k{i}")]
+            await append_batch(engine, task_id, agents[index].principal, drafts, quota)
+
+    await asyncio.wait_for(asyncio.gather(*(writer(i) for i in range(writers))), timeout=60)
+    assert await _seqs(engine, task_id) == list(range(1, writers * appends + 1))
+    return org
+
+
+async def test_the_first_appends_of_a_tenants_day_in_parallel_on_one_task_never_deadlock(
+    engine: AsyncEngine,
+) -> None:
+    # A statement that found its shard of the day missing took the task's row before the shard's lock, and
+    # one that found the row a moment later took them the other way round: the day's rows are made first.
+    for _ in range(4):
+        org = await _first_day_of_a_tenant(engine, writers=12, appends=3)
+        assert await _day_counted(engine, org) == 12 * 3
+        async with engine.connect() as conn:
+            days = await conn.execute(
+                text("SELECT count(*) FROM staging_daily_usage WHERE org = :org"), {"org": org}
+            )
+            assert days.scalar_one() == 2 * 8  # today and tomorrow, every shard
