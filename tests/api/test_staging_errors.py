@@ -654,3 +654,34 @@ async def test_unknown_task_fields_on_open_are_422(
     )
     assert_refused(r, 422, "validation_error", "created_by: Extra inputs are not permitted")
     assert await count_tasks(engine, world.org) == before
+
+
+# ---- 415 ----------------------------------------------------------------------------------------------
+
+
+async def test_gzip_encoded_body_is_415_naming_the_header(
+    engine: AsyncEngine, client: httpx.AsyncClient, world: World
+) -> None:
+    import gzip
+    import json
+
+    body = gzip.compress(json.dumps({"entries": [_entry("zipped")]}).encode())
+    await _refused_append(
+        engine,
+        client,
+        world.task_id,
+        status=415,
+        error="unsupported_media_type",
+        detail="Content-Encoding 'gzip' is not supported",
+        headers={**world.agent.headers, "Content-Type": "application/json", "Content-Encoding": "gzip"},
+        content=body,
+    )
+
+
+async def test_identity_encoded_body_is_read(client: httpx.AsyncClient, world: World) -> None:
+    r = await client.post(
+        f"/v1/tasks/{world.task_id}/entries",
+        headers={**world.agent.headers, "Content-Encoding": "identity"},
+        json={"entries": [_entry("plain")]},
+    )
+    assert r.status_code == 201, r.text
