@@ -186,7 +186,16 @@ def subject_of(text: str) -> tuple[str, ...] | None:
 
 
 def _named(subject: Sequence[str]) -> set[str]:
-    return {w for w in subject if w not in _EMPTY and w not in _PREDICATE_OPENERS}
+    """The subject's words that can name it; a bare number counts what follows ("3 similar tasks" and
+    "6 similar tasks" are one subject restated with a new count), it names nothing."""
+    return {
+        w
+        for w in subject
+        if w not in _EMPTY and w not in _PREDICATE_OPENERS and not _BARE_NUMBER.fullmatch(w)
+    }
+
+
+_BARE_NUMBER = re.compile(r"[\d.,%]+")
 
 
 def _plain(word: str) -> str:

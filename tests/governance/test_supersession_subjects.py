@@ -196,3 +196,15 @@ def test_classify_asks_no_judge_about_neighbours_of_other_subjects() -> None:
     )
     assert decision.kind is DecisionKind.NEW and len(decision.related_ids) == 10
     assert judge.asked == 0
+
+
+def test_a_count_before_the_subject_names_no_other_subject() -> None:
+    """A restated insight with a new count ("3 similar tasks" → "6 similar tasks") is the same subject."""
+    assert (
+        subject_difference(
+            "3 similar tasks (like 'load the user cache, attempt 1'): 3 succeeded; such work tends to work.",
+            "6 similar tasks (like 'load the user cache, attempt 1'): 6 succeeded; such work tends to work.",
+        )
+        is None
+    )
+    assert subject_difference("Server web-4 runs Ubuntu 22.04", "Server web-3 runs Ubuntu 22.04") is not None
