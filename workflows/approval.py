@@ -21,7 +21,7 @@ from datetime import timedelta
 from typing import Generic, Protocol, TypeVar
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import RawValue, RetryPolicy
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
@@ -51,6 +51,13 @@ DB_RETRY = RetryPolicy(
 DB_TIMEOUT = timedelta(seconds=30)
 SIGNAL, UPDATE = "signal", "update"
 TIMED_OUT = "approval timed out"
+UNREADABLE_HINT = '{"approver": "<principal id>", "note": "...", "token": "<token>"}'
+
+
+def _short(err: BaseException, limit: int = 200) -> str:
+    """One line of an error, bounded (a refusal is shown to approvers, not a traceback)."""
+    text = " ".join(f"{type(err).__name__}: {err}".split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 @dataclass
@@ -138,15 +145,34 @@ class ApprovalGate(ABC, Generic[StatusT]):
             raise InvalidInput(f"a {self._noun()} has no plan items to decide one by one")
 
     # ---- the handlers --------------------------------------------------------------------------
+    # The signals take the raw payload: a payload the SDK could not read as an ApprovalRequest (`[1,2,3]`,
+    # `"x"`, `{}`) would otherwise be dropped with a traceback and leave no trace; here it is refused.
     @workflow.signal(name=DecisionNames.APPROVE)
-    async def approve_signal(self, request: ApprovalRequest) -> None:
+    async def approve_signal(self, raw: RawValue) -> None:
         """Approval from the Temporal UI: the approver is a claim, checked with its token before it counts."""
-        await self._decide(True, request, SIGNAL)
+        request = self._read_signal(raw, DecisionNames.APPROVE)
+        if request is not None:
+            await self._decide(True, request, SIGNAL)
 
     @workflow.signal(name=DecisionNames.REJECT)
-    async def reject_signal(self, request: ApprovalRequest) -> None:
+    async def reject_signal(self, raw: RawValue) -> None:
         """Rejection from the Temporal UI, checked like an approval."""
-        await self._decide(False, request, SIGNAL)
+        request = self._read_signal(raw, DecisionNames.REJECT)
+        if request is not None:
+            await self._decide(False, request, SIGNAL)
+
+    def _read_signal(self, raw: RawValue, verb: str) -> ApprovalRequest | None:
+        """The signal's request, or None once an unreadable payload is recorded as refused."""
+        try:
+            request = workflow.payload_converter().from_payload(raw.payload, ApprovalRequest)
+            if not isinstance(request, ApprovalRequest):
+                raise TypeError(f"not an object: {type(request).__name__}")
+        except Exception as err:  # any decoding failure is the sender's input, never the workflow's
+            reason = f"unreadable input, expected {UNREADABLE_HINT}: {_short(err)}"
+            workflow.logger.warning("%s signal refused: %s", verb, reason)
+            self._refuse("", verb, SIGNAL, reason)
+            return None
+        return request
 
     @workflow.update(name=DecisionNames.APPROVE)
     async def approve_update(self, request: ApprovalRequest) -> ApprovalAck:

@@ -47,10 +47,38 @@ from api.cli.restarts import BIND_ATTEMPTS, RestartBudget, RestartPolicy, bind_f
 from governance.approval import ApprovalMode
 from governance.config import Settings
 
-__all__ = ["Supervisor", "StartupFailed", "SEARCH_ATTRIBUTES", "BOOTSTRAP_KEY_FILE", "approval_mode_line"]
+__all__ = [
+    "Supervisor",
+    "StartupFailed",
+    "SEARCH_ATTRIBUTES",
+    "BOOTSTRAP_KEY_FILE",
+    "LOCK_FILE",
+    "approval_mode_line",
+    "running_up",
+]
 
 SEARCH_ATTRIBUTES = {"LoregateState": "Keyword"}
 BOOTSTRAP_KEY_FILE = "bootstrap-admin.key"
+# held (flock) by a running `loregate up` for its whole life, and holding its pid
+LOCK_FILE = "up.lock"
+
+
+def running_up(data_dir: Path) -> int | None:
+    """The pid of the `loregate up` running on `data_dir` (it holds the lock), or None when none runs."""
+    try:
+        lock = open(data_dir / LOCK_FILE)  # noqa: SIM115 - closed below, whichever way the probe goes
+    except FileNotFoundError:
+        return None
+    with lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            owner = lock.read().strip()
+            return int(owner) if owner.isdigit() else -1
+        fcntl.flock(lock, fcntl.LOCK_UN)  # free: nothing runs; let go at once
+        return None
+
+
 _LOG_TAIL_LINES = 20
 
 
@@ -238,7 +266,7 @@ class Supervisor:
     def _take_lock(self) -> None:
         """One `loregate up` per data dir: a second one would fight over ports and the database files."""
         lock = open(  # noqa: SIM115 - held for the life of the supervisor
-            self.data_dir / "up.lock", "a+", opener=_private_opener
+            self.data_dir / LOCK_FILE, "a+", opener=_private_opener
         )
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)

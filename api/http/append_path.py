@@ -9,6 +9,9 @@ use case (`api/services/staging.append_drafts`, which the route's `append_entrie
 refusals are the installed handlers' answers (`api/http/errors.error_response`), so they are the route's to
 the byte.
 
+An append carrying an `Idempotency-Key` header goes to the route, which merges it with the body's keys
+(api/http/idempotency.py).
+
 Anything else goes to FastAPI untouched, body included: another method or path, a task id the route's
 pattern refuses, a body that is not `application/json`, JSON that does not parse or does not validate as
 `EntriesIn`. The body is decoded and checked by msgspec first (`api/schemas/staging_json.py`, `EntriesIn`'s
@@ -66,13 +69,17 @@ class AppendPath:
         task_id = found.group(1)
         authorization: str | None = None
         content_type: bytes | None = None
+        keyed = False
         for name, value in scope["headers"]:
             if name == b"authorization" and authorization is None:
                 authorization = value.decode("latin-1")
             elif name == b"content-type" and content_type is None:
                 content_type = value
+            elif name == b"idempotency-key":
+                keyed = True
         if (
-            len(task_id) > _TASK_ID_MAX
+            keyed
+            or len(task_id) > _TASK_ID_MAX
             or _TASK_ID.fullmatch(task_id) is None
             or content_type is None
             or _JSON.fullmatch(content_type) is None

@@ -1,4 +1,8 @@
-"""Refuse oversized request bodies before anything parses them (413, nothing written)."""
+"""Refuse oversized or encoded request bodies before anything parses them (413, 415; nothing written).
+
+A request body is read as sent: a `Content-Encoding` other than `identity` (gzip, br …) is refused with
+415 rather than parsed as plain bytes.
+"""
 
 from __future__ import annotations
 
@@ -19,16 +23,15 @@ class BodySizeLimit:
         self.larger = larger or {}
 
     async def _refuse(self, send: Send, size: str, limit: int) -> None:
-        body = json.dumps(
-            {
-                "error": "payload_too_large",
-                "detail": f"request body of {size} bytes exceeds the limit of {limit} bytes",
-            }
-        ).encode()
+        detail = f"request body of {size} bytes exceeds the limit of {limit} bytes"
+        await self._answer(send, 413, "payload_too_large", detail)
+
+    async def _answer(self, send: Send, status: int, error: str, detail: str) -> None:
+        body = json.dumps({"error": error, "detail": detail}).encode()
         await send(
             {
                 "type": "http.response.start",
-                "status": 413,
+                "status": status,
                 "headers": [
                     (b"content-type", b"application/json"),
                     (b"content-length", str(len(body)).encode()),
@@ -43,6 +46,14 @@ class BodySizeLimit:
             return
         limit = self.larger.get(scope.get("path", ""), self.max_bytes)
         headers = dict(scope.get("headers") or [])
+        encoding = headers.get(b"content-encoding", b"").decode("latin-1").strip()
+        if encoding and encoding.lower() != "identity":
+            detail = (
+                f"Content-Encoding '{encoding[:40]}' is not supported: send the request body unencoded "
+                "(no Content-Encoding header, or 'identity')"
+            )
+            await self._answer(send, 415, "unsupported_media_type", detail)
+            return
         declared = headers.get(b"content-length")
         if declared is not None:
             try:

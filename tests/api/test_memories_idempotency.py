@@ -87,3 +87,30 @@ async def test_key_reused_on_another_memory_or_body_conflicts_and_same_request_r
         )
         assert theirs.status_code == status, theirs.text
         assert await _state(client, human, second_memory) != untouched
+
+
+@pytest.mark.parametrize("operation", list(OPERATIONS))
+async def test_idempotency_key_header_replays_like_the_body_field(
+    gateway_url: str, engine: AsyncEngine, human_and_place: tuple[Actor, Place], operation: str
+) -> None:
+    human, place = human_and_place
+    body, _, status = OPERATIONS[operation]
+    memory = await _memory(engine, place)
+    key = f"k-{uuid.uuid4().hex}"
+    async with httpx.AsyncClient(base_url=gateway_url, timeout=30, headers=human.headers) as client:
+        url = f"/v1/memories/{memory}/{operation}"
+        first = await client.post(url, json=body, headers={"Idempotency-Key": key})
+        assert first.status_code == status, first.text
+        after_first = await _state(client, human, memory)
+        # the body's field and the header are one key: either way the request replays, writing nothing
+        by_body = await client.post(url, json={**body, "idempotency_key": key})
+        by_header = await client.post(url, json=body, headers={"Idempotency-Key": key})
+        assert by_body.json() == first.json() and by_header.json() == first.json()
+        assert await _state(client, human, memory) == after_first
+
+        both = await client.post(
+            url, json={**body, "idempotency_key": "from-body"}, headers={"Idempotency-Key": key}
+        )
+        assert both.status_code == 422 and both.json()["error"] == "invalid_input", both.text
+        assert key in both.json()["detail"] and "from-body" in both.json()["detail"]
+        assert await _state(client, human, memory) == after_first

@@ -68,6 +68,19 @@ async def actors(engine: AsyncEngine) -> dict[ActorType, Actor]:
     return {actor: await make_actor(engine, actor, org, project) for actor in ActorType}
 
 
+def _one_idempotency_key(case: Any) -> None:
+    """An `Idempotency-Key` header and a differing body key are a documented 422 no schema can express:
+    with the header, the body (and a batch's entries) carries none."""
+    if not any(name.lower() == "idempotency-key" for name in case.headers or {}):
+        return
+    body = case.body if isinstance(case.body, dict) else {}
+    if "idempotency_key" in body:
+        body["idempotency_key"] = None
+    for entry in body.get("entries") or []:
+        if isinstance(entry, dict):
+            entry.pop("idempotency_key", None)
+
+
 def test_gateway_conforms_to_its_openapi(fuzz_gateway: str, actors: dict[ActorType, Actor]) -> None:
     schema = schemathesis.openapi.from_url(f"{fuzz_gateway}/openapi.json")
     failures: dict[str, str] = {}
@@ -84,6 +97,7 @@ def test_gateway_conforms_to_its_openapi(fuzz_gateway: str, actors: dict[ActorTy
             max_examples=MAX_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None
         )
         def check(case: Any) -> None:
+            _one_idempotency_key(case)
             for actor in actors.values():  # the same generated request, as each kind of actor
                 case.call_and_validate(headers=actor.headers)
 

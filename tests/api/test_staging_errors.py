@@ -654,3 +654,82 @@ async def test_unknown_task_fields_on_open_are_422(
     )
     assert_refused(r, 422, "validation_error", "created_by: Extra inputs are not permitted")
     assert await count_tasks(engine, world.org) == before
+
+
+# ---- 415 ----------------------------------------------------------------------------------------------
+
+
+async def test_gzip_encoded_body_is_415_naming_the_header(
+    engine: AsyncEngine, client: httpx.AsyncClient, world: World
+) -> None:
+    import gzip
+    import json
+
+    body = gzip.compress(json.dumps({"entries": [_entry("zipped")]}).encode())
+    await _refused_append(
+        engine,
+        client,
+        world.task_id,
+        status=415,
+        error="unsupported_media_type",
+        detail="Content-Encoding 'gzip' is not supported",
+        headers={**world.agent.headers, "Content-Type": "application/json", "Content-Encoding": "gzip"},
+        content=body,
+    )
+
+
+async def test_identity_encoded_body_is_read(client: httpx.AsyncClient, world: World) -> None:
+    r = await client.post(
+        f"/v1/tasks/{world.task_id}/entries",
+        headers={**world.agent.headers, "Content-Encoding": "identity"},
+        json={"entries": [_entry("plain")]},
+    )
+    assert r.status_code == 201, r.text
+
+
+# ---- Idempotency-Key header ---------------------------------------------------------------------------
+
+
+async def test_idempotency_key_header_replay_returns_first_answer_and_writes_nothing(
+    engine: AsyncEngine, client: httpx.AsyncClient, world: World
+) -> None:
+    headers = {**world.agent.headers, "Idempotency-Key": f"h-{uuid.uuid4().hex}"}
+    url = f"/v1/tasks/{world.task_id}/entries"
+    first = await client.post(url, headers=headers, json={"entries": [_entry("once")]})
+    assert first.status_code == 201, first.text
+    before = await count_entries(engine, world.task_id)
+    again = await client.post(url, headers=headers, json={"entries": [_entry("once")]})
+    assert again.status_code == 201, again.text
+    assert [e["id"] for e in again.json()["entries"]] == [e["id"] for e in first.json()["entries"]]
+    assert again.json()["entries"][0]["replayed"] is True
+    assert await count_entries(engine, world.task_id) == before
+
+
+async def test_idempotency_key_header_keys_each_entry_of_a_batch(
+    engine: AsyncEngine, client: httpx.AsyncClient, world: World
+) -> None:
+    key = f"h-{uuid.uuid4().hex}"
+    headers = {**world.agent.headers, "Idempotency-Key": key}
+    url = f"/v1/tasks/{world.task_id}/entries"
+    body = {"entries": [_entry("a"), _entry("b", idempotency_key=f"{key}:1")]}
+    first = await client.post(url, headers=headers, json=body)
+    assert first.status_code == 201, first.text
+    before = await count_entries(engine, world.task_id)
+    again = await client.post(url, headers=headers, json=body)
+    assert [e["replayed"] for e in again.json()["entries"]] == [True, True]
+    assert await count_entries(engine, world.task_id) == before
+
+
+async def test_idempotency_key_header_and_body_differing_is_422_naming_both(
+    engine: AsyncEngine, client: httpx.AsyncClient, world: World
+) -> None:
+    await _refused_append(
+        engine,
+        client,
+        world.task_id,
+        status=422,
+        error="invalid_input",
+        detail="Idempotency-Key header gives 'from-header' but the body's idempotency_key is 'from-body'",
+        headers={**world.agent.headers, "Idempotency-Key": "from-header"},
+        json={"entries": [_entry("x", idempotency_key="from-body")]},
+    )

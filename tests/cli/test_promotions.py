@@ -205,12 +205,14 @@ async def test_approve_several_tasks_decides_each_and_reports_each_refusal(
     refused = await _cli(team, "agent", "approve", team["task_id"], second.task_id)
     assert refused.returncode == 1 and "Traceback" not in refused.stderr
     assert "0 decided, 2 refused" in refused.stdout and refused.stdout.count("forbidden") == 2
+    assert "0 of 2 approved as" in refused.stdout and "\napproved as" not in refused.stdout
 
     approved = await _cli(
         team, "human", "approve", team["task_id"], "no-such-task", second.task_id, "--note", "both fine"
     )
     assert approved.returncode == 1, approved.stderr  # one item was refused
     assert "2 decided, 1 refused" in approved.stdout and "not_found" in approved.stdout
+    assert "2 of 3 approved as" in approved.stdout
     assert "1 of 3 refused" in approved.stderr
     for task_id in (team["task_id"], second.task_id):
         async with httpx.AsyncClient(base_url=team["gateway"], timeout=30) as http:

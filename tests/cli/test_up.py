@@ -97,10 +97,13 @@ def test_up_starts_empty_accepts_writes_stops_cleanly_and_restarts_with_data(
         )
         assert by_agent.status_code == 201, by_agent.text
 
-    # SIGTERM: exit 0, and nothing it started is left running
+    # `loregate down` (SIGTERM to the pid in its lock, then waits): exit 0, nothing it started left running
     started = first.process_tree()
     assert len(started) >= 5  # supervisor, temporal, worker, gateway, postgres (+ its helpers)
-    assert first.stop(signal.SIGTERM) == 0, first.output()
+    down = run_cli("down", env=cli_env(LOREGATE_DATA_DIR=str(data_dir)))
+    assert down.returncode == 0, down.stderr
+    assert f"pid {first.process.pid}" in down.stdout and "stopped" in down.stdout
+    assert first.process.wait(timeout=30) == 0, first.output()
     assert alive(started) == []
     assert processes_mentioning(str(data_dir)) == []
 
@@ -120,6 +123,14 @@ def test_up_starts_empty_accepts_writes_stops_cleanly_and_restarts_with_data(
     assert second.stop(signal.SIGINT) == 0, second.output()
     assert alive(started) == []
     assert processes_mentioning(str(data_dir)) == []
+
+
+def test_down_with_nothing_running_says_so(up_data_dir: Path) -> None:
+    up_data_dir.mkdir(parents=True)
+    result = run_cli("down", "--data-dir", str(up_data_dir), env=cli_env())
+    assert result.returncode == 0, result.stderr
+    assert "no `loregate up` is running" in result.stdout and "nothing to stop" in result.stdout
+    assert not (up_data_dir / "up.lock").exists()
 
 
 def _worker(up: UpProcess) -> psutil.Process:

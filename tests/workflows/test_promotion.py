@@ -244,3 +244,41 @@ async def test_promotion_episodes_of_two_tasks_both_stay_active(
     assert sorted(m.source_task_ids[0] for m in episodes) == sorted([first.task_id, second.task_id])
     facts = [m for m in active if m.memory_type == "fact" and m.canonical_key == "db.driver"]
     assert len(facts) == 1 and set(facts[0].source_task_ids) == {first.task_id, second.task_id}
+
+
+async def test_promotion_unreadable_signal_is_refused_and_keeps_waiting(
+    ts_env: Any, engine: AsyncEngine, make_worker: Any, task_queue: str
+) -> None:
+    org, project = new_tenant()
+    human = await make_actor(engine, ActorType.HUMAN, org, project)
+    task = await make_task(engine, org, project, TASK_ENTRIES)
+    client = ts_env.client
+    async with make_worker(client, task_queue):
+        handle = await _start(
+            client,
+            task,
+            task_queue,
+            target_scope="project",
+            verification=Verification("tests_passed", True),
+        )
+        await _wait_state(handle, PromotionState.AWAITING_APPROVAL)
+        # what `temporal workflow signal --input '[1,2,3]'` (or '"x"', '{}') sends
+        await handle.signal("approve", [1, 2, 3])
+        await handle.signal("reject", "x")
+        await handle.signal("approve", {})
+        status: PromotionStatus = await handle.query(PromotionWorkflow.state)
+        for _ in range(100):
+            if len(status.refusals) == 3:
+                break
+            status = await handle.query(PromotionWorkflow.state)
+        assert status.state == PromotionState.AWAITING_APPROVAL
+        assert [(r.decision, r.channel) for r in status.refusals] == [
+            ("approve", "signal"),
+            ("reject", "signal"),
+            ("approve", "signal"),
+        ]
+        assert all(r.reason.startswith("unreadable input") for r in status.refusals)
+        await handle.signal("reject", ApprovalRequest(approver=human.principal.id, note="not now"))
+        result: PromotionResult = await handle.result()
+    assert result.state == PromotionState.REJECTED
+    assert await active_memories(engine, task_id=task.task_id) == []

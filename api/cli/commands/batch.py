@@ -32,7 +32,9 @@ def _state(answer: BatchDecisionPublic, item: BatchItemPublic) -> str:
 
 
 def _show(answer: BatchDecisionPublic) -> None:
-    table = Table(title=f"{_DONE[answer.decision]} as {escape(answer.approver)}", title_justify="left")
+    # the heading says what happened: "0 of 2 approved as …" when every item was refused
+    title = f"{answer.accepted} of {len(answer.items)} {_DONE[answer.decision]} as {escape(answer.approver)}"
+    table = Table(title=title, title_justify="left")
     for name in ("kind", "id", "outcome", "state", "why"):
         table.add_column(name)
     for item in answer.items:

@@ -7,9 +7,9 @@ from typing import Annotated
 
 import typer
 
-from api.cli.commands._common import console, load_settings
+from api.cli.commands._common import console, fail, load_settings
 
-__all__ = ["register", "up"]
+__all__ = ["down", "register", "up"]
 
 
 def up(
@@ -43,5 +43,41 @@ def up(
     raise typer.Exit(code=Supervisor(settings, console, grace_seconds=grace).run())
 
 
+def down(
+    data_dir: Annotated[Path | None, typer.Option(help="Where data lives (LOREGATE_DATA_DIR).")] = None,
+    timeout: Annotated[
+        float, typer.Option(help="Seconds to wait for it to stop (each child has its own grace).")
+    ] = 120.0,
+) -> None:
+    """Stop the `loregate up` running on this data dir (as Ctrl-C would) and wait until it has stopped."""
+    import os
+    import signal
+    import time
+
+    from api.cli.supervisor import running_up
+
+    where = load_settings(data_dir=data_dir).data_dir.expanduser().resolve()
+    pid = running_up(where)
+    if pid is None:
+        console.print(f"no `loregate up` is running on {where}: nothing to stop", highlight=False)
+        return
+    if pid <= 0:
+        fail(f"a `loregate up` holds {where / 'up.lock'} but the file names no pid; stop it yourself")
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        fail(f"`loregate up` (pid {pid}) holds the lock on {where} but is gone; its children may hold it")
+    except PermissionError:
+        fail(f"`loregate up` (pid {pid}) on {where} belongs to another user: not stopped")
+    console.print(f"stopping `loregate up` (pid {pid}) on {where} …", highlight=False)
+    deadline = time.monotonic() + timeout
+    while running_up(where) is not None:
+        if time.monotonic() > deadline:
+            fail(f"`loregate up` (pid {pid}) is still stopping after {timeout:.0f} s; see its output")
+        time.sleep(0.2)
+    console.print("stopped", highlight=False)
+
+
 def register(app: typer.Typer) -> None:
     app.command("up")(up)
+    app.command("down")(down)

@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends
 
 from api.http.deps import CurrentPrincipal, Resources, TaskFor
+from api.http.idempotency import IdempotencyKeyHeader, with_header_key
 from api.schemas.approaches import ApproachIn, ApproachPublic, CheckIn, CheckPublic
 from api.services import approaches
 from governance.storage.staging import TaskInfo
@@ -21,9 +22,14 @@ WritableTask = Annotated[TaskInfo, Depends(TaskFor("write"))]
 
 @router.post("/{task_id}/approaches", status_code=201, response_model=ApproachPublic)
 async def record_approach(
-    body: ApproachIn, task: WritableTask, principal: CurrentPrincipal, resources: Resources
+    body: ApproachIn,
+    task: WritableTask,
+    principal: CurrentPrincipal,
+    resources: Resources,
+    idempotency_key: IdempotencyKeyHeader = None,
 ) -> ApproachPublic:
     """Record an attempted approach and its outcome (failures keep their reason)."""
+    body = with_header_key(body, idempotency_key)
     return await approaches.record_approach(resources, principal, task, body)
 
 

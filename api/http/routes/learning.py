@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Path, Response
 
 from api.http.deps import CurrentPrincipal, Resources, TaskFor
+from api.http.idempotency import IdempotencyKeyHeader, with_header_key
 from api.schemas.learning import (
     BugMatchIn,
     BugMatchPublic,
@@ -56,9 +57,14 @@ async def code_rule_candidates(resources: Resources, principal: CurrentPrincipal
     responses={200: {"model": FromPatchPublic, "description": "No pattern found: nothing staged"}},
 )
 async def code_rules_from_patch(
-    body: FromPatchIn, resources: Resources, principal: CurrentPrincipal, response: Response
+    body: FromPatchIn,
+    resources: Resources,
+    principal: CurrentPrincipal,
+    response: Response,
+    idempotency_key: IdempotencyKeyHeader = None,
 ) -> FromPatchPublic:
     """Stage the code patterns a unified diff shows into a task, as rule proposals for its promotion."""
+    body = with_header_key(body, idempotency_key)
     answer = await patch_patterns.from_patch(resources, principal, body)
     if not answer.proposals:
         response.status_code = 200  # nothing staged
@@ -71,6 +77,8 @@ async def correct(
     resources: Resources,
     principal: CurrentPrincipal,
     task: Annotated[TaskInfo, Depends(TaskFor("read"))],
+    idempotency_key: IdempotencyKeyHeader = None,
 ) -> CorrectionPublic:
     """A human corrects an agent's work in a task; the same correction in N tasks proposes a preference."""
+    body = with_header_key(body, idempotency_key)
     return await corrections.correct(resources, principal, task, body)

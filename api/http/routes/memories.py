@@ -12,6 +12,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query, Response
 
 from api.http.deps import CurrentPrincipal, Resources
+from api.http.idempotency import IdempotencyKeyHeader, with_header_key
 from api.schemas.change_requests import ChangeRequestPublic, LiftIn
 from api.schemas.memories import (
     DecayPolicyIn,
@@ -78,17 +79,27 @@ MemoryRef = Annotated[str, Path(description="A memory's uuid or citation", min_l
 
 @router.post("/{memory_id}/validate", response_model=ValidatePublic)
 async def validate_memory(
-    body: ValidateIn, memory_id: MemoryRef, principal: CurrentPrincipal, resources: Resources
+    body: ValidateIn,
+    memory_id: MemoryRef,
+    principal: CurrentPrincipal,
+    resources: Resources,
+    idempotency_key: IdempotencyKeyHeader = None,
 ) -> ValidatePublic:
     """Boost a memory's confidence by the validation source's amount (once per principal and source)."""
+    body = with_header_key(body, idempotency_key)
     return await memories.validate(resources, principal, memory_id, body)
 
 
 @router.post("/{memory_id}/feedback", response_model=FeedbackPublic)
 async def memory_feedback(
-    body: FeedbackIn, memory_id: MemoryRef, principal: CurrentPrincipal, resources: Resources
+    body: FeedbackIn,
+    memory_id: MemoryRef,
+    principal: CurrentPrincipal,
+    resources: Resources,
+    idempotency_key: IdempotencyKeyHeader = None,
 ) -> FeedbackPublic:
     """Record whether a memory helped: one vote per principal, the latest counts; usefulness follows them."""
+    body = with_header_key(body, idempotency_key)
     return await memories.feedback(resources, principal, memory_id, body)
 
 
@@ -122,8 +133,10 @@ async def supersede(
     principal: CurrentPrincipal,
     resources: Resources,
     response: Response,
+    idempotency_key: IdempotencyKeyHeader = None,
 ) -> SupersedePublic | ChangeRequestPublic:
     """Replace the head of a chain (201), or propose it for approval (202); 409 if not the head."""
+    body = with_header_key(body, idempotency_key)
     result = await memories.supersede(resources, principal, memory_id, body)
     _status(response, result, 201)
     return result
@@ -136,8 +149,10 @@ async def retire(
     principal: CurrentPrincipal,
     resources: Resources,
     response: Response,
+    idempotency_key: IdempotencyKeyHeader = None,
 ) -> RetirePublic | ChangeRequestPublic:
     """Deprecate a memory without a successor (200), or propose it for approval (202); 409 if deprecated."""
+    body = with_header_key(body, idempotency_key)
     result = await memories.retire(resources, principal, memory_id, body)
     _status(response, result, 200)
     return result
@@ -145,9 +160,14 @@ async def retire(
 
 @router.post("/lift", status_code=201, response_model=ChangeRequestPublic, responses=PROPOSED)
 async def lift(
-    body: LiftIn, principal: CurrentPrincipal, resources: Resources, response: Response
+    body: LiftIn,
+    principal: CurrentPrincipal,
+    resources: Resources,
+    response: Response,
+    idempotency_key: IdempotencyKeyHeader = None,
 ) -> ChangeRequestPublic:
     """Lift memories to a wider scope: applied at once (201), or a change request for approval (202)."""
+    body = with_header_key(body, idempotency_key)
     result = await lifting.lift(resources, principal, body)
     response.status_code = 202 if result.state == "awaiting_approval" else 201
     return result

@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Header, Query, Response
 
 from api.http.deps import CurrentPrincipal, Resources, TaskFor
+from api.http.idempotency import IdempotencyKeyHeader, entries_with_header_key
 from api.schemas.staging import EntriesAck, EntriesIn, EntriesPage, TaskCreate, TaskPublic
 from api.services import staging
 from api.services.gateway import presented_key_hash
@@ -41,8 +42,10 @@ async def append(
     principal: CurrentPrincipal,
     task: Annotated[TaskInfo, Depends(TaskFor("write"))],
     authorization: Annotated[str | None, Header(include_in_schema=False)] = None,
+    idempotency_key: IdempotencyKeyHeader = None,
 ) -> Response:
     """Append one entry or a batch, all or nothing; each gets the task's next gapless sequence number."""
+    body = entries_with_header_key(body, idempotency_key)
     key_hash = presented_key_hash(authorization)
     ack = await staging.append_entries(resources, principal, task, body, key_hash=key_hash)
     # serialised once, by pydantic's core: as a model, FastAPI would dump, validate and encode it again
