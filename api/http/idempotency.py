@@ -3,14 +3,14 @@
 Every route whose body has an `idempotency_key` takes the header as that key. A single-entry append takes
 it as its entry's key; a batch of N entries gives entry i the key `<header>:<i>`, so replaying the whole
 batch by header returns the first answer. A body key that differs from the one the header gives is a 422
-naming both (nothing is written).
+naming both (nothing is written), and so is the header given twice with different values.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, TypeVar
 
-from fastapi import Header
+from fastapi import Depends, Header, Request
 from pydantic import BaseModel
 
 from api.schemas.staging import EntriesIn
@@ -20,15 +20,30 @@ __all__ = ["IdempotencyKeyHeader", "entries_with_header_key", "with_header_key"]
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
-IdempotencyKeyHeader = Annotated[
-    str | None,
-    Header(
-        alias="Idempotency-Key",
-        min_length=1,
-        max_length=160,  # the shortest body field's limit (a batch adds `:<i>`)
-        description="Same as the body's `idempotency_key` (a batch's entry i gets `<key>:<i>`)",
-    ),
-]
+
+def _idempotency_key(
+    request: Request,
+    key: Annotated[
+        str | None,
+        Header(
+            alias="Idempotency-Key",
+            min_length=1,
+            max_length=160,  # the shortest body field's limit (a batch adds `:<i>`)
+            description="Same as the body's `idempotency_key` (a batch's entry i gets `<key>:<i>`)",
+        ),
+    ] = None,
+) -> str | None:
+    """The header's key; InvalidInput when the request carries it twice with different values (which one
+    a proxy or framework keeps is not for loregate to guess)."""
+    given = request.headers.getlist("idempotency-key")
+    if len(set(given)) > 1:
+        raise InvalidInput(
+            f"Idempotency-Key header given {len(given)} times with different values: send it once"
+        )
+    return key
+
+
+IdempotencyKeyHeader = Annotated[str | None, Depends(_idempotency_key)]
 
 
 def entries_with_header_key(body: EntriesIn, header: str | None) -> EntriesIn:

@@ -114,3 +114,9 @@ async def test_idempotency_key_header_replays_like_the_body_field(
         assert both.status_code == 422 and both.json()["error"] == "invalid_input", both.text
         assert key in both.json()["detail"] and "from-body" in both.json()["detail"]
         assert await _state(client, human, memory) == after_first
+
+        twice = await client.post(
+            url, json=body, headers=[("Idempotency-Key", key), ("Idempotency-Key", f"{key}-other")]
+        )
+        assert twice.status_code == 422 and "given 2 times" in twice.json()["detail"], twice.text
+        assert await _state(client, human, memory) == after_first

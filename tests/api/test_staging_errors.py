@@ -733,3 +733,25 @@ async def test_idempotency_key_header_and_body_differing_is_422_naming_both(
         headers={**world.agent.headers, "Idempotency-Key": "from-header"},
         json={"entries": [_entry("x", idempotency_key="from-body")]},
     )
+
+
+async def test_idempotency_key_header_given_twice_with_different_values_is_422_and_writes_nothing(
+    engine: AsyncEngine, client: httpx.AsyncClient, world: World
+) -> None:
+    url = f"/v1/tasks/{world.task_id}/entries"
+    before = await count_entries(engine, world.task_id)
+    headers = [*world.agent.headers.items(), ("Idempotency-Key", "first"), ("Idempotency-Key", "second")]
+    r = await client.post(url, headers=headers, json={"entries": [_entry("twice")]})
+    assert r.status_code == 422, r.text
+    assert r.json()["error"] == "invalid_input"
+    assert "Idempotency-Key header given 2 times with different values" in r.json()["detail"]
+    assert await count_entries(engine, world.task_id) == before
+    # the same value twice is one key
+    key = f"h-{uuid.uuid4().hex}"
+    same = [*world.agent.headers.items(), ("Idempotency-Key", key), ("Idempotency-Key", key)]
+    r = await client.post(url, headers=same, json={"entries": [_entry("same twice")]})
+    assert r.status_code == 201, r.text
+    again = await client.post(
+        url, headers={**world.agent.headers, "Idempotency-Key": key}, json={"entries": [_entry("same twice")]}
+    )
+    assert again.json()["entries"][0]["replayed"] is True
