@@ -60,13 +60,103 @@ COMMAND_NEAR_MISSES = [
     "nsec1 keys are private; share only the npub1 form",
     "npub1q3sle0kvfsehgsuexttt3ugjd8xdklxfwwkh559wxckmzddywnws6cd26p",
 ]
-BEFORE_ALTERED = {"mysql -u root -p prod"}
 
 
+# one was altered before the rules ("mysql -u root -p prod": the database read as `-p`'s password)
 @pytest.mark.parametrize("text", COMMAND_NEAR_MISSES)
 def test_command_shaped_text_without_a_secret_is_kept(text: str) -> None:
+    assert redact(text).text == text
+
+
+def _gone(text: str, *secrets: str) -> str:
     out = redact(text).text
-    if text in BEFORE_ALTERED:
-        assert out != text  # altered before the rules: a database name read as `-p`'s password
-    else:
-        assert out == text
+    for secret in secrets:
+        assert secret not in out, (text, out)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "kept"),
+    [
+        ("htpasswd -b /etc/nginx/.htpasswd reviewer Qm7xTz2", "Qm7xTz2", "reviewer"),
+        ("  12  htpasswd -bcB /etc/nginx/.htpasswd kibana w4Rk9p", "w4Rk9p", "kibana"),
+        ("htpasswd -nb admin 'hunter22!x' > users", "hunter22!x", "admin"),
+        ("sqlplus system/Z7xtjWd3Dz as sysdba", "Z7xtjWd3Dz", "system"),
+        ('sqlplus -s "scott/Tg8kq2Lw"', "Tg8kq2Lw", "scott"),
+        ("smbclient //fs/share -U alice%Pw9kq2Lm", "Pw9kq2Lm", "alice"),
+        ("rabbitmqctl add_user deploy Rb7mq2Xk", "Rb7mq2Xk", "deploy"),
+        ("rabbitmqctl change_password deploy Rb7mq2Xk", "Rb7mq2Xk", "deploy"),
+        (
+            "xcrun altool --upload-app -u dev@acme.example -p cqeo-frks-hdnn-qjug",
+            "cqeo-frks-hdnn-qjug",
+            "dev@",
+        ),
+        ("mysql -u root -pX9kz2Lq7Tw prod", "X9kz2Lq7Tw", "prod"),
+        ("mysql -u root -p X9kz2Lq7Tw", "X9kz2Lq7Tw", "root"),
+    ],
+)
+def test_command_password_arguments_are_removed(text: str, secret: str, kept: str) -> None:
+    assert kept in _gone(text, secret)
+
+
+def test_curl_user_that_is_an_api_key_goes_with_its_secret() -> None:
+    key, secret = "5c1ce66c4a0a0c6d335457712697ecb5", "345c9006760d8a5bfd16987630127a0f"
+    out = _gone(f'curl -s --user "{key}:{secret}" https://api.mailjet.com/v3.1/send', key, secret)
+    assert "api.mailjet.com" in out
+    assert "alice" in redact("curl -u alice:Pw9kq2Lm https://x.example").text  # a user name stays
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["AUTH oeWlx62bazcL", "127.0.0.1:6379> AUTH default oeWlx62bazcL", "redis> AUTH 'oeWlx62bazcL'"],
+)
+def test_redis_auth_command_loses_its_password(text: str) -> None:
+    assert "AUTH" in _gone(text, "oeWlx62bazcL")
+
+
+def test_password_in_the_next_chat_message_is_removed() -> None:
+    text = (
+        "[10:02] ana: what's the staging db password again?\n[10:02] ben: N%bLk7yV%OFs\n[10:03] ben: thanks"
+    )
+    assert "what's the staging db password again?" in _gone(text, "N%bLk7yV%OFs")
+    split = "[14:20] ops: vault sealed, unseal share part one: gOQ1Ku\n[14:21] ops: part two: Dpj0!DoM"
+    assert "part two:" in _gone(split, "gOQ1Ku", "Dpj0!DoM")
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        (
+            "hook https://open.feishu.cn/open-apis/bot/v2/hook/b04cd8b5-33f8-4152-bf2d-7b94153d45af",
+            "b04cd8b5",
+        ),
+        ("https://open.larksuite.com/open-apis/bot/v2/hook/c5c1d24d-3f79-471a-a37c-7d7555058e84", "c5c1d24d"),
+        ("POST https://chat.example.com/hooks/xq7bm2kz9wrd8tfy3ncp5hj4ga", "xq7bm2kz9wrd8tfy3ncp5hj4ga"),
+        ("-H 'Authorization: Splunk 6a5072c9-3c33-45b9-85cc-8b9339c97201'", "6a5072c9-3c33"),
+        ('{"Authorization": "SSWS 00Qx7kLm2Pz9Rt4Vb6Nc8Wd1Yf3Hg5Js"}', "00Qx7kLm2Pz9Rt4Vb6Nc8Wd1Yf3Hg5Js"),
+    ],
+)
+def test_webhook_path_and_header_tokens_are_removed(text: str, secret: str) -> None:
+    _gone(text, secret)
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [
+        "AKIDOPDlYSWBqBknTQXBtzTQ7ONR7eEi7AWI",
+        "nsec16fma4y5sznxhat4k0pduae8cyyvxfs0hsarrvs6hq5fc9huf85247kcp2a",
+        "AAAAkZ337F6:APA91bj-qHaByMdC9bVZqHDagBvx1upd-tvdlRwLbnvis6B7jgPuZmC__WgML3btRJuBAxDkyJSemRAIlc5Gre38dN",
+    ],
+)
+def test_vendor_shapes_are_removed_in_a_sentence(secret: str) -> None:
+    assert "the bot uses" in _gone(f"the bot uses {secret} for now", secret, secret[:12])
+
+
+def test_japanese_short_password_word_takes_a_password_not_a_path() -> None:
+    assert "rootパス" in _gone("サーバーのrootパスはDtMjW9fに変更しました", "DtMjW9f")
+    for kept in (
+        "設定ファイルのパスは/etc/app/conf.d/x.yamlです",
+        "インストールパスはC:\\Tools\\bin",
+        "コンパスは北",
+    ):
+        assert redact(kept).text == kept

@@ -1,0 +1,174 @@
+"""Secrets a command takes by position or through its own syntax, where no name stands beside the value:
+`htpasswd -b file user PASS`, `sqlplus user/PASS`, redis `AUTH [user] PASS`, `smbclient -U user%PASS`,
+`rabbitmqctl add_user user PASS`; a password given in the next chat message; a token that is a webhook URL's
+path segment or an `Authorization` header of any scheme; and three vendor shapes (Tencent Cloud SecretIds,
+Nostr private keys, FCM legacy server keys)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from governance.redaction.kinds import _PRIORITY, Span
+from governance.redaction.names import _benign, _looks_random, _password_like
+
+__all__ = [
+    "auth_headers",
+    "chat_passwords",
+    "command_arguments",
+    "redis_auth",
+    "webhook_paths",
+]
+
+_UUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
+_ARG = re.compile(r"\"(?P<dq>[^\"\n]*)\"|'(?P<sq>[^'\n]*)'|(?P<bare>[^\s|;&<>\"']+)")
+
+
+def _arguments(text: str, start: int) -> Iterator[tuple[int, int, str]]:
+    """The arguments of a command from `start` to the end of its line or pipeline: span and value."""
+    pos, size = start, len(text)
+    while pos < size:
+        while pos < size and text[pos] in " \t":
+            pos += 1
+        match = _ARG.match(text, pos)
+        if match is None:
+            return
+        group = "dq" if match.group("dq") is not None else "sq" if match.group("sq") is not None else "bare"
+        yield match.start(group), match.end(group), match.group(group)
+        pos = match.end()
+
+
+def _secret(value: str) -> bool:
+    return bool(value) and not value.startswith(("-", "$", "%", "@", "<")) and not _benign(value)
+
+
+# `htpasswd -b[c…] FILE USER PASS`, `htpasswd -nb USER PASS`: with `-b` the password is the last argument
+_HTPASSWD = re.compile(r"\bhtpasswd(?=[^\S\n]+-)")
+# `sqlplus user/PASS`, `sqlplus user/PASS@db as sysdba` (with `@` the older rule reads it too)
+_ORACLE_TOOL = re.compile(r"(?i)\b(?:sqlplus|sqlldr|expdp|impdp|rman|dgmgrl)(?:[^\S\n]+-[A-Za-z]+)*[^\S\n]+")
+_ORACLE_LOGIN = re.compile(r"[\"']?[A-Za-z][\w$#]{0,60}/(?P<v>[^\s/@\"']{3,})(?=[@\s\"']|$)")
+# `smbclient -U user%PASS`, `mount.cifs … -o username=u,password=…` is an assignment
+_SMB = re.compile(
+    r"\b(?:smbclient|smbmap|rpcclient|net)\b[^\n|;&]*?[^\S\n](?:-U[^\S\n]*|--user(?:=|[^\S\n]+))[\"']?"
+    r"[^\s%\"']+%(?P<v>[^\s\"']+)"
+)
+# `rabbitmqctl add_user USER PASS`, `rabbitmqctl change_password USER PASS`
+_RABBIT = re.compile(r"\brabbitmqctl[^\S\n]+(?:add_user|change_password)[^\S\n]+\S+[^\S\n]+")
+
+
+def command_arguments(text: str, depth: int) -> Iterator[Span]:
+    priority = _PRIORITY["password"]
+    for match in _HTPASSWD.finditer(text):
+        flags, positional = "", list[tuple[int, int, str]]()
+        for start, end, value in _arguments(text, match.end()):
+            if value.startswith("-") and not positional:
+                flags += value[1:]
+            else:
+                positional.append((start, end, value))
+        wanted = 2 if "n" in flags else 3
+        if "b" in flags and len(positional) >= wanted:
+            start, end, value = positional[wanted - 1]
+            if _secret(value):
+                yield start, end, priority
+    for match in _ORACLE_TOOL.finditer(text):
+        login = _ORACLE_LOGIN.match(text, match.end())
+        if login is not None and _secret(login.group("v")):
+            yield login.start("v"), login.end("v"), priority
+    for match in _SMB.finditer(text):
+        if _secret(match.group("v")):
+            yield match.start("v"), match.end("v"), priority
+    for match in _RABBIT.finditer(text):
+        for start, end, value in _arguments(text, match.end()):
+            if _secret(value):
+                yield start, end, priority
+            break
+
+
+# redis `AUTH [username] password` typed at a prompt or alone on a line; "AUTH failed: …" is a reply
+_REDIS_AUTH = re.compile(
+    r"(?m)^[^\S\n]*(?:(?:[\w.-]+:\d+(?:\[\d+\])?|redis)?>[^\S\n]*)?AUTH(?:[^\S\n]+\S+)?[^\S\n]+(?P<v>\S+)[^\S\n]*$"
+)
+
+
+def redis_auth(text: str, depth: int) -> Iterator[Span]:
+    priority = _PRIORITY["password"]
+    for match in _REDIS_AUTH.finditer(text):
+        value = match.group("v").strip("\"'")
+        if _password_like(value):
+            start = match.start("v") + (1 if match.group("v")[0] in "\"'" else 0)
+            yield start, start + len(value), priority
+
+
+# a chat message with its time or its author in angle brackets: `[10:02] ben: text`, `<ben> text`,
+# `10:02 <ben> text` (a bare `name: text` is as often YAML)
+_CHAT = re.compile(
+    r"(?m)^[^\S\n]*(?:\[[\d:. ]{4,12}\][^\S\n]*(?:<[\w.@-]{1,32}>|[\w.@-]{1,32}:)"
+    r"|(?:[\d:]{4,8}[^\S\n]+)?<[\w.@-]{1,32}>)[^\S\n]+(?P<body>[^\n]*)$"
+)
+_SECRET_WORD = re.compile(
+    r"(?i)\b(?:password|passwort|passphrase|passcode|pw|pwd|secret|token|api key|unseal|key share|pin)s?\b"
+)
+# the value alone in the next message, or after "part two:", or at the end of the asking message
+_ALONE = re.compile(
+    r"(?i)(?:(?:part|piece|half|share)[^\S\n]+(?:one|two|three|four|\d)(?:[^\S\n]*/[^\S\n]*\d)?[^\S\n]*:[^\S\n]*)?"
+    r"(?P<v>\S{6,})"
+)
+_LAST = re.compile(r":[^\S\n]*(?P<v>[^\s:]{6,})[^\S\n]*$")
+
+
+def chat_passwords(text: str, depth: int) -> Iterator[Span]:
+    """A password asked for or announced in one chat message and given in the next ones."""
+    priority = _PRIORITY["password"]
+    messages = list(_CHAT.finditer(text))
+    for i, message in enumerate(messages):
+        body = message.group("body")
+        if _SECRET_WORD.search(body) is None:
+            continue
+        last = _LAST.search(body)
+        if last is not None and "unseal" in body.lower() and _password_like(last.group("v")):
+            yield message.start("body") + last.start("v"), message.start("body") + last.end("v"), priority
+        line_end = message.end()
+        for following in messages[i + 1 : i + 3]:
+            if following.start() != line_end + 1:
+                break  # the next line is no message of the same chat
+            line_end = following.end()
+            alone = _ALONE.fullmatch(following.group("body").strip())
+            if alone is None:
+                break
+            value = alone.group("v")
+            if _password_like(value) and not value.endswith("?"):
+                start = (
+                    following.start("body")
+                    + len(following.group("body"))
+                    - len(following.group("body").lstrip())
+                    + alone.start("v")
+                )
+                yield start, start + len(value), priority
+
+
+# a webhook's token as a path segment: Feishu/Lark `/open-apis/bot/v2/hook/<uuid>`, `/hooks/<token>`;
+# a number there is a webhook's id in an API path (`/repos/o/r/hooks/482913`)
+_HOOK_PATH = re.compile(r"(?i)/(?:hook|hooks|webhook|webhooks)/(?P<v>[A-Za-z0-9_-]{16,})(?![A-Za-z0-9_-])")
+
+
+def webhook_paths(text: str, depth: int) -> Iterator[Span]:
+    priority = _PRIORITY["generic_secret"]
+    for match in _HOOK_PATH.finditer(text):
+        value = match.group("v")
+        if (_UUID.fullmatch(value) and len(set(value)) > 5) or _looks_random(value, hex_ok=True):
+            yield match.start("v"), match.end("v"), priority
+
+
+# `Authorization: Splunk <uuid>`, `Authorization: SSWS …`, `Authorization: Token …`: any scheme's credential
+_AUTH_HEADER = re.compile(
+    r"(?i)\bauthorization[\"']?[^\S\n]*[:=][^\S\n]*[\"']?[A-Za-z][\w-]{1,30}[^\S\n]+"
+    r"(?P<v>[A-Za-z0-9._~+/=-]{16,})"
+)
+
+
+def auth_headers(text: str, depth: int) -> Iterator[Span]:
+    priority = _PRIORITY["generic_secret"]
+    for match in _AUTH_HEADER.finditer(text):
+        value = match.group("v")
+        if (_UUID.fullmatch(value) and len(set(value)) > 5) or _looks_random(value, hex_ok=True):
+            yield match.start("v"), match.end("v"), priority
