@@ -2,10 +2,13 @@
 `htpasswd -b file user PASS`, `sqlplus user/PASS`, redis `AUTH [user] PASS`, `smbclient -U user%PASS`,
 `rabbitmqctl add_user user PASS`; a password given in the next chat message; a token that is a webhook URL's
 path segment or an `Authorization` header of any scheme; and three vendor shapes (Tencent Cloud SecretIds,
-Nostr private keys, FCM legacy server keys)."""
+Nostr private keys, FCM legacy server keys); an LDAP bind DN and its password in a sentence; base64 of
+`user:password` outside a header, on a line that says so."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from collections.abc import Iterator
 
@@ -14,8 +17,10 @@ from governance.redaction.names import _benign, _looks_random, _password_like
 
 __all__ = [
     "auth_headers",
+    "basic_credentials",
     "chat_passwords",
     "command_arguments",
+    "ldap_binds",
     "redis_auth",
     "webhook_paths",
 ]
@@ -171,4 +176,45 @@ def auth_headers(text: str, depth: int) -> Iterator[Span]:
     for match in _AUTH_HEADER.finditer(text):
         value = match.group("v")
         if (_UUID.fullmatch(value) and len(set(value)) > 5) or _looks_random(value, hex_ok=True):
+            yield match.start("v"), match.end("v"), priority
+
+
+# an LDAP bind described in a sentence: "bind as cn=svc,ou=services,dc=acme with X", "… using X"
+_LDAP_BIND = re.compile(
+    r"(?i)\b(?:cn|uid)=[^\s,]+(?:,[a-z]{1,6}=[^\s,]+)+[^\S\n]+(?:with|using|password:?|pw:?|/)[^\S\n]+"
+    r"(?P<v>[^\s\"']{6,})"
+)
+
+
+def ldap_binds(text: str, depth: int) -> Iterator[Span]:
+    priority = _PRIORITY["password"]
+    for match in _LDAP_BIND.finditer(text):
+        value = match.group("v").rstrip(".,;:)")
+        if _password_like(value) and "=" not in value:
+            yield match.start("v"), match.start("v") + len(value), priority
+
+
+# base64 of `user:password` outside a header, on a line that says what it is ("… is the base64 user:pass",
+# "basic auth credentials: …"): the header form is a rule of its own
+_B64_RUN = re.compile(r"(?<![A-Za-z0-9+/=])(?P<v>[A-Za-z0-9+/]{12,}={0,2})(?![A-Za-z0-9+/=])")
+_B64_LINE = re.compile(r"(?i)base64|basic|user:pass|username:password|credentials")
+_USER_PASS = re.compile(r"[\w.@+-]{1,64}:(?P<p>[\x21-\x7e]{6,128})")
+
+
+def basic_credentials(text: str, depth: int) -> Iterator[Span]:
+    priority = _PRIORITY["basic_auth"]
+    for match in _B64_RUN.finditer(text):
+        value = match.group("v")
+        if len(value) % 4:
+            continue
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        line_end = text.find("\n", match.end())
+        if _B64_LINE.search(text, line_start, len(text) if line_end < 0 else line_end) is None:
+            continue
+        try:
+            decoded = base64.b64decode(value, validate=True).decode("ascii")
+        except (binascii.Error, UnicodeDecodeError):
+            continue
+        pair = _USER_PASS.fullmatch(decoded)
+        if pair is not None and _password_like(pair.group("p")):
             yield match.start("v"), match.end("v"), priority

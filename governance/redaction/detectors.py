@@ -54,8 +54,10 @@ from governance.redaction.assignments import (
 from governance.redaction.catalogue import catalogue_spans
 from governance.redaction.commands import (
     auth_headers,
+    basic_credentials,
     chat_passwords,
     command_arguments,
+    ldap_binds,
     redis_auth,
     webhook_paths,
 )
@@ -550,6 +552,8 @@ _DETECTORS: list[tuple[_Gate, Detector]] = [
     (_gate(":", ">"), chat_passwords),
     (_gate("hook"), webhook_paths),
     (_gate(lower=("authorization",)), auth_headers),
+    (_gate(lower=("cn=", "uid=")), ldap_binds),
+    (_gate(lower=("base64", "basic", "user:pass", "username:password", "credentials")), basic_credentials),
     # Tencent Cloud SecretId (`AKID` and 32 letters and digits), Nostr private keys (NIP-19: `nsec1` and 58
     # bech32 characters), FCM legacy server keys (`AAAA` and 7 characters, `:APA91b` and the rest)
     (

@@ -237,6 +237,8 @@ _CREDENTIAL_LATIN = (
     r"|zugangsdaten|anmeldedaten|passwort|kennwort|geheimnis|api-schlüssel|zugangsschlüssel"
     r"|zugriffsschlüssel|geheimer[ ]schlüssel|privater[ ]schlüssel|zugriffstoken|zugangstoken"
     r"|credenciales|credencial|contraseña|contrasena|clave[ ](?:de[ ]api|de[ ]acceso|secreta|privada)|secreto"
+    # Spanish `clave` alone is as often a key as a password; of an account, it is the password
+    r"|clave[ ]del?[ ](?:la[ ])?(?:usuario|cuenta|wifi|root|admin|administrador|red|servidor)"
     r"|mot[ ]de[ ]passe|clé[ ](?:d'api|api|secrète|privée|d'accès)|jeton(?:[ ]d'accès)?"
     r"|credenciais|senha|chave[ ](?:de[ ]api|de[ ]acesso|secreta|privada)|segredo"
     r"|credenziali|chiave[ ](?:api|segreta|privata|di[ ]accesso)|segreto"

@@ -160,3 +160,57 @@ def test_japanese_short_password_word_takes_a_password_not_a_path() -> None:
         "コンパスは北",
     ):
         assert redact(kept).text == kept
+
+
+def test_value_opening_its_line_before_a_credential_word_is_removed() -> None:
+    uuid = "be5ce3c8-7b73-48a0-9e24-8e6593249dd0"
+    assert "heroku api key (from" in _gone(f"{uuid} heroku api key (from heroku auth:token)", uuid)
+    assert "- " in _gone("- Xk9mQ2pa7Lw3Zr5T deploy token", "Xk9mQ2pa7Lw3Zr5T")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "3f9a2c1d4e Refresh token",  # a git log line: a hex value is a commit
+        "3f9a2c1d4e5b6a7c8d9e0f1a2b3c4d5e6f7a8b9c fix the token",
+        "8f3e2a1c-9b7d-4c6e-a5f4-3b2a1c0d9e8f request id for the api key call",
+        "release-2024-01 api key",
+        "v1.2.3-beta.4 token",
+    ],
+)
+def test_value_opening_its_line_that_is_no_credential_is_kept(text: str) -> None:
+    assert redact(text).text == text
+
+
+def test_spanish_clave_of_an_account_is_a_password_word() -> None:
+    assert "es la clave del usuario" in _gone("?FI1iS es la clave del usuario de soporte", "?FI1iS")
+    assert "la clave del usuario es" in _gone("la clave del usuario es Xk9mQ2pa", "Xk9mQ2pa")
+    for kept in ("la clave del usuario debe tener 8 caracteres", "la clave del usuario se guarda en Vault"):
+        assert redact(kept).text == kept
+
+
+def test_ldap_bind_dn_with_a_password_in_a_sentence() -> None:
+    assert "cn=svc-wiki" in _gone(
+        "bind as cn=svc-wiki,ou=services,dc=acme,dc=example with ?9Ri0xtGw6", "9Ri0xtGw6"
+    )
+    kept = "bind as cn=admin,dc=acme,dc=example with TLS"
+    assert redact(kept).text == kept
+
+
+def test_base64_user_password_on_a_line_that_says_so() -> None:
+    value = "cGFydG5lci1hY21lOkJQSUM0YWlneA=="  # partner-acme:BPIC4aigx
+    assert "is the base64 user:pass" in _gone(f"{value} is the base64 user:pass for grafana", value)
+    for kept in ("the base64 of hello world is aGVsbG8gd29ybGQ=", f"the cache key is {value}"):
+        assert redact(kept).text == kept
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "kubectl create secret generic db --from-file=password=./db-password.txt",
+        "DB_PASSWORD=../secrets/pw.txt",
+        "password_file: /run/secrets/db.key",
+    ],
+)
+def test_a_path_to_a_secret_file_is_kept(text: str) -> None:
+    assert redact(text).text == text
