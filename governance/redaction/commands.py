@@ -20,7 +20,9 @@ __all__ = [
     "basic_credentials",
     "chat_passwords",
     "command_arguments",
+    "htpasswd_arguments",
     "ldap_binds",
+    "oracle_logins",
     "redis_auth",
     "webhook_paths",
 ]
@@ -52,16 +54,16 @@ _HTPASSWD = re.compile(r"\bhtpasswd(?=[^\S\n]+-)")
 # `sqlplus user/PASS`, `sqlplus user/PASS@db as sysdba` (with `@` the older rule reads it too)
 _ORACLE_TOOL = re.compile(r"(?i)\b(?:sqlplus|sqlldr|expdp|impdp|rman|dgmgrl)(?:[^\S\n]+-[A-Za-z]+)*[^\S\n]+")
 _ORACLE_LOGIN = re.compile(r"[\"']?[A-Za-z][\w$#]{0,60}/(?P<v>[^\s/@\"']{3,})(?=[@\s\"']|$)")
-# `smbclient -U user%PASS`, `mount.cifs … -o username=u,password=…` is an assignment
+# `smbclient -U user%PASS` (`rpcclient`, `smbmap` alike); `mount.cifs -o password=…` is an assignment
 _SMB = re.compile(
-    r"\b(?:smbclient|smbmap|rpcclient|net)\b[^\n|;&]*?[^\S\n](?:-U[^\S\n]*|--user(?:=|[^\S\n]+))[\"']?"
+    r"\b(?:smbclient|smbmap|rpcclient)\b[^\n|;&]*?[^\S\n](?:-U[^\S\n]*|--user(?:=|[^\S\n]+))[\"']?"
     r"[^\s%\"']+%(?P<v>[^\s\"']+)"
 )
 # `rabbitmqctl add_user USER PASS`, `rabbitmqctl change_password USER PASS`
 _RABBIT = re.compile(r"\brabbitmqctl[^\S\n]+(?:add_user|change_password)[^\S\n]+\S+[^\S\n]+")
 
 
-def command_arguments(text: str, depth: int) -> Iterator[Span]:
+def htpasswd_arguments(text: str, depth: int) -> Iterator[Span]:
     priority = _PRIORITY["password"]
     for match in _HTPASSWD.finditer(text):
         flags, positional = "", list[tuple[int, int, str]]()
@@ -75,10 +77,19 @@ def command_arguments(text: str, depth: int) -> Iterator[Span]:
             start, end, value = positional[wanted - 1]
             if _secret(value):
                 yield start, end, priority
+
+
+def oracle_logins(text: str, depth: int) -> Iterator[Span]:
+    priority = _PRIORITY["password"]
     for match in _ORACLE_TOOL.finditer(text):
         login = _ORACLE_LOGIN.match(text, match.end())
         if login is not None and _secret(login.group("v")):
             yield login.start("v"), login.end("v"), priority
+
+
+def command_arguments(text: str, depth: int) -> Iterator[Span]:
+    """`smbclient -U user%PASS`, `rabbitmqctl add_user user PASS`."""
+    priority = _PRIORITY["password"]
     for match in _SMB.finditer(text):
         if _secret(match.group("v")):
             yield match.start("v"), match.end("v"), priority
@@ -166,14 +177,20 @@ def webhook_paths(text: str, depth: int) -> Iterator[Span]:
 
 # `Authorization: Splunk <uuid>`, `Authorization: SSWS …`, `Authorization: Token …`: any scheme's credential
 _AUTH_HEADER = re.compile(
-    r"(?i)\bauthorization[\"']?[^\S\n]*[:=][^\S\n]*[\"']?[A-Za-z][\w-]{1,30}[^\S\n]+"
+    r"(?i)authorization[\"']?[^\S\n]*[:=][^\S\n]*[\"']?[A-Za-z][\w-]{1,30}[^\S\n]+"
     r"(?P<v>[A-Za-z0-9._~+/=-]{16,})"
 )
 
 
 def auth_headers(text: str, depth: int) -> Iterator[Span]:
     priority = _PRIORITY["generic_secret"]
-    for match in _AUTH_HEADER.finditer(text):
+    lower = text.lower()
+    at = lower.find("authorization")
+    while at >= 0:
+        match = _AUTH_HEADER.match(text, at)
+        at = lower.find("authorization", at + 13)
+        if match is None:
+            continue
         value = match.group("v")
         if (_UUID.fullmatch(value) and len(set(value)) > 5) or _looks_random(value, hex_ok=True):
             yield match.start("v"), match.end("v"), priority
@@ -197,19 +214,29 @@ def ldap_binds(text: str, depth: int) -> Iterator[Span]:
 # base64 of `user:password` outside a header, on a line that says what it is ("… is the base64 user:pass",
 # "basic auth credentials: …"): the header form is a rule of its own
 _B64_RUN = re.compile(r"(?<![A-Za-z0-9+/=])(?P<v>[A-Za-z0-9+/]{12,}={0,2})(?![A-Za-z0-9+/=])")
-_B64_LINE = re.compile(r"(?i)base64|basic|user:pass|username:password|credentials")
+_B64_LINE = re.compile(r"base64|basic|user:pass|username:password|credentials")  # in lower case
 _USER_PASS = re.compile(r"[\w.@+-]{1,64}:(?P<p>[\x21-\x7e]{6,128})")
 
 
 def basic_credentials(text: str, depth: int) -> Iterator[Span]:
     priority = _PRIORITY["basic_auth"]
-    for match in _B64_RUN.finditer(text):
+    done = 0
+    lower = text.lower()
+    if len(lower) != len(text):
+        lower = text  # a letter that grows when lowered would shift the indices: look in the text as written
+    for line_word in _B64_LINE.finditer(lower):
+        if line_word.start() < done:
+            continue
+        line_start = text.rfind("\n", 0, line_word.start()) + 1
+        line_end = text.find("\n", line_word.end())
+        done = len(text) if line_end < 0 else line_end
+        yield from _basic_pairs(text, line_start, done, priority)
+
+
+def _basic_pairs(text: str, start: int, end: int, priority: int) -> Iterator[Span]:
+    for match in _B64_RUN.finditer(text, start, end):
         value = match.group("v")
         if len(value) % 4:
-            continue
-        line_start = text.rfind("\n", 0, match.start()) + 1
-        line_end = text.find("\n", match.end())
-        if _B64_LINE.search(text, line_start, len(text) if line_end < 0 else line_end) is None:
             continue
         try:
             decoded = base64.b64decode(value, validate=True).decode("ascii")

@@ -57,7 +57,9 @@ from governance.redaction.commands import (
     basic_credentials,
     chat_passwords,
     command_arguments,
+    htpasswd_arguments,
     ldap_binds,
+    oracle_logins,
     redis_auth,
     webhook_paths,
 )
@@ -542,12 +544,9 @@ _DETECTORS: list[tuple[_Gate, Detector]] = [
     ),
     (_gate(":"), pgpass_lines),
     (_gate(lower=("oracle", "sqlplus", "expdp", "impdp", "rman", "sqlldr", "userid")), oracle_userpass),
-    (
-        _gate(
-            "htpasswd", "sqlplus", "sqlldr", "expdp", "impdp", "rman", "dgmgrl", "-U", "--user", "rabbitmqctl"
-        ),
-        command_arguments,
-    ),
+    (_gate("htpasswd"), htpasswd_arguments),
+    (_gate(lower=("sqlplus", "sqlldr", "expdp", "impdp", "rman", "dgmgrl")), oracle_logins),
+    (_gate("smbclient", "smbmap", "rpcclient", "rabbitmqctl"), command_arguments),
     (_gate("AUTH"), redis_auth),
     (_gate(":", ">"), chat_passwords),
     (_gate("hook"), webhook_paths),
