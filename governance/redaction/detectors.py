@@ -548,7 +548,7 @@ _DETECTORS: list[tuple[_Gate, Detector]] = [
     (_gate(lower=("sqlplus", "sqlldr", "expdp", "impdp", "rman", "dgmgrl")), oracle_logins),
     (_gate("smbclient", "smbmap", "rpcclient", "rabbitmqctl"), command_arguments),
     (_gate("AUTH"), redis_auth),
-    (_gate(":", ">"), chat_passwords),
+    (_gate("] ", "> "), chat_passwords),
     (_gate("hook"), webhook_paths),
     (_gate(lower=("authorization",)), auth_headers),
     (_gate(lower=("cn=", "uid=")), ldap_binds),
