@@ -129,6 +129,9 @@ _ALONE = re.compile(
     r"(?i)(?:(?:part|piece|half|share)[^\S\n]+(?:one|two|three|four|\d)(?:[^\S\n]*/[^\S\n]*\d)?[^\S\n]*:[^\S\n]*)?"
     r"(?P<v>\S{6,})"
 )
+_TICKET = re.compile(
+    r"[A-Z][A-Z0-9]{1,9}-\d+|#\d+|v?\d[\w.-]*"
+)  # `PR-1234`, `#812`, `3.2.1-rc1`: no password
 _LAST = re.compile(r":[^\S\n]*(?P<v>[^\s:]{6,})[^\S\n]*$")
 
 
@@ -152,7 +155,7 @@ def chat_passwords(text: str, depth: int) -> Iterator[Span]:
             if alone is None:
                 break
             value = alone.group("v")
-            if _password_like(value) and not value.endswith("?"):
+            if _password_like(value) and not value.endswith("?") and not _TICKET.fullmatch(value):
                 start = (
                     following.start("body")
                     + len(following.group("body"))
@@ -162,16 +165,22 @@ def chat_passwords(text: str, depth: int) -> Iterator[Span]:
                 yield start, start + len(value), priority
 
 
-# a webhook's token as a path segment: Feishu/Lark `/open-apis/bot/v2/hook/<uuid>`, `/hooks/<token>`;
-# a number there is a webhook's id in an API path (`/repos/o/r/hooks/482913`)
-_HOOK_PATH = re.compile(r"(?i)/(?:hook|hooks|webhook|webhooks)/(?P<v>[A-Za-z0-9_-]{16,})(?![A-Za-z0-9_-])")
+# a webhook's token as a path segment: Feishu/Lark `/open-apis/bot/v2/hook/<uuid>` (a UUID only after the
+# singular `hook`: `/v1/webhooks/<uuid>` and `/hooks/<uuid>` name a webhook in an API that manages them), a
+# random token after `hooks`/`webhook(s)` (`/hooks/<token>`); a number is a webhook's id (`/hooks/482913`)
+_HOOK_PATH = re.compile(
+    r"(?i)/(?P<seg>hook|hooks|webhook|webhooks)/(?P<v>[A-Za-z0-9_-]{16,})(?![A-Za-z0-9_-])"
+)
 
 
 def webhook_paths(text: str, depth: int) -> Iterator[Span]:
     priority = _PRIORITY["generic_secret"]
     for match in _HOOK_PATH.finditer(text):
         value = match.group("v")
-        if (_UUID.fullmatch(value) and len(set(value)) > 5) or _looks_random(value, hex_ok=True):
+        if _UUID.fullmatch(value):
+            if match.group("seg").lower() == "hook" and len(set(value)) > 5:
+                yield match.start("v"), match.end("v"), priority
+        elif _looks_random(value, hex_ok=True):
             yield match.start("v"), match.end("v"), priority
 
 

@@ -162,6 +162,23 @@ def test_japanese_short_password_word_takes_a_password_not_a_path() -> None:
         assert redact(kept).text == kept
 
 
+def test_a_ticket_or_a_version_in_the_next_chat_message_is_kept() -> None:
+    text = "[10:02] ana: which PR rotated the token?\n[10:03] ben: OPS-1234\n[10:03] ben: 3.2.1-rc1"
+    assert redact(text).text == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [  # written after the rules: this project's own API names webhooks by UUID
+        "DELETE /v1/webhooks/3f6b1c2e-8a4d-4e5f-9b1a-2c3d4e5f6a7b returned 204",
+        "GET https://api.example.com/v1/webhooks/3f6b1c2e-8a4d-4e5f-9b1a-2c3d4e5f6a7b/deliveries",
+        "PUT /2.0/repositories/acme/app/hooks/3f6b1c2e-8a4d-4e5f-9b1a-2c3d4e5f6a7b",
+    ],
+)
+def test_a_webhook_named_by_uuid_in_an_api_path_is_kept(text: str) -> None:
+    assert redact(text).text == text
+
+
 def test_value_opening_its_line_before_a_credential_word_is_removed() -> None:
     uuid = "be5ce3c8-7b73-48a0-9e24-8e6593249dd0"
     assert "heroku api key (from" in _gone(f"{uuid} heroku api key (from heroku auth:token)", uuid)
