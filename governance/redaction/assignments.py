@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 from governance.redaction.generic import plain_base64
 from governance.redaction.kinds import _PRIORITY, Detector, Span
-from governance.redaction.names import _HANGUL, _benign, _looks_random, _name_class
+from governance.redaction.names import _HANGUL, _benign, _looks_random, _name_class, _password_like
 
 # a bare value stops at `&` only where a query string's next `name=` starts (`pw=a&b` is one value)
 _VALUE = (
@@ -124,15 +124,20 @@ _CLI_FLAG = re.compile(
 )
 # `-p` after a database client or sshpass (a number there is psql's port), `-a` after redis-cli
 _CLI_DB = re.compile(
-    r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mariadb|mariadb-dump|psql|pg_dump|pg_restore|mongo|mongosh|cqlsh"
-    r"|mongodump|mongorestore|mongoimport|sshpass)\b[^\n|;&]*?[^\S\n]-p(?:[^\S\n]+|(?=[^\s-]))(?!-)" + _VALUE
+    r"\b(?P<tool>mysql|mysqldump|mysqladmin|mysqlimport|mariadb|mariadb-dump|psql|pg_dump|pg_restore|mongo"
+    r"|mongosh|cqlsh|mongodump|mongorestore|mongoimport|sshpass|altool)\b[^\n|;&]*?[^\S\n]-p(?P<gap>[^\S\n]+|(?=[^\s-]))"
+    r"(?!-)" + _VALUE
 )
+# MySQL's `-p` takes its password attached (`-pX`); the word after `-p ` is the database (`mysql -p prod`)
+_MYSQL = frozenset({"mysql", "mysqldump", "mysqladmin", "mysqlimport", "mariadb", "mariadb-dump"})
 # `-P` after SQL Server's clients (sqlcmd, bcp, osql, isql)
 _CLI_MSSQL = re.compile(
     r"\b(?:sqlcmd|bcp|osql|isql)\b[^\n|;&]*?[^\S\n]-P(?:[^\S\n]+|(?=[^\s-]))(?!-)" + _VALUE
 )
 _CLI_REDIS = re.compile(r"\bredis-cli\b[^\n|;&]*?[^\S\n]-a[^\S\n]+(?!-)" + _VALUE)
-_CLI_CURL = re.compile(r"\bcurl\b[^\n|;&]*?[^\S\n](?:-u|--user)[^\S\n]*[\"']?[^\s:\"']*:(?P<bare>[^\s\"']+)")
+_CLI_CURL = re.compile(
+    r"\bcurl\b[^\n|;&]*?[^\S\n](?:-u|--user)[^\S\n]*[\"']?(?P<user>[^\s:\"']*):(?P<bare>[^\s\"']+)"
+)
 
 
 def _cli(pattern: re.Pattern[str]) -> Detector:
@@ -141,10 +146,16 @@ def _cli(pattern: re.Pattern[str]) -> Detector:
     def detect(text: str, depth: int) -> Iterator[Span]:
         for match in pattern.finditer(text):
             start, end, value = _value_span(match)
-            if start >= end or value.startswith("-") or _benign(value):
-                continue
+            if start >= end or value.startswith(("-", "@keychain:", "@env:")) or _benign(value):
+                continue  # a flag, altool's reference to a keychain item or a variable, a placeholder
             if pattern is _CLI_DB and value.isdigit():
                 continue  # psql -p 5432
+            if pattern is _CLI_DB and match.group("tool") in _MYSQL and match.group("gap"):
+                if not _password_like(value):
+                    continue  # `mysql -u root -p prod` prompts; `prod` is the database
+            if pattern is _CLI_CURL and _looks_random(match.group("user"), hex_ok=True):
+                # an API key as the user (Mailjet's `key:secret`, Stripe's `sk_…:`) goes with the password
+                yield match.start("user"), match.end("user"), priority
             yield start, end, priority
 
     return detect

@@ -52,6 +52,17 @@ from governance.redaction.assignments import (
     _xml_elements,
 )
 from governance.redaction.catalogue import catalogue_spans
+from governance.redaction.commands import (
+    auth_headers,
+    basic_credentials,
+    chat_passwords,
+    command_arguments,
+    htpasswd_arguments,
+    ldap_binds,
+    oracle_logins,
+    redis_auth,
+    webhook_paths,
+)
 from governance.redaction.generic import (
     bitcoin_wif,
     call_credentials,
@@ -533,6 +544,26 @@ _DETECTORS: list[tuple[_Gate, Detector]] = [
     ),
     (_gate(":"), pgpass_lines),
     (_gate(lower=("oracle", "sqlplus", "expdp", "impdp", "rman", "sqlldr", "userid")), oracle_userpass),
+    (_gate("htpasswd"), htpasswd_arguments),
+    (_gate(lower=("sqlplus", "sqlldr", "expdp", "impdp", "rman", "dgmgrl")), oracle_logins),
+    (_gate("smbclient", "smbmap", "rpcclient", "rabbitmqctl"), command_arguments),
+    (_gate("AUTH"), redis_auth),
+    (_gate("] ", "> "), chat_passwords),
+    (_gate("hook"), webhook_paths),
+    (_gate(lower=("authorization",)), auth_headers),
+    (_gate(lower=("cn=", "uid=")), ldap_binds),
+    (_gate(lower=("base64", "basic", "user:pass", "username:password", "credentials")), basic_credentials),
+    # Tencent Cloud SecretId (`AKID` and 32 letters and digits), Nostr private keys (NIP-19: `nsec1` and 58
+    # bech32 characters), FCM legacy server keys (`AAAA` and 7 characters, `:APA91b` and the rest)
+    (
+        _gate("AKID", "nsec1", ":APA91b"),
+        _patterns(
+            "vendor_token",
+            _B + r"AKID[A-Za-z0-9]{32}" + _E,
+            _B + r"nsec1[02-9ac-hj-np-z]{58}" + _E,
+            _B + r"AAAA[A-Za-z0-9_-]{7}:APA91b[A-Za-z0-9_-]{60,}",
+        ),
+    ),
     (_gate(lower=("pass", "auth", "secret", "rootpw", "bindpw", "psk", "ldap")), directives),
     (_gate("login"), login_arguments),
     (_gate(lower=VALUE_FIRST_NEEDLES), value_first),

@@ -164,11 +164,18 @@ def _benign(value: str) -> bool:
         return True  # "Access token", "Your API key": a label of words that names the field
     if _HANGUL.match(value):
         return True  # "비밀번호: 재설정 필요" is prose, not a password
+    if _SECRET_FILE.fullmatch(value):
+        return True  # `--from-file=password=./db-password.txt`: where the secret is kept, not the secret
     # words of a script other than Latin and no digit or symbol (`パスワード`, `秘密の質問`, `Пароль`): a
     # label or prose in a translation file; passwords are written in ASCII
     return bool(_NON_LATIN_WORDS.fullmatch(value))
 
 
+# a path to a file by its extension (a secret file's name, not its content)
+_SECRET_FILE = re.compile(
+    r"(?:\.{1,2}/|~/|/)(?:[\w.-]+/)*[\w.-]*\.(?:txt|key|pem|json|ya?ml|env|conf|cfg|ini|toml|secret|crt|p12|pfx"
+    r"|jks|keystore|gpg|asc)"
+)
 _NON_LATIN_WORDS = re.compile(r"[^\x00-\x7f\W\d_]+(?:[\s・·][^\x00-\x7f\W\d_]+)*[.!?。！？]?")
 
 

@@ -48,7 +48,7 @@ _CJK_WORDS = (
     # Arabic, Persian, Hindi, Thai, Hebrew, Greek: scripts whose words the boundaries above do not cover
     r"كلمة[ ](?:ال)?مرور|كلمة[ ](?:ال)?سر|رمز[ ]عبور|गुप्त[ ]शब्द|पासवर्ड|รหัสผ่าน|סיסמה|הסיסמה"
     r"|κωδικός|συνθηματικό|"
-    r"パスワード|パスフレーズ|暗証番号|合言葉|トークン|秘密鍵|シークレット|APIキー|アクセスキー"
+    r"パスワード|パスフレーズ|(?<![ァ-ヴー])パス(?![ァ-ヴー])|暗証番号|合言葉|トークン|秘密鍵|シークレット|APIキー|アクセスキー"
     r"|密码|密碼|口令|密钥|秘钥|金鑰|令牌|私钥"
     r"|비밀번호|비번|패스워드|암호|토큰|시크릿|비밀키|API\s?키|액세스\s?키"
 )
@@ -237,6 +237,8 @@ _CREDENTIAL_LATIN = (
     r"|zugangsdaten|anmeldedaten|passwort|kennwort|geheimnis|api-schlüssel|zugangsschlüssel"
     r"|zugriffsschlüssel|geheimer[ ]schlüssel|privater[ ]schlüssel|zugriffstoken|zugangstoken"
     r"|credenciales|credencial|contraseña|contrasena|clave[ ](?:de[ ]api|de[ ]acceso|secreta|privada)|secreto"
+    # Spanish `clave` alone is as often a key as a password; of an account, it is the password
+    r"|clave[ ]del?[ ](?:la[ ])?(?:usuario|cuenta|wifi|root|admin|administrador|red|servidor)"
     r"|mot[ ]de[ ]passe|clé[ ](?:d'api|api|secrète|privée|d'accès)|jeton(?:[ ]d'accès)?"
     r"|credenciais|senha|chave[ ](?:de[ ]api|de[ ]acesso|secreta|privada)|segredo"
     r"|credenziali|chiave[ ](?:api|segreta|privata|di[ ]accesso)|segreto"

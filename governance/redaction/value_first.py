@@ -75,6 +75,13 @@ _LINKS = (
         rf"(?:使用|用|把|以)[^\S\n]*{_Q}{_VALUE}{_QE}[^\S\n]*(?:作为|作為|当作|當作|做为)[^\S\n]*{_CJK_FILL}"
     ),
 )
+# no link at all: the value opens the line and at most two names stand before the word ("<uuid> heroku api
+# key (from heroku auth:token)"); only a value `credential_prose` would take, ten characters or more
+_LINE_OPENS = re.compile(
+    rf"(?m)^[^\S\n]*(?:[-*•][^\S\n]+)?{_Q}(?P<v>[\x21-\x7e]{{10,}}?){_QE}[^\S\n]+(?:[^\W\d_][\w-]*[^\S\n]+){{0,2}}?$"
+)
+_OPENS_HINT = re.compile(r"[^\S\n]*(?:[-*•][^\S\n]+)?[\x21-\x7e]{10,}[^\S\n]")
+_OPEN_PAREN = re.compile(r"[^\S\n]*\(")
 # Spanish, French, Portuguese, Italian, Russian put the noun first and a name after it ("X es la clave de API
 # de Heroku", "X est le jeton Heroku", "X — это токен Heroku"): the word follows the article at once
 _NOUN_FIRST_LINK = re.compile(
@@ -104,6 +111,21 @@ _LINK_HINT = re.compile(
 )
 
 
+_UUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
+_HEX = re.compile(r"[0-9A-Fa-f]+")
+_ARTICLE = re.compile(r"(?i)\b(?:the|a|an|this|that|our|my|your)\b")
+
+
+def _opening_credential(value: str, between: str) -> bool:
+    """A value opening its line before a name and a credential word, with no link: a UUID or a credential
+    shape, never hex alone (a git log line: `3f9a2c1d4e fix the token`) nor words with an article between."""
+    if _ARTICLE.search(between):
+        return False
+    if _UUID.fullmatch(value):
+        return _credential_value(value)
+    return _HEX.fullmatch(value) is None and _credential_value(value)
+
+
 def _words(lower: str) -> Iterator[re.Match[str]]:
     """The words naming a credential in the lower-cased text that a link may precede on their line, each
     once, read around the literal pieces."""
@@ -114,7 +136,9 @@ def _words(lower: str) -> Iterator[re.Match[str]]:
         if at < done:
             continue
         line_start = lower.rfind("\n", 0, at) + 1
-        if _LINK_HINT.search(lower, max(line_start, at - 120), at) is None:
+        if _LINK_HINT.search(lower, max(line_start, at - 120), at) is None and (
+            at - line_start > 100 or _OPENS_HINT.match(lower, line_start, at) is None
+        ):
             continue
         end = min(at + 20, size)
         while end < size and lower[end].isalpha():
@@ -144,6 +168,12 @@ def value_first(text: str, depth: int) -> Iterator[Span]:
                 match = link.search(text, begin, word.start())
                 if match is not None:
                     break
+        if match is None and (ends or _OPEN_PAREN.match(text, word.end())):
+            match = _LINE_OPENS.search(text, begin, word.start())
+            if match is not None and not _opening_credential(
+                match.group("v"), text[match.end("v") : word.start()]
+            ):
+                match = None
         if match is None:
             # "le jeton Heroku": one name may follow the noun in the languages that put it first
             name = _NAME_THEN_END.match(text, word.end())

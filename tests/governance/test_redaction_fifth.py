@@ -10,8 +10,11 @@ so both halves are held at what the redactor met at the first run, against regre
 
 Floors raised after the rules for the value before the word, no verb and short values (their tune half
 read, the held-out half by counts through this test only): tune 165 / 184 and 46 / 47, held-out 152 / 187
-and 44 / 44. Raise a floor when the redactor gets better; once rules are changed while looking at the
-held-out half it is no longer held out. Run with `-s` to see the figures (the tune half's misses by
+and 44 / 44. Floors raised after the rules for command arguments, split chat messages, webhook paths and
+auth headers, Tencent/Nostr/FCM shapes and the last prose gaps (tune half read; held-out by counts through
+this test only): tune 184 / 184 and 47 / 47, held-out 154 / 187 and 44 / 44. Raise a floor when the
+redactor gets better; once rules are changed while looking at the held-out half it is no longer held out.
+Run with `-s` to see the figures (the tune half's misses by
 family; held-out by counts).
 """
 
@@ -61,8 +64,8 @@ def test_redaction_fifth_tune_half_does_not_regress() -> None:
     _report("fifth tune", result)
     print("  misses by family:", dict(sorted(Counter(m[0] for m in result.misses).items())))
     print("  near-misses altered by family:", dict(sorted(Counter(a[0] for a in result.altered).items())))
-    assert result.removed >= 165, [m[:2] for m in result.misses]
-    assert result.kept >= 46, [a[:2] for a in result.altered]
+    assert result.removed >= 184, [m[:2] for m in result.misses]
+    assert result.kept >= 47, [a[:2] for a in result.altered]
 
 
 def test_redaction_fifth_heldout_does_not_regress() -> None:
@@ -70,5 +73,5 @@ def test_redaction_fifth_heldout_does_not_regress() -> None:
     result = redaction_eval.score(_clean, secrets, near)
     _report("fifth held-out", result)
     # the held-out samples are neither printed nor reported: a failure names counts only
-    assert result.removed >= 152, (result.removed, result.secrets)
+    assert result.removed >= 154, (result.removed, result.secrets)
     assert result.kept >= 44, (result.kept, result.near_misses)
