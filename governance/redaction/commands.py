@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterator
 
 from governance.redaction.kinds import _PRIORITY, Span
-from governance.redaction.names import _benign, _looks_random, _password_like
+from governance.redaction.names import _UUID, _benign, _looks_random, _password_like
 
 __all__ = [
     "auth_headers",
@@ -27,7 +27,6 @@ __all__ = [
     "webhook_paths",
 ]
 
-_UUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
 _ARG = re.compile(r"\"(?P<dq>[^\"\n]*)\"|'(?P<sq>[^'\n]*)'|(?P<bare>[^\s|;&<>\"']+)")
 
 
@@ -43,6 +42,11 @@ def _arguments(text: str, start: int) -> Iterator[tuple[int, int, str]]:
         group = "dq" if match.group("dq") is not None else "sq" if match.group("sq") is not None else "bare"
         yield match.start(group), match.end(group), match.group(group)
         pos = match.end()
+
+
+def _varied_uuid(value: str) -> bool:
+    """A UUID of more than five characters: the nil UUID and `11111111-…` stand in for one."""
+    return len(set(value)) > 5
 
 
 def _secret(value: str) -> bool:
@@ -178,7 +182,7 @@ def webhook_paths(text: str, depth: int) -> Iterator[Span]:
     for match in _HOOK_PATH.finditer(text):
         value = match.group("v")
         if _UUID.fullmatch(value):
-            if match.group("seg").lower() == "hook" and len(set(value)) > 5:
+            if match.group("seg").lower() == "hook" and _varied_uuid(value):
                 yield match.start("v"), match.end("v"), priority
         elif _looks_random(value, hex_ok=True):
             yield match.start("v"), match.end("v"), priority
@@ -201,7 +205,7 @@ def auth_headers(text: str, depth: int) -> Iterator[Span]:
         if match is None:
             continue
         value = match.group("v")
-        if (_UUID.fullmatch(value) and len(set(value)) > 5) or _looks_random(value, hex_ok=True):
+        if (_UUID.fullmatch(value) and _varied_uuid(value)) or _looks_random(value, hex_ok=True):
             yield match.start("v"), match.end("v"), priority
 
 

@@ -48,6 +48,8 @@ _METADATA_SUFFIX = re.compile(
 
 
 # published on purpose
+# a UUID in any case (the detectors that take one as a credential decide when it stands in for one)
+_UUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
 _PUBLIC_NAME = re.compile(r"(?:^|_)(?:public|pub|publishable)(?:_|$)|^pubkey|_pubkey")
 
 

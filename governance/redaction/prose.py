@@ -18,6 +18,7 @@ from governance.redaction.kinds import _PRIORITY, Span
 from governance.redaction.names import (
     _NEAR_MISS_VALUE,
     _STOPWORDS,
+    _UUID,
     _benign,
     _looks_random,
     _password_like,
@@ -368,7 +369,6 @@ def _names_an_id(text: str, lower: str, start: int, end: int) -> bool:
 
 
 _CLAUSE_END = re.compile(r"[.;!?。！？][^\S\n]|[\n。；]")
-_UUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
 _RUN = re.compile(r"[A-Za-z]+|\d+")
 _TOKEN_CHARS = re.compile(r"[A-Za-z0-9_+/=~-]+")
 _CAMEL_WORD = re.compile(r"[A-Z][a-z]{2,}")

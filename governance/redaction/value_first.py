@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterator
 
 from governance.redaction.kinds import _PRIORITY, Span
-from governance.redaction.names import _benign, _looks_random, _password_like
+from governance.redaction.names import _UUID, _benign, _looks_random, _password_like
 from governance.redaction.prose import (
     _CREDENTIAL_NEEDLE,
     _CREDENTIAL_WORD,
@@ -111,7 +111,6 @@ _LINK_HINT = re.compile(
 )
 
 
-_UUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
 _HEX = re.compile(r"[0-9A-Fa-f]+")
 _ARTICLE = re.compile(r"(?i)\b(?:the|a|an|this|that|our|my|your)\b")
 
