@@ -9,9 +9,8 @@ other shards as the statement's snapshot sees them, so concurrent appends to tas
 both pass the last few entries of a daily quota. The day's rows exist before its first append counts on
 them (`seed_days`, once a day per tenant and process): a statement that found its shard missing would take
 the task's row first and the shard's lock after, against the order every other append keeps, and two such
-appends deadlocked. Bytes are
-the UTF-8 length of the content plus that of the payload's JSON text; entries are every entry ever appended
-(`next_seq`), archived ones included.
+appends deadlocked. Bytes are the UTF-8 length of the content plus that of the payload's JSON text; entries
+are every entry ever appended (`next_seq`), archived ones included.
 """
 
 from __future__ import annotations
