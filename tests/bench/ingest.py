@@ -16,6 +16,12 @@ client) from this process. Prints:
   - the ratios to the mean of the two COPYs, against the targets (batched >= 0.5 of COPY; single >=
     1,500/s with p99 < 50 ms)
 
+Every measured phase starts from a settled database: autovacuum is off on the bench's own server, and before
+each phase (untimed) `VACUUM (ANALYZE)` of staging and a `CHECKPOINT` clear the debt the previous phase left.
+Without this, the autovacuum of the first COPY's 200,000 rows ran during a gateway phase and was charged to
+it (seen in `pg_stat_all_tables`: the vacuum and analyze of the month's partition ended mid-phase).
+`--no-settle` measures the old way.
+
 With `--py-spy DIR` every gateway worker is sampled by py-spy during each measured phase (raw collapsed
 stacks in DIR, `<phase>-<pid>.txt`; py-spy is not a dependency): where a request's CPU goes (docs/scaling.md,
 "The append path, profiled").
@@ -306,6 +312,19 @@ def _cpu_of(proc: subprocess.Popen[bytes] | int) -> float:
     return total
 
 
+# the bench database's URL while it runs (None: phases are not settled, `--no-settle`)
+_SETTLE: list[str | None] = [None]
+
+
+def _settle() -> None:
+    """Clear the maintenance debt of the phase before (untimed): vacuum and analyze staging, checkpoint."""
+    if _SETTLE[0] is None:
+        return
+    with psycopg.connect(_SETTLE[0], autocommit=True) as conn:
+        conn.execute("VACUUM (ANALYZE) staging_entries")
+        conn.execute("CHECKPOINT")
+
+
 def _measure(
     url: str,
     fx: Fixture,
@@ -317,6 +336,7 @@ def _measure(
     **kwargs: object,
 ) -> Phase:
     """Run one phase and charge it the gateway CPU it cost (a load-independent figure on a shared machine)."""
+    _settle()
     spies = _py_spy(gateway, spy, phase.name, float(kwargs["seconds"]))  # type: ignore[arg-type]
     before, db_before = _cpu_of(gateway), _cpu_of(_POSTMASTER[0])
     if grpc_target is None:
@@ -339,6 +359,7 @@ def _copy(database_url: str, fx: Fixture, rows: int, first_seq: int = 1) -> Phas
     draft = EntryDraft(kind=EntryKind.TOOL_OUTPUT, content=CONTENT, payload=PAYLOAD)
     payload, rhash = canonical_payload(PAYLOAD), request_hash(draft)
     phase = Phase("copy")
+    _settle()
     with psycopg.connect(database_url) as conn:
         db_before = _cpu_of(_POSTMASTER[0])
         start = time.perf_counter()
@@ -377,6 +398,11 @@ def main() -> None:
     parser.add_argument(
         "--http-client", choices=("raw", "httpx"), default="raw", help="HTTP load generator (see _drive)"
     )
+    parser.add_argument(
+        "--no-settle",
+        action="store_true",
+        help="leave autovacuum on and start each phase without VACUUM and CHECKPOINT (the old way)",
+    )
     parser.add_argument("--py-spy", type=Path, default=None, help="sample the workers into this directory")
     args = parser.parse_args()
     phases: list[Phase] = []
@@ -389,6 +415,10 @@ def main() -> None:
             server.psql("CREATE DATABASE bench;")
             database_url = server.get_uri("bench")
             upgrade_head(database_url)
+            if not args.no_settle:  # maintenance runs between phases, never during one (see the docstring)
+                server.psql("ALTER SYSTEM SET autovacuum = off;")
+                server.psql("SELECT pg_reload_conf();")
+                _SETTLE[0] = database_url
             fx = asyncio.run(_prepare(database_url, args.clients, args.same_task))
             from tests.utils.gateway import free_port
 
@@ -455,6 +485,7 @@ def main() -> None:
         f"process(es) [{loop} loop, {http} parser], and this load generator ({args.http_client} HTTP client, "
         f"{args.clients} clients, keep-alive, one request in flight per client); db pool {args.pool}/worker; "
         f"{'one shared task' if args.same_task else 'one task per client'}; "
+        f"{'phases not settled' if args.no_settle else 'each phase settled first (no autovacuum in it)'}; "
         f"{'default daily quotas' if args.daily_quotas else 'no daily quota'}; "
         f"{len(CONTENT)}-char entries with a small JSON payload; {args.seconds:g} s per phase"
     )
