@@ -111,6 +111,59 @@ def _grant_passage(data_dir: Path, uid: int) -> bool:
     return True
 
 
+def _ancestors(path: Path) -> list[Path]:
+    """The directories above `path`, up to the root: what pgserver opens, as root, on every start."""
+    return list(path.parents)
+
+
+def _modes(paths: list[Path]) -> dict[Path, int]:
+    """Each directory's permission bits (symlinks and missing ones left out: nothing is done to them)."""
+    modes: dict[Path, int] = {}
+    for path in paths:
+        try:
+            info = path.lstat()
+        except OSError:
+            continue
+        if stat.S_ISDIR(info.st_mode):
+            modes[path] = stat.S_IMODE(info.st_mode)
+    return modes
+
+
+def acl_keeping_mode(mode: int, uid: int) -> bytes:
+    """The access ACL of a directory of `mode` that `uid` may also pass through (search only): the owner's,
+    the group's and others' bits as they are, one named entry `u:<uid>:--x`, and the mask that lets it."""
+    owner, group, other = (mode >> 6) & 7, (mode >> 3) & 7, mode & 7
+    entries = [
+        (_ACL_USER_OBJ, owner, _ACL_UNDEFINED_ID),
+        (_ACL_USER, _ACL_X, uid),
+        (_ACL_GROUP_OBJ, group, _ACL_UNDEFINED_ID),
+        (_ACL_MASK, group | _ACL_X, _ACL_UNDEFINED_ID),
+        (_ACL_OTHER, other, _ACL_UNDEFINED_ID),
+    ]
+    return struct.pack("<I", _ACL_VERSION) + b"".join(struct.pack("<HHI", *entry) for entry in entries)
+
+
+def _close_again(before: dict[Path, int], uid: int) -> None:
+    """Undo what pgserver's start did to the directories above its data and its binaries: as root it adds
+    read and search for group and others to every one of them (root's home included). Each gets its own
+    mode back; one others could not pass through lets the database's system user alone pass (an ACL),
+    or, on a file system without ACLs, everyone pass but nobody list it."""
+    for path, mode in before.items():
+        try:
+            if stat.S_IMODE(path.lstat().st_mode) == mode:
+                continue  # left as it was (pgserver found it open already)
+            if mode & stat.S_IXOTH:
+                path.chmod(mode)
+                continue
+            path.chmod(mode)
+            try:
+                os.setxattr(path, _ACL_XATTR, acl_keeping_mode(mode, uid))
+            except OSError:
+                path.chmod(mode | stat.S_IXOTH)
+        except OSError:
+            continue  # gone meanwhile, or not ours to change: nothing else depends on it
+
+
 def _secure_top(data_dir: Path) -> None:
     """Make the data dir itself the owner's alone, and as root passable by the database's system user.
 
@@ -206,8 +259,10 @@ def start_embedded_postgres(data_dir: Path, *, private: bool = False) -> tuple[A
 
     The data survives restarts; the server stops when the last process holding a handle exits
     (pgserver's `cleanup_mode="stop"`), or at once through `handle.cleanup()` (`stop_embedded_postgres`
-    when `private`). With `private`, the data dir is made the owner's alone once the server runs: as root,
-    pgserver opens every directory above its data directory to its system user when it starts.
+    when `private`). As root, pgserver opens every directory above its data directory and its binaries to
+    everyone when it starts (read and search for group and others, root's home included): each gets its own
+    mode back, the database's system user passing through by an ACL (`_close_again`). With `private`, the
+    data dir itself is made the owner's alone once the server runs.
     The buffer cache is sized by `shared_buffers_mb`: a server this call starts is restarted once to take a
     new size; one already running takes it at its next start (nobody else's connections are cut).
     """
@@ -221,10 +276,20 @@ def start_embedded_postgres(data_dir: Path, *, private: bool = False) -> tuple[A
     if private:
         _secure_top(data_dir)
     attached = _postmaster_running(pgdata)
-    server = pgserver.get_server(pgdata, cleanup_mode="stop")  # type: ignore[attr-defined]
-    if _want_shared_buffers(server, shared_buffers_mb()) and not attached:
-        server.cleanup()  # this process's handle was the only one: the server stops
+    uid = _database_user_id()
+    from pgserver._commands import POSTGRES_BIN_PATH
+
+    # as root, pgserver opens every directory above these to everyone: their modes, to give them back
+    opened = _modes(_ancestors(pgdata) + _ancestors(POSTGRES_BIN_PATH)) if _running_as_root() else {}
+    try:
         server = pgserver.get_server(pgdata, cleanup_mode="stop")  # type: ignore[attr-defined]
+        if _want_shared_buffers(server, shared_buffers_mb()) and not attached:
+            server.cleanup()  # this process's handle was the only one: the server stops
+            server = pgserver.get_server(pgdata, cleanup_mode="stop")  # type: ignore[attr-defined]
+    finally:
+        uid = _database_user_id() if uid is None else uid  # pgserver made its user on the first start
+        if uid is not None:
+            _close_again({p: m for p, m in opened.items() if p != data_dir}, uid)
     if private:
         secure_data_dir(data_dir)
     enable_vector(server.psql)

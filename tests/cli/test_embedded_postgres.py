@@ -1,14 +1,24 @@
-"""The embedded Postgres' buffer cache: sized for the HNSW index, never resized under live connections."""
+"""The embedded Postgres' buffer cache (sized for the HNSW index, never resized under live connections), and
+as root the modes of the directories above its data."""
 
 from __future__ import annotations
 
+import os
+import pwd
+import stat
 from pathlib import Path
 
 import psycopg
 import pytest
 
 from api.cli import embedded
-from api.cli.embedded import shared_buffers_mb, start_embedded_postgres
+from api.cli.embedded import (
+    DATABASE_SYSTEM_USER,
+    acl_keeping_mode,
+    shared_buffers_mb,
+    start_embedded_postgres,
+    stop_embedded_postgres,
+)
 
 
 def _shared_buffers(url: str) -> str:
@@ -60,3 +70,28 @@ def test_a_running_server_is_not_restarted_to_resize_it(
         assert _shared_buffers(url) == "256MB"
     finally:
         server.cleanup()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="pgserver opens the directories above its data only as root")
+def test_as_root_the_directories_above_the_data_keep_their_modes(up_data_dir: Path) -> None:
+    """Started by root, pgserver adds read and search for everyone to every directory above its data (root's
+    home included). They get their modes back, its system user alone passing through (an ACL), and it
+    still reaches its data and binaries: a checkpoint, which opens `global/pg_control` by its full path."""
+    top = up_data_dir.parent  # mkdtemp's: 0700
+    home = top / "home"
+    home.mkdir()
+    home.chmod(0o750)
+    data_dir = home / "data"
+    server, url = start_embedded_postgres(data_dir, private=True)
+    try:
+        uid = pwd.getpwnam(DATABASE_SYSTEM_USER).pw_uid
+        for path, mode in ((top, 0o700), (home, 0o750)):
+            now = stat.S_IMODE(path.stat().st_mode)
+            assert now & 0o047 == mode & 0o047, f"{path}: {oct(now)}, was {oct(mode)}"
+            assert os.getxattr(path, "system.posix_acl_access") == acl_keeping_mode(mode, uid)
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CHECKPOINT")
+            vector = conn.execute("SELECT count(*) FROM pg_extension WHERE extname = 'vector'").fetchone()
+            assert vector == (1,)
+    finally:
+        stop_embedded_postgres(server, data_dir)

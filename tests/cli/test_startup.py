@@ -6,9 +6,9 @@ finished child), so the gateway's work and the machine's other load do not count
 held against the budget, as a shared machine only ever slows a run down. Budgets are multiples of a
 yardstick measured beside those runs (`tests/utils/machine_speed.py`: a fresh interpreter importing a fixed
 set of standard-library modules), not seconds: the same code costs three times as much on one CI machine as
-on another. Measured on a 2-core VM with other work running: `--help` 2.2-2.3 yardsticks, `search` 5.7-5.8.
-The runs may write bytecode caches (`PYTHONDONTWRITEBYTECODE` is dropped), as an installed wheel has them,
-and a first run not counted writes them.
+on another. Measured on a 2-core VM: `--help` 2.0-2.3 yardsticks, `search` 5.2-5.8 (8.9 while other tests
+ran). The runs may write bytecode caches (`PYTHONDONTWRITEBYTECODE` is dropped), as an installed wheel has
+them, and a first run not counted writes them.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from tests.utils.factories import make_actor, new_tenant
 from tests.utils.machine_speed import best_of_three_with_yardstick, child_cpu
 from tests.utils.memory_factories import add_entries, add_memory, new_task
 
-HELP_BUDGET = 3.5  # yardsticks (tests/utils/machine_speed.py)
-SEARCH_BUDGET = 8.0
+HELP_BUDGET = 4.0  # yardsticks (tests/utils/machine_speed.py)
+SEARCH_BUDGET = 10.0
 
 # what no command needs before it runs: the server, the database, Temporal, the rule modules behind them
 SERVER_SIDE = (

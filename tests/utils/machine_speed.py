@@ -45,13 +45,13 @@ def yardstick_cpu() -> float:
 def best_of_three_with_yardstick(
     run: Callable[[], tuple[R, float]],
 ) -> tuple[R, float, float]:
-    """`run` (answering its result and CPU seconds) three times, each beside a run of the yardstick, so
-    both meet the machine's load of the same moment: the best run (its result and CPU) and the best
-    yardstick."""
-    runs = []
-    sticks = []
+    """`run` (answering its result and CPU seconds) three times, each right after a run of the yardstick, so
+    both meet the machine's load of the same moment: the pair whose ratio is the smallest (a shared machine
+    only slows a run down), as the run's result, its CPU and that yardstick."""
+    pairs = []
     for _ in range(3):
-        sticks.append(yardstick_cpu())
-        runs.append(run())
-    result, cpu = min(runs, key=lambda done: done[1])
-    return result, cpu, min(sticks)
+        stick = yardstick_cpu()
+        result, cpu = run()
+        pairs.append((cpu / stick, result, cpu, stick))
+    _, result, cpu, stick = min(pairs, key=lambda pair: pair[0])
+    return result, cpu, stick
