@@ -56,7 +56,7 @@ from typing import Any
 from governance.redaction.catalogue import _PLACEHOLDER_BODY, reversed_spans
 from governance.redaction.detectors import _spans
 from governance.redaction.kinds import _KEEP_EXACT, _KINDS, PLACEHOLDER, Span
-from governance.redaction.names import _benign, _looks_random, _name_class, is_secret_name
+from governance.redaction.names import _benign, _looks_random, _name_class, ciphertext_regions, is_secret_name
 
 __all__ = ["Redaction", "redact", "redact_json", "redact_free_text", "is_secret_name", "PLACEHOLDER"]
 
@@ -228,6 +228,10 @@ def redact(text: str) -> Redaction:
             _PLACEHOLDER_BODY.search(scanned, s, e) or (_KINDS[p] in _NAMED_KINDS and _benign(scanned[s:e]))
         )
     ]
+    # a value encrypted for a key the text does not hold (SOPS `ENC[…]`, a SealedSecret) is no secret
+    sealed = ciphertext_regions(scanned) if spans else []
+    if sealed:
+        spans = [(s, e, p) for s, e, p in spans if not any(a <= s and e <= b for a, b in sealed)]
     if not spans:
         return Redaction(text=text, counts={})
 

@@ -4,14 +4,20 @@ The corpus was written blind (see its README) and committed before the redactor 
 files, CI logs, notebooks, SQL, connection strings, cookies and OAuth JSON, source snippets, keys after a
 heading, webhooks and chat in ten new languages. It is scored as the third to fifth are
 (tests/governance/redaction_eval.py): a secret counts as removed when no 8-character piece of it is left; a
-near-miss must come back unchanged. Nobody has tuned on either half yet, so both halves are held at what the
+near-miss must come back unchanged. Before anyone tuned on it, both halves were held at what the
 redactor met at the first run, against regressions:
 
     tune     recall 85 / 93 (0.914)   near-misses unchanged 34 / 39 (0.872)
     heldout  recall 81 / 92 (0.880)   near-misses unchanged 37 / 41 (0.902)
 
-Raise a floor when the redactor gets better; once rules are changed while looking at the held-out half it is
-no longer held out. Run with `-s` to see the figures (the tune half's misses by family; held-out by counts).
+Floors raised after the rules for files and machine output (a key under its heading past blank lines
+and a code fence, Terraform state's `random_password` result, a cookie header's pairs, `.npmrc`'s scoped
+`_auth`, Mosquitto's `-P`, Rocket.Chat's webhook token, Indonesian `sandi … sekarang`; SOPS and
+SealedSecret ciphertext, a VAPID public key, Terraform's `(sensitive value)` and an analytics cookie kept),
+the tune half read, the held-out half by counts through this test only: tune 93 / 93 and 39 / 39, held-out
+82 / 92 and 37 / 41. Raise a floor when the redactor gets better; once rules are changed while looking at
+the held-out half it is no longer held out. Run with `-s` to see the figures (the tune half's misses by
+family; held-out by counts).
 """
 
 from __future__ import annotations
@@ -60,8 +66,8 @@ def test_redaction_sixth_tune_half_does_not_regress() -> None:
     _report("sixth tune", result)
     print("  misses by family:", dict(sorted(Counter(m[0] for m in result.misses).items())))
     print("  near-misses altered by family:", dict(sorted(Counter(a[0] for a in result.altered).items())))
-    assert result.removed >= 85, [m[:2] for m in result.misses]
-    assert result.kept >= 34, [a[:2] for a in result.altered]
+    assert result.removed >= 93, [m[:2] for m in result.misses]
+    assert result.kept >= 39, [a[:2] for a in result.altered]
 
 
 def test_redaction_sixth_heldout_does_not_regress() -> None:
@@ -69,5 +75,5 @@ def test_redaction_sixth_heldout_does_not_regress() -> None:
     result = redaction_eval.score(_clean, secrets, near)
     _report("sixth held-out", result)
     # the held-out samples are neither printed nor reported: a failure names counts only
-    assert result.removed >= 81, (result.removed, result.secrets)
+    assert result.removed >= 82, (result.removed, result.secrets)
     assert result.kept >= 37, (result.kept, result.near_misses)
