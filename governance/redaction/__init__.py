@@ -35,7 +35,8 @@ How a text is scanned:
   id or public ("the airtable credential is X", but "the API key ID is X"; prose.py).
 * A vendor's documented example (`AKIAIOSFODNN7EXAMPLE`), a processor's test card, a key its vendor
   publishes (`pk_live_…`), and a placeholder or reference where a value would be (`user:password@`,
-  `${VAR}`, `op://…`) are kept.
+  `${VAR}`, `op://…`, Terraform's `(sensitive value)`) are kept, and so is ciphertext for a key the text
+  does not hold (SOPS `ENC[…]` values, a SealedSecret's `encryptedData:`).
 * A secret wrapped over several lines is found in a second pass over the text with its line breaks
   removed (only where the next line starts with something that does not look like a word), or with the
   quotes and operator between two string literals removed (`"ghp_…" +` / `"…"`), or a shell line
