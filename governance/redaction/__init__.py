@@ -35,7 +35,8 @@ How a text is scanned:
   id or public ("the airtable credential is X", but "the API key ID is X"; prose.py).
 * A vendor's documented example (`AKIAIOSFODNN7EXAMPLE`), a processor's test card, a key its vendor
   publishes (`pk_live_…`), and a placeholder or reference where a value would be (`user:password@`,
-  `${VAR}`, `op://…`) are kept.
+  `${VAR}`, `op://…`, Terraform's `(sensitive value)`) are kept, and so is ciphertext for a key the text
+  does not hold (SOPS `ENC[…]` values, a SealedSecret's `encryptedData:`).
 * A secret wrapped over several lines is found in a second pass over the text with its line breaks
   removed (only where the next line starts with something that does not look like a word), or with the
   quotes and operator between two string literals removed (`"ghp_…" +` / `"…"`), or a shell line
@@ -56,7 +57,7 @@ from typing import Any
 from governance.redaction.catalogue import _PLACEHOLDER_BODY, reversed_spans
 from governance.redaction.detectors import _spans
 from governance.redaction.kinds import _KEEP_EXACT, _KINDS, PLACEHOLDER, Span
-from governance.redaction.names import _benign, _looks_random, _name_class, is_secret_name
+from governance.redaction.names import _benign, _looks_random, _name_class, ciphertext_regions, is_secret_name
 
 __all__ = ["Redaction", "redact", "redact_json", "redact_free_text", "is_secret_name", "PLACEHOLDER"]
 
@@ -228,6 +229,10 @@ def redact(text: str) -> Redaction:
             _PLACEHOLDER_BODY.search(scanned, s, e) or (_KINDS[p] in _NAMED_KINDS and _benign(scanned[s:e]))
         )
     ]
+    # a value encrypted for a key the text does not hold (SOPS `ENC[…]`, a SealedSecret) is no secret
+    sealed = ciphertext_regions(scanned) if spans else []
+    if sealed:
+        spans = [(s, e, p) for s, e, p in spans if not any(a <= s and e <= b for a, b in sealed)]
     if not spans:
         return Redaction(text=text, counts={})
 

@@ -57,8 +57,10 @@ def _assignments(text: str, depth: int) -> Iterator[Span]:
         while end < size and text[end] in _NAME_CHARS:
             end += 1
         seen = end
-        if start > 0 and text[start - 1] == ":" and text[start - 2 : start - 1] != ":":
-            continue  # a segment of a colon path (`arn:aws:secretsmanager:…:secret:prod/db`), not a name
+        if start > 0 and text[start - 1] == ":" and text[start - 2 : start - 1] not in (":", "/"):
+            # a segment of a colon path (`arn:aws:secretsmanager:…:secret:prod/db`), not a name; after a
+            # URL's `/` it is a name scoped to that registry (.npmrc `//registry.example.com/:_auth=…`)
+            continue
         if text[max(0, start - 2) : start] == "${":
             continue  # a shell reference with a default or an error (`${DB_PASSWORD:?unset}`), not a value
         name = text[start:end].rstrip(".-")
@@ -88,15 +90,18 @@ def _assignments(text: str, depth: int) -> Iterator[Span]:
             if _benign(value) or (name == "PWD" and value[:1] in "/~"):
                 continue
             yield value_start, value_end, strong
-        elif (
-            cls == 1
-            and _looks_random(value, hex_ok=not _DIGEST_NAME.search(name))
-            and not plain_base64(value)
-        ):
-            yield value_start, value_end, generic
+        elif cls == 1:
+            pair = _PAIR.match(value) if match.group("bare") is not None else None
+            if pair is not None:  # `Cookie: _ga=GA1.2.…`: a header of pairs; each pair's value is judged
+                value_start += pair.end("name") + 1
+                value = value[pair.end("name") + 1 :]
+            if _looks_random(value, hex_ok=not _DIGEST_NAME.search(name)) and not plain_base64(value):
+                yield value_start, value_end, generic
 
 
 _PUBLIC_WORD = re.compile(r"(?i)(?:public|pub|publishable)_")
+# a bare value that is itself `name=value` (a cookie in a `Cookie:` header)
+_PAIR = re.compile(r"(?P<name>[A-Za-z_][\w.-]*)=(?=[^=])")
 _DIGEST_NAME = re.compile(r"(?i)sha|hash|digest|commit|checksum|rev|etag|fingerprint|integrity")
 
 
@@ -130,9 +135,10 @@ _CLI_DB = re.compile(
 )
 # MySQL's `-p` takes its password attached (`-pX`); the word after `-p ` is the database (`mysql -p prod`)
 _MYSQL = frozenset({"mysql", "mysqldump", "mysqladmin", "mysqlimport", "mariadb", "mariadb-dump"})
-# `-P` after SQL Server's clients (sqlcmd, bcp, osql, isql)
+# `-P` after SQL Server's clients (sqlcmd, bcp, osql, isql) and Mosquitto's MQTT clients (`-u user -P pw`)
 _CLI_MSSQL = re.compile(
-    r"\b(?:sqlcmd|bcp|osql|isql)\b[^\n|;&]*?[^\S\n]-P(?:[^\S\n]+|(?=[^\s-]))(?!-)" + _VALUE
+    r"\b(?:sqlcmd|bcp|osql|isql|mosquitto_(?:pub|sub|rr))\b[^\n|;&]*?[^\S\n]-P(?:[^\S\n]+|(?=[^\s-]))(?!-)"
+    + _VALUE
 )
 _CLI_REDIS = re.compile(r"\bredis-cli\b[^\n|;&]*?[^\S\n]-a[^\S\n]+(?!-)" + _VALUE)
 _CLI_CURL = re.compile(

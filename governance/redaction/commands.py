@@ -172,8 +172,10 @@ def chat_passwords(text: str, depth: int) -> Iterator[Span]:
 # a webhook's token as a path segment: Feishu/Lark `/open-apis/bot/v2/hook/<uuid>` (a UUID only after the
 # singular `hook`: `/v1/webhooks/<uuid>` and `/hooks/<uuid>` name a webhook in an API that manages them), a
 # random token after `hooks`/`webhook(s)` (`/hooks/<token>`); a number is a webhook's id (`/hooks/482913`)
+# Rocket.Chat's incoming webhook puts its token after the integration's id (`/hooks/<id>/<token>`)
 _HOOK_PATH = re.compile(
-    r"(?i)/(?P<seg>hook|hooks|webhook|webhooks)/(?P<v>[A-Za-z0-9_-]{16,})(?![A-Za-z0-9_-])"
+    r"(?i)/(?P<seg>hook|hooks|webhook|webhooks)/(?P<v>[A-Za-z0-9_-]{8,})(?![A-Za-z0-9_-])"
+    r"(?:/(?P<w>[A-Za-z0-9_-]{16,})(?![A-Za-z0-9_-]))?"
 )
 
 
@@ -184,8 +186,11 @@ def webhook_paths(text: str, depth: int) -> Iterator[Span]:
         if _UUID.fullmatch(value):
             if match.group("seg").lower() == "hook" and _varied_uuid(value):
                 yield match.start("v"), match.end("v"), priority
-        elif _looks_random(value, hex_ok=True):
+        elif len(value) >= 16 and _looks_random(value, hex_ok=True):
             yield match.start("v"), match.end("v"), priority
+        token = match.group("w")
+        if token is not None and not _UUID.fullmatch(token) and _looks_random(token, hex_ok=True):
+            yield match.start("w"), match.end("w"), priority
 
 
 # `Authorization: Splunk <uuid>`, `Authorization: SSWS …`, `Authorization: Token …`: any scheme's credential

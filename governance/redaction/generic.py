@@ -37,6 +37,7 @@ __all__ = [
     "plain_base64",
     "quoted_pairs",
     "sql_passwords",
+    "terraform_state_passwords",
     "call_credentials",
     "directives",
     "hex_private_keys",
@@ -178,6 +179,26 @@ def _line_at(text: str, index: int) -> tuple[int, int]:
     return start, len(text) if end < 0 else end
 
 
+# a line that says nothing: blank, or a Markdown code fence (a key is often shown in a block under its
+# heading)
+_EMPTY_LINE = re.compile(r"[^\S\n]*(?:```\w*|~~~\w*)?[^\S\n]*")
+
+
+def _line_above(text: str, start: int, skip: int = 3) -> str:
+    """The nearest line above the line starting at `start` that says something, passing at most `skip`
+    blank or code-fence lines."""
+    end = start - 1
+    for _ in range(skip + 1):
+        if end < 0:
+            return ""
+        line_start = text.rfind("\n", 0, end) + 1
+        line = text[line_start:end]
+        if not _EMPTY_LINE.fullmatch(line):
+            return line
+        end = line_start - 1
+    return ""
+
+
 def near_word_tokens(text: str, depth: int) -> Iterator[Span]:
     """Random tokens that a word naming a secret stands beside: found token first (random tokens are rare in
     ordinary text, so most texts cost one scan), then the words around it are read."""
@@ -207,9 +228,14 @@ def near_word_tokens(text: str, depth: int) -> Iterator[Span]:
         else:
             found = _names_secret(before) or _names_secret(line[at + len(token) : at + len(token) + 40])
         if not found and token == line.strip().strip("\"'`,;") and start > 0:
-            # the token alone on its line, under a line naming it ("Here is the key:" then the key)
-            previous = text[text.rfind("\n", 0, start - 1) + 1 : start - 1]
-            found = _names_secret(previous[-80:]) and not _PUBLIC_LINE.search(previous)
+            # the token alone on its line, under a line naming it ("Here is the key:" then the key), maybe
+            # with blank lines or a code fence between (a heading, then the key in a block)
+            previous = _line_above(text, start)
+            found = (
+                _names_secret(previous[-80:])
+                and not _PUBLIC_LINE.search(previous)
+                and not (hexadecimal and _DIGEST_WORDS.search(previous))
+            )
         if found:
             yield match.start(), match.end(), priority
 
@@ -511,6 +537,19 @@ _SQL_PASSWORD = re.compile(
     r"(?i)\b(?:identified(?:[^\S\n]+with[^\S\n]+\w+)?[^\S\n]+by(?:[^\S\n]+password)?|password[^\S\n]*=?)"
     r"[^\S\n]*N?'(?P<v>[^'\n]{4,200})'"
 )
+
+
+# Terraform state keeps a generated password in clear: the `result` of a `random_password` resource
+_TF_RANDOM_PASSWORD = re.compile(
+    r"\"type\":[^\S\n]*\"random_password\"[^{}]*?\{(?:[^{}]|\{[^{}]*\})*?\"attributes\":[^\S\n]*\{[^{}]*?"
+    r"\"result\":[^\S\n]*\"(?P<v>(?:\\.|[^\"\\\n]){4,})\""
+)
+
+
+def terraform_state_passwords(text: str, depth: int) -> Iterator[Span]:
+    priority = _PRIORITY["password"]
+    for match in _TF_RANDOM_PASSWORD.finditer(text):
+        yield match.start("v"), match.end("v"), priority
 
 
 def sql_passwords(text: str, depth: int) -> Iterator[Span]:

@@ -50,7 +50,10 @@ _METADATA_SUFFIX = re.compile(
 # published on purpose
 # a UUID in any case (the detectors that take one as a credential decide when it stands in for one)
 _UUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
-_PUBLIC_NAME = re.compile(r"(?:^|_)(?:public|pub|publishable)(?:_|$)|^pubkey|_pubkey")
+# the Push API's `applicationServerKey` is the VAPID *public* key, shipped to every browser
+_PUBLIC_NAME = re.compile(
+    r"(?:^|_)(?:public|pub|publishable)(?:_|$)|^pubkey|_pubkey|(?:^|_)application_server_key$"
+)
 
 
 def _name_class(name: str) -> int:
@@ -89,6 +92,8 @@ _PLACEHOLDER_VALUE = re.compile(
     r"|<[^<>]*>|<[A-Za-z_][^<>]*|\*+|x{3,}|\.{3}|…|\?+|-+|_+"
     # a token's documented prefix cut short by an ellipsis: `sk-...`, `ghp_…`
     r"|[A-Za-z0-9_.-]{1,16}?(?:\.{3,}|…)"
+    # Terraform's plan shows a sensitive attribute as `(sensitive value)`, never the value itself
+    r"|\(sensitive(?:[ ]value)?\)?"
     r"|[\[{(]"  # a structure opens: the value is on the next lines or in a list
     r"|[|>][-+]?\d?"  # a YAML block scalar: the value is on the next lines
     # references: ${DB_PASSWORD}, $DB_PASSWORD, $(cat file), {{ vault_pw }}, {% ... %}, %(password)s, %s,
@@ -126,6 +131,7 @@ _NEAR_MISS_VALUE = re.compile(
     r"|[v=^~<>]*\d+(?:\.\d+)+(?:[-+][0-9a-z.-]+)?"  # versions
     r"|\d{4}-\d{2}-\d{2}(?:[t ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:z|[+-]\d{2}:?\d{2})?)?"  # ISO dates
     r"|[+\d][\d -]*"  # numbers, phone-like ids
+    r"|g[as]\d(?:\.\d+){2,}"  # a Google Analytics cookie (`_ga=GA1.2.<client id>.<time>`): no session
     r"|(?:\.{0,2}/|~/|[a-z]:\\)[^\s]*"  # paths
     r"|[a-z][a-z0-9+.-]*://[^\s]*"  # URLs (credentials in them are a rule of their own)
 )
@@ -223,3 +229,28 @@ def _strong_password_like(value: str) -> bool:
         and any(c.islower() for c in value)
         and (any(c.isupper() for c in value) or any(not c.isalnum() for c in value))
     )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# ciphertext: a value encrypted for a key the text does not hold is no secret to remove
+
+# SOPS keeps each encrypted value as `ENC[AES256_GCM,data:…,iv:…,tag:…,type:str]`
+_SOPS_VALUE = re.compile(
+    r"ENC\[AES256_GCM,data:[A-Za-z0-9+/=]*,iv:[A-Za-z0-9+/=]+,tag:[A-Za-z0-9+/=]+,type:\w+\]"
+)
+# a Bitnami SealedSecret's `encryptedData:` block: every entry under it is sealed for the cluster's key
+_SEALED_BLOCK = re.compile(
+    r"(?m)^(?P<indent>[^\S\n]*)encryptedData:[^\S\n]*\n(?:(?P=indent)[^\S\n]+\S[^\n]*(?:\n|$))+"
+)
+
+
+def ciphertext_regions(text: str) -> list[tuple[int, int]]:
+    """Where `text` holds values encrypted for a key it does not hold: SOPS `ENC[…]` values, and the
+    `encryptedData:` entries of a SealedSecret manifest (the kind must be named: a plain `data:` block or an
+    `encryptedData:` key elsewhere is judged as any other text)."""
+    regions: list[tuple[int, int]] = []
+    if "ENC[" in text:
+        regions.extend(m.span() for m in _SOPS_VALUE.finditer(text))
+    if "encryptedData:" in text and "SealedSecret" in text:
+        regions.extend(m.span() for m in _SEALED_BLOCK.finditer(text))
+    return regions

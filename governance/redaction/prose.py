@@ -41,7 +41,7 @@ _LATIN_WORDS = (
     # Turkish, Dutch, Polish, Nordic, Finnish, Czech, Hungarian, Romanian, Indonesian, Vietnamese
     r"|has[łl]o(?:[ ](?:do|dla)[ ][\w-]+)?[ ]to"
     r"|parola(?:sı|si|nız|niz)?|şifre(?:si|niz)?|sifre(?:si)?|wachtwoord|hasło|hasła|haslo|lösenord(?:et)?"
-    r"|passord(?:et)?|adgangskode(?:n)?|salasana|heslo|jelszó|jelszava|parolă|kata[ ]sandi|mật[ ]khẩu"
+    r"|passord(?:et)?|adgangskode(?:n)?|salasana|heslo|jelszó|jelszava|parolă|kata[ ]sandi|sandi|mật[ ]khẩu"
 )
 # Russian: Cyrillic words need Cyrillic word boundaries
 _CYRILLIC_WORDS = r"пароль|пароля|паролем|ключ(?:[ ]api|[ ]доступа)?|токен|секрет|секретный[ ]ключ"
@@ -55,7 +55,11 @@ _CJK_WORDS = (
 )
 # what introduces the value: Latin and Cyrillic verbs need word boundaries, CJK particles do not
 # ("パスワードはyAoe…", "密码是Kx9…")
-_SEPARATORS = r"is|was|ist|lautet|lauten|war|es|era|est|était|sont|é|è|são|sono|это|—|jest|là|adalah|är|er|on"
+# (Indonesian says "is now" with `sekarang`/`kini`: "sandi wifi sekarang X")
+_SEPARATORS = (
+    r"is|was|ist|lautet|lauten|war|es|era|est|était|sont|é|è|são|sono|это|—|jest|là|adalah|sekarang|kini"
+    r"|är|er|on"
+)
 _CJK_SEPARATORS = r"是|为|為|は|が|은|는|이|가|هي|है|คือ|היא|είναι"
 _WORD = (
     rf"(?:(?<![A-Za-zÀ-ÿ])(?:{_LATIN_WORDS})(?![A-Za-zÀ-ÿ])"
@@ -87,7 +91,7 @@ _PROSE_BARE = re.compile(
 _PASSWORD_WORD = re.compile(
     r"(?i)pass|pwd|mdp|senha|пароль|密码|密碼|口令|パスワード|暗証|비밀번호|비번"
     r"|kennwort|contrase|mot de passe|parola|şifre|sifre|wachtwoord|has[łl]o|lösenord|passord|adgangskode"
-    r"|salasana|heslo|jelsz|parolă|kata sandi|mật khẩu|كلمة|رمز|पासवर्ड|गुप्त|รหัสผ่าน|סיסמה|הסיסמה|κωδικ"
+    r"|salasana|heslo|jelsz|parolă|kata sandi|sandi|mật khẩu|كلمة|رمز|पासवर्ड|गुप्त|รหัสผ่าน|סיסמה|הסיסמה|κωδικ"
     r"|συνθηματικ"
 )
 _NAME_THEN_VALUE = re.compile(r"[A-Za-z_][\w.-]*[=:]")

@@ -560,3 +560,117 @@ GAP_NEAR_MISSES = [
 @pytest.mark.parametrize("text", GAP_NEAR_MISSES)
 def test_prose_shaped_like_a_credential_without_one_is_kept(text: str) -> None:
     _kept(text)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# files and machine output (the rules the sixth corpus's tune half asked for)
+
+HEX_KEY = "9c4e1f7a2b8d3e6f0a5c7b9d1e3f5a7c9b2d4f6e8a0c1e3f5b7d9f1a3c5e7b9d"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"## Signing key (prod)\n\n```\n{HEX_KEY}\n```\n",
+        f"Session secret for the admin app:\n\n    {RANDOM}\n",
+    ],
+)
+def test_a_key_alone_under_its_heading_past_blank_lines_and_a_fence_is_redacted(text: str) -> None:
+    secret = HEX_KEY if HEX_KEY in text else RANDOM
+    out = _gone(text, secret)
+    assert out.startswith(text.splitlines()[0])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"## Key rotation commit\n\n```\n{HEX_KEY[:40]}\n```\n",  # a heading about a commit: its SHA
+        f"## Build output\n\n```\n{RANDOM}\n```\n",  # no word naming a secret above it
+    ],
+)
+def test_a_digest_or_an_unnamed_token_under_a_heading_is_kept(text: str) -> None:
+    _kept(text)
+
+
+def test_terraform_state_random_password_result_is_redacted() -> None:
+    text = (
+        '  "type": "random_password",\n  "instances": [{\n    "attributes": {\n'
+        f'      "length": 20,\n      "result": "{PASSWORD}",\n      "special": true\n'
+    )
+    _gone(text, PASSWORD)
+
+
+def test_terraform_state_of_a_random_pet_is_kept() -> None:
+    _kept('  "type": "random_pet",\n  "instances": [{\n    "attributes": {\n      "id": "brave-otter"\n')
+
+
+def test_terraform_plan_sensitive_value_is_kept() -> None:
+    _kept('  + resource "aws_db_instance" "db" {\n      + password = (sensitive value)\n    }')
+
+
+def test_a_session_cookie_in_a_cookie_header_is_redacted() -> None:
+    out = _gone(f"Cookie: session={RANDOM}; lang=en", RANDOM)
+    assert out == f"Cookie: session={PLACEHOLDER}; lang=en"
+
+
+def test_an_analytics_cookie_in_a_cookie_header_is_kept() -> None:
+    _kept("Cookie: _ga=GA1.2.918273645.1712345678; theme=dark")
+
+
+def test_npmrc_auth_scoped_to_a_registry_is_redacted() -> None:
+    value = base64.b64encode(b"ci-bot:k?Tq!vRb?WxL").decode()
+    _gone(f"//registry.example.com/:_auth={value}\nalways-auth=true", value)
+
+
+def test_npmrc_auth_from_the_environment_is_kept() -> None:
+    _kept("//registry.example.com/:_auth=${NPM_AUTH}\nalways-auth=true")
+
+
+def test_mosquitto_password_flag_is_redacted() -> None:
+    _gone(f"mosquitto_sub -h mqtt.local -u meter -P {PASSWORD} -t 'plant/#'", PASSWORD)
+
+
+def test_mosquitto_port_flag_is_kept() -> None:
+    _kept("mosquitto_sub -h mqtt.local -p 8883 -t 'plant/#' --cafile ca.crt")
+
+
+def test_rocket_chat_webhook_token_after_the_integration_id_is_redacted() -> None:
+    _gone(f"POST https://chat.example.org/hooks/Xk2PqR7sT9vW3yZ5a/{RANDOM}", RANDOM)
+
+
+def test_a_hooks_path_of_words_is_kept() -> None:
+    _kept("see https://chat.example.org/hooks/overview/documentation-index for how")
+
+
+def test_indonesian_sandi_with_sekarang_is_redacted() -> None:
+    _gone(f"sandi wifi tamu sekarang {PASSWORD}", PASSWORD)
+
+
+def test_indonesian_sandi_in_prose_is_kept() -> None:
+    _kept("sandi wifi sekarang sudah diganti, tanya ke admin")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "db_password: ENC[AES256_GCM,data:q8Zr4Tn1Lw0Vb6Xc,iv:Pk3m9R2s7Vx1Yz5Ab8Cd0Ef4Gh6Ij=,"
+        "tag:Lm2No4Pq6Rs8Tu0Vw==,type:str]",
+        "apiVersion: bitnami.com/v1alpha1\nkind: SealedSecret\nspec:\n  encryptedData:\n"
+        f"    api_token: AgC{RANDOM}{RANDOM}\n",
+        f"applicationServerKey: 'B{RANDOM}{RANDOM}' (VAPID public key)",
+    ],
+)
+def test_ciphertext_and_a_vapid_public_key_are_kept(text: str) -> None:
+    _kept(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"encryptedData:\n  password: {PASSWORD}\n",  # no SealedSecret named: judged as any YAML
+        f"kind: SealedSecret\nstringData:\n  password: {PASSWORD}\n",  # outside `encryptedData:`
+        f"serverKey: '{RANDOM}'",
+    ],
+)
+def test_values_beside_ciphertext_shapes_are_still_redacted(text: str) -> None:
+    _gone(text, PASSWORD if PASSWORD in text else RANDOM)
