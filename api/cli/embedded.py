@@ -116,17 +116,32 @@ def _ancestors(path: Path) -> list[Path]:
     return list(path.parents)
 
 
-def _modes(paths: list[Path]) -> dict[Path, int]:
-    """Each directory's permission bits (symlinks and missing ones left out: nothing is done to them)."""
-    modes: dict[Path, int] = {}
+def _access_acl(path: Path) -> bytes | None:
+    """`path`'s access ACL as the kernel keeps it (None: it has none, or the file system has no ACLs)."""
+    try:
+        return os.getxattr(path, _ACL_XATTR)
+    except OSError:
+        return None
+
+
+def _modes(paths: list[Path]) -> dict[Path, tuple[int, bytes | None]]:
+    """Each directory's permission bits and access ACL (symlinks and missing ones left out: nothing is done
+    to them)."""
+    modes: dict[Path, tuple[int, bytes | None]] = {}
     for path in paths:
         try:
             info = path.lstat()
         except OSError:
             continue
         if stat.S_ISDIR(info.st_mode):
-            modes[path] = stat.S_IMODE(info.st_mode)
+            modes[path] = (stat.S_IMODE(info.st_mode), _access_acl(path))
     return modes
+
+
+def _lets_pass(acl: bytes, uid: int) -> bool:
+    """Whether the ACL names `uid` with search permission (its entries: tag, permissions, id)."""
+    entries = (struct.unpack_from("<HHI", acl, offset) for offset in range(4, len(acl) - 7, 8))
+    return any(tag == _ACL_USER and ident == uid and perm & _ACL_X for tag, perm, ident in entries)
 
 
 def acl_keeping_mode(mode: int, uid: int) -> bytes:
@@ -143,15 +158,22 @@ def acl_keeping_mode(mode: int, uid: int) -> bytes:
     return struct.pack("<I", _ACL_VERSION) + b"".join(struct.pack("<HHI", *entry) for entry in entries)
 
 
-def _close_again(before: dict[Path, int], uid: int) -> None:
+def _close_again(before: dict[Path, tuple[int, bytes | None]], uid: int) -> None:
     """Undo what pgserver's start did to the directories above its data and its binaries: as root it adds
     read and search for group and others to every one of them (root's home included). Each gets its own
     mode back; one others could not pass through lets the database's system user alone pass (an ACL),
-    or, on a file system without ACLs, everyone pass but nobody list it."""
-    for path, mode in before.items():
+    or, on a file system without ACLs, everyone pass but nobody list it. One whose ACL (an earlier start's)
+    let that user pass gets that ACL back as it was; one with an ACL of someone else's making that does not
+    is left as pgserver made it."""
+    for path, (mode, acl) in before.items():
         try:
-            if stat.S_IMODE(path.lstat().st_mode) == mode:
+            if stat.S_IMODE(path.lstat().st_mode) == mode and _access_acl(path) == acl:
                 continue  # left as it was (pgserver found it open already)
+            if acl is not None:
+                if _lets_pass(acl, uid):
+                    path.chmod(mode)
+                    os.setxattr(path, _ACL_XATTR, acl)
+                continue
             if mode & stat.S_IXOTH:
                 path.chmod(mode)
                 continue

@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import pwd
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import psycopg
@@ -85,10 +87,15 @@ def test_as_root_the_directories_above_the_data_keep_their_modes(up_data_dir: Pa
     server, url = start_embedded_postgres(data_dir, private=True)
     try:
         uid = pwd.getpwnam(DATABASE_SYSTEM_USER).pw_uid
-        for path, mode in ((top, 0o700), (home, 0o750)):
-            now = stat.S_IMODE(path.stat().st_mode)
-            assert now & 0o047 == mode & 0o047, f"{path}: {oct(now)}, was {oct(mode)}"
-            assert os.getxattr(path, "system.posix_acl_access") == acl_keeping_mode(mode, uid)
+        for attach in (False, True):  # a CLI command attaching starts pgserver again: nothing drifts
+            if attach:
+                code = "import sys, pathlib; from api.cli.embedded import start_embedded_postgres as s; "
+                code += "s(pathlib.Path(sys.argv[1]))"
+                subprocess.run([sys.executable, "-c", code, str(data_dir)], check=True, timeout=120)
+            for path, mode in ((top, 0o700), (home, 0o750)):
+                now = stat.S_IMODE(path.stat().st_mode)
+                assert now & 0o047 == mode & 0o047, f"{path}: {oct(now)}, was {oct(mode)}"
+                assert os.getxattr(path, "system.posix_acl_access") == acl_keeping_mode(mode, uid)
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute("CHECKPOINT")
             vector = conn.execute("SELECT count(*) FROM pg_extension WHERE extname = 'vector'").fetchone()
