@@ -6,7 +6,8 @@ budget as a multiple of this yardstick instead, measured in the same run, as the
 
 The yardstick is a fresh interpreter that imports a fixed set of standard-library modules and runs a short
 loop: start-up, imports (reading and unmarshalling code) and bytecode, what a command-line start costs.
-Its CPU is the child's own (user + system), the best of three runs: a shared machine only slows a run down.
+Its CPU is the child's own (user + system). Each measured run is paired with a yardstick run just before it,
+and the pair with the smallest ratio counts: a shared machine only slows a run down.
 """
 
 from __future__ import annotations
