@@ -61,6 +61,7 @@ __all__ = [
     "EvidenceCheckInput",
     "ApproverCheckInput",
     "ChangeCheckInput",
+    "RefusedSignalInput",
     "CheckResult",
     "ApproverCheckResult",
 ]
@@ -136,6 +137,23 @@ class ApproverCheckInput:
     items: list[ItemChoice] = field(default_factory=list)
     plan_run_id: str = ""
     plan_total: int = 0
+
+
+@dataclass
+class RefusedSignalInput:
+    """A signal its workflow refused before any check could judge its sender (unreadable, sent while the
+    workflow was not awaiting it, per-item decisions that do not fit the plan): what the audit trail keeps.
+
+    `claimed` is whoever the payload named (nobody, when it could not be read); `task_id` or `memory_id`
+    what the workflow decides, as far as it knows it yet."""
+
+    workflow_id: str
+    request_id: str
+    decision: str  # "approve" | "reject" | "verify"
+    claimed: str
+    reason: str
+    task_id: str = ""
+    memory_id: str | None = None
 
 
 @dataclass
@@ -262,6 +280,32 @@ class GateCheckActivities:
             principal,
         )
         return ApproverCheckResult(accepted=False, reason=str(reason))
+
+    @activity.defn(name="gate_record_refused_signal")
+    async def record_refused_signal(self, data: RefusedSignalInput) -> None:
+        """Record a signal refused before any check as the checks record theirs: a REJECTED event naming
+        the claimed sender (unverified: no actor type), with the channel and why. Nothing else changes."""
+        if data.decision == "verify":
+            payload: dict[str, Any] = {"refused": "verify", "channel": "signal", "checked": False}
+        else:
+            payload = {
+                "refused_approval": True,
+                "decision": data.decision,
+                "channel": "signal",
+                "checked": False,
+            }
+        await self._record(
+            _Refusal(
+                data.workflow_id,
+                data.task_id,
+                data.claimed or None,
+                f"{data.decision} refused: {data.reason}",
+                payload,
+                f"{data.workflow_id}:refusal:{data.request_id}",
+                memory_id=data.memory_id,
+            ),
+            None,
+        )
 
     @activity.defn(name="change_request_check_start")
     async def check_change_request(self, data: ChangeCheckInput) -> CheckResult:

@@ -22,10 +22,15 @@ from typing import Generic, Protocol, TypeVar
 
 from temporalio import workflow
 from temporalio.common import RawValue, RetryPolicy
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.gate_checks import ApproverCheckInput, ApproverCheckResult, GateCheckActivities
+    from activities.gate_checks import (
+        ApproverCheckInput,
+        ApproverCheckResult,
+        GateCheckActivities,
+        RefusedSignalInput,
+    )
     from governance.errors import GovernanceError, InvalidInput
     from workflows.approval_contract import ApprovalAck, ApprovalRequest, DecisionNames, ErrorTypes, Refusal
 
@@ -38,6 +43,8 @@ __all__ = [
     "DB_TIMEOUT",
     "how_to_decide",
     "TIMED_OUT",
+    "REFUSAL_AUDIT_PATCH",
+    "AUDITED_SIGNAL_REFUSALS",
 ]
 
 # Short database steps: retry quickly, give up after a while (a down database surfaces as `failed`).
@@ -51,6 +58,12 @@ DB_RETRY = RetryPolicy(
 DB_TIMEOUT = timedelta(seconds=30)
 SIGNAL, UPDATE = "signal", "update"
 TIMED_OUT = "approval timed out"
+# Runs from then on record the signals they refuse before any check (unreadable, untimely, per-item decisions
+# that do not fit) in the audit trail, as the checks record theirs; runs that began before replay without.
+# At most AUDITED_SIGNAL_REFUSALS of them a run: every refusal stays in the workflow's state, but a flood of
+# signals does not become a flood of rows.
+REFUSAL_AUDIT_PATCH = "audit-refused-signals"
+AUDITED_SIGNAL_REFUSALS = 100
 UNREADABLE_HINT = '{"approver": "<principal id>", "note": "...", "token": "<token>"}'
 
 
@@ -118,6 +131,7 @@ class ApprovalGate(ABC, Generic[StatusT]):
 
     _status: StatusT
     _decision: Decision | None = None
+    _audited_refusals = 0  # refused signals recorded in the audit trail by this run
 
     # ---- what the gated workflow says ----------------------------------------------------------
     @abstractmethod
@@ -136,6 +150,11 @@ class ApprovalGate(ABC, Generic[StatusT]):
     def _show(self) -> None:
         """Refresh the workflow's current details."""
 
+    def _audit_subject(self) -> tuple[str, str | None]:
+        """The task and memory a refused signal is recorded against, as far as the workflow knows them."""
+        scope = self._decided_scope()
+        return ("", None) if scope is None else (scope.task_id, scope.memory_id)
+
     def _check_items(self, request: ApprovalRequest, approving: bool) -> None:
         """Refuse per-item decisions this workflow cannot take (a GovernanceError saying why).
 
@@ -150,18 +169,18 @@ class ApprovalGate(ABC, Generic[StatusT]):
     @workflow.signal(name=DecisionNames.APPROVE)
     async def approve_signal(self, raw: RawValue) -> None:
         """Approval from the Temporal UI: the approver is a claim, checked with its token before it counts."""
-        request = self._read_signal(raw, DecisionNames.APPROVE)
+        request = await self._read_signal(raw, DecisionNames.APPROVE)
         if request is not None:
             await self._decide(True, request, SIGNAL)
 
     @workflow.signal(name=DecisionNames.REJECT)
     async def reject_signal(self, raw: RawValue) -> None:
         """Rejection from the Temporal UI, checked like an approval."""
-        request = self._read_signal(raw, DecisionNames.REJECT)
+        request = await self._read_signal(raw, DecisionNames.REJECT)
         if request is not None:
             await self._decide(False, request, SIGNAL)
 
-    def _read_signal(self, raw: RawValue, verb: str) -> ApprovalRequest | None:
+    async def _read_signal(self, raw: RawValue, verb: str) -> ApprovalRequest | None:
         """The signal's request, or None once an unreadable payload is recorded as refused."""
         try:
             request = workflow.payload_converter().from_payload(raw.payload, ApprovalRequest)
@@ -170,7 +189,7 @@ class ApprovalGate(ABC, Generic[StatusT]):
         except Exception as err:  # any decoding failure is the sender's input, never the workflow's
             reason = f"unreadable input, expected {UNREADABLE_HINT}: {_short(err)}"
             workflow.logger.warning("%s signal refused: %s", verb, reason)
-            self._refuse("", verb, SIGNAL, reason)
+            await self._refuse_signal("", verb, reason)
             return None
         return request
 
@@ -222,13 +241,13 @@ class ApprovalGate(ABC, Generic[StatusT]):
         scope = self._decided_scope()
         if not self._awaiting_approval() or self._decision is not None or scope is None:
             # only signals get here (validators stop updates); keep the attempt visible to approvers
-            self._refuse(request.approver, verb, channel, "not awaiting approval")
+            await self._refuse_signal(request.approver, verb, "not awaiting approval")
             return ApprovalAck(False, self._status.state, "not awaiting approval")
         if request.items and channel == SIGNAL:
             # a signal has no validator: its per-item decisions meet the update's checks here
             refusal = self._items_refusal(request, approved)
             if refusal is not None:
-                self._refuse(request.approver, verb, channel, str(refusal.message))
+                await self._refuse_signal(request.approver, verb, str(refusal.message))
                 return ApprovalAck(False, self._status.state, str(refusal.message))
         check = await self._check_approver(verb, request, channel, scope)
         if not check.accepted:
@@ -282,6 +301,33 @@ class ApprovalGate(ABC, Generic[StatusT]):
         """Record a refused decision or evidence where approvers see it (state query, current details)."""
         self._status.refusals.append(Refusal(who or "", decision, channel, reason))
         self._show()
+
+    async def _refuse_signal(self, who: str | None, decision: str, reason: str) -> None:
+        """Refuse a signal no check judged (`_refuse`), and record it in the audit trail as the checks
+        record the refusals they make (REFUSAL_AUDIT_PATCH, AUDITED_SIGNAL_REFUSALS). A database that
+        cannot take the row leaves the refusal in the workflow's state and log only."""
+        self._refuse(who, decision, SIGNAL, reason)
+        if self._audited_refusals >= AUDITED_SIGNAL_REFUSALS or not workflow.patched(REFUSAL_AUDIT_PATCH):
+            return
+        self._audited_refusals += 1
+        task_id, memory_id = self._audit_subject()
+        try:
+            await workflow.execute_local_activity_method(
+                GateCheckActivities.record_refused_signal,
+                RefusedSignalInput(
+                    workflow_id=workflow.info().workflow_id,
+                    request_id=str(workflow.uuid4()),
+                    decision=decision,
+                    claimed=who or "",
+                    reason=reason,
+                    task_id=task_id,
+                    memory_id=memory_id,
+                ),
+                start_to_close_timeout=DB_TIMEOUT,
+                retry_policy=DB_RETRY,
+            )
+        except ActivityError as err:
+            workflow.logger.warning("refused %s signal not recorded in the audit trail: %s", decision, err)
 
     async def _wait_for_decision(self, timeout_seconds: float) -> Decision:
         """The accepted decision, or the system's rejection when nobody decided within `timeout_seconds`

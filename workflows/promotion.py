@@ -167,8 +167,11 @@ class PromotionWorkflow(ApprovalGate[PromotionStatus]):
     @workflow.signal(name=Names.VERIFY)
     async def verify_signal(self, evidence: Verification) -> None:
         """Evidence from an orchestrator (or the UI): checked, then kept unless evidence is already in."""
-        known = evidence.source in ValidationSource.__members__.values()
-        if self._status.verification is not None or not known:
+        if evidence.source not in ValidationSource.__members__.values():
+            reason = f"unknown validation source {evidence.source!r}"
+            await self._refuse_signal(evidence.given_by, "verify", reason)
+            return
+        if self._status.verification is not None:  # evidence is in already: a repeat changes nothing
             return
         if workflow.patched(GATE_CHECKS_PATCH):
             check = await self._check_evidence(evidence, "signal")
@@ -230,6 +233,9 @@ class PromotionWorkflow(ApprovalGate[PromotionStatus]):
     # ---- the approval gate (workflows/approval.py) ---------------------------------------------
     def _awaiting_approval(self) -> bool:
         return self._status.state == PromotionState.AWAITING_APPROVAL
+
+    def _audit_subject(self) -> tuple[str, str | None]:
+        return self._status.task_id, None
 
     def _decided_scope(self) -> DecidedScope | None:
         collected = self._collected

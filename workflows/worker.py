@@ -87,6 +87,7 @@ def activity_functions(
         gate.check_start,
         gate.check_evidence,
         gate.check_approver,
+        gate.record_refused_signal,
         promotion.publish,
         promotion.record_decision,
         promotion.record_outcome,

@@ -208,6 +208,38 @@ async def test_disabled_human_cannot_approve_change_by_signal(
     assert (await _memory(http, team["human"], mid))["deprecated_at"] is None
 
 
+async def test_unreadable_change_signal_is_in_the_memorys_audit_trail(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine, temporal: Client
+) -> None:
+    # a Temporal UI signal whose input is not a decision at all: refused in the workflow's state and, like
+    # the approver check's refusals, among the memory's events the API serves
+    mid = await _fact(engine, team["orchestrator"])
+    request = await _propose(http, team["orchestrator"], mid)
+    await _workflow_state(temporal, request["workflow_id"], "awaiting_approval")
+    handle = temporal.get_workflow_handle(request["workflow_id"])
+    await handle.signal("approve", [1, 2, 3])
+    deadline = asyncio.get_running_loop().time() + 30
+    rejected: list[dict[str, Any]] = []
+    while not rejected:
+        assert asyncio.get_running_loop().time() < deadline, "the refusal never reached the audit trail"
+        await asyncio.sleep(0.2)
+        page = await http.get(f"/v1/memories/{mid}/events", headers=team["human"].headers)
+        assert page.status_code == 200, page.text
+        rejected = [e for e in page.json()["events"] if e["type"] == "REJECTED"]
+    assert len(rejected) == 1 and rejected[0]["workflow_id"] == request["workflow_id"]
+    assert rejected[0]["reason"].startswith("approve refused: unreadable input")
+    assert rejected[0]["payload"] == {
+        "refused_approval": True,
+        "decision": "approve",
+        "channel": "signal",
+        "checked": False,
+    }
+    assert rejected[0]["actor_id"] is None and rejected[0]["actor_type"] is None
+    status = await handle.query("state")
+    assert status["state"] == "awaiting_approval" and len(status["refusals"]) == 1
+    assert (await _memory(http, team["human"], mid))["deprecated_at"] is None
+
+
 async def test_rejected_change_request_leaves_the_memory_as_it_was(
     http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 from typing import Any
 
@@ -13,6 +14,7 @@ from temporalio.common import WorkflowIDConflictPolicy
 from governance.scopes import ActorType
 from tests.utils.factories import make_actor, new_tenant
 from tests.utils.promotion_factories import Entry, StagedTask, active_memories, events_of, make_task
+from workflows.approval import AUDITED_SIGNAL_REFUSALS
 from workflows.promotion import PromotionWorkflow
 from workflows.promotion_contract import (
     ApprovalRequest,
@@ -282,3 +284,79 @@ async def test_promotion_unreadable_signal_is_refused_and_keeps_waiting(
         result: PromotionResult = await handle.result()
     assert result.state == PromotionState.REJECTED
     assert await active_memories(engine, task_id=task.task_id) == []
+    # the audit trail holds them too, as it holds the approver check's refusals: nobody verified, unchecked
+    rejected = [e for e in await events_of(engine, task.task_id) if e.event_type == "REJECTED"]
+    refused = [e for e in rejected if (e.payload or {}).get("refused_approval")]
+    assert [(e.payload["decision"], e.payload["channel"], e.payload["checked"]) for e in refused] == [
+        ("approve", "signal", False),
+        ("reject", "signal", False),
+        ("approve", "signal", False),
+    ]
+    assert all(e.reason.startswith(f"{e.payload['decision']} refused: unreadable input") for e in refused)
+    assert all(e.actor_id is None and e.actor_type is None for e in refused)
+    assert {e.workflow_id for e in refused} == {workflow_id_for(task.task_id)}
+    assert len(rejected) == 4  # and the human's rejection
+
+
+async def test_a_flood_of_refused_signals_is_recorded_up_to_its_bound(
+    ts_env: Any, engine: AsyncEngine, make_worker: Any, task_queue: str
+) -> None:
+    org, project = new_tenant()
+    human = await make_actor(engine, ActorType.HUMAN, org, project)
+    task = await make_task(engine, org, project, TASK_ENTRIES)
+    client = ts_env.client
+    flood = AUDITED_SIGNAL_REFUSALS + 5
+    async with make_worker(client, task_queue):
+        handle = await _start(
+            client, task, task_queue, target_scope="project", verification=Verification("tests_passed", True)
+        )
+        await _wait_state(handle, PromotionState.AWAITING_APPROVAL)
+        await asyncio.gather(*(handle.signal("approve", n) for n in range(flood)))
+        status: PromotionStatus = await handle.query(PromotionWorkflow.state)
+        for _ in range(300):
+            if len(status.refusals) == flood:
+                break
+            await asyncio.sleep(0.1)
+            status = await handle.query(PromotionWorkflow.state)
+        assert len(status.refusals) == flood and status.state == PromotionState.AWAITING_APPROVAL
+        await handle.signal("reject", ApprovalRequest(approver=human.principal.id, note="enough"))
+        result: PromotionResult = await handle.result()
+    assert result.state == PromotionState.REJECTED  # every refusal in the state, the bound in the table
+    rejected = [e for e in await events_of(engine, task.task_id) if e.event_type == "REJECTED"]
+    assert sum(1 for e in rejected if (e.payload or {}).get("checked") is False) == AUDITED_SIGNAL_REFUSALS
+
+
+async def test_promotion_untimely_and_unknown_signals_are_refused_into_the_audit_trail(
+    ts_env: Any, engine: AsyncEngine, make_worker: Any, task_queue: str
+) -> None:
+    # what a Temporal UI user can send while the promotion waits for its evidence: an approval (nothing to
+    # approve yet) and evidence of a kind that does not exist; both were dropped without a trace before
+    org, project = new_tenant()
+    human = await make_actor(engine, ActorType.HUMAN, org, project)
+    task = await make_task(engine, org, project, TASK_ENTRIES)
+    client = ts_env.client
+    async with make_worker(client, task_queue):
+        handle = await _start(client, task, task_queue, target_scope="task")
+        await _wait_state(handle, PromotionState.AWAITING_VERIFICATION)
+        await handle.signal("approve", ApprovalRequest(approver=human.principal.id, note="early"))
+        await handle.signal("verify", Verification("trust_me", True, given_by="mallory"))
+        status: PromotionStatus = await handle.query(PromotionWorkflow.state)
+        for _ in range(100):
+            if len(status.refusals) == 2:
+                break
+            await asyncio.sleep(0.1)
+            status = await handle.query(PromotionWorkflow.state)
+        assert status.state == PromotionState.AWAITING_VERIFICATION and status.verification is None
+        assert [(r.decision, r.channel, r.reason) for r in status.refusals] == [
+            ("approve", "signal", "not awaiting approval"),
+            ("verify", "signal", "unknown validation source 'trust_me'"),
+        ]
+        await handle.signal("verify", Verification("tests_passed", True))
+        result: PromotionResult = await handle.result()
+    assert result.state == PromotionState.PUBLISHED  # the refusals changed nothing of the run
+    rejected = [e for e in await events_of(engine, task.task_id) if e.event_type == "REJECTED"]
+    assert [(e.actor_id, e.reason, e.payload["channel"], e.payload["checked"]) for e in rejected] == [
+        (human.principal.id, "approve refused: not awaiting approval", "signal", False),
+        ("mallory", "verify refused: unknown validation source 'trust_me'", "signal", False),
+    ]
+    assert rejected[1].payload["refused"] == "verify"
