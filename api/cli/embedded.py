@@ -12,11 +12,14 @@ mode 0710); nothing in it is listable or readable by anyone else (`data_dir_mode
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import stat
 import struct
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +49,8 @@ _TRAVERSE_ONLY_MODE = 0o711
 DATABASE_SYSTEM_USER = "pgserver"
 # what Postgres manages itself (initdb makes it 0700 and the files in it 0600)
 _POSTGRES_DIR = "postgres"
+# held while a process starts (or attaches to) the data dir's server as root (`_one_start_at_a_time`)
+_START_LOCK = "postgres-start.lock"
 
 
 def _chmod(path: Path, mode: int) -> None:
@@ -221,7 +226,8 @@ def data_dir_mode(data_dir: Path) -> int:
 def secure_data_dir(data_dir: Path) -> None:
     """Make the data dir the owner's alone: directories 0700, files 0600, itself as `_secure_top` says.
 
-    Files directly in it (`temporal.db` and its `-wal`/`-shm`, the bootstrap key, `up.lock`) and in its
+    Files directly in it (`temporal.db` and its `-wal`/`-shm`, the bootstrap key, `up.lock`,
+    `postgres-start.lock`) and in its
     subdirectories (the logs) become 0600; the Postgres data directory becomes 0700 and is not descended
     into (Postgres keeps its own files owner-only). Symlinks are left alone.
     """
@@ -276,6 +282,20 @@ def _want_shared_buffers(server: Any, megabytes: int) -> bool:
     return True
 
 
+@contextmanager
+def _one_start_at_a_time(data_dir: Path) -> Iterator[None]:
+    """Processes starting the server of one data dir as root take turns (an exclusive lock on a file in it).
+
+    Each reads the modes of the directories above before pgserver opens them and gives them back after: two
+    at once could read each other's opened modes and "give back" those, leaving root's home open to all."""
+    handle = os.open(data_dir / _START_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(handle)  # the lock goes with the descriptor
+
+
 def start_embedded_postgres(data_dir: Path, *, private: bool = False) -> tuple[Any, str]:
     """Start (or attach to) the Postgres under `data_dir/postgres`; return the server handle and its URL.
 
@@ -301,17 +321,19 @@ def start_embedded_postgres(data_dir: Path, *, private: bool = False) -> tuple[A
     uid = _database_user_id()
     from pgserver._commands import POSTGRES_BIN_PATH
 
-    # as root, pgserver opens every directory above these to everyone: their modes, to give them back
-    opened = _modes(_ancestors(pgdata) + _ancestors(POSTGRES_BIN_PATH)) if _running_as_root() else {}
-    try:
-        server = pgserver.get_server(pgdata, cleanup_mode="stop")  # type: ignore[attr-defined]
-        if _want_shared_buffers(server, shared_buffers_mb()) and not attached:
-            server.cleanup()  # this process's handle was the only one: the server stops
+    as_root = _running_as_root()
+    with _one_start_at_a_time(data_dir) if as_root else nullcontext():
+        # as root, pgserver opens every directory above these to everyone: their modes, to give them back
+        opened = _modes(_ancestors(pgdata) + _ancestors(POSTGRES_BIN_PATH)) if as_root else {}
+        try:
             server = pgserver.get_server(pgdata, cleanup_mode="stop")  # type: ignore[attr-defined]
-    finally:
-        uid = _database_user_id() if uid is None else uid  # pgserver made its user on the first start
-        if uid is not None:
-            _close_again({p: m for p, m in opened.items() if p != data_dir}, uid)
+            if _want_shared_buffers(server, shared_buffers_mb()) and not attached:
+                server.cleanup()  # this process's handle was the only one: the server stops
+                server = pgserver.get_server(pgdata, cleanup_mode="stop")  # type: ignore[attr-defined]
+        finally:
+            uid = _database_user_id() if uid is None else uid  # pgserver made its user on the first start
+            if uid is not None:
+                _close_again({p: m for p, m in opened.items() if p != data_dir}, uid)
     if private:
         secure_data_dir(data_dir)
     enable_vector(server.psql)

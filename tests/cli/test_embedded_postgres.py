@@ -87,11 +87,13 @@ def test_as_root_the_directories_above_the_data_keep_their_modes(up_data_dir: Pa
     server, url = start_embedded_postgres(data_dir, private=True)
     try:
         uid = pwd.getpwnam(DATABASE_SYSTEM_USER).pw_uid
-        for attach in (False, True):  # a CLI command attaching starts pgserver again: nothing drifts
-            if attach:
-                code = "import sys, pathlib; from api.cli.embedded import start_embedded_postgres as s; "
-                code += "s(pathlib.Path(sys.argv[1]))"
-                subprocess.run([sys.executable, "-c", code, str(data_dir)], check=True, timeout=120)
+        code = "import sys, pathlib; from api.cli.embedded import start_embedded_postgres as s; "
+        code += "s(pathlib.Path(sys.argv[1]))"
+        for attaching in (0, 1, 4):  # CLI commands attaching start pgserver again, some at once: no drift
+            started = [
+                subprocess.Popen([sys.executable, "-c", code, str(data_dir)]) for _ in range(attaching)
+            ]
+            assert [p.wait(timeout=120) for p in started] == [0] * attaching
             for path, mode in ((top, 0o700), (home, 0o750)):
                 now = stat.S_IMODE(path.stat().st_mode)
                 assert now & 0o047 == mode & 0o047, f"{path}: {oct(now)}, was {oct(mode)}"
