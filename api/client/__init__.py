@@ -572,9 +572,19 @@ class _Api:
         until: str | None = None,
         cursor: str | None = None,
         limit: int | None = None,
+        org: str | None = None,
+        project: str | None = None,
     ) -> Request:
-        """A page of your tenant's audit events, newest first (`next_cursor` for the next)."""
-        params = {"type": event_type, "actor": actor, "since": since, "until": until}
+        """A page of a tenant's audit events (yours unless `org`/`project` name one you may read), newest
+        first (`next_cursor` for the next)."""
+        params = {
+            "type": event_type,
+            "actor": actor,
+            "since": since,
+            "until": until,
+            "org": org,
+            "project": project,
+        }
         return Request("GET", "/v1/events", params=drop_none({**params, "cursor": cursor, "limit": limit}))
 
     @endpoint(ErasurePublic)

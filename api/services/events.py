@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 from api.schemas.events import MAX_EVENTS_PAGE, EventPublic, EventsPage
 from api.services.gateway import GatewayResources, authorize_memory, judged_project
-from governance.errors import InvalidInput
+from governance.errors import InvalidInput, PolicyDenied
 from governance.identity import Principal
 from governance.scopes import Scope
 from governance.staging import public_task_id
@@ -79,6 +79,25 @@ async def memory_events(
     )
 
 
+def _tenant(
+    resources: GatewayResources, principal: Principal, org: str | None, project: str | None
+) -> tuple[str, str | None]:
+    """The tenant whose events are listed: the caller's, or the one it names and may read (PolicyDenied)."""
+    if org is None and project is None:
+        return principal.org, principal.project
+    org = principal.org if org is None else org
+    if org == principal.org and project in (None, principal.project):  # its own, however it names it
+        return org, principal.project
+    scope = Scope.ORG if project is None else Scope.PROJECT
+    if not resources.authorizer.allowed(principal, org=org, project=project, scope=scope, action="read"):
+        where = org if project is None else f"{org}/{project}"
+        raise PolicyDenied(
+            f"{principal.actor_type} '{principal.name}' ({principal.id}) may not read the events of {where}: "
+            "without `org` and `project`, your own tenant's are listed"
+        )
+    return org, project
+
+
 def _readable(resources: GatewayResources, principal: Principal, row: EventRow) -> bool:
     allowed = resources.authorizer.allowed
     if row.memory_org is not None and row.memory_scope is not None:
@@ -99,8 +118,16 @@ async def tenant_events(
     until: datetime | None,
     cursor: str | None,
     limit: int,
+    org: str | None = None,
+    project: str | None = None,
 ) -> EventsPage:
-    """The caller's tenant's events it may read, newest first, filtered by type, actor and time."""
+    """A tenant's events the caller may read, newest first, filtered by type, actor and time.
+
+    The tenant is the caller's own (its org; a project-bound caller: its project and the org scope) unless
+    `org` or `project` name another, which the caller must be allowed to read at that tenant's widest scope
+    (an admin anywhere; an org-wide caller, any project of its org): else PolicyDenied, before any event is
+    read, so neither the events nor their ids and count of a tenant out of reach are looked at."""
+    org, project = _tenant(resources, principal, org, project)
     if event_type is not None and event_type.upper() not in EventType.__members__:
         raise InvalidInput(f"type {event_type[:40]!r} is not an event type; one of: {', '.join(EventType)}")
     # a time without a timezone is UTC (and naive and aware times must not meet in one comparison)
@@ -115,7 +142,7 @@ async def tenant_events(
     async with resources.engine.connect() as conn:
         for _ in range(_MAX_BATCHES):
             batch = await tenant_events_page(
-                conn, org=principal.org, project=principal.project, where=where, before_id=before, limit=size
+                conn, org=org, project=project, where=where, before_id=before, limit=size
             )
             for row in batch:
                 before = row.id

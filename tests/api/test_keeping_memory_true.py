@@ -14,7 +14,8 @@ import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from activities.retention import RetentionActivities, RetentionStepInput
-from tests.utils.factories import Actor
+from governance.scopes import ActorType
+from tests.utils.factories import Actor, make_actor, new_tenant
 from tests.utils.promotion_factories import active_memories
 from tests.utils.promotion_gateway import wait_promotion_state
 
@@ -253,3 +254,39 @@ async def test_tenant_events_filter_page_and_stay_in_the_tenant(
         assert refused.status_code == 422, (params, refused.text)
     hidden = await http.get("/v1/memories/nosuchmemo/events", headers=human.headers)
     assert hidden.status_code == 404
+
+
+async def test_tenant_events_of_another_tenant_only_for_who_may_read_it(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
+) -> None:
+    # an admin acting in another org (an erasure, say) reads that org's trail by naming it; nobody else does
+    task_id = await _promoted(http, team, FIRST, worktree="audit-admin")
+    human = team["human"]
+    org, project = human.principal.org, human.principal.project
+    admin = await make_actor(engine, ActorType.HUMAN, *new_tenant(), is_admin=True)
+    mine = await http.get("/v1/events", headers=admin.headers, params={"type": "PROMOTED"})
+    assert mine.status_code == 200 and task_id not in {e["task_id"] for e in mine.json()["events"]}
+    for params in ({"org": org}, {"org": org, "project": project}):
+        theirs = await http.get("/v1/events", headers=admin.headers, params={**params, "type": "PROMOTED"})
+        assert theirs.status_code == 200, theirs.text
+        assert task_id in {e["task_id"] for e in theirs.json()["events"]}, params
+    # naming one's own tenant is the default listing
+    plain = await http.get("/v1/events", headers=human.headers, params={"type": "PROMOTED"})
+    named = await http.get("/v1/events", headers=human.headers, params={"type": "PROMOTED", "org": org})
+    assert named.status_code == 200 and named.json() == plain.json()
+    # another tenant, however named: refused before any of its events is read (no ids, no cursor)
+    outsider = team["outsider"]
+    for who, params in (
+        (outsider, {"org": org}),
+        (outsider, {"org": org, "project": project}),
+        (human, {"org": outsider.principal.org}),
+        (human, {"project": f"{project}-other"}),
+        (team["agent"], {"org": outsider.principal.org}),
+    ):
+        refused = await http.get("/v1/events", headers=who.headers, params=params)
+        assert refused.status_code == 403, (params, refused.text)
+        assert refused.json()["error"] == "forbidden" and "may not read the events of" in refused.text
+        assert "next_cursor" not in refused.text
+    for params in ({"org": "a/b"}, {"org": "*"}, {"project": " x"}, {"org": "x" * 201}):
+        bad = await http.get("/v1/events", headers=admin.headers, params=params)
+        assert bad.status_code == 422, (params, bad.text)

@@ -39,8 +39,16 @@ async def world(engine: AsyncEngine, gateway: str) -> dict[str, Any]:
         await retire_memory(
             conn, fact["id"], reason="we moved to asyncpg", actor_id=human.principal.id, actor_type="human"
         )
+    admin = await make_actor(engine, ActorType.HUMAN, *new_tenant(), is_admin=True)
     env = cli_env(LOREGATE_URL=gateway, LOREGATE_API_KEY=human.key)
-    return {"env": env, "fact": fact["citation"], "skill": skill["citation"]}
+    admin_env = cli_env(LOREGATE_URL=gateway, LOREGATE_API_KEY=admin.key)
+    return {
+        "env": env,
+        "admin_env": admin_env,
+        "org": org,
+        "fact": fact["citation"],
+        "skill": skill["citation"],
+    }
 
 
 def test_review_lists_the_stale_skill_and_why(world: dict[str, Any]) -> None:
@@ -63,3 +71,14 @@ def test_confirm_then_events_show_the_trail(world: dict[str, Any]) -> None:
     assert [e["citation"] for e in json.loads(tenant.stdout)["events"]] == [world["fact"]]
     again = run_cli("confirm", world["skill"], env=world["env"])
     assert again.returncode == 1 and "not stale" in again.stderr
+
+
+def test_events_of_another_org_for_an_admin_only(world: dict[str, Any]) -> None:
+    theirs = run_cli("events", "--org", world["org"], "--type", "RETIRED", "--json", env=world["admin_env"])
+    assert theirs.returncode == 0, theirs.stderr
+    assert [e["citation"] for e in json.loads(theirs.stdout)["events"]] == [world["fact"]]
+    own = run_cli("events", "--type", "RETIRED", "--json", env=world["admin_env"])
+    assert json.loads(own.stdout)["events"] == []
+    refused = run_cli("events", "--org", "someone-else", env=world["env"])
+    assert refused.returncode == 1 and "may not read the events of someone-else" in refused.stderr
+    assert "Traceback" not in refused.stderr

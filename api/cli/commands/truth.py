@@ -90,19 +90,28 @@ def events(
     actor: Annotated[str | None, typer.Option("--actor", help="Only this principal's events.")] = None,
     since: Annotated[str | None, typer.Option("--since", help="At or after (ISO 8601).")] = None,
     until: Annotated[str | None, typer.Option("--until", help="Before (ISO 8601).")] = None,
+    org: Annotated[str | None, typer.Option("--org", help="Another tenant's org you may read.")] = None,
+    project: Annotated[str | None, typer.Option("--project", help="One project of that org.")] = None,
     limit: Annotated[int | None, typer.Option("--limit", min=1, max=200, help="Events per page.")] = None,
     cursor: Annotated[str | None, typer.Option("--cursor", help="The `next` of the last page.")] = None,
     url: UrlOption = None,
     api_key: KeyOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """The audit trail: a memory's events (oldest first) or your tenant's (newest first)."""
+    """The audit trail: a memory's events (oldest first) or a tenant's, yours by default (newest first)."""
     with _client(url, api_key) as client:
         if memory is not None:
             answer = client.memory_events(memory, cursor=cursor, limit=limit)
         else:
             answer = client.events(
-                event_type=event_type, actor=actor, since=since, until=until, cursor=cursor, limit=limit
+                event_type=event_type,
+                actor=actor,
+                since=since,
+                until=until,
+                cursor=cursor,
+                limit=limit,
+                org=org,
+                project=project,
             )
     if as_json:
         _print_json(answer)

@@ -14,6 +14,7 @@ from fastapi import APIRouter, Path, Query
 from api.http.deps import CurrentPrincipal, Resources
 from api.schemas.events import CURSOR_PATTERN, MAX_EVENTS_PAGE, EventKind, EventsPage
 from api.schemas.review import ConfirmIn, ConfirmPublic, ReviewPublic
+from api.schemas.text import NAME_PATTERN
 from api.services import events, review
 
 __all__ = ["router"]
@@ -71,10 +72,19 @@ async def tenant_events(
     ] = None,
     since: Annotated[datetime | None, Query(description="At or after this time (ISO 8601)")] = None,
     until: Annotated[datetime | None, Query(description="Before this time (ISO 8601)")] = None,
+    org: Annotated[
+        str | None,
+        Query(max_length=200, pattern=NAME_PATTERN, description="Another org (who may read it)"),
+    ] = None,
+    project: Annotated[
+        str | None,
+        Query(max_length=200, pattern=NAME_PATTERN, description="One project of the org (and the org scope)"),
+    ] = None,
     cursor: Cursor = None,
     limit: Limit = 50,
 ) -> EventsPage:
-    """Audit events of your tenant's memories and tasks you may read, newest first, a page at a time."""
+    """Audit events of a tenant's memories and tasks you may read (yours by default), newest first, a page
+    at a time."""
     return await events.tenant_events(
         resources,
         principal,
@@ -84,4 +94,6 @@ async def tenant_events(
         until=until,
         cursor=cursor,
         limit=limit,
+        org=org,
+        project=project,
     )
