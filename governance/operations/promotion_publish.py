@@ -52,7 +52,7 @@ from governance.storage.plans import (
     StoredCandidate,
     get_plan,
     load_candidates,
-    quarantined_items,
+    quarantined_indexes,
 )
 from governance.storage.promotions import end_promotion, grant_note
 from governance.storage.publish import lock_for_publication
@@ -236,8 +236,7 @@ async def _held_items(
     held = {r.idx for r in decided if r.decision == ItemDecisionKind.REJECT}
     async with engine.connect() as conn:
         if publication.approver_type != ActorType.HUMAN.value:
-            _, quarantined = await quarantined_items(conn, key, limit=publication.total)
-            held |= {q.idx for q in quarantined}
+            held |= await quarantined_indexes(conn, key)
     return held
 
 

@@ -73,6 +73,7 @@ __all__ = [
     "planned_count",
     "QuarantinedRow",
     "quarantined_items",
+    "quarantined_indexes",
     "plan_counts",
     "plan_page",
     "plan_page_statement",
@@ -502,6 +503,14 @@ async def quarantined_items(
         .order_by(item.c.idx)
     )
     return total, [QuarantinedRow(int(r.idx), r.title, r.quarantine) for r in rows]
+
+
+async def quarantined_indexes(conn: AsyncConnection, key: PlanKey) -> set[int]:
+    """The indexes of every quarantined plan item (what publish holds back without a human's approval)."""
+    rows = await conn.execute(
+        select(_P.idx).where(of_run(key, promotion_plan_items), _P.quarantine.is_not(None))
+    )
+    return {int(idx) for idx in rows.scalars()}
 
 
 def _header(row: Any) -> PlanHeader:

@@ -20,6 +20,7 @@ from governance.storage.plans import (
     plan_page,
     promotion_plan_items,
     published_page,
+    quarantined_indexes,
     quarantined_items,
     save_candidates,
 )
@@ -154,6 +155,8 @@ async def test_every_read_returns_the_joined_rows_on_shuffled_plans(engine: Asyn
             expected = _tuples(await conn.execute(joined_quarantined(key, limit)))
             assert [(q.idx, q.title, q.reason) for q in held] == expected
             assert 0 < len(held) <= limit
+        _, every = await quarantined_items(conn, key, limit=1000)
+        assert await quarantined_indexes(conn, key) == {q.idx for q in every}
 
         for offset, limit in ((0, 10), (5, 20), (30, 100), (34, 3), (35, 10)):
             total, published = await published_page(conn, key, offset=offset, limit=limit)
@@ -186,6 +189,7 @@ async def test_nothing_quarantined_or_published_reads_empty(engine: AsyncEngine)
         await finish_plan(conn, key, 3)
     async with engine.connect() as conn:
         assert await quarantined_items(conn, key, limit=10) == (0, [])
+        assert await quarantined_indexes(conn, key) == set()
         assert await published_page(conn, key, offset=0, limit=10) == (0, [])
         assert [r.title for r in await plan_page(conn, key, offset=1, limit=10)] == [
             "plain title 1",
