@@ -50,7 +50,10 @@ class TaskPublic(BaseModel):
     project: str
     worktree: str
     description: str
-    status: str
+    status: str = Field(
+        description="open, promoting, then how its last promotion ended (promoted, unverified, rejected, "
+        "failed); closed or erased for a task closed before any promotion ended"
+    )
     created_by: str
     created_at: datetime
     promotion_workflow_id: str | None = None

@@ -53,8 +53,12 @@ _CHECKED_FIELDS = frozenset((*EXPIRY_FIELDS, DECAY_POLICY_FIELD))
 
 
 def task_public(task: TaskInfo) -> TaskPublic:
-    """A task as the API shows it: by the id its tenant gave it (its key stays inside)."""
-    return TaskPublic.model_validate({**dataclasses.asdict(task), "task_id": task.public_id})
+    """A task as the API shows it: by the id its tenant gave it (its key stays inside). A closed task that
+    no promotion ended shows why it is closed (`closed`, `erased`) as its status, not `open`."""
+    status = task.closed_reason if task.closed_reason is not None and task.status == "open" else task.status
+    return TaskPublic.model_validate(
+        {**dataclasses.asdict(task), "task_id": task.public_id, "status": status}
+    )
 
 
 async def open_task(

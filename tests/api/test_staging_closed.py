@@ -107,6 +107,9 @@ async def test_staging_append_to_a_closed_task_is_409_naming_why(
     answer = await _append(client, team["agent"], task_id, _entry("too late"), _entry("also too late"))
     assert_refused(answer, 409, "conflict", rf"task '{task_id}' is closed: it {_WHY[reason]}")
     assert await count_entries(engine, task_id) == 1
+    shown = await client.get(f"/v1/tasks/{task_id}", headers=team["agent"].headers)
+    assert shown.status_code == 200, shown.text
+    assert (shown.json()["status"], shown.json()["closed_reason"]) == (reason, reason)
 
 
 @pytest.mark.parametrize("status", sorted(ENDED_STATUSES))
