@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from governance.errors import InvalidInput
+
 __all__ = [
     "Scope",
     "ActorType",
     "EntryKind",
     "MemoryType",
     "ValidationSource",
+    "POLICY_ACTIONS",
     "SCOPE_LEVEL",
+    "check_policy_action",
     "can_promote",
     "requires_validation",
     "scope_key",
@@ -79,6 +83,29 @@ class ValidationSource(StrEnum):
 
 
 SCOPE_LEVEL: dict[Scope, int] = {Scope.TASK: 1, Scope.WORKTREE: 2, Scope.PROJECT: 3, Scope.ORG: 4}
+
+# the actions the platform asks Casbin about (`*` matches every one); `required` is the `validation` role's
+# row that makes a scope wait for an approval (policy/loregate_policy.csv)
+POLICY_ACTIONS: tuple[str, ...] = (
+    "read",
+    "write",
+    "open",
+    "promote",
+    "approve",
+    "erase",
+    "admin",
+    "required",
+    "*",
+)
+
+
+def check_policy_action(action: str) -> None:
+    """A new policy row's action must be one the platform asks about: a typo (`aprove`) would be a row that
+    silently matches nothing, a deny that denies nothing. InvalidInput names the known ones."""
+    if action not in POLICY_ACTIONS:
+        known = ", ".join(repr(a) for a in POLICY_ACTIONS)
+        raise InvalidInput(f"unknown action {action!r}: a policy row's action is one of {known}")
+
 
 # project and org knowledge needs validation (a human approval) before it is published.
 _VALIDATION_REQUIRED = {Scope.PROJECT, Scope.ORG}

@@ -6,6 +6,7 @@ from api.schemas.admin import PolicyList, PolicyRule
 from api.services.gateway import GatewayResources
 from governance.errors import NotFound
 from governance.identity import Principal
+from governance.scopes import check_policy_action
 
 __all__ = ["list_policy", "add_policy", "remove_policy"]
 
@@ -26,8 +27,9 @@ def list_policy(resources: GatewayResources, principal: Principal) -> PolicyList
 
 
 def add_policy(resources: GatewayResources, principal: Principal, rule: PolicyRule) -> PolicyRule:
-    """Add a rule (a deny overrides allows)."""
+    """Add a rule (a deny overrides allows); an action the platform never asks about is InvalidInput."""
     _require_admin(resources, principal)
+    check_policy_action(rule.action)
     resources.authorizer.add_policy(rule.role, rule.scope, rule.action, rule.effect)
     return rule
 

@@ -115,6 +115,25 @@ async def test_removing_a_missing_rule_is_404(engine: AsyncEngine, client: httpx
     assert await _policy_rows(engine) == before
 
 
+@pytest.mark.parametrize("action", ["aprove", "Write", "delete", "read "])
+async def test_adding_a_rule_for_an_unknown_action_is_422_and_adds_nothing(
+    engine: AsyncEngine, client: httpx.AsyncClient, action: str
+) -> None:
+    """A typo'd action would be a row that matches nothing: a deny that denies nothing."""
+    org, _ = new_tenant()
+    admin = await make_actor(engine, ActorType.HUMAN, org, None, is_admin=True)
+    before = await _policy_rows(engine)
+    r = await client.post(
+        "/v1/admin/policy",
+        headers=admin.headers,
+        json={"role": "agent", "scope": "task", "action": action, "effect": "deny"},
+    )
+    assert_refused(
+        r, 422, "invalid_input", rf"unknown action '{action}': a policy row's action is one of 'read'"
+    )
+    assert await _policy_rows(engine) == before
+
+
 @pytest.mark.parametrize(
     "actor", [ActorType.AGENT, ActorType.ORCHESTRATOR, ActorType.HUMAN, ActorType.SYSTEM]
 )

@@ -31,3 +31,12 @@ def test_policy_add_unknown_scope_refused_as_over_http(migrated_database_url: st
     assert "scope: Input should be 'task', 'worktree', 'project', 'org', 'policy' or '*'" in refused.stderr
     assert "nothing added" in refused.stderr and "Traceback" not in refused.stderr
     assert "projcet" not in run_cli("policy", "list", env=env).stdout
+
+
+def test_policy_add_unknown_action_refused_as_over_http(migrated_database_url: str) -> None:
+    env = cli_env(LOREGATE_DATABASE_URL=migrated_database_url)
+    refused = run_cli("policy", "add", "agent", "project", "aprove", "--effect", "deny", env=env)
+    assert refused.returncode == 1
+    assert "unknown action 'aprove': a policy row's action is one of 'read'" in refused.stderr
+    assert "nothing added" in refused.stderr and "Traceback" not in refused.stderr
+    assert "aprove" not in run_cli("policy", "list", env=env).stdout

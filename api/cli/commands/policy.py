@@ -86,16 +86,23 @@ def add(role: Role, scope: ScopeArg, action: Action, effect: EffectOpt = Effect.
 
 
 def _check_rule(role: str, scope: str, action: str, effect: Effect) -> None:
-    """The checks `POST /v1/admin/policy` makes: a row for an unknown scope would silently match nothing."""
+    """The checks `POST /v1/admin/policy` makes: a row for an unknown scope or action would silently match
+    nothing."""
     from pydantic import ValidationError
 
     from api.schemas.admin import PolicyRule
+    from governance.errors import InvalidInput
+    from governance.scopes import check_policy_action
 
     try:
         PolicyRule.model_validate({"role": role, "scope": scope, "action": action, "effect": effect.value})
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         fail(f"not a policy row ({problems}); nothing added")
+    try:
+        check_policy_action(action)
+    except InvalidInput as exc:
+        fail(f"not a policy row ({exc}); nothing added")
 
 
 @policy_app.command("remove")
