@@ -21,6 +21,7 @@ from contextlib import AbstractAsyncContextManager
 
 from temporalio.client import (
     RPCError,
+    WorkflowExecutionStatus,
 )
 
 from api.schemas.approvals import ApprovalTokenPublic
@@ -267,11 +268,43 @@ async def _readable(resources: GatewayResources, principal: Principal, request_i
     return request
 
 
+async def _closed_if_its_workflow_ended(resources: GatewayResources, request: ChangeRequest) -> ChangeRequest:
+    """An awaiting request whose workflow ended without deciding it (terminated or cancelled from the Temporal
+    UI or CLI) is closed `failed`, nothing changed: it would otherwise wait for a decision no one can send.
+    A workflow that decided closes its request itself, before it ends; Temporal out of reach changes
+    nothing."""
+    if request.state != ChangeRequestState.AWAITING_APPROVAL or request.workflow_id is None:
+        return request
+    try:
+        described = (
+            await (await temporal_client(resources)).get_workflow_handle(request.workflow_id).describe()
+        )
+    except (RPCError, Unavailable):
+        return request
+    if described.status in (None, WorkflowExecutionStatus.RUNNING):
+        return request
+    how = described.status.name.lower().replace("_", " ")
+    async with resources.engine.begin() as conn:
+        return await close_change_request(
+            conn,
+            request.id,
+            state=ChangeRequestState.FAILED,
+            decided_by=None,
+            decided_by_type=None,
+            note=f"its workflow {request.workflow_id} ended ({how}) before anyone decided: "
+            "nothing was changed",
+            workflow_id=request.workflow_id,
+        )
+
+
 async def show_request(
     resources: GatewayResources, principal: Principal, request_id: str
 ) -> ChangeRequestPublic:
     """A change request with the memory it changes, old and new side by side."""
-    return await public_request(resources, await _readable(resources, principal, request_id))
+    request = await _closed_if_its_workflow_ended(
+        resources, await _readable(resources, principal, request_id)
+    )
+    return await public_request(resources, request)
 
 
 async def list_requests(
@@ -326,16 +359,24 @@ async def decide(
     handle = (await temporal_client(resources)).get_workflow_handle(
         request.workflow_id, result_type=ChangeRequestResult
     )
-    ack = await send_decision(
-        resources,
-        principal,
-        handle,
-        task_id="",
-        decision=decision,
-        note=body.note,
-        errors=_temporal_errors(request.id),
-        what=f"change request {request.id!r}",
-    )
+    try:
+        ack = await send_decision(
+            resources,
+            principal,
+            handle,
+            task_id="",
+            decision=decision,
+            note=body.note,
+            errors=_temporal_errors(request.id),
+            what=f"change request {request.id!r}",
+        )
+    except Conflict as refused:
+        closed = await _closed_if_its_workflow_ended(resources, request)
+        if closed.state == ChangeRequestState.FAILED and closed.decision_note:
+            raise Conflict(
+                f"change request {request.id!r} is failed, not awaiting approval: {closed.decision_note}"
+            ) from refused
+        raise
     final_state, reason, result_id = ack.state, ack.reason, None
     try:  # the decision is in; the change (or the closing) follows in one activity: answer with its outcome
         result: ChangeRequestResult = await asyncio.wait_for(handle.result(), APPLY_WAIT_SECONDS)

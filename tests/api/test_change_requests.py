@@ -257,6 +257,41 @@ async def test_rejected_change_request_leaves_the_memory_as_it_was(
     assert again.status_code == 409 and again.json()["error"] == "conflict"
 
 
+async def test_change_request_whose_workflow_was_terminated_closes_failed_and_changes_nothing(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine, temporal: Client
+) -> None:
+    """Terminated from the Temporal UI, the request would wait for ever for a decision no one can send."""
+    mid = await _fact(engine, team["orchestrator"])
+    before = await _memory(http, team["human"], mid)
+    request = await _propose(http, team["orchestrator"], mid)
+    await _workflow_state(temporal, request["workflow_id"], "awaiting_approval")
+    await temporal.get_workflow_handle(request["workflow_id"]).terminate(reason="clicked in the UI")
+    approved = await http.post(
+        f"/v1/change-requests/{request['id']}/approve", headers=team["human"].headers, json={}
+    )
+    assert approved.status_code == 409, approved.text
+    assert "ended (terminated) before anyone decided: nothing was changed" in approved.json()["detail"]
+    shown = await http.get(f"/v1/change-requests/{request['id']}", headers=team["human"].headers)
+    assert shown.status_code == 200 and shown.json()["state"] == "failed", shown.text
+    assert await _memory(http, team["human"], mid) == before
+    assert await _approved_events(engine, mid) == []
+
+
+async def test_change_request_shown_after_its_workflow_was_terminated_is_failed(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine, temporal: Client
+) -> None:
+    mid = await _fact(engine, team["orchestrator"])
+    before = await _memory(http, team["human"], mid)
+    request = await _propose(http, team["orchestrator"], mid, "retire")
+    await _workflow_state(temporal, request["workflow_id"], "awaiting_approval")
+    await temporal.get_workflow_handle(request["workflow_id"]).terminate(reason="clicked in the UI")
+    shown = await http.get(f"/v1/change-requests/{request['id']}", headers=team["orchestrator"].headers)
+    assert shown.status_code == 200, shown.text
+    assert shown.json()["state"] == "failed"
+    assert "ended (terminated) before anyone decided" in shown.json()["decision_note"]
+    assert await _memory(http, team["human"], mid) == before
+
+
 async def test_retire_by_orchestrator_waits_for_approval_then_retires(
     http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
 ) -> None:
