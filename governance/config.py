@@ -146,7 +146,7 @@ class Settings(BaseSettings):
     notification_interval_seconds: int = Field(default=60, ge=5)  # how often the sweep looks for new events
     webhook_max_attempts: int = Field(default=5, ge=1, le=50)  # tries of one delivery before it is failed
     webhook_timeout_seconds: float = Field(default=10.0, gt=0.0, le=120.0)  # one try's HTTP timeout
-    webhook_first_retry_seconds: float = Field(default=5.0, gt=0.0)  # backoff doubles from here
+    webhook_first_retry_seconds: float = Field(default=5.0, gt=0.0, le=3600.0)  # backoff doubles from here
     # loopback, private and link-local destinations are refused unless allowed (a single local setup, tests)
     webhook_allow_private: bool = False
 

@@ -27,6 +27,9 @@ __all__ = [
 
 KNOWLEDGE_WORKFLOW_ID = "loregate-project-knowledge"
 KNOWLEDGE_RETRY = RetryPolicy(initial_interval=timedelta(seconds=2), maximum_attempts=5)
+# what a start may ask: entries per list of a snapshot, orgs named
+MAX_SNAPSHOT_LIMIT = 100
+MAX_ORGS = 1000
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,14 @@ class ProjectKnowledgeInput:
 
     orgs: list[str] = field(default_factory=list)
     limit: int = 10
+
+    def __post_init__(self) -> None:
+        # a raw start asking a million entries per list would write snapshots no page reads; it fails unread
+        # (workflows/input_decoding)
+        if not 1 <= self.limit <= MAX_SNAPSHOT_LIMIT:
+            raise ValueError(f"limit must be 1 to {MAX_SNAPSHOT_LIMIT}, not {self.limit}")
+        if len(self.orgs) > MAX_ORGS:
+            raise ValueError(f"orgs names at most {MAX_ORGS} orgs, not {len(self.orgs)}")
 
 
 @dataclass(frozen=True)

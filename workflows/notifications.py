@@ -35,6 +35,10 @@ _DB_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30), maximum_attempts=5
 )
 _FIND_TIMEOUT = timedelta(seconds=60)
+# what a sweep's input may ask (the settings' own bounds)
+MAX_DELIVERY_ATTEMPTS = 50
+MAX_ATTEMPT_SECONDS = 120.0
+MAX_FIRST_RETRY_SECONDS = 3600.0
 
 
 @dataclass
@@ -44,6 +48,22 @@ class NotificationInput:
     max_attempts: int = 5
     attempt_timeout_seconds: float = 10.0
     first_retry_seconds: float = 5.0
+
+    def __post_init__(self) -> None:
+        # the settings' bounds (governance/config.py): a raw start asking 0 tries (Temporal's "unlimited")
+        # or hour-long tries would post to a webhook without end; it fails unread (workflows/input_decoding)
+        if not 1 <= self.max_attempts <= MAX_DELIVERY_ATTEMPTS:
+            raise ValueError(f"max_attempts must be 1 to {MAX_DELIVERY_ATTEMPTS}, not {self.max_attempts}")
+        if not 0 < self.attempt_timeout_seconds <= MAX_ATTEMPT_SECONDS:
+            raise ValueError(
+                f"attempt_timeout_seconds must be above 0 and at most {MAX_ATTEMPT_SECONDS:g}, "
+                f"not {self.attempt_timeout_seconds}"
+            )
+        if not 0 < self.first_retry_seconds <= MAX_FIRST_RETRY_SECONDS:
+            raise ValueError(
+                f"first_retry_seconds must be above 0 and at most {MAX_FIRST_RETRY_SECONDS:g}, "
+                f"not {self.first_retry_seconds}"
+            )
 
 
 @dataclass

@@ -107,6 +107,30 @@ async def test_a_start_without_input_or_with_two_fails_at_once(
             assert f"{wf_type} takes 1 input object, the start carried 2" in cause.message, cause
 
 
+@pytest.mark.parametrize(
+    ("wf_type", "data", "why"),
+    [
+        ("NotificationWorkflow", {"max_attempts": 0}, "max_attempts must be 1 to 50, not 0"),
+        ("NotificationWorkflow", {"max_attempts": 10_000}, "max_attempts must be 1 to 50, not 10000"),
+        ("NotificationWorkflow", {"attempt_timeout_seconds": 86_400}, "attempt_timeout_seconds must be"),
+        ("NotificationWorkflow", {"first_retry_seconds": -1}, "first_retry_seconds must be above 0"),
+        ("ProjectKnowledgeWorkflow", {"limit": 1_000_000}, "limit must be 1 to 100, not 1000000"),
+        ("ProjectKnowledgeWorkflow", {"limit": 0}, "limit must be 1 to 100, not 0"),
+        ("ProjectKnowledgeWorkflow", {"orgs": ["o"] * 1001}, "orgs names at most 1000 orgs, not 1001"),
+    ],
+)
+async def test_a_raw_start_asking_beyond_the_bounds_fails_at_once(
+    local_env: Any, make_worker: Any, task_queue: str, wf_type: str, data: dict[str, Any], why: str
+) -> None:
+    """`temporal workflow start` with 0 delivery tries (Temporal's "unlimited": a webhook posted to without
+    end) or a million entries per knowledge list: refused like an unreadable input, before any activity."""
+    client: Client = local_env.client
+    async with make_worker(client, task_queue):
+        cause = await _ends_failed(client, task_queue, wf_type, data)
+    assert cause.type == UNREADABLE_INPUT and cause.non_retryable, cause
+    assert why in cause.message, cause.message
+
+
 async def test_a_readable_input_still_runs(local_env: Any, make_worker: Any, task_queue: str) -> None:
     """The strict converter changes nothing for a readable start (here a dry-run retention over no org)."""
     client: Client = local_env.client
