@@ -299,7 +299,8 @@ class LoregateServicer(pb2_grpc.LoregateServicer):  # type: ignore[misc]
         async def work() -> Any:
             principal = await self._principal(context)
             # as over HTTP: the task is authorised (write: a check counts refusals) before the body is read
-            task = await authorized_task(self._state, principal, request.task_id, "write")
+            task_id = _required(request.task_id, "task_id")
+            task = await authorized_task(self._state, principal, task_id, "write")
             body = CheckIn.model_validate(_json_object(request.json, "json"))
             return _reply(await approaches.check_approach(self._state, principal, task, body))
 

@@ -285,6 +285,18 @@ async def test_grpc_observe_code_rule_bad_outcome_is_invalid_argument(
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
 
 
+@pytest.mark.parametrize("method", ["CheckApproach", "RecordApproach"])
+async def test_grpc_approach_without_task_id_is_invalid_argument(
+    stub: Any, team: dict[str, Actor], method: str
+) -> None:
+    """No task id is a malformed request (as over HTTP, where it is part of the path), not an unknown task."""
+    request = pb2.TaskJsonRequest(task_id="", json='{"approach": "retry with backoff"}')
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await getattr(stub, method)(request, metadata=bearer(team["agent"].key))
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "task_id" in (caught.value.details() or "")
+
+
 async def test_grpc_reflections_refuse_agents_other_tenants_and_bad_input(
     stub: Any, team: dict[str, Actor], engine: AsyncEngine
 ) -> None:
