@@ -116,6 +116,13 @@ def next_promotion(task_key: str, records: Sequence[PromotionRecord], task_last_
     `task_last_seq` is the seq of the task's last entry (0: none yet).
     """
     if not records:
+        if task_last_seq <= 0:
+            # an episode distilled from nothing would publish the task's description as what happened,
+            # with the requester's evidence as its outcome: a memory no entry supports
+            raise Conflict(
+                f"task {public_task_id(task_key)!r} has no entries: nothing to promote; append its work "
+                "(POST /v1/tasks/{id}/entries), then promote it"
+            )
         return NextPromotion(1, promotion_workflow_id(task_key, 1), 0, new=True)
     latest = records[-1]
     if latest.outcome is None or latest.outcome == RERUN_OUTCOME:

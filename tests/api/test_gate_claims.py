@@ -117,6 +117,31 @@ async def test_raw_start_with_a_bad_requester_is_refused_and_publishes_nothing(
     assert [r for r in await _refusals(engine, task.task_id) if r.startswith("start refused")]
 
 
+async def test_raw_start_of_a_task_without_entries_is_refused_and_publishes_nothing(
+    http: httpx.AsyncClient,
+    team: dict[str, Actor],
+    engine: AsyncEngine,
+    temporal: Client,
+    promo_settings: Settings,
+) -> None:
+    """An honest requester, but no entry: its episode would publish the description as what happened."""
+    orchestrator = team["orchestrator"]
+    task = await make_task(engine, orchestrator.principal.org, orchestrator.principal.project or "", [])
+    handle = await _raw_start(
+        temporal,
+        promo_settings.task_queue,
+        task.task_id,
+        "worktree",
+        requested_by=orchestrator.principal.id,
+        verification=Verification("tests_passed", True),
+    )
+    with pytest.raises(WorkflowFailureError) as failure:
+        await handle.result()
+    assert "StartRefused" in repr(failure.value.cause)
+    assert "has no entries: nothing to promote" in str(failure.value.cause)
+    assert await active_memories(engine, task_id=task.task_id) == []
+
+
 async def test_raw_start_naming_the_task_by_its_tenant_id_says_to_use_its_key(
     http: httpx.AsyncClient, team: dict[str, Actor], temporal: Client, promo_settings: Settings
 ) -> None:

@@ -206,6 +206,21 @@ async def test_start_promotion_unknown_task_is_not_found(
     assert answer.status_code == 404 and answer.json()["error"] == "not_found"
 
 
+async def test_start_promotion_of_a_task_without_entries_conflicts_and_starts_nothing(
+    http: httpx.AsyncClient, team: dict[str, Actor], temporal: Client
+) -> None:
+    task_id = await open_task(http, team["orchestrator"], "Migrated the database to Postgres 16")
+    answer = await _start(http, team["orchestrator"], task_id, target_scope="task", verification=TESTS_PASSED)
+    assert answer.status_code == 409, answer.text
+    assert answer.json()["detail"] == (
+        f"task {task_id!r} has no entries: nothing to promote; append its work "
+        "(POST /v1/tasks/{id}/entries), then promote it"
+    )
+    assert (await http.get(f"/v1/promotions/{task_id}", headers=team["agent"].headers)).status_code == 404
+    listed = await http.get(f"/v1/tasks/{task_id}/promotions", headers=team["agent"].headers)
+    assert listed.status_code == 200 and listed.json()["promotions"] == [], listed.text
+
+
 async def test_start_promotion_by_agent_is_forbidden(
     http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
 ) -> None:

@@ -31,7 +31,7 @@ def test_promotion_workflow_id_keeps_the_first_and_numbers_the_follow_ups() -> N
 
 
 def test_next_promotion_of_a_task_never_promoted_is_the_first() -> None:
-    assert next_promotion(KEY, [], 0) == next_promotion(KEY, [], 5)
+    assert next_promotion(KEY, [], 1) == next_promotion(KEY, [], 5)
     chosen = next_promotion(KEY, [], 5)
     assert (chosen.number, chosen.workflow_id, chosen.after_seq, chosen.new) == (
         1,
@@ -39,6 +39,11 @@ def test_next_promotion_of_a_task_never_promoted_is_the_first() -> None:
         0,
         True,
     )
+
+
+def test_next_promotion_of_a_task_without_entries_is_a_conflict() -> None:
+    with pytest.raises(Conflict, match=r"task 'fix-2' has no entries: nothing to promote"):
+        next_promotion(KEY, [], 0)
 
 
 @pytest.mark.parametrize("outcome", [None, "failed"])
