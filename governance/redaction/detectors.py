@@ -96,6 +96,19 @@ from governance.redaction.prose import (
     multilingual_prose,
     passphrases,
 )
+from governance.redaction.transcripts import (
+    archive_passwords,
+    credential_file_lines,
+    debugger_pairs,
+    dockerfile_defaults,
+    ios_keys,
+    jaas_users,
+    net_user,
+    prompt_comments,
+    protocol_logins,
+    redis_acl,
+    smtp_auth_login,
+)
 from governance.redaction.value_first import VALUE_FIRST_NEEDLES, value_first
 
 __all__ = ["_spans"]
@@ -609,6 +622,23 @@ _DETECTORS: list[tuple[_Gate, Detector]] = [
     (_gate("'", '"'), quoted_pairs),
     (_gate(lower=("identified", "password")), sql_passwords),
     (_gate("random_password"), terraform_state_passwords),
+    (_gate(lower=("net user",)), net_user),
+    (_gate("zip", "7z", "rar"), archive_passwords),
+    (_gate("LOGIN", "PASS"), protocol_logins),
+    (
+        _gate("password", "secret", "key-string", "authentication-key", "message-digest-key", "community"),
+        ios_keys,
+    ),
+    (_gate(">"), redis_acl),
+    (_gate("#"), prompt_comments),
+    (_gate("UGFzc3dvcmQ6"), smtp_auth_login),
+    (
+        _gate(lower=("cat ", "type ", "more ", "less ", "head ", "tail ", "get-content")),
+        credential_file_lines,
+    ),
+    (_gate("('"), debugger_pairs),
+    (_gate("ENV", "ARG"), dockerfile_defaults),
+    (_gate(lower=("username=",)), jaas_users),
     (_gate("-", "–", "주민"), _rrn),
     (_ALWAYS, _encoded),
 ]

@@ -576,7 +576,8 @@ def net_use(text: str, depth: int) -> Iterator[Span]:
         base = match.start("args")
         for arg in _NET_USE_ARG.finditer(match.group("args")):
             value = arg.group().strip('"')
-            if value[:1] in ("\\", "/", "*", "$", "%") or value.endswith(":") or "\\" in value:
+            # `*` alone prompts; a password may start with one
+            if value[:1] in ("\\", "/", "$", "%") or value == "*" or value.endswith(":") or "\\" in value:
                 continue
             if _strong_password_like(value) or _looks_random(value):
                 offset = 1 if arg.group().startswith('"') else 0
