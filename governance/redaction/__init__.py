@@ -92,7 +92,8 @@ def _fold(text: str) -> str:
 # ---------------------------------------------------------------------------------------------------------
 # secrets wrapped over lines
 
-_BREAK = re.compile(r"(?<=[A-Za-z0-9+/=_-])[^\S\n]*\r?\n[^\S\n]*(?=[A-Za-z0-9+/=_-])")
+# (a quoted e-mail's `> ` markers, one per level, open the next line of the same paragraph)
+_BREAK = re.compile(r"(?<=[A-Za-z0-9+/=_-])[^\S\n]*\r?\n[^\S\n]*(?:>[^\S\n]*)*(?=[A-Za-z0-9+/=_-])")
 _TOKEN_AFTER = re.compile(r"[A-Za-z0-9+/=_-]+")
 _TOKEN_SET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-")
 

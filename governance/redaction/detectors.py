@@ -63,6 +63,7 @@ from governance.redaction.commands import (
     redis_auth,
     webhook_paths,
 )
+from governance.redaction.disguised import percent_encoded
 from governance.redaction.generic import (
     bitcoin_wif,
     call_credentials,
@@ -641,6 +642,7 @@ _DETECTORS: list[tuple[_Gate, Detector]] = [
     (_gate(lower=("username=",)), jaas_users),
     (_gate("-", "–", "주민"), _rrn),
     (_ALWAYS, _encoded),
+    (_gate("%"), percent_encoded(lambda text, depth: _spans(text, depth))),
 ]
 
 
