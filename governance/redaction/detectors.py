@@ -89,6 +89,7 @@ from governance.redaction.names import (
     _benign,
 )
 from governance.redaction.numbers import _cards, _rrn
+from governance.redaction.people import POLICY_SYMBOLS, password_shapes
 from governance.redaction.prose import (
     CREDENTIAL_NEEDLES,
     _english_prose,
@@ -509,6 +510,7 @@ _DETECTORS: list[tuple[_Gate, Detector]] = [
                 "סיסמה",
                 "κωδικ",
                 "συνθηματικ",
+                "პაროლ",
             ),
         ),
         multilingual_prose,
@@ -640,6 +642,7 @@ _DETECTORS: list[tuple[_Gate, Detector]] = [
     (_gate("('"), debugger_pairs),
     (_gate("ENV", "ARG"), dockerfile_defaults),
     (_gate(lower=("username=",)), jaas_users),
+    (_gate(*POLICY_SYMBOLS), password_shapes),
     (_gate("-", "–", "주민"), _rrn),
     (_ALWAYS, _encoded),
     (_gate("%"), percent_encoded(lambda text, depth: _spans(text, depth))),

@@ -227,9 +227,12 @@ def near_word_tokens(text: str, depth: int) -> Iterator[Span]:
             found = _names_secret(line[max(0, at - 24) : at])
         else:
             found = _names_secret(before) or _names_secret(line[at + len(token) : at + len(token) + 40])
-        if not found and token == line.strip().strip("\"'`,;") and start > 0:
+        alone = token == line.strip().strip("\"'`,;")
+        if not found and start > 0 and (alone or (len(token) >= 20 and not hexadecimal)):
             # the token alone on its line, under a line naming it ("Here is the key:" then the key), maybe
-            # with blank lines or a code fence between (a heading, then the key in a block)
+            # with blank lines or a code fence between (a heading, then the key in a block); or a long
+            # random token in a paragraph under a heading or a subject naming it ("Rotate partner webhook
+            # secret", a blank line, "Old value <token> was pasted in #general")
             previous = _line_above(text, start)
             found = (
                 _names_secret(previous[-80:])
