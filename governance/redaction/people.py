@@ -30,8 +30,14 @@ _VERSION = re.compile(r"\d\.\d")
 _ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 _ISSUE = re.compile(r"[A-Za-z][A-Za-z-]*#\d+")
 _MEMBER = re.compile(r"[A-Z][A-Za-z0-9]*#[a-z][A-Za-z0-9]*")
-# a word and digits, then `!`: how people finish a memorable password ("saffron18!")
-_BANG_END = re.compile(r"[A-Za-z]{3,}\d{1,4}!")
+# a label and an id (`Ticket#INC0012345`, `SKU#AB-1234`), a brand (`AT&T`), a currency (`US$100m`)
+_LABEL_ID = re.compile(r"[A-Za-z]{2,12}#(?:[A-Z0-9-]*\d[A-Z0-9-]*|\d[\w.-]*)")
+# an anchor: a name, `#`, a lower-case slug (`RFC2616#section-14`, `foo_bar#baz2`)
+_ANCHOR = re.compile(r"(?P<name>[^#]+)#[a-z][a-z0-9_-]*")
+_BRAND = re.compile(r"[A-Z]&[A-Z]|(?<![A-Za-z])[A-Z]{1,3}\$\d")
+# words joined by a separator, digits, then `!`: how people finish a memorable password ("Pepper-saffron18!"),
+# not an exclamation ("Welcome2024!")
+_BANG_END = re.compile(r"[A-Za-z]+[._-][A-Za-z]{3,}\d{1,4}!+")
 
 
 def _typed_password(value: str) -> bool:
@@ -42,21 +48,27 @@ def _typed_password(value: str) -> bool:
     digits = sum(c.isdigit() for c in value)
     if letters < 3 or digits < 1 or value[0] in "$%&^" or _benign(value):
         return False
-    if _VERSION.search(value) or _ESCAPE.search(value) or _ISSUE.fullmatch(value) or _MEMBER.fullmatch(value):
+    if _VERSION.search(value) or _ESCAPE.search(value) or _BRAND.search(value):
+        return False
+    if _ISSUE.fullmatch(value) or _MEMBER.fullmatch(value) or _LABEL_ID.fullmatch(value):
         return False
     symbols = [c for c in value if c in POLICY_SYMBOLS]
     mixed = any(c.isupper() for c in value) and any(c.islower() for c in value)
     if value[0] == "*" and value[-1] == "*":
         return False  # Markdown emphasis
-    if set(symbols) <= {"*", "!"}:
-        # `*` and `!` are a glob's, a negation's, an exclamation's: the rest must look typed too
-        if symbols == ["!"] and value.endswith("!") and not _BANG_END.search(value):
+    anchor = _ANCHOR.fullmatch(value)
+    if anchor is not None and not (
+        any(c.isupper() for c in anchor.group("name")) and any(c.islower() for c in anchor.group("name"))
+    ):
+        return False
+    if set(symbols) <= {"*", "!", "~", "^", "&"}:
+        # a glob's, a negation's, an exclamation's, a shell's or a maths symbol: the rest must look typed too
+        if set(symbols) == {"!"} and "!" not in value.rstrip("!"):
+            return _BANG_END.fullmatch(value) is not None
+        plain = "".join(c for c in value if c not in POLICY_SYMBOLS)
+        if not mixed or not _looks_random(plain):
             return False
-        if not mixed:
-            return False
-        if "*" in symbols and not _looks_random(value.replace("*", "")):
-            return False
-    if symbols == ["%"] and not value.endswith("%"):
+    if set(symbols) == {"%"} and "%" in value[:-1]:
         return False  # `user%password` (smbclient's), a format: the command rules read those
     if value[0] == "#" and len(symbols) == 1 and not _looks_random(value[1:]):
         return False  # a hashtag, a colour, an anchor
