@@ -14,6 +14,10 @@ __all__ = ["percent_encoded"]
 
 # a run without spaces that holds at least two escapes (one `%20` in a sentence is not worth a rescan)
 _RUN = re.compile(r"[^\s\"'<>`]*%[0-9A-Fa-f]{2}[^\s\"'<>`]*%[0-9A-Fa-f]{2}[^\s\"'<>`]*")
+# what hides a value from the rules: an encoded `=` or `@` (once or twice: `%3D`, `%253D`, `%40`, `%2540`),
+# so a name and its value, or userinfo and its host, are not seen as such; other escapes (`%2F`, `%20`)
+# hide nothing the rules need, and a run without one of these is not decoded
+_HIDING = re.compile(r"%(?:25)*(?:3[Dd]|40)")
 _ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
 
 
@@ -52,6 +56,8 @@ def percent_encoded(scan: Callable[[str, int], list[Span]]) -> Callable[[str, in
             return
         for run in _RUN.finditer(text):
             decoded = run.group()
+            if _HIDING.search(decoded) is None:
+                continue
             starts = list(range(run.start(), run.end()))
             ends = [index + 1 for index in starts]
             for _ in range(3):

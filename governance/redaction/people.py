@@ -23,7 +23,8 @@ __all__ = ["password_shapes", "POLICY_SYMBOLS"]
 POLICY_SYMBOLS = ("#", "$", "%", "&", "*", "~", "^", "!")
 # a run of printable characters holding one of the symbols, between spaces or the quotes and brackets that
 # set a value apart in prose (`…`, (…), "…", «…»)
-_CANDIDATE = re.compile(r"(?<![^\s`'\"(«“\[])[^\s`'\"()«»“”\[\]]*[#$%&*~^!][^\s`'\"()«»“”\[\]]*")
+# (possessive: a word without a symbol is passed over once, never backtracked into)
+_CANDIDATE = re.compile(r"(?<![^\s`'\"(«“\[])[^\s`'\"()«»“”\[\]#$%&*~^!]*+[#$%&*~^!][^\s`'\"()«»“”\[\]]*+")
 _TRAILING = ".,;:?"
 _REJECT_CHARS = frozenset("/\\@=<>{}|:;,+")
 _VERSION = re.compile(r"\d\.\d")

@@ -126,6 +126,8 @@ _PROMPT_COMMENT = re.compile(
 
 def prompt_comments(text: str, depth: int) -> Iterator[Span]:
     priority = _PRIORITY["password"]
+    if "#" not in text:
+        return
     for match in _PROMPT_COMMENT.finditer(text):
         if _shaped(match.group("v")):
             yield match.start("v"), match.end("v"), priority
@@ -153,7 +155,7 @@ def smtp_auth_login(text: str, depth: int) -> Iterator[Span]:
 # prints up to the next prompt; a line there with a password's shape is the credential (an OpenVPN
 # `auth-user-pass` file holds the user on its first line and the password on its second)
 _CAT_FILE = re.compile(
-    r"(?im)^[^\S\n]*(?:\S*[$#>][^\S\n]*)?(?:sudo[^\S\n]+)?(?:cat|type|more|less|head|tail|Get-Content)"
+    r"(?im)^[^\S\n]*(?:\S*[$#>][^\S\n]*)?(?:sudo[^\S\n]+)?(?:cat|type|Get-Content)"
     r"[^\S\n]+\S*(?:pass|pwd|cred|secret|token|auth|key)[^\s/]*[^\S\n]*\n"
 )
 _PROMPT_LINE = re.compile(r"[^\S\n]*(?:\S*[$#>][^\S\n]|PS[^\S\n])")
