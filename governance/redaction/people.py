@@ -33,6 +33,10 @@ _ISSUE = re.compile(r"[A-Za-z][A-Za-z-]*#\d+")
 _MEMBER = re.compile(r"[A-Z][A-Za-z0-9]*#[a-z][A-Za-z0-9]*")
 # a label and an id (`Ticket#INC0012345`, `SKU#AB-1234`), a brand (`AT&T`), a currency (`US$100m`)
 _LABEL_ID = re.compile(r"[A-Za-z]{2,12}#(?:[A-Z0-9-]*\d[A-Z0-9-]*|\d[\w.-]*)")
+# a star argument, a regex's character class, a colour
+_STAR_ARGS = re.compile(r"\*{1,2}[A-Za-z_][\w.]*")
+_REGEXISH = re.compile(r"a-z|A-Z|0-9|\.\*|\\")
+_COLOUR = re.compile(r"#[0-9A-Fa-f]{3,8}(?![0-9A-Za-z])")
 # an anchor: a name, `#`, a lower-case slug (`RFC2616#section-14`, `foo_bar#baz2`)
 _ANCHOR = re.compile(r"(?P<name>[^#]+)#[a-z][a-z0-9_-]*")
 _BRAND = re.compile(r"[A-Z]&[A-Z]|(?<![A-Za-z])[A-Z]{1,3}\$\d")
@@ -55,8 +59,10 @@ def _typed_password(value: str) -> bool:
         return False
     symbols = [c for c in value if c in POLICY_SYMBOLS]
     mixed = any(c.isupper() for c in value) and any(c.islower() for c in value)
-    if value[0] == "*" and value[-1] == "*":
-        return False  # Markdown emphasis
+    if value[0] == "*" and value[-1] == "*" or _STAR_ARGS.fullmatch(value) or value[0] == "~":
+        return False  # Markdown emphasis, `*args`/`**kwargs`, Sphinx's `~module.Class`
+    if _REGEXISH.search(value) or _COLOUR.match(value):
+        return False
     anchor = _ANCHOR.fullmatch(value)
     if anchor is not None and not (
         any(c.isupper() for c in anchor.group("name")) and any(c.islower() for c in anchor.group("name"))

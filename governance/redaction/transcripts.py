@@ -188,7 +188,8 @@ def credential_file_lines(text: str, depth: int) -> Iterator[Span]:
 
 # `('etl_loader', 'Y~zh~qKS21H3~')` in a debugger's or a test runner's output: a pair of strings, a user
 # name and a random one, as the repr of a credentials tuple prints
-_PAIR = re.compile(r"\(\s*'(?P<u>[A-Za-z][\w.@-]{1,40})',\s*'(?P<v>[^'\s]{8,})'\s*\)")
+# (a tuple, not a call's arguments: no name before the parenthesis; a flag or an assignment is no password)
+_PAIR = re.compile(r"(?<![\w.])\(\s*'(?P<u>[A-Za-z][\w.@-]{1,40})',\s*'(?P<v>[^'\s=-][^'\s=]{7,})'\s*\)")
 
 
 def debugger_pairs(text: str, depth: int) -> Iterator[Span]:

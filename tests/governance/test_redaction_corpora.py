@@ -83,8 +83,9 @@ CORPORA = [
     # languages. At the first run: tune 84 / 118 and 30 / 37, held-out 73 / 111 and 34 / 36. After the rules
     # for commands and transcripts, typed passwords in people's prose, percent-encoded and quoted-e-mail
     # wrapped secrets, webhook hosts, `authtok` names and kept references (tuned on the tune half only): tune
-    # 118 and 37, held-out 91 and 34 (the held-out half scored at the end, as counts).
-    Held("seventh", "redaction_seventh", 229, 73, 107, tune=(118, 37), heldout=(91, 34)),
+    # 118 and 37, held-out 90 and 34 (the held-out half scored twice, as counts: 91 after the rules, 90 after
+    # they were narrowed for code they altered in installed packages).
+    Held("seventh", "redaction_seventh", 229, 73, 107, tune=(118, 37), heldout=(90, 34)),
 ]
 LOADED = {held.name: held.load() for held in CORPORA}
 

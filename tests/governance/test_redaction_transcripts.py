@@ -52,6 +52,15 @@ NEAR_MISSES = [
     "password: undefined",
     "secret_key_base: <%= ENV.fetch('SECRET_KEY_BASE') %>",
     "Authorization: Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==",
+    # code from installed packages that a first draft of these rules altered
+    "Return a new free identifier as :class:`~jinja2.nodes.InternalName`.",
+    'console.print("[#1BB152 on #DA812D]#1BB152 on #DA812D!")',
+    'm = re.match(r"def ([_a-zA-Z0-9.*$]+)\\(", s)',
+    "@grouped_option(*GENERATION_ALLOW_X00.args, **GENERATION_ALLOW_X00.kwargs)",
+    "core.exportVariable('RUSTFLAGS', '-Csymbol-mangling-version=v0');",
+    '"secret": {\n  "$ref": "/api/_definitions.json#/$defs/io.k8s.api.core.v1.SecretVolumeSource",',
+    "# secret key handling\nclass OAuthRegistrationError2(OAuthFlowError):",
+    'HEXDIGIT_CHARS: Final = frozenset("abcdef" "ABCDEF" "0123456789")',
     # percent-encoding and webhook hosts without a secret
     "https://example.com/search?q=caf%C3%A9%20au%20lait&page=2",
     "https://hooks.example.com/services/status/health",
