@@ -14,10 +14,10 @@ __all__ = ["percent_encoded"]
 
 # a run without spaces that holds at least two escapes (one `%20` in a sentence is not worth a rescan)
 _RUN = re.compile(r"[^\s\"'<>`]*%[0-9A-Fa-f]{2}[^\s\"'<>`]*%[0-9A-Fa-f]{2}[^\s\"'<>`]*")
-# what hides a value from the rules: an encoded `=` or `@` (once or twice: `%3D`, `%253D`, `%40`, `%2540`),
-# so a name and its value, or userinfo and its host, are not seen as such; other escapes (`%2F`, `%20`)
-# hide nothing the rules need, and a run without one of these is not decoded
-_HIDING = re.compile(r"%(?:25)*(?:3[Dd]|40)")
+# what hides a value from the rules: an encoded `=` (`%3D`: a name and its value are not seen as such), an
+# encoded `://` (a URL inside a parameter, its userinfo unseen), or a second encoding (`%25…`); a single
+# `%40` or `%2F` in userinfo is the URL rules' own, and a run without one of these is not decoded
+_HIDING = re.compile(r"%3[Dd]|%25|%3[Aa]%2[Ff]%2[Ff]")
 _ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
 
 
