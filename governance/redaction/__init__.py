@@ -33,6 +33,9 @@ How a text is scanned:
   hashes, PIN/CVV, WIF keys, Wi-Fi QR payloads, the value before the word ("use X as the password"), and
   a value the sentence calls a credential, whatever its shape (a UUID too), unless its words say it is an
   id or public ("the airtable credential is X", but "the API key ID is X"; prose.py).
+* Secrets no word names (transcripts.py: commands and what terminals and protocols print; people.py: a
+  typed password's shape in notes, tickets, e-mails and chat) and secrets hidden by percent-encoding
+  (disguised.py: decoded and scanned again, cut as written).
 * A vendor's documented example (`AKIAIOSFODNN7EXAMPLE`), a processor's test card, a key its vendor
   publishes (`pk_live_…`), and a placeholder or reference where a value would be (`user:password@`,
   `${VAR}`, `op://…`, Terraform's `(sensitive value)`) are kept, and so is ciphertext for a key the text
@@ -92,7 +95,8 @@ def _fold(text: str) -> str:
 # ---------------------------------------------------------------------------------------------------------
 # secrets wrapped over lines
 
-_BREAK = re.compile(r"(?<=[A-Za-z0-9+/=_-])[^\S\n]*\r?\n[^\S\n]*(?=[A-Za-z0-9+/=_-])")
+# (a quoted e-mail's `> ` markers, one per level, open the next line of the same paragraph)
+_BREAK = re.compile(r"(?<=[A-Za-z0-9+/=_-])[^\S\n]*\r?\n[^\S\n]*(?:>[^\S\n]*)*(?=[A-Za-z0-9+/=_-])")
 _TOKEN_AFTER = re.compile(r"[A-Za-z0-9+/=_-]+")
 _TOKEN_SET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-")
 

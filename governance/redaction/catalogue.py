@@ -23,8 +23,12 @@ _START = r"(?<![A-Za-z0-9])"
 _END = r"(?![A-Za-z0-9])"
 # a token whose random part is a run of one character, or that says it is a placeholder, is a template.
 # A vendor's documented example (AWS's `AKIAIOSFODNN7EXAMPLE`, `wJalr…EXAMPLEKEY`: AWS marks every example
-# credential with `EXAMPLE`, as gitleaks' allowlist does) is public and grants nothing: it is kept.
-_PLACEHOLDER_BODY = re.compile(r"(?i)x{6,}|\*{4,}|0{12,}|placeholder|your[_-]|(?-i:EXAMPLE)")
+# credential with `EXAMPLE`, as gitleaks' allowlist does) is public and grants nothing: it is kept, and so
+# are the RFCs' own examples: `Aladdin:open sesame` as HTTP Basic credentials (RFC 7617, RFC 2617), in
+# base64, and the stand-ins documentation writes for a value (`Password=myPassword;`, names.py).
+_PLACEHOLDER_BODY = re.compile(
+    r"(?i)x{6,}|\*{4,}|0{12,}|placeholder|your[_-]|(?-i:EXAMPLE)|(?-i:QWxhZGRpbjpvcGVuIHNlc2FtZQ)"
+)
 
 
 @dataclass(frozen=True)

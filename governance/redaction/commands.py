@@ -179,8 +179,20 @@ _HOOK_PATH = re.compile(
 )
 
 
+# a host that receives webhooks (`hooks.partner.example`, `webhook.site`, `webhooks.example.com`): what it
+# takes as a path is the address a sender must know, so a random segment there is the token
+_HOOK_HOST = re.compile(r"(?i)//(?:hooks?|webhooks?)[.-][A-Za-z0-9.-]+(?::\d+)?(?P<path>/[^\s?#\"'<>)]*)")
+_SEGMENT = re.compile(r"[^/]+")
+
+
 def webhook_paths(text: str, depth: int) -> Iterator[Span]:
     priority = _PRIORITY["generic_secret"]
+    for host in _HOOK_HOST.finditer(text):
+        base = host.start("path")
+        for segment in _SEGMENT.finditer(host.group("path")):
+            value = segment.group()
+            if len(value) >= 16 and not _UUID.fullmatch(value) and _looks_random(value, hex_ok=True):
+                yield base + segment.start(), base + segment.end(), priority
     for match in _HOOK_PATH.finditer(text):
         value = match.group("v")
         if _UUID.fullmatch(value):

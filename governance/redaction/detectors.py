@@ -63,6 +63,7 @@ from governance.redaction.commands import (
     redis_auth,
     webhook_paths,
 )
+from governance.redaction.disguised import percent_encoded
 from governance.redaction.generic import (
     bitcoin_wif,
     call_credentials,
@@ -88,6 +89,7 @@ from governance.redaction.names import (
     _benign,
 )
 from governance.redaction.numbers import _cards, _rrn
+from governance.redaction.people import POLICY_SYMBOLS, password_shapes
 from governance.redaction.prose import (
     CREDENTIAL_NEEDLES,
     _english_prose,
@@ -95,6 +97,19 @@ from governance.redaction.prose import (
     credential_prose,
     multilingual_prose,
     passphrases,
+)
+from governance.redaction.transcripts import (
+    archive_passwords,
+    credential_file_lines,
+    debugger_pairs,
+    dockerfile_defaults,
+    ios_keys,
+    jaas_users,
+    net_user,
+    prompt_comments,
+    protocol_logins,
+    redis_acl,
+    smtp_auth_login,
 )
 from governance.redaction.value_first import VALUE_FIRST_NEEDLES, value_first
 
@@ -495,6 +510,7 @@ _DETECTORS: list[tuple[_Gate, Detector]] = [
                 "סיסמה",
                 "κωδικ",
                 "συνθηματικ",
+                "პაროლ",
             ),
         ),
         multilingual_prose,
@@ -609,8 +625,33 @@ _DETECTORS: list[tuple[_Gate, Detector]] = [
     (_gate("'", '"'), quoted_pairs),
     (_gate(lower=("identified", "password")), sql_passwords),
     (_gate("random_password"), terraform_state_passwords),
+    (_gate(lower=("net user",)), net_user),
+    (_gate("zip ", "7z ", "7za ", "7zr ", "rar "), archive_passwords),
+    (_gate(" LOGIN ", "PASS "), protocol_logins),
+    (
+        _gate(
+            "password 0 ",
+            "password 7 ",
+            "secret 0 ",
+            "secret 7 ",
+            "key-string ",
+            "authentication-key ",
+            "message-digest-key ",
+            "community ",
+        ),
+        ios_keys,
+    ),
+    (_gate("user "), redis_acl),
+    (_gate(" -W", " -p", " -k", " -K", "--password", "--ask-"), prompt_comments),
+    (_gate("UGFzc3dvcmQ6"), smtp_auth_login),
+    (_gate(lower=("cat ", "type ", "get-content")), credential_file_lines),
+    (_gate("('"), debugger_pairs),
+    (_gate("ENV", "ARG"), dockerfile_defaults),
+    (_gate(lower=("username=",)), jaas_users),
+    (_gate(*POLICY_SYMBOLS), password_shapes),
     (_gate("-", "–", "주민"), _rrn),
     (_ALWAYS, _encoded),
+    (_gate("%"), percent_encoded(lambda text, depth: _spans(text, depth))),
 ]
 
 

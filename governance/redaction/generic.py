@@ -199,6 +199,24 @@ def _line_above(text: str, start: int, skip: int = 3) -> str:
     return ""
 
 
+# a line of prose: none of the characters code, markup and data are written with
+_PROSE_LINE = re.compile(r"[^=(){}\[\]<>\"'`;|\\$@*]*")
+_PLAIN_TOKEN = re.compile(r"[A-Za-z0-9]{20,}")
+
+
+def _paragraph_token(token: str, line: str, hexadecimal: bool) -> bool:
+    """A long random token of letters and digits (both cases and a digit, not hex) in a line of prose: it
+    may be named by a heading or a subject above its paragraph."""
+    return (
+        not hexadecimal
+        and _PLAIN_TOKEN.fullmatch(token) is not None
+        and any(c.isdigit() for c in token)
+        and any(c.isupper() for c in token)
+        and any(c.islower() for c in token)
+        and _PROSE_LINE.fullmatch(line) is not None
+    )
+
+
 def near_word_tokens(text: str, depth: int) -> Iterator[Span]:
     """Random tokens that a word naming a secret stands beside: found token first (random tokens are rare in
     ordinary text, so most texts cost one scan), then the words around it are read."""
@@ -227,10 +245,15 @@ def near_word_tokens(text: str, depth: int) -> Iterator[Span]:
             found = _names_secret(line[max(0, at - 24) : at])
         else:
             found = _names_secret(before) or _names_secret(line[at + len(token) : at + len(token) + 40])
-        if not found and token == line.strip().strip("\"'`,;") and start > 0:
+        alone = token == line.strip().strip("\"'`,;")
+        if not found and start > 0 and (alone or _paragraph_token(token, line, hexadecimal)):
             # the token alone on its line, under a line naming it ("Here is the key:" then the key), maybe
-            # with blank lines or a code fence between (a heading, then the key in a block)
+            # with blank lines or a code fence between (a heading, then the key in a block); or a long
+            # random token in a paragraph under a heading or a subject naming it ("Rotate partner webhook
+            # secret", a blank line, "Old value <token> was pasted in #general")
             previous = _line_above(text, start)
+            if not alone and _PROSE_LINE.fullmatch(previous) is None:
+                continue
             found = (
                 _names_secret(previous[-80:])
                 and not _PUBLIC_LINE.search(previous)
@@ -576,7 +599,8 @@ def net_use(text: str, depth: int) -> Iterator[Span]:
         base = match.start("args")
         for arg in _NET_USE_ARG.finditer(match.group("args")):
             value = arg.group().strip('"')
-            if value[:1] in ("\\", "/", "*", "$", "%") or value.endswith(":") or "\\" in value:
+            # `*` alone prompts; a password may start with one
+            if value[:1] in ("\\", "/", "$", "%") or value == "*" or value.endswith(":") or "\\" in value:
                 continue
             if _strong_password_like(value) or _looks_random(value):
                 offset = 1 if arg.group().startswith('"') else 0

@@ -26,6 +26,8 @@ _STRONG_NAME = re.compile(
     rf"(?:{_KEYWORDS}|passphrase|passcode|access_?key|access_?token|auth_?token|refresh_?token"
     r"|admin_?pass|root_?pass|user_?pass|_pass|_pw|_token|^pw|^pass_?word|^pass|^pwd"
     r"|(?:^|_)psk|pre_?shared_?key"
+    # SSSD's `ldap_default_authtok`, nslcd's `bindpw`-like `authtok`: an authentication token by name
+    r"|(?:^|_)authtok"
     # the same words in other languages (German, Spanish, French, Portuguese, Italian)
     r"|passwort|kennwort|contrase\w*|clave|mot_de_passe|mdp|senha|parola_?d_?ordine)(?:_[a-z0-9]+)*$"
 )
@@ -34,7 +36,7 @@ _ALWAYS_SECRET = frozenset({"private_key_id", "private_key", "client_secret", "c
 # names that hold a secret only when the value looks random (`token: 5` is a count, `key: id` a column)
 _AMBIGUOUS_NAME = re.compile(
     r"(?:^|_)(?:token|key|auth|authorization|credentials?|creds?|signature|sig|salt|hmac|cookie|session"
-    r"|sessionid|sid|pin|otp|bearer|apikey|refresh|access|jwt|nonce)(?:_[a-z0-9]+)*$"
+    r"|sessionid|sid|pin|otp|bearer|apikey|refresh|access|jwt|nonce|material)(?:_[a-z0-9]+)*$"
 )
 # names whose value is about a secret, not the secret (`password_file`, `secret_name`, `token_ttl`)
 _METADATA_SUFFIX = re.compile(
@@ -56,6 +58,10 @@ _PUBLIC_NAME = re.compile(
 )
 
 
+# names whose value names a secret kept elsewhere (Helm's `existingSecret: app-db`)
+_REFERENCE_NAME = re.compile(r"(?:^|_)existing_")
+
+
 def _name_class(name: str) -> int:
     """2 for a name that holds a secret, 1 for one that does when the value looks random, 0 otherwise."""
     snake = _snake(name)
@@ -63,7 +69,7 @@ def _name_class(name: str) -> int:
         return 2
     if _PUBLIC_NAME.search(snake):
         return 0  # `public_key`, `PublicKey`, `publishable_key`: published on purpose
-    if not snake or _METADATA_SUFFIX.search(snake):
+    if not snake or _METADATA_SUFFIX.search(snake) or _REFERENCE_NAME.search(snake):
         return 0
     if _STRONG_NAME.search(snake):
         return 2
@@ -89,7 +95,10 @@ _PLACEHOLDER_VALUE = re.compile(
     r"|passwort|kennwort|contraseña|contrasena|mot de passe|senha|palavra-passe|parola d'ordine|пароль"
     r"|passphrase|passcode|token|api key|clave|clé|chave|chiave|jeton|schlüssel"
     r"|(?:your|my|insert|enter|put)[_-].*|.*[_-](?:here|goes_here)|x{4,}.*|.*x{6,}|\*{3,}.*"
-    r"|<[^<>]*>|<[A-Za-z_][^<>]*|\*+|x{3,}|\.{3}|…|\?+|-+|_+"
+    r"|<[^<>]*>|<[A-Za-z_][^<>]*|<%.*|\*+|x{3,}|\.{3}|…|\?+|-+|_+"
+    # JavaScript's `undefined` printed where a value is unset (`password: undefined` in a config dump);
+    # connection-string docs' stand-ins (`Password=myPassword;`, `User Id=myUsername`)
+    r"|undefined|(?-i:my[A-Z][a-z]+(?:[A-Z][a-z]+)*)"
     # a token's documented prefix cut short by an ellipsis: `sk-...`, `ghp_…`
     r"|[A-Za-z0-9_.-]{1,16}?(?:\.{3,}|…)"
     # Terraform's plan shows a sensitive attribute as `(sensitive value)`, never the value itself
@@ -172,7 +181,7 @@ def _benign(value: str) -> bool:
         return True  # "Access token", "Your API key": a label of words that names the field
     if _HANGUL.match(value):
         return True  # "비밀번호: 재설정 필요" is prose, not a password
-    if _SECRET_FILE.fullmatch(value):
+    if _SECRET_FILE.fullmatch(value) or _SECRET_PATH.fullmatch(value):
         return True  # `--from-file=password=./db-password.txt`: where the secret is kept, not the secret
     # words of a script other than Latin and no digit or symbol (`パスワード`, `秘密の質問`, `Пароль`): a
     # label or prose in a translation file; passwords are written in ASCII
@@ -183,6 +192,12 @@ def _benign(value: str) -> bool:
 _SECRET_FILE = re.compile(
     r"(?:\.{1,2}/|~/|/)(?:[\w.-]+/)*[\w.-]*\.(?:txt|key|pem|json|ya?ml|env|conf|cfg|ini|toml|secret|crt|p12|pfx"
     r"|jks|keystore|gpg|asc)"
+)
+# a path of lower-case words where a secret is kept, with the field it reads (`/etc/credstore/db-password`,
+# Vault's `secret/data/app:password`, `kv/prod/db#password`): a location, not a value; a password with a `/`
+# in it has capitals, digits or symbols among its letters
+_SECRET_PATH = re.compile(
+    r"/?[a-z][a-z0-9_.-]*(?:/[a-z][a-z0-9_.-]*){2,}(?:[:#][a-z][a-z0-9_.-]*)?|(?:/[a-z][a-z0-9_.-]*){2,}"
 )
 _NON_LATIN_WORDS = re.compile(r"[^\x00-\x7f\W\d_]+(?:[\s・·][^\x00-\x7f\W\d_]+)*[.!?。！？]?")
 

@@ -48,7 +48,7 @@ _CYRILLIC_WORDS = r"пароль|пароля|паролем|ключ(?:[ ]api|[
 _CJK_WORDS = (
     # Arabic, Persian, Hindi, Thai, Hebrew, Greek: scripts whose words the boundaries above do not cover
     r"كلمة[ ](?:ال)?مرور|كلمة[ ](?:ال)?سر|رمز[ ]عبور|गुप्त[ ]शब्द|पासवर्ड|รหัสผ่าน|סיסמה|הסיסמה"
-    r"|κωδικός|συνθηματικό|"
+    r"|κωδικός|συνθηματικό|პაროლი(?:ა|ს)?|"
     r"パスワード|パスフレーズ|(?<![ァ-ヴー])パス(?![ァ-ヴー])|暗証番号|合言葉|トークン|秘密鍵|シークレット|APIキー|アクセスキー"
     r"|密码|密碼|口令|密钥|秘钥|金鑰|令牌|私钥"
     r"|비밀번호|비번|패스워드|암호|토큰|시크릿|비밀키|API\s?키|액세스\s?키"
@@ -92,7 +92,7 @@ _PASSWORD_WORD = re.compile(
     r"(?i)pass|pwd|mdp|senha|пароль|密码|密碼|口令|パスワード|暗証|비밀번호|비번"
     r"|kennwort|contrase|mot de passe|parola|şifre|sifre|wachtwoord|has[łl]o|lösenord|passord|adgangskode"
     r"|salasana|heslo|jelsz|parolă|kata sandi|sandi|mật khẩu|كلمة|رمز|पासवर्ड|गुप्त|รหัสผ่าน|סיסמה|הסיסמה|κωδικ"
-    r"|συνθηματικ"
+    r"|συνθηματικ|პაროლ"
 )
 _NAME_THEN_VALUE = re.compile(r"[A-Za-z_][\w.-]*[=:]")
 _LATIN_LETTER = re.compile("[À-ÖØ-öø-ÿ]")

@@ -61,7 +61,8 @@ CORPORA = [
     # The fourth, from vendors' documentation and gitleaks' rule list: tuned on its tune half and the older
     # corpora only; its held-out half printed three times in all, as aggregate figures (0.882 / 1.000 before
     # any rule change, 0.978 / 1.000 after the first round, 0.993 / 1.000 at the last): the floors.
-    Held("fourth", "redaction_fourth", 273, 71, 136, tune=(137, 35), heldout=(135, 36)),
+    # 136 / 136 on the held-out half since the seventh corpus's rules (read by counts through this test only).
+    Held("fourth", "redaction_fourth", 273, 71, 136, tune=(137, 35), heldout=(136, 36)),
     # The fifth, secrets in notes and prose. At the first run: tune 158 / 184 and 46 / 47, held-out 150 / 187
     # and 44 / 44. After the rules for the value before the word, no verb and short values: tune 165 and 46,
     # held-out 152 and 44. After command arguments, split chat messages, webhook paths and auth headers,
@@ -79,8 +80,12 @@ CORPORA = [
     # The seventh: secrets no word names and no vendor prefix marks (diff hunks, tracebacks' locals, HAR
     # dumps, shell history, service configs), people's prose (approvers' notes, commit messages, tickets),
     # values disguised by formatting (URL-encoded, escaped JSON, wrapped, spelled out), chat in twelve more
-    # languages. At the first run: tune 84 / 118 and 30 / 37, held-out 73 / 111 and 34 / 36.
-    Held("seventh", "redaction_seventh", 229, 73, 107, tune=(84, 30), heldout=(73, 34)),
+    # languages. At the first run: tune 84 / 118 and 30 / 37, held-out 73 / 111 and 34 / 36. After the rules
+    # for commands and transcripts, typed passwords in people's prose, percent-encoded and quoted-e-mail
+    # wrapped secrets, webhook hosts, `authtok` names and kept references (tuned on the tune half only): tune
+    # 118 and 37, held-out 90 and 34 (the held-out half scored twice, as counts: 91 after the rules, 90 after
+    # they were narrowed for code they altered in installed packages).
+    Held("seventh", "redaction_seventh", 229, 73, 107, tune=(118, 37), heldout=(90, 34)),
 ]
 LOADED = {held.name: held.load() for held in CORPORA}
 
