@@ -50,8 +50,10 @@ class ErasureIn(BaseModel):
     """What to erase: exactly one of `memory`, `task` or `subject` (with its tenant)."""
 
     # the rule the validator below enforces, stated in the OpenAPI schema too (clients and fuzzers read it)
+    # a misspelt field is refused by name: `dryrun` erased for real, as if the dry run had been asked for
     model_config = ConfigDict(
-        json_schema_extra={"oneOf": [_only("memory"), _only("task"), _only("subject", "org")]}
+        extra="forbid",
+        json_schema_extra={"oneOf": [_only("memory"), _only("task"), _only("subject", "org")]},
     )
 
     memory: MemoryRef | None = Field(default=None, description="uuid or citation")
