@@ -12,6 +12,7 @@ from governance.staging import TASK_ID_PATTERN
 __all__ = [
     "ErasureKind",
     "ErasureIn",
+    "EraseMemoryQuery",
     "ErasedMemoryPublic",
     "ErasedEntryPublic",
     "ErasedCandidatePublic",
@@ -82,6 +83,14 @@ class ErasureIn(BaseModel):
                 f"{target}'s own tenant (leave {' and '.join(stray)} out)"
             )
         return self
+
+
+class EraseMemoryQuery(BaseModel):
+    """The query of `DELETE /v1/memories/{id}`: only `dry_run` (`?dryrun=true` erased for real)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    dry_run: bool = Field(default=False, description="List what would go; erase nothing")
 
 
 class ErasedMemoryPublic(BaseModel):

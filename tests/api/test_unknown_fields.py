@@ -109,3 +109,23 @@ async def test_erasure_lift_and_check_refuse_unknown_fields_and_change_nothing(
     versions = history.json()["versions"]
     assert [(v["active"], v["scope_key"]) for v in versions] == [(True, f"project:{org}/{project}")]
     assert check.status_code == 200 and check.json()["refusals"] == 1, check.text
+
+
+async def test_erase_memory_refuses_unknown_query_parameters_and_erases_nothing(
+    url: str, engine: AsyncEngine
+) -> None:
+    """`DELETE /v1/memories/{id}?dryrun=true` erased for real: the parameter is `dry_run`."""
+    org, project = new_tenant()
+    human = await make_actor(engine, ActorType.HUMAN, org, project)
+    async with engine.begin() as conn:
+        task = await new_task(conn, org=org, project=project)
+        memory = await add_memory(conn, task, title="Queue", content="queue.backend: redis", embedding=None)
+    path = f"/v1/memories/{memory['citation']}"
+    async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+        answer = await http.delete(path, params={"dryrun": "true"}, headers=human.headers)
+        shown = await http.get(path, headers=human.headers)
+        dry = await http.delete(path, params={"dry_run": "true"}, headers=human.headers)
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["detail"] == "query.dryrun: Extra inputs are not permitted"
+    assert shown.status_code == 200, shown.text
+    assert dry.status_code == 200 and dry.json()["dry_run"] is True, dry.text
