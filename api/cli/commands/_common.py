@@ -13,9 +13,12 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
-from rich.console import Console
+from rich.highlighter import JSONHighlighter
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
+
+from api.cli.safe_console import SafeConsole, json_controls
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -50,8 +53,9 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print the gateway's JS
 
 T = TypeVar("T")
 
-console = Console()
-err_console = Console(stderr=True)
+# what they print comes from agents: its control characters are shown, never sent (api/cli/safe_console.py)
+console = SafeConsole()
+err_console = SafeConsole(stderr=True)
 
 
 def fail(message: str) -> NoReturn:
@@ -86,7 +90,12 @@ def _setup_hint(error: str, url: str | None, api_key: str | None) -> str:
 def print_json(answer: BaseModel | Mapping[str, Any]) -> None:
     """An API answer as indented JSON (`--json`), as the gateway sent it (or a report built here)."""
     data = answer if isinstance(answer, Mapping) else answer.model_dump(mode="json")
-    console.print_json(json.dumps(data, ensure_ascii=False, default=str))
+    # as `console.print_json` prints it, but from this text: rich would parse the JSON and write the
+    # control characters `json_controls` escaped back out raw
+    text = Text(json_controls(json.dumps(data, indent=2, ensure_ascii=False, default=str)))
+    shown = JSONHighlighter()(text)
+    shown.no_wrap, shown.overflow = True, None
+    console.print(shown, soft_wrap=True)
 
 
 def facts_table(rows: Iterable[tuple[str, object]]) -> Table:
