@@ -115,16 +115,19 @@ def load_settings(**overrides: Any) -> Settings:
 
     from governance.config import Settings
 
-    try:
-        settings = Settings()
-    except ValidationError as exc:  # a LOREGATE_* variable is malformed: name it, in one line
-        problems = "; ".join(
-            f"LOREGATE_{'_'.join(str(part) for part in error['loc']).upper()}: {error['msg']}"
-            for error in exc.errors()
-        )
-        fail(f"invalid settings: {problems}")
     updates = {key: value for key, value in overrides.items() if value is not None}
-    return settings.model_copy(update=updates) if updates else settings
+    try:
+        # the flags validated with the environment (a copy with them set would check nothing)
+        return Settings(**updates)
+    except ValidationError as exc:  # a LOREGATE_* variable or a flag is malformed: name it, in one line
+        problems = "; ".join(_setting_problem(error, updates) for error in exc.errors())
+        fail(f"invalid settings: {problems}")
+
+
+def _setting_problem(error: Any, updates: Mapping[str, Any]) -> str:
+    name = "_".join(str(part) for part in error["loc"])
+    where = f"{name} (from the command line)" if error["loc"][:1] in [(key,) for key in updates] else None
+    return f"{where or 'LOREGATE_' + name.upper()}: {error['msg']}"
 
 
 def describe_url(url: str) -> str:
