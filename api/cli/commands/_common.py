@@ -125,9 +125,10 @@ def load_settings(**overrides: Any) -> Settings:
 
 
 def _setting_problem(error: Any, updates: Mapping[str, Any]) -> str:
+    """One refused setting, named as the user gave it: a flag of this command, or its variable."""
     name = "_".join(str(part) for part in error["loc"])
-    where = f"{name} (from the command line)" if error["loc"][:1] in [(key,) for key in updates] else None
-    return f"{where or 'LOREGATE_' + name.upper()}: {error['msg']}"
+    given = bool(error["loc"]) and error["loc"][0] in updates
+    return f"{f'{name} (from the command line)' if given else 'LOREGATE_' + name.upper()}: {error['msg']}"
 
 
 def describe_url(url: str) -> str:
