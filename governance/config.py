@@ -17,6 +17,7 @@ from governance.approval import (
     VERIFY_TIMEOUT_SECONDS,
     ApprovalMode,
 )
+from governance.bounds import MAX_DAYS, MAX_PORT
 from governance.embedding import EMBEDDING_DIM
 from governance.retention import RetentionPolicy
 
@@ -42,15 +43,15 @@ class Settings(BaseSettings):
     temporal_tls_key: Path | None = None
     temporal_api_key: str | None = None
     task_queue: str = "loregate"
-    temporal_ui_port: int = 8233
+    temporal_ui_port: int = Field(default=8233, ge=1, le=MAX_PORT)
     temporal_ui_url: str | None = None  # the console's workflow links; None: http://127.0.0.1:<ui port>
-    temporal_port: int = 7233
+    temporal_port: int = Field(default=7233, ge=1, le=MAX_PORT)
     console_url: str | None = None  # the console, which the Temporal UI's details link to; None: the gateway
 
     # gateways
     http_host: str = "127.0.0.1"
-    http_port: int = 8080
-    grpc_port: int = 50051
+    http_port: int = Field(default=8080, ge=1, le=MAX_PORT)
+    grpc_port: int = Field(default=50051, ge=0, le=MAX_PORT)  # 0: no gRPC gateway
     db_pool_size: int = 10
     db_timeout_seconds: float = 5.0  # per statement; a stalled database is a 503 within 2x this
     console_session_hours: float = Field(default=8.0, gt=0)  # a console sign-in lasts this long at most
@@ -118,7 +119,7 @@ class Settings(BaseSettings):
 
     # retention
     retention_cron: str = "0 3 * * *"
-    retention_max_episode_age_days: int = RetentionPolicy.max_episode_age_days
+    retention_max_episode_age_days: int = Field(default=RetentionPolicy.max_episode_age_days, le=MAX_DAYS)
     retention_min_reward: float = RetentionPolicy.min_reward
     retention_min_skill_success_rate: float = RetentionPolicy.min_skill_success_rate
     retention_keep_per_group: int = Field(default=5, ge=0)  # at least N per (org, project, scope, type)
@@ -126,7 +127,7 @@ class Settings(BaseSettings):
     retention_min_retrievals: int = Field(default=5, ge=1)  # "retrieved often" (the useless rule)
     retention_useless_below: float = Field(default=0.3, ge=0.0, le=1.0)  # usefulness judged useless
     retention_useful_from: float = Field(default=0.6, ge=0.0, le=1.0)  # retrieved and this useful: kept
-    retention_max_inactive_age_days: int = Field(default=365, ge=0)  # since superseded/retired; 0: never
+    retention_max_inactive_age_days: int = Field(default=365, ge=0, le=MAX_DAYS)  # since inactive; 0: never
 
     # reflection: distil a project's episodes into insights (docs/architecture.md, workflows/reflection.py)
     # a promotion that leaves a project's pending (not yet reflected) episodes weighing at least this much
@@ -151,7 +152,7 @@ class Settings(BaseSettings):
     webhook_allow_private: bool = False
 
     # staging archive: the nightly retention moves ended promotions' staging to files (docs/scaling.md)
-    staging_archive_after_days: int = Field(default=30, ge=1)  # days since the promotion ended
+    staging_archive_after_days: int = Field(default=30, ge=1, le=MAX_DAYS)  # days since the promotion ended
     staging_archive_dir: Path | None = None  # unset: <data dir>/staging-archive; shared by every worker
 
     # read path: hybrid search and the context block (docs/retrieval.md)

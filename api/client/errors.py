@@ -42,6 +42,7 @@ __all__ = [
     "UnavailableError",
     "ServerError",
     "error_from_response",
+    "foreign_answer",
     "unreachable",
 ]
 
@@ -141,7 +142,7 @@ def error_from_response(response: httpx.Response) -> LoregateError:
     try:
         problem = ErrorBody.model_validate(body)
     except ValidationError:  # not the gateway's error body (a proxy's page, say): the status decides
-        problem = ErrorBody(error="error", detail=response.text.strip() or response.reason_phrase)
+        problem = ErrorBody(error="error", detail=foreign_answer(response))
         body = problem.model_dump()
     cls = _BY_KIND.get(problem.error) or _BY_STATUS.get(response.status_code) or ServerError
     error = cls(problem.error, problem.detail, response.status_code, body)
@@ -151,6 +152,19 @@ def error_from_response(response: httpx.Response) -> LoregateError:
         except ValueError:
             error.retry_after = 1.0
     return error
+
+
+def foreign_answer(response: httpx.Response) -> str:
+    """One line for an answer that is not loregate's JSON (an HTML page, a proxy's error, another server):
+    the request's URL, what came back, and the question to ask; never the page itself."""
+    request = response.request
+    url = request.url.copy_with(query=None, fragment=None)
+    origin = f"{url.scheme}://{url.netloc.decode('ascii')}"
+    kind = response.headers.get("content-type", "").split(";")[0].strip() or "no content type"
+    return (
+        f"{request.method} {url} answered {response.status_code} {response.reason_phrase} with {kind}, "
+        f"not loregate's JSON: is {origin} a loregate gateway (LOREGATE_URL), and no proxy in the way?"
+    )
 
 
 def unreachable(base_url: str, exc: httpx.TransportError) -> UnavailableError:

@@ -21,7 +21,7 @@ from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
 import httpx
 from pydantic import BaseModel, ValidationError
 
-from api.client.errors import ServerError, error_from_response, unreachable
+from api.client.errors import ServerError, error_from_response, foreign_answer, unreachable
 
 __all__ = [
     "DEFAULT_URL",
@@ -68,8 +68,16 @@ def parse(response: httpx.Response, model: type[ModelT]) -> ModelT:
     try:
         return model.model_validate_json(response.content)
     except ValidationError as exc:  # a gateway of another version, or something that is not the gateway
+        problems = exc.errors(include_url=False, include_input=False)
+        if any(p["type"] == "json_invalid" for p in problems):  # an HTML page, say: not loregate at all
+            raise ServerError("invalid_response", foreign_answer(response), response.status_code) from None
         asked = f"{response.request.method} {response.request.url.path}"
-        detail = f"the answer to {asked} is not a {model.__name__}: {exc}"
+        first = problems[0]
+        where = ".".join(str(part) for part in first["loc"]) or "the answer"
+        detail = (
+            f"the answer to {asked} is not a {model.__name__} ({len(problems)} problem(s), first "
+            f"{where}: {first['msg']}): a gateway of another version, or not loregate's?"
+        )
         raise ServerError("invalid_response", detail, response.status_code) from exc
 
 

@@ -12,6 +12,7 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from api.http import console
 from api.http.append_path import AppendPath
+from api.http.encoded_slash import EncodedSlash
 from api.http.errors import ERROR_RESPONSES, install_error_handlers
 from api.http.limits import BodySizeLimit
 from api.http.metrics import MetricsMiddleware
@@ -127,6 +128,8 @@ def create_app(
     app.mount("/console/static", StaticFiles(directory=console.STATIC_DIR), name="console-static")
     # innermost: appends past the body limit and the metrics, then straight to their use case
     app.add_middleware(AppendPath)
+    # before any route (the append path's included): an id sent with `%2F` never becomes another route
+    app.add_middleware(EncodedSlash)
     app.add_middleware(
         BodySizeLimit,
         max_bytes=settings.max_request_bytes,

@@ -28,6 +28,8 @@ class ApproachIn(BaseModel):
 class CheckIn(BaseModel):
     """A proposed approach."""
 
+    model_config = ConfigDict(extra="forbid")
+
     approach: Text = Field(min_length=1, max_length=8000)
     subtask: Text = Field(default="", max_length=500)
 

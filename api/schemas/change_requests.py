@@ -55,6 +55,8 @@ class LiftTarget(BaseModel):
 class LiftIn(BaseModel):
     """Memories (uuids or citations) to lift to a wider scope, and why."""
 
+    model_config = ConfigDict(extra="forbid")
+
     memory_ids: list[MemoryRef] = Field(min_length=1, max_length=MAX_LIFT_ITEMS)
     target_scope: LiftTarget
     reason: Text = Field(min_length=1, max_length=2000)

@@ -12,6 +12,7 @@ from governance.staging import TASK_ID_PATTERN
 __all__ = [
     "ErasureKind",
     "ErasureIn",
+    "EraseMemoryQuery",
     "ErasedMemoryPublic",
     "ErasedEntryPublic",
     "ErasedCandidatePublic",
@@ -50,8 +51,10 @@ class ErasureIn(BaseModel):
     """What to erase: exactly one of `memory`, `task` or `subject` (with its tenant)."""
 
     # the rule the validator below enforces, stated in the OpenAPI schema too (clients and fuzzers read it)
+    # a misspelt field is refused by name: `dryrun` erased for real, as if the dry run had been asked for
     model_config = ConfigDict(
-        json_schema_extra={"oneOf": [_only("memory"), _only("task"), _only("subject", "org")]}
+        extra="forbid",
+        json_schema_extra={"oneOf": [_only("memory"), _only("task"), _only("subject", "org")]},
     )
 
     memory: MemoryRef | None = Field(default=None, description="uuid or citation")
@@ -80,6 +83,14 @@ class ErasureIn(BaseModel):
                 f"{target}'s own tenant (leave {' and '.join(stray)} out)"
             )
         return self
+
+
+class EraseMemoryQuery(BaseModel):
+    """The query of `DELETE /v1/memories/{id}`: only `dry_run` (`?dryrun=true` erased for real)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    dry_run: bool = Field(default=False, description="List what would go; erase nothing")
 
 
 class ErasedMemoryPublic(BaseModel):

@@ -26,6 +26,8 @@ SPACE = "\t\n\x0b\x0c\r \x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u
 __all__ = [
     "MAX_JSON_DEPTH",
     "NAME_PATTERN",
+    "NO_NUL",
+    "NOT_BLANK",
     "PATTERN_WORDS",
     "SPACE",
     "Text",
@@ -40,6 +42,10 @@ __all__ = [
 
 # an org, project or worktree name: no `/` or `*` (they separate and match scope keys), no leading whitespace
 NAME_PATTERN = f"^[^/*{SPACE}][^/*]*$"
+# Postgres text holds no NUL character: refused with a 422, never a 500 from the driver
+NO_NUL = r"^[^\x00]*$"
+# ...and a name or path holds something besides white space
+NOT_BLANK = f"^[^\\x00]*[^{SPACE}\\x00][^\\x00]*$"
 
 # What a refused pattern asks for, in words: pydantic's own message quotes the regex, which for names spells
 # out every whitespace character (unreadable, and a raw U+FEFF in a terminal looks like nothing at all).
@@ -48,6 +54,8 @@ PATTERN_WORDS = {
     TASK_ID_PATTERN: (
         "should be 1 to 128 letters, digits, `.`, `_`, `:` or `-`, starting with a letter or a digit"
     ),
+    NO_NUL: "should not contain a NUL character (U+0000 cannot be stored)",
+    NOT_BLANK: "should hold something besides white space, and no NUL character",
 }
 
 # Containers nested deeper than this are refused. Python's own parser stops near 1000 levels with a

@@ -7,7 +7,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
-from api.schemas.text import SPACE, refuse_lone_surrogates
+# NO_NUL and NOT_BLANK live with the patterns whose refusals are worded (api/schemas/text.py)
+from api.schemas.text import NO_NUL, NOT_BLANK, refuse_lone_surrogates
 
 __all__ = [
     "NO_NUL",
@@ -29,10 +30,6 @@ __all__ = [
     "ProjectStatsPublic",
 ]
 
-# Postgres text holds no NUL character: refused here with a 422, never a 500 from the driver
-NO_NUL = r"^[^\x00]*$"
-# ...and a name or path holds something besides white space
-NOT_BLANK = f"^[^\\x00]*[^{SPACE}\\x00][^\\x00]*$"
 MAX_ITEMS = 100
 # the constraints come before the validator, so the OpenAPI schema states them
 CodePath = Annotated[

@@ -7,6 +7,9 @@ activities call too.
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 from api.schemas.approaches import ApproachIn, ApproachPublic, CheckIn, CheckPublic
 from api.services import live
 from api.services.gateway import GatewayResources
@@ -16,6 +19,17 @@ from governance.operations import approaches as operation
 from governance.storage.staging import TaskInfo
 
 __all__ = ["record_approach", "check_approach"]
+
+
+def _request_hash(task: TaskInfo, body: ApproachIn) -> str:
+    """What an idempotency key is bound to: the task and the body (less the key). The same key with another
+    approach, outcome or reason is a 409, not taken for a replay of the first."""
+    request = {
+        "operation": "approach",
+        "task": task.id,
+        "body": body.model_dump(mode="json", exclude={"idempotency_key"}),
+    }
+    return hashlib.sha256(json.dumps(request, sort_keys=True).encode("utf-8")).hexdigest()
 
 
 async def record_approach(
@@ -33,6 +47,7 @@ async def record_approach(
         idempotency_key=f"http:{principal.id}:approach:{body.idempotency_key}"
         if body.idempotency_key
         else None,
+        request_hash=_request_hash(task, body),
     )
     past = await operation.record_approach(resources.engine, make_embedder(resources.settings), attempt)
     return ApproachPublic.model_validate(past)

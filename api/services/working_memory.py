@@ -89,12 +89,16 @@ async def update(
     """
     files = [normalise_path(f) or f.strip() for f in body.files]
     symbols = [" ".join(s.split()) for s in body.symbols]
-    if "" in files or "" in symbols:
-        raise InvalidInput("files and symbols must not be blank")
+    # worded as the schema's refusals are: the item, then what to send instead
+    if "" in files:
+        raise InvalidInput(f"files.{files.index('')}: give a file path, not white space")
+    if "" in symbols:
+        raise InvalidInput(f"symbols.{symbols.index('')}: give a name, not white space")
     stored = await working.record(
         resources.engine,
         task.id,
         principal.id,
+        task_name=task.public_id,
         hypotheses=[
             working.HypothesisDraft(" ".join(h.text.split()), h.confidence, tuple(h.evidence_ids))
             for h in body.hypotheses

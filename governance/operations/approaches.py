@@ -2,12 +2,14 @@
 
 Each call embeds the approach (outside the transaction), then decides and records in one transaction.
 An idempotency key makes a replay count nothing twice: the attempt or refusal is recorded with an event
-carrying it, and an event already under that key means it was counted.
+carrying it, and an event already under that key means it was counted. With a `request_hash` the key is
+bound to one request: the same key with another body is a Conflict, never taken for its replay.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -30,7 +32,7 @@ from governance.storage.approaches import (
     task_exists,
     upsert_attempt,
 )
-from governance.storage.events import EventType, record_event, recorded_payload
+from governance.storage.events import REQUEST_HASH, EventType, record_event, recorded_payload
 
 __all__ = ["Attempt", "Proposal", "CheckAnswer", "record_approach", "check_proposal"]
 
@@ -45,6 +47,8 @@ class Proposal:
     actor_id: str
     actor_type: str
     idempotency_key: str | None = None
+    # what the key is bound to (the gateway's hash of the task and the body); None: the key alone
+    request_hash: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,6 +95,11 @@ class CheckAnswer:
         return self.check.history
 
 
+def _bound(payload: dict[str, Any], request_hash: str | None) -> dict[str, Any]:
+    """The event's payload, carrying the request hash its idempotency key is bound to (if any)."""
+    return {**payload, REQUEST_HASH: request_hash} if request_hash is not None else payload
+
+
 def _outcome(value: str) -> ApproachOutcome:
     try:
         return ApproachOutcome(value)
@@ -111,7 +120,7 @@ async def record_approach(engine: AsyncEngine, embedder: Embedder, attempt: Atte
     async with engine.begin() as conn:
         if not await task_exists(conn, attempt.task_id):
             raise NotFound(f"task {attempt.task_id!r} not found")
-        if await recorded_payload(conn, attempt.idempotency_key) is None:
+        if await recorded_payload(conn, attempt.idempotency_key, attempt.request_hash) is None:
             await upsert_attempt(
                 conn,
                 task_id=attempt.task_id,
@@ -132,12 +141,15 @@ async def record_approach(engine: AsyncEngine, embedder: Embedder, attempt: Atte
                 task_id=attempt.task_id,
                 reason=attempt.reason,
                 idempotency_key=attempt.idempotency_key,
-                payload={
-                    "subtask": attempt.subtask,
-                    "approach": attempt.approach,
-                    "fingerprint": fingerprint,
-                    "outcome": outcome.value,
-                },
+                payload=_bound(
+                    {
+                        "subtask": attempt.subtask,
+                        "approach": attempt.approach,
+                        "fingerprint": fingerprint,
+                        "outcome": outcome.value,
+                    },
+                    attempt.request_hash,
+                ),
             )
         return await get_attempt(conn, attempt.task_id, attempt.subtask, fingerprint)
 
@@ -166,7 +178,9 @@ async def check_proposal(
             )
 
         decision = decide(stuck)
-        if decision.valid or await recorded_payload(conn, proposal.idempotency_key) is not None:
+        if decision.valid or (
+            await recorded_payload(conn, proposal.idempotency_key, proposal.request_hash) is not None
+        ):
             return CheckAnswer(decision, refusals, stuck, fingerprint, embedding)
         counted = await count_refusal(conn, task_id, subtask, settings.approach_refusals_before_stuck)
         await record_event(
@@ -178,7 +192,10 @@ async def check_proposal(
             task_id=task_id,
             reason=decision.reason,
             idempotency_key=proposal.idempotency_key,
-            payload={"subtask": subtask, "approach": proposal.approach, "refusals": counted.refusals},
+            payload=_bound(
+                {"subtask": subtask, "approach": proposal.approach, "refusals": counted.refusals},
+                proposal.request_hash,
+            ),
         )
         if counted.newly_stuck:
             await record_event(

@@ -114,17 +114,24 @@ async def record(
     hypotheses: Sequence[HypothesisDraft],
     files: Sequence[str],
     symbols: Sequence[str],
+    task_name: str | None = None,
 ) -> list[Hypothesis]:
     """Track files and symbols and set hypotheses, all or nothing; the hypotheses as stored.
 
-    Evidence must be staging entries of this task (InvalidInput names the others).
+    Evidence must be staging entries of this task: InvalidInput names the first hypothesis citing others,
+    and them, and the task as `task_name` (its id in its tenant; default: its key).
     """
     async with engine.begin() as conn:
         wanted = sorted({i for h in hypotheses for i in h.evidence_ids})
         known = await statements.entry_ids_of_task(conn, task_id, wanted)
-        unknown = [i for i in wanted if i not in known]
-        if unknown:
-            raise InvalidInput(f"evidence_ids {unknown} are not staging entries of task {task_id}")
+        for index, hypothesis in enumerate(hypotheses):
+            unknown = sorted({i for i in hypothesis.evidence_ids if i not in known})
+            if unknown:
+                what = "is not a staging entry" if len(unknown) == 1 else "are not staging entries"
+                raise InvalidInput(
+                    f"hypotheses.{index}.evidence_ids: {', '.join(map(str, unknown))} {what} of task "
+                    f"{task_name or task_id!r}"
+                )
         await statements.track(conn, task_id, "file", files)
         await statements.track(conn, task_id, "symbol", symbols)
         return [

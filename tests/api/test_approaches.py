@@ -72,3 +72,38 @@ async def test_approach_on_unknown_task_is_404(gateway_url: str, agent_and_task:
     async with httpx.AsyncClient(base_url=gateway_url, headers=agent.headers) as client:
         r = await client.post("/v1/tasks/no-such-task/approaches/check", json={"approach": "x"})
     assert r.status_code == 404
+
+
+async def test_approach_idempotency_key_with_another_body_conflicts(
+    gateway_url: str, agent_and_task: tuple[Actor, str]
+) -> None:
+    """The key is bound to the request: another approach under it was a 500 (the first's row looked up
+    under the second's fingerprint), another outcome was taken silently for the first's replay."""
+    agent, task_id = agent_and_task
+    first = {
+        "approach": "Pin urllib3 below 2",
+        "outcome": "failed",
+        "reason": "breaks boto",
+        "idempotency_key": "k1",
+    }
+    path = f"/v1/tasks/{task_id}/approaches"
+    async with httpx.AsyncClient(base_url=gateway_url, headers=agent.headers, timeout=30) as client:
+        recorded = await client.post(path, json=first)
+        replay = await client.post(path, json=first)
+        other_approach = await client.post(path, json={**first, "approach": "Vendor urllib3"})
+        other_outcome = await client.post(path, json={**first, "outcome": "succeeded", "reason": None})
+        check = await client.post(f"{path}/check", json={"approach": "Vendor urllib3"})
+    assert recorded.status_code == 201 and replay.status_code == 201, replay.text
+    assert replay.json() == recorded.json() and recorded.json()["failures"] == 1
+    for answer in (other_approach, other_outcome):
+        assert answer.status_code == 409, answer.text
+        assert answer.json() == {
+            "error": "conflict",
+            "detail": "this idempotency key was already used for another request (another memory, "
+            "operation or body); a new request needs a new key",
+        }
+    # nothing of the refused requests was counted
+    assert check.json()["valid"] is True, check.text
+    assert [(h["approach"], h["attempts"], h["failures"]) for h in check.json()["history"]] == [
+        ("Pin urllib3 below 2", 1, 1)
+    ]

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import threading
 import uuid
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
 import pytest
@@ -33,6 +31,7 @@ from governance.storage.identity import revoke_key
 from tests.utils.factories import Actor, make_actor, new_tenant
 from tests.utils.gateway import free_port
 from tests.utils.memory_factories import add_entries, add_memory, new_task
+from tests.utils.not_the_gateway import not_the_gateway as serving_not_the_gateway
 
 
 @pytest.fixture
@@ -257,35 +256,10 @@ async def test_client_revoked_key_raises_unauthenticated(
     assert isinstance(error, UnauthenticatedError) and error.status_code == 401
 
 
-class _NotTheGateway(BaseHTTPRequestHandler):
-    """Answers 200 with JSON that is no loregate model, or (for a plan) 502 with a proxy's HTML page."""
-
-    def do_GET(self) -> None:  # noqa: N802 (the http.server hook's name)
-        status, kind, body = (
-            (502, "text/html", b"<html>bad gateway</html>")
-            if self.path.startswith("/v1/promotions/t-1/plan")
-            else (200, "application/json", b'{"hello": "world"}')
-        )
-        self.send_response(status)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture
 def not_the_gateway() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _NotTheGateway)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving_not_the_gateway() as url:
+        yield url
 
 
 @pytest.mark.parametrize("flavour", ["blocking", "asyncio"])
@@ -297,4 +271,25 @@ async def test_client_answer_that_is_not_the_model_raises_server_error(
     assert "TaskPublic" in error.detail and "/v1/tasks/t-1" in error.detail
     proxied = await _refusal(flavour, not_the_gateway, "lg_x_y", "promotion_plan", "t-1")
     assert isinstance(proxied, UnavailableError) and proxied.status_code == 502
-    assert (proxied.error, proxied.detail) == ("error", "<html>bad gateway</html>")
+    assert (proxied.error, proxied.detail) == (
+        "error",
+        f"GET {not_the_gateway}/v1/promotions/t-1/plan answered 502 Bad Gateway with text/html, not "
+        f"loregate's JSON: is {not_the_gateway} a loregate gateway (LOREGATE_URL), and no proxy in the way?",
+    )
+
+
+@pytest.mark.parametrize("flavour", ["blocking", "asyncio"])
+async def test_client_html_answer_is_one_line_naming_the_url(flavour: Flavour, not_the_gateway: str) -> None:
+    """A web server's page where the gateway should be: one line naming the URL and what came back, not
+    pydantic's "Invalid JSON" report (several lines, the page's text in it) nor the page itself."""
+    page = await _refusal(flavour, not_the_gateway, "lg_x_y", "memory", "abc123")
+    assert type(page) is ServerError and page.error == "invalid_response" and page.status_code == 200
+    assert page.detail == (
+        f"GET {not_the_gateway}/v1/memories/abc123 answered 200 OK with text/html, not loregate's JSON: "
+        f"is {not_the_gateway} a loregate gateway (LOREGATE_URL), and no proxy in the way?"
+    )
+    missing = await _refusal(
+        flavour, not_the_gateway, "lg_x_y", "open_task", org="a", project="b", worktree="c", description="d"
+    )
+    assert isinstance(missing, NotFoundError) and "\n" not in missing.detail and "<h1>" not in missing.detail
+    assert missing.detail.startswith(f"POST {not_the_gateway}/v1/tasks answered 404 Not Found with text/html")

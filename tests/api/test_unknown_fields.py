@@ -58,3 +58,74 @@ async def test_unknown_fields_are_refused_naming_them(url: str, engine: AsyncEng
             "/v1/search", json={"query": "queue", "task_id": task.task_id}, headers=agent.headers
         )
     assert search.status_code == 200, search.text
+
+
+async def test_erasure_lift_and_check_refuse_unknown_fields_and_change_nothing(
+    url: str, engine: AsyncEngine
+) -> None:
+    """`{"memory": ..., "dryrun": true}` erased for real (the field is `dry_run`); a lift or an approach check
+    carrying a stray field went ahead as if it were not there."""
+    org, project = new_tenant()
+    human = await make_actor(engine, ActorType.HUMAN, org, project)
+    agent = await make_actor(engine, ActorType.AGENT, org, project)
+    async with engine.begin() as conn:
+        task = await new_task(conn, org=org, project=project)
+        memory = await add_memory(conn, task, title="Queue", content="queue.backend: redis", embedding=None)
+    citation = memory["citation"]
+    cases = [
+        ("/v1/erasures", {"memory": citation, "dryrun": True}, "dryrun", human),
+        (
+            "/v1/memories/lift",
+            {"memory_ids": [citation], "target_scope": {"scope": "org"}, "reason": "wider", "dryrun": True},
+            "dryrun",
+            human,
+        ),
+        (
+            f"/v1/tasks/{task.task_id}/approaches/check",
+            {"approach": "use redis", "subtsk": "cache"},
+            "subtsk",
+            agent,
+        ),
+    ]
+    async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+        failed = await http.post(
+            f"/v1/tasks/{task.task_id}/approaches",
+            json={"approach": "use redis", "outcome": "failed", "reason": "evicts", "subtask": "cache"},
+            headers=agent.headers,
+        )
+        assert failed.status_code == 201, failed.text
+        for path, body, field, actor in cases:
+            answer = await http.post(path, json=body, headers=actor.headers)
+            assert answer.status_code == 422, (path, answer.text)
+            assert answer.json()["detail"] == f"{field}: Extra inputs are not permitted", answer.text
+        history = await http.get(f"/v1/memories/{citation}/history", headers=human.headers)
+        check = await http.post(
+            f"/v1/tasks/{task.task_id}/approaches/check",
+            json={"approach": "use redis", "subtask": "cache"},
+            headers=agent.headers,
+        )
+    # the memory is neither erased nor lifted, and the refused check counted no refusal
+    assert history.status_code == 200, history.text
+    versions = history.json()["versions"]
+    assert [(v["active"], v["scope_key"]) for v in versions] == [(True, f"project:{org}/{project}")]
+    assert check.status_code == 200 and check.json()["refusals"] == 1, check.text
+
+
+async def test_erase_memory_refuses_unknown_query_parameters_and_erases_nothing(
+    url: str, engine: AsyncEngine
+) -> None:
+    """`DELETE /v1/memories/{id}?dryrun=true` erased for real: the parameter is `dry_run`."""
+    org, project = new_tenant()
+    human = await make_actor(engine, ActorType.HUMAN, org, project)
+    async with engine.begin() as conn:
+        task = await new_task(conn, org=org, project=project)
+        memory = await add_memory(conn, task, title="Queue", content="queue.backend: redis", embedding=None)
+    path = f"/v1/memories/{memory['citation']}"
+    async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+        answer = await http.delete(path, params={"dryrun": "true"}, headers=human.headers)
+        shown = await http.get(path, headers=human.headers)
+        dry = await http.delete(path, params={"dry_run": "true"}, headers=human.headers)
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["detail"] == "query.dryrun: Extra inputs are not permitted"
+    assert shown.status_code == 200, shown.text
+    assert dry.status_code == 200 and dry.json()["dry_run"] is True, dry.text

@@ -1,8 +1,9 @@
 """A path no route takes says so, naming it: an id with `/` or `..` in it used to answer a bare "Not Found".
 
-Clients quote ids (api/client), so `../../etc` reaches the gateway as one segment that Starlette decodes
-back into three; no route matches, and the caller (an MCP tool, a hook) showed `not_found: Not Found` with
-nothing to go on. A route's own 404 (an unknown task) keeps naming what does not exist.
+A path no route takes answered `not_found: Not Found`, and the caller (an MCP tool, a hook) had nothing to
+go on. Clients quote ids (api/client), so `../../etc` arrives as one segment with `%2F` in it, refused
+before routing (api/http/encoded_slash.py). A route's own 404 (an unknown task) keeps naming what does not
+exist.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def url(settings: Settings) -> Iterator[str]:
 async def test_unknown_route_names_the_method_and_path(url: str, engine: AsyncEngine) -> None:
     agent = await make_actor(engine, ActorType.AGENT, *new_tenant())
     async with httpx.AsyncClient(base_url=url) as http:
-        answer = await http.get("/v1/tasks/a%2Fb/entries", headers=agent.headers)
+        answer = await http.get("/v1/tasks/a/b/entries", headers=agent.headers)
         unknown_task = await http.get("/v1/tasks/no-such-task/entries", headers=agent.headers)
     assert answer.status_code == 404
     assert answer.json() == {
@@ -40,10 +41,11 @@ async def test_unknown_route_names_the_method_and_path(url: str, engine: AsyncEn
     assert unknown_task.json()["detail"] == "task 'no-such-task' does not exist"
 
 
-async def test_unknown_route_reaches_the_python_client_as_not_found_naming_it(
+async def test_id_holding_a_slash_reaches_the_python_client_as_not_found_naming_it(
     url: str, engine: AsyncEngine
 ) -> None:
     agent = await make_actor(engine, ActorType.AGENT, *new_tenant())
     with LoregateClient(url, agent.key) as lore, pytest.raises(NotFoundError) as refused:
         lore.memory("../../etc/passwd")
-    assert refused.value.detail.startswith("no API route matches GET /v1/memories/../../etc/passwd")
+    # the client quotes the id: its `/` arrive as `%2F`, which no route takes (api/http/encoded_slash.py)
+    assert refused.value.detail.startswith("path /v1/memories/..%2F..%2Fetc%2Fpasswd holds an encoded '/'")

@@ -417,3 +417,47 @@ async def test_project_stats_redact_a_secret_written_into_a_file_path(
     assert secret not in answer.text
     paths = {f["path"] for f in answer.json()["most_touched"]}
     assert any(p.endswith("[REDACTED].env") for p in paths), paths
+
+
+async def test_working_memory_refusals_name_the_item_and_say_what_to_send(
+    gateway_url: str, crew: dict[str, Actor]
+) -> None:
+    """Each refusal names the field and item it is about and says what is wanted, in words: a blank file
+    was "files and symbols must not be blank" (which?), a NUL the regex `^[^\\x00]*$`, a blank path the
+    whole white-space class spelt out, and foreign evidence named the task by its internal key."""
+    async with httpx.AsyncClient(base_url=gateway_url, timeout=60) as http:
+        task_id = await _task(http, crew)
+        other_task = await _task(http, crew, "another task")
+        agent = crew["agent"]
+        [foreign] = await _append(http, agent, other_task, {"kind": "log", "content": "elsewhere"})
+        [mine] = await _append(http, agent, task_id, {"kind": "log", "content": "here"})
+        url = f"/v1/tasks/{task_id}/working-memory"
+        cases = [
+            ({"files": ["a.py", " \t"]}, "files.1: give a file path, not white space"),
+            ({"symbols": ["   "]}, "symbols.0: give a name, not white space"),
+            (
+                {"files": ["src/\x00.py"]},
+                "files.0: should not contain a NUL character (U+0000 cannot be stored)",
+            ),
+            (
+                {
+                    "hypotheses": [
+                        {"text": "a", "confidence": 0.5, "evidence_ids": [mine]},
+                        {"text": "b", "confidence": 0.5, "evidence_ids": [mine, foreign]},
+                    ]
+                },
+                f"hypotheses.1.evidence_ids: {foreign} is not a staging entry of task '{task_id}'",
+            ),
+        ]
+        for body, detail in cases:
+            answer = await http.post(url, headers=agent.headers, json=body)
+            assert (answer.status_code, answer.json()["detail"]) == (422, detail), body
+        blank = await http.get(
+            "/v1/files/history", headers=agent.headers, params={"path": " ", "task_id": task_id}
+        )
+        after = await http.get(url, headers=agent.headers)
+    assert (blank.status_code, blank.json()["detail"]) == (
+        422,
+        "query.path: should hold something besides white space, and no NUL character",
+    )
+    assert after.json()["hypotheses"] == [] and after.json()["files"] == [] and after.json()["symbols"] == []

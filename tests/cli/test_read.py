@@ -93,3 +93,47 @@ def test_read_without_url_names_the_default_and_the_variable(world: dict[str, An
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert "unavailable: cannot reach the gateway at http://127.0.0.1:8080" in result.stderr
     assert "set LOREGATE_URL or pass --url" in result.stderr
+
+
+async def test_show_prints_control_characters_visibly_never_raw(engine: AsyncEngine, gateway: str) -> None:
+    """An agent's text reached the terminal as sent: `ESC[8m` hid what followed from the person reading it,
+    `ESC]52;c;...` wrote their clipboard, and an 8-bit CSI (U+009B) or a bidi override did the same
+    unseen. Each is shown as a visible stand-in; the text around it is unchanged."""
+    org, project = new_tenant()
+    human = await make_actor(engine, ActorType.HUMAN, org, project)
+    async with engine.begin() as conn:
+        task = await new_task(conn, org=org, project=project)
+        memory = await add_memory(
+            conn,
+            task,
+            title="Deploy \x1b]52;c;cm0gLXJmIH4=\x07notes",
+            scope=Scope.PROJECT,
+            embedding=None,
+            content="Rename the flag.\x1b[8m Also drop the audit table.\x1b[0m \x9b8m \u202etxt.exe",
+        )
+    env = cli_env(LOREGATE_URL=gateway, LOREGATE_API_KEY=human.key, COLUMNS="200")
+    result = run_cli("show", f"mem:{memory['citation']}", env=env)
+    assert result.returncode == 0, result.stderr
+    for raw in ("\x1b", "\x07", "\x9b", "\u202e"):
+        assert raw not in result.stdout, raw
+    assert "Rename the flag.␛[8m Also drop the audit table.␛[0m <U+009B>8m <U+202E>txt.exe" in result.stdout
+    assert "Deploy ␛]52;c;cm0gLXJmIH4=" in result.stdout
+
+
+async def test_show_json_escapes_control_characters_and_keeps_the_text(
+    engine: AsyncEngine, gateway: str
+) -> None:
+    """`--json` writes them as JSON escapes: nothing raw reaches the terminal, the data reads back as sent."""
+    org, project = new_tenant()
+    human = await make_actor(engine, ActorType.HUMAN, org, project)
+    content = "Rename the flag.\x1b[8m hidden\x1b[0m \x9b8m \u202etxt.exe"
+    async with engine.begin() as conn:
+        task = await new_task(conn, org=org, project=project)
+        memory = await add_memory(
+            conn, task, title="Flags", scope=Scope.PROJECT, embedding=None, content=content
+        )
+    env = cli_env(LOREGATE_URL=gateway, LOREGATE_API_KEY=human.key)
+    result = run_cli("show", f"mem:{memory['citation']}", "--json", env=env)
+    assert result.returncode == 0, result.stderr
+    assert not any(raw in result.stdout for raw in ("\x1b", "\x9b", "\u202e")), result.stdout
+    assert json.loads(result.stdout)["memory"]["content"] == content

@@ -13,9 +13,12 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
-from rich.console import Console
+from rich.highlighter import JSONHighlighter
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
+
+from api.cli.safe_console import SafeConsole, json_controls
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -50,8 +53,9 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print the gateway's JS
 
 T = TypeVar("T")
 
-console = Console()
-err_console = Console(stderr=True)
+# what they print comes from agents: its control characters are shown, never sent (api/cli/safe_console.py)
+console = SafeConsole()
+err_console = SafeConsole(stderr=True)
 
 
 def fail(message: str) -> NoReturn:
@@ -86,7 +90,12 @@ def _setup_hint(error: str, url: str | None, api_key: str | None) -> str:
 def print_json(answer: BaseModel | Mapping[str, Any]) -> None:
     """An API answer as indented JSON (`--json`), as the gateway sent it (or a report built here)."""
     data = answer if isinstance(answer, Mapping) else answer.model_dump(mode="json")
-    console.print_json(json.dumps(data, ensure_ascii=False, default=str))
+    # as `console.print_json` prints it, but from this text: rich would parse the JSON and write the
+    # control characters `json_controls` escaped back out raw
+    text = Text(json_controls(json.dumps(data, indent=2, ensure_ascii=False, default=str)))
+    shown = JSONHighlighter()(text)
+    shown.no_wrap, shown.overflow = True, None
+    console.print(shown, soft_wrap=True)
 
 
 def facts_table(rows: Iterable[tuple[str, object]]) -> Table:
@@ -106,16 +115,20 @@ def load_settings(**overrides: Any) -> Settings:
 
     from governance.config import Settings
 
-    try:
-        settings = Settings()
-    except ValidationError as exc:  # a LOREGATE_* variable is malformed: name it, in one line
-        problems = "; ".join(
-            f"LOREGATE_{'_'.join(str(part) for part in error['loc']).upper()}: {error['msg']}"
-            for error in exc.errors()
-        )
-        fail(f"invalid settings: {problems}")
     updates = {key: value for key, value in overrides.items() if value is not None}
-    return settings.model_copy(update=updates) if updates else settings
+    try:
+        # the flags validated with the environment (a copy with them set would check nothing)
+        return Settings(**updates)
+    except ValidationError as exc:  # a LOREGATE_* variable or a flag is malformed: name it, in one line
+        problems = "; ".join(_setting_problem(error, updates) for error in exc.errors())
+        fail(f"invalid settings: {problems}")
+
+
+def _setting_problem(error: Any, updates: Mapping[str, Any]) -> str:
+    """One refused setting, named as the user gave it: a flag of this command, or its variable."""
+    name = "_".join(str(part) for part in error["loc"])
+    given = bool(error["loc"]) and error["loc"][0] in updates
+    return f"{f'{name} (from the command line)' if given else 'LOREGATE_' + name.upper()}: {error['msg']}"
 
 
 def describe_url(url: str) -> str:

@@ -24,6 +24,7 @@ from api.cli.commands._common import JsonOption, KeyOption, UrlOption, console, 
 from api.cli.commands._common import api_client as _client
 from api.cli.commands._common import print_json as _print_json
 from api.cli.commands.batch import decide_batch
+from api.cli.safe_console import visible_controls
 
 if TYPE_CHECKING:
     from api.schemas.promotions import DiffOpPublic, PlanEntryPublic, TaskPromotions
@@ -279,12 +280,13 @@ def _diff_line(ops: list[DiffOpPublic]) -> Text:
     """A word diff for a terminal: removed words struck through in red, added ones in green."""
     line = Text()
     for op in ops:
+        words = visible_controls(op.text)  # an agent's text: its escape sequences shown, not obeyed
         if op.op == "delete":
-            line.append(f"[-{op.text}-]", style="red strike")
+            line.append(f"[-{words}-]", style="red strike")
         elif op.op == "insert":
-            line.append(f"{{+{op.text}+}}", style="green")
+            line.append(f"{{+{words}+}}", style="green")
         else:
-            line.append(op.text)
+            line.append(words)
     return line
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from api.cli.commands._common import database, err_console, friendly_errors, load_settings
+from governance.bounds import MAX_PORT
 
 if TYPE_CHECKING:
     import asyncio
@@ -39,10 +40,22 @@ def gateway_app() -> FastAPI:
 
 def serve(
     host: Annotated[str | None, typer.Option(help="Interface to bind (LOREGATE_HTTP_HOST).")] = None,
-    port: Annotated[int | None, typer.Option(help="Port to bind (LOREGATE_HTTP_PORT).")] = None,
+    port: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            max=MAX_PORT,
+            help="Port to bind (LOREGATE_HTTP_PORT).",
+        ),
+    ] = None,
     workers: Annotated[int, typer.Option(min=1, help="Gateway processes sharing the port.")] = 1,
     grpc_port: Annotated[
-        int | None, typer.Option(help="gRPC gateway port, 0 for none (LOREGATE_GRPC_PORT).")
+        int | None,
+        typer.Option(
+            min=0,
+            max=MAX_PORT,
+            help="gRPC gateway port, 0 for none (LOREGATE_GRPC_PORT).",
+        ),
     ] = None,
     access_log: Annotated[
         bool,

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from api.cli.commands._common import console, database, friendly_errors, load_settings
+from governance.bounds import MAX_DAYS
 
 if TYPE_CHECKING:
     from governance.config import Settings
@@ -64,7 +65,10 @@ DryRun = Annotated[bool, typer.Option("--dry-run", help="Only count what would b
 AfterDays = Annotated[
     int | None,
     typer.Option(
-        "--after-days", min=1, help="Days since the promotion ended (LOREGATE_STAGING_ARCHIVE_AFTER_DAYS)."
+        "--after-days",
+        min=1,
+        max=MAX_DAYS,
+        help="Days since the promotion ended (LOREGATE_STAGING_ARCHIVE_AFTER_DAYS).",
     ),
 ]
 Orgs = Annotated[list[str] | None, typer.Option("--org", help="Only these orgs (repeatable).")]

@@ -103,7 +103,14 @@ def export(
                 for line in response.iter_lines():
                     if not line:
                         continue
-                    record = json.loads(line)
+                    try:
+                        record = json.loads(line)
+                    except ValueError:
+                        record = None
+                    if not isinstance(record, dict):  # an HTML page, say: what answered is not the gateway
+                        from api.client.errors import foreign_answer
+
+                        fail(f"invalid_response: {foreign_answer(response)}")
                     if record.get("kind") == "trailer":
                         trailer = record
                     data = (line + "\n").encode("utf-8")
@@ -170,9 +177,14 @@ def import_(
         )
         if response.status_code >= 400:
             raise _Refused(response)
+    from api.client import LoregateError
+    from api.client.transport import parse
     from api.schemas.transfer import ImportPublic
 
-    answer = ImportPublic.model_validate(response.json())
+    try:
+        answer = parse(response, ImportPublic)
+    except LoregateError as exc:  # not the gateway's answer (an HTML page, say): one line naming the URL
+        fail(f"{exc.error}: {exc.detail}")
     if as_json:
         _print_json(answer)
         return

@@ -8,25 +8,55 @@ from typing import Annotated
 import typer
 
 from api.cli.commands._common import console, fail, load_settings
+from governance.bounds import MAX_PORT
 
 __all__ = ["down", "register", "up"]
 
 
 def up(
-    http_port: Annotated[int | None, typer.Option(help="HTTP gateway port (LOREGATE_HTTP_PORT).")] = None,
+    http_port: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            max=MAX_PORT,
+            help="HTTP gateway port (LOREGATE_HTTP_PORT).",
+        ),
+    ] = None,
     http_host: Annotated[
         str | None, typer.Option(help="HTTP gateway interface (LOREGATE_HTTP_HOST).")
     ] = None,
-    grpc_port: Annotated[int | None, typer.Option(help="gRPC gateway port (LOREGATE_GRPC_PORT).")] = None,
+    grpc_port: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            max=MAX_PORT,
+            help="gRPC gateway port, 0 for none (LOREGATE_GRPC_PORT).",
+        ),
+    ] = None,
     temporal_port: Annotated[
-        int | None, typer.Option(help="Temporal dev server gRPC port (LOREGATE_TEMPORAL_PORT).")
+        int | None,
+        typer.Option(
+            min=1,
+            max=MAX_PORT,
+            help="Temporal dev server gRPC port (LOREGATE_TEMPORAL_PORT).",
+        ),
     ] = None,
     ui_port: Annotated[
-        int | None, typer.Option(help="Temporal Web UI port (LOREGATE_TEMPORAL_UI_PORT).")
+        int | None,
+        typer.Option(
+            min=1,
+            max=MAX_PORT,
+            help="Temporal Web UI port (LOREGATE_TEMPORAL_UI_PORT).",
+        ),
     ] = None,
     data_dir: Annotated[Path | None, typer.Option(help="Where data lives (LOREGATE_DATA_DIR).")] = None,
     grace: Annotated[
-        float, typer.Option(help="Seconds a child may take to stop before it is killed.")
+        float,
+        typer.Option(
+            min=0,
+            max=3600,
+            help="Seconds a child may take to stop before it is killed.",
+        ),
     ] = 10.0,
 ) -> None:
     """Start Postgres, migrations, Temporal, a worker and the HTTP/gRPC gateway; Ctrl-C stops them all."""
@@ -46,7 +76,12 @@ def up(
 def down(
     data_dir: Annotated[Path | None, typer.Option(help="Where data lives (LOREGATE_DATA_DIR).")] = None,
     timeout: Annotated[
-        float, typer.Option(help="Seconds to wait for it to stop (each child has its own grace).")
+        float,
+        typer.Option(
+            min=0,
+            max=86400,
+            help="Seconds to wait for it to stop (each child has its own grace).",
+        ),
     ] = 120.0,
 ) -> None:
     """Stop the `loregate up` running on this data dir (as Ctrl-C would) and wait until it has stopped."""

@@ -59,6 +59,9 @@ SESSION_COOKIE = "loregate_console"
 SIGNIN_COOKIE = "loregate_console_signin"
 PLAN_PAGE = 50
 STAGING_PAGE = 100
+# how deep a paged list goes (200 pages of 50): past it, a filter finds the row; an absurd offset made the
+# database skip that many rows to show an empty page, or refuse the number
+MAX_OFFSET = 10_000
 DECIDED = {"approve": "Your approval was accepted.", "reject": "Your rejection was accepted."}
 STATES: tuple[MemoryStateName, ...] = ("active", "superseded", "retired", "expired")
 
@@ -201,7 +204,7 @@ async def promotion_page(
     task_id: TaskId,
     resources: Resources,
     session: Session,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
     decided: Annotated[str | None, Query()] = None,
     number: Annotated[int | None, Query(ge=1, le=1_000_000)] = None,
 ) -> Response:
@@ -234,6 +237,7 @@ async def _promotion_page(
     return render(
         request,
         "promotion.html",
+        max_offset=MAX_OFFSET,
         status=status,
         plan=plan,
         task_promotions=listed,
@@ -349,7 +353,7 @@ async def memory_browser(
     min_trust: Annotated[str | None, Query(max_length=20)] = None,
     max_trust: Annotated[str | None, Query(max_length=20)] = None,
     state: Annotated[str | None, Query(max_length=20)] = None,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> Response:
     """One scope's memories, newest first, filtered by text, type, trust and state."""
     principal = session.principal
@@ -371,6 +375,7 @@ async def memory_browser(
     return render(
         request,
         "memories.html",
+        max_offset=MAX_OFFSET,
         listed=listed,
         suggestions=suggestions,
         memory_types=[t.value for t in MemoryType],

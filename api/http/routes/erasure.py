@@ -11,7 +11,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 
 from api.http.deps import CurrentPrincipal, Resources
-from api.schemas.erasure import ErasureIn, ErasurePublic
+from api.schemas.erasure import EraseMemoryQuery, ErasureIn, ErasurePublic
 from api.services import erasure
 
 __all__ = ["router"]
@@ -26,10 +26,10 @@ async def erase_memory(
     memory_id: MemoryRef,
     principal: CurrentPrincipal,
     resources: Resources,
-    dry_run: Annotated[bool, Query(description="List what would go; erase nothing")] = False,
+    query: Annotated[EraseMemoryQuery, Query()],
 ) -> ErasurePublic:
     """Erase a memory and the memories derived only from it, leaving an ERASED receipt (no content)."""
-    return await erasure.erase_memory(resources, principal, memory_id, dry_run=dry_run)
+    return await erasure.erase_memory(resources, principal, memory_id, dry_run=query.dry_run)
 
 
 @router.post("/erasures", response_model=ErasurePublic)
