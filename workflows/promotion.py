@@ -62,6 +62,7 @@ with workflow.unsafe.imports_passed_through():
         PromotionStatus,
         QuarantinedItem,
         Verification,
+        start_digest,
     )
     from workflows.reflection_contract import WORKFLOW_TYPE as REFLECTION_WORKFLOW_TYPE
     from workflows.reflection_contract import ReflectionInput, ReflectionTrigger
@@ -111,6 +112,9 @@ GATE_CHECKS_PATCH = "gate-checks-start-and-evidence"
 REFLECTION_TRIGGER_PATCH = "reflection-trigger"
 # Runs from then on wait for a human when the plan holds instructions aimed at agents, at any scope
 QUARANTINE_PATCH = "quarantine"
+# Runs from then on give the start check the digest of their input: the gateway's start grant names the
+# digest of the input it started with, so its grant proves no other input (storage/promotions.py)
+START_DIGEST_PATCH = "start-grant-digest"
 # the question is best effort: a database that does not answer soon leaves it to the scheduled sweep
 _TRIGGER_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3)
 
@@ -514,6 +518,7 @@ class PromotionWorkflow(ApprovalGate[PromotionStatus]):
                 requested_by=data.requested_by,
                 grant=data.grant,
                 evidence_source=data.verification.source if data.verification else None,
+                start_digest=start_digest(data) if workflow.patched(START_DIGEST_PATCH) else None,
             ),
             start_to_close_timeout=_DB_TIMEOUT,
             retry_policy=DB_RETRY,
