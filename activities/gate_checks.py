@@ -377,6 +377,15 @@ class GateCheckActivities:
         reasons, sizes), then stored under the check's request id, in one transaction.
         """
         if not data.items:
+            if data.grant is not None:
+                # a grant given with per-item decisions proves that approval only: presented without them
+                # (a signal replaying the grant an update carried) it would publish what the human rejected
+                async with self._engine.connect() as conn:
+                    if await item_decisions_of(conn, data.workflow_id, data.grant):
+                        return (
+                            "the grant was given with per-item decisions; it proves no decision without them",
+                            None,
+                        )
             return None, None
         key = PlanKey(data.workflow_id, data.plan_run_id)
         asked = {(c.index, c.decision) for c in data.items}
