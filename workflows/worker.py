@@ -73,7 +73,9 @@ def activity_functions(
     approaches = ApproachActivities(engine, embedder, settings)
     gate = GateCheckActivities(engine=engine, authorizer=authorizer, settings=settings)
     changes = ChangeRequestActivities(engine, settings)
-    reflection = ReflectionActivities(engine=engine, settings=settings, llm=make_reflector(settings))
+    reflection = ReflectionActivities(
+        engine=engine, settings=settings, llm=make_reflector(settings), authorizer=authorizer
+    )
     notifications = NotificationActivities(engine, settings)
     knowledge = KnowledgeActivities(engine)
     return [
