@@ -129,6 +129,7 @@ class GatedStatus(Protocol):
 
 
 StatusT = TypeVar("StatusT", bound=GatedStatus)
+PayloadT = TypeVar("PayloadT")
 
 
 class ApprovalGate(ABC, Generic[StatusT]):
@@ -188,16 +189,24 @@ class ApprovalGate(ABC, Generic[StatusT]):
 
     async def _read_signal(self, raw: RawValue, verb: str) -> ApprovalRequest | None:
         """The signal's request, or None once an unreadable payload is recorded as refused."""
+        return await self._read_payload(raw, verb, ApprovalRequest, UNREADABLE_HINT)
+
+    async def _read_payload(
+        self, raw: RawValue, verb: str, kind: type[PayloadT], hint: str
+    ) -> PayloadT | None:
+        """A signal's payload read as `kind`, or None once an unreadable one is refused (in the state and
+        the audit trail, `_refuse_signal`): every signal a human can type takes its raw payload and reads it
+        here, so none is dropped by the SDK without a trace. `hint` shows the input expected."""
         try:
-            request = workflow.payload_converter().from_payload(raw.payload, ApprovalRequest)
-            if not isinstance(request, ApprovalRequest):
-                raise TypeError(f"not an object: {type(request).__name__}")
+            value = workflow.payload_converter().from_payload(raw.payload, kind)
+            if not isinstance(value, kind):
+                raise TypeError(f"not an object: {type(value).__name__}")
         except Exception as err:  # any decoding failure is the sender's input, never the workflow's
-            reason = f"unreadable input, expected {UNREADABLE_HINT}: {_short(err)}"
+            reason = f"unreadable input, expected {hint}: {_short(err)}"
             workflow.logger.warning("%s signal refused: %s", verb, reason)
             await self._refuse_signal("", verb, reason)
             return None
-        return request
+        return value
 
     @workflow.update(name=DecisionNames.APPROVE)
     async def approve_update(self, request: ApprovalRequest) -> ApprovalAck:
