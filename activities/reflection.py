@@ -39,7 +39,7 @@ from governance.scopes import ActorType, EntryKind
 from governance.staging import EntryDraft
 from governance.storage.events import EventType, record_event
 from governance.storage.identity import get_enabled_principal
-from governance.storage.promotions import record_approval_grant
+from governance.storage.promotions import record_approval_grant, use_approval_grant
 from governance.storage.reflections import (
     claim_episodes,
     claimed_episode_ids,
@@ -123,6 +123,7 @@ class ClaimInput:
     project: str
     trigger: str
     requested_by: str | None = None
+    grant: str | None = None  # the gateway's proof that `requested_by` asked (approval_mode)
 
 
 @dataclass
@@ -297,7 +298,7 @@ class ReflectionActivities:
         raise ApplicationError(f"reflection refused: {reason}", type=START_REFUSED, non_retryable=True)
 
     async def _start_refusal(self, data: ClaimInput) -> str | None:
-        async with self._engine.connect() as conn:
+        async with self._engine.begin() as conn:  # a grant's first use binds it to this run
             if not await org_known(conn, data.org):
                 return f"org {data.org!r} does not exist"
             if data.requested_by is None:
@@ -305,8 +306,27 @@ class ReflectionActivities:
                     return "a manual reflection names its requester (requested_by)"
                 return None  # the sweep's or a promotion's: what the schedule would start anyway
             principal = await get_enabled_principal(conn, data.requested_by)
-        if principal is None:
-            return f"unknown or disabled principal {data.requested_by!r}"
+            if principal is None:
+                return f"unknown or disabled principal {data.requested_by!r}"
+            if self._settings.proof_required:
+                unproven = (
+                    "no grant"
+                    if data.grant is None
+                    else await use_approval_grant(
+                        conn,
+                        workflow_id=data.workflow_id,
+                        grant=data.grant,
+                        principal_id=principal.id,
+                        decision="start",
+                        run_id=(activity.info().workflow_run_id or "") if activity.in_activity() else "",
+                    )
+                )
+                if unproven is not None:
+                    return (
+                        f"approval_mode is {self._settings.gate_mode.value}: reflections must be started "
+                        f"through the API (a start without the gateway's grant proves no requester: "
+                        f"{unproven})"
+                    )
         if self._authorizer is None or not self._authorizer.allowed(
             principal, org=data.org, project=data.project, scope="project", action="approve"
         ):

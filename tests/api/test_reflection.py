@@ -360,3 +360,30 @@ async def test_raw_reflection_starts_meet_the_checks_and_make_no_principal(
         made = await conn.scalar(text("SELECT count(*) FROM principals WHERE org = :o"), {"o": made_up})
     assert made == 0  # no reflector for an org nobody created
     assert await _reflections(http, team["human"]) == []  # nothing claimed
+
+
+async def test_raw_reflection_start_naming_a_real_approver_needs_the_gateways_grant(
+    auth_http: httpx.AsyncClient,
+    team: dict[str, Actor],
+    engine: AsyncEngine,
+    temporal: Client,
+    auth_settings: Settings,
+) -> None:
+    # `approval_mode=authenticated`: the human may start a reflection, but a raw start naming them proves
+    # nothing; the API's start (its grant) runs
+    human = team["human"].principal
+    data = ReflectionInput(human.org, human.project or "", "manual", human.id)
+    handle = await temporal.start_workflow(
+        "ReflectionWorkflow",
+        data,
+        id=workflow_id_for(data.org, data.project),
+        task_queue=auth_settings.task_queue,
+    )
+    with pytest.raises(WorkflowFailureError) as failed:
+        await handle.result()
+    cause = failed.value.cause
+    assert isinstance(cause, ActivityError) and "must be started through the API" in str(cause.cause)
+    started = await auth_http.post("/v1/reflections", headers=team["human"].headers, json={})
+    assert started.status_code == 202, started.text
+    listed = await _wait_reflection(auth_http, team["human"], "nothing")
+    assert [r["state"] for r in listed] == ["nothing"]  # the refused start claimed nothing
