@@ -233,7 +233,9 @@ async def test_retention_with_a_more_careful_policy_or_a_dry_run_is_not_refused(
     seeded = await _seed(engine, place)
     careful = RetentionPolicy(keep_per_group=20, max_episode_age_days=365, max_inactive_age_days=0)
     kept = await _run(*configured_worker, RetentionInput(orgs=[place.org], policy=careful))
-    assert kept.pruned == 0 and kept.pruned_spared == 1  # the unhelpful skill, spared: 20 stay a group
+    # every group holds fewer than 20: whatever the rules choose (the time-skipping clock may have run
+    # ahead by years), all of it is spared
+    assert kept.pruned == 0 and kept.pruned_spared >= 1
     # a dry run writes nothing: it may ask what a bolder policy would do
     bold = RetentionPolicy(keep_per_group=0, max_inactive_age_days=0)
     dry = await _run(*configured_worker, RetentionInput(dry_run=True, orgs=[place.org], policy=bold))
