@@ -51,7 +51,7 @@ from governance.storage.identity import get_enabled_principal
 from governance.storage.item_decisions import item_decisions_of, plan_item_views, record_item_decisions
 from governance.storage.lifting import lift_source_tenants
 from governance.storage.plans import PlanKey
-from governance.storage.promotions import approval_grant_exists
+from governance.storage.promotions import use_approval_grant
 from governance.storage.staging import get_task
 from policy.enforcer import Authorizer
 
@@ -80,6 +80,8 @@ class StartCheckInput:
     grant: str | None = None
     # evidence given with the start is checked with it (human_approved needs an approver)
     evidence_source: str | None = None
+    # the digest of the start input (the contract's `start_digest`): the gateway's grant names the one it sent
+    start_digest: str | None = None
 
 
 @dataclass
@@ -164,6 +166,7 @@ class ChangeCheckInput:
     request_id: str
     requested_by: str | None
     grant: str | None = None
+    start_digest: str | None = None
 
 
 @dataclass
@@ -224,7 +227,8 @@ class GateCheckActivities:
                     data.requested_by,
                     f"start refused: {reason}",
                     {"refused": "start"},
-                    f"{data.workflow_id}:refused-start",
+                    # per run: a start again under the same workflow id is refused on the record too
+                    f"{data.workflow_id}:{_run_id()}:refused-start",
                 ),
                 principal,
             )
@@ -338,7 +342,7 @@ class GateCheckActivities:
                 data.requested_by,
                 f"change request refused: {reason}",
                 {"refused": "change_request", "change_request": data.request_id},
-                f"{data.workflow_id}:refused-start",
+                f"{data.workflow_id}:{_run_id()}:refused-start",
                 request.memory_id if request is not None else None,
             ),
             principal,
@@ -351,14 +355,17 @@ class GateCheckActivities:
             return True
         if data.grant is None or not data.requested_by:
             return False
-        async with self._engine.connect() as conn:
-            return await approval_grant_exists(
+        async with self._engine.begin() as conn:
+            refusal = await use_approval_grant(
                 conn,
                 workflow_id=data.workflow_id,
                 grant=data.grant,
                 principal_id=data.requested_by,
                 decision="start",
+                run_id=_run_id(),
+                start_digest=data.start_digest,
             )
+        return refusal is None
 
     async def _item_decisions(
         self, data: ApproverCheckInput, principal: Principal
@@ -370,6 +377,15 @@ class GateCheckActivities:
         reasons, sizes), then stored under the check's request id, in one transaction.
         """
         if not data.items:
+            if data.grant is not None:
+                # a grant given with per-item decisions proves that approval only: presented without them
+                # (a signal replaying the grant an update carried) it would publish what the human rejected
+                async with self._engine.connect() as conn:
+                    if await item_decisions_of(conn, data.workflow_id, data.grant):
+                        return (
+                            "the grant was given with per-item decisions; it proves no decision without them",
+                            None,
+                        )
             return None, None
         key = PlanKey(data.workflow_id, data.plan_run_id)
         asked = {(c.index, c.decision) for c in data.items}
@@ -408,17 +424,20 @@ class GateCheckActivities:
     async def _start_refusal(self, data: StartCheckInput) -> tuple[str | None, Principal | None]:
         if not data.requested_by:
             return "the promotion names no requester (requested_by)", None
-        async with self._engine.connect() as conn:
+        async with self._engine.begin() as conn:  # a grant's first use binds it to this run
             task = await get_task(conn, data.task_id)
             if task is None:
                 return f"task {data.task_id!r} does not exist{_key_hint(data.task_id)}", None
             principal = await get_enabled_principal(conn, data.requested_by)
             if principal is None:
                 return f"unknown or disabled principal {data.requested_by!r}", None
-            if self._proof and not await _granted(conn, data.workflow_id, data.grant, principal, "start"):
+            unproven = await self._ungranted(
+                conn, data.workflow_id, data.grant, principal, "start", data.start_digest
+            )
+            if unproven is not None:
                 return (
                     f"approval_mode is {self._mode}: promotions must be started through the API "
-                    "(a start without the gateway's grant proves no requester)",
+                    f"(a start without the gateway's grant proves no requester){unproven}",
                     principal,
                 )
         if not self._authorizer.allowed(
@@ -448,7 +467,7 @@ class GateCheckActivities:
     async def _change_refusal(
         self, data: ChangeCheckInput
     ) -> tuple[str | None, Principal | None, ChangeRequest | None]:
-        async with self._engine.connect() as conn:
+        async with self._engine.begin() as conn:  # a grant's first use binds it to this run
             try:
                 request = await get_change_request(conn, data.request_id)
             except NotFound:
@@ -458,10 +477,13 @@ class GateCheckActivities:
             principal = await get_enabled_principal(conn, data.requested_by)
             if principal is None:
                 return f"unknown or disabled principal {data.requested_by!r}", None, request
-            if self._proof and not await _granted(conn, data.workflow_id, data.grant, principal, "start"):
+            unproven = await self._ungranted(
+                conn, data.workflow_id, data.grant, principal, "start", data.start_digest
+            )
+            if unproven is not None:
                 return (
                     f"approval_mode is {self._mode}: changes must be requested through the API "
-                    "(a start without the gateway's grant proves no requester)",
+                    f"(a start without the gateway's grant proves no requester){unproven}",
                     principal,
                     request,
                 )
@@ -487,15 +509,19 @@ class GateCheckActivities:
             return f"approval_mode is {self._mode}: evidence must come through the authenticated API", None
         if not data.given_by:
             return "human_approved evidence must name the human who gives it (given_by)", None
-        async with self._engine.connect() as conn:
+        async with self._engine.begin() as conn:  # a grant's first use binds it to this run
             principal = await get_enabled_principal(conn, data.given_by)
             if principal is None:
                 return f"unknown or disabled principal {data.given_by!r}", None
             task = await get_task(conn, data.task_id)
             if task is None:
                 return f"task {data.task_id!r} does not exist", principal
-            if self._proof and not await _granted(conn, data.workflow_id, data.grant, principal, "verify"):
-                return f"approval_mode is {self._mode} and no API-authenticated grant matches", principal
+            unproven = await self._ungranted(conn, data.workflow_id, data.grant, principal, "verify")
+            if unproven is not None:
+                return (
+                    f"approval_mode is {self._mode} and no API-authenticated grant matches{unproven}",
+                    principal,
+                )
         if human_word and not self._may_approve(principal, task.org, task.project, data.target_scope):
             return (
                 f"human_approved evidence needs a human allowed to approve {data.target_scope} scope "
@@ -509,7 +535,7 @@ class GateCheckActivities:
             return "approval_mode is api_only: approvals must come through the authenticated API", None
         if not data.approver:
             return "the decision names no approver", None
-        async with self._engine.connect() as conn:
+        async with self._engine.begin() as conn:  # a grant's first use binds it to this run
             principal = await get_enabled_principal(conn, data.approver)
             if principal is None:
                 return f"unknown or disabled principal {data.approver!r}", None
@@ -575,13 +601,14 @@ class GateCheckActivities:
             return None
         if data.token and not self._api_only:
             return await self._token_refusal(conn, data, data.token)
-        if await _granted(conn, data.workflow_id, data.grant, principal, data.decision):
+        unproven = await self._ungranted(conn, data.workflow_id, data.grant, principal, data.decision)
+        if unproven is None:
             return None
         if self._api_only:
-            return "approval_mode is api_only and no API-authenticated grant matches"
+            return f"approval_mode is api_only and no API-authenticated grant matches{unproven}"
         return (
             f"approval_mode is {self._mode}: a decision from the Temporal UI needs an approval token "
-            f'(`loregate approval-token`, pasted as "token" beside "approver")'
+            f'(`loregate approval-token`, pasted as "token" beside "approver"){unproven}'
         )
 
     async def _token_refusal(self, conn: AsyncConnection, data: ApproverCheckInput, token: str) -> str | None:
@@ -601,6 +628,20 @@ class GateCheckActivities:
         except TokenRefused as refused:
             return str(refused)
         return None
+
+    async def _ungranted(
+        self,
+        conn: AsyncConnection,
+        workflow_id: str,
+        grant: str | None,
+        principal: Principal,
+        what: str,
+        start_digest: str | None = None,
+    ) -> str | None:
+        """`_ungranted`, where the mode asks for proof (None: proven, or no proof asked)."""
+        if not self._proof:
+            return None
+        return await _ungranted(conn, workflow_id, grant, principal, what, start_digest)
 
     def _may_approve(self, principal: Principal, org: str, project: str, scope: str) -> bool:
         return principal.actor_type is ActorType.HUMAN and self._authorizer.allowed(
@@ -631,12 +672,31 @@ def _result(reason: str | None, principal: Principal | None) -> CheckResult:
     return CheckResult(accepted=False, reason=reason, principal_type=kind)
 
 
-async def _granted(
-    conn: AsyncConnection, workflow_id: str, grant: str | None, principal: Principal, what: str
-) -> bool:
-    """Whether the gateway wrote `grant` for this principal's `what` on this workflow."""
+def _run_id() -> str:
+    """The run the checking activity serves: a grant proves a request to one run only."""
+    return activity.info().workflow_run_id or "" if activity.in_activity() else ""
+
+
+async def _ungranted(
+    conn: AsyncConnection,
+    workflow_id: str,
+    grant: str | None,
+    principal: Principal,
+    what: str,
+    start_digest: str | None = None,
+) -> str | None:
+    """None when the gateway's `grant` proves this principal's `what` to this run of the workflow (binding
+    it to the run at its first use), else what to add to the refusal: nothing without a grant, or why the
+    grant given proves nothing."""
     if grant is None:
-        return False
-    return await approval_grant_exists(
-        conn, workflow_id=workflow_id, grant=grant, principal_id=principal.id, decision=what
+        return ""
+    refusal = await use_approval_grant(
+        conn,
+        workflow_id=workflow_id,
+        grant=grant,
+        principal_id=principal.id,
+        decision=what,
+        run_id=_run_id(),
+        start_digest=start_digest,
     )
+    return None if refusal is None else f": {refusal}"

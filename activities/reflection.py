@@ -2,7 +2,11 @@
 
 - `reflection_due`: is a project's pending importance over the threshold? (a promotion asks once published)
 - `reflection_due_scopes`: the projects the scheduled sweep should reflect on;
-- `reflection_claim`: record the reflection, claim the project's pending episodes (a retry finds its claim);
+- `reflection_claim`: check who asks (a start from the Temporal UI or `temporal workflow start` carries only
+  claims: a named requester must be an enabled principal allowed to approve the project's scope, a manual
+  reflection must name one, and the org must exist, so no reflector principal is made for an org nobody
+  created; a refusal is a REJECTED event and fails the run), then record the reflection and claim the
+  project's pending episodes (a retry finds its claim);
 - `reflection_stage`: read the episode window and its tasks' redacted staging, distil the insights (rules,
   worded by the LLM when one is configured) and stage them as `insight` entries of a reflection task, each
   payload naming the episodes it was distilled from; the task's promotion then runs the normal gate;
@@ -33,7 +37,9 @@ from governance.redaction import redact, redact_json
 from governance.reflection import EpisodeEvidence, ReflectionParams, distil
 from governance.scopes import ActorType, EntryKind
 from governance.staging import EntryDraft
-from governance.storage.promotions import record_approval_grant
+from governance.storage.events import EventType, record_event
+from governance.storage.identity import get_enabled_principal
+from governance.storage.promotions import record_approval_grant, use_approval_grant
 from governance.storage.reflections import (
     claim_episodes,
     claimed_episode_ids,
@@ -43,11 +49,13 @@ from governance.storage.reflections import (
     episode_window,
     get_reflection,
     insight_links,
+    org_known,
     pending_scope,
     update_reflection,
 )
 from governance.storage.staging import last_seq, open_task, set_promotion_workflow
 from governance.storage.staging_append import append_entries
+from policy.enforcer import Authorizer
 
 __all__ = [
     "ReflectionActivities",
@@ -64,6 +72,10 @@ __all__ = [
 ]
 
 REFLECTION_WORKTREE = "reflection"
+# the failure type of a start whose claims the check refuses (the gate's ErrorTypes.START_REFUSED)
+START_REFUSED = "StartRefused"
+# a human's reflection through the API (the contract's ReflectionTrigger.MANUAL): it always names them
+_MANUAL = "manual"
 
 
 @dataclass
@@ -111,6 +123,7 @@ class ClaimInput:
     project: str
     trigger: str
     requested_by: str | None = None
+    grant: str | None = None  # the gateway's proof that `requested_by` asked (approval_mode)
 
 
 @dataclass
@@ -190,10 +203,19 @@ def _entries(rows: list[dict[str, Any]]) -> dict[str, list[StagedEntry]]:
 class ReflectionActivities:
     """Reflection's I/O; one instance per worker, sharing its clients."""
 
-    def __init__(self, *, engine: AsyncEngine, settings: Settings, llm: LLMReflector | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        engine: AsyncEngine,
+        settings: Settings,
+        llm: LLMReflector | None = None,
+        authorizer: Authorizer | None = None,
+    ) -> None:
         self._engine = engine
         self._settings = settings
         self._llm = llm
+        # the process's Casbin enforcer: who may ask for a reflection (None: a named requester is refused)
+        self._authorizer = authorizer
 
     def functions(self) -> list[Callable[..., Any]]:
         """Every reflection activity, for a worker."""
@@ -224,6 +246,7 @@ class ReflectionActivities:
             raise ApplicationError(
                 "org and project are required", type=InvalidInput.__name__, non_retryable=True
             )
+        await self._check_start(data)
         async with self._engine.begin() as conn:
             # a disabled reflector claims nothing: the episodes wait for a reflection that can publish
             reflector = await ensure_reflector(conn, data.org)
@@ -247,6 +270,71 @@ class ReflectionActivities:
             verify_timeout_seconds=self._settings.verify_timeout_seconds,
             approval_timeout_seconds=self._settings.approval_timeout_seconds,
         )
+
+    async def _check_start(self, data: ClaimInput) -> None:
+        """Fail the run, recorded as a REJECTED event, when its claims do not hold (see the module)."""
+        reason = await self._start_refusal(data)
+        if reason is None:
+            return
+        run_id = activity.info().workflow_run_id if activity.in_activity() else ""
+        async with self._engine.begin() as conn:
+            await record_event(
+                conn,
+                event_type=EventType.REJECTED,
+                actor_id=(data.requested_by or "")[:64] or None,
+                actor_type=None,
+                workflow_id=data.workflow_id,
+                reason=f"reflection refused: {reason}",
+                payload={
+                    "refused": "reflection",
+                    "channel": "start",
+                    "org": data.org[:200],
+                    "project": data.project[:200],
+                    "trigger": data.trigger[:50],
+                },
+                idempotency_key=f"{data.workflow_id}:{run_id}:refused-reflection",
+                if_absent=True,
+            )
+        raise ApplicationError(f"reflection refused: {reason}", type=START_REFUSED, non_retryable=True)
+
+    async def _start_refusal(self, data: ClaimInput) -> str | None:
+        async with self._engine.begin() as conn:  # a grant's first use binds it to this run
+            if not await org_known(conn, data.org):
+                return f"org {data.org!r} does not exist"
+            if data.requested_by is None:
+                if data.trigger == _MANUAL:
+                    return "a manual reflection names its requester (requested_by)"
+                return None  # the sweep's or a promotion's: what the schedule would start anyway
+            principal = await get_enabled_principal(conn, data.requested_by)
+            if principal is None:
+                return f"unknown or disabled principal {data.requested_by!r}"
+            if self._settings.proof_required:
+                unproven = (
+                    "no grant"
+                    if data.grant is None
+                    else await use_approval_grant(
+                        conn,
+                        workflow_id=data.workflow_id,
+                        grant=data.grant,
+                        principal_id=principal.id,
+                        decision="start",
+                        run_id=(activity.info().workflow_run_id or "") if activity.in_activity() else "",
+                    )
+                )
+                if unproven is not None:
+                    return (
+                        f"approval_mode is {self._settings.gate_mode.value}: reflections must be started "
+                        f"through the API (a start without the gateway's grant proves no requester: "
+                        f"{unproven})"
+                    )
+        if self._authorizer is None or not self._authorizer.allowed(
+            principal, org=data.org, project=data.project, scope="project", action="approve"
+        ):
+            return (
+                f"{principal.actor_type.value} {principal.id} may not start a reflection of "
+                f"{data.org}/{data.project}: it needs the right to approve the project scope"
+            )
+        return None
 
     @activity.defn(name="reflection_stage")
     async def stage(self, data: StageInput) -> StageResult:

@@ -31,7 +31,7 @@ from temporalio.exceptions import ApplicationError
 
 from governance.errors import InvalidInput
 from governance.operations.retention import PrunedItem, PruneReport, prune
-from governance.retention import RetentionPolicy
+from governance.retention import RetentionPolicy, bolder_than
 from governance.staging_archive import archive_path, encode_chunk
 from governance.storage.events import EventType, record_event
 from governance.storage.retention import decay_confidences, expire_due
@@ -49,6 +49,8 @@ __all__ = [
     "RetentionActivities",
     "RetentionStepInput",
     "PruneInput",
+    "PolicyCheckInput",
+    "POLICY_REFUSED",
     "PruneResult",
     "PrunedItem",
     "PruneReport",
@@ -66,6 +68,8 @@ ARCHIVE_CHUNK = 5000
 # entries one activity call archives before it hands back to the workflow (which calls again)
 _ARCHIVE_BUDGET = 200_000
 _ACTOR_ID, _ACTOR_TYPE = "system:retention", "system"
+# the failure type of a run whose policy is bolder than the worker's configuration
+POLICY_REFUSED = "StartRefused"
 # pruned ids a PruneResult names (it lands in the workflow's history); the PRUNED events name them all
 RESULT_IDS = 200
 
@@ -88,6 +92,15 @@ class PruneInput:
     policy: RetentionPolicy = field(default_factory=RetentionPolicy)
     orgs: list[str] | None = None
     batch_size: int = 500
+
+
+@dataclass
+class PolicyCheckInput:
+    """The policy a run was started with, checked against the worker's configured one."""
+
+    workflow_id: str
+    run_id: str
+    policy: RetentionPolicy = field(default_factory=RetentionPolicy)
 
 
 @dataclass
@@ -186,15 +199,58 @@ class RetentionActivities:
     """Retention steps over one database engine (and the staging archive's directory)."""
 
     def __init__(
-        self, engine: AsyncEngine, *, archive_dir: Path | None = None, archive_chunk: int = ARCHIVE_CHUNK
+        self,
+        engine: AsyncEngine,
+        *,
+        archive_dir: Path | None = None,
+        archive_chunk: int = ARCHIVE_CHUNK,
+        policy: RetentionPolicy | None = None,
     ) -> None:
         self._engine = engine
         self._archive_dir = archive_dir
         self._archive_chunk = max(1, archive_chunk)
+        # the configured policy (the worker's settings): no run prunes more than it; None checks nothing
+        # (`loregate retention run` prunes with the settings themselves)
+        self._policy = policy
 
     def functions(self) -> list[Callable[..., Any]]:
         """Every retention activity, for a worker."""
-        return [self.decay, self.expire, self.prune, self.staging_partitions, self.archive_staging]
+        return [
+            self.check_policy,
+            self.decay,
+            self.expire,
+            self.prune,
+            self.staging_partitions,
+            self.archive_staging,
+        ]
+
+    @activity.defn(name="retention_check_policy")
+    async def check_policy(self, data: PolicyCheckInput) -> None:
+        """Refuse a run whose policy prunes more than the configured one, recorded as a REJECTED event.
+
+        The schedule carries the settings' policy; a start from the Temporal UI or `temporal workflow
+        start` carries whatever its sender typed. Nothing proves who that was, so the audit trail names
+        nobody, and the run fails before it decays, expires, prunes or archives anything.
+        """
+        if self._policy is None:
+            return
+        bolder = bolder_than(data.policy, self._policy)
+        if not bolder:
+            return
+        reason = "retention refused: its policy prunes more than the configured one: " + ", ".join(bolder)
+        async with self._engine.begin() as conn:
+            await record_event(
+                conn,
+                event_type=EventType.REJECTED,
+                actor_id=None,
+                actor_type=None,
+                workflow_id=data.workflow_id,
+                reason=reason,
+                payload={"refused": "retention", "channel": "start", "checked": True, "bolder": bolder},
+                idempotency_key=f"{data.workflow_id}:{data.run_id}:refused-retention",
+                if_absent=True,
+            )
+        raise ApplicationError(reason, type=POLICY_REFUSED, non_retryable=True)
 
     @activity.defn(name="retention_decay")
     async def decay(self, step: RetentionStepInput) -> int:

@@ -55,6 +55,7 @@ __all__ = [
     "skill_success_rate",
     "select_for_pruning",
     "recheck",
+    "bolder_than",
 ]
 
 
@@ -101,6 +102,39 @@ class RetentionPolicy:
         if self.keep_per_task is not None:
             object.__setattr__(self, "keep_per_group", self.keep_per_task)
             object.__setattr__(self, "keep_per_task", None)
+
+
+# the numbers a larger value of prunes more, and those a smaller value of prunes more
+_BOLDER_WHEN_LARGER = ("min_reward", "min_skill_success_rate", "useless_below", "useful_from")
+_BOLDER_WHEN_SMALLER = (
+    "max_episode_age_days",
+    "keep_per_group",
+    "staging_archive_after_days",
+    "min_retrievals",
+)
+
+
+def bolder_than(asked: RetentionPolicy, configured: RetentionPolicy) -> list[str]:
+    """The numbers of `asked` that remove more than `configured` does, each as `name asked (configured)`.
+
+    A run may be more careful than the configuration (keep more, prune later), never bolder: a start that
+    carries its own policy (`temporal workflow start`, the Temporal UI) must not prune what the operator's
+    settings keep. `max_inactive_age_days = 0` keeps inactive rows forever, the most careful value.
+    """
+    bolder = [
+        f"{name} {getattr(asked, name)} (configured {getattr(configured, name)})"
+        for name in _BOLDER_WHEN_LARGER
+        if getattr(asked, name) > getattr(configured, name)
+    ]
+    bolder += [
+        f"{name} {getattr(asked, name)} (configured {getattr(configured, name)})"
+        for name in _BOLDER_WHEN_SMALLER
+        if getattr(asked, name) < getattr(configured, name)
+    ]
+    kept, configured_kept = asked.max_inactive_age_days, configured.max_inactive_age_days
+    if kept > 0 and (configured_kept <= 0 or kept < configured_kept):
+        bolder.append(f"max_inactive_age_days {kept} (configured {configured_kept})")
+    return bolder
 
 
 @dataclass(frozen=True)

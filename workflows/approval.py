@@ -45,6 +45,7 @@ __all__ = [
     "TIMED_OUT",
     "REFUSAL_AUDIT_PATCH",
     "AUDITED_SIGNAL_REFUSALS",
+    "TOKEN_DECISION_PATCH",
 ]
 
 # Short database steps: retry quickly, give up after a while (a down database surfaces as `failed`).
@@ -64,6 +65,10 @@ TIMED_OUT = "approval timed out"
 # signals does not become a flood of rows.
 REFUSAL_AUDIT_PATCH = "audit-refused-signals"
 AUDITED_SIGNAL_REFUSALS = 100
+# Runs from then on bind an approval token to the decision it was first sent with: the signal shows the
+# token to whoever reads the history, and the token itself names no decision, so a token sent to approve
+# cannot be sent again to reject (or the reverse) while it is valid; runs that began before replay without
+TOKEN_DECISION_PATCH = "approval-token-binds-its-decision"
 UNREADABLE_HINT = '{"approver": "<principal id>", "note": "...", "token": "<token>"}'
 
 
@@ -124,6 +129,7 @@ class GatedStatus(Protocol):
 
 
 StatusT = TypeVar("StatusT", bound=GatedStatus)
+PayloadT = TypeVar("PayloadT")
 
 
 class ApprovalGate(ABC, Generic[StatusT]):
@@ -132,6 +138,7 @@ class ApprovalGate(ABC, Generic[StatusT]):
     _status: StatusT
     _decision: Decision | None = None
     _audited_refusals = 0  # refused signals recorded in the audit trail by this run
+    _token_decisions: dict[str, str] | None = None  # each approval token's first decision in this run
 
     # ---- what the gated workflow says ----------------------------------------------------------
     @abstractmethod
@@ -182,16 +189,24 @@ class ApprovalGate(ABC, Generic[StatusT]):
 
     async def _read_signal(self, raw: RawValue, verb: str) -> ApprovalRequest | None:
         """The signal's request, or None once an unreadable payload is recorded as refused."""
+        return await self._read_payload(raw, verb, ApprovalRequest, UNREADABLE_HINT)
+
+    async def _read_payload(
+        self, raw: RawValue, verb: str, kind: type[PayloadT], hint: str
+    ) -> PayloadT | None:
+        """A signal's payload read as `kind`, or None once an unreadable one is refused (in the state and
+        the audit trail, `_refuse_signal`): every signal a human can type takes its raw payload and reads it
+        here, so none is dropped by the SDK without a trace. `hint` shows the input expected."""
         try:
-            request = workflow.payload_converter().from_payload(raw.payload, ApprovalRequest)
-            if not isinstance(request, ApprovalRequest):
-                raise TypeError(f"not an object: {type(request).__name__}")
+            value = workflow.payload_converter().from_payload(raw.payload, kind)
+            if not isinstance(value, kind):
+                raise TypeError(f"not an object: {type(value).__name__}")
         except Exception as err:  # any decoding failure is the sender's input, never the workflow's
-            reason = f"unreadable input, expected {UNREADABLE_HINT}: {_short(err)}"
+            reason = f"unreadable input, expected {hint}: {_short(err)}"
             workflow.logger.warning("%s signal refused: %s", verb, reason)
             await self._refuse_signal("", verb, reason)
             return None
-        return request
+        return value
 
     @workflow.update(name=DecisionNames.APPROVE)
     async def approve_update(self, request: ApprovalRequest) -> ApprovalAck:
@@ -238,6 +253,14 @@ class ApprovalGate(ABC, Generic[StatusT]):
             await workflow.wait_condition(
                 lambda: self._decided_scope() is not None or not self._awaiting_approval()
             )
+        bound = self._token_decision(request, verb)
+        if bound is not None:
+            reason = f"the approval token was sent to {bound} first; it cannot {verb}"
+            if channel == UPDATE:
+                self._refuse(request.approver, verb, channel, reason)
+                raise ApplicationError(reason, type=ErrorTypes.APPROVAL_REFUSED, non_retryable=True)
+            await self._refuse_signal(request.approver, verb, reason)
+            return ApprovalAck(False, self._status.state, reason)
         scope = self._decided_scope()
         if not self._awaiting_approval() or self._decision is not None or scope is None:
             # only signals get here (validators stop updates); keep the attempt visible to approvers
@@ -266,6 +289,17 @@ class ApprovalGate(ABC, Generic[StatusT]):
             item_decisions=check.item_decisions,
         )
         return ApprovalAck(True, self._status.state, "accepted")
+
+    def _token_decision(self, request: ApprovalRequest, verb: str) -> str | None:
+        """The decision `request.token` was first sent with, when it is not `verb` (TOKEN_DECISION_PATCH);
+        None otherwise, binding the token to `verb` on its first sight (before any check: the human's own
+        signal is the first to show it)."""
+        if not request.token or not workflow.patched(TOKEN_DECISION_PATCH):
+            return None
+        if self._token_decisions is None:
+            self._token_decisions = {}
+        first = self._token_decisions.setdefault(request.token, verb)
+        return first if first != verb else None
 
     async def _check_approver(
         self, verb: str, request: ApprovalRequest, channel: str, scope: DecidedScope

@@ -45,6 +45,7 @@ with workflow.unsafe.imports_passed_through():
         ChangeRequestStatus,
         ErrorTypes,
         Names,
+        start_digest,
     )
 
 from workflows.approval import (
@@ -60,6 +61,9 @@ from workflows.input_decoding import start_input_init
 __all__ = ["ChangeRequestWorkflow", "LOREGATE_STATE", "DB_RETRY"]
 
 LOREGATE_STATE = SearchAttributeKey.for_keyword(STATE_ATTRIBUTE)
+# Runs from then on give the requester check the digest of their input, which the gateway's start grant
+# names (the same patch as a promotion's)
+START_DIGEST_PATCH = "start-grant-digest"
 
 
 def _lift_lines(status: ChangeRequestStatus) -> list[str]:
@@ -256,6 +260,7 @@ class ChangeRequestWorkflow(ApprovalGate[ChangeRequestStatus]):
                 request_id=data.request_id,
                 requested_by=data.requested_by,
                 grant=data.grant,
+                start_digest=start_digest(data) if workflow.patched(START_DIGEST_PATCH) else None,
             ),
             start_to_close_timeout=DB_TIMEOUT,
             retry_policy=DB_RETRY,

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from governance.approval import digest_of
 from workflows.approval_contract import (
     APPROVAL_TIMEOUT_SECONDS,
     ApprovalAck,
@@ -36,6 +37,7 @@ __all__ = [
     "ApprovalAck",
     "Refusal",
     "ChangeRequestInput",
+    "start_digest",
     "ChangeRequestStatus",
     "ChangeRequestResult",
 ]
@@ -94,6 +96,13 @@ class ChangeRequestInput:
     approval_timeout_seconds: float = APPROVAL_TIMEOUT_SECONDS
     # the gateway's proof that the start came through the API (required unless `approval_mode=trusting`)
     grant: str | None = None
+
+
+def start_digest(data: ChangeRequestInput) -> str:
+    """The digest of a start's input, its grant aside: the gateway's start grant names it."""
+    return digest_of(
+        ["change_request", data.request_id, data.requested_by, float(data.approval_timeout_seconds)]
+    )
 
 
 # the default of the workflow's input, so a start that carried none builds the instance and then fails

@@ -22,7 +22,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, SearchAttributeKey
+from temporalio.common import RawValue, RetryPolicy, SearchAttributeKey
 from temporalio.exceptions import ActivityError, ApplicationError, WorkflowAlreadyStartedError
 from temporalio.workflow import ParentClosePolicy
 
@@ -62,6 +62,7 @@ with workflow.unsafe.imports_passed_through():
         PromotionStatus,
         QuarantinedItem,
         Verification,
+        start_digest,
     )
     from workflows.reflection_contract import WORKFLOW_TYPE as REFLECTION_WORKFLOW_TYPE
     from workflows.reflection_contract import ReflectionInput, ReflectionTrigger
@@ -111,6 +112,15 @@ GATE_CHECKS_PATCH = "gate-checks-start-and-evidence"
 REFLECTION_TRIGGER_PATCH = "reflection-trigger"
 # Runs from then on wait for a human when the plan holds instructions aimed at agents, at any scope
 QUARANTINE_PATCH = "quarantine"
+# Runs from then on give the start check the digest of their input: the gateway's start grant names the
+# digest of the input it started with, so its grant proves no other input (storage/promotions.py)
+START_DIGEST_PATCH = "start-grant-digest"
+# Runs from then on refuse, into the audit trail as well as their state, a `verify` signal whose payload
+# cannot be read (the SDK used to drop it with a log line) and one that comes late (evidence is in, or the
+# wait is over); runs that began before replay as they ran, dropping both
+VERIFY_AUDIT_PATCH = "audit-refused-verify-signals"
+VERIFY_HINT = '{"source": "tests_passed", "success": true, "given_by": "<principal id>"}'
+
 # the question is best effort: a database that does not answer soon leaves it to the scheduled sweep
 _TRIGGER_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3)
 
@@ -165,13 +175,36 @@ class PromotionWorkflow(ApprovalGate[PromotionStatus]):
 
     # ---- verification --------------------------------------------------------------------------
     @workflow.signal(name=Names.VERIFY)
-    async def verify_signal(self, evidence: Verification) -> None:
-        """Evidence from an orchestrator (or the UI): checked, then kept unless evidence is already in."""
+    async def verify_signal(self, raw: RawValue) -> None:
+        """Evidence from an orchestrator (or the UI): checked, then kept unless evidence is already in.
+
+        It takes the raw payload, as the decisions do: one that cannot be read as a Verification is refused
+        and recorded (VERIFY_AUDIT_PATCH), not dropped by the SDK.
+        """
+        if not workflow.patched(VERIFY_AUDIT_PATCH):
+            try:  # what the SDK did with the typed signal before: an unreadable one is dropped
+                old: Verification = workflow.payload_converter().from_payload(raw.payload, Verification)
+            except Exception as err:
+                workflow.logger.warning("verify signal dropped, unreadable: %s", err)
+                return
+            await self._verify(old, audit_late=False)
+            return
+        evidence = await self._read_payload(raw, Names.VERIFY, Verification, VERIFY_HINT)
+        if evidence is not None:
+            await self._verify(evidence, audit_late=True)
+
+    async def _verify(self, evidence: Verification, *, audit_late: bool) -> None:
+        """A verify signal's evidence: refused when of an unknown kind or (`audit_late`) when it comes late,
+        else checked, then kept."""
         if evidence.source not in ValidationSource.__members__.values():
             reason = f"unknown validation source {evidence.source!r}"
             await self._refuse_signal(evidence.given_by, "verify", reason)
             return
-        if self._status.verification is not None:  # evidence is in already: a repeat changes nothing
+        if self._status.verification is not None or (
+            audit_late and self._status.state != PromotionState.AWAITING_VERIFICATION
+        ):
+            if audit_late:  # evidence is in already, or the wait is over: it changes nothing
+                await self._refuse_signal(evidence.given_by, "verify", self._late_verification())
             return
         if workflow.patched(GATE_CHECKS_PATCH):
             check = await self._check_evidence(evidence, "signal")
@@ -179,8 +212,15 @@ class PromotionWorkflow(ApprovalGate[PromotionStatus]):
                 self._refuse(evidence.given_by, "verify", "signal", check.reason)
                 return
             if self._status.verification is not None:  # other evidence came in while this was checked
+                if audit_late:
+                    await self._refuse_signal(evidence.given_by, "verify", self._late_verification())
                 return
         self._status.verification = evidence
+
+    def _late_verification(self) -> str:
+        if self._status.verification is not None:
+            return "verification already given"
+        return f"not awaiting verification (promotion is {self._status.state})"
 
     @workflow.update(name=Names.VERIFY)
     async def verify_update(self, evidence: Verification) -> PromotionStatus:
@@ -514,6 +554,7 @@ class PromotionWorkflow(ApprovalGate[PromotionStatus]):
                 requested_by=data.requested_by,
                 grant=data.grant,
                 evidence_source=data.verification.source if data.verification else None,
+                start_digest=start_digest(data) if workflow.patched(START_DIGEST_PATCH) else None,
             ),
             start_to_close_timeout=_DB_TIMEOUT,
             retry_policy=DB_RETRY,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from governance.approval import digest_of
 from governance.instructions import QuarantinedItem
 from governance.promotions import promotion_workflow_id
 from governance.publication import NearbyMemory, PlanItem, PublishedMemory
@@ -37,6 +38,7 @@ __all__ = [
     "ErrorTypes",
     "Verification",
     "PromotionInput",
+    "start_digest",
     "ApprovalRequest",
     "ApprovalAck",
     "PlanEntry",
@@ -141,6 +143,25 @@ class PromotionInput:
     requested_by: str | None = None
     # the gateway's proof that the start came through the API (required unless `approval_mode=trusting`)
     grant: str | None = None
+
+
+def start_digest(data: PromotionInput) -> str:
+    """The digest of a start's input, its grant aside: the gateway's start grant names it, and the start
+    check compares it with the input the workflow was given (storage/promotions.py)."""
+    evidence = data.verification
+    return digest_of(
+        [
+            "promotion",
+            data.task_id,
+            data.target_scope,
+            None
+            if evidence is None
+            else [evidence.source, evidence.success, evidence.given_by, evidence.commit, evidence.branch],
+            float(data.verify_timeout_seconds),
+            float(data.approval_timeout_seconds),
+            data.requested_by,
+        ]
+    )
 
 
 # the default of the workflow's input, so a start that carried none builds the instance and then fails

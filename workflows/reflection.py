@@ -62,6 +62,9 @@ REFLECTION_COMPUTE_RETRY = RetryPolicy(
     non_retryable_error_types=["InvalidInput"],
 )
 _DB_TIMEOUT = timedelta(seconds=60)
+# runs from then on hand the claim the gateway's grant, which proves their requester (runs that began
+# before replay without it)
+START_GRANT_PATCH = "reflection-start-grant"
 _COMPUTE_TIMEOUT = timedelta(minutes=10)
 
 
@@ -96,7 +99,15 @@ class ReflectionWorkflow:
         self._result.reflection_id = reflection_id
         claim: ClaimResult = await workflow.execute_activity_method(
             ReflectionActivities.claim,
-            ClaimInput(reflection_id, wf_id, data.org, data.project, data.trigger, data.requested_by),
+            ClaimInput(
+                reflection_id,
+                wf_id,
+                data.org,
+                data.project,
+                data.trigger,
+                data.requested_by,
+                grant=data.grant if workflow.patched(START_GRANT_PATCH) else None,
+            ),
             start_to_close_timeout=_DB_TIMEOUT,
             retry_policy=REFLECTION_DB_RETRY,
         )

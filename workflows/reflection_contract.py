@@ -75,6 +75,8 @@ class ReflectionInput:
     project: str
     trigger: str = ReflectionTrigger.SCHEDULE.value
     requested_by: str | None = None
+    # the gateway's proof that `requested_by` asked through the API (unless `approval_mode=trusting`)
+    grant: str | None = None
 
 
 # the default of the workflow's input, so a start that carried none builds the instance and then fails

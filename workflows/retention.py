@@ -24,6 +24,7 @@ with workflow.unsafe.imports_passed_through():
         ArchiveInput,
         ArchiveResult,
         PartitionsResult,
+        PolicyCheckInput,
         PruneInput,
         PruneResult,
         RetentionActivities,
@@ -37,6 +38,7 @@ __all__ = [
     "RetentionResult",
     "RETENTION_RETRY",
     "RETENTION_WORKFLOW_ID",
+    "POLICY_CHECK_PATCH",
 ]
 
 RETENTION_WORKFLOW_ID = "loregate-retention"
@@ -49,6 +51,10 @@ STEP_TIMEOUT = timedelta(minutes=10)
 ARCHIVE_HEARTBEAT = timedelta(minutes=1)
 # runs that started before the staging steps existed replay without them
 _STAGING_PATCH = "staging-partitions-and-archive"
+# runs from then on first check their policy against the worker's configured one (a start from the Temporal
+# UI or the CLI may carry any numbers): a bolder one fails the run before anything changes; a dry run,
+# which changes nothing, may try any policy. Runs that began before replay without the check
+POLICY_CHECK_PATCH = "retention-policy-check"
 
 
 @dataclass
@@ -86,6 +92,14 @@ class RetentionWorkflow:
     @workflow.run
     async def run(self, params: RetentionInput) -> RetentionResult:
         now = workflow.now()
+        if workflow.patched(POLICY_CHECK_PATCH) and not params.dry_run:
+            info = workflow.info()
+            await workflow.execute_activity_method(
+                RetentionActivities.check_policy,
+                PolicyCheckInput(info.workflow_id, info.run_id, params.policy),
+                start_to_close_timeout=STEP_TIMEOUT,
+                retry_policy=RETENTION_RETRY,
+            )
         step = RetentionStepInput(now=now, dry_run=params.dry_run, orgs=params.orgs)
         decayed: int = await workflow.execute_activity_method(
             RetentionActivities.decay, step, start_to_close_timeout=STEP_TIMEOUT, retry_policy=RETENTION_RETRY

@@ -67,11 +67,15 @@ def activity_functions(
         settings=settings,
         llm=make_llm(settings),
     )
-    retention = RetentionActivities(engine, archive_dir=settings.archive_dir())
+    retention = RetentionActivities(
+        engine, archive_dir=settings.archive_dir(), policy=settings.retention_policy()
+    )
     approaches = ApproachActivities(engine, embedder, settings)
     gate = GateCheckActivities(engine=engine, authorizer=authorizer, settings=settings)
     changes = ChangeRequestActivities(engine, settings)
-    reflection = ReflectionActivities(engine=engine, settings=settings, llm=make_reflector(settings))
+    reflection = ReflectionActivities(
+        engine=engine, settings=settings, llm=make_reflector(settings), authorizer=authorizer
+    )
     notifications = NotificationActivities(engine, settings)
     knowledge = KnowledgeActivities(engine)
     return [

@@ -55,6 +55,7 @@ async def _record_grant(
     what: str,
     note: str,
     items: ItemDecisions | None = None,
+    start_digest: str | None = None,
 ) -> str:
     grant = uuid.uuid4().hex
     async with resources.engine.begin() as conn:
@@ -66,6 +67,7 @@ async def _record_grant(
             principal=principal,
             decision=what,
             note=note,
+            start_digest=start_digest,
         )
         if items is not None:
             # the reasons and texts stay here, under the grant: the update carries indexes only
@@ -81,16 +83,25 @@ async def _record_grant(
 
 
 async def proof_grant(
-    resources: GatewayResources, principal: Principal, workflow_id: str, task_id: str, what: str
+    resources: GatewayResources,
+    principal: Principal,
+    workflow_id: str,
+    task_id: str,
+    what: str,
+    start_digest: str | None = None,
 ) -> str | None:
     """The gateway's grant proving `what` ("start", "verify") came from this caller; None when trusting.
 
     The workflow's gate checks accept a start or evidence only with a grant row naming the caller (the
-    Temporal UI and `temporal workflow start` cannot write one) unless `approval_mode=trusting`.
+    Temporal UI and `temporal workflow start` cannot write one) unless `approval_mode=trusting`. A start's
+    grant names `start_digest`, the digest of the input it starts with: the first run to show it binds it,
+    and only with that input.
     """
     if not resources.settings.proof_required:
         return None
-    return await _record_grant(resources, principal, workflow_id, task_id, what, "")
+    return await _record_grant(
+        resources, principal, workflow_id, task_id, what, "", start_digest=start_digest
+    )
 
 
 async def send_decision(

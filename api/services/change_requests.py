@@ -60,6 +60,7 @@ from workflows.change_requests_contract import (
     ChangeRequestInput,
     ChangeRequestResult,
     ChangeRequestState,
+    start_digest,
     workflow_id_for,
 )
 
@@ -220,7 +221,9 @@ async def start_change_workflow(
         request_id=request.id,
         requested_by=principal.id,
         approval_timeout_seconds=resources.settings.approval_timeout_seconds,
-        grant=await proof_grant(resources, principal, workflow_id, "", "start"),
+    )
+    data.grant = await proof_grant(
+        resources, principal, workflow_id, "", "start", start_digest=start_digest(data)
     )
     try:
         await client.start_workflow(

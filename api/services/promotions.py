@@ -46,6 +46,7 @@ from workflows.promotion_contract import (
     PromotionState,
     PromotionStatus,
     Verification,
+    start_digest,
 )
 
 __all__ = ["start_promotion", "verify_promotion", "decide_promotion", "promotion_approval_token"]
@@ -143,7 +144,9 @@ async def _start(
         verify_timeout_seconds=settings.verify_timeout_seconds,
         approval_timeout_seconds=settings.approval_timeout_seconds,
         requested_by=principal.id,
-        grant=await proof_grant(resources, principal, workflow_id, task.id, "start"),
+    )
+    data.grant = await proof_grant(
+        resources, principal, workflow_id, task.id, "start", start_digest=start_digest(data)
     )
     async with promotion_errors(task.public_id):
         handle = await client.start_workflow(

@@ -11,6 +11,7 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from api.schemas.reflections import ReflectionPublic, ReflectionsPage, ReflectionStart, ReflectionStarted
+from api.services.approvals import proof_grant
 from api.services.gateway import GatewayResources, temporal_client
 from api.services.temporal_errors import temporal_errors
 from governance.errors import InvalidInput, NotFound, PolicyDenied
@@ -48,6 +49,8 @@ async def start_reflection(
         )
     client = await temporal_client(resources)
     workflow_id = workflow_id_for(org, project)
+    # the worker's proof that this caller asked (a raw start naming them proves nothing)
+    grant = await proof_grant(resources, principal, workflow_id, "", "start")
 
     def _not_found(exc: Exception) -> NotFound:
         return NotFound(f"the reflection of {org}/{project} is not there: {exc}")
@@ -56,7 +59,9 @@ async def start_reflection(
         try:
             await client.start_workflow(
                 WORKFLOW_TYPE,
-                ReflectionInput(org, project, ReflectionTrigger.MANUAL.value, requested_by=principal.id),
+                ReflectionInput(
+                    org, project, ReflectionTrigger.MANUAL.value, requested_by=principal.id, grant=grant
+                ),
                 id=workflow_id,
                 task_queue=resources.settings.task_queue,
                 id_conflict_policy=WorkflowIDConflictPolicy.FAIL,

@@ -9,6 +9,12 @@ An approval grant is the gateway's proof that an approval came from an authentic
 `APPROVAL_GRANT` event with `idempotency_key = <workflow id>:grant:<grant>` and `actor_id` = the caller. In
 `approval_mode=api_only` the promotion's approver check accepts an approval only when such a row exists for
 the approver it names and the decision it makes; the Temporal UI cannot write one.
+
+A grant proves one request, once: `use_approval_grant` binds it to the first workflow run that presents it
+(`grant_run` in its payload, set by that run's first check and never changed), so a run started again under
+the same workflow id cannot reuse a grant its history shows. A start grant also keeps `start_digest`, the
+digest of the start input the gateway sent (the contracts' `start_digest`): a start carrying other input
+with that grant proves nothing.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import func, select, update
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.dialects.postgresql import JSONB, insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from governance.identity import Principal
@@ -39,6 +45,7 @@ __all__ = [
     "grant_idempotency_key",
     "record_approval_grant",
     "approval_grant_exists",
+    "use_approval_grant",
     "grant_note",
     "decision_note",
 ]
@@ -219,8 +226,13 @@ async def record_approval_grant(
     principal: Principal,
     decision: str,
     note: str,
+    start_digest: str | None = None,
 ) -> None:
-    """Write the grant row for `principal`'s `decision` ("approve" | "reject") on this promotion."""
+    """Write the grant row for `principal`'s `decision` ("approve" | "reject") on this promotion; a start
+    grant names the digest of the input it starts with (`start_digest`)."""
+    payload: dict[str, Any] = {"decision": decision, "note": note}
+    if start_digest is not None:
+        payload["start_digest"] = start_digest
     await record_event(
         conn,
         event_type=EventType.APPROVAL_GRANT,
@@ -229,7 +241,7 @@ async def record_approval_grant(
         task_id=task_id,
         workflow_id=workflow_id,
         reason=f"{decision} requested through the API",
-        payload={"decision": decision, "note": note},
+        payload=payload,
         idempotency_key=grant_idempotency_key(workflow_id, grant),
         if_absent=True,
     )
@@ -251,6 +263,50 @@ async def approval_grant_exists(
         )
     ).first()
     return row is not None
+
+
+async def use_approval_grant(
+    conn: AsyncConnection,
+    *,
+    workflow_id: str,
+    grant: str,
+    principal_id: str,
+    decision: str,
+    run_id: str,
+    start_digest: str | None = None,
+) -> str | None:
+    """Why `grant` does not prove `principal_id`'s `decision` for run `run_id`, or None when it does.
+
+    The first run to present a grant binds it (`grant_run`, in the caller's transaction, which must
+    commit): another run of the same workflow id is refused it. A grant that names a `start_digest` proves
+    only a start whose input has that digest.
+    """
+    e = memory_events.c
+    row = (
+        await conn.execute(
+            select(e.id, e.payload).where(
+                e.idempotency_key == grant_idempotency_key(workflow_id, grant),
+                e.event_type == EventType.APPROVAL_GRANT.value,
+                e.actor_id == principal_id,
+                e.payload["decision"].astext == decision,
+            )
+        )
+    ).first()
+    if row is None:
+        return "no grant the gateway wrote for it matches"
+    recorded = (row.payload or {}).get("start_digest")
+    if recorded is not None and recorded != start_digest:
+        return "the start input is not the one the gateway started with its grant"
+    # the first run binds it; a concurrent check waits for that row and then finds it bound
+    await conn.execute(
+        update(memory_events)
+        .where(e.id == row.id, ~e.payload.has_key("grant_run"))
+        .values(payload=e.payload.op("||")(func.jsonb_build_object("grant_run", run_id).cast(JSONB)))
+    )
+    bound = (await conn.execute(select(e.payload["grant_run"].astext).where(e.id == row.id))).scalar_one()
+    if bound != run_id:
+        return "the grant was given to another run of this workflow; a run started again needs its own"
+    return None
 
 
 async def grant_note(conn: AsyncConnection, *, workflow_id: str, grant: str | None) -> str | None:

@@ -33,6 +33,7 @@ __all__ = [
     "InsightLink",
     "reflector_id",
     "ensure_reflector",
+    "org_known",
     "pending_scope",
     "due_scopes",
     "claim_episodes",
@@ -108,6 +109,20 @@ class InsightLink:
 def reflector_id(org: str) -> str:
     """The system principal that asks for an org's reflections' promotions (stable per org)."""
     return "system-reflect-" + hashlib.sha256(org.encode("utf-8")).hexdigest()[:12]
+
+
+async def org_known(conn: AsyncConnection, org: str) -> bool:
+    """Whether `org` exists: a principal other than its reflector, or a memory, belongs to it."""
+    row = (
+        await conn.execute(
+            text(
+                "SELECT 1 WHERE EXISTS (SELECT 1 FROM principals WHERE org = :org AND id <> :reflector) "
+                "OR EXISTS (SELECT 1 FROM memories WHERE org = :org)"
+            ),
+            {"org": org, "reflector": reflector_id(org)},
+        )
+    ).first()
+    return row is not None
 
 
 async def ensure_reflector(conn: AsyncConnection, org: str) -> str | None:

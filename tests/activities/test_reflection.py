@@ -57,7 +57,7 @@ async def test_reflection_activities_are_idempotent(engine: AsyncEngine, setting
     due = await env.run(acts.due, DueInput(tenant.org, tenant.project, tenant.task_id))
     assert due.due and due.episodes == 3 and due.importance == 2.1
 
-    claim = ClaimInput("r1-" + tenant.task_id, "wf", tenant.org, tenant.project, "manual", None)
+    claim = ClaimInput("r1-" + tenant.task_id, "wf", tenant.org, tenant.project, "schedule", None)
     first = await env.run(acts.claim, claim)
     assert first.episodes == 3 and first.reflector is not None
     assert (await env.run(acts.claim, claim)).episodes == 3  # a retry finds its claim
@@ -118,7 +118,7 @@ async def test_reflection_stage_words_insights_with_the_configured_llm(
         )
         acts = ReflectionActivities(engine=engine, settings=llm_settings, llm=make_reflector(llm_settings))
         env = ActivityEnvironment()
-        claim = ClaimInput("r-llm-" + tenant.task_id, "wf", tenant.org, tenant.project, "manual", None)
+        claim = ClaimInput("r-llm-" + tenant.task_id, "wf", tenant.org, tenant.project, "schedule", None)
         claimed = await env.run(acts.claim, claim)
         staged = await env.run(
             acts.stage,
@@ -164,7 +164,7 @@ async def test_reflection_claims_nothing_while_the_reflector_is_disabled(
         await conn.execute(
             text("UPDATE api_keys SET revoked_at = now() WHERE principal_id = :p"), {"p": reflector}
         )
-    claim = ClaimInput("r-off-" + tenant.task_id, "wf", tenant.org, tenant.project, "manual", None)
+    claim = ClaimInput("r-off-" + tenant.task_id, "wf", tenant.org, tenant.project, "schedule", None)
     refused = await env.run(acts.claim, claim)
     assert (refused.reflector, refused.episodes) == (None, 0)
     async with engine.connect() as conn:

@@ -34,7 +34,7 @@ from governance.storage.plans import promotion_candidates
 from tests.api.test_console import csrf_of, sign_in
 from tests.utils.factories import Actor, make_actor
 from tests.utils.lifecycle_factories import Place, insert_memory
-from tests.utils.promotion_factories import Entry, active_memories, make_task
+from tests.utils.promotion_factories import Entry, active_memories, events_of, make_task
 from tests.utils.promotion_gateway import awaiting_approval, wait_promotion_state
 from tests.utils.tenancy import task_key_of
 from workflows.promotion import PromotionWorkflow
@@ -347,3 +347,31 @@ async def test_console_gives_the_signal_input_that_approves_from_the_temporal_ui
             f"/console/promotions/{other}/approval-token", data={"csrf_token": csrf_of(page.text)}
         )
         assert refused.status_code == 403, refused.text
+
+
+async def test_a_token_sent_to_approve_cannot_be_sent_again_to_reject(
+    auth_http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine, temporal: Client
+) -> None:
+    # the human's approval is refused before any check (its per-item decision names no plan item), but the
+    # signal shows the token to whoever reads the history: sent again as a rejection, in the human's name,
+    # it is refused; the human's own approval with it still counts
+    human = team["human"]
+    task_id = await _awaiting(auth_http, team)
+    token = (await _token(auth_http, human, task_id))["token"]
+    bad_items = [{"index": 99, "decision": "reject", "reason": "no such item"}]
+    await _signal(temporal, task_id, {"approver": human.principal.id, "token": token, "items": bad_items})
+    await _refusal(auth_http, human, task_id, 1)
+    await _signal(temporal, task_id, {"approver": human.principal.id, "token": token}, name="reject")
+    status = await _refusal(auth_http, human, task_id, 2)
+    refusal = status["refusals"][-1]
+    assert refusal["decision"] == "reject" and refusal["channel"] == "signal"
+    assert "the approval token was sent to approve first" in refusal["reason"]
+    assert status["state"] == "awaiting_approval" and status["decided_by"] is None
+    await _signal(temporal, task_id, {"approver": human.principal.id, "token": token})
+    published = await wait_promotion_state(auth_http, team["orchestrator"].headers, task_id, "published")
+    assert published["decided_by"] == human.principal.id
+    events = await events_of(engine, task_id)
+    replayed = [
+        e for e in events if e.event_type == "REJECTED" and "sent to approve first" in (e.reason or "")
+    ]
+    assert len(replayed) == 1 and replayed[0].payload["decision"] == "reject"

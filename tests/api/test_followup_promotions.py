@@ -479,7 +479,7 @@ async def test_raw_start_of_a_follow_up_id_needs_the_gateways_grant_as_the_first
 ) -> None:
     """`approval_mode=authenticated` (the default outside the test suite): a raw start proves no requester,
     whichever promotion's id it names; the grant of promotion 1's start, read from its history's input,
-    does not run promotion 1 again nor start promotion 2."""
+    does not run promotion 1 again (the grant is bound to its first run and input) nor start promotion 2."""
     strict = promo_settings.model_copy(
         update={"task_queue": f"{promo_settings.task_queue}-strict", "approval_mode": "authenticated"}
     )
@@ -508,7 +508,9 @@ async def test_raw_start_of_a_follow_up_id_needs_the_gateways_grant_as_the_first
                         return str(err.cause)
                     raise AssertionError(f"{workflow_id} ran")
 
-                assert "already ended (published)" in await raw(workflow_id_for(key), grant)
+                # promotion 1's own grant is bound to its run and its input: it proves no other run
+                refused = await raw(workflow_id_for(key), grant)
+                assert "must be started through the API" in refused and "gateway started" in refused
                 for forged in (None, grant):
                     assert "must be started through the API" in await raw(workflow_id_for(key, 2), forged)
                 assert [

@@ -363,3 +363,29 @@ async def test_api_only_accepts_the_api_start_and_evidence_and_refuses_the_signa
     assert verified.status_code == 200, verified.text
     await wait_promotion_state(api_only_http, team["orchestrator"].headers, task_id, "published")
     assert await active_memories(engine, task_id=task_id)
+
+
+async def test_a_start_grant_read_from_history_proves_no_other_run(
+    api_only_http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine, temporal: Client
+) -> None:
+    # the API starts a promotion (its grant is in the start input, which the Temporal UI shows); someone
+    # with the UI terminates it and starts the workflow id again with that grant: bolder input (evidence the
+    # API would have asked for), then the same input. Neither run is the one the grant was given to
+    task_id = await _api_task(api_only_http, team, "task")
+    handle = temporal.get_workflow_handle(workflow_id_for(task_key_of(task_id)))
+    history = await handle.fetch_history()
+    attributes = history.events[0].workflow_execution_started_event_attributes
+    (seen,) = await temporal.data_converter.decode(attributes.input.payloads, [PromotionInput])
+    assert seen.grant is not None
+    await handle.terminate("replaced from the Temporal UI")
+    queue = history.events[0].workflow_execution_started_event_attributes.task_queue.name
+    bolder = PromotionInput(**{**seen.__dict__, "verification": Verification("tests_passed", True)})
+    for forged in (bolder, seen):
+        again = await temporal.start_workflow(PromotionWorkflow.run, forged, id=handle.id, task_queue=queue)
+        with pytest.raises(WorkflowFailureError):
+            await again.result()
+    refusals = await _refusals(engine, task_key_of(task_id))
+    assert len(refusals) == 2  # one a run: the second is not lost under the first's key
+    assert "the start input is not the one the gateway started with its grant" in refusals[0]
+    assert "the grant was given to another run of this workflow" in refusals[1]
+    assert await active_memories(engine, task_id=task_key_of(task_id)) == []

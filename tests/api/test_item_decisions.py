@@ -22,7 +22,14 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from temporalio.client import Client
 
 from governance.config import Settings
-from governance.storage.item_decisions import promotion_item_decisions
+from governance.item_decisions import ItemChoice, prepare
+from governance.storage.item_decisions import (
+    plan_item_views,
+    promotion_item_decisions,
+    record_item_decisions,
+)
+from governance.storage.plans import PlanKey, latest_plan
+from governance.storage.promotions import record_approval_grant
 from tests.utils.factories import Actor
 from tests.utils.grpc_gateway import bearer, grpc_gateway, pb2, refusal
 from tests.utils.promotion_factories import active_memories, events_of
@@ -393,3 +400,46 @@ async def test_erasing_a_subject_takes_the_item_decisions_quoting_it(
     assert erased.json()["counts"]["item_decisions"] == 1
     assert await stored_decisions(engine, task_id) == 0
     assert not any(marker in (e.reason or "") for e in await events_of(engine, task_id))
+
+
+async def test_an_item_approval_grant_signalled_without_its_items_is_refused(
+    auth_http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine, temporal: Client
+) -> None:
+    # the gateway wrote the human's grant with one item rejected (its update carries the grant's id, which
+    # the history shows); a UI signal naming the human and that grant, without the items, would approve
+    # the whole plan, the rejected item with it
+    task_id, index = await awaiting(auth_http, team)
+    human = team["human"]
+    workflow_id = workflow_id_for(task_key_of(task_id))
+    grant = uuid.uuid4().hex
+    choice = ItemChoice(index[WRONG], "reject", "the runners have four cores")
+    async with engine.begin() as conn:
+        header = await latest_plan(conn, workflow_id)
+        assert header is not None
+        key = PlanKey(header.workflow_id, header.run_id)
+        views = await plan_item_views(conn, key, [choice.index])
+        await record_approval_grant(
+            conn,
+            workflow_id=workflow_id,
+            task_id=task_key_of(task_id),
+            grant=grant,
+            principal=human.principal,
+            decision="approve",
+            note="",
+        )
+        await record_item_decisions(
+            conn,
+            key=key,
+            decision_id=grant,
+            task_id=task_key_of(task_id),
+            decided_by=human.principal.id,
+            choices=[prepare(choice, views[choice.index])],
+        )
+    await signal(temporal, task_id, {"approver": human.principal.id, "grant": grant})
+    status = await refusals(auth_http, human, task_id, 1)
+    assert "given with per-item decisions" in status["refusals"][-1]["reason"], status["refusals"]
+    assert status["state"] == "awaiting_approval" and status["decided_by"] is None
+    rejected = [e for e in await events_of(engine, task_id) if e.event_type == "REJECTED"]
+    assert [e.actor_id for e in rejected] == [human.principal.id]
+    assert "given with per-item decisions" in rejected[0].reason
+    assert await active_memories(engine, task_id=task_id) == []

@@ -9,13 +9,15 @@ search and the context block. Reflecting again finds nothing new and publishes n
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import Any
 
 import httpx
 import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowFailureError
+from temporalio.exceptions import ActivityError
 
 from governance.config import Settings
 from governance.scopes import ActorType
@@ -28,7 +30,7 @@ from tests.utils.promotion_gateway import (
     temporal_settings,
     wait_promotion_state,
 )
-from workflows.reflection_contract import SweepInput, SweepResult, workflow_id_for
+from workflows.reflection_contract import ReflectionInput, SweepInput, SweepResult, workflow_id_for
 from workflows.schedules import REFLECTION_SCHEDULE_ID, RETENTION_SCHEDULE_ID, apply_schedules
 
 FIX = "Guard the lookup with dict.get and a default"
@@ -311,3 +313,77 @@ async def test_reflection_again_updates_insights_by_key_without_duplicates(
             )
         ).scalar_one()
     assert linked >= 6  # the new head is linked to all six episodes
+
+
+async def test_raw_reflection_starts_meet_the_checks_and_make_no_principal(
+    http: httpx.AsyncClient,
+    team: dict[str, Actor],
+    engine: AsyncEngine,
+    temporal: Client,
+    promo_settings: Settings,
+) -> None:
+    # what `temporal workflow start --type ReflectionWorkflow` can send: a made-up org, a manual reflection
+    # naming nobody, one naming an agent (it may not approve the project scope), and an unknown principal
+    human = team["human"].principal
+    made_up = f"made-up-{uuid.uuid4().hex[:8]}"
+    starts = [
+        (ReflectionInput(made_up, "api", "schedule"), f"org {made_up!r} does not exist"),
+        (ReflectionInput(human.org, human.project or "", "manual"), "names its requester"),
+        (
+            ReflectionInput(human.org, human.project or "", "manual", team["agent"].principal.id),
+            "needs the right to approve the project scope",
+        ),
+        (ReflectionInput(human.org, human.project or "", "manual", "nobody-at-all"), "unknown or disabled"),
+    ]
+    for data, reason in starts:
+        workflow_id = f"reflect-{data.org}/{data.project}"
+        handle = await temporal.start_workflow(
+            "ReflectionWorkflow", data, id=workflow_id, task_queue=promo_settings.task_queue
+        )
+        with pytest.raises(WorkflowFailureError) as failed:
+            await handle.result()
+        cause = failed.value.cause
+        assert isinstance(cause, ActivityError) and reason in str(cause.cause), cause
+        async with engine.connect() as conn:
+            rejected = (
+                await conn.execute(
+                    text(
+                        "SELECT reason, payload FROM memory_events WHERE workflow_id = :w "
+                        "AND event_type = 'REJECTED' AND payload->>'refused' = 'reflection' "
+                        "AND idempotency_key LIKE :run"
+                    ),
+                    {"w": workflow_id, "run": f"%:{handle.result_run_id}:%"},
+                )
+            ).all()
+        assert len(rejected) == 1 and reason in rejected[0].reason
+    async with engine.connect() as conn:
+        made = await conn.scalar(text("SELECT count(*) FROM principals WHERE org = :o"), {"o": made_up})
+    assert made == 0  # no reflector for an org nobody created
+    assert await _reflections(http, team["human"]) == []  # nothing claimed
+
+
+async def test_raw_reflection_start_naming_a_real_approver_needs_the_gateways_grant(
+    auth_http: httpx.AsyncClient,
+    team: dict[str, Actor],
+    engine: AsyncEngine,
+    temporal: Client,
+    auth_settings: Settings,
+) -> None:
+    # `approval_mode=authenticated`: the human may start a reflection, but a raw start naming them proves
+    # nothing; the API's start (its grant) runs
+    human = team["human"].principal
+    data = ReflectionInput(human.org, human.project or "", "manual", human.id)
+    handle = await temporal.start_workflow(
+        "ReflectionWorkflow",
+        data,
+        id=workflow_id_for(data.org, data.project),
+        task_queue=auth_settings.task_queue,
+    )
+    with pytest.raises(WorkflowFailureError) as failed:
+        await handle.result()
+    cause = failed.value.cause
+    assert isinstance(cause, ActivityError) and "must be started through the API" in str(cause.cause)
+    started = await auth_http.post("/v1/reflections", headers=team["human"].headers, json={})
+    assert started.status_code == 202, started.text
+    listed = await _wait_reflection(auth_http, team["human"], "nothing")
+    assert [r["state"] for r in listed] == ["nothing"]  # the refused start claimed nothing

@@ -14,6 +14,7 @@ from collections import Counter
 from typing import Any
 
 import httpx
+import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 from temporalio.client import Client
@@ -23,9 +24,15 @@ from governance.retention import RetentionPolicy
 from governance.scopes import ActorType
 from tests.utils.factories import Actor, make_actor
 from tests.utils.promotion_factories import active_memories
-from tests.utils.promotion_gateway import staged_promotion, wait_promotion_state
+from tests.utils.promotion_gateway import staged_promotion, temporal_settings, wait_promotion_state
 from tests.utils.retention_factories import add_insight, age_memories, pruned_events
 from workflows.retention import RetentionInput, RetentionResult, RetentionWorkflow
+
+
+@pytest.fixture(scope="module")
+def promo_settings(settings: Settings, temporal: Client) -> Settings:
+    """The module's gateway and worker keep one memory per group: the worker refuses runs bolder than it."""
+    return temporal_settings(settings, temporal).model_copy(update={"retention_keep_per_group": 1})
 
 
 def _result(content: str, repeatable: bool = False) -> dict[str, Any]:

@@ -287,10 +287,11 @@ async def test_promotion_unreadable_signal_is_refused_and_keeps_waiting(
     # the audit trail holds them too, as it holds the approver check's refusals: nobody verified, unchecked
     rejected = [e for e in await events_of(engine, task.task_id) if e.event_type == "REJECTED"]
     refused = [e for e in rejected if (e.payload or {}).get("refused_approval")]
-    assert [(e.payload["decision"], e.payload["channel"], e.payload["checked"]) for e in refused] == [
+    # each signal's handler records its refusal by its own local activity: the rows' order is theirs
+    assert sorted((e.payload["decision"], e.payload["channel"], e.payload["checked"]) for e in refused) == [
+        ("approve", "signal", False),
         ("approve", "signal", False),
         ("reject", "signal", False),
-        ("approve", "signal", False),
     ]
     assert all(e.reason.startswith(f"{e.payload['decision']} refused: unreadable input") for e in refused)
     assert all(e.actor_id is None and e.actor_type is None for e in refused)
@@ -355,8 +356,51 @@ async def test_promotion_untimely_and_unknown_signals_are_refused_into_the_audit
         result: PromotionResult = await handle.result()
     assert result.state == PromotionState.PUBLISHED  # the refusals changed nothing of the run
     rejected = [e for e in await events_of(engine, task.task_id) if e.event_type == "REJECTED"]
-    assert [(e.actor_id, e.reason, e.payload["channel"], e.payload["checked"]) for e in rejected] == [
+    assert sorted((e.actor_id, e.reason, e.payload["channel"], e.payload["checked"]) for e in rejected) == [
         (human.principal.id, "approve refused: not awaiting approval", "signal", False),
         ("mallory", "verify refused: unknown validation source 'trust_me'", "signal", False),
     ]
-    assert rejected[1].payload["refused"] == "verify"
+    assert [e.payload.get("refused") for e in rejected if e.actor_id == "mallory"] == ["verify"]
+
+
+async def test_promotion_unreadable_and_late_verify_signals_are_refused_into_the_audit_trail(
+    ts_env: Any, engine: AsyncEngine, make_worker: Any, task_queue: str
+) -> None:
+    # `temporal workflow signal --name verify --input '[1,2,3]'` was dropped by the SDK with a log line, and
+    # evidence sent once evidence was in vanished silently; both are refusals on the record now
+    org, project = new_tenant()
+    human = await make_actor(engine, ActorType.HUMAN, org, project)
+    task = await make_task(engine, org, project, TASK_ENTRIES)
+    client = ts_env.client
+    async with make_worker(client, task_queue):
+        handle = await _start(client, task, task_queue, target_scope="project")
+        await _wait_state(handle, PromotionState.AWAITING_VERIFICATION)
+        await handle.signal("verify", [1, 2, 3])
+        await handle.signal("verify", Verification("tests_passed", True, given_by="orchestrator-1"))
+        await _wait_state(handle, PromotionState.AWAITING_APPROVAL)
+        await handle.signal("verify", Verification("pr_merged", False, given_by="mallory"))
+        status: PromotionStatus = await handle.query(PromotionWorkflow.state)
+        for _ in range(100):
+            if len(status.refusals) == 2:
+                break
+            await asyncio.sleep(0.1)
+            status = await handle.query(PromotionWorkflow.state)
+        assert [(r.approver, r.decision, r.channel) for r in status.refusals] == [
+            ("", "verify", "signal"),
+            ("mallory", "verify", "signal"),
+        ]
+        assert status.refusals[0].reason.startswith('unreadable input, expected {"source"')
+        assert status.refusals[1].reason == "verification already given"
+        assert status.verification is not None and status.verification.source == "tests_passed"
+        await handle.signal("reject", ApprovalRequest(approver=human.principal.id, note="not now"))
+        result: PromotionResult = await handle.result()
+    assert result.state == PromotionState.REJECTED
+    rejected = [e for e in await events_of(engine, task.task_id) if e.event_type == "REJECTED"]
+    verify = sorted(
+        (e.actor_id or "", e.reason, e.payload["checked"])
+        for e in rejected
+        if (e.payload or {}).get("refused") == "verify"
+    )
+    assert len(verify) == 2
+    assert verify[0][0] == "" and verify[0][1].startswith("verify refused: unreadable input")
+    assert verify[1] == ("mallory", "verify refused: verification already given", False)

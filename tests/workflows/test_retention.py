@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
-from temporalio.client import Client, ScheduleOverlapPolicy, ScheduleSpec
+from temporalio.client import Client, ScheduleOverlapPolicy, ScheduleSpec, WorkflowFailureError
 from temporalio.converter import DataConverter
+from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.worker import Worker
 
 from activities.retention import RetentionActivities
@@ -172,6 +173,73 @@ async def test_retention_run_prunes_exactly_the_expected_rows(
     # meanwhile, deciding another day of decay)
     again = await _run(*ts_worker, RetentionInput(orgs=[place.org], policy=_NO_INACTIVE_AGE))
     assert again.expired == 0 and again.pruned == 0
+
+
+@pytest.fixture
+async def configured_worker(time_skipping_env: Any, engine: AsyncEngine) -> AsyncIterator[tuple[Client, str]]:
+    """A worker whose settings configure the default policy, as `loregate up`'s worker does."""
+    queue = f"retention-{uuid.uuid4()}"
+    acts = RetentionActivities(engine, policy=RetentionPolicy())
+    async with Worker(
+        time_skipping_env.client, task_queue=queue, workflows=[RetentionWorkflow], activities=acts.functions()
+    ):
+        yield time_skipping_env.client, queue
+
+
+async def test_retention_started_with_a_bolder_policy_is_refused_and_recorded(
+    configured_worker: tuple[Client, str], engine: AsyncEngine
+) -> None:
+    # `temporal workflow start` with numbers of its own: keep nobody, prune every episode older than a day
+    place = new_place()
+    await _seed(engine, place)
+    before = await _snapshot(engine, place.org)
+    client, queue = configured_worker
+    workflow_id = f"retention-{uuid.uuid4()}"
+    bold = RetentionPolicy(keep_per_group=0, max_episode_age_days=1, max_inactive_age_days=0)
+    with pytest.raises(WorkflowFailureError) as failed:
+        await client.execute_workflow(
+            RetentionWorkflow.run,
+            RetentionInput(orgs=[place.org], policy=bold),
+            id=workflow_id,
+            task_queue=queue,
+        )
+    cause = failed.value.cause
+    assert isinstance(cause, ActivityError) and isinstance(cause.cause, ApplicationError)
+    assert cause.cause.type == "StartRefused"
+    assert await _snapshot(engine, place.org) == before  # nothing decayed, expired or pruned
+    async with engine.connect() as conn:
+        rows = (
+            await conn.execute(
+                text(
+                    "SELECT actor_id, reason, payload FROM memory_events "
+                    "WHERE workflow_id = :w AND event_type = 'REJECTED'"
+                ),
+                {"w": workflow_id},
+            )
+        ).all()
+    assert len(rows) == 1 and rows[0].actor_id is None
+    assert rows[0].payload["refused"] == "retention" and rows[0].payload["channel"] == "start"
+    assert sorted(rows[0].payload["bolder"]) == [
+        "keep_per_group 0 (configured 5)",
+        "max_episode_age_days 1 (configured 90)",
+    ]
+    assert "prunes more than the configured one" in rows[0].reason
+
+
+async def test_retention_with_a_more_careful_policy_or_a_dry_run_is_not_refused(
+    configured_worker: tuple[Client, str], engine: AsyncEngine
+) -> None:
+    place = new_place()
+    seeded = await _seed(engine, place)
+    careful = RetentionPolicy(keep_per_group=20, max_episode_age_days=365, max_inactive_age_days=0)
+    kept = await _run(*configured_worker, RetentionInput(orgs=[place.org], policy=careful))
+    # every group holds fewer than 20: whatever the rules choose (the time-skipping clock may have run
+    # ahead by years), all of it is spared
+    assert kept.pruned == 0 and kept.pruned_spared >= 1
+    # a dry run writes nothing: it may ask what a bolder policy would do
+    bold = RetentionPolicy(keep_per_group=0, max_inactive_age_days=0)
+    dry = await _run(*configured_worker, RetentionInput(dry_run=True, orgs=[place.org], policy=bold))
+    assert set(dry.pruned_ids) >= seeded["prunable"]
 
 
 async def test_retention_schedule_created_updated_and_fires(
