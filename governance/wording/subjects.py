@@ -9,7 +9,9 @@ The subject is what a statement says before its main verb. In English: the words
 auxiliary or copula (is, was, has, can ...), the first word that opens a predicate (never, always, not,
 now ...), or the first word inflected as a verb (-s, -ed, or a common irregular form: left, ran, use) that
 follows no determiner or preposition; a leading clause closed by a comma ("In 2004, ...") is skipped, and
-an instruction ("Always use UTC", "Do not run ...") names no subject. In Korean: the words up to the last
+an instruction ("Always use UTC", "Do not run ...") names no subject. A statement with no such verb whose
+first few words end in a colon and name something ("Service web-3: retry budget 3, lease 30 s",
+"Redis: TTL 60 s") is about what that label names. In Korean: the words up to the last
 one carrying the topic particle 은/는 (else the first carrying the subject particle 이/가).
 
 Two statements are about two subjects when each subject names a word the other text never writes anywhere
@@ -73,6 +75,10 @@ _EMPTY = frozenset(
 _NOT_VERBS_S = ("ss", "us", "is", "ous", "ics")
 # how far into a statement its main verb is looked for
 _MAX_SUBJECT_WORDS = 12
+# a label that names what a verbless statement is about ("Service web-3: retry budget 3"): a few words
+# before a colon
+_LABEL = re.compile(r"\s*([^:\n]{1,60}?):\s+(\S.*)", re.DOTALL)
+_MAX_LABEL_WORDS = 6
 _OWNER, _OWNER_KO = "team", "팀"
 _KOREAN_TOPIC = ("은", "는")
 _KOREAN_SUBJECT = ("이", "가")
@@ -130,6 +136,22 @@ def _english_split(text: str) -> tuple[list[str], list[str]] | None:
     return None
 
 
+def _labelled_split(text: str) -> tuple[list[str], list[str]] | None:
+    """(label, rest) words of a verbless statement that opens with a short label and a colon, or None.
+
+    Only a label that can name something counts: one carrying a capitalised word or a digit."""
+    found = _LABEL.fullmatch(text)
+    if found is None:
+        return None
+    label = [w.rstrip("./-") or w for w in _TOKEN.findall(_ASIDE.sub(" ", found.group(1)))]
+    if not label or len(label) > _MAX_LABEL_WORDS:
+        return None
+    if not any(w[0].isupper() or any(c.isdigit() for c in w) for w in label):
+        return None
+    rest = [w.rstrip("./-") or w for w in _TOKEN.findall(_ASIDE.sub(" ", found.group(2)))]
+    return [w.casefold() for w in label], [w.casefold() for w in rest]
+
+
 def _korean_subject(text: str) -> list[str] | None:
     """The words up to the last one carrying the topic particle (은/는: "돌아가는 버전은" is one subject),
     else up to the first carrying 이/가; the statement's last word (its verb) never counts."""
@@ -171,6 +193,8 @@ def _split(text: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
         split = (subject, [w.rstrip(".,;:!?") for w in words[len(subject) :]])
     else:
         found = _english_split(text)
+        if found is None:
+            found = _labelled_split(text)
         if found is None:
             return None
         split = found

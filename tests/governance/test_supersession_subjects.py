@@ -41,6 +41,13 @@ def _decide(new: str, old: str, similarity: float = 0.97) -> DecisionKind:
         ("The staging DB is reset every Monday.", "The prod DB is reset every Monday."),
         ("The staging DB keeps backups for 7 days.", "The prod DB keeps backups for 14 days."),
         ("Server web-4 is not healthy.", "Server web-3 is healthy."),
+        # a verbless statement under a label that names its subject
+        (
+            "Service ab12cd-66: retry tenant replica cursor tombstone latency.",
+            "Service ab12cd-0: retry tenant replica cursor tombstone latency.",
+        ),
+        ("web-4: Ubuntu 22.04", "web-3: Ubuntu 22.04"),
+        ("Memcached: TTL 60 s", "Redis: TTL 60 s"),
         ("web-4 서버는 Ubuntu 22.04를 사용한다.", "web-3 서버는 Ubuntu 22.04를 사용한다."),
         ("스테이징 DB는 매주 월요일 초기화된다.", "운영 DB는 매주 금요일 초기화된다."),
     ],
@@ -69,6 +76,8 @@ def test_rule_judge_keeps_a_fact_about_another_subject(new: str, old: str) -> No
         ("The platform team owns the orders database.", "The billing team owns the orders database."),
         ("web-3 서버는 Ubuntu 24.04를 사용한다.", "web-3 서버는 Ubuntu 22.04를 사용한다."),
         ("API 타임아웃은 60초이다.", "API 타임아웃은 30초이다."),
+        ("web-3: Ubuntu 24.04", "web-3: Ubuntu 22.04"),
+        ("Redis: TTL 300 s", "Redis: TTL 60 s"),
     ],
 )
 def test_an_update_of_the_same_subject_still_supersedes(new: str, old: str) -> None:
@@ -121,6 +130,10 @@ def test_subject_of_reads_the_words_before_the_main_verb() -> None:
     # an aside in parentheses and a stretch closed by a comma before the verb are not the subject
     assert subject_of("Callum O'Brien (born 1982 in Napier) is a squash player.") == ("callum", "o'brien")
     assert subject_of("Thus, Malayadhwaja Pandian performed poojas.") == ("malayadhwaja", "pandian")
+    # a verbless statement is about what its label names, when the label can name something
+    assert subject_of("Service web-3: retry budget 3, lease 30 s.") == ("service", "web-3")
+    assert subject_of("note: retry budget 3, lease 30 s.") is None
+    assert subject_of("Deploy of the payments service to the eu region: done") is None
 
 
 def test_merge_veto_needs_a_name_swapped_the_judge_any_word() -> None:
