@@ -122,6 +122,11 @@ class PlatformCollector(Collector):
         for decision, n in sorted(counts.plan_decisions.items()):
             decisions.add_metric([decision], n)
         yield decisions
+        yield CounterMetricFamily(
+            "loregate_plan_items_quarantined",
+            "Promotion plan items held for a human because they carry instructions aimed at agents",
+            value=counts.plan_items_quarantined,
+        )
         redactions = CounterMetricFamily(
             "loregate_redactions", "Redactions in published promotions and change requests", labels=["rule"]
         )

@@ -3,7 +3,8 @@
 Each figure is one aggregate over the tables that already record it, so nothing is written to count:
 - pending change requests and the age of the oldest (`change_requests.state`);
 - promotions by outcome (`tasks.status` of every task whose promotion ended or runs);
-- plan decisions by kind (`promotion_plan_items.decision`);
+- plan decisions by kind (`promotion_plan_items.decision`), and the items quarantined among them
+  (`promotion_plan_items.quarantine`);
 - redactions by rule (each promotion's summary event, `payload.redaction`, and each change request's
   `redaction_counts`);
 - retention prunes (`PRUNED` events);
@@ -38,6 +39,7 @@ class PlatformCounts:
     change_requests_oldest_seconds: float = 0.0
     promotions_by_outcome: dict[str, int] = field(default_factory=dict)
     plan_decisions: dict[str, int] = field(default_factory=dict)
+    plan_items_quarantined: int = 0
     redactions_by_rule: dict[str, int] = field(default_factory=dict)
     retention_prunes: int = 0
     approval_latency: dict[str, LatencyHistogram] = field(default_factory=dict)
@@ -50,7 +52,11 @@ _PENDING = text(
     """
 )
 _OUTCOMES = text("SELECT status, count(*) AS n FROM tasks WHERE status <> 'open' GROUP BY status")
-_DECISIONS = text("SELECT decision, count(*) AS n FROM promotion_plan_items GROUP BY decision")
+# one scan for both: the decisions, and the items held for carrying instructions aimed at agents
+_DECISIONS = text(
+    "SELECT decision, count(*) AS n, count(*) FILTER (WHERE quarantine IS NOT NULL) AS held "
+    "FROM promotion_plan_items GROUP BY decision"
+)
 _REDACTIONS = text(
     """
     SELECT rule, sum(n)::bigint AS n FROM (
@@ -94,7 +100,9 @@ async def platform_counts(conn: AsyncConnection, latency_bounds: list[float]) ->
     counts.change_requests_pending = int(pending.n)
     counts.change_requests_oldest_seconds = float(pending.oldest)
     counts.promotions_by_outcome = {r.status: int(r.n) for r in await conn.execute(_OUTCOMES)}
-    counts.plan_decisions = {r.decision: int(r.n) for r in await conn.execute(_DECISIONS)}
+    decisions = (await conn.execute(_DECISIONS)).all()
+    counts.plan_decisions = {r.decision: int(r.n) for r in decisions}
+    counts.plan_items_quarantined = sum(int(r.held) for r in decisions)
     counts.redactions_by_rule = {r.rule: int(r.n) for r in await conn.execute(_REDACTIONS)}
     counts.retention_prunes = int((await conn.execute(_PRUNES)).scalar_one())
     latency: dict[str, LatencyHistogram] = {}

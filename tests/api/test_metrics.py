@@ -100,7 +100,33 @@ async def test_metrics_read_outcomes_prunes_redactions_and_latency(
         )
     await _change_request(engine, org, waited="1 hour", decided_after="10 minutes")
     with running_gateway(settings) as url:
+        before = _samples(url)
+    # a plan of three items, one held for carrying instructions aimed at agents
+    workflow_id = f"promote-metrics-{uuid.uuid4().hex[:8]}"
+    async with engine.begin() as conn:
+        await conn.execute(
+            text(
+                "INSERT INTO promotion_plans (workflow_id, run_id, task_id, candidate_count) "
+                "VALUES (:w, 'r', :t, 3)"
+            ),
+            {"w": workflow_id, "t": task.task_id},
+        )
+        for idx, held in enumerate((None, "a download piped into a shell", None)):
+            await conn.execute(
+                text(
+                    "INSERT INTO promotion_plan_items (workflow_id, run_id, idx, candidate_idx, decision, "
+                    "reason, content_hash, quarantine) VALUES (:w, 'r', :i, :i, 'new', 'metrics test', "
+                    "repeat('0', 64), :q)"
+                ),
+                {"w": workflow_id, "i": idx, "q": held},
+            )
+    with running_gateway(settings) as url:
         samples = _samples(url)
+    # each gateway reads its snapshot at its first scrape; the session's other workflows may add to both
+    held = "loregate_plan_items_quarantined_total"
+    assert _value(samples, held) - _value(before, held) >= 1
+    new = "loregate_plan_decisions_total"
+    assert _value(samples, new, decision="new") - _value(before, new, decision="new") >= 3
     assert _value(samples, "loregate_promotions_total", outcome="rejected") >= 1
     assert _value(samples, "loregate_retention_prunes_total") >= 1
     assert _value(samples, "loregate_redactions_total", rule="metrics_test_rule") >= 2
