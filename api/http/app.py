@@ -6,7 +6,7 @@ import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.staticfiles import StaticFiles
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
@@ -16,6 +16,7 @@ from api.http.encoded_slash import EncodedSlash
 from api.http.errors import ERROR_RESPONSES, install_error_handlers
 from api.http.limits import BodySizeLimit
 from api.http.metrics import MetricsMiddleware
+from api.http.query_check import refuse_unknown_query
 from api.http.routes import (
     admin,
     approaches,
@@ -121,7 +122,10 @@ def create_app(
         working_memory.router,
         knowledge.router,
     ):
-        app.include_router(router, responses=ERROR_RESPONSES)
+        # a query parameter the route does not take is refused (422), never ignored; a probe's health
+        # check stays lenient (a 422 there would take a healthy gateway out of its pool)
+        checked = [] if router is health.router else [Depends(refuse_unknown_query)]
+        app.include_router(router, responses=ERROR_RESPONSES, dependencies=checked)
     # the web console (api/http/console): server-rendered pages over the same services
     app.state.console_sessions = SessionBook()
     app.include_router(console.router)

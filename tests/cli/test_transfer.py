@@ -102,6 +102,11 @@ def test_import_refusals_are_one_line_and_exit_non_zero(world: dict[str, Any], t
     assert missing.returncode == 1 and "cannot read" in missing.stderr
     neither = run_cli("import", str(good), env=world["env"]["human"])
     assert neither.returncode == 1 and "--scope" in neither.stderr
+    # a flag a restore would ignore is refused before anything is sent
+    ignored = run_cli(
+        "import", str(good), "--restore", "--verified", "tests_passed", env=world["env"]["admin"]
+    )
+    assert ignored.returncode == 1 and "drop --project and --verified" in ignored.stderr
 
 
 @pytest.fixture

@@ -157,6 +157,8 @@ def import_(
     """Import an export: through the gate (a promotion into --scope) or, for admins, --restore it."""
     if restore and scope is not None:
         fail("--restore brings memories back into the scope they were exported from; drop --scope")
+    if restore and (project is not None or verified is not None):
+        fail("--restore keeps each memory's project and trust as exported; drop --project and --verified")
     if not restore and scope is None:
         fail("name the target scope with --scope (through the gate), or pass --restore (admins)")
     try:
