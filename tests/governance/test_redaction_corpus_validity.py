@@ -1,9 +1,10 @@
-"""The seventh redaction corpus stays valid: these tests run its validator, never the redactor.
+"""The sixth and seventh redaction corpora stay valid: these tests run their validators, never the redactor.
 
-The corpus (tests/data/redaction_seventh) was written blind to the redaction rules so that it measures them
-honestly; scoring the redactor against it belongs to the bench, not to CI. What CI guards is the data
-itself: every listed secret occurs in its text, no near-miss carries a secret, whole families sit in the half
-the split rule gives them, and the files are exactly what make_corpus.py writes.
+Each corpus (tests/data/redaction_sixth, tests/data/redaction_seventh) was written blind to the redaction
+rules so that it measures them honestly; scoring the redactor against it belongs to the bench, not to CI.
+What CI guards is the data itself: every listed secret occurs in its text, no near-miss carries a secret,
+whole families sit in the half the split rule gives them, and the files are exactly what make_corpus.py
+writes. The checks every validator makes run on each corpus; a corpus's own checks on it alone.
 """
 
 from __future__ import annotations
@@ -16,13 +17,20 @@ from types import ModuleType
 
 import pytest
 
-CORPUS = Path(__file__).resolve().parents[1] / "data" / "redaction_seventh"
+DATA = Path(__file__).resolve().parents[1] / "data"
+CORPORA = ["redaction_sixth", "redaction_seventh"]
+
+
+@pytest.fixture(scope="module", params=CORPORA)
+def corpus(request: pytest.FixtureRequest) -> str:
+    """The corpus a test runs on: each of them, for the checks every validator makes."""
+    return str(request.param)
 
 
 @pytest.fixture(scope="module")
-def validate() -> ModuleType:
+def validate(corpus: str) -> ModuleType:
     """validate.py loaded by path under its own name: no other corpus's module of that name can stand in."""
-    spec = importlib.util.spec_from_file_location("redaction_seventh_validate", CORPUS / "validate.py")
+    spec = importlib.util.spec_from_file_location(f"{corpus}_validate", DATA / corpus / "validate.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
@@ -83,6 +91,7 @@ def test_a_family_moved_to_the_other_half_is_reported(
     assert any(f"family {family} is in" in e for e in validate.check_rows(secrets, near))
 
 
+@pytest.mark.parametrize("corpus", ["redaction_sixth"], indirect=True)
 def test_a_basic_credential_without_a_colon_is_reported(
     validate: ModuleType, rows: tuple[list[dict[str, object]], list[dict[str, object]]]
 ) -> None:
@@ -96,6 +105,7 @@ def test_a_basic_credential_without_a_colon_is_reported(
     assert any("decodes without a colon" in e for e in validate.check_rows(secrets, near))
 
 
+@pytest.mark.parametrize("corpus", ["redaction_seventh"], indirect=True)
 def test_an_auth_plain_credential_without_two_fields_is_reported(
     validate: ModuleType, rows: tuple[list[dict[str, object]], list[dict[str, object]]]
 ) -> None:
@@ -109,6 +119,7 @@ def test_an_auth_plain_credential_without_two_fields_is_reported(
     assert any("two NUL-separated fields" in e for e in validate.check_rows(secrets, near))
 
 
+@pytest.mark.parametrize("corpus", ["redaction_seventh"], indirect=True)
 @pytest.mark.parametrize("contact", ["ops.oncall@example.com", "+44 20 7946 0958"])
 def test_contact_details_listed_as_a_secret_are_reported(
     validate: ModuleType, rows: tuple[list[dict[str, object]], list[dict[str, object]]], contact: str
@@ -120,6 +131,7 @@ def test_contact_details_listed_as_a_secret_are_reported(
     assert any("is contact data, not a secret" in e for e in validate.check_rows(secrets, near))
 
 
+@pytest.mark.parametrize("corpus", ["redaction_seventh"], indirect=True)
 def test_a_spaced_recovery_code_is_not_taken_for_a_phone_number(
     validate: ModuleType, rows: tuple[list[dict[str, object]], list[dict[str, object]]]
 ) -> None:
@@ -129,6 +141,7 @@ def test_a_spaced_recovery_code_is_not_taken_for_a_phone_number(
     assert not any("contact data" in e for e in validate.check_rows(*copy.deepcopy(rows)))
 
 
+@pytest.mark.parametrize("corpus", ["redaction_seventh"], indirect=True)
 def test_an_id_that_does_not_name_its_family_is_reported(
     validate: ModuleType, rows: tuple[list[dict[str, object]], list[dict[str, object]]]
 ) -> None:
