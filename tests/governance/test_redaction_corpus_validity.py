@@ -1,7 +1,8 @@
-"""The sixth and seventh redaction corpora stay valid: these tests run their validators, never the redactor.
+"""The sixth, seventh and eighth redaction corpora stay valid: these tests run validators, never the redactor.
 
-Each corpus (tests/data/redaction_sixth, tests/data/redaction_seventh) was written blind to the redaction
-rules so that it measures them honestly; scoring the redactor against it belongs to the bench, not to CI.
+Each corpus (tests/data/redaction_sixth, tests/data/redaction_seventh, tests/data/redaction_eighth) was
+written blind to the redaction rules so that it measures them honestly; scoring the redactor against it
+belongs to the bench, not to CI.
 What CI guards is the data itself: every listed secret occurs in its text, no near-miss carries a secret,
 whole families sit in the half the split rule gives them, and the files are exactly what make_corpus.py
 writes. The checks every validator makes run on each corpus; a corpus's own checks on it alone.
@@ -18,7 +19,7 @@ from types import ModuleType
 import pytest
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-CORPORA = ["redaction_sixth", "redaction_seventh"]
+CORPORA = ["redaction_sixth", "redaction_seventh", "redaction_eighth"]
 
 
 @pytest.fixture(scope="module", params=CORPORA)
