@@ -86,6 +86,10 @@ CORPORA = [
     # 118 and 37, held-out 90 and 34 (the held-out half scored twice, as counts: 91 after the rules, 90 after
     # they were narrowed for code they altered in installed packages).
     Held("seventh", "redaction_seventh", 229, 73, 107, tune=(118, 37), heldout=(90, 34)),
+    # The eighth: what coding agents stream into a log (tool calls and their results, CLI and debug output,
+    # cookies, OAuth and cloud tokens, source in eight languages, chat in seven more languages). At the first
+    # run, before any rule change: tune 69 / 91 and 29 / 34, held-out 69 / 86 and 16 / 23.
+    Held("eighth", "redaction_eighth", 177, 57, 77, tune=(69, 29), heldout=(69, 16)),
 ]
 LOADED = {held.name: held.load() for held in CORPORA}
 
