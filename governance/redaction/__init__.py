@@ -127,6 +127,9 @@ def _line_joints(text: str) -> list[tuple[int, int]]:
         after = _TOKEN_AFTER.match(text, match.end())
         if after is None or _token_before(text, match.start(), 6) < 6 or _WORDISH.fullmatch(after.group()):
             continue
+        last = text[match.start() - _token_before(text, match.start(), 40) : match.start()]
+        if last.isalpha() and _benign(last):
+            continue  # a word standing for a value (`secretKey: password`) does not run on into the next line
         out.append(match.span())
     return out
 

@@ -106,9 +106,11 @@ _DIGEST_NAME = re.compile(r"(?i)sha|hash|digest|commit|checksum|rev|etag|fingerp
 
 
 # the name and the value apart: `<add key="SmtpPassword" value="x" />` (.NET config), a Kubernetes env entry
-# (`- name: DB_PASSWORD` then `value: x`), `{"name": "API_TOKEN", "value": "x"}` (ECS task definitions)
+# (`- name: DB_PASSWORD` then `value: x`), `{"name": "API_TOKEN", "value": "x"}` (ECS task definitions), a
+# password manager's custom field (`{"name": "API key", "value": "x"}`)
 _NAMED_VALUE = re.compile(
-    r"(?i)\b(?:key|name)[\"']?[^\S\n]*[:=][^\S\n]*[\"']?(?P<name>[A-Za-z0-9_.\-]{2,80})[\"']?[^\S\n]*,?"
+    r"(?i)\b(?:key|name)[\"']?[^\S\n]*[:=][^\S\n]*[\"']?"
+    r"(?P<name>[A-Za-z0-9_.\-]{2,80}(?:[ ][A-Za-z0-9_.\-]{1,40}){0,3})[\"']?[^\S\n]*,?"
     r"\s{1,40}?(?:-[^\S\n]*)?[\"']?value[\"']?[^\S\n]*[:=][^\S\n]*" + _VALUE
 )
 
@@ -173,9 +175,18 @@ _XML_ELEMENT = re.compile(
 )
 
 
+# the value one level down: Windows `unattend.xml`'s `<AdministratorPassword><Value>x</Value>`
+_XML_VALUE_CHILD = re.compile(
+    r"<(?P<tag>[A-Za-z_][\w:.-]{1,60})(?:[^\S\n][^<>]*)?>\s{0,40}<Value>(?P<v>[^<>\n]{1,300})</Value>"
+)
+
+
 def _xml_elements(text: str, depth: int) -> Iterator[Span]:
     strong, generic = _PRIORITY["password"], _PRIORITY["generic_secret"]
-    for match in _XML_ELEMENT.finditer(text):
+    matches = list(_XML_ELEMENT.finditer(text))
+    if "<Value>" in text:
+        matches += _XML_VALUE_CHILD.finditer(text)
+    for match in matches:
         tag = match.group("tag").rsplit(":", 1)[-1]
         cls = _name_class(tag)
         if cls == 0:
@@ -207,3 +218,57 @@ def _cli_set(text: str, depth: int) -> Iterator[Span]:
         cls = _name_class(match.group("name").rsplit(".", 1)[-1])
         if start < end and ((cls == 2 and not _benign(value)) or (cls == 1 and _looks_random(value))):
             yield start, end, _PRIORITY["password" if cls == 2 else "generic_secret"]
+
+
+# a CSV export whose header names a password column (browsers', KeePassXC's, Bitwarden's, 1Password's):
+# that column's cell in each row under it, until a blank line or a row of another width
+_CSV_SECRET_COLUMNS = frozenset({"password", "passwd", "pwd", "login_password", "totp", "login_totp"})
+_CSV_HEADER_CELL = re.compile(
+    r"(?im)(?:^|,)[^\S\n]*\"?(?:password|passwd|pwd|login_password|totp|login_totp)\"?[^\S\n]*(?=,|\r?$)"
+)
+_CSV_CELL = re.compile(r'[^\S\n]*(?:"(?P<q>(?:[^"\n]|"")*)"|(?P<b>[^,\n]*))[^\S\n]*(?:,|(?=\r?\n)|$)')
+
+
+def _csv_cells(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The cells of the line text[start:end] as (start, end) of their values, quotes left out."""
+    cells: list[tuple[int, int]] = []
+    pos = start
+    while pos <= end:
+        match = _CSV_CELL.match(text, pos, end)
+        if match is None:
+            return []
+        group = "q" if match.group("q") is not None else "b"
+        cells.append(match.span(group))
+        if match.end() == pos or match.end() >= end and not text[match.end() - 1 : match.end()] == ",":
+            break
+        pos = match.end()
+    return cells
+
+
+def csv_password_columns(text: str, depth: int) -> Iterator[Span]:
+    priority = _PRIORITY["password"]
+    headers: set[int] = set()
+    for match in _CSV_HEADER_CELL.finditer(text):
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        if line_start in headers:
+            continue
+        headers.add(line_start)
+        line_end = text.find("\n", line_start)
+        line_end = len(text) if line_end < 0 else line_end
+        header = _csv_cells(text, line_start, line_end)
+        if len(header) < 3:
+            continue
+        columns = [i for i, (s, e) in enumerate(header) if text[s:e].strip().lower() in _CSV_SECRET_COLUMNS]
+        row_start = line_end + 1
+        while row_start < len(text):
+            row_end = text.find("\n", row_start)
+            row_end = len(text) if row_end < 0 else row_end
+            cells = _csv_cells(text, row_start, row_end)
+            if len(cells) != len(header):
+                break
+            for i in columns:
+                s, e = cells[i]
+                value = text[s:e]
+                if value.strip() and not _benign(value):
+                    yield s, e, priority
+            row_start = row_end + 1

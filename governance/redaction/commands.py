@@ -1,9 +1,9 @@
 """Secrets a command takes by position or through its own syntax, where no name stands beside the value:
 `htpasswd -b file user PASS`, `sqlplus user/PASS`, redis `AUTH [user] PASS`, `smbclient -U user%PASS`,
-`rabbitmqctl add_user user PASS`; a password given in the next chat message; a token that is a webhook URL's
-path segment or an `Authorization` header of any scheme; and three vendor shapes (Tencent Cloud SecretIds,
-Nostr private keys, FCM legacy server keys); an LDAP bind DN and its password in a sentence; base64 of
-`user:password` outside a header, on a line that says so."""
+`rabbitmqctl add_user user PASS`, `mc alias set name url ACCESS SECRET`; a password given in the next chat
+message; a token that is a webhook URL's path segment or an `Authorization` header of any scheme; and three
+vendor shapes (Tencent Cloud SecretIds, Nostr private keys, FCM legacy server keys); an LDAP bind DN and its
+password in a sentence; base64 of `user:password` outside a header, on a line that says so."""
 
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ __all__ = [
     "command_arguments",
     "htpasswd_arguments",
     "ldap_binds",
+    "masked_in_actions",
+    "minio_aliases",
     "oracle_logins",
     "redis_auth",
     "webhook_paths",
@@ -65,6 +67,38 @@ _SMB = re.compile(
 )
 # `rabbitmqctl add_user USER PASS`, `rabbitmqctl change_password USER PASS`
 _RABBIT = re.compile(r"\brabbitmqctl[^\S\n]+(?:add_user|change_password)[^\S\n]+\S+[^\S\n]+")
+
+
+# MinIO's client: `mc alias set NAME URL ACCESS_KEY SECRET_KEY` (`mc config host add` before it)
+_MC_ALIAS = re.compile(r"\bmc[^\S\n]+(?:alias[^\S\n]+set|config[^\S\n]+host[^\S\n]+add)[^\S\n]+")
+
+
+def minio_aliases(text: str, depth: int) -> Iterator[Span]:
+    """The access key and the secret key an `mc alias set` is given (each when it looks like one)."""
+    priority = _PRIORITY["password"]
+    for match in _MC_ALIAS.finditer(text):
+        arguments = list(_arguments(text, match.end()))[:4]
+        for start, end, value in arguments[2:4]:
+            if not value.startswith("-") and _looks_random(value):
+                yield start, end, priority
+
+
+# GitHub Actions masks a value only from the `::add-mask::` on: the value given to it is a secret, and so is a
+# random token a log that masks things printed (often before the mask, `echo "fetched $TOKEN"`)
+_ADD_MASK = re.compile(r"::add-mask::(?P<v>[^\s\"'$%][^\s\"']{5,})")
+_LOG_TOKEN = re.compile(r"(?<![\w/+=.-])[A-Za-z0-9_-]{24,}(?![\w/+=.-])")
+_HEX_OR_DIGITS = re.compile(r"[0-9a-fA-F]+|[0-9_-]+")
+
+
+def masked_in_actions(text: str, depth: int) -> Iterator[Span]:
+    priority = _PRIORITY["password"]
+    for match in _ADD_MASK.finditer(text):
+        if not _benign(match.group("v")):
+            yield match.start("v"), match.end("v"), priority
+    for match in _LOG_TOKEN.finditer(text):
+        token = match.group()
+        if not _HEX_OR_DIGITS.fullmatch(token) and _looks_random(token):
+            yield match.start(), match.end(), priority
 
 
 def htpasswd_arguments(text: str, depth: int) -> Iterator[Span]:

@@ -50,6 +50,7 @@ from governance.redaction.assignments import (
     _cli_set,
     _named_values,
     _xml_elements,
+    csv_password_columns,
 )
 from governance.redaction.catalogue import catalogue_spans
 from governance.redaction.commands import (
@@ -59,6 +60,8 @@ from governance.redaction.commands import (
     command_arguments,
     htpasswd_arguments,
     ldap_binds,
+    masked_in_actions,
+    minio_aliases,
     oracle_logins,
     redis_auth,
     webhook_paths,
@@ -77,6 +80,7 @@ from governance.redaction.generic import (
     pgpass_lines,
     quoted_pairs,
     secure_strings,
+    setter_calls,
     short_codes,
     sql_passwords,
     terraform_state_passwords,
@@ -438,6 +442,7 @@ _DETECTORS: list[tuple[_Gate, Detector]] = [
         ),
     ),
     (_gate("</"), _xml_elements),
+    (_gate(lower=("password", "passwd", "pwd", "totp")), csv_password_columns),
     (_gate("login"), _cli(_CLI_LOGIN)),
     (_gate(lower=("config",)), _cli_set),
     (
@@ -511,6 +516,10 @@ _DETECTORS: list[tuple[_Gate, Detector]] = [
                 "κωδικ",
                 "συνθηματικ",
                 "პაროლ",
+                "cheia",
+                "cheie",
+                "nøkkel",
+                "парола",
             ),
         ),
         multilingual_prose,
@@ -559,9 +568,26 @@ _DETECTORS: list[tuple[_Gate, Detector]] = [
         ),
         call_credentials,
     ),
+    (
+        _gate(
+            lower=(
+                "password(",
+                "passwd(",
+                "pwd(",
+                "secret(",
+                "token(",
+                "key(",
+                "plainauth(",
+                "changeuserpassword(",
+            )
+        ),
+        setter_calls,
+    ),
     (_gate(":"), pgpass_lines),
     (_gate(lower=("oracle", "sqlplus", "expdp", "impdp", "rman", "sqlldr", "userid")), oracle_userpass),
     (_gate("htpasswd"), htpasswd_arguments),
+    (_gate("mc alias", "mc config"), minio_aliases),
+    (_gate("::add-mask::"), masked_in_actions),
     (_gate(lower=("sqlplus", "sqlldr", "expdp", "impdp", "rman", "dgmgrl")), oracle_logins),
     (_gate("smbclient", "smbmap", "rpcclient", "rabbitmqctl"), command_arguments),
     (_gate("AUTH"), redis_auth),

@@ -22,6 +22,7 @@ import hashlib
 import re
 from collections.abc import Iterator
 from functools import lru_cache
+from urllib.parse import unquote
 
 from governance.redaction.kinds import _PRIORITY, Span
 from governance.redaction.names import (
@@ -39,6 +40,7 @@ __all__ = [
     "sql_passwords",
     "terraform_state_passwords",
     "call_credentials",
+    "setter_calls",
     "directives",
     "hex_private_keys",
     "login_arguments",
@@ -217,6 +219,15 @@ def _paragraph_token(token: str, line: str, hexadecimal: bool) -> bool:
     )
 
 
+def _encoded_path(token: str) -> bool:
+    """A percent-encoded path of plain segments (`%2Fauto%2Fstorage%2Fgoog4_request`), not one random token;
+    a segment that is random itself (a key whose `/` was encoded) still counts."""
+    if "%2" not in token.upper():
+        return False
+    segments = [s for s in unquote(token).split("/") if s]
+    return len(segments) > 1 and not any(_random_token(s) for s in segments)
+
+
 def near_word_tokens(text: str, depth: int) -> Iterator[Span]:
     """Random tokens that a word naming a secret stands beside: found token first (random tokens are rare in
     ordinary text, so most texts cost one scan), then the words around it are read."""
@@ -224,7 +235,7 @@ def near_word_tokens(text: str, depth: int) -> Iterator[Span]:
     lines: dict[int, tuple[str, bool, bool]] = {}  # line start -> (line, public, about digests)
     for match in _TOKEN.finditer(text):
         token = match.group()
-        if not _random_token(token):
+        if not _random_token(token) or _encoded_path(token):
             continue
         start, end = _line_at(text, match.start())
         if start not in lines:
@@ -272,6 +283,47 @@ _CALL_NAME = re.compile(
     r"|credentials?|basicauth|digestauth|networkcredential|passwordauthentication|searchclient\.create"
     r"|algoliasearch|initializeapp|getconnection)[^\S\n]*(?:=[^\S\n]*)?$"
 )
+# a call named after the secret it sets, with one string literal: `.password("x")` (Rust's and Java's
+# builders), `setPassword("x")`, `withToken("x")`; a getter or a check takes a name or a candidate
+# (`getPassword("db")`, `check_password(…)`) and is not one of these names
+_SETTER_CALL = re.compile(
+    r"(?<![\w$])(?P<name>(?i:(?:set_?|with_?|use_?)?(?:password|passwd|pwd|secret|token|api_?key|access_?token"
+    r"|auth_?token|client_?secret|secret_?key|bearer_?token)))\([^\S\n]*(?P<q>[\"'])(?P<v>[^\"'\n\\]{6,200})(?P=q)"
+    r"[^\S\n]*\)"
+)
+# calls whose password is one argument among others, by its position: Go's `smtp.PlainAuth(identity, user,
+# password, host)`, MongoDB's `db.changeUserPassword(user, password)`
+_PASSWORD_ARGUMENT = {"plainauth": 2, "changeuserpassword": 1}
+_POSITIONAL_CALL = re.compile(r"(?i)\b(?P<name>PlainAuth|changeUserPassword)\((?P<args>[^()\n]{0,300})\)")
+_ARGUMENT = re.compile(r"[^\S\n]*(?:\"(?P<dq>[^\"\n]*)\"|'(?P<sq>[^'\n]*)'|[^,]*)[^\S\n]*(?:,|$)")
+
+
+def setter_calls(text: str, depth: int) -> Iterator[Span]:
+    """The literal given to a setter named after a secret, and the password argument of a call that takes
+    it by position."""
+    priority = _PRIORITY["password"]
+    for match in _SETTER_CALL.finditer(text):
+        value = match.group("v")
+        if " " in value or _benign(value):
+            continue
+        # a password setter's literal is the password; a token's or a key's must look like one
+        if match.group("name").lower().endswith(("password", "passwd", "pwd")) or _looks_random(value):
+            yield match.start("v"), match.end("v"), priority
+    for match in _POSITIONAL_CALL.finditer(text):
+        wanted = _PASSWORD_ARGUMENT[match.group("name").lower()]
+        pos, end = match.start("args"), match.end("args")
+        for index in range(wanted + 1):
+            argument = _ARGUMENT.match(text, pos, end)
+            if argument is None or argument.end() == pos:
+                break
+            if index == wanted:
+                group = "dq" if argument.group("dq") is not None else "sq"
+                value = argument.group(group)
+                if value is not None and value and not _benign(value):
+                    yield argument.start(group), argument.end(group), priority
+            pos = argument.end()
+
+
 # a call that signs or checks with a shared secret: `jwt.sign(payload, "…")`, `jwt.encode(claims, "…", …)`,
 # `crypto.createHmac("sha256", "…")`, `hmac.new(b"…", …)`: any of its literals may be the secret
 _SIGN_CALL = re.compile(
@@ -513,8 +565,11 @@ _SECURE_STRING = re.compile(
     r"(?i)ConvertTo-SecureString[^\S\n]+(?:-String[^\S\n]+)?(?:\"(?P<dq>[^\"\n]+)\"|'(?P<sq>[^'\n]+)')"
     r"(?=[^\n]*-AsPlainText)"
 )
-# a URL whose userinfo is a token alone: `https://<token>@github.com/acme/repo.git`
-_URL_TOKEN = re.compile(r"\b[a-z][a-z0-9+.-]*://(?P<v>[A-Za-z0-9_.~-]{20,})@[A-Za-z0-9.-]+")
+# a URL whose userinfo is a token alone: `https://<token>@github.com/acme/repo.git`, or a token with GitHub's
+# documented stand-in password (`https://<token>:x-oauth-basic@github.com/…`)
+_URL_TOKEN = re.compile(
+    r"\b[a-z][a-z0-9+.-]*://(?P<v>[A-Za-z0-9_.~-]{20,})(?::x-oauth-(?:basic|token))?@[A-Za-z0-9.-]+"
+)
 
 
 def secure_strings(text: str, depth: int) -> Iterator[Span]:
@@ -560,6 +615,13 @@ _SQL_PASSWORD = re.compile(
     r"(?i)\b(?:identified(?:[^\S\n]+with[^\S\n]+\w+)?[^\S\n]+by(?:[^\S\n]+password)?|password[^\S\n]*=?)"
     r"[^\S\n]*N?'(?P<v>[^'\n]{4,200})'"
 )
+# Oracle's `CREATE USER u IDENTIFIED BY "x"`, or a bare `… IDENTIFIED BY x` (`ALTER USER`, a database link's
+# `CONNECT TO u IDENTIFIED BY x USING …`): a bare value of six characters or more, no bind variable
+# (`:pw`, `&pw`)
+_SQL_PASSWORD_ORACLE = re.compile(
+    r"(?i)\b(?:(?:create|alter)[^\S\n]+(?:user|role)|connect[^\S\n]+to)[^\S\n]+[\w$#.\"@-]+"
+    r"[^\S\n]+identified[^\S\n]+by[^\S\n]+(?:\"(?P<q>[^\"\n]{4,200})\"|(?P<v>[^\s;'\":&?%$][^\s;'\"]{3,127})(?=[\s;]|$))"
+)
 
 
 # Terraform state keeps a generated password in clear: the `result` of a `random_password` resource
@@ -581,6 +643,13 @@ def sql_passwords(text: str, depth: int) -> Iterator[Span]:
         value = match.group("v")
         if not _benign(value) and not _looks_like_prose(value):
             yield match.start("v"), match.end("v"), priority
+    for match in _SQL_PASSWORD_ORACLE.finditer(text):
+        group = "q" if match.group("q") is not None else "v"
+        value = match.group(group)
+        if _benign(value) or _looks_like_prose(value) or value.upper() in ("VALUES", "PASSWORD"):
+            continue
+        if group == "q" or len(value) >= 6:  # the syntax says it is the password
+            yield match.start(group), match.end(group), priority
 
 
 def _looks_like_prose(value: str) -> bool:

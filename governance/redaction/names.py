@@ -28,6 +28,8 @@ _STRONG_NAME = re.compile(
     r"|(?:^|_)psk|pre_?shared_?key"
     # SSSD's `ldap_default_authtok`, nslcd's `bindpw`-like `authtok`: an authentication token by name
     r"|(?:^|_)authtok"
+    # Docker's `config.json` keeps a registry's OAuth tokens under `identitytoken` and `registrytoken`
+    r"|identity_?token|registry_?token"
     # the same words in other languages (German, Spanish, French, Portuguese, Italian)
     r"|passwort|kennwort|contrase\w*|clave|mot_de_passe|mdp|senha|parola_?d_?ordine)(?:_[a-z0-9]+)*$"
 )
@@ -36,7 +38,7 @@ _ALWAYS_SECRET = frozenset({"private_key_id", "private_key", "client_secret", "c
 # names that hold a secret only when the value looks random (`token: 5` is a count, `key: id` a column)
 _AMBIGUOUS_NAME = re.compile(
     r"(?:^|_)(?:token|key|auth|authorization|credentials?|creds?|signature|sig|salt|hmac|cookie|session"
-    r"|sessionid|sid|pin|otp|bearer|apikey|refresh|access|jwt|nonce|material)(?:_[a-z0-9]+)*$"
+    r"|sessionid|sid|pin|otp|totp|mfa|bearer|apikey|refresh|access|jwt|nonce|material)(?:_[a-z0-9]+)*$"
 )
 # names whose value is about a secret, not the secret (`password_file`, `secret_name`, `token_ttl`)
 _METADATA_SUFFIX = re.compile(
@@ -95,7 +97,7 @@ _PLACEHOLDER_VALUE = re.compile(
     r"|passwort|kennwort|contraseña|contrasena|mot de passe|senha|palavra-passe|parola d'ordine|пароль"
     r"|passphrase|passcode|token|api key|clave|clé|chave|chiave|jeton|schlüssel"
     r"|(?:your|my|insert|enter|put)[_-].*|.*[_-](?:here|goes_here)|x{4,}.*|.*x{6,}|\*{3,}.*"
-    r"|<[^<>]*>|<[A-Za-z_][^<>]*|<%.*|\*+|x{3,}|\.{3}|…|\?+|-+|_+"
+    r"|<[^<>]*>|<[A-Za-z_][^<>]*|<[A-Za-z][\w -]*>(?:%2F|/).*|<%.*|\*+|x{3,}|\.{3}|…|\?+|-+|_+"
     # JavaScript's `undefined` printed where a value is unset (`password: undefined` in a config dump);
     # connection-string docs' stand-ins (`Password=myPassword;`, `User Id=myUsername`)
     r"|undefined|(?-i:my[A-Z][a-z]+(?:[A-Z][a-z]+)*)"
@@ -103,6 +105,10 @@ _PLACEHOLDER_VALUE = re.compile(
     r"|[A-Za-z0-9_.-]{1,16}?(?:\.{3,}|…)"
     # Terraform's plan shows a sensitive attribute as `(sensitive value)`, never the value itself
     r"|\(sensitive(?:[ ]value)?\)?"
+    # what a tool prints instead of a value it keeps to itself (`_authToken = (protected)` in `npm config`)
+    r"|\((?:protected|hidden|masked|redacted|encrypted)\)"
+    # what Windows Setup writes over a password in its answer files and logs
+    r"|\*SENSITIVE\*DATA\*DELETED\*"
     r"|[\[{(]"  # a structure opens: the value is on the next lines or in a list
     r"|[|>][-+]?\d?"  # a YAML block scalar: the value is on the next lines
     # references: ${DB_PASSWORD}, $DB_PASSWORD, $(cat file), {{ vault_pw }}, {% ... %}, %(password)s, %s,
@@ -113,14 +119,15 @@ _PLACEHOLDER_VALUE = re.compile(
     # a run of one character
     r"|\$\{\{.*|%[A-Za-z_]+%|@[A-Za-z_]+@|(.)\1*"
     # secret references: 1Password `op://vault/item/field`, `vault:secret/x#y`, `ref+vault://…`, `!Ref X`
-    r"|op://\S+|vault:\S+|ref\+\w+://\S+|(?:awssm|gcpsm|azkv)://\S+|!(?:Ref|Sub|GetAtt|ImportValue)\b.*"
+    r"|op://[^\n\"']+|vault:\S+|ref\+\w+://\S+|(?:awssm|gcpsm|azkv)://\S+|!(?:Ref|Sub|GetAtt|ImportValue)\b.*"
     # an environment variable's name standing for its value (`Bearer ACCESS_TOKEN`, `API_KEY_HERE`)
     r"|(?-i:(?:[A-Z][A-Z0-9]*_)*(?:TOKEN|KEY|SECRET|PASSWORD|PASS|PWD|CREDENTIALS?|APIKEY)(?:_[A-Z0-9]+)*)"
     # code, not a value: `password = get_password()`, `password: str`, `password = settings.DB_PASSWORD`
     r"|(?-i:[A-Za-z_][A-Za-z0-9_.]{2,}[(\[].*)"
     r"|(?:str|bytes|string|SecretStr|(?:Optional|Secret)\[[^\]]*\])(?:\|None)?"
     r"|(?:self|cls|args|opts|options|config|cfg|conf|settings|env|os|params|request|req|ctx|kwargs|creds"
-    r"|credentials|secrets|vault|process|this|props|data|user|values)\.[\w.]+"
+    r"|credentials|secrets|vault|process|this|props|data|user|values"
+    r"|session|client|auth|account|response|resp|result|app|identity|conn|connection)\.[\w.]+"
 )
 # words that follow "password:" in prose about passwords rather than before a password
 _STOPWORDS = frozenset(

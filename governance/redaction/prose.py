@@ -42,9 +42,14 @@ _LATIN_WORDS = (
     r"|has[łl]o(?:[ ](?:do|dla)[ ][\w-]+)?[ ]to"
     r"|parola(?:sı|si|nız|niz)?|şifre(?:si|niz)?|sifre(?:si)?|wachtwoord|hasło|hasła|haslo|lösenord(?:et)?"
     r"|passord(?:et)?|adgangskode(?:n)?|salasana|heslo|jelszó|jelszava|parolă|kata[ ]sandi|sandi|mật[ ]khẩu"
+    # Romanian "cheia API", Norwegian "API-nøkkelen"
+    r"|cheia(?:[ ]api)?|cheie(?:[ ]api)?|(?:api-)?nøkkel(?:en)?"
 )
 # Russian: Cyrillic words need Cyrillic word boundaries
-_CYRILLIC_WORDS = r"пароль|пароля|паролем|ключ(?:[ ]api|[ ]доступа)?|токен|секрет|секретный[ ]ключ"
+# (Bulgarian: "паролата", "ключът")
+_CYRILLIC_WORDS = (
+    r"пароль|пароля|паролем|паролата|парола|ключ(?:ът|а)?(?:[ ]api|[ ]доступа)?|токен|секрет|секретный[ ]ключ"
+)
 _CJK_WORDS = (
     # Arabic, Persian, Hindi, Thai, Hebrew, Greek: scripts whose words the boundaries above do not cover
     r"كلمة[ ](?:ال)?مرور|كلمة[ ](?:ال)?سر|رمز[ ]عبور|गुप्त[ ]शब्द|पासवर्ड|รหัสผ่าน|סיסמה|הסיסמה"
@@ -58,7 +63,7 @@ _CJK_WORDS = (
 # (Indonesian says "is now" with `sekarang`/`kini`: "sandi wifi sekarang X")
 _SEPARATORS = (
     r"is|was|ist|lautet|lauten|war|es|era|est|était|sont|é|è|são|sono|это|—|jest|là|adalah|sekarang|kini"
-    r"|är|er|on"
+    r"|är|er|on|este|е"
 )
 _CJK_SEPARATORS = r"是|为|為|は|が|은|는|이|가|هي|है|คือ|היא|είναι"
 _WORD = (

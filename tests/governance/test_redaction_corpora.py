@@ -88,8 +88,11 @@ CORPORA = [
     Held("seventh", "redaction_seventh", 229, 73, 107, tune=(118, 37), heldout=(90, 34)),
     # The eighth: what coding agents stream into a log (tool calls and their results, CLI and debug output,
     # cookies, OAuth and cloud tokens, source in eight languages, chat in seven more languages). At the first
-    # run, before any rule change: tune 69 / 91 and 29 / 34, held-out 69 / 86 and 16 / 23.
-    Held("eighth", "redaction_eighth", 177, 57, 77, tune=(69, 29), heldout=(69, 16)),
+    # run, before any rule change: tune 69 / 91 and 29 / 34, held-out 69 / 86 and 16 / 23. After the rules for
+    # its tune half (Oracle's `IDENTIFIED BY`, setters and positional calls, password-manager exports, answer
+    # files, registry tokens, a token as a URL's user, MinIO aliases, Actions masks, three chat languages, and
+    # six kept references): tune 90 and 34, held-out 69 and 16 (scored once, as counts).
+    Held("eighth", "redaction_eighth", 177, 57, 77, tune=(90, 34), heldout=(69, 16)),
 ]
 LOADED = {held.name: held.load() for held in CORPORA}
 
@@ -147,6 +150,9 @@ def test_heldout_half_does_not_regress(held: Held) -> None:
     if held.burned:  # tuned on already: a failure may name its samples
         assert result.removed >= held.heldout[0], [m[:2] for m in result.misses]
         assert result.kept >= held.heldout[1], [a[:2] for a in result.altered]
-    else:  # the samples are neither printed nor reported: a failure names counts only
-        assert result.removed >= held.heldout[0], (result.removed, result.secrets)
-        assert result.kept >= held.heldout[1], (result.kept, result.near_misses)
+    else:  # the samples are neither printed nor reported: a failure names counts only (plain ints, so that
+        # pytest's report of the comparison cannot show the score with its misses)
+        removed, total, kept, checked = result.removed, result.secrets, result.kept, result.near_misses
+        del result
+        assert removed >= held.heldout[0], f"held-out secrets removed: {removed} of {total}"
+        assert kept >= held.heldout[1], f"held-out near-misses kept: {kept} of {checked}"
