@@ -36,6 +36,10 @@ How a text is scanned:
 * Secrets no word names (transcripts.py: commands and what terminals and protocols print; people.py: a
   typed password's shape in notes, tickets, e-mails and chat) and secrets hidden by percent-encoding
   (disguised.py: decoded and scanned again, cut as written).
+* What agents' tools print and write: Oracle's `IDENTIFIED BY`, a setter named after a secret
+  (`.password("x")`), a password-manager export's password and TOTP columns, a Windows answer file's
+  `<Value>`, MinIO's `mc alias set`, the value a GitHub Actions log masks (generic.py, assignments.py,
+  commands.py).
 * A vendor's documented example (`AKIAIOSFODNN7EXAMPLE`), a processor's test card, a key its vendor
   publishes (`pk_live_…`), and a placeholder or reference where a value would be (`user:password@`,
   `${VAR}`, `op://…`, Terraform's `(sensitive value)`) are kept, and so is ciphertext for a key the text
