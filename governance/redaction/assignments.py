@@ -107,10 +107,12 @@ _DIGEST_NAME = re.compile(r"(?i)sha|hash|digest|commit|checksum|rev|etag|fingerp
 
 # the name and the value apart: `<add key="SmtpPassword" value="x" />` (.NET config), a Kubernetes env entry
 # (`- name: DB_PASSWORD` then `value: x`), `{"name": "API_TOKEN", "value": "x"}` (ECS task definitions), a
-# password manager's custom field (`{"name": "API key", "value": "x"}`)
+# password manager's custom field (`{"name": "API key", "value": "x"}`: a name of words only when quoted)
 _NAMED_VALUE = re.compile(
-    r"(?i)\b(?:key|name)[\"']?[^\S\n]*[:=][^\S\n]*[\"']?"
-    r"(?P<name>[A-Za-z0-9_.\-]{2,80}(?:[ ][A-Za-z0-9_.\-]{1,40}){0,3})[\"']?[^\S\n]*,?"
+    r"(?i)\b(?:key|name)[\"']?[^\S\n]*[:=][^\S\n]*"
+    r"(?:\"(?P<spaced>[A-Za-z0-9_.\-]{2,40}(?:[ ][A-Za-z0-9_.\-]{1,40}){1,3})\""
+    r"|[\"']?(?P<name>[A-Za-z0-9_.\-]{2,80})[\"']?)"
+    r"[^\S\n]*,?"
     r"\s{1,40}?(?:-[^\S\n]*)?[\"']?value[\"']?[^\S\n]*[:=][^\S\n]*" + _VALUE
 )
 
@@ -118,7 +120,7 @@ _NAMED_VALUE = re.compile(
 def _named_values(text: str, depth: int) -> Iterator[Span]:
     for match in _NAMED_VALUE.finditer(text):
         start, end, value = _value_span(match)
-        cls = _name_class(match.group("name"))
+        cls = _name_class(match.group("name") or match.group("spaced").replace(" ", "_"))
         if start < end and ((cls == 2 and not _benign(value)) or (cls == 1 and _looks_random(value))):
             yield start, end, _PRIORITY["password" if cls == 2 else "generic_secret"]
 
@@ -223,6 +225,10 @@ def _cli_set(text: str, depth: int) -> Iterator[Span]:
 # a CSV export whose header names a password column (browsers', KeePassXC's, Bitwarden's, 1Password's):
 # that column's cell in each row under it, until a blank line or a row of another width
 _CSV_SECRET_COLUMNS = frozenset({"password", "passwd", "pwd", "login_password", "totp", "login_totp"})
+# an export names whose login it keeps, or where: a header without one of these is not an export's
+_CSV_LOGIN_COLUMNS = frozenset(
+    {"username", "user", "login", "login_username", "email", "url", "login_uri", "uri", "website", "title"}
+)
 _CSV_HEADER_CELL = re.compile(
     r"(?im)(?:^|,)[^\S\n]*\"?(?:password|passwd|pwd|login_password|totp|login_totp)\"?[^\S\n]*(?=,|\r?$)"
 )
@@ -258,7 +264,10 @@ def csv_password_columns(text: str, depth: int) -> Iterator[Span]:
         header = _csv_cells(text, line_start, line_end)
         if len(header) < 3:
             continue
-        columns = [i for i, (s, e) in enumerate(header) if text[s:e].strip().lower() in _CSV_SECRET_COLUMNS]
+        names = [text[s:e].strip().lower() for s, e in header]
+        if not _CSV_LOGIN_COLUMNS.intersection(names):
+            continue  # a list of words in prose ("we store name, email, password"), not an export's header
+        columns = [i for i, name in enumerate(names) if name in _CSV_SECRET_COLUMNS]
         row_start = line_end + 1
         while row_start < len(text):
             row_end = text.find("\n", row_start)
@@ -269,6 +278,6 @@ def csv_password_columns(text: str, depth: int) -> Iterator[Span]:
             for i in columns:
                 s, e = cells[i]
                 value = text[s:e]
-                if value.strip() and not _benign(value):
+                if value.strip() and not any(c.isspace() for c in value) and not _benign(value):
                     yield s, e, priority
             row_start = row_end + 1

@@ -93,6 +93,8 @@ NEAR_MISSES = [
     "mc alias set local http://localhost:9000 minioadmin minioadmin",
     "2025-03-12T09:14:02Z ##[group]Run actions/checkout@8e5e7e5ab8b370d6c329ec480221332ada57f0ab",
     "Parola este stocată în seif.",
+    "Fields: id, email, password\nThen we hash it, store it, and move on.",
+    "- name: Require strong password\n  value: always",
 ]
 
 
