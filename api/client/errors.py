@@ -168,5 +168,10 @@ def foreign_answer(response: httpx.Response) -> str:
 
 
 def unreachable(base_url: str, exc: httpx.TransportError) -> UnavailableError:
-    """No answer at all (refused, reset, timed out): retry later."""
+    """No answer at all (refused, reset, timed out): retry later. A request httpx would not send (a header
+    value it refuses) is named by its kind only: httpx's message repeats the header, API key and all."""
+    if isinstance(exc, httpx.LocalProtocolError):
+        return UnavailableError(
+            "unavailable", f"the request to {base_url} could not be sent (a header or value httpx refuses)", 0
+        )
     return UnavailableError("unavailable", f"cannot reach the gateway at {base_url}: {exc}", 0)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import inspect
 import os
+import re
 import types
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -21,7 +22,13 @@ from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
 import httpx
 from pydantic import BaseModel, ValidationError
 
-from api.client.errors import ServerError, error_from_response, foreign_answer, unreachable
+from api.client.errors import (
+    ServerError,
+    UnauthenticatedError,
+    error_from_response,
+    foreign_answer,
+    unreachable,
+)
 
 __all__ = [
     "DEFAULT_URL",
@@ -85,12 +92,33 @@ DEFAULT_URL = "http://127.0.0.1:8080"
 DEFAULT_TIMEOUT = 30.0
 
 
-def _configured(base_url: str | None, api_key: str | None, timeout: float) -> dict[str, Any]:
-    """The httpx client's options, from the arguments or else `LOREGATE_URL` and `LOREGATE_API_KEY`."""
+# what an API key may hold: visible ASCII (loregate's keys are `lg_` and URL-safe base64)
+_KEY_CHARACTERS = re.compile(r"[\x21-\x7e]+")
+MALFORMED_KEY = (
+    "malformed API key (LOREGATE_API_KEY or --api-key): it holds white space or control characters inside "
+    "it, which no loregate key has; the key is not shown"
+)
+
+
+def authorization(api_key: str | None) -> tuple[dict[str, str], str | None]:
+    """The `Authorization` header for `api_key` (white space around it, a key file's newline, dropped), and
+    why the key cannot be sent, if it cannot: the header would be refused before leaving, and httpx's
+    error names the whole value, so the key is judged here and never repeated."""
+    key = (api_key or "").strip()
+    if not key:
+        return {}, None
+    if not _KEY_CHARACTERS.fullmatch(key):
+        return {}, MALFORMED_KEY
+    return {"Authorization": f"Bearer {key}"}, None
+
+
+def _configured(base_url: str | None, api_key: str | None, timeout: float) -> tuple[dict[str, Any], str | None]:
+    """The httpx client's options, from the arguments or else `LOREGATE_URL` and `LOREGATE_API_KEY`, and
+    why the key cannot be sent (`authorization`)."""
     url = (base_url or os.environ.get("LOREGATE_URL") or DEFAULT_URL).rstrip("/")
     key = api_key if api_key is not None else os.environ.get("LOREGATE_API_KEY")
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    return {"base_url": url, "headers": headers, "timeout": timeout}
+    headers, problem = authorization(key)
+    return {"base_url": url, "headers": headers, "timeout": timeout}, problem
 
 
 class SyncTransport:
@@ -104,7 +132,8 @@ class SyncTransport:
         timeout: float = DEFAULT_TIMEOUT,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        self._http = httpx.Client(**_configured(base_url, api_key, timeout), transport=transport)
+        options, self._key_problem = _configured(base_url, api_key, timeout)
+        self._http = httpx.Client(**options, transport=transport)
         self.base_url = str(self._http.base_url).rstrip("/")
 
     def __enter__(self) -> Self:
@@ -119,6 +148,8 @@ class SyncTransport:
 
     def call(self, request: Request, model: type[ModelT]) -> ModelT:
         """Send `request`; its answer as `model`."""
+        if self._key_problem is not None:
+            raise UnauthenticatedError("unauthenticated", self._key_problem, 0)
         try:
             response = self._http.request(
                 request.method, request.path, json=request.json, params=request.params
@@ -139,7 +170,8 @@ class AsyncTransport:
         timeout: float = DEFAULT_TIMEOUT,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        self._http = httpx.AsyncClient(**_configured(base_url, api_key, timeout), transport=transport)
+        options, self._key_problem = _configured(base_url, api_key, timeout)
+        self._http = httpx.AsyncClient(**options, transport=transport)
         self.base_url = str(self._http.base_url).rstrip("/")
 
     async def __aenter__(self) -> Self:
@@ -154,6 +186,8 @@ class AsyncTransport:
 
     async def call(self, request: Request, model: type[ModelT]) -> ModelT:
         """Send `request`; its answer as `model`."""
+        if self._key_problem is not None:
+            raise UnauthenticatedError("unauthenticated", self._key_problem, 0)
         try:
             response = await self._http.request(
                 request.method, request.path, json=request.json, params=request.params

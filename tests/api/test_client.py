@@ -107,6 +107,28 @@ def test_client_bad_key_raises_unauthenticated(gateway_url: str) -> None:
         client.task("anything")
 
 
+def test_client_key_read_from_a_file_with_its_newline_still_works(gateway_url: str, team: dict[str, Actor]) -> None:
+    task_id = _open(gateway_url, team["orchestrator"])
+    with LoregateClient(gateway_url, f"  {team['agent'].key}\n") as client:
+        assert client.task(task_id).task_id == task_id
+
+
+@pytest.mark.parametrize("inside", ["\n", " ", "\nX-Evil: 1\n", "\x00"])
+async def test_client_malformed_key_is_refused_without_repeating_it(
+    gateway_url: str, team: dict[str, Actor], inside: str
+) -> None:
+    key = team["agent"].key
+    malformed = key[:20] + inside + key[20:]
+    with LoregateClient(gateway_url, malformed) as client, pytest.raises(UnauthenticatedError) as caught:
+        client.task("anything")
+    async with AsyncLoregateClient(gateway_url, malformed) as aclient:
+        with pytest.raises(UnauthenticatedError) as acaught:
+            await aclient.task("anything")
+    for error in (caught.value, acaught.value):
+        assert error.error == "unauthenticated" and "malformed API key" in error.detail
+        assert key[:20] not in error.detail and key[20:] not in error.detail
+
+
 def test_client_other_tenant_raises_policy_denied(gateway_url: str, team: dict[str, Actor]) -> None:
     org, project = new_tenant()
     with LoregateClient(gateway_url, team["orchestrator"].key) as client, pytest.raises(PolicyDeniedError):

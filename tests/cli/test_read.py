@@ -137,3 +137,16 @@ async def test_show_json_escapes_control_characters_and_keeps_the_text(
     assert result.returncode == 0, result.stderr
     assert not any(raw in result.stdout for raw in ("\x1b", "\x9b", "\u202e")), result.stdout
     assert json.loads(result.stdout)["memory"]["content"] == content
+
+
+@pytest.mark.parametrize("command", [("show", "CITATION"), ("export", "project:o/p", "-o", "-")])
+def test_a_malformed_key_is_refused_in_one_line_that_never_shows_it(
+    world: dict[str, Any], command: tuple[str, ...]
+) -> None:
+    key = world["env"]["LOREGATE_API_KEY"]
+    env = {**world["env"], "LOREGATE_API_KEY": key[:12] + "\nX-Evil: 1 " + key[12:]}
+    args = [world["citation"] if part == "CITATION" else part for part in command]
+    result = run_cli(*args, env=env)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "unauthenticated: malformed API key" in result.stderr
+    assert key[12:] not in result.stderr + result.stdout and "X-Evil" not in result.stderr

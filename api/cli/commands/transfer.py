@@ -34,14 +34,18 @@ def _http(url: str | None, api_key: str | None) -> Iterator[Any]:
     import httpx
 
     from api.client import DEFAULT_URL, LoregateError, error_from_response
+    from api.client.errors import unreachable
+    from api.client.transport import authorization
 
     base = (url or os.environ.get("LOREGATE_URL") or DEFAULT_URL).rstrip("/")
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    headers, problem = authorization(api_key)
+    if problem is not None:
+        fail(f"unauthenticated: {problem}")
     try:
         with httpx.Client(base_url=base, headers=headers, timeout=httpx.Timeout(TIMEOUT_SECONDS)) as client:
             yield client
     except httpx.TransportError as exc:
-        fail(f"unavailable: cannot reach the gateway at {base}: {exc}")
+        fail(f"unavailable: {unreachable(base, exc).detail}")
     except _Refused as refused:
         error: LoregateError = error_from_response(refused.response)
         fail(f"{error.error}: {error.detail}")
