@@ -112,7 +112,9 @@ def authorization(api_key: str | None) -> tuple[dict[str, str], str | None]:
     return {"Authorization": f"Bearer {key}"}, None
 
 
-def _configured(base_url: str | None, api_key: str | None, timeout: float) -> tuple[dict[str, Any], str | None]:
+def _configured(
+    base_url: str | None, api_key: str | None, timeout: float
+) -> tuple[dict[str, Any], str | None]:
     """The httpx client's options, from the arguments or else `LOREGATE_URL` and `LOREGATE_API_KEY`, and
     why the key cannot be sent (`authorization`)."""
     url = (base_url or os.environ.get("LOREGATE_URL") or DEFAULT_URL).rstrip("/")

@@ -107,7 +107,9 @@ def test_client_bad_key_raises_unauthenticated(gateway_url: str) -> None:
         client.task("anything")
 
 
-def test_client_key_read_from_a_file_with_its_newline_still_works(gateway_url: str, team: dict[str, Actor]) -> None:
+def test_client_key_read_from_a_file_with_its_newline_still_works(
+    gateway_url: str, team: dict[str, Actor]
+) -> None:
     task_id = _open(gateway_url, team["orchestrator"])
     with LoregateClient(gateway_url, f"  {team['agent'].key}\n") as client:
         assert client.task(task_id).task_id == task_id
