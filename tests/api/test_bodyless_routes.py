@@ -35,10 +35,8 @@ async def test_erase_with_a_body_is_refused_and_erases_nothing(url: str, engine:
         memory = await add_memory(conn, task, title="Queue", content="queue.backend: redis", embedding=None)
     path = f"/v1/memories/{memory['citation']}"
     async with httpx.AsyncClient(base_url=url, timeout=60) as http:
-        refused = [
-            await http.request("DELETE", path, json=body, headers=human.headers)
-            for body in ({"dry_run": True}, {"dryrun": True}, [])
-        ]
+        bodies: list[object] = [{"dry_run": True}, {"dryrun": True}, []]
+        refused = [await http.request("DELETE", path, json=body, headers=human.headers) for body in bodies]
         plain = human.headers | {"content-type": "text/plain"}
         garbage = await http.request("DELETE", path, content=b"not json at all{", headers=plain)
         shown = await http.get(path, headers=human.headers)
