@@ -108,9 +108,13 @@ def _outcome(value: str) -> ApproachOutcome:
 
 
 async def record_approach(engine: AsyncEngine, embedder: Embedder, attempt: Attempt) -> PastApproach:
-    """Count one attempt with its outcome; failures keep their reason (both redacted like any free text)."""
+    """Count one attempt with its outcome; failures keep their reason (the approach, its subtask and the
+    reason redacted like any free text: the event shows them to every reader of the tenant's trail)."""
     attempt = replace(
-        attempt, approach=redact_free_text(attempt.approach) or "", reason=redact_free_text(attempt.reason)
+        attempt,
+        approach=redact_free_text(attempt.approach) or "",
+        subtask=redact_free_text(attempt.subtask) or "",
+        reason=redact_free_text(attempt.reason),
     )
     outcome = _outcome(attempt.outcome)
     if not attempt.approach.strip():
@@ -157,7 +161,14 @@ async def record_approach(engine: AsyncEngine, embedder: Embedder, attempt: Atte
 async def check_proposal(
     engine: AsyncEngine, embedder: Embedder, settings: Settings, proposal: Proposal
 ) -> CheckAnswer:
-    """Refuse a repeat of a failed approach (or a near-duplicate); count refusals, mark stuck."""
+    """Refuse a repeat of a failed approach (or a near-duplicate); count refusals, mark stuck. The proposal
+    is redacted as a recorded attempt is, so it meets the attempts under the same fingerprint and subtask,
+    and its refusal's event holds no secret."""
+    proposal = replace(
+        proposal,
+        approach=redact_free_text(proposal.approach) or "",
+        subtask=redact_free_text(proposal.subtask) or "",
+    )
     if not proposal.approach.strip():
         raise InvalidInput("the approach is empty")
     embedding = await embed_one(embedder, proposal.approach)

@@ -107,3 +107,43 @@ async def test_approach_idempotency_key_with_another_body_conflicts(
     assert [(h["approach"], h["attempts"], h["failures"]) for h in check.json()["history"]] == [
         ("Pin urllib3 below 2", 1, 1)
     ]
+
+
+async def test_subtask_and_checked_proposal_are_redacted_in_the_trail(
+    gateway_url: str, engine: AsyncEngine, agent_and_task: tuple[Actor, str]
+) -> None:
+    """An approach's subtask reached the APPROACH event verbatim, and a checked proposal reached the
+    APPROACH_REFUSED event verbatim: every reader of the tenant's trail read the token in it."""
+    agent, task_id = agent_and_task
+    token = "ghp_Zq8vR3nT1kPx7LmW2sYb9HcJ4dFg6QeUaV0o"
+    subtask = f"deploy with {token}"
+    async with httpx.AsyncClient(base_url=gateway_url, headers=agent.headers, timeout=30) as client:
+        recorded = await client.post(
+            f"/v1/tasks/{task_id}/approaches",
+            json={"approach": "pin the runner image", "outcome": "failed", "reason": "r", "subtask": subtask},
+        )
+        checked = await client.post(
+            f"/v1/tasks/{task_id}/approaches/check",
+            json={"approach": f"pin the runner image, token {token}", "subtask": subtask},
+        )
+    assert recorded.status_code == 201, recorded.text
+    assert checked.status_code == 200 and checked.json()["valid"] is False, checked.text
+    assert token not in recorded.text + checked.text
+    async with engine.connect() as conn:
+        rows = (
+            await conn.execute(
+                text("SELECT event_type, payload::text FROM memory_events WHERE task_id = :t"), {"t": task_id}
+            )
+        ).all()
+        stored = (
+            await conn.execute(
+                text(
+                    "SELECT subtask FROM approaches WHERE task_id = :t "
+                    "UNION ALL SELECT subtask FROM subtasks WHERE task_id = :t"
+                ),
+                {"t": task_id},
+            )
+        ).all()
+    assert {row[0] for row in rows} >= {"APPROACH", "APPROACH_REFUSED"}, rows
+    assert all(token not in row[1] for row in rows), rows
+    assert stored and all(token not in row[0] and "[REDACTED]" in row[0] for row in stored), stored
