@@ -45,6 +45,8 @@ COMMIT_PATTERN = r"^[0-9a-fA-F]{7,64}$"
 # ten years: a longer ttl is almost certainly a unit mistake (milliseconds for seconds)
 MAX_TTL_SECONDS = 10 * 365 * 24 * 3600
 EXPIRY_FIELDS = ("expires_at", "ttl_seconds")
+# the last year an `expires_at` may name (Python's and psycopg's times end with 9999)
+LAST_EXPIRY_YEAR = 9998
 
 DERIVED_TYPES = frozenset({MemoryType.SKILL.value, MemoryType.BUG_PATTERN.value, MemoryType.INSIGHT.value})
 SOURCE_TYPES = frozenset(
@@ -63,7 +65,18 @@ def _parse_expires_at(raw: Any, field: str) -> datetime:
         ) from None
     if value.tzinfo is None:
         raise InvalidInput(f"{field} needs a timezone (e.g. Z or +09:00): {raw[:40]!r}")
-    return value
+    # 9999-12-31T23:59:59-12:00 is in the year 10000 in UTC: stored, no reader could load it back (a
+    # year's margin keeps it loadable in any session time zone)
+    try:
+        utc = value.astimezone(UTC)
+    except OverflowError:
+        utc = None
+    if utc is None or utc.year > LAST_EXPIRY_YEAR:
+        raise InvalidInput(
+            f"{field} {raw[:40]!r} lies after the year {LAST_EXPIRY_YEAR} (knowledge that does not expire "
+            "takes no expires_at)"
+        )
+    return utc
 
 
 def _ttl(raw: Any, field: str) -> int:

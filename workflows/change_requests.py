@@ -56,6 +56,7 @@ from workflows.approval import (
     Decision,
     how_to_decide,
 )
+from workflows.failure_summary import failure_summary
 from workflows.input_decoding import start_input_init
 
 __all__ = ["ChangeRequestWorkflow", "LOREGATE_STATE", "DB_RETRY"]
@@ -172,9 +173,10 @@ class ChangeRequestWorkflow(ApprovalGate[ChangeRequestStatus]):
             result = await self._run(data)
         except ActivityError as err:
             cause = err.cause if err.cause is not None else err
-            self._status.error = str(cause)
+            summary = failure_summary(str(cause))
+            self._status.error = summary
             self._set_state(ChangeRequestState.FAILED)
-            result = ChangeRequestResult(data.request_id, ChangeRequestState.FAILED, reason=str(cause))
+            result = ChangeRequestResult(data.request_id, ChangeRequestState.FAILED, reason=summary)
         await workflow.wait_condition(workflow.all_handlers_finished)
         return result
 

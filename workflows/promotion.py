@@ -69,6 +69,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.reflection_contract import workflow_id_for as reflection_workflow_id
 
 from workflows.approval import DB_RETRY, TIMED_OUT, ApprovalGate, DecidedScope, Decision
+from workflows.failure_summary import failure_summary
 from workflows.input_decoding import start_input_init
 from workflows.promotion_details import current_details, preview_entry
 
@@ -324,9 +325,9 @@ class PromotionWorkflow(ApprovalGate[PromotionStatus]):
             result = await self._run(data)
         except ActivityError as err:
             cause = err.cause if err.cause is not None else err
-            self._status.error = str(cause)
+            self._status.error = failure_summary(str(cause))
             self._set_state(PromotionState.FAILED)
-            result = PromotionResult(data.task_id, PromotionState.FAILED, reason=str(cause))
+            result = PromotionResult(data.task_id, PromotionState.FAILED, reason=self._status.error)
             await self._record_outcome(data.task_id, "failed")
         await workflow.wait_condition(workflow.all_handlers_finished)
         return result

@@ -42,6 +42,7 @@ with workflow.unsafe.imports_passed_through():
         ReflectionState,
     )
 
+from workflows.failure_summary import failure_summary
 from workflows.input_decoding import start_input_init
 
 __all__ = ["ReflectionWorkflow", "REFLECTION_DB_RETRY", "REFLECTION_COMPUTE_RETRY"]
@@ -154,7 +155,7 @@ class ReflectionWorkflow:
             )
         except ChildWorkflowError as err:
             cause = err.cause if err.cause is not None else err
-            return await self._finish(staged.task_id, "failed", claim.reflector, str(cause))
+            return await self._finish(staged.task_id, "failed", claim.reflector, failure_summary(str(cause)))
         return await self._finish(staged.task_id, promoted.state, claim.reflector, promoted.reason)
 
     def _end(self, state: ReflectionState, reason: str) -> ReflectionResult:

@@ -87,11 +87,12 @@ async def start_promotion(
     task = await authorized_task(resources, principal, task_id, "promote", target)
     _check_evidence(resources, principal, task, target.value, body.verification)
     client = await temporal_client(resources)
+    rerun = False
     for attempt in range(2):
         chosen = await claim_promotion(resources.engine, task.id, target.value, principal.id)
         try:
             handle, created = await _start(
-                resources, principal, client, task, target, body, chosen.workflow_id
+                resources, principal, client, task, target, body, chosen.workflow_id, rerun=rerun
             )
         except WorkflowAlreadyStartedError as exc:
             # it ended without recording how (a best-effort step failed): record it, decide again
@@ -100,6 +101,11 @@ async def start_promotion(
             last = ended.typed_search_attributes.get(LOREGATE_STATE)
             if attempt == 0 and last in _ENDED_STATES:
                 await record_end(resources.engine, chosen.workflow_id, _ENDED_STATES[last])
+                continue
+            # it failed for good but its run completed (the workflow records `failed` and returns): a
+            # failed promotion runs again under its own number, as one whose run failed does
+            if attempt == 0 and last == PromotionState.FAILED.value:
+                rerun = True
                 continue
             raise Conflict(
                 f"promotion {chosen.number} of task {task.public_id!r} ({chosen.workflow_id}) already ended "
@@ -125,8 +131,11 @@ async def _start(
     target: Scope,
     body: PromotionStart,
     workflow_id: str,
+    *,
+    rerun: bool = False,
 ) -> tuple[WorkflowHandle[Any, Any], bool]:
-    """Start `workflow_id` (or find it running); (its handle, whether this call started it)."""
+    """Start `workflow_id` (or find it running); (its handle, whether this call started it). `rerun`: its
+    last run completed recording `failed`, and it runs again under the same id."""
     settings = resources.settings
     evidence = body.verification
     data = PromotionInput(
@@ -157,7 +166,9 @@ async def _start(
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
             # a promotion that ended is not run again (its publish events are keyed by the workflow id):
             # the task's next one has the next number; a failed one runs again under its own
-            id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
+            id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE
+            if rerun
+            else WorkflowIDReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
             memo={
                 "task_id": task.id,
                 "org": task.org,

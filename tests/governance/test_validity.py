@@ -37,6 +37,9 @@ def test_check_entry_expiry_accepts_future_time_and_ttl() -> None:
         ({"ttl_seconds": True}, "payload.ttl_seconds"),
         ({"ttl_seconds": 10**12}, "ten years"),
         ({"expires_at": "2026-07-01T00:00:00Z", "ttl_seconds": 60}, "not both"),
+        # the year 10000 in UTC: accepted once, it failed the promotion's plan for good
+        ({"expires_at": "9999-12-31T23:59:59-12:00"}, "after the year 9998"),
+        ({"expires_at": "9999-06-01T00:00:00Z"}, "payload.expires_at"),
     ],
 )
 def test_check_entry_expiry_refuses_bad_values_naming_the_field(
@@ -81,3 +84,8 @@ def test_event_kinds_of_the_api_schema_are_the_event_types() -> None:
     from governance.storage.events import EventType
 
     assert set(get_args(EventKind)) == {t.value for t in EventType}
+
+
+def test_an_expiry_is_read_in_utc_and_a_stored_one_out_of_range_is_ignored() -> None:
+    assert entry_expiry({"expires_at": "2027-01-01T09:00:00+09:00"}, None) == datetime(2027, 1, 1, tzinfo=UTC)
+    assert entry_expiry({"expires_at": "9999-12-31T23:59:59-12:00"}, None) is None
