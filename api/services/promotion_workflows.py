@@ -22,7 +22,7 @@ from temporalio.common import SearchAttributeKey
 
 from api.services.gateway import GatewayResources, temporal_client
 from api.services.temporal_errors import temporal_errors
-from governance.errors import Conflict, GovernanceError, NotFound, Unavailable
+from governance.errors import GovernanceError, NotFound, Unavailable
 from governance.operations.promotions import promotions_of
 from governance.storage.staging import TaskInfo
 from workflows.promotion_contract import (
@@ -49,8 +49,6 @@ LOREGATE_STATE = SearchAttributeKey.for_keyword(STATE_ATTRIBUTE)
 
 
 def _promotion_not_found(task_id: str, exc: RPCError) -> GovernanceError:
-    if "already completed" in exc.message:
-        return Conflict(f"the promotion of task {task_id!r} has already ended")
     return NotFound(f"task {task_id!r} has no promotion")
 
 

@@ -2,7 +2,8 @@
 
 A validator's or handler's `ApplicationError` becomes the error its type names (Conflict, InvalidInput, a
 refused approver's PolicyDenied); an update that gets no answer, or Temporal not answering, is Unavailable;
-a workflow that is not there is whatever the caller says that means (`not_found`). The gateways then map
+a workflow that is not there is whatever the caller says that means (`not_found`), and one that is there but
+closed (or closed while the request waited) a Conflict. The gateways then map
 the domain's errors to statuses (api/errors.py), so a client never sees a 500 for them.
 """
 
@@ -37,6 +38,15 @@ _UNAVAILABLE = {
 }
 
 
+# Temporal's NOT_FOUND for a workflow that is there but closed: a signal or update to a completed run, or an
+# update admitted while another one's decision ended the run (concurrent approvals: all but one land here)
+_CLOSED_MESSAGES = ("already completed", "aborted by closing workflow")
+
+
+def _closed(message: str) -> bool:
+    return any(words in message for words in _CLOSED_MESSAGES)
+
+
 @asynccontextmanager
 async def temporal_errors(
     subject: str, not_found: Callable[[RPCError], GovernanceError]
@@ -52,6 +62,11 @@ async def temporal_errors(
     except WorkflowUpdateRPCTimeoutOrCancelledError as exc:
         raise Unavailable(f"{subject} did not answer in time; is a worker running?") from exc
     except RPCError as exc:
+        if exc.status == RPCStatusCode.NOT_FOUND and _closed(exc.message):
+            raise Conflict(
+                f"{subject} has already ended: another decision was taken first, or it ended before this "
+                "request reached it"
+            ) from exc
         if exc.status == RPCStatusCode.NOT_FOUND:
             raise not_found(exc) from exc
         if exc.status in _UNAVAILABLE:
