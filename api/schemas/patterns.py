@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from api.schemas.text import MAX_JSON_DEPTH, JsonPayload, ScopeName, Text
+from api.schemas.text import MAX_JSON_DEPTH, WORKTREE_PATTERN, JsonPayload, ScopeName, Text
 from governance.staging import TASK_ID_PATTERN
 
 __all__ = ["FromPatchIn", "PatternProposalPublic", "FromPatchPublic", "CorrectionIn", "CorrectionPublic"]
@@ -34,7 +34,7 @@ class FromPatchIn(BaseModel):
         default=None,
         description="Without task_id: the project of the task opened for the patch (default: your key's)",
     )
-    worktree: Text = Field(default="patches", min_length=1, max_length=200)
+    worktree: Text = Field(default="patches", min_length=1, max_length=200, pattern=WORKTREE_PATTERN)
     idempotency_key: Text | None = Field(default=None, min_length=1, max_length=160)
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from api.schemas.live import FixHintPublic
-from api.schemas.text import MAX_JSON_DEPTH, NAME_PATTERN, JsonPayload, Text
+from api.schemas.text import MAX_JSON_DEPTH, NAME_PATTERN, WORKTREE_PATTERN, JsonPayload, Text
 from governance.scopes import EntryKind
 from governance.staging import TASK_ID_PATTERN
 
@@ -33,7 +33,7 @@ class TaskCreate(BaseModel):
 
     org: Text = _Name
     project: Text = _Name
-    worktree: Text = Field(min_length=1, max_length=200)
+    worktree: Text = Field(min_length=1, max_length=200, pattern=WORKTREE_PATTERN)
     description: Text = Field(min_length=1, max_length=10_000)
     task_id: str | None = Field(
         default=None, pattern=TASK_ID_PATTERN, description="Optional client-chosen id"

@@ -26,6 +26,7 @@ SPACE = "\t\n\x0b\x0c\r \x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u
 __all__ = [
     "MAX_JSON_DEPTH",
     "NAME_PATTERN",
+    "WORKTREE_PATTERN",
     "NO_NUL",
     "NOT_BLANK",
     "PATTERN_WORDS",
@@ -40,8 +41,12 @@ __all__ = [
     "refuse_unstorable_json",
 ]
 
-# an org, project or worktree name: no `/` or `*` (they separate and match scope keys), no leading whitespace
+# an org or project name: no `/` or `*` (they separate and match scope keys), no leading whitespace
 NAME_PATTERN = f"^[^/*{SPACE}][^/*]*$"
+# a worktree's name: a branch's (`feature/login` keeps its `/`), but no `*` (it matches scope keys), no
+# control or bidirectional-override character (a name that prints as another), not starting with whitespace
+_UNPRINTED = "\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069"
+WORKTREE_PATTERN = f"^[^*{SPACE}{_UNPRINTED}][^*{_UNPRINTED}]*$"
 # Postgres text holds no NUL character: refused with a 422, never a 500 from the driver
 NO_NUL = r"^[^\x00]*$"
 # ...and a name or path holds something besides white space
@@ -51,6 +56,10 @@ NOT_BLANK = f"^[^\\x00]*[^{SPACE}\\x00][^\\x00]*$"
 # out every whitespace character (unreadable, and a raw U+FEFF in a terminal looks like nothing at all).
 PATTERN_WORDS = {
     NAME_PATTERN: "should be a name without `/` or `*` that does not start with whitespace",
+    WORKTREE_PATTERN: (
+        "should be a worktree or branch name without `*` or control characters that does not start with "
+        "whitespace"
+    ),
     TASK_ID_PATTERN: (
         "should be 1 to 128 letters, digits, `.`, `_`, `:` or `-`, starting with a letter or a digit"
     ),
