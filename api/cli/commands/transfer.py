@@ -3,19 +3,25 @@
 Both talk to a running gateway (`LOREGATE_URL`, `LOREGATE_API_KEY`), so they work from any machine that can
 reach it and are authorised exactly as the API is: an export is a read of the scope (staging only for
 readers of it), an import through the gate is a task's promotion, `--restore` is an admin operation
-(api/services/exports.py, api/services/imports.py). An export is written to a temporary file beside the
-target and renamed only once its trailer arrived, so a failed export leaves no file behind.
+(api/services/exports.py, api/services/imports.py). An export into a file (or a symlink to one) is written
+to a temporary file beside it and renamed over it only once its trailer arrived, so a failed export leaves no
+file behind; into a FIFO or a device (`/dev/stdout`) it is streamed, since a rename would replace the node.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
+import sys
+import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, BinaryIO
 
 import typer
 
@@ -72,12 +78,55 @@ class _Refused(Exception):
         self.response = response
 
 
+@dataclass(frozen=True)
+class _Target:
+    """Where an export goes: `shown` as the user named it, `path` with its symlinks resolved; `atomic` when
+    that is a regular file (or nothing yet): written to a temporary file beside it, renamed over it."""
+
+    shown: Path
+    path: Path
+    atomic: bool
+
+    def open(self) -> tuple[BinaryIO, Path | None]:
+        """The open sink and, for an atomic target, the temporary file that must go if the export fails."""
+        if not self.atomic:
+            # a FIFO or a device: written into, since a rename would replace the node with a regular file
+            return self.path.open("wb"), None
+        # a name of its own (O_EXCL, mode 0600): never a planted symlink, never another export's temp file
+        fd, name = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".partial")
+        return os.fdopen(fd, "wb"), Path(name)
+
+    def lost(self) -> str:
+        """What a failed export left at the target."""
+        return "nothing was written" if self.atomic else f"what reached {self.shown} is incomplete"
+
+
+def _target(output: Path | None) -> _Target | None:
+    """Where `-o` points (None: standard output); ends the command when nothing can be written there."""
+    if output is None or str(output) == "-":
+        return None
+    try:
+        path = output.resolve()
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop
+        fail(f"cannot write {output}: {getattr(exc, 'strerror', None) or exc}; nothing was written")
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:  # a new file (a missing directory is named when the temporary file is made)
+        return _Target(output, path, atomic=True)
+    except OSError as exc:
+        fail(f"cannot write {output}: {exc.strerror or exc}; nothing was written")
+    if stat.S_ISDIR(mode):
+        fail(f"cannot write {output}: {os.strerror(errno.EISDIR)}; nothing was written")
+    return _Target(output, path, atomic=stat.S_ISREG(mode))
+
+
 def export(
     scope_key: Annotated[
         str, typer.Argument(help="project:<org>/<project>, org:<org>, worktree:… or task:<id>.")
     ],
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write here (default: standard output).")
+        Path | None,
+        typer.Option("--output", "-o", help="Write here, `-` for standard output (the default)."),
     ] = None,
     include_staging: Annotated[
         bool, typer.Option("--include-staging", help="Also the staging of the tasks the memories came from.")
@@ -89,21 +138,24 @@ def export(
     params: dict[str, Any] = {"scope_key": scope_key}
     if include_staging:
         params["include"] = "staging"
+    target = _target(output)  # before anything is asked of the gateway
+    shown = "standard output" if target is None else str(target.shown)
+    lost = "what reached standard output is incomplete" if target is None else target.lost()
     started = time.monotonic()
     trailer: dict[str, Any] | None = None
-    partial = output.with_name(f".{output.name}.partial") if output is not None else None
+    partial: Path | None = None
     try:
         with _http(url, api_key) as client, client.stream("GET", "/v1/exports", params=params) as response:
             if response.status_code >= 400:
                 response.read()
                 raise _Refused(response)
+            sink: BinaryIO = sys.stdout.buffer
+            if target is not None:
+                try:
+                    sink, partial = target.open()
+                except OSError as exc:
+                    fail(f"cannot write {shown}: {exc.strerror or exc}; nothing was written")
             try:
-                sink = partial.open("wb") if partial is not None else None
-            except OSError as exc:
-                fail(f"cannot write {output}: {exc.strerror}; nothing was written")
-            try:
-                if partial is not None:
-                    partial.chmod(0o600)
                 for line in response.iter_lines():
                     if not line:
                         continue
@@ -117,24 +169,33 @@ def export(
                         fail(f"invalid_response: {foreign_answer(response)}")
                     if record.get("kind") == "trailer":
                         trailer = record
-                    data = (line + "\n").encode("utf-8")
-                    if sink is not None:
-                        sink.write(data)
-                    else:
-                        typer.echo(line)
-            finally:
-                if sink is not None:
+                    sink.write((line + "\n").encode("utf-8"))
+                sink.flush()
+                if partial is not None:
+                    os.fsync(sink.fileno())  # on disk before the rename makes it the target
+                if target is not None:
                     sink.close()
+            except OSError as exc:  # ENOSPC, EPIPE, EIO: one line, never "exported N memories"
+                fail(f"cannot write {shown}: {exc.strerror or exc}; {lost}")
+            finally:
+                if target is not None:
+                    with suppress(OSError):  # already reported; close releases the descriptor regardless
+                        sink.close()
         if trailer is None:
-            fail("the gateway's answer ended before the export's trailer line; nothing was written")
-        if partial is not None and output is not None:
-            partial.replace(output)
+            fail(f"the gateway's answer ended before the export's trailer line; {lost}")
+        if partial is not None and target is not None:
+            try:
+                partial.replace(target.path)
+            except OSError as exc:  # the target became a directory meanwhile, say
+                fail(f"cannot write {shown}: {exc.strerror or exc}; nothing was written")
     finally:
-        if partial is not None and partial.exists():
-            partial.unlink()
+        if partial is not None:
+            partial.unlink(missing_ok=True)
     counts = _counts(trailer["counts"])
-    where = f" to {output}" if output is not None else ""
-    err_console.print(f"exported {counts}{where} in {time.monotonic() - started:.1f} s", highlight=False)
+    where = f" to {shown}" if target is not None else ""
+    err_console.print(
+        f"exported {counts}{where} in {time.monotonic() - started:.1f} s", soft_wrap=True, highlight=False
+    )
 
 
 def import_(
