@@ -31,7 +31,13 @@ from api.schemas.learning import BugMatchIn, ObservationIn
 from api.schemas.live import FixHintPublic
 from api.schemas.memories import FeedbackIn, ValidateIn
 from api.schemas.patterns import CorrectionIn, FromPatchIn
-from api.schemas.promotions import DecisionIn, PlanPageIn, PromotionStart, VerificationIn
+from api.schemas.promotions import (
+    MAX_PROMOTION_NUMBER,
+    DecisionIn,
+    PlanPageIn,
+    PromotionStart,
+    VerificationIn,
+)
 from api.schemas.reflections import ReflectionStart
 from api.schemas.search import ContextIn, SearchIn
 from api.schemas.staging import EntriesIn, TaskCreate
@@ -321,8 +327,11 @@ class LoregateServicer(pb2_grpc.LoregateServicer):  # type: ignore[misc]
             principal = await self._principal(context)
             task_id = _required(request.task_id, "task_id")
             number = request.number if request.HasField("number") else None
+            # HTTP's bounds and words (`?number=` is a query parameter there)
             if number is not None and number < 1:
-                raise ge.InvalidInput("number: promotions are numbered from 1")
+                raise ge.InvalidInput("number: Input should be greater than or equal to 1")
+            if number is not None and number > MAX_PROMOTION_NUMBER:
+                raise ge.InvalidInput(f"number: Input should be less than or equal to {MAX_PROMOTION_NUMBER}")
             return _reply(await promotion_views.promotion_status(self._state, principal, task_id, number))
 
         return await _guarded(context, work)

@@ -41,6 +41,8 @@ __all__ = [
 
 
 # `GET /v1/promotions/{task_id}` shows the plan's first page; `.../plan?offset=&limit=` pages through it
+# the highest promotion number a read may name (HTTP's `?number=`, gRPC's `number`): a task never has more
+MAX_PROMOTION_NUMBER = 1_000_000
 PLAN_PAGE_SIZE = 100
 PLAN_PAGE_MAX = 1000
 

@@ -434,6 +434,10 @@ async def test_grpc_abuse_is_refused_with_http_codes(servers: dict[str, Any], en
         ("GetPromotionPlan", pb2.PlanRequest(task_id="t-1", offset=-1), "offset"),
         ("GetPromotionPlan", pb2.PlanRequest(task_id="t-1", limit=10**6), "limit"),
         ("GetPromotion", pb2.TaskRequest(), "task_id"),
+        # HTTP's `?number=` bounds: 1 to 1,000,000 (a number past them was NOT_FOUND)
+        ("GetPromotion", pb2.TaskRequest(task_id="t-1", number=0), "number"),
+        ("GetPromotion", pb2.TaskRequest(task_id="t-1", number=1_000_001), "less than or equal to 1000000"),
+        ("GetPromotion", pb2.TaskRequest(task_id="t-1", number=2**31 - 1), "number"),
         ("VerifyPromotion", pb2.TaskJsonRequest(task_id="t-1", json='{"source": "vibes"}'), "source"),
         ("VerifyPromotion", pb2.TaskJsonRequest(task_id="t-1", json="[1]"), "json"),
         ("RecordApproach", pb2.TaskJsonRequest(json='{"approach": "x", "outcome": "failed"}'), "task_id"),

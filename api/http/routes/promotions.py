@@ -14,6 +14,7 @@ from api.http.deps import CurrentPrincipal, Resources, TaskId
 from api.schemas.approvals import ApprovalTokenPublic
 from api.schemas.decisions import BatchDecisionIn, BatchDecisionPublic
 from api.schemas.promotions import (
+    MAX_PROMOTION_NUMBER,
     PLAN_PAGE_MAX,
     PLAN_PAGE_SIZE,
     DecisionIn,
@@ -76,7 +77,7 @@ async def show_promotion(
     resources: Resources,
     principal: CurrentPrincipal,
     number: Annotated[
-        int | None, Query(ge=1, le=1_000_000, description="Which promotion (default: the latest)")
+        int | None, Query(ge=1, le=MAX_PROMOTION_NUMBER, description="Which promotion (default: the latest)")
     ] = None,
 ) -> PromotionPublic:
     """The task's latest promotion (or `number`): state, plan (first page), verification, publication."""
