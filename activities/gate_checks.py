@@ -508,7 +508,13 @@ class GateCheckActivities:
         if data.channel == SIGNAL and self._proof:
             return f"approval_mode is {self._mode}: evidence must come through the authenticated API", None
         if not data.given_by:
-            return "human_approved evidence must name the human who gives it (given_by)", None
+            if human_word:
+                return "human_approved evidence must name the human who gives it (given_by)", None
+            return (
+                f"approval_mode is {self._mode}: {data.source} evidence must name who gives it (given_by) "
+                "and come with the grant the authenticated API writes (POST /v1/promotions/{task_id}/verify)",
+                None,
+            )
         async with self._engine.begin() as conn:  # a grant's first use binds it to this run
             principal = await get_enabled_principal(conn, data.given_by)
             if principal is None:

@@ -25,7 +25,7 @@ from typing import Any
 import httpx
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
-from temporalio.client import Client, WorkflowFailureError
+from temporalio.client import Client, WorkflowFailureError, WorkflowUpdateFailedError
 
 from governance.config import Settings
 from governance.scopes import ActorType
@@ -363,6 +363,25 @@ async def test_api_only_accepts_the_api_start_and_evidence_and_refuses_the_signa
     assert verified.status_code == 200, verified.text
     await wait_promotion_state(api_only_http, team["orchestrator"].headers, task_id, "published")
     assert await active_memories(engine, task_id=task_id)
+
+
+async def test_a_raw_verify_update_without_a_grant_is_refused_for_what_it_lacks(
+    api_only_http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine, temporal: Client
+) -> None:
+    """`temporal workflow update execute --name verify` with tests_passed evidence and no `given_by` was
+    refused as if it claimed a human's word ("human_approved evidence must name the human…")."""
+    task_id = await _api_task(api_only_http, team, "task")
+    handle = temporal.get_workflow_handle(workflow_id_for(task_key_of(task_id)))
+    with pytest.raises(WorkflowUpdateFailedError) as refused:
+        await handle.execute_update("verify", {"source": "tests_passed", "success": True})
+    reason = str(refused.value.cause)
+    assert "tests_passed evidence must name who gives it (given_by)" in reason, reason
+    assert "human_approved" not in reason and "/v1/promotions/{task_id}/verify" in reason, reason
+    status = await wait_promotion_state(
+        api_only_http, team["orchestrator"].headers, task_id, "awaiting_verification"
+    )
+    assert status["verification"] is None
+    await handle.terminate("test over")
 
 
 async def test_a_start_grant_read_from_history_proves_no_other_run(
