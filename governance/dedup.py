@@ -26,6 +26,8 @@ paraphrase-adversary pairs) decides, the rules' verdicts among its signals. The
 duplicate model then separates paraphrases, abbreviations and translations from other statements of
 the same subject; `dup_threshold` is the cosine floor below which it is not asked
 (docs/dedup-calibration.md).
+A text holding a redacted value (`[REDACTED]`) merges only with one of the same words around its
+placeholders: the values cannot be compared, and the placeholders read as shared words.
 Supersession only targets memories of the target scope: a project cannot deprecate org knowledge.
 A judged contradiction (step 5) needs the same memory type: a skill whose steps quote a decision is not
 a newer version of that decision's fact, and superseding it would hand the skill the fact's canonical key.
@@ -46,6 +48,7 @@ from functools import lru_cache
 
 from governance.dedup_model import DEDUP_MODEL, DedupModel, duplicate_probability
 from governance.order_model import long_enough, order_veto
+from governance.redaction.kinds import PLACEHOLDER
 from governance.supersession import ContradictionJudge, RuleBasedJudge
 from governance.wording.differences import material_difference, value_difference
 from governance.wording.order import order_difference
@@ -132,9 +135,28 @@ def _refused(a: str, b: str) -> bool:
     differences, then the rules and the learned order model); with Korean on a side, the material and
     order differences of `governance.wording` (a Latin name swapped in a Korean subject is one; a Korean
     word swapped may be a synonym)."""
+    if _redacted_apart(a, b):
+        return True
     if _HANGUL.search(a) or _HANGUL.search(b):
         return material_difference(a, b) is not None or order_difference(a, b) is not None
     return subject_difference(a, b, names_only=True) is not None or order_veto(a, b) is not None
+
+
+_WORDS = re.compile(r"\w+")
+
+
+def _words_around_placeholders(text: str) -> list[str]:
+    return _WORDS.findall(text.replace(PLACEHOLDER, " ").casefold())
+
+
+def _redacted_apart(a: str, b: str) -> bool:
+    """One of the texts holds a value the redactor removed: removed values cannot be compared, and the
+    placeholders read to the embedder and the model as words both texts share ("db password is
+    [REDACTED]" / "smtp password is [REDACTED]" at cosine 0.96). Such texts state one fact only in the
+    same words around their placeholders; a rewording of a redacted statement stays its own memory."""
+    if PLACEHOLDER not in a and PLACEHOLDER not in b:
+        return False
+    return _words_around_placeholders(a) != _words_around_placeholders(b)
 
 
 @lru_cache(maxsize=_PAIRS_CACHED)

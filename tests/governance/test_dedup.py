@@ -158,3 +158,25 @@ def test_episode_replayed_with_identical_content_is_duplicate() -> None:
     text = "Task t-1: pick the db driver. Outcome: success"
     d = _decide_episode(text, [_episode("a", text, 1.0)])
     assert d.kind is DecisionKind.DUPLICATE and d.target_id == "a"
+
+
+def test_redacted_statements_of_other_subjects_stay_apart() -> None:
+    """Removed values cannot be compared and the placeholders read as shared words: an approver's edit
+    "the admin password is [REDACTED] …" merged into "Stripe secret key for payments is [REDACTED]"."""
+    pairs = [
+        ("db password is [REDACTED]", "smtp password is [REDACTED]", 0.962),
+        (
+            "the admin password is [REDACTED] keep it out of logs; token [REDACTED]",
+            "Stripe secret key for payments is [REDACTED]",
+            0.95,
+        ),
+        ("db.password: [REDACTED]", "db.password: [REDACTED] (rotated)", 0.988),
+        ("The api token is [REDACTED]", "The api token is sk-live-1", 0.97),
+    ]
+    for a, b, cosine in pairs:
+        assert decide(a, [n("m1", b, cosine)]).kind is DecisionKind.NEW, (a, b)
+
+
+def test_redacted_statements_in_the_same_words_still_merge() -> None:
+    decision = decide("The DB password is [REDACTED].", [n("m1", "the db password is [REDACTED]", 0.987)])
+    assert decision.kind is DecisionKind.DUPLICATE and decision.target_id == "m1"
