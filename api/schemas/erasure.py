@@ -23,7 +23,9 @@ ErasureKind = Literal["memory", "task", "subject"]
 
 # a memory (uuid, citation, `mem:` citation) and a task as their ids are spelt: anything else exists nowhere
 MemoryRef = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9:-]+$")]
-TaskRef = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=TASK_ID_PATTERN)]
+# ...optionally as its key, `<org>/<task id>`: an admin names one org's task where several orgs use the id
+TASK_REF_PATTERN = r"^(?:[^/*\s][^/*]{0,199}/)?" + TASK_ID_PATTERN.removeprefix("^")
+TaskRef = Annotated[str, StringConstraints(min_length=1, max_length=329, pattern=TASK_REF_PATTERN)]
 
 # a subject: no NUL (no stored text holds one) and not blank; the constraints come before the validator, so
 # the OpenAPI schema states them although the field is optional
@@ -58,7 +60,10 @@ class ErasureIn(BaseModel):
     )
 
     memory: MemoryRef | None = Field(default=None, description="uuid or citation")
-    task: TaskRef | None = Field(default=None, description="The task's id")
+    task: TaskRef | None = Field(
+        default=None,
+        description="The task's id, or its key `<org>/<task id>` (an admin, where orgs share the id)",
+    )
     subject: Subject | None = Field(
         default=None, description="Erase every text containing this string (not blank, no NUL)"
     )

@@ -180,7 +180,8 @@ async def _tenant_task(conn: AsyncConnection, principal: Principal, task_id: str
         return next(iter(own or found), None)
     raise Conflict(
         f"task id {task_id!r} is used in {len(found)} tenants ({', '.join(t.org for t in found)}): "
-        f"name the task by its key, <org>/{task_id}"
+        f"name the task by its key, <org>/{task_id} (gRPC and an erasure's body take it), or call with "
+        "a key of that org"
     )
 
 

@@ -339,3 +339,35 @@ async def test_tenant_task_ids_erasure_takes_only_the_callers_task(
     assert await _entries_in_db(engine, task_key(a["agent"].principal.org, task_id)) == []
     assert await _entries_in_db(engine, task_key(b["agent"].principal.org, task_id)) == ["b's private note"]
     assert await _entries(http, b["agent"], task_id) == ["b's private note"]
+
+
+async def test_tenant_task_ids_an_admin_erases_one_orgs_task_by_its_key(
+    http: httpx.AsyncClient, engine: AsyncEngine
+) -> None:
+    """Where two orgs use one id, an admin of a third was told to name the task by its key, and the
+    erasure's body refused the key: the 409's advice could not be followed."""
+    task_id = f"t-{uuid.uuid4().hex[:10]}"
+    a, b = await _tenant(engine), await _tenant(engine)
+    for team, text in ((a, "a's private note"), (b, "b's private note")):
+        opened = await http.post(
+            "/v1/tasks", headers=team["orchestrator"].headers, json=_open_body(team["orchestrator"], task_id)
+        )
+        assert opened.status_code == 201, opened.text
+        appended = await http.post(
+            f"/v1/tasks/{task_id}/entries",
+            headers=team["agent"].headers,
+            json={"entries": [{"kind": "log", "content": text}]},
+        )
+        assert appended.status_code == 201, appended.text
+    admin = await make_actor(engine, ActorType.HUMAN, new_tenant()[0], None, is_admin=True)
+    dry = {"task": task_id, "dry_run": True}
+    ambiguous = await http.post("/v1/erasures", headers=admin.headers, json=dry)
+    assert ambiguous.status_code == 409 and "erasure's body" in ambiguous.json()["detail"], ambiguous.text
+    b_org = b["agent"].principal.org
+    erased = await http.post("/v1/erasures", headers=admin.headers, json={"task": f"{b_org}/{task_id}"})
+    assert erased.status_code == 200, erased.text
+    assert await _entries_in_db(engine, task_key(b_org, task_id)) == []
+    assert await _entries_in_db(engine, task_key(a["agent"].principal.org, task_id)) == ["a's private note"]
+    for bad in (f"/{task_id}", f"{b_org}/", f"a*b/{task_id}", f"{b_org}/{task_id}/x"):
+        refused = await http.post("/v1/erasures", headers=admin.headers, json={"task": bad, "dry_run": True})
+        assert refused.status_code == 422, (bad, refused.text)
