@@ -310,11 +310,10 @@ async def test_tenant_task_ids_resolution_truth_table(gateway_url: str, engine: 
                 assert (answer.json()["org"], answer.json()["task_id"]) == (orgs[expected], task_id), case
 
 
-async def test_tenant_task_ids_erasure_takes_only_the_callers_task(
-    http: httpx.AsyncClient, engine: AsyncEngine
-) -> None:
-    """A human of A erasing task `t` takes A's staging of `t`; B's task `t` keeps all of its own."""
-    task_id = f"t-{uuid.uuid4().hex[:10]}"
+async def _two_orgs_with_one_task_id(
+    http: httpx.AsyncClient, engine: AsyncEngine, task_id: str
+) -> tuple[dict[str, Actor], dict[str, Actor]]:
+    """Orgs A and B, each with a task `task_id` holding its own private note, and a human of each."""
     a, b = await _tenant(engine), await _tenant(engine)
     for team, text in ((a, "a's private note"), (b, "b's private note")):
         opened = await http.post(
@@ -330,6 +329,15 @@ async def test_tenant_task_ids_erasure_takes_only_the_callers_task(
         team["human"] = await make_actor(
             engine, ActorType.HUMAN, team["agent"].principal.org, team["agent"].principal.project
         )
+    return a, b
+
+
+async def test_tenant_task_ids_erasure_takes_only_the_callers_task(
+    http: httpx.AsyncClient, engine: AsyncEngine
+) -> None:
+    """A human of A erasing task `t` takes A's staging of `t`; B's task `t` keeps all of its own."""
+    task_id = f"t-{uuid.uuid4().hex[:10]}"
+    a, b = await _two_orgs_with_one_task_id(http, engine, task_id)
     dry = await http.post("/v1/erasures", headers=b["human"].headers, json={"task": task_id, "dry_run": True})
     assert dry.status_code == 200, dry.text
     assert [e["task_id"] for e in dry.json()["staging_entries"]] == [task_id]
@@ -347,18 +355,7 @@ async def test_tenant_task_ids_an_admin_erases_one_orgs_task_by_its_key(
     """Where two orgs use one id, an admin of a third was told to name the task by its key, and the
     erasure's body refused the key: the 409's advice could not be followed."""
     task_id = f"t-{uuid.uuid4().hex[:10]}"
-    a, b = await _tenant(engine), await _tenant(engine)
-    for team, text in ((a, "a's private note"), (b, "b's private note")):
-        opened = await http.post(
-            "/v1/tasks", headers=team["orchestrator"].headers, json=_open_body(team["orchestrator"], task_id)
-        )
-        assert opened.status_code == 201, opened.text
-        appended = await http.post(
-            f"/v1/tasks/{task_id}/entries",
-            headers=team["agent"].headers,
-            json={"entries": [{"kind": "log", "content": text}]},
-        )
-        assert appended.status_code == 201, appended.text
+    a, b = await _two_orgs_with_one_task_id(http, engine, task_id)
     admin = await make_actor(engine, ActorType.HUMAN, new_tenant()[0], None, is_admin=True)
     dry = {"task": task_id, "dry_run": True}
     ambiguous = await http.post("/v1/erasures", headers=admin.headers, json=dry)
