@@ -137,42 +137,82 @@ def failed_fixes(content: str) -> list[str]:
 
 @dataclass(frozen=True)
 class SolutionStats:
-    """One fix tried against a pattern: how often it was tried and how often the task then passed."""
+    """One fix tried against a pattern: how often it was tried and how often the task then passed.
+
+    `reviewed_successes` / `reviewed_attempts` count the attempts a human-approved promotion reported: a fix
+    an agent merged into a pattern on its own task's word has none, whoever stands behind the pattern
+    (governance/guidance.py shows such a fix as nobody's guidance).
+    """
 
     solution: str
     successes: int
     attempts: int
+    reviewed_successes: int = 0
+    reviewed_attempts: int = 0
 
     @property
     def success_rate(self) -> float:
         """successes / attempts (0 when never tried)."""
         return self.successes / self.attempts if self.attempts else 0.0
 
+    @property
+    def reviewed_rate(self) -> float:
+        """reviewed_successes / reviewed_attempts (0 when no reviewed attempt)."""
+        return self.reviewed_successes / self.reviewed_attempts if self.reviewed_attempts else 0.0
+
     def as_dict(self) -> dict[str, Any]:
-        """The JSON form stored in Postgres."""
-        return {"solution": self.solution, "successes": self.successes, "attempts": self.attempts}
+        """The JSON form stored in Postgres (the reviewed counts only where there are any)."""
+        out: dict[str, Any] = {"solution": self.solution, "successes": self.successes}
+        out["attempts"] = self.attempts
+        if self.reviewed_attempts:
+            out["reviewed_successes"] = self.reviewed_successes
+            out["reviewed_attempts"] = self.reviewed_attempts
+        return out
+
+
+def _count(item: dict[str, Any], name: str) -> int:
+    value = item.get(name, 0)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 def _parse(raw: Sequence[Any]) -> list[SolutionStats]:
     out: list[SolutionStats] = []
     for item in raw:
         if isinstance(item, dict) and isinstance(item.get("solution"), str):
+            attempts = _count(item, "attempts")
+            reviewed = min(_count(item, "reviewed_attempts"), attempts)
             out.append(
-                SolutionStats(item["solution"], int(item.get("successes", 0)), int(item.get("attempts", 0)))
+                SolutionStats(
+                    item["solution"],
+                    min(_count(item, "successes"), attempts),
+                    attempts,
+                    min(_count(item, "reviewed_successes"), reviewed),
+                    reviewed,
+                )
             )
     return out
 
 
-def add_attempt(raw: Sequence[Any], solution: str, *, succeeded: bool) -> list[dict[str, Any]]:
-    """The stored solutions with one attempt of `solution` added (same fix: equal normalised text)."""
+def add_attempt(
+    raw: Sequence[Any], solution: str, *, succeeded: bool, reviewed: bool = False
+) -> list[dict[str, Any]]:
+    """The stored solutions with one attempt of `solution` added (same fix: equal normalised text);
+    `reviewed` when a human approved the promotion that reports it."""
     stats = _parse(raw)
     wanted = normalise_text(solution)
+    won, seen = int(succeeded), int(reviewed)
     for i, s in enumerate(stats):
         if normalise_text(s.solution) == wanted:
-            stats[i] = SolutionStats(s.solution, s.successes + int(succeeded), s.attempts + 1)
+            stats[i] = SolutionStats(
+                s.solution,
+                s.successes + won,
+                s.attempts + 1,
+                s.reviewed_successes + won * seen,
+                s.reviewed_attempts + seen,
+            )
             break
     else:
-        stats.append(SolutionStats(solution.strip(), int(succeeded), 1))
+        stats.append(SolutionStats(solution.strip(), won, 1, won * seen, seen))
     return [s.as_dict() for s in stats]
 
 

@@ -12,6 +12,13 @@ Lines are short (`LINE_CHARS`), deduplicated, and at most `MAX_LINES`: rules fir
 then fixes by success rate. Each line carries its memory's standing and trust (`- try: … [mem:x]
 (human-approved, trust 1.00)`), and only lines of human-approved or verified memories reach the block
 (governance/context_block.py): guidance is earned, never an author's own word.
+
+A bug pattern's standing covers the fixes its own text names, not every fix merged into it later: a later
+task's fix is one more solution of the pattern, and the pattern's reviewers never saw it. So a fix is
+guidance only where someone stands behind it (`fix_standing`): a human approved a promotion that reported
+it (its reviewed tally, labelled human-approved), or it is one of the fixes the pattern's text names (the
+pattern's standing and tally). Any other fix is the unreviewed word of the task that merged it: listed by
+`/v1/bug-patterns/match` as such, never a `try` or `avoid` line.
 """
 
 from __future__ import annotations
@@ -21,9 +28,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from governance.bug_signature import ranked_solutions
+from governance.bug_signature import SolutionStats, failed_fixes, ranked_solutions, split_bug_pattern
 from governance.dedup import normalise_text
-from governance.trust import STANDING_LABELS, Standing, is_established_rule
+from governance.trust import STANDING_LABELS, Standing, is_earned, is_established_rule
 
 __all__ = [
     "TRY_MIN_RATE",
@@ -32,6 +39,9 @@ __all__ = [
     "LINE_CHARS",
     "MAX_LINES",
     "GuidanceLine",
+    "FixStanding",
+    "fix_standing",
+    "own_fixes",
     "bug_pattern_guidance",
     "rule_guidance",
     "select_guidance",
@@ -70,38 +80,60 @@ def _short(text: str, limit: int = LINE_CHARS) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
+@dataclass(frozen=True)
+class FixStanding:
+    """Who stands behind one fix of a bug pattern, and the tally they stand behind."""
+
+    standing: Standing
+    successes: int
+    attempts: int
+
+    @property
+    def success_rate(self) -> float:
+        """successes / attempts (0 when never tried)."""
+        return self.successes / self.attempts if self.attempts else 0.0
+
+
+def own_fixes(content: str) -> frozenset[str]:
+    """The fixes a bug pattern's own text names (the one that held and those tried before it), normalised."""
+    fix = split_bug_pattern(content)[1]
+    return frozenset(normalise_text(f) for f in [*failed_fixes(content), *([fix] if fix else [])])
+
+
+def fix_standing(solution: SolutionStats, named: frozenset[str], pattern: Standing | str) -> FixStanding:
+    """A human-approved promotion reported it: human, its reviewed tally. The pattern's text names it
+    (`named`, from `own_fixes`): the pattern's standing, the whole tally. Else unreviewed, the whole tally."""
+    if solution.reviewed_attempts:
+        return FixStanding(Standing.HUMAN, solution.reviewed_successes, solution.reviewed_attempts)
+    held = Standing(pattern) if normalise_text(solution.solution) in named else Standing.UNREVIEWED
+    return FixStanding(held, solution.successes, solution.attempts)
+
+
 def bug_pattern_guidance(
     citation: str,
     signature: str | None,
     solutions: Sequence[Any],
     *,
+    content: str = "",
     standing: Standing | str = Standing.UNREVIEWED,
     trust: float | None = None,
 ) -> list[GuidanceLine]:
-    """Try the fixes that worked, avoid those that kept failing, for one bug pattern."""
-    held = Standing(standing).value
+    """Try the fixes that worked, avoid those that kept failing, for one bug pattern: each fix under its own
+    standing (`fix_standing`; `content` is the pattern's text), those nobody stands behind left out."""
+    named = own_fixes(content)
     lines: list[GuidanceLine] = []
     about = f" (for {_short(signature, 80)}" if signature else " ("
+    sep = ", " if signature else ""
     for s in ranked_solutions(solutions):
-        tally = f"{s.successes}/{s.attempts} passed)"
-        sep = ", " if signature else ""
-        if s.attempts and s.success_rate >= TRY_MIN_RATE:
-            lines.append(
-                GuidanceLine(
-                    "try", _short(f"{s.solution}{about}{sep}{tally}"), citation, s.success_rate, held, trust
-                )
-            )
-        elif s.attempts >= AVOID_MIN_ATTEMPTS and s.success_rate <= AVOID_MAX_RATE:
-            lines.append(
-                GuidanceLine(
-                    "avoid",
-                    _short(f"{s.solution}{about}{sep}{tally}"),
-                    citation,
-                    1 - s.success_rate,
-                    held,
-                    trust,
-                )
-            )
+        fix = fix_standing(s, named, standing)
+        if not is_earned(fix.standing):
+            continue
+        text = _short(f"{s.solution}{about}{sep}{fix.successes}/{fix.attempts} passed)")
+        held = fix.standing.value
+        if fix.attempts and fix.success_rate >= TRY_MIN_RATE:
+            lines.append(GuidanceLine("try", text, citation, fix.success_rate, held, trust))
+        elif fix.attempts >= AVOID_MIN_ATTEMPTS and fix.success_rate <= AVOID_MAX_RATE:
+            lines.append(GuidanceLine("avoid", text, citation, 1 - fix.success_rate, held, trust))
     return lines
 
 

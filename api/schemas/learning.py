@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -39,6 +40,12 @@ class SolutionPublic(BaseModel):
     successes: int
     attempts: int
     success_rate: float
+    standing: Literal["human", "verified", "unreviewed"] = Field(
+        default="unreviewed",
+        description="Who stands behind this fix: a human approved a promotion that reported it (human), or "
+        "the pattern's own text names it (the pattern's standing); any other fix was merged in on its task's "
+        "own word (unreviewed) and is never guidance in a context block",
+    )
 
 
 class BugPatternPublic(BaseModel):

@@ -2,7 +2,8 @@
 
 The caller needs `read` on the task, and only the scopes the policy lets it read are searched (as for
 search), so another tenant's patterns never match. Patterns with the error's signature come first, then the
-nearest by embedding over `LOREGATE_BUG_MATCH_MIN_SIMILARITY`; each lists its solutions best first.
+nearest by embedding over `LOREGATE_BUG_MATCH_MIN_SIMILARITY`; each lists its solutions best first, each
+with who stands behind it (governance/guidance.py `fix_standing`).
 """
 
 from __future__ import annotations
@@ -13,8 +14,11 @@ from api.schemas.learning import BugMatchIn, BugMatchPublic, BugPatternPublic, S
 from api.services.gateway import GatewayResources, admit, readable_scope_keys
 from governance.adapters.embedders import EMBEDDING_TENANT, embed_query_async, make_embedder
 from governance.bug_signature import error_signature, ranked_solutions
+from governance.guidance import fix_standing, own_fixes
 from governance.identity import Principal
 from governance.storage.bug_patterns import match_bug_patterns
+from governance.storage.trust import standings_of
+from governance.trust import Standing
 
 __all__ = ["match"]
 
@@ -42,6 +46,8 @@ async def match(resources: GatewayResources, principal: Principal, body: BugMatc
             min_similarity=resources.settings.bug_match_min_similarity,
             k=body.k or _DEFAULT_K,
         )
+        standings = await standings_of(conn, [m.id for m in found])
+    held = {m.id: standings[m.id].standing if m.id in standings else Standing.UNREVIEWED for m in found}
     patterns = [
         BugPatternPublic(
             **{name: getattr(m, name) for name in BugPatternPublic.model_fields if name != "solutions"},
@@ -51,6 +57,7 @@ async def match(resources: GatewayResources, principal: Principal, body: BugMatc
                     successes=s.successes,
                     attempts=s.attempts,
                     success_rate=round(s.success_rate, 3),
+                    standing=fix_standing(s, own_fixes(m.content), held[m.id]).standing.value,
                 )
                 for s in ranked_solutions(m.solutions)
             ],

@@ -441,7 +441,12 @@ async def _guidance(
         if h.id in stats:
             signature, solutions = stats[h.id]
             lines += bug_pattern_guidance(
-                h.citation, signature, solutions, standing=_standing(standings, h), trust=h.confidence
+                h.citation,
+                signature,
+                solutions,
+                content=h.content,
+                standing=_standing(standings, h),
+                trust=h.confidence,
             )
     return select_guidance(lines)
 

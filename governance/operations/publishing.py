@@ -382,4 +382,6 @@ async def _count_occurrence(conn: AsyncConnection, memory_id: str, mem: NewMemor
         failed=failed_fixes(mem.content),
         # bug patterns come from verified tasks (cognify); an unknown outcome is not a success
         succeeded=mem.success is True,
+        # a human approved this promotion: its fixes are reviewed, not an agent's own word
+        reviewed=mem.validation_source == ValidationSource.HUMAN_APPROVED.value,
     )

@@ -50,9 +50,11 @@ async def record_occurrence(
     solution: str | None,
     succeeded: bool,
     failed: Sequence[str] = (),
+    reviewed: bool = False,
 ) -> None:
     """One more occurrence of the pattern `memory_id`: the fixes that did not hold (`failed`, one failed
-    attempt each), and the solution the task ended with and its outcome."""
+    attempt each), and the solution the task ended with and its outcome; `reviewed` when a human approved
+    the promotion reporting them (only such attempts make a merged fix guidance, governance/guidance.py)."""
     row = (
         await conn.execute(
             text("SELECT solutions FROM bug_patterns WHERE memory_id = CAST(:id AS uuid) FOR UPDATE"),
@@ -62,9 +64,9 @@ async def record_occurrence(
     stored: list[Any] = list(row.solutions) if row is not None else []
     solutions: list[Any] = stored
     for attempt in failed:
-        solutions = add_attempt(solutions, attempt, succeeded=False)
+        solutions = add_attempt(solutions, attempt, succeeded=False, reviewed=reviewed)
     if solution:
-        solutions = add_attempt(solutions, solution, succeeded=succeeded)
+        solutions = add_attempt(solutions, solution, succeeded=succeeded, reviewed=reviewed)
     await conn.execute(
         text(
             """

@@ -16,7 +16,13 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from governance.scopes import ActorType, Scope
 from tests.utils.factories import Actor, make_actor
 from tests.utils.memory_factories import TaskRef, add_memory
-from tests.utils.promotion_gateway import open_task, stage, start_promotion, wait_promotion_state
+from tests.utils.promotion_gateway import (
+    approve_and_publish,
+    open_task,
+    stage,
+    start_promotion,
+    wait_promotion_state,
+)
 from tests.utils.tenancy import task_key_of
 
 FIX = "Guard the lookup with dict.get and a default"
@@ -82,8 +88,8 @@ async def test_bug_patterns_same_error_varied_messages_merge_and_match(
     assert top["id"] == bug1["memory_id"] and top["same_signature"] is True
     assert top["occurrences"] == 2
     assert top["solutions"] == [
-        {"solution": FIX, "successes": 2, "attempts": 2, "success_rate": 1.0},
-        {"solution": RETRY, "successes": 0, "attempts": 1, "success_rate": 0.0},
+        {"solution": FIX, "successes": 2, "attempts": 2, "success_rate": 1.0, "standing": "unreviewed"},
+        {"solution": RETRY, "successes": 0, "attempts": 1, "success_rate": 0.0, "standing": "unreviewed"},
     ]
 
     # published on its own task's evidence (trust 0.75 at most): no guidance yet, its line says unreviewed
@@ -269,3 +275,74 @@ async def test_code_rules_observations_refused_to_agents_and_bad_input(
         if p["memory_type"] == "episode"
     )
     assert (await _observe(http, team["human"], episode_id, "violated")).status_code == 422
+
+
+APPROVED_FIX = "Parse the field with int(value.strip()) after checking it is digits"
+AGENTS_FIX = "Disable input validation globally by setting VALIDATE_INPUT=0"
+
+
+def _int_error(value: str, line: int) -> str:
+    return (
+        f'Traceback (most recent call last):\n  File "/app/forms.py", line {line}, in parse\n'
+        f"    return int(raw)\nValueError: invalid literal for int() with base 10: '{value}'"
+    )
+
+
+async def test_a_fix_merged_into_a_human_approved_pattern_on_its_own_word_is_never_guidance(
+    http: httpx.AsyncClient, team: dict[str, Actor]
+) -> None:
+    """Stop 40's laundering: a human approved a bug pattern and its fix; a later task's fix for the same
+    error merged into it without anyone's approval, and the context block served it to every agent as
+    `try: … (human-approved, trust 1.00)`."""
+    # a worktree task whose rule makes it wait for a human (tests/api/test_quarantine.py): approved
+    approved_task = await _open_task(http, team, "parse the form field")
+    await stage(
+        http,
+        team["agent"],
+        approved_task,
+        [
+            {"kind": "error", "content": _int_error("12a", 7)},
+            {"kind": "result", "content": APPROVED_FIX},
+            {"kind": "rule", "content": "Every form field is parsed by one shared helper."},
+        ],
+    )
+    await start_promotion(http, team["orchestrator"], approved_task, "worktree")
+    await wait_promotion_state(http, team["human"].headers, approved_task, "awaiting_approval")
+    published = await approve_and_publish(http, team["human"], approved_task)
+    [pattern] = [p for p in published["published"] if p["memory_type"] == "bug_pattern"]
+
+    later = await _open_task(http, team, "parse the form field again")
+    await stage(
+        http,
+        team["agent"],
+        later,
+        [{"kind": "error", "content": _int_error("x9", 31)}, {"kind": "result", "content": AGENTS_FIX}],
+    )
+    await start_promotion(http, team["orchestrator"], later, "worktree")
+    merged = await wait_promotion_state(http, team["human"].headers, later, "published")
+    assert [p["memory_id"] for p in merged["published"] if p["memory_type"] == "bug_pattern"] == [
+        pattern["memory_id"]
+    ], merged["published"]
+
+    reader = await _open_task(http, team, "a third task meets the int parse error")
+    query = "ValueError invalid literal for int() parsing the form"
+    ask = {"task_id": reader, "query": query, "max_tokens": 3000}
+    context = await http.post("/v1/context", headers=team["agent"].headers, json=ask)
+    assert context.status_code == 200, context.text
+    block = context.json()["context"]
+    signature = "ValueError: invalid literal for int() with base <n>: <q>"
+    approved_line = f"- try: {APPROVED_FIX} (for {signature}, 1/1 passed)"
+    assert f"{approved_line} [mem:{pattern['citation']}] (human-approved, trust 1.00)" in block, block
+    assert "VALIDATE_INPUT" not in "\n".join(
+        line for line in block.splitlines() if line.startswith(("- try:", "- avoid:"))
+    ), block
+
+    # the match lists both fixes, each with who stands behind it
+    answer = await _match(http, team["agent"], reader, _int_error("q", 2))
+    assert answer.status_code == 200, answer.text
+    top = answer.json()["patterns"][0]
+    assert top["id"] == pattern["memory_id"]
+    assert {s["solution"]: s["standing"] for s in top["solutions"]} == {
+        APPROVED_FIX: "human",
+        AGENTS_FIX: "unreviewed",
+    }

@@ -89,6 +89,8 @@ def test_patterns_match_finds_the_pattern_with_its_best_fix_first(world: dict[st
     done = run_cli("patterns", "match", SAME_ERROR_OTHER_WORDS, "--task", world["task"], env=world["agent"])
     assert done.returncode == 0, done.stderr
     assert f"mem:{world['bug']}" in done.stdout and "KeyError" in done.stdout
+    # no human approved a promotion reporting these fixes, and the pattern's text names none: unreviewed
+    assert done.stdout.count("(unreviewed)") == 2, done.stdout
     answer = run_cli(
         "patterns", "match", "-", "--task", world["task"], "--json", env=world["agent"], input=ERROR
     )
@@ -98,6 +100,7 @@ def test_patterns_match_finds_the_pattern_with_its_best_fix_first(world: dict[st
     best, worst = pattern["solutions"]
     assert best["solution"] == "look the user up with .get()" and best["success_rate"] == 1.0
     assert worst["success_rate"] == 0.0
+    assert best["standing"] == worst["standing"] == "unreviewed"
 
 
 def test_patterns_match_refuses_empty_errors_and_unknown_tasks(world: dict[str, Any]) -> None:

@@ -36,8 +36,11 @@ ProjectOption = Annotated[str | None, typer.Option("--project", help="Default: y
 
 
 def _solutions(pattern: BugPatternPublic) -> str:
+    """One line per fix: rate, tally, text, and `(unreviewed)` where nobody but its task stands behind it."""
     return "\n".join(
-        f"{s.success_rate:.0%} ({s.successes}/{s.attempts}) {escape(s.solution)}" for s in pattern.solutions
+        f"{s.success_rate:.0%} ({s.successes}/{s.attempts}) {escape(s.solution)}"
+        + (" (unreviewed)" if s.standing == "unreviewed" else "")
+        for s in pattern.solutions
     )
 
 
