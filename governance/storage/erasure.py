@@ -7,6 +7,12 @@ answer); `erase` deletes it in the caller's transaction, which also records the 
 - memories (their embeddings are columns of the row; derivations, validations and votes cascade), and
   every memory derived (memory_derivations) only from erased memories; survivors drop erased ids from
   `related_ids`, `supersedes_id`, `source_entry_ids` and `source_task_ids`;
+- what was built from what goes, to a fixed point (`_add_what_builds_on`): a reflection's insight entries
+  naming an erased episode (they quote it), every candidate holding an erased entry or published or merged
+  into an erased memory (its plan item goes with it: the plan API showed an erased memory's text), and every
+  memory an erased candidate created, though later tasks merged into it (its text is the erased one's);
+- a bug pattern's fixes an erased text holds or that hold the subject (`bug_patterns.solutions`: the
+  context block's `try:` lines, `/v1/bug-patterns/match` and exports read them), in the tenants involved;
 - staging entries and their idempotency keys, live signals and cited uses; a task's approaches and subtasks;
   its description; its working memory (hypotheses, files and symbols; a subject's wherever they hold it);
 - promotion plans (candidates, plan items and the run's critique go with them) of the task, candidates
@@ -23,7 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -190,6 +196,73 @@ async def _add_workflows(conn: AsyncConnection, found: ErasureSet) -> None:
     )
 
 
+def _add_candidates(found: ErasureSet, rows: Iterable[Any]) -> None:
+    """Add the candidate rows not in the set yet, with their texts."""
+    known = {(c.workflow_id, c.run_id, c.idx) for c in found.candidates}
+    for row in rows:
+        if (row.workflow_id, row.run_id, row.idx) not in known:
+            known.add((row.workflow_id, row.run_id, row.idx))
+            found.candidates.append(
+                ErasedCandidate(row.workflow_id, row.run_id, row.idx, row.title, content_sha256(row.content))
+            )
+            found.texts.extend([row.content, row.title])
+
+
+async def _add_what_builds_on(conn: AsyncConnection, found: ErasureSet) -> None:
+    """Reflection entries naming an erased episode, candidates holding an erased entry or published into an
+    erased memory, and the memories erased candidates created: added until nothing more is."""
+    while True:
+        size = (len(found.memories), len(found.entries), len(found.candidates))
+        if not (found.memory_ids or found.entry_ids or found.candidates):
+            return
+        # a reflection's insight entry names the episodes it was distilled from, and quotes them
+        rows = await conn.execute(
+            text(
+                "SELECT id, task_id, seq, kind, content FROM staging_entries "
+                "WHERE kind = 'insight' "
+                "AND jsonb_typeof(CAST(payload AS jsonb)->'reflection'->'episodes') = 'array' "
+                "AND CAST(payload AS jsonb)->'reflection'->'episodes' ?| CAST(:m AS text[]) "
+                "AND NOT (id = ANY(CAST(:e AS bigint[]))) ORDER BY task_id, seq"
+            ),
+            {"m": found.memory_ids, "e": found.entry_ids},
+        )
+        for row in rows:
+            found.entries.append(
+                ErasedEntry(row.id, row.task_id, row.seq, row.kind, content_sha256(row.content))
+            )
+            found.texts.append(row.content)
+        rows = await conn.execute(
+            text(
+                "SELECT c.workflow_id, c.run_id, c.idx, c.title, c.content FROM promotion_candidates c "
+                "WHERE c.source_entry_ids && CAST(:e AS bigint[]) OR EXISTS (SELECT 1 FROM "
+                "promotion_plan_items i WHERE i.workflow_id = c.workflow_id AND i.run_id = c.run_id "
+                "AND i.candidate_idx = c.idx AND i.memory_id = ANY(CAST(:m AS text[]))) "
+                "ORDER BY c.workflow_id, c.run_id, c.idx"
+            ),
+            {"e": found.entry_ids, "m": found.memory_ids},
+        )
+        _add_candidates(found, rows)
+        # a memory an erased candidate created holds its text, whoever merged into it since
+        created = await conn.execute(
+            text(
+                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id::text IN (SELECT i.memory_id "
+                "FROM promotion_plan_items i JOIN unnest(CAST(:w AS text[]), CAST(:r AS text[]), "
+                "CAST(:i AS int[])) AS c(w, r, i) ON i.workflow_id = c.w AND i.run_id = c.r "
+                "AND i.candidate_idx = c.i WHERE i.action IN ('promoted', 'superseded')) "
+                "AND NOT (id::text = ANY(CAST(:m AS text[]))) ORDER BY created_at"
+            ),
+            {
+                "w": [c.workflow_id for c in found.candidates],
+                "r": [c.run_id for c in found.candidates],
+                "i": [c.idx for c in found.candidates],
+                "m": found.memory_ids,
+            },
+        )
+        await _add_memories(conn, found, created.all())
+        if (len(found.memories), len(found.entries), len(found.candidates)) == size:
+            return
+
+
 async def memory_erasure_set(conn: AsyncConnection, memory_id: str) -> ErasureSet:
     """One memory (by uuid) and the memories derived only from it."""
     found = ErasureSet()
@@ -199,6 +272,7 @@ async def memory_erasure_set(conn: AsyncConnection, memory_id: str) -> ErasureSe
         )
     ).all()
     await _add_memories(conn, found, rows)
+    await _add_what_builds_on(conn, found)
     await _add_workflows(conn, found)
     return found
 
@@ -235,6 +309,7 @@ async def task_erasure_set(conn: AsyncConnection, task_id: str) -> ErasureSet:
         {"t": task_id},
     )
     found.archive_files = sorted(r[0] for r in archived)
+    await _add_what_builds_on(conn, found)
     await _add_workflows(conn, found)
     return found
 
@@ -251,11 +326,7 @@ async def _add_plan_candidates(
         ),
         params,
     )
-    for row in rows:
-        found.candidates.append(
-            ErasedCandidate(row.workflow_id, row.run_id, row.idx, row.title, content_sha256(row.content))
-        )
-        found.texts.extend([row.content, row.title])
+    _add_candidates(found, rows)
 
 
 def _json_fragment(needle: str) -> str:
@@ -304,6 +375,7 @@ async def subject_erasure_set(
         tenant,
     )
     await _add_memories(conn, found, memories.all())
+    await _add_what_builds_on(conn, found)
     await _add_workflows(conn, found)
     return found
 
@@ -418,6 +490,40 @@ async def erase(conn: AsyncConnection, found: ErasureSet) -> dict[str, int]:
         "OR source_entry_ids && CAST(:entries AS bigint[]) "
         "OR (CAST(:task AS text) IS NOT NULL AND :task = ANY(source_task_ids)))",
         {"ids": ids, "entries": entry_ids, "task": task},
+    )
+    # a bug pattern's fixes an erased text held (a merged task's fix) or that name the subject, in the
+    # tenants involved (another tenant's pattern with the same words keeps them)
+    await run(
+        "bug_pattern_fixes",
+        """
+        WITH orgs AS (
+            SELECT org FROM tasks WHERE id = ANY(CAST(:tasks AS text[]))
+            UNION SELECT org FROM memories WHERE id::text = ANY(CAST(:ids AS text[]))
+            UNION SELECT CAST(:org AS text) WHERE CAST(:org AS text) IS NOT NULL
+        ),
+        touched AS (
+            SELECT b.memory_id, COALESCE(jsonb_agg(x.s ORDER BY x.n) FILTER (WHERE NOT x.gone), '[]') AS kept
+            FROM bug_patterns b JOIN memories m ON m.id = b.memory_id
+            CROSS JOIN LATERAL (
+                SELECT s, n, (CAST(:subject AS text) IS NOT NULL
+                              AND strpos(s->>'solution', CAST(:subject AS text)) > 0)
+                             OR length(s->>'solution') > 0 AND EXISTS (
+                                SELECT 1 FROM unnest(CAST(:needles AS text[])) t
+                                WHERE strpos(t, s->>'solution') > 0) AS gone
+                FROM jsonb_array_elements(b.solutions) WITH ORDINALITY AS e(s, n)
+            ) x
+            WHERE m.org IN (SELECT org FROM orgs) AND NOT (b.memory_id::text = ANY(CAST(:ids AS text[])))
+            GROUP BY b.memory_id HAVING bool_or(x.gone)
+        )
+        UPDATE bug_patterns b SET solutions = touched.kept FROM touched WHERE b.memory_id = touched.memory_id
+        """,
+        {
+            "tasks": sorted({e.task_id for e in found.entries} | _tasks(task)),
+            "ids": ids,
+            "org": found.org,
+            "needles": needles,
+            "subject": found.subject,
+        },
     )
     # project knowledge computed from what goes (its episodes' structured rows go with their memories)
     counts["project_knowledge"] = await erase_snapshots(

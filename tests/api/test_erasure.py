@@ -31,7 +31,10 @@ from tests.utils.factories import Actor
 from tests.utils.promotion_gateway import (
     approve_and_publish,
     awaiting_approval,
+    open_task,
     stage,
+    start_promotion,
+    wait_promotion_state,
 )
 from tests.utils.tenancy import task_key_of
 
@@ -134,6 +137,10 @@ async def test_erase_memory_leaves_receipt_and_no_content(
     assert fact["memory_id"] not in found.text
     shown = await http.get(f"/v1/memories/{fact['memory_id']}", headers=team["human"].headers)
     assert shown.status_code == 404
+    # the plan that published it no longer shows its text (the plan item went with the memory)
+    plan = await http.get(f"/v1/promotions/{task_id}/plan", headers=team["human"].headers)
+    assert plan.status_code in (200, 404) and marker not in plan.text, plan.text
+    assert body["counts"]["candidates"] == 1 and body["counts"]["plan_items"] == 1
 
 
 async def test_erase_task_takes_staging_plans_and_memories(
@@ -175,6 +182,99 @@ async def test_erase_subject_takes_every_text_holding_it(
     receipt = await _receipt(http, human.headers, body["receipt_event_id"])
     assert receipt["payload"]["subject_sha256"] == hashlib.sha256(marker.encode()).hexdigest()
     assert marker not in str(receipt)
+
+
+def _int_error(value: str, line: int) -> str:
+    return (
+        f'Traceback (most recent call last):\n  File "/app/forms.py", line {line}, in parse\n'
+        f"    return int(raw)\nValueError: invalid literal for int() with base 10: '{value}'"
+    )
+
+
+async def _worktree_fix(http: httpx.AsyncClient, team: dict[str, Actor], n: int, fix: str) -> str:
+    """A worktree task meeting the int parse error and ending with `fix`, published (no approval)."""
+    task_id = await open_task(http, team["orchestrator"], f"parse the form field, attempt {n}")
+    await stage(
+        http,
+        team["agent"],
+        task_id,
+        [{"kind": "error", "content": _int_error(f"v{n}", 10 + n)}, {"kind": "result", "content": fix}],
+    )
+    await start_promotion(http, team["orchestrator"], task_id, "worktree")
+    await wait_promotion_state(http, team["human"].headers, task_id, "published")
+    return task_id
+
+
+async def test_erasure_takes_a_merged_tasks_fix_out_of_its_bug_pattern(
+    http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
+) -> None:
+    """Stop 40: a task's fix merged into another task's bug pattern stayed in the pattern's fixes (the
+    context block's `try:` lines, /v1/bug-patterns/match, exports) after the task or subject was erased."""
+    by_task, by_subject = _marker(), _marker()
+    await _worktree_fix(http, team, 1, "Strip the value before int()")
+    second = await _worktree_fix(http, team, 2, f"Call the {by_task} sanitiser before int()")
+    await _worktree_fix(http, team, 3, f"Ask {by_subject} for the parsing rules")
+    reader = await open_task(http, team["orchestrator"], "parse the form field again")
+    human = team["human"]
+
+    async def matched() -> str:
+        answer = await http.post(
+            "/v1/bug-patterns/match",
+            headers=human.headers,
+            json={"task_id": reader, "error": _int_error("z", 1)},
+        )
+        assert answer.status_code == 200, answer.text
+        return answer.text
+
+    before = await matched()
+    assert by_task in before and by_subject in before and "Strip the value before int()" in before
+    erased = await http.post("/v1/erasures", headers=human.headers, json={"task": second})
+    assert erased.status_code == 200, erased.text
+    assert erased.json()["counts"]["bug_pattern_fixes"] == 1
+    after = await matched()
+    assert by_task not in after and by_subject in after and "Strip the value before int()" in after
+    tenant = {"org": human.principal.org, "project": human.principal.project}
+    erased = await http.post("/v1/erasures", headers=human.headers, json={"subject": by_subject, **tenant})
+    assert erased.status_code == 200, erased.text
+    assert by_subject not in await matched()
+    async with engine.connect() as conn:
+        stored = (
+            (
+                await conn.execute(
+                    text(
+                        "SELECT b.solutions::text FROM bug_patterns b JOIN memories m ON m.id = b.memory_id "
+                        "WHERE m.org = :o"
+                    ),
+                    {"o": human.principal.org},
+                )
+            )
+            .scalars()
+            .all()
+        )
+    assert stored and not any(by_task in s or by_subject in s for s in stored), stored
+
+
+async def test_erasing_a_task_takes_the_memory_it_created_though_another_task_merged_into_it(
+    http: httpx.AsyncClient, team: dict[str, Actor]
+) -> None:
+    """The memory's text is the erased task's words: a later task's merge (which unites the sources) kept
+    it alive, with that text, after its author's task was erased."""
+    marker = _marker()
+    fact = {"kind": "fact", "content": _content(marker)}
+    tasks = []
+    for n in (1, 2):
+        task_id = await open_task(http, team["orchestrator"], f"document the deploy path, {n}")
+        await stage(http, team["agent"], task_id, [fact])
+        await start_promotion(http, team["orchestrator"], task_id, "worktree")
+        done = await wait_promotion_state(http, team["human"].headers, task_id, "published")
+        tasks.append((task_id, [p for p in done["published"] if p["memory_type"] == "fact"]))
+    [(first, [created]), (_, [merged])] = tasks
+    assert merged["memory_id"] == created["memory_id"] and merged["action"] == "merged", merged
+    erased = await http.post("/v1/erasures", headers=team["human"].headers, json={"task": first})
+    assert erased.status_code == 200, erased.text
+    assert created["memory_id"] in [m["id"] for m in erased.json()["memories"]]
+    shown = await http.get(f"/v1/memories/{created['memory_id']}", headers=team["human"].headers)
+    assert shown.status_code == 404
 
 
 async def _history_gone(temporal: Client, workflow_id: str, timeout: float = 300.0) -> None:

@@ -30,6 +30,7 @@ from tests.utils.promotion_gateway import (
     temporal_settings,
     wait_promotion_state,
 )
+from tests.utils.tenancy import task_key_of
 from workflows.reflection_contract import ReflectionInput, SweepInput, SweepResult, workflow_id_for
 from workflows.schedules import REFLECTION_SCHEDULE_ID, RETENTION_SCHEDULE_ID, apply_schedules
 
@@ -54,11 +55,11 @@ async def _open_task(http: httpx.AsyncClient, team: dict[str, Actor], descriptio
     return await open_task(http, team["orchestrator"], description)
 
 
-async def _task_meeting(http: httpx.AsyncClient, team: dict[str, Actor], n: int) -> str:
+async def _task_meeting(http: httpx.AsyncClient, team: dict[str, Actor], n: int, fix: str = FIX) -> str:
     task_id = await _open_task(http, team, f"load the user cache, attempt {n}")
     entries = [
         {"kind": "error", "content": _error(f"user_{n}", f"/srv/build/{n}/cache.py", 40 + n)},
-        {"kind": "result", "content": FIX},
+        {"kind": "result", "content": fix},
     ]
     await stage(http, team["agent"], task_id, entries)
     await start_promotion(http, team["orchestrator"], task_id, "worktree")
@@ -313,6 +314,47 @@ async def test_reflection_again_updates_insights_by_key_without_duplicates(
             )
         ).scalar_one()
     assert linked >= 6  # the new head is linked to all six episodes
+
+
+async def test_erasing_a_task_takes_the_reflection_quoting_it(
+    http: httpx.AsyncClient, team: dict[str, Actor]
+) -> None:
+    """Stop 40: a reflection awaiting approval quoted an erased task's fix; its staging and plan kept the
+    text, its workflow was not in the receipt, and approving it published the text."""
+    human = team["human"]
+    marker = f"zx-{uuid.uuid4().hex[:12]}"
+    await _task_meeting(http, team, 1)
+    await _task_meeting(http, team, 2)
+    quoted = await _task_meeting(http, team, 3, fix=f"Ask {marker} to reseed the cache")
+    [staged] = await _wait_reflection(http, human, "staged")
+    reflection_task = staged["task_id"]
+    await wait_promotion_state(http, human.headers, reflection_task, "awaiting_approval")
+    entries = await http.get(f"/v1/tasks/{reflection_task}/entries", headers=human.headers)
+    assert marker in entries.text  # the insight quotes the fix that held in task 3
+
+    erased = await http.post("/v1/erasures", headers=human.headers, json={"task": quoted})
+    assert erased.status_code == 200, erased.text
+    body = erased.json()
+    assert any(e["task_id"] == reflection_task for e in body["staging_entries"]), body["staging_entries"]
+    reflection_workflow = f"promote-{task_key_of(reflection_task)}"
+    assert reflection_workflow in body["temporal_workflows"], body["temporal_workflows"]
+    for path in (
+        f"/v1/tasks/{reflection_task}/entries",
+        f"/v1/promotions/{reflection_task}",
+        f"/v1/promotions/{reflection_task}/plan",
+    ):
+        answer = await http.get(path, headers=human.headers)
+        assert marker not in answer.text, (path, answer.text)
+    # nothing is left to approve into published memory
+    approved = await http.post(f"/v1/promotions/{reflection_task}/approve", headers=human.headers, json={})
+    assert approved.status_code in (404, 409), approved.text
+    reader = await _open_task(http, team, "a new task loading the cache")
+    context = await http.post(
+        "/v1/context",
+        headers=team["agent"].headers,
+        json={"task_id": reader, "query": "KeyError when loading the user cache", "max_tokens": 3000},
+    )
+    assert context.status_code == 200 and marker not in context.text
 
 
 async def test_raw_reflection_starts_meet_the_checks_and_make_no_principal(
