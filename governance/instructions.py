@@ -126,6 +126,40 @@ _YOUR_WORK = (
     r"(?:code|codebase|solution|implementation|algorithm|program|script|project|logic|work|elucidation"
     r"|explanation|answer|response|reply|application|app|software|function|module|system|approach|submission)"
 )
+# a file a download was saved to (`-o /tmp/s.sh`, `-sSLo install.sh`, wget's `-O x`, `> a.sh`, `-OutFile
+# a.ps1`; curl's `-O URL` saves under the URL's last segment), then that same file run later in the text
+# (`bash /tmp/s.sh`, `./install.sh`, `; /tmp/x.sh`): a `curl | sh` in two steps. A file only read or opened
+# (`head data.csv`, `jq . r.json`) is not run. The file and the URL's path are taken possessively, so a text
+# without the run costs one pass per flag.
+_SAVED_TO = (
+    r"(?:\s-[a-z]*o(?![a-z])|\s--output(?:-document)?(?=[=\s])|\s-outfile(?![a-z])|\s>)[=\s]*['\"]?"
+    r"(?:https?://[^\s'\"]*/)?+(?:\./|\.\\)?(?P<saved>[\w~/.][\w./~-]*+)"
+)
+_RUNS_SAVED = (
+    r"(?:(?<![\w./-])(?:sudo\s+)?(?:(?:ba|z|k|da|c|tc|fi)?sh|python[0-9.]*|perl|ruby|node|php|source|pwsh"
+    r"|powershell|iex)(?:\s+-[\w-]+)*\s+['\"]?(?:\./|\.\\)?"
+    r"|(?<![\w.])(?:\./|\.\\)|(?:[;&|(`]|\$\(|\b(?:run|execute|exec|launch|invoke)\s)\s*(?:sudo\s+)?['\"]?"
+    r"|(?:^|\n)[ \t]*(?:sudo\s+)?(?=[/~]))(?P=saved)(?![\w./\\-])"
+)
+# "download https://… to /tmp/a.sh and run it", "fetch it with curl -o /tmp/s.sh and then execute it"
+_RUN_IT = (
+    r"\b(?:and|then)\s+(?:then\s+)?(?:run|execute|exec|launch|source|invoke)\s+"
+    r"(?:it|that|this|the\s+(?:file|script|installer|binary|download))\b"
+)
+# telling the reader to set aside what it was asked: the verbs, never after a negation ("never ignore ...")
+_DISMISS = (
+    r"(?<!not\s)(?<!n't\s)(?<!never\s)\b(?:ignore|disregard|forget|override|overrule|set\s+aside|put\s+aside"
+    r"|cast\s+aside|pay\s+no\s+(?:attention|heed|mind)\s+to|never\s+mind)"
+)
+_ASKER = r"(?:user|human|operator|requester|customer|client|developer|owner)"
+_ASKED = (
+    r"(?:asked|said|told|requested|wanted|instructed|wrote|specified|typed|gave|says|asks|wants|requests"
+    r"|needs|needed)"
+)
+_ASK = (
+    r"(?:requests?|instructions?|ask|asks|wishes|question|prompt|messages?|guidance|directions|directives"
+    r"|orders|commands|rules|constraints|task|goal|intent)"
+)
 _OUTPUT = r"(?:answers?|responses?|repl(?:y|ies)|outputs?|messages?|texts?|write-?ups?|summar(?:y|ies)|explanations?)"
 _OVERRIDE_TARGET = (
     r"(?:instructions?|prompts?|rules|directions|directives|guidelines|guidance|constraints|polic(?:y|ies)"
@@ -178,6 +212,8 @@ _RULES: list[tuple[str, str, _Search]] = [
             r"(?:\bexec\s*\(|\beval\s*\(|os\.system\s*\(\s*['\"f](?:python|sh|bash|\./|chmod)|subprocess\.\w+\([^)]*(?:python|\./))"
             r"|\bexec\s*\(\s*(?:open|requests|urllib|r\.|response|base64|bytes\.fromhex|codecs)"
             r"|(?:wget|curl)\s+[^\n;|&]{1,200}(?:-o|-O|>)\s*\S+\s*(?:;|&&)\s*(?:sudo\s+)?(?:chmod\s+\+x|\./|sh\s|bash\s|python)"
+            rf"|\b{_FETCH}\b[^\n;|&]{{0,200}}?{_SAVED_TO}.{{0,300}}?{_RUNS_SAVED}"
+            rf"|(?:\b(?:download|fetch|grab)\w*\s+(?:\S+\s+){{0,4}}?https?://\S+|\b{_FETCH}\b[^\n;|&]{{0,200}}?\s-[a-z]*o(?![a-z]))[^\n]{{0,120}}?{_RUN_IT}"
         ),
     ),
     (
@@ -310,7 +346,11 @@ _RULES: list[tuple[str, str, _Search]] = [
         "overrides-instructions",
         "tells the reader to ignore its instructions",
         _rx(
-            rf"\b(?:ignore|disregard|forget|override|overrule|bypass|skip|drop|abandon|discard|neglect)\s+(?:\w+\s+){{0,4}}?(?:previous|prior|above|earlier|preceding|former|original|system|existing|initial|old|other|your|all|any)\s+(?:\w+\s+)?{_OVERRIDE_TARGET}"
+            rf"\b(?:ignore|disregard|forget|override|overrule|bypass|skip|drop|abandon|discard|neglect|set\s+aside|put\s+aside|cast\s+aside|pay\s+no\s+(?:attention|heed|mind)\s+to|never\s+mind)\s+(?:\w+\s+){{0,4}}?(?:previous|prior|above|earlier|preceding|former|original|system|existing|initial|old|other|your|all|any)\s+(?:\w+\s+)?{_OVERRIDE_TARGET}"
+            # what the user asked, the user's request, the rules given above
+            rf"|{_DISMISS}\s+(?:\w+\s+){{0,2}}?(?:what(?:ever)?|everything|anything|all)\s+(?:that\s+|else\s+)?(?:(?:(?:the|your|this|my)\s+)?{_ASKER}s?\s+(?:\w+\s+){{0,2}}?{_ASKED}|you\s+(?:were|have\s+been|'ve\s+been|got)\s+(?:told|asked|given|instructed))\b"
+            rf"|{_DISMISS}\s+(?:\w+\s+){{0,2}}?(?:the|your|this|that|any|all)\s+(?:\w+\s+)?{_ASKER}(?:['’]s|s['’]?)\s+(?:\w+\s+)?{_ASK}\b"
+            rf"|{_DISMISS}\s+(?:\w+\s+){{0,2}}?(?:the|all|any|these|those|such)\s+(?:\w+\s+)?(?:{_OVERRIDE_TARGET}|requests?)\s+(?:above|before|(?:you\s+)?(?:were\s+|have\s+been\s+)?(?:given|received)\s+(?:above|before|earlier|previously)|from\s+(?:the\s+)?(?:user|human|operator|system|developer))\b"
             rf"|\b{_OVERRIDE_TARGET}\s+(?:that|which)\s+(?:forbid|prohibit|prevent|block|disallow|restrict)"
             r"|\byou\s+are\s+now\b|\bfrom\s+now\s+on,?\s+(?:you|always|never|ignore|respond)|\bnew\s+instructions?\s*:|\bsystem\s+prompt\b"
             r"|\bdeveloper\s+mode\b|\bjailbreak|\bdo\s+anything\s+now\b|\bact\s+as\s+(?:if\s+you\s+are\s+|an?\s+)(?:unrestricted|unfiltered|evil|hacker|dan\b)"

@@ -32,7 +32,7 @@ def _value_span(match: re.Match[str]) -> tuple[int, int, str]:
 # ("admin password: x", "secret key = y").
 _ROOT = re.compile(
     r"pass|pw|secret|key|token|auth|cred|sig|salt|hmac|cookie|sess|sid|pin|otp|bearer|contrase|refresh"
-    r"|access|jwt|nonce|psk|material"
+    r"|access|jwt|nonce|psk|material|csrf|xsrf"
 )
 _ROOT_ANY_CASE = re.compile(_ROOT.pattern, re.IGNORECASE)
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")

@@ -35,10 +35,13 @@ _STRONG_NAME = re.compile(
 )
 # names whose value is a credential whatever their suffix (`private_key_id` names a key of a service account)
 _ALWAYS_SECRET = frozenset({"private_key_id", "private_key", "client_secret", "client_secret_key"})
-# names that hold a secret only when the value looks random (`token: 5` is a count, `key: id` a column)
+# names that hold a secret only when the value looks random (`token: 5` is a count, `key: id` a column);
+# an anti-CSRF token is bound to its session like the session id beside it (Django's `csrftoken` cookie
+# and `csrfmiddlewaretoken` field, Angular's `XSRF-TOKEN`, Express's `_csrf`, Django's `X-CSRFToken`)
 _AMBIGUOUS_NAME = re.compile(
     r"(?:^|_)(?:token|key|auth|authorization|credentials?|creds?|signature|sig|salt|hmac|cookie|session"
-    r"|sessionid|sid|pin|otp|totp|mfa|bearer|apikey|refresh|access|jwt|nonce|material)(?:_[a-z0-9]+)*$"
+    r"|sessionid|sid|pin|otp|totp|mfa|bearer|apikey|refresh|access|jwt|nonce|material"
+    r"|csrf|xsrf|csrftoken|xsrftoken|csrfmiddlewaretoken)(?:_[a-z0-9]+)*$"
 )
 # names whose value is about a secret, not the secret (`password_file`, `secret_name`, `token_ttl`)
 _METADATA_SUFFIX = re.compile(

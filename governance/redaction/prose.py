@@ -71,10 +71,20 @@ _WORD = (
     rf"|(?<![а-яёА-ЯЁ])(?:{_CYRILLIC_WORDS})(?![а-яёА-ЯЁ])|{_CJK_WORDS})"
 )
 _OPEN = r"(?:[「『“\"'`(（‹]|«[^\S\n]?)?"
+# Spanish, Portuguese, French and Italian name what a password is for with a chain of prepositions and
+# articles ("de la base de datos de producción", "do banco de dados de produção", "de la base de données
+# de production"): these small words do not count among the few words allowed between the name and the verb
+_GLUE = (
+    r"(?:de|del|della|dello|dei|degli|delle|di|da|do|dos|das|du|des|la|le|les|el|los|las|il|lo|gli|al|au"
+    r"|aux|en|nel|nella|no|na|nos|nas)"
+)
+# one word of that fill, after at most two of those small words; a small word is never the word itself, so
+# each word of the text has one reading (the fill stays linear, whatever the text)
+_FILL_WORD = rf"(?:[^\S\n]+{_GLUE}(?=[^\S\n])){{0,2}}[^\S\n]+(?!{_GLUE}[^\S\n])[^\s:=：]{{1,30}}"
 _PROSE = re.compile(
     rf"(?i){_WORD}"
     # a few words between the name and the verb ("for the staging server", "de la base", "del servidor")
-    r"(?P<fill>(?:[^\S\n]+[^\s:=：]{1,30}){0,4}?)"
+    rf"(?P<fill>(?:{_FILL_WORD}){{0,4}}?)"
     rf"[^\S\n]*(?:[:=：]|(?<![A-Za-zÀ-ÿа-яё])(?:{_SEPARATORS})(?![A-Za-zÀ-ÿа-яё])|{_CJK_SEPARATORS})"
     r"[^\S\n]*:?[^\S\n]*"
     rf"{_OPEN}(?P<value>[\x21-\x7e]{{6,}})"

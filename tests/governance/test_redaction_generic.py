@@ -192,6 +192,40 @@ def test_prose_in_other_languages_is_redacted(text: str) -> None:
 @pytest.mark.parametrize(
     "text",
     [
+        "la contraseña de la base de datos de producción es Xq7!pLm2Zr y el usuario es admin",
+        "a senha do banco de dados de produção é Xq7!pLm2Zr",
+        "le mot de passe de la base de données de production est Xq7!pLm2Zr",
+        "la password del database di produzione è Xq7!pLm2Zr",
+        "la contraseña de la cuenta de administrador del servidor de producción es Xq7!pLm2Zr",
+        "La contraseña del usuario root de la base de datos es: Xq7!pLm2Zr",
+    ],
+)
+def test_password_named_after_a_chain_of_romance_prepositions_is_redacted(text: str) -> None:
+    # "de la base de datos de producción": articles and prepositions do not use up the few words allowed
+    # between the word and its verb
+    out = _gone(text, "Xq7!pLm2Zr")
+    assert out.startswith(text[:12]), out  # the words before the value stay
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "la contraseña de la base de datos de producción es demasiado corta",
+        "la contraseña de la base de datos de producción es obligatoria",
+        "la contraseña de la base de datos de producción es la misma que en staging",
+        "la contraseña de la base de datos de producción debe tener 12 caracteres",
+        "a senha do banco de dados de produção é obrigatória",
+        "le mot de passe de la base de données de production est trop court",
+        "la password del database di produzione è scaduta",
+    ],
+)
+def test_words_after_a_long_romance_password_phrase_are_kept(text: str) -> None:
+    _kept(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
         "The AWS docs use AKIAIOSFODNN7EXAMPLE as the example access key id.",
         "example secret: wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY (from the CLI guide)",
         "Use the test card 4242 4242 4242 4242 in Stripe's test mode.",
@@ -615,6 +649,46 @@ def test_a_session_cookie_in_a_cookie_header_is_redacted() -> None:
 
 def test_an_analytics_cookie_in_a_cookie_header_is_kept() -> None:
     _kept("Cookie: _ga=GA1.2.918273645.1712345678; theme=dark")
+
+
+CSRF = "kX9fQ2mZ7pLr4TnB8vW1yE3uJ6hA0sDc"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"Cookie: csrftoken={CSRF}; sessionid=abc123def456ghi789",
+        f"Cookie: sessionid=8n2j4k5l6m7n8o9p0q1r2s3t4u5v6w7x; csrftoken={CSRF}",
+        f"Set-Cookie: csrftoken={CSRF}; Path=/",
+        f"Cookie: theme=dark; XSRF-TOKEN={CSRF}",
+        f"Cookie: theme=dark; _csrf={CSRF}",
+        f"Cookie: theme=dark; csrf_token={CSRF}",
+        f"csrftoken={CSRF}",
+        f"name=bob&_csrf={CSRF}",
+        f"csrfmiddlewaretoken={CSRF}&username=bob",
+        f"X-CSRFToken: {CSRF}",
+        f'<input type="hidden" name="csrfmiddlewaretoken" value="{CSRF}">',
+    ],
+)
+def test_an_anti_csrf_token_in_a_cookie_header_or_form_is_redacted(text: str) -> None:
+    # bound to the session like the session id beside it: a random value under its name goes
+    _gone(text, CSRF)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'CSRF_COOKIE_NAME = "csrftoken"',
+        'CSRF_HEADER_NAME = "HTTP_X_CSRFTOKEN"',
+        "CSRF_COOKIE_SECURE = True",
+        'CSRF_TRUSTED_ORIGINS = ["https://app.example.com"]',
+        "xsrfHeaderName: 'X-XSRF-TOKEN'",
+        "csrf: true",
+        "Cookie: csrftoken=placeholder; theme=dark",
+    ],
+)
+def test_anti_csrf_settings_and_placeholders_are_kept(text: str) -> None:
+    _kept(text)
 
 
 def test_npmrc_auth_scoped_to_a_registry_is_redacted() -> None:
