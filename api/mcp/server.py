@@ -7,9 +7,7 @@ sets: `LOREGATE_URL` (default http://127.0.0.1:8080), `LOREGATE_API_KEY`, and op
 
 A refusal from the gateway is a tool error whose text is `<error>: <detail>`, so the model can read why
 (the MCP SDK puts `Error executing tool <name>: ` before it). Arguments are held to what the gateway holds a
-request to: one a tool does not take is refused, not ignored (a misspelt `idempotency_key` would store a
-retry twice), and an invalid one is refused as `validation_error: <field>: <why>` on one line, without the
-value sent (an agent may put a secret in the wrong field).
+request to (api/mcp/checked_server.py).
 """
 
 from __future__ import annotations
@@ -19,15 +17,13 @@ from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal
 
-from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from mcp_types import CallToolResult, InputRequiredResult
-from mcp_types import Tool as McpTool
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel, ConfigDict, Field
 
 from api.client import AsyncLoregateClient, LoregateError
+from api.mcp.checked_server import CheckedServer
 from api.schemas.search import SearchResultPublic
-from api.schemas.text import printable
 from governance.approaches import ApproachOutcome
 from governance.scopes import EntryKind, Scope, ValidationSource
 
@@ -97,56 +93,6 @@ _INSTRUCTIONS = (
 )
 
 
-class _CheckedServer(MCPServer[None]):
-    """An MCP server whose tools refuse an argument they do not take, and say in one line why an argument
-    is invalid; the SDK itself ignores the first and answers the second with pydantic's multi-line report,
-    values and all."""
-
-    async def list_tools(self) -> list[McpTool]:
-        """The tools, each input schema closed, so a client validating before the call refuses as we do."""
-        return [
-            tool.model_copy(update={"input_schema": {**tool.input_schema, "additionalProperties": False}})
-            for tool in await super().list_tools()
-        ]
-
-    async def call_tool(
-        self, name: str, arguments: dict[str, Any], context: Context[None, Any] | None = None
-    ) -> CallToolResult | InputRequiredResult:
-        """The tool's answer; arguments out of its input schema are refused before anything is done."""
-        schema = next((tool.input_schema for tool in await super().list_tools() if tool.name == name), None)
-        if schema is not None:  # else the SDK answers that there is no such tool
-            takes = list(schema.get("properties", {}))
-            unknown = [_one_line(printable(arg)) for arg in arguments if arg not in takes]
-            if unknown:
-                noun = "unknown argument" if len(unknown) == 1 else "unknown arguments"
-                raise _invalid(name, f"{', '.join(unknown)}: {noun}; {name} takes {', '.join(takes)}")
-        try:
-            return await super().call_tool(name, arguments, context)
-        except UnexpectedToolError:
-            raise  # a crash (its cause may be a ValidationError of an answer): the SDK's generic text
-        except ToolError as exc:
-            if not isinstance(exc.__cause__, ValidationError):
-                raise
-            errors = exc.__cause__.errors(include_url=False, include_input=False, include_context=False)
-            # `from` the ValidationError: the SDK then logs the fields refused, not the text
-            raise _invalid(name, _validation_detail(errors)) from exc.__cause__
-
-
-def _invalid(tool: str, detail: str) -> ToolError:
-    """A refusal of a call's arguments, worded as the gateway's refusals reach the model."""
-    return ToolError(f"Error executing tool {tool}: validation_error: {detail}")
-
-
-def _validation_detail(errors: list[Any]) -> str:
-    """Pydantic's errors as one line, as the gateway words them: `field: message; ...`."""
-    parts = []
-    for err in errors:
-        loc = ".".join(str(part) for part in err["loc"])
-        message = " ".join(str(err["msg"]).split())
-        parts.append(f"{loc}: {message}" if loc else message)
-    return printable("; ".join(parts)) or "invalid arguments"
-
-
 def _task(task_id: str | None) -> str:
     chosen = task_id or os.environ.get("LOREGATE_TASK_ID")
     if not chosen:
@@ -201,7 +147,7 @@ def build_server(client: AsyncLoregateClient | None = None) -> MCPServer:
                 await made.pop("client").aclose()
 
     # stderr is the agent's log: warnings only, not a line per HTTP request
-    server = _CheckedServer(
+    server = CheckedServer(
         name="loregate", instructions=_INSTRUCTIONS, version="0.1.0", lifespan=lifespan, log_level="WARNING"
     )
 
