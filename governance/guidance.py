@@ -24,7 +24,7 @@ pattern's standing and tally). Any other fix is the unreviewed word of the task 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -87,6 +87,7 @@ class FixStanding:
     standing: Standing
     successes: int
     attempts: int
+    verbs: frozenset[str] = frozenset({"try", "avoid"})  # the lines it may become
 
     @property
     def success_rate(self) -> float:
@@ -94,19 +95,29 @@ class FixStanding:
         return self.successes / self.attempts if self.attempts else 0.0
 
 
-def own_fixes(content: str) -> frozenset[str]:
-    """The fixes a bug pattern's own text names (the one that held and those tried before it), normalised."""
+def own_fixes(content: str) -> dict[str, Literal["try", "avoid"]]:
+    """The fixes a bug pattern's own text names, normalised, each with the one verb its text allows: `try`
+    for the one that held, `avoid` for those tried without success before it."""
+    named: dict[str, Literal["try", "avoid"]] = {normalise_text(f): "avoid" for f in failed_fixes(content)}
     fix = split_bug_pattern(content)[1]
-    return frozenset(normalise_text(f) for f in [*failed_fixes(content), *([fix] if fix else [])])
+    if fix:
+        named[normalise_text(fix)] = "try"
+    return named
 
 
-def fix_standing(solution: SolutionStats, named: frozenset[str], pattern: Standing | str) -> FixStanding:
-    """A human-approved promotion reported it: human, its reviewed tally. The pattern's text names it
-    (`named`, from `own_fixes`): the pattern's standing, the whole tally. Else unreviewed, the whole tally."""
+def fix_standing(
+    solution: SolutionStats, named: Mapping[str, Literal["try", "avoid"]], pattern: Standing | str
+) -> FixStanding:
+    """A human-approved promotion reported it: human, its reviewed tally, either verb. The pattern's text
+    names it (`named`, from `own_fixes`): the pattern's standing and the whole tally, but only the verb the
+    text gives it (later tasks' unreviewed outcomes in the tally cannot turn the fix that held into an
+    `avoid`, nor a fix the text says failed into a `try`). Else unreviewed, the whole tally."""
     if solution.reviewed_attempts:
         return FixStanding(Standing.HUMAN, solution.reviewed_successes, solution.reviewed_attempts)
-    held = Standing(pattern) if normalise_text(solution.solution) in named else Standing.UNREVIEWED
-    return FixStanding(held, solution.successes, solution.attempts)
+    verb = named.get(normalise_text(solution.solution))
+    if verb is None:
+        return FixStanding(Standing.UNREVIEWED, solution.successes, solution.attempts)
+    return FixStanding(Standing(pattern), solution.successes, solution.attempts, frozenset({verb}))
 
 
 def bug_pattern_guidance(
@@ -130,9 +141,11 @@ def bug_pattern_guidance(
             continue
         text = _short(f"{s.solution}{about}{sep}{fix.successes}/{fix.attempts} passed)")
         held = fix.standing.value
-        if fix.attempts and fix.success_rate >= TRY_MIN_RATE:
+        if fix.attempts and fix.success_rate >= TRY_MIN_RATE and "try" in fix.verbs:
             lines.append(GuidanceLine("try", text, citation, fix.success_rate, held, trust))
-        elif fix.attempts >= AVOID_MIN_ATTEMPTS and fix.success_rate <= AVOID_MAX_RATE:
+        elif (
+            fix.attempts >= AVOID_MIN_ATTEMPTS and fix.success_rate <= AVOID_MAX_RATE and "avoid" in fix.verbs
+        ):
             lines.append(GuidanceLine("avoid", text, citation, 1 - fix.success_rate, held, trust))
     return lines
 

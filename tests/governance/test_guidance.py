@@ -89,7 +89,11 @@ def test_fix_standing_reviewed_tally_else_the_patterns_own_fixes_else_unreviewed
     raw = add_attempt(raw, "Retry the request", succeeded=False)
     raw = add_attempt(raw, "Upgrade pandas", succeeded=True)
     named = own_fixes(PATTERN)
-    assert named == {"retry the request", "restart the worker", "use dict.get with a default"}
+    assert named == {
+        "retry the request": "avoid",
+        "restart the worker": "avoid",
+        "use dict.get with a default": "try",
+    }
     got = {s.solution: fix_standing(s, named, Standing.VERIFIED) for s in ranked_solutions(raw)}
     assert (got["Pin numpy"].standing, got["Pin numpy"].successes, got["Pin numpy"].attempts) == (
         Standing.HUMAN,
@@ -98,6 +102,12 @@ def test_fix_standing_reviewed_tally_else_the_patterns_own_fixes_else_unreviewed
     )
     assert (got["Retry the request"].standing, got["Retry the request"].attempts) == (Standing.VERIFIED, 1)
     assert got["Upgrade pandas"].standing is Standing.UNREVIEWED
+    # unreviewed outcomes reported later cannot turn what the pattern's text says into its opposite
+    flipped = add_attempt([], "Retry the request", succeeded=True)
+    flipped = add_attempt(flipped, "Retry the request", succeeded=True)
+    flipped = add_attempt(flipped, "Use dict.get with a default", succeeded=False)
+    flipped = add_attempt(flipped, "Use dict.get with a default", succeeded=False)
+    assert bug_pattern_guidance("p", "KeyError: <q>", flipped, content=PATTERN, standing="verified") == []
     # stored counts that do not add up (a hand-edited or restored row) are read within their bounds
     [odd] = ranked_solutions(
         [{"solution": "x", "successes": 5, "attempts": 2, "reviewed_successes": 9, "reviewed_attempts": 7}]
