@@ -43,6 +43,7 @@ __all__ = [
     "RuleOutcome",
     "RULE_EMA_ALPHA",
     "ESTABLISHED_RULE",
+    "HUMAN_APPROVED_RULE_FLOOR",
     "RETIREMENT_CANDIDATE",
     "rule_confidence",
     "is_established_rule",
@@ -238,6 +239,8 @@ _RULE_TARGETS: dict[RuleOutcome, float] = {
     RuleOutcome.REJECTED_BY_HUMAN: 0.0,
 }
 ESTABLISHED_RULE = 0.8  # above: established, the context block shows it
+# the lowest non-human observations take a human-approved rule: still established (a human's word moves it on)
+HUMAN_APPROVED_RULE_FLOOR = 0.85
 RETIREMENT_CANDIDATE = 0.3  # below: listed for a human to retire (GET /v1/code-rules/candidates)
 
 
@@ -338,10 +341,15 @@ def capped_boost(
 def capped_rule_confidence(
     old: float, outcome: RuleOutcome | str, *, human: bool, human_approved: bool, confirmers: int
 ) -> float:
-    """`rule_confidence` where non-human observations stop at the ceiling (as validations do)."""
+    """`rule_confidence` where non-human observations stop at the ceiling (as validations do), and never take
+    a human-approved rule below `HUMAN_APPROVED_RULE_FLOOR` (nor lower than it already is): what a human
+    approved stays established until a human observes otherwise, as votes never prune it."""
     after = rule_confidence(old, outcome)
     ceiling = boost_ceiling(old, human=human, human_approved=human_approved, confirmers=confirmers)
-    return round(min(after, ceiling), 6)
+    after = min(after, ceiling)
+    if human_approved and not human:
+        after = max(after, min(old, HUMAN_APPROVED_RULE_FLOOR))
+    return round(after, 6)
 
 
 @dataclass(frozen=True)

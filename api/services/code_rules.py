@@ -6,9 +6,11 @@ project scope up, also in the project of a task or worktree rule; else 403; NotF
 when it may not even read it) and is an orchestrator or a human; only a human reports `rejected_by_human`
 (`trust.rule_observer_refusal`). A principal involved in the rule (it wrote, published or superseded it) is
 refused (403 `self_endorsement`). One observation counts per principal, rule and task (`task_id`, a task
-of the rule's tenant the caller may read; none is one more task): a repeat answers `counted: false`. The
-candidates list holds the code rules of the caller's tenant below 0.3 that the policy lets it read; a human
-retires one with `POST /v1/memories/{id}/retire`.
+of the rule's tenant the caller may read; none is one more task): a repeat answers `counted: false`. An
+orchestrator reports on work it took part in (it opened the task, wrote in it or asked for its promotion;
+else 403): naming other tasks does not multiply one principal's word. A human may name any task it may
+read. The candidates list holds the code rules of the caller's tenant below 0.3 that the policy lets it
+read; a human retires one with `POST /v1/memories/{id}/retire`.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from governance.operations.trust import Endorser
 from governance.scopes import ActorType, Scope
 from governance.storage.code_rules import retirement_candidates
 from governance.storage.memory_changes import MemoryTenant, memory_tenant
+from governance.storage.trust import took_part_in
 from governance.trust import is_established_rule, is_retirement_candidate, rule_observer_refusal
 from policy.enforcer import Authorizer
 
@@ -62,6 +65,14 @@ async def observe(
             raise InvalidInput(
                 f"task {task_id!r} is not a task of the rule's tenant: observe a rule in its own work"
             )
+        if principal.actor_type is not ActorType.HUMAN and not principal.is_admin:
+            async with resources.engine.connect() as conn:
+                took_part = await took_part_in(conn, task.id, principal.id)
+            if not took_part:
+                raise PolicyDenied(
+                    f"{principal.actor_type.value} {principal.id} took no part in task {task_id!r}: an "
+                    "observation reports on work the observer opened, wrote in or promoted"
+                )
         task_id = task.public_id  # one spelling per task of the rule's org, whichever the caller used
     seen = await trust.observe(
         resources.engine,

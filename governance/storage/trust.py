@@ -19,7 +19,14 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from governance.trust import Involvement, Standing, standing_of
 
-__all__ = ["CONFIRMERS", "MemoryStanding", "involvement_of", "standings_of", "independent_validators"]
+__all__ = [
+    "CONFIRMERS",
+    "MemoryStanding",
+    "involvement_of",
+    "took_part_in",
+    "standings_of",
+    "independent_validators",
+]
 
 _PUBLISHING_EVENTS = ("PROMOTED", "MERGED", "SUPERSEDED", "LIFTED", "RESTORED")
 # the distinct principals who confirmed memory `m`: counted validations and counted followed_passed
@@ -89,6 +96,22 @@ async def involvement_of(conn: AsyncConnection, memory_id: str) -> Involvement:
     for how, actor in rows:
         (authors if how == "author" else publishers).add(str(actor))
     return Involvement(authors=frozenset(authors), publishers=frozenset(publishers))
+
+
+async def took_part_in(conn: AsyncConnection, task_key: str, principal_id: str) -> bool:
+    """Whether the principal opened the task (by its key), wrote in its staging or asked for a promotion."""
+    return bool(
+        (
+            await conn.execute(
+                text(
+                    "SELECT EXISTS (SELECT 1 FROM tasks WHERE id = :t AND created_by = :p) "
+                    "OR EXISTS (SELECT 1 FROM staging_entries WHERE task_id = :t AND actor_id = :p) "
+                    "OR EXISTS (SELECT 1 FROM promotions WHERE task_id = :t AND requested_by = :p)"
+                ),
+                {"t": task_key, "p": principal_id},
+            )
+        ).scalar_one()
+    )
 
 
 async def standings_of(conn: AsyncConnection, ids: Sequence[str]) -> dict[str, MemoryStanding]:

@@ -211,8 +211,12 @@ async def test_code_rules_observations_move_confidence_by_ema(
     independent = await make_actor(
         engine, ActorType.ORCHESTRATOR, team["agent"].principal.org, team["agent"].principal.project
     )
+    # an orchestrator reports on work it took part in: naming others' tasks does not multiply its word
+    foreign = await _observe(http, independent, rule_id, "followed_passed", tasks[0])
+    assert foreign.status_code == 403 and "took no part in task" in foreign.text, foreign.text
+    theirs = [await open_task(http, independent, f"its own work {i} under the rule") for i in range(4)]
     # one non-human observer alone stops at the ceiling
-    followed = await _observe(http, independent, rule_id, "followed_passed", tasks[0])
+    followed = await _observe(http, independent, rule_id, "followed_passed", theirs[0])
     assert followed.status_code == 200, followed.text
     assert followed.json()["confidence"] == pytest.approx(expected) and followed.json()["counted"] is True
     # a human's observations count, once per task
@@ -228,10 +232,10 @@ async def test_code_rules_observations_move_confidence_by_ema(
     assert RULE in context and f"(verified, trust {expected:.2f})" in context
 
     for actor, outcome, task in [
-        (independent, "violated", tasks[1]),
+        (independent, "violated", theirs[1]),
         (team["human"], "rejected_by_human", tasks[3]),
-        (independent, "violated", tasks[2]),
-        (independent, "violated", tasks[3]),
+        (independent, "violated", theirs[2]),
+        (independent, "violated", theirs[3]),
         (team["human"], "violated", tasks[4]),
         (team["human"], "violated", tasks[5]),
     ]:

@@ -169,7 +169,17 @@ def test_rule_observations_from_one_non_human_stop_at_the_ceiling() -> None:
         0.75, "followed_passed", human=False, human_approved=False, confirmers=2
     )
     assert confirmed == pytest.approx(0.8)
-    assert capped_rule_confidence(1.0, "violated", human=False, human_approved=True, confirmers=1) == 0.8
+    # a human-approved rule: non-human violations lower it, never out of established (one orchestrator
+    # naming eight tasks took a human's "never log request bodies" from 1.00 to 0.17)
+    confidence = 1.0
+    for _ in range(8):
+        confidence = capped_rule_confidence(
+            confidence, "violated", human=False, human_approved=True, confirmers=1
+        )
+    assert confidence == 0.85 and is_established_rule(confidence)
+    assert capped_rule_confidence(1.0, "violated", human=True, human_approved=True, confirmers=1) == 0.8
+    # one a human already lowered is not lowered further by non-humans, nor raised by the floor
+    assert capped_rule_confidence(0.5, "violated", human=False, human_approved=True, confirmers=1) == 0.5
 
 
 def test_self_endorsement_refusal_names_how_the_principal_is_involved() -> None:
