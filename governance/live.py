@@ -65,6 +65,8 @@ LIVE_HEADING = (
 # the share of a context block's budget live warnings may take; the published memories keep the rest
 LIVE_BUDGET_SHARE = 0.2
 _TEXT_CHARS = 300
+# how much of a text is redacted before it is shortened to `_TEXT_CHARS` (a bounded cost per warning)
+_SCREEN_CHARS = 8 * _TEXT_CHARS
 _CITATION = re.compile(r"\[mem:([A-Za-z0-9]{4,16})\]")
 _WHITESPACE = re.compile(r"\s+")
 
@@ -154,6 +156,16 @@ def _short(text: str | None) -> str | None:
     return flat if len(flat) <= _TEXT_CHARS else flat[: _TEXT_CHARS - 1] + "…"
 
 
+def _head(text: str | None) -> str | None:
+    """The part of a text a warning may show, cut where white space is, never inside a token: redacted
+    whole and only then shortened (cut first, a secret across the cut lost the shape that marks it and
+    reached other agents in part: 13 of a password's 14 characters, 13 of a card's 16 digits)."""
+    if text is None or len(text) <= _SCREEN_CHARS:
+        return text
+    cut = max(text.rfind(" ", 0, _SCREEN_CHARS), text.rfind("\n", 0, _SCREEN_CHARS))
+    return text[: cut if cut > 0 else _SCREEN_CHARS]
+
+
 @lru_cache(maxsize=4096)
 def _carries_instructions(text: str) -> bool:
     """Whether a (short, redacted) text tells its reader to act (`governance/instructions.py`).
@@ -170,8 +182,8 @@ def screen(warning: LiveWarning) -> LiveWarning | None:
     every task meeting that error shares it, so it says nothing the asking agent's own error did not.
     """
     text = error_signature(warning.text).text if warning.kind is WarningKind.FIX else warning.text
-    clean = redact_free_text(_short(text)) or ""
-    detail = redact_free_text(_short(warning.detail))
+    clean = _short(redact_free_text(_head(text))) or ""
+    detail = _short(redact_free_text(_head(warning.detail)))
     if not clean.strip() or _carries_instructions(clean) or (detail and _carries_instructions(detail)):
         return None
     return replace(warning, text=clean, detail=detail)
