@@ -37,6 +37,7 @@ from governance.identity import Principal
 from governance.instructions import approval_scope
 from governance.operations.promotions import claim_promotion, record_end
 from governance.scopes import ActorType, Scope, ValidationSource
+from governance.secret_names import refuse_secret_names
 from governance.storage.approval_proofs import plan_digest
 from governance.storage.staging import TaskInfo
 from workflows.promotion_contract import (
@@ -59,7 +60,11 @@ def _check_evidence(
     scope: str,
     evidence: VerificationIn | None,
 ) -> None:
-    """`human_approved` is a human's word: only who may `approve` the scope may give it (as for memories)."""
+    """`human_approved` is a human's word: only who may `approve` the scope may give it (as for memories);
+    a branch or commit that looks like a secret is refused (it travels in the workflow's Temporal input)."""
+    if evidence is not None:
+        names = {"verification.branch": evidence.branch, "verification.commit": evidence.commit}
+        refuse_secret_names(**names)
     if evidence is not None and evidence.source is ValidationSource.HUMAN_APPROVED:
         resources.authorizer.check(
             principal, org=task.org, project=task.project, scope=scope, action="approve"

@@ -30,6 +30,7 @@ from governance.identity import Principal
 from governance.limits import StagingQuota
 from governance.promotions import promotion_of_append
 from governance.scopes import Scope
+from governance.secret_names import refuse_secret_names
 from governance.staging import EntryDraft, validate_batch
 from governance.storage import staging, staging_append
 from governance.storage.staging import TaskInfo
@@ -66,6 +67,7 @@ async def open_task(
 ) -> tuple[TaskPublic, bool]:
     """Open a task; the same request again returns it with `created` False. Returns (task, created)."""
     resources.authorizer.check(principal, org=body.org, project=body.project, scope=Scope.TASK, action="open")
+    refuse_secret_names(task_id=body.task_id, worktree=body.worktree)
     task, created = await staging.open_task(
         resources.engine,
         task_id=body.task_id or f"task-{uuid.uuid4().hex}",
