@@ -21,9 +21,16 @@ from enum import StrEnum
 from governance.cognify import title_of
 from governance.errors import InvalidInput
 from governance.redaction import redact
-from governance.trust import INITIAL_DRAFT, published_trust
+from governance.trust import INITIAL_DRAFT, STANDING_LABELS, Standing, is_earned, published_trust
 
-__all__ = ["ChangeOperation", "ChangeTrust", "ProposedContent", "change_trust", "proposed_content"]
+__all__ = [
+    "ChangeOperation",
+    "ChangeTrust",
+    "ProposedContent",
+    "change_trust",
+    "proposed_content",
+    "direct_change_refusal",
+]
 
 
 class ChangeOperation(StrEnum):
@@ -78,3 +85,21 @@ def proposed_content(content: str, title: str | None = None) -> ProposedContent:
             counts[kind] = counts.get(kind, 0) + n
         chosen = given.text.strip()
     return ProposedContent(cleaned.text, chosen or title_of(cleaned.text), counts)
+
+
+def direct_change_refusal(ref: str, *, standing: Standing, carries: str | None = None) -> str | None:
+    """Why a non-approver may not supersede or retire this memory at once (where no change request is due),
+    or None. Its own word does not replace what a human approved or others verified, and a superseding text
+    carrying instructions aimed at agents (`carries`: `instructions.quarantine_reason`) would reach every
+    reader unreviewed where a promotion holds it for a human."""
+    if is_earned(standing):
+        return (
+            f"memory {ref!r} is {STANDING_LABELS[standing]}: a non-approver's own word does not replace or "
+            "retire it; stage the correction in a task and promote it, or ask a human who may approve there"
+        )
+    if carries is not None:
+        return (
+            f"the new content carries instructions aimed at agents ({carries}): it reaches shared memory "
+            "only through a promotion, whose plan waits for a human"
+        )
+    return None

@@ -29,6 +29,7 @@ from enum import StrEnum
 
 from governance.changes import ChangeTrust, change_trust
 from governance.errors import InvalidInput
+from governance.instructions import quarantine_reason
 from governance.limits import MAX_LIFT_ITEMS
 from governance.redaction import redact
 from governance.scopes import SCOPE_LEVEL, Scope, can_promote, scope_key
@@ -43,6 +44,7 @@ __all__ = [
     "lifted_text",
     "lifted_trust",
     "lift_refusal",
+    "unreviewed_lift_refusal",
 ]
 
 
@@ -148,4 +150,26 @@ def lift_refusal(
         return "only a human decides a lift"
     if not approves_target:
         return "may not approve at the lift's target scope"
+    return None
+
+
+def unreviewed_lift_refusal(
+    ref: str, *, memory_type: str, content: str, validation_source: str | None, human: bool
+) -> str | None:
+    """Why a non-human may not lift this memory where no approval is due (a task memory into its worktree),
+    or None. What a promotion would hold for a human must not reach a wider scope through a lift: a code rule
+    nobody human approved (it binds every agent there) and a text carrying instructions aimed at agents."""
+    if human:
+        return None
+    if memory_type == "code_rule" and validation_source != "human_approved":
+        return (
+            f"memory {ref!r} is a rule no human approved: a rule binds every agent where it lands, so it is "
+            "lifted by a human, or promoted there (its plan waits for a human)"
+        )
+    reason = quarantine_reason(content)
+    if reason is not None:
+        return (
+            f"memory {ref!r} carries instructions aimed at agents ({reason}): lifted by a human only, or "
+            "promoted there (its plan waits for a human)"
+        )
     return None

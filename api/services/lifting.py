@@ -5,7 +5,10 @@
 - no memory is named twice, each lifts upward along its own line and all land in one scope key, which is the
   `target_scope.scope_key` the caller named, if any (else 422: governance/lifting.py);
 - the caller may `promote` into the target scope in the memories' tenant, as for a promotion (else 403);
-- every memory is still active (else 409: lift its current head).
+- every memory is still active (else 409: lift its current head);
+- where the lift would apply at once (no approval due at the target), a non-human lifts no rule a human
+  did not approve and no text carrying instructions aimed at agents (else 403): a promotion would hold
+  either for a human (`lifting.unreviewed_lift_refusal`).
 
 Then, like a supersede: at a target scope whose policy requires validation (project and org by default), a
 caller who is not a human allowed to approve there gets a change request (`operation = lift`, 202) and its
@@ -29,12 +32,12 @@ from api.services.change_requests import (
 )
 from api.services.gateway import GatewayResources, authorize_memory
 from governance.changes import ChangeOperation, ChangeTrust
-from governance.errors import Conflict, InvalidInput
+from governance.errors import Conflict, InvalidInput, PolicyDenied
 from governance.identity import Principal, judged_project
-from governance.lifting import Place, lift_target, target_project
+from governance.lifting import Place, lift_target, target_project, unreviewed_lift_refusal
 from governance.operations.changes import apply_change_request
 from governance.operations.lifting import LiftRules
-from governance.scopes import Scope
+from governance.scopes import ActorType, Scope
 from governance.storage.change_requests import (
     NewChangeRequest,
     create_change_request,
@@ -104,6 +107,17 @@ async def lift(resources: GatewayResources, principal: Principal, body: LiftIn) 
     tenant = MemoryTenant(first.id, first.citation, org, project, target.value)
     validated = resources.authorizer.requires_validation(target)
     approver = validated and is_approver(resources, principal, tenant)
+    if not validated:  # applied at once: what a promotion would hold for a human is not lifted by others
+        for ref, source in zip(body.memory_ids, sources, strict=True):
+            refusal = unreviewed_lift_refusal(
+                ref,
+                memory_type=source.memory_type,
+                content=source.content,
+                validation_source=source.validation_source,
+                human=principal.actor_type is ActorType.HUMAN,
+            )
+            if refusal is not None:
+                raise PolicyDenied(refusal)
     new = NewChangeRequest(
         memory_id=first.id,
         org=org,

@@ -14,7 +14,9 @@ a caller who is not a human allowed to approve that scope gets a change request 
 change_requests.py) and nothing changes until an approver decides. A human approver's call applies at once
 and is recorded as the approval it is (an APPROVED event naming them). A superseding memory's content is
 redacted, its title is its own, and its trust is what its author's word gives: a human validation from an
-approver, a draft from anyone else.
+approver, a draft from anyone else. Where no change request is due, a non-approver neither replaces nor
+retires a human-approved or verified memory, nor supersedes with text carrying instructions aimed at agents
+(403, nothing written: `changes.direct_change_refusal`); a promotion or a human does.
 
 Trust comes from someone other than the author (docs/trust.md): a principal involved in a memory (it wrote
 its source staging or opened its task, published, merged, lifted or superseded it: storage/trust.py) is
@@ -53,12 +55,16 @@ from api.schemas.memories import (
 )
 from api.services.change_requests import embedding_of, is_approver, needs_change_request, propose
 from api.services.gateway import GatewayResources, authorize_memory
-from governance.changes import ChangeTrust, proposed_content
+from governance.changes import ChangeTrust, direct_change_refusal, proposed_content
+from governance.errors import PolicyDenied
 from governance.identity import Principal
+from governance.instructions import quarantine_reason
 from governance.operations import changes, trust
 from governance.operations.trust import Endorser
 from governance.scopes import ValidationSource
 from governance.storage.memory_changes import MemoryTenant, memory_history, memory_tenant
+from governance.storage.trust import standings_of
+from governance.trust import Standing
 
 __all__ = [
     "VALIDATION_ACTION",
@@ -202,6 +208,9 @@ async def supersede(
         request = changes.as_request(change, memory, redaction_counts=proposed.redaction_counts)
         return await propose(resources, principal, request)
     approver = is_approver(resources, principal, memory)
+    if not approver:
+        carries = quarantine_reason(proposed.content, proposed.title)
+        await _refuse_direct_change(resources, ref, memory, carries)
     outcome = await changes.supersede(
         resources.engine,
         change,
@@ -209,6 +218,19 @@ async def supersede(
         approved_at=memory.scope if resources.authorizer.requires_validation(memory.scope) else None,
     )
     return SupersedePublic(id=outcome.memory_id, citation=outcome.citation, superseded_id=memory.id)
+
+
+async def _refuse_direct_change(
+    resources: GatewayResources, ref: str, memory: MemoryTenant, carries: str | None
+) -> None:
+    """PolicyDenied when a non-approver's change applied at once would replace what it may not
+    (`changes.direct_change_refusal`)."""
+    async with resources.engine.connect() as conn:
+        held = await standings_of(conn, [memory.id])
+    standing = held[memory.id].standing if memory.id in held else Standing.UNREVIEWED
+    refusal = direct_change_refusal(ref, standing=standing, carries=carries)
+    if refusal is not None:
+        raise PolicyDenied(refusal)
 
 
 async def retire(
@@ -226,6 +248,8 @@ async def retire(
     )
     if needs_change_request(resources, principal, memory):
         return await propose(resources, principal, changes.as_request(change, memory))
+    if not is_approver(resources, principal, memory):
+        await _refuse_direct_change(resources, ref, memory, None)
     await changes.retire(
         resources.engine,
         change,

@@ -51,6 +51,9 @@ class LiftSource:
     active: bool
     worktree: str | None
     task_id: str | None
+    memory_type: str = "fact"
+    content: str = ""
+    validation_source: str | None = None
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,7 @@ async def lift_sources(conn: AsyncConnection, refs: Sequence[str]) -> list[LiftS
                 text(
                     """
                     SELECT m.id::text AS id, m.citation, m.org, m.project, m.scope, m.scope_key, m.title,
+                           m.memory_type, m.content, m.validation_source,
                            (m.deprecated_at IS NULL AND (m.expires_at IS NULL OR m.expires_at > now()))
                                AS active,
                            t.id AS task_id, t.worktree AS task_worktree
@@ -106,6 +110,9 @@ async def lift_sources(conn: AsyncConnection, refs: Sequence[str]) -> list[LiftS
                 active=bool(row.active),
                 worktree=worktree,
                 task_id=row.task_id,
+                memory_type=row.memory_type,
+                content=row.content,
+                validation_source=row.validation_source,
             )
         )
     return found
