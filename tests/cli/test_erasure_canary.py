@@ -369,13 +369,24 @@ def _plant(up: UpProcess, canary: str) -> tuple[Plant, list[str]]:
             headers=_auth(plant.other),
         )
         assert validated.status_code == 200, validated.text
+        # an orchestrator observes a rule in work it took part in: a task of its own
+        own = http.post(
+            "/v1/tasks",
+            json={"org": "acme", "project": "demo", "worktree": "main", "description": "work under the rule"},
+            headers=_auth(plant.other),
+        )
+        assert own.status_code == 201, own.text
         observed = http.post(
             f"/v1/memories/{rule}/observations",
-            json={"outcome": "followed_passed", "note": t("http observation"), "task_id": first},
+            json={
+                "outcome": "followed_passed",
+                "note": t("http observation"),
+                "task_id": own.json()["task_id"],
+            },
             headers=_auth(plant.other),
         )
         assert observed.status_code == 200, observed.text
-        asyncio.run(_grpc_judgements(plant, rule, fact, second))
+        asyncio.run(_grpc_judgements(plant, rule, fact, own.json()["task_id"]))
         asyncio.run(_mcp_judgements(plant, rule, fact))
         cli_observed = plant.cli(
             plant.observer, "rules", "observe", rule, "followed_passed", "--note", t("cli observation")
