@@ -52,6 +52,10 @@ class Authorizer:
         # interpreter on each call: on the staging hot path that was ~18% of the gateway's CPU per request.
         self._decisions: dict[tuple[str, str, str, str], bool] = {}
         self._generation = 0
+        # one evaluation at a time: Casbin compiles its matcher with `ast.parse` on every call, and CPython
+        # 3.11's parser is not safe across threads (two at once raise "AST constructor recursion depth
+        # mismatch": the console's threadpool and the event loop's thread dropped connections under load)
+        self._evaluating = threading.Lock()
         if watcher is not None:
             watcher.set_update_callback(self._on_change)
 
@@ -71,7 +75,8 @@ class Authorizer:
         if cached is not None:
             return cached
         generation = self._generation
-        decision = bool(self._enforcer.enforce(*request))
+        with self._evaluating:
+            decision = bool(self._enforcer.enforce(*request))
         if generation == self._generation:
             if len(self._decisions) >= _MAX_CACHED_DECISIONS:
                 self._decisions.clear()

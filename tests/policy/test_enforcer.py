@@ -139,3 +139,29 @@ async def test_enforcer_allows_concurrent_first_requests_of_a_new_principal(
         assert not auth.allowed(orchestrator, org=org, project="api", scope=Scope.ORG, action="write")
     finally:
         auth.close()
+
+
+async def test_decisions_from_many_threads_at_once_never_crash_the_parser(
+    engine: AsyncEngine, authorizer: Authorizer
+) -> None:
+    """CPython 3.11's parser is not safe across threads, and Casbin parses its matcher on every evaluation:
+    the console's threadpool and the event loop deciding at once raised "AST constructor recursion depth
+    mismatch" and dropped the connection. Distinct requests, so none is answered from the cache."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    principal = await _principal(engine, ActorType.ORCHESTRATOR, f"org-{uuid.uuid4().hex[:8]}", "p")
+    start = threading.Barrier(8)
+
+    def decide(n: int) -> int:
+        start.wait()
+        allowed = 0
+        for i in range(150):
+            allowed += authorizer.allowed(
+                principal, org=principal.org, project=f"p{n}-{i}", scope=Scope.TASK, action="write"
+            )
+        return allowed
+
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(decide, range(8)))
+    assert answers == [0] * 8  # another project's tasks: every one refused, none raised
