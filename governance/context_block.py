@@ -21,11 +21,17 @@ shown only when it is established *and* earned. An unreviewed memory still appea
 
 **Markers are folded before they are neutralised.** A memory must not close the block early and speak as
 the user. Before `[MEMORY CONTEXT]` / `[/MEMORY CONTEXT]` look-alikes are replaced, every text is folded:
-NFKC (full-width brackets and letters become ASCII), format characters (zero-width space, joiners, BOM,
-soft hyphen: Unicode category Cf) removed, and confusable letters (Cyrillic and Greek look-alikes of
-M E O R Y C N T X) read as their Latin twins; a marker may then be spelled with `_`, `-`, `.` or spaces
-between its words and inside its brackets. The folded text is what the block shows (only the confusable
-mapping is used for matching alone, so Cyrillic or Greek content stays as written).
+NFKC (full-width brackets and letters become ASCII), and every character that renders as nothing removed
+(`INVISIBLE_CHARACTERS`: Unicode's default-ignorable code points — zero-width space and joiners, BOM, soft
+hyphen, the combining grapheme joiner, variation selectors, Hangul fillers, tags — every format character
+of category Cf, and the braille blank). The folded text is what the block shows. Markers are then looked
+for in a *reading* of it that the block never shows: each character decomposed (NFKD) without its marks
+(categories M*: accents, overlays such as U+0336 and U+0332, enclosing marks) or any unassigned or
+private-use code point (a later Unicode's mark), and look-alike letters (Cyrillic, Greek, Coptic,
+Cherokee, Lisu, small capitals `ᴍᴇᴍᴏʀʏ`, regional-indicator and squared letters; Unicode confusables.txt)
+read as their Latin twins; a marker may then be spelled with `_`, `-`, `.` or spaces between its words and
+inside its brackets. A match replaces its whole span of the folded text, marks included, so accented,
+Korean, Devanagari or Cyrillic content stays as written.
 
 **Stale memories are marked, not left out.** A memory whose source was superseded or retired since (a skill
 quoting a replaced decision) keeps its place in rank order (ranking already lowers it) and its line says so:
@@ -51,6 +57,7 @@ common tokenizers. Items are added in rank order; one that no longer fits is sho
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import unicodedata
@@ -72,6 +79,7 @@ __all__ = [
     "estimate_tokens",
     "fold",
     "FORMAT_CHARACTERS",
+    "INVISIBLE_CHARACTERS",
     "neutralise_markers",
     "build_context_block",
 ]
@@ -105,23 +113,35 @@ _SEP = r"[\s_\-.·]*"
 _MARKERS = re.compile(
     r"\[\s*/?\s*" + _SEP.join("MEMORY") + _SEP + _SEP.join("CONTEXT") + r"\s*\]", re.IGNORECASE
 )
-# Cyrillic and Greek letters that look like the Latin letters of the markers (Unicode confusables.txt)
+# Letters of other scripts and styles that look like the Latin letters of the markers, and look-alike
+# brackets and slashes (Unicode confusables.txt: Cyrillic, Greek, Coptic, Cherokee, Lisu, runic, small
+# capitals, digit zeros); letters with accents or strokes NFKD leaves whole (Ø, Ŧ) too
 _CONFUSABLES = str.maketrans(
     {
-        **dict.fromkeys("МмΜμ", "M"),  # noqa: RUF001
-        **dict.fromkeys("ЕеΕε", "E"),  # noqa: RUF001
-        **dict.fromkeys("ОоΟοσ0", "O"),  # noqa: RUF001
-        **dict.fromkeys("РрΡρ", "R"),  # noqa: RUF001
-        **dict.fromkeys("УуΥυ", "Y"),  # noqa: RUF001
-        **dict.fromkeys("СсϹϲ", "C"),  # noqa: RUF001
-        **dict.fromkeys("НΝ", "N"),  # noqa: RUF001
-        **dict.fromkeys("ТтΤτ", "T"),  # noqa: RUF001
-        **dict.fromkeys("ХхΧχ", "X"),  # noqa: RUF001
-        **dict.fromkeys("⟦〔【❲⁅〖", "["),  # noqa: RUF001
-        **dict.fromkeys("⟧〕】❳⁆〗", "]"),  # noqa: RUF001
-        **dict.fromkeys("∕⁄⧸╱", "/"),  # noqa: RUF001
+        **dict.fromkeys("МмΜμᴍϺϻӍӎᎷꓟⲘⲙᛖ\U000102b0", "M"),  # noqa: RUF001
+        **dict.fromkeys("ЕеΕεᴇᎬꓰⴹ⋿ɛƐ", "E"),  # noqa: RUF001
+        **dict.fromkeys("ОоΟοσ0ᴏꓳⲞⲟⵔ߀०০੦૦௦౦೦൦๐໐၀օ〇◯○Øø", "O"),  # noqa: RUF001
+        **dict.fromkeys("РрΡρʀᎡꓣƦᖇᚱ", "R"),  # noqa: RUF001
+        **dict.fromkeys("УуΥυʏҮүꓬᎩⲨγɣ", "Y"),  # noqa: RUF001
+        **dict.fromkeys("СсϹϲᴄᏟꓚⲤⲥ\U000102a2", "C"),  # noqa: RUF001
+        **dict.fromkeys("НΝɴꓠⲚⲛИи", "N"),  # noqa: RUF001
+        **dict.fromkeys("ТтΤτᴛᎢꓔⲦⲧ⊤⟙ƬŦŧ", "T"),  # noqa: RUF001
+        **dict.fromkeys("ХхΧχꓫⲬⲭᕁ×⨯╳ᚷҲҳ", "X"),  # noqa: RUF001
+        **dict.fromkeys("⟦〔【❲⁅〖〚〘⦋⦍⦏⌈⌊⎡⎣", "["),  # noqa: RUF001
+        **dict.fromkeys("⟧〕】❳⁆〗〛〙⦌⦎⦐⌉⌋⎤⎦", "]"),  # noqa: RUF001
+        **dict.fromkeys("∕⁄⧸╱⟋ノ᜵", "/"),  # noqa: RUF001
+        # regional indicators (🇲🇪…), negative circled and negative squared letters: NFKC keeps them
+        **{chr(base + i): chr(ord("A") + i) for base in (0x1F1E6, 0x1F150, 0x1F170) for i in range(26)},
     }
 )
+# what a marker may open with once read (`_reading`): a text without any is shown as folded at once
+_OPENERS = re.compile(
+    "[" + re.escape("[" + "".join(chr(c) for c, to in _CONFUSABLES.items() if to == "[")) + "]"
+)
+# categories a marker's reading drops: marks (accents, overlays, enclosing circles), format characters,
+# and code points this Python's Unicode does not know or that fonts draw as anything (a later version's
+# marks, private use)
+_UNREAD_CATEGORIES = frozenset({"Mn", "Mc", "Me", "Cf", "Cn", "Co", "Cs"})
 
 
 @dataclass(frozen=True)
@@ -166,27 +186,72 @@ FORMAT_CHARACTERS = re.compile(
 )
 
 
+# Characters that render as nothing: Unicode's default-ignorable code points (DerivedCoreProperties.txt,
+# 15.1: soft hyphen, combining grapheme joiner, Arabic letter mark, Hangul fillers, Khmer inherent vowels,
+# Mongolian selectors, zero-width characters, bidi controls, word joiners, variation selectors, BOM,
+# halfwidth Hangul filler, shorthand and musical format controls, tags), every format character (above),
+# and the braille pattern blank, which is drawn as a space-wide nothing but is no white space to `\s`.
+# Removed from every text the block shows: nothing visible changes, and a marker cannot hide behind them.
+INVISIBLE_CHARACTERS = re.compile(
+    f"(?:{FORMAT_CHARACTERS.pattern}|"
+    "[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u2065\u2800\u3164\ufe00-\ufe0f\uffa0\ufff0-\ufff8"
+    "\U000e0000-\U000e0fff])"
+)
+
+
 def fold(text: str) -> str:
-    """NFKC, without format characters (zero-width space and joiners, BOM, soft hyphen: category Cf)."""
-    return FORMAT_CHARACTERS.sub("", unicodedata.normalize("NFKC", text))
+    """NFKC, without any character that renders as nothing (`INVISIBLE_CHARACTERS`)."""
+    normal = unicodedata.normalize("NFKC", text)
+    visible = INVISIBLE_CHARACTERS.sub("", normal)
+    # an invisible character may have kept apart what composes once it is gone (e, U+034F, U+0301): NFKC
+    # again makes `fold` its own fixed point (what it removed is never produced by composing)
+    return normal if len(visible) == len(normal) else unicodedata.normalize("NFKC", visible)
+
+
+@functools.lru_cache(maxsize=8192)
+def _read(char: str) -> str:
+    """How a marker's pattern reads one non-ASCII character: decomposed, without marks, look-alikes Latin."""
+    kept = (
+        c for c in unicodedata.normalize("NFKD", char) if unicodedata.category(c) not in _UNREAD_CATEGORIES
+    )
+    return "".join(kept).translate(_CONFUSABLES)
+
+
+def _reading(folded: str) -> tuple[str, list[int] | None]:
+    """`folded` as the marker pattern reads it, and the index in `folded` of each of its characters (None:
+    the same index, an ASCII text read character for character)."""
+    if folded.isascii():
+        return folded.translate(_CONFUSABLES), None
+    read: list[str] = []
+    index: list[int] = []
+    for at, char in enumerate(folded):  # only a non-ASCII text with something like an opening bracket
+        piece = char.translate(_CONFUSABLES) if char.isascii() else _read(char)
+        read.append(piece)
+        index.extend([at] * len(piece))
+    return "".join(read), index
 
 
 def neutralise_markers(text: str) -> str:
     """`text` folded, with every look-alike of the block's markers replaced by `(memory context)`.
 
-    The confusable mapping is one character to one character, so a match in the mapped text is the same
-    span of the folded text, which keeps its own letters elsewhere.
+    Markers are matched in the folded text's reading (`_reading`); each match replaces the span of the
+    folded text it was read from, marks inside it included, and the folded text keeps its own letters
+    elsewhere.
     """
     folded = fold(text)
-    skeleton = folded.translate(_CONFUSABLES)
-    if len(skeleton) != len(folded):  # never: the table maps characters to single characters
-        raise AssertionError("the confusable mapping must keep lengths")
+    if not _OPENERS.search(folded):
+        return folded
+    read, index = _reading(folded)
     parts: list[str] = []
     last = 0
-    for match in _MARKERS.finditer(skeleton):
-        parts.append(folded[last : match.start()])
+    for match in _MARKERS.finditer(read):
+        start = match.start() if index is None else index[match.start()]
+        end = match.end() if index is None else index[match.end() - 1] + 1
+        while index is not None and end < len(folded) and not _read(folded[end]):
+            end += 1  # a mark over the closing bracket goes with it
+        parts.append(folded[last:start])
         parts.append("(memory context)")
-        last = match.end()
+        last = end
     parts.append(folded[last:])
     return "".join(parts)
 
