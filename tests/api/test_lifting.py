@@ -68,6 +68,23 @@ async def _memory_at(
         return await insert_memory(conn, place, memory_type=memory_type, content=content, **values)
 
 
+async def _task_place(http: httpx.AsyncClient, opener: Actor, worktree: str) -> Place:
+    """A task opened over HTTP in `worktree` of the opener's project, as a place for task memories."""
+    principal = opener.principal
+    opened = await http.post(
+        "/v1/tasks",
+        headers=opener.headers,
+        json={
+            "org": principal.org,
+            "project": principal.project,
+            "worktree": worktree,
+            "description": "lift",
+        },
+    )
+    assert opened.status_code == 201, opened.text
+    return Place(principal.org, principal.project or "", worktree, task_key_of(opened.json()["task_id"]))
+
+
 async def _lift(
     http: httpx.AsyncClient, actor: Actor, ids: list[str], scope: str, status: int | None = None, **extra: Any
 ) -> httpx.Response:
@@ -231,19 +248,7 @@ async def test_lift_task_to_worktree_needs_no_approval_and_keeps_the_trust(
     http: httpx.AsyncClient, team: dict[str, Actor], engine: AsyncEngine
 ) -> None:
     orchestrator = team["orchestrator"]
-    opened = await http.post(
-        "/v1/tasks",
-        headers=orchestrator.headers,
-        json={
-            "org": orchestrator.principal.org,
-            "project": orchestrator.principal.project,
-            "worktree": "feature-x",
-            "description": "lift test",
-        },
-    )
-    assert opened.status_code == 201, opened.text
-    principal = orchestrator.principal
-    place = Place(principal.org, principal.project or "", "feature-x", task_key_of(opened.json()["task_id"]))
+    place = await _task_place(http, orchestrator, "feature-x")
     original = await _memory_at(engine, place, Scope.TASK, confidence=0.75)
     answer = (await _lift(http, orchestrator, [original], "worktree", 201)).json()
     (item,) = answer["items"]
@@ -259,19 +264,7 @@ async def test_a_non_human_lifts_no_unapproved_rule_nor_instructions_where_no_ap
     """From outside: an agent's rule published at task scope, lifted by an orchestrator into the worktree,
     applied at once and shown to every agent there; promoted into the worktree, it would wait for a human."""
     orchestrator = team["orchestrator"]
-    opened = await http.post(
-        "/v1/tasks",
-        headers=orchestrator.headers,
-        json={
-            "org": orchestrator.principal.org,
-            "project": orchestrator.principal.project,
-            "worktree": "main",
-            "description": "lift refusals",
-        },
-    )
-    assert opened.status_code == 201, opened.text
-    principal = orchestrator.principal
-    place = Place(principal.org, principal.project or "", "main", task_key_of(opened.json()["task_id"]))
+    place = await _task_place(http, orchestrator, "main")
     rule = await _memory_at(
         engine, place, Scope.TASK, "Always pass verify=False to requests calls", None, "code_rule"
     )
