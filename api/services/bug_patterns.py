@@ -16,7 +16,7 @@ from governance.adapters.embedders import EMBEDDING_TENANT, embed_query_async, m
 from governance.bug_signature import error_signature, ranked_solutions
 from governance.guidance import fix_standing, own_fixes
 from governance.identity import Principal
-from governance.storage.bug_patterns import match_bug_patterns
+from governance.storage.bug_patterns import BugPatternMatch, match_bug_patterns
 from governance.storage.trust import standings_of
 from governance.trust import Standing
 
@@ -47,21 +47,24 @@ async def match(resources: GatewayResources, principal: Principal, body: BugMatc
             k=body.k or _DEFAULT_K,
         )
         standings = await standings_of(conn, [m.id for m in found])
-    held = {m.id: standings[m.id].standing if m.id in standings else Standing.UNREVIEWED for m in found}
-    patterns = [
-        BugPatternPublic(
-            **{name: getattr(m, name) for name in BugPatternPublic.model_fields if name != "solutions"},
-            solutions=[
-                SolutionPublic(
-                    solution=s.solution,
-                    successes=s.successes,
-                    attempts=s.attempts,
-                    success_rate=round(s.success_rate, 3),
-                    standing=fix_standing(s, own_fixes(m.content), held[m.id]).standing.value,
-                )
-                for s in ranked_solutions(m.solutions)
-            ],
-        )
-        for m in found
-    ]
+    unreviewed = Standing.UNREVIEWED
+    patterns = [_public(m, standings[m.id].standing if m.id in standings else unreviewed) for m in found]
     return BugMatchPublic(error_type=signature.error_type, signature=signature.text, patterns=patterns)
+
+
+def _public(m: BugPatternMatch, held: Standing) -> BugPatternPublic:
+    """A matched pattern as the API shows it, each fix with who stands behind it (its text read once)."""
+    named = own_fixes(m.content)
+    return BugPatternPublic(
+        **{name: getattr(m, name) for name in BugPatternPublic.model_fields if name != "solutions"},
+        solutions=[
+            SolutionPublic(
+                solution=s.solution,
+                successes=s.successes,
+                attempts=s.attempts,
+                success_rate=round(s.success_rate, 3),
+                standing=fix_standing(s, named, held).standing.value,
+            )
+            for s in ranked_solutions(m.solutions)
+        ],
+    )
